@@ -1,0 +1,23 @@
+// Stand-in for the CUDA backend in builds without nvcc: reports that it is absent.
+#include <stdexcept>
+
+#include "backends.h"
+
+namespace kb::batched {
+
+bool cuda_built() { return false; }
+
+int cuda_device_count(std::string* why) {
+  if (why) *why = "this build has no CUDA backend (nvcc was not found, or KERNBENCH_ENABLE_CUDA=OFF)";
+  return 0;
+}
+
+void eval_gemm_cuda(const GemmConfig*, std::size_t, GemmResult*) {
+  throw std::logic_error("eval_gemm_cuda called in a build without the CUDA backend");
+}
+
+GemmSweepSummary sweep_gemm_cuda(const GemmSpace&, std::int64_t) {
+  throw std::logic_error("sweep_gemm_cuda called in a build without the CUDA backend");
+}
+
+}  // namespace kb::batched

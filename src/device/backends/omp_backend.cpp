@@ -1,0 +1,68 @@
+// OpenMP backend: the generic Thrust code on thrust::omp, built by the host compiler.
+#include <omp.h>
+#include <thrust/reduce.h>
+#include <thrust/system/omp/execution_policy.h>
+#include <thrust/system/omp/vector.h>
+#include <thrust/transform_reduce.h>
+
+#include "gemm_eval.inl"
+
+namespace kb::batched {
+
+namespace {
+struct ThreadScope {
+  int saved;
+  explicit ThreadScope(int threads) : saved(omp_get_max_threads()) {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+  ~ThreadScope() { omp_set_num_threads(saved); }
+};
+}  // namespace
+
+void eval_gemm_omp(const GemmConfig* configs, std::size_t n, GemmResult* out, int threads) {
+  ThreadScope scope(threads);
+  thrust::transform(thrust::omp::par, configs, configs + n, out, detail::EvalOne{});
+}
+
+GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, std::int64_t chunk, int threads) {
+  using namespace detail;
+  ThreadScope scope(threads);
+  const std::vector<std::int64_t> flat = flatten_values(space);
+  const SpaceView view = make_view(space, flat.data());
+  GemmSweepSummary sum;
+  sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
+  const std::int64_t total = space.size();
+  thrust::omp::vector<Keyed> keyed(static_cast<std::size_t>(std::min(chunk, total)));
+  thrust::omp::vector<std::int64_t> groups_out(keyed.size());
+  thrust::omp::vector<Keyed> best_out(keyed.size());
+  for (std::int64_t start = 0; start < total; start += chunk) {
+    const std::int64_t len = std::min(chunk, total - start);
+    thrust::counting_iterator<std::int64_t> first(start);
+    thrust::transform(thrust::omp::par, first, first + len, keyed.begin(), EvalIndex{view});
+    const auto counted = thrust::transform_reduce(thrust::omp::par, keyed.begin(), keyed.begin() + len, ValidLatency{},
+                                                  thrust::make_tuple(std::int64_t{0}, std::uint64_t{0}), AddPair{});
+    sum.valid += thrust::get<0>(counted);
+    sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + thrust::get<1>(counted));
+    // Groups are contiguous in index order, so one reduce_by_key finds each group's best.
+    auto keys = thrust::make_transform_iterator(keyed.begin(), GroupOf{});
+    auto ends = thrust::reduce_by_key(thrust::omp::par, keys, keys + len, keyed.begin(), groups_out.begin(),
+                                      best_out.begin(), thrust::equal_to<std::int64_t>{}, BetterOf{});
+    const std::size_t ngroups = static_cast<std::size_t>(ends.second - best_out.begin());
+    std::vector<Keyed> winners(ngroups);
+    thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(ngroups), winners.begin());
+    merge(sum, winners);
+    sum.evaluated += len;
+  }
+  return sum;
+}
+
+}  // namespace kb::batched
+
+namespace kb::batched {
+
+GemmConfig gemm_space_config(const GemmSpace& space, std::int64_t i) {
+  const std::vector<std::int64_t> flat = detail::flatten_values(space);
+  return detail::decode(detail::make_view(space, flat.data()), i);
+}
+
+}  // namespace kb::batched

@@ -1,0 +1,9 @@
+// One host/device annotation for model code: __host__ __device__ under a CUDA
+// compiler, nothing under a host compiler. Model headers include no CUDA headers.
+#pragma once
+
+#if defined(__CUDACC__)
+#define KB_HD __host__ __device__
+#else
+#define KB_HD
+#endif

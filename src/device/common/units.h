@@ -1,0 +1,40 @@
+// Integer time and size helpers shared by both engines. All simulated time is int64
+// picoseconds; nothing here touches floating point, so results are bit-identical on
+// every backend.
+#pragma once
+
+#include <cstdint>
+
+#include "kb_hd.h"
+
+namespace kb {
+
+using ps_t = std::int64_t;
+
+constexpr std::int64_t kPsPerNs = 1000;
+// A finite result never exceeds this; anything larger is treated as overflow. It leaves
+// a factor of four of headroom below INT64_MAX for sums of already-checked terms.
+constexpr std::int64_t kTimeLimitPs = INT64_C(2305843009213693952);  // 2^61
+
+KB_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+KB_HD constexpr std::int64_t imax(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
+KB_HD constexpr std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+
+// Time to move `bytes` at `gbps` gigabytes per second (10^9 B/s): 1 byte at 1 GB/s is 1 ns.
+KB_HD constexpr ps_t transfer_ps(std::int64_t bytes, std::int64_t gbps) {
+  return ceil_div(bytes * kPsPerNs, gbps);
+}
+
+// Time to move `bytes` through a port whose rate is min(port_gbps, shared_gbps / sharers):
+// the slower of the two limits, computed without dividing the shared bandwidth.
+KB_HD constexpr ps_t shared_transfer_ps(std::int64_t bytes, std::int64_t port_gbps,
+                                        std::int64_t shared_gbps, std::int64_t sharers) {
+  return imax(transfer_ps(bytes, port_gbps), ceil_div(bytes * kPsPerNs * sharers, shared_gbps));
+}
+
+// Duration of `cycles` clock cycles at `clock_mhz`, rounded up to a whole picosecond.
+KB_HD constexpr ps_t cycles_ps(std::int64_t cycles, std::int64_t clock_mhz) {
+  return ceil_div(cycles * INT64_C(1000000), clock_mhz);
+}
+
+}  // namespace kb

@@ -1,0 +1,322 @@
+// Batched GEMM model: from a compact config, the latency and resource totals of the tile
+// schedule that the reference GEMM kernel (src/host/kernels/gemm.cpp) issues, without
+// building a graph. Pure KB_HD code: no allocation, exceptions, virtual calls or recursion.
+//
+// The schedule of one PE is a max-plus recurrence over its steps (one step = one k-slice
+// of one output tile) on two in-order resources, the PE's DMA queue and its matrix engine.
+// Identical blocks of steps (k-slices of a tile, tiles of a row, rows of a PE's share) are
+// applied until the state, taken relative to the DMA clock, repeats; from then on each
+// block only adds a constant, so the rest of the run is one multiplication. The jump is
+// exact because the step map is homogeneous: f(x + c) = f(x) + c.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+#include "systolic.h"
+
+namespace kb {
+
+constexpr std::int64_t kGemmMaxDim = INT64_C(1) << 20;
+
+struct GemmConfig {
+  // problem and schedule
+  std::int64_t m, n, k;
+  std::int64_t tile_m, tile_n, tile_k;
+  std::int64_t pes;    // PEs per cube
+  std::int64_t cubes;  // cubes of SIP 0
+  std::int64_t buffers;  // 1 or 2 SRAM buffer sets
+  // hardware
+  std::int64_t array_rows, array_cols;
+  std::int32_t dataflow;  // Dataflow
+  std::int64_t clock_mhz;
+  std::int64_t dma_gbps;  // aggregate DMA rate of one PE
+  std::int64_t hbm_gbps;  // one cube's HBM, shared by the launch's PEs of that cube
+  std::int64_t hbm_latency_ns;
+  std::int64_t sram_bytes;
+  std::int64_t hbm_capacity_bytes;
+  std::int64_t pes_per_cube, cubes_per_sip;
+};
+
+enum GemmStatus : std::int32_t {
+  kGemmOk = 0,
+  kGemmBadShape,      // a dimension outside 1..2^20
+  kGemmBadTile,       // a tile dimension outside 1..its matrix dimension
+  kGemmBadBuffers,    // buffers not 1 or 2
+  kGemmBadPes,        // pes outside 1..pes_per_cube
+  kGemmBadCubes,      // cubes outside 1..cubes_per_sip
+  kGemmSramOverflow,  // the tile buffers do not fit the PE's SRAM
+  kGemmHbmOverflow,   // A, B and the C shard do not fit one cube's HBM
+  kGemmTimeOverflow,  // times would exceed the int64 picosecond range
+};
+
+struct GemmResult {
+  std::int32_t status;
+  ps_t latency_ps;
+  std::int64_t mac_cycles;
+  std::int64_t macs;
+  ps_t matrix_busy_ps;
+  ps_t dma_busy_ps;
+  std::int64_t hbm_read_bytes, hbm_write_bytes;
+  std::int64_t ops;
+  ps_t compute_roof_ps, hbm_roof_ps, roofline_ps;
+};
+
+// Bytes of SRAM one PE needs: `buffers` sets of an A tile, a B tile (fp16) and a C
+// accumulator (fp32).
+KB_HD constexpr std::int64_t gemm_sram_bytes(const GemmConfig& c) {
+  return c.buffers * (2 * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) + 4 * c.tile_m * c.tile_n);
+}
+
+// Which output tiles a PE computes: tile rows are split over cubes in contiguous blocks
+// (C is placed row-wise at tile granularity), then each cube's tiles, in row-major order,
+// are split over its PEs in contiguous blocks.
+struct TileRange {
+  std::int64_t lo, hi;
+};
+KB_HD inline TileRange gemm_tiles_of(std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t cubes,
+                                     std::int64_t pes, std::int64_t cube, std::int64_t pe) {
+  const std::int64_t r0 = cube * tiles_m / cubes, r1 = (cube + 1) * tiles_m / cubes;
+  const std::int64_t count = (r1 - r0) * tiles_n, base = r0 * tiles_n;
+  return TileRange{base + pe * count / pes, base + (pe + 1) * count / pes};
+}
+
+namespace gemm_detail {
+
+KB_HD inline std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b;
+}
+KB_HD inline std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
+}
+
+struct Step {
+  ps_t load;   // busy time of the A and B loads
+  ps_t mm;     // matrix engine time
+  ps_t store;  // busy time of the C store; < 0: not the last k-slice of its tile
+};
+
+// State after a step: the DMA queue's free time, the end of the last two matmuls, and the
+// stores still owed by the last two steps (a step's store is issued just before the loads
+// that reuse its buffer, i.e. `buffers` steps later).
+struct Pipe {
+  ps_t dfree, mm1, mm2;
+  ps_t st1, st2;
+};
+
+struct Ctx {
+  std::int64_t buffers;
+  ps_t hbm_lat;
+};
+
+KB_HD inline void apply_step(Pipe& p, const Step& s, const Ctx& c) {
+  const ps_t gate = c.buffers == 1 ? p.mm1 : p.mm2;
+  const ps_t owed = c.buffers == 1 ? p.st1 : p.st2;
+  if (owed >= 0) p.dfree = imax(p.dfree, gate) + owed;
+  p.dfree = imax(p.dfree, gate) + s.load;
+  const ps_t mm_end = imax(p.dfree + c.hbm_lat, p.mm1) + s.mm;
+  p.mm2 = p.mm1;
+  p.mm1 = mm_end;
+  p.st2 = p.st1;
+  p.st1 = s.store;
+}
+
+KB_HD inline void finish(Pipe& p, const Ctx& c) {
+  if (c.buffers == 2 && p.st2 >= 0) p.dfree = imax(p.dfree, p.mm2) + p.st2;
+  if (p.st1 >= 0) p.dfree = imax(p.dfree, p.mm1) + p.st1;
+}
+
+KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) {
+  return a.mm1 - a.dfree == b.mm1 - b.dfree && a.mm2 - a.dfree == b.mm2 - b.dfree && a.st1 == b.st1 &&
+         a.st2 == b.st2;
+}
+
+KB_HD inline void shift(Pipe& p, ps_t d) {
+  p.dfree += d;
+  p.mm1 += d;
+  p.mm2 += d;
+}
+
+// Applies `block` `count` times, jumping once the state repeats with period 1 or 2.
+template <class Block>
+KB_HD void repeat(Pipe& p, std::int64_t count, const Block& block, const Ctx& c) {
+  Pipe prev1 = p, prev2 = p;
+  for (std::int64_t i = 0; i < count; ++i) {
+    block(p, c);
+    const std::int64_t rest = count - 1 - i;
+    if (rest == 0) return;
+    if (i >= 1 && same_shape(p, prev1)) {
+      shift(p, rest * (p.dfree - prev1.dfree));
+      return;
+    }
+    if (i >= 2 && same_shape(p, prev2)) {
+      shift(p, (rest / 2) * (p.dfree - prev2.dfree));
+      if (rest % 2) block(p, c);
+      return;
+    }
+    prev2 = prev1;
+    prev1 = p;
+  }
+}
+
+struct StepBlock {
+  Step s;
+  KB_HD void operator()(Pipe& p, const Ctx& c) const { apply_step(p, s, c); }
+};
+
+// One output tile: kt-1 full k-slices, then the last (possibly ragged) one with the store.
+struct TileBlock {
+  Step body, last;
+  std::int64_t kt;
+  KB_HD void operator()(Pipe& p, const Ctx& c) const {
+    repeat(p, kt - 1, StepBlock{body}, c);
+    apply_step(p, last, c);
+  }
+};
+
+// A run of tiles in one tile row: `regular` full-width tiles, then maybe the ragged one.
+struct RowBlock {
+  TileBlock regular, edge;
+  std::int64_t nregular;
+  bool has_edge;
+  KB_HD void operator()(Pipe& p, const Ctx& c) const {
+    repeat(p, nregular, regular, c);
+    if (has_edge) edge(p, c);
+  }
+};
+
+struct Costs {
+  const GemmConfig* g;
+  std::int64_t kt, k_last;
+  KB_HD ps_t xfer(std::int64_t bytes) const {
+    return shared_transfer_ps(bytes, g->dma_gbps, g->hbm_gbps, g->pes);
+  }
+  KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
+    return systolic_cycles(mi, nj, kc, g->array_rows, g->array_cols, static_cast<Dataflow>(g->dataflow));
+  }
+  KB_HD Step step(std::int64_t mi, std::int64_t nj, std::int64_t kc, bool last) const {
+    Step s;
+    s.load = xfer(2 * mi * kc) + xfer(2 * kc * nj);
+    s.mm = cycles_ps(cycles(mi, nj, kc), g->clock_mhz);
+    s.store = last ? xfer(2 * mi * nj) : -1;
+    return s;
+  }
+  KB_HD TileBlock tile(std::int64_t mi, std::int64_t nj) const {
+    return TileBlock{step(mi, nj, g->tile_k, false), step(mi, nj, k_last, true), kt};
+  }
+};
+
+// Finish time of one PE that computes tiles [lo, hi).
+KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
+                                 std::int64_t tiles_n) {
+  const Ctx c{g.buffers, g.hbm_latency_ns * kPsPerNs};
+  Pipe p{0, 0, 0, -1, -1};
+  const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
+  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
+  const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
+  // Rows are (first, middle..., last); only the last tile row of the matrix can be ragged in m.
+  auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
+    const std::int64_t mi = i == m_tiles - 1 ? g.m - i * g.tile_m : g.tile_m;
+    RowBlock rb;
+    rb.regular = cost.tile(mi, g.tile_n);
+    rb.edge = cost.tile(mi, n_last);
+    rb.has_edge = j1 == tiles_n - 1;
+    rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
+    return rb;
+  };
+  if (first_row == last_row) {
+    row(first_row, lo % tiles_n, (hi - 1) % tiles_n)(p, c);
+  } else {
+    row(first_row, lo % tiles_n, tiles_n - 1)(p, c);
+    if (last_row - first_row > 1) repeat(p, last_row - first_row - 1, row(first_row + 1, 0, tiles_n - 1), c);
+    row(last_row, 0, (hi - 1) % tiles_n)(p, c);
+  }
+  finish(p, c);
+  return p.dfree + c.hbm_lat;
+}
+
+}  // namespace gemm_detail
+
+KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
+  if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > kGemmMaxDim || g.n > kGemmMaxDim || g.k > kGemmMaxDim)
+    return kGemmBadShape;
+  if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
+    return kGemmBadTile;
+  if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
+  if (g.pes < 1 || g.pes > g.pes_per_cube) return kGemmBadPes;
+  if (g.cubes < 1 || g.cubes > g.cubes_per_sip) return kGemmBadCubes;
+  if (gemm_sram_bytes(g) > g.sram_bytes) return kGemmSramOverflow;
+  // Every cube holds A and B whole and its block of C's tile rows.
+  const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m;
+  const std::int64_t c_rows = imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
+  if (2 * (g.m * g.k + g.k * g.n + c_rows * g.n) > g.hbm_capacity_bytes) return kGemmHbmOverflow;
+  return kGemmOk;
+}
+
+KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
+  using namespace gemm_detail;
+  GemmResult r{};
+  r.status = gemm_check(g);
+  if (r.status != kGemmOk) return r;
+
+  const std::int64_t tm = (g.m + g.tile_m - 1) / g.tile_m;
+  const std::int64_t tn = (g.n + g.tile_n - 1) / g.tile_n;
+  const std::int64_t kt = (g.k + g.tile_k - 1) / g.tile_k;
+  const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
+  const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
+  const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
+  const Costs cost{&g, kt, k_last};
+
+  // Totals by counting: tile rows, tile columns and k-slices each come in a full and a
+  // last size, so the schedule holds at most eight kinds of step.
+  const std::int64_t ms[2] = {g.tile_m, m_last}, mc[2] = {tm - 1, 1};
+  const std::int64_t ns[2] = {g.tile_n, n_last}, nc[2] = {tn - 1, 1};
+  const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
+  ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
+  const ps_t lat = g.hbm_latency_ns * kPsPerNs;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      const std::int64_t tiles = mc[a] * nc[b];
+      if (tiles == 0) continue;
+      const ps_t st = cost.xfer(2 * ms[a] * ns[b]);
+      r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, st));
+      bound = sat_add(bound, sat_mul(tiles, st + lat));
+      for (int q = 0; q < 2; ++q) {
+        const std::int64_t steps = tiles * kc[q];
+        if (steps == 0) continue;
+        const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
+        const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
+        r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
+        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(imin(cyc, kTimeLimitPs / 1000000), g.clock_mhz)));
+        r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
+        bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
+      }
+    }
+  bound = sat_add(bound, r.matrix_busy_ps);
+  if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
+    r.status = kGemmTimeOverflow;
+    return r;
+  }
+  r.macs = g.m * g.n * g.k;
+  r.hbm_read_bytes = 2 * (tn * g.m * g.k + tm * g.n * g.k);
+  r.hbm_write_bytes = 2 * g.m * g.n;
+  r.ops = tm * tn * (3 * kt + 1);
+
+  for (std::int64_t cube = 0; cube < g.cubes; ++cube)
+    for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+      const TileRange t = gemm_tiles_of(tm, tn, g.cubes, g.pes, cube, pe);
+      if (t.hi > t.lo) r.latency_ps = imax(r.latency_ps, worker_latency(g, cost, t.lo, t.hi, tn));
+    }
+
+  // Roofline: all used PEs computing at peak, and the compulsory traffic through the
+  // used cubes' HBM (each PE limited by its DMA rate).
+  const std::int64_t workers = g.pes * g.cubes;
+  r.compute_roof_ps = cycles_ps(ceil_div(r.macs, g.array_rows * g.array_cols * workers), g.clock_mhz);
+  const std::int64_t min_bytes = 2 * (g.m * g.k + g.k * g.n + g.m * g.n);
+  r.hbm_roof_ps = transfer_ps(min_bytes, imin(g.cubes * g.hbm_gbps, workers * g.dma_gbps));
+  r.roofline_ps = imax(r.compute_roof_ps, r.hbm_roof_ps);
+  return r;
+}
+
+}  // namespace kb

@@ -1,0 +1,28 @@
+// Library code reports problems by throwing; only main() turns them into exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace kb {
+
+// A user mistake (bad file, bad value, bad request): exit code 2, one line on stderr.
+// The message is complete, e.g. "topologies/x.yaml:12:5: cube.hbm.bandwidth_gbps: must be > 0 (got -3)".
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A broken invariant inside the simulator: exit code 3.
+class InternalError : public std::logic_error {
+ public:
+  InternalError(const std::string& what, const char* file, int line)
+      : std::logic_error(std::string(file) + ":" + std::to_string(line) + ": internal error: " + what) {}
+};
+
+#define KB_INTERNAL_CHECK(cond, msg)                               \
+  do {                                                             \
+    if (!(cond)) throw ::kb::InternalError((msg), __FILE__, __LINE__); \
+  } while (0)
+
+}  // namespace kb

@@ -1,0 +1,242 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "../common/error.h"
+
+namespace kb::engine {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::no_work: return "no_work";
+    case Status::deadlock: return "deadlock";
+    case Status::error: return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+// Completions are handled before releases at the same instant so that the op log and
+// data actions follow one fixed order; start times do not depend on it.
+enum class EventType : std::int32_t { complete = 0, release = 1 };
+
+struct Event {
+  ps_t time;
+  std::int32_t priority;
+  std::int64_t seq;
+  OpId op;
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (priority != o.priority) return priority > o.priority;
+    return seq > o.seq;
+  }
+};
+
+class Simulator {
+ public:
+  explicit Simulator(const Graph& g) : g_(g) {}
+
+  RunResult run() {
+    RunResult r;
+    const auto& ops = g_.ops();
+    const std::size_t n = ops.size();
+    if (n == 0) {
+      r.status = Status::no_work;
+      r.message = "no work submitted";
+      return r;
+    }
+    build();
+    r.timing.assign(n, OpTiming{});
+    timing_ = &r.timing;
+
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = ops[i];
+      if (op.resource == kNoResource && remaining_[i] == 0 && op.kind != OpKind::signal)
+        start(static_cast<OpId>(i));
+    }
+    for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
+
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      KB_INTERNAL_CHECK(e.time >= now_, "event scheduled in the past");
+      now_ = e.time;
+      ++event_count_;
+      if (e.priority == static_cast<std::int32_t>(EventType::complete)) complete(e.op);
+      else release(e.op);
+    }
+
+    r.summary = summarize(r.timing);
+    r.summary.events = event_count_;
+    r.resource_busy_ps = resource_busy_;
+    if (completed_ != n) {
+      r.status = Status::deadlock;
+      r.message = describe_deadlock(r.timing);
+    }
+    return r;
+  }
+
+ private:
+  void build() {
+    const auto& ops = g_.ops();
+    const std::size_t n = ops.size();
+    remaining_.assign(n, 0);
+    std::vector<std::int32_t> outdeg(n + 1, 0);
+    for (const Edge& e : g_.edges()) {
+      ++remaining_[static_cast<std::size_t>(e.op)];
+      ++outdeg[static_cast<std::size_t>(e.dep) + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) outdeg[i + 1] += outdeg[i];
+    dep_begin_ = outdeg;
+    dependents_.assign(g_.edges().size(), 0);
+    std::vector<std::int32_t> fill(outdeg.begin(), outdeg.end() - 1);
+    for (const Edge& e : g_.edges()) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+
+    const std::size_t nres = g_.resources().size();
+    std::vector<std::int32_t> qcount(nres + 1, 0);
+    for (const Op& op : ops)
+      if (op.resource != kNoResource) ++qcount[static_cast<std::size_t>(op.resource) + 1];
+    for (std::size_t i = 0; i < nres; ++i) qcount[i + 1] += qcount[i];
+    queue_begin_ = qcount;
+    queue_.assign(static_cast<std::size_t>(qcount[nres]), 0);
+    std::vector<std::int32_t> qfill(qcount.begin(), qcount.end() - 1);
+    for (std::size_t i = 0; i < n; ++i)
+      if (ops[i].resource != kNoResource)
+        queue_[static_cast<std::size_t>(qfill[static_cast<std::size_t>(ops[i].resource)]++)] = static_cast<OpId>(i);
+    head_.assign(qcount.begin(), qcount.end() - 1);
+    busy_.assign(nres, 0);
+    resource_busy_.assign(nres, 0);
+  }
+
+  void schedule(ps_t t, EventType type, OpId op) {
+    KB_INTERNAL_CHECK(t >= now_, "scheduling an event in the past");
+    events_.push(Event{t, static_cast<std::int32_t>(type), seq_++, op});
+  }
+
+  void start(OpId id) {
+    const Op& op = g_.ops()[static_cast<std::size_t>(id)];
+    OpTiming& t = (*timing_)[static_cast<std::size_t>(id)];
+    t.start = now_;
+    t.busy_end = now_ + op.busy_ps;
+    t.end = t.busy_end + op.latency_ps;
+    KB_INTERNAL_CHECK(t.end <= kTimeLimitPs, "simulated time overflow");
+    if (op.resource != kNoResource) {
+      busy_[static_cast<std::size_t>(op.resource)] = 1;
+      resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
+      schedule(t.busy_end, EventType::release, id);
+    }
+    schedule(t.end, EventType::complete, id);
+  }
+
+  void try_head(ResourceId res) {
+    const auto r = static_cast<std::size_t>(res);
+    if (busy_[r] || head_[r] == queue_begin_[r + 1]) return;
+    const OpId h = queue_[static_cast<std::size_t>(head_[r])];
+    if (remaining_[static_cast<std::size_t>(h)] == 0) start(h);
+  }
+
+  void complete(OpId id) {
+    ++completed_;
+    const auto& actions = g_.actions();
+    if (static_cast<std::size_t>(id) < actions.size() && actions[static_cast<std::size_t>(id)])
+      actions[static_cast<std::size_t>(id)]();
+    const auto& ops = g_.ops();
+    for (std::int32_t i = dep_begin_[static_cast<std::size_t>(id)]; i < dep_begin_[static_cast<std::size_t>(id) + 1]; ++i) {
+      const OpId d = dependents_[static_cast<std::size_t>(i)];
+      if (--remaining_[static_cast<std::size_t>(d)] != 0) continue;
+      const ResourceId res = ops[static_cast<std::size_t>(d)].resource;
+      if (res == kNoResource) start(d);
+      else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
+    }
+  }
+
+  void release(OpId id) {
+    const auto r = static_cast<std::size_t>(g_.ops()[static_cast<std::size_t>(id)].resource);
+    busy_[r] = 0;
+    ++head_[r];
+    try_head(static_cast<ResourceId>(r));
+  }
+
+  Summary summarize(const std::vector<OpTiming>& timing) const {
+    Summary s;
+    const auto& ops = g_.ops();
+    const auto& res = g_.resources();
+    s.ops = static_cast<std::int64_t>(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (timing[i].end < 0) continue;
+      s.latency_ps = std::max(s.latency_ps, timing[i].end);
+      if (op.resource != kNoResource)
+        s.busy_ps[static_cast<std::size_t>(res[static_cast<std::size_t>(op.resource)].cls)] += op.busy_ps;
+      switch (op.kind) {
+        case OpKind::matmul:
+          s.mac_cycles += op.cycles;
+          s.macs += op.macs;
+          break;
+        case OpKind::dma_load: s.hbm_read_bytes += op.bytes; break;
+        case OpKind::dma_store: s.hbm_write_bytes += op.bytes; break;
+        case OpKind::copy:
+          s.link_bytes[static_cast<std::size_t>(op.level)] += op.bytes;
+          ++s.link_copies[static_cast<std::size_t>(op.level)];
+          break;
+        default: break;
+      }
+    }
+    return s;
+  }
+
+  std::string describe_deadlock(const std::vector<OpTiming>& timing) const {
+    // Every op that never started and whose own deps are not the reason it waits is a
+    // root of the stall: either a dep never completed, or it sits behind a stuck op.
+    std::vector<std::vector<OpId>> waits_for(g_.ops().size());
+    for (const Edge& e : g_.edges())
+      if (timing[static_cast<std::size_t>(e.dep)].end < 0 || timing[static_cast<std::size_t>(e.dep)].end > now_)
+        waits_for[static_cast<std::size_t>(e.op)].push_back(e.dep);
+    std::string msg;
+    std::size_t stuck = 0, shown = 0;
+    for (std::size_t i = 0; i < g_.ops().size(); ++i) {
+      if (timing[i].start >= 0) continue;
+      ++stuck;
+      const Op& op = g_.ops()[i];
+      const bool blocked_by_queue = op.resource != kNoResource &&
+                                    queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(op.resource)])] !=
+                                        static_cast<OpId>(i);
+      if (blocked_by_queue || shown >= 4) continue;
+      ++shown;
+      msg += (msg.empty() ? "" : "; ") + g_.op_name(static_cast<OpId>(i)) + " waits for ";
+      if (waits_for[i].empty()) {
+        msg += "a signal that is never raised";
+      } else {
+        for (std::size_t k = 0; k < waits_for[i].size() && k < 3; ++k)
+          msg += (k ? ", " : "") + g_.op_name(waits_for[i][k]);
+      }
+    }
+    return "deadlock: " + std::to_string(stuck) + " of " + std::to_string(g_.ops().size()) +
+           " ops never ran; " + msg;
+  }
+
+  const Graph& g_;
+  std::vector<std::int32_t> remaining_;
+  std::vector<std::int32_t> dep_begin_;
+  std::vector<OpId> dependents_;
+  std::vector<std::int32_t> queue_begin_;
+  std::vector<OpId> queue_;
+  std::vector<std::int32_t> head_;
+  std::vector<char> busy_;
+  std::vector<ps_t> resource_busy_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<OpTiming>* timing_ = nullptr;
+  ps_t now_ = 0;
+  std::int64_t seq_ = 0;
+  std::int64_t event_count_ = 0;
+  std::size_t completed_ = 0;
+};
+
+}  // namespace
+
+RunResult simulate(const Graph& g) { return Simulator(g).run(); }
+
+}  // namespace kb::engine

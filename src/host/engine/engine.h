@@ -1,0 +1,45 @@
+// Discrete-event simulation of a Graph. Events are ordered by (time, priority, insertion
+// sequence), so every run of the same graph is identical.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+
+namespace kb::engine {
+
+enum class Status { ok, no_work, deadlock, error };
+const char* to_string(Status s);
+
+struct OpTiming {
+  ps_t start = -1, busy_end = -1, end = -1;  // -1: never started
+};
+
+struct Summary {
+  ps_t latency_ps = 0;
+  std::array<ps_t, kResourceClasses> busy_ps{};  // summed over resources of a class
+  std::int64_t mac_cycles = 0;
+  std::int64_t macs = 0;
+  std::int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  std::array<std::int64_t, kLinkLevels> link_bytes{};
+  std::array<std::int64_t, kLinkLevels> link_copies{};
+  std::int64_t events = 0;
+  std::int64_t ops = 0;
+};
+
+struct RunResult {
+  Status status = Status::ok;
+  std::string message;  // deadlock: the stuck ops and what they wait for; error: why
+  std::vector<OpTiming> timing;
+  std::vector<ps_t> resource_busy_ps;
+  Summary summary;
+};
+
+RunResult simulate(const Graph& g);
+
+// Chrome trace event format (opens in Perfetto / chrome://tracing): one track per resource.
+std::string chrome_trace_json(const Graph& g, const RunResult& r);
+
+}  // namespace kb::engine

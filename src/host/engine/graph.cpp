@@ -1,0 +1,60 @@
+#include "graph.h"
+
+#include "../common/error.h"
+
+namespace kb::engine {
+
+const char* to_string(ResourceClass c) {
+  static const char* names[] = {"matrix", "vector", "dma", "ipcq", "cube_link", "sip_link"};
+  return names[static_cast<int>(c)];
+}
+
+const char* to_string(OpKind k) {
+  static const char* names[] = {"dma_load", "dma_store", "matmul", "vector", "copy", "wait", "signal"};
+  return names[static_cast<int>(k)];
+}
+
+ResourceId Graph::add_resource(std::string name, ResourceClass cls, std::int32_t sip) {
+  resources_.push_back({std::move(name), cls, sip});
+  return static_cast<ResourceId>(resources_.size() - 1);
+}
+
+std::int32_t Graph::add_label(std::string label) {
+  labels_.push_back(std::move(label));
+  return static_cast<std::int32_t>(labels_.size() - 1);
+}
+
+OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
+  KB_INTERNAL_CHECK(op.resource == kNoResource ||
+                        (op.resource >= 0 && op.resource < static_cast<ResourceId>(resources_.size())),
+                    "op on an unknown resource");
+  KB_INTERNAL_CHECK(op.busy_ps >= 0 && op.latency_ps >= 0, "negative op duration");
+  KB_INTERNAL_CHECK(ops_.size() < static_cast<std::size_t>(INT32_MAX), "too many ops");
+  const OpId id = static_cast<OpId>(ops_.size());
+  ops_.push_back(op);
+  for (std::size_t i = 0; i < ndeps; ++i)
+    if (deps[i] != kNoOp) add_dep(id, deps[i]);
+  return id;
+}
+
+void Graph::add_dep(OpId op, OpId dep) {
+  KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
+  KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
+  edges_.push_back({op, dep});
+}
+
+void Graph::set_action(OpId op, std::function<void()> fn) {
+  if (actions_.size() < ops_.size()) actions_.resize(ops_.size());
+  actions_[static_cast<std::size_t>(op)] = std::move(fn);
+}
+
+std::string Graph::op_name(OpId id) const {
+  const Op& op = ops_[static_cast<std::size_t>(id)];
+  std::string s = "op " + std::to_string(id) + " (" + labels_[static_cast<std::size_t>(op.label)] + ": " +
+                  to_string(op.kind);
+  if (op.resource != kNoResource) s += " on " + resources_[static_cast<std::size_t>(op.resource)].name;
+  else s += " at sip" + std::to_string(op.rank.sip) + ".cube" + std::to_string(op.rank.cube) + ".pe" + std::to_string(op.rank.pe);
+  return s + ")";
+}
+
+}  // namespace kb::engine

@@ -1,0 +1,92 @@
+// The explicit op graph the reference engine simulates: resources with in-order queues,
+// ops that occupy one resource (or none) and depend on earlier ops.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../device/common/units.h"
+
+namespace kb::engine {
+
+enum class ResourceClass : std::int32_t { matrix = 0, vector, dma, ipcq, cube_link, sip_link, count };
+constexpr int kResourceClasses = static_cast<int>(ResourceClass::count);
+const char* to_string(ResourceClass c);
+
+// wait: a synchronisation point that completes when its deps do.
+// signal: like wait, but created before its deps are known and never complete without one
+// (a wait on a signal nobody raises is a deadlock, not a no-op).
+enum class OpKind : std::int32_t { dma_load = 0, dma_store, matmul, vector, copy, wait, signal };
+const char* to_string(OpKind k);
+
+// Link levels for copy accounting.
+enum class LinkLevel : std::int32_t { pe = 0, cube = 1, sip = 2 };
+constexpr int kLinkLevels = 3;
+
+using OpId = std::int32_t;
+using ResourceId = std::int32_t;
+constexpr OpId kNoOp = -1;
+constexpr ResourceId kNoResource = -1;
+
+struct Rank {
+  std::int32_t sip = 0, cube = 0, pe = 0;
+};
+
+struct Resource {
+  std::string name;  // e.g. "sip0.cube3.pe5.matrix"
+  ResourceClass cls;
+  std::int32_t sip;  // for trace grouping
+};
+
+struct Op {
+  OpKind kind;
+  ResourceId resource;  // kNoResource: a pure synchronisation point
+  ps_t busy_ps;         // time the resource is held
+  ps_t latency_ps;      // after the resource is released, until the result is visible
+  std::int64_t bytes = 0;
+  std::int64_t macs = 0;
+  std::int64_t cycles = 0;  // matrix-engine cycles (matmul) or vector cycles
+  Rank rank;
+  std::int32_t label = 0;  // index into Graph::labels (the launch name)
+  LinkLevel level = LinkLevel::pe;  // copies only
+};
+
+struct Edge {
+  OpId op, dep;  // op waits for dep to complete
+};
+
+class Graph {
+ public:
+  ResourceId add_resource(std::string name, ResourceClass cls, std::int32_t sip);
+  std::int32_t add_label(std::string label);
+  // Deps may include kNoOp entries, which are dropped.
+  OpId add_op(const Op& op, const OpId* deps, std::size_t ndeps);
+  OpId add_op(const Op& op, std::initializer_list<OpId> deps) { return add_op(op, deps.begin(), deps.size()); }
+  // A dependency on an op that may be added later (signals, cross-PE waits).
+  void add_dep(OpId op, OpId dep);
+  // Optional action run when the op completes, in simulation order (data mode).
+  void set_action(OpId op, std::function<void()> fn);
+
+  const std::vector<Resource>& resources() const { return resources_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  const std::vector<std::function<void()>>& actions() const { return actions_; }
+  std::string op_name(OpId id) const;
+  void reserve(std::size_t ops, std::size_t deps) {
+    ops_.reserve(ops);
+    edges_.reserve(deps);
+  }
+
+ private:
+  std::vector<Resource> resources_;
+  std::vector<Op> ops_;
+  std::vector<Edge> edges_;
+  std::vector<std::string> labels_;
+  std::vector<std::function<void()>> actions_;  // empty unless an action was set
+};
+
+}  // namespace kb::engine

@@ -1,0 +1,160 @@
+#include "gemm.h"
+
+#include <vector>
+
+#include "../common/error.h"
+
+namespace kb {
+
+GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
+  GemmConfig c{};
+  c.m = p.m;
+  c.n = p.n;
+  c.k = p.k;
+  c.tile_m = p.tile_m;
+  c.tile_n = p.tile_n;
+  c.tile_k = p.tile_k;
+  c.pes = p.pes;
+  c.cubes = p.cubes;
+  c.buffers = p.buffers;
+  c.array_rows = topo.matrix_rows;
+  c.array_cols = topo.matrix_cols;
+  c.dataflow = static_cast<std::int32_t>(topo.dataflow);
+  c.clock_mhz = topo.clock_mhz;
+  c.dma_gbps = topo.dma_gbps();
+  c.hbm_gbps = topo.hbm_bandwidth_gbps;
+  c.hbm_latency_ns = topo.hbm_latency_ns;
+  c.sram_bytes = topo.sram_bytes();
+  c.hbm_capacity_bytes = topo.hbm_capacity_bytes();
+  c.pes_per_cube = topo.pes_per_cube();
+  c.cubes_per_sip = topo.cubes_per_sip();
+  return c;
+}
+
+std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
+  auto s = [](std::int64_t v) { return std::to_string(v); };
+  switch (status) {
+    case kGemmOk: return "ok";
+    case kGemmBadShape:
+      return "m, n, k: each must be in 1.." + s(kGemmMaxDim) + " (got " + s(c.m) + ", " + s(c.n) + ", " + s(c.k) + ")";
+    case kGemmBadTile:
+      return "tile-m, tile-n, tile-k: each must be in 1..its matrix dimension (got " + s(c.tile_m) + ", " +
+             s(c.tile_n) + ", " + s(c.tile_k) + " for " + s(c.m) + "x" + s(c.n) + "x" + s(c.k) + ")";
+    case kGemmBadBuffers: return "buffers: must be 1 or 2 (got " + s(c.buffers) + ")";
+    case kGemmBadPes:
+      return "pes: must be in 1.." + s(c.pes_per_cube) + ", the PEs of one cube (got " + s(c.pes) + ")";
+    case kGemmBadCubes:
+      return "cubes: must be in 1.." + s(c.cubes_per_sip) + ", the cubes of one SIP (got " + s(c.cubes) + ")";
+    case kGemmSramOverflow:
+      return "tiles: " + s(c.buffers) + " buffer set(s) of " + s(c.tile_m) + "x" + s(c.tile_k) + " A, " +
+             s(c.tile_k) + "x" + s(c.tile_n) + " B and fp32 C tiles need " + s(gemm_sram_bytes(c)) +
+             " bytes of SRAM; a PE has " + s(c.sram_bytes);
+    case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
+    case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
+  }
+  return "unknown status " + s(status);
+}
+
+void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
+  const GemmConfig c = gemm_config(topo, p);
+  const std::int32_t st = gemm_check(c);
+  if (st != kGemmOk) throw InputError(gemm_status_message(st, c));
+}
+
+GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed) {
+  Placement rep{Split::replicate, p.cubes, 1, 0};
+  Placement rows{Split::row_wise, p.cubes, p.tile_m, 0};
+  GemmTensors t;
+  if (seed != 0) {
+    t.a = ctx.random({p.m, p.k}, DType::f16, rep, "A", seed);
+    t.b = ctx.random({p.k, p.n}, DType::f16, rep, "B", seed + 1);
+  } else {
+    t.a = ctx.empty({p.m, p.k}, DType::f16, rep, "A");
+    t.b = ctx.empty({p.k, p.n}, DType::f16, rep, "B");
+  }
+  t.c = ctx.zeros({p.m, p.n}, DType::f16, rows, "C");
+  return t;
+}
+
+void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
+  const std::int64_t tiles_m = ceil_div(p.m, p.tile_m), tiles_n = ceil_div(p.n, p.tile_n);
+  const std::int64_t kt = ceil_div(p.k, p.tile_k);
+  const TileRange mine = gemm_tiles_of(tiles_m, tiles_n, p.cubes, p.pes, prog.rank().cube, prog.rank().pe);
+  const std::int64_t steps = (mine.hi - mine.lo) * kt;
+  if (steps == 0) return;
+
+  const std::int64_t nb = p.buffers;
+  std::vector<SramBuf> abuf, bbuf, cbuf;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    abuf.push_back(prog.sram(2 * p.tile_m * p.tile_k, DType::f16));
+    bbuf.push_back(prog.sram(2 * p.tile_k * p.tile_n, DType::f16));
+    cbuf.push_back(prog.sram(4 * p.tile_m * p.tile_n, DType::f32));
+  }
+
+  struct Slice {
+    std::int64_t i, j, kk;  // tile row, tile column, k-slice
+  };
+  auto slice = [&](std::int64_t s) {
+    const std::int64_t tile = mine.lo + s / kt;
+    return Slice{tile / tiles_n, tile % tiles_n, s % kt};
+  };
+  auto extent = [](std::int64_t idx, std::int64_t tile, std::int64_t total) {
+    return imin(tile, total - idx * tile);
+  };
+
+  std::vector<OpId> load_a(static_cast<std::size_t>(steps)), load_b(static_cast<std::size_t>(steps));
+  std::vector<OpId> mm(static_cast<std::size_t>(steps));
+  std::vector<OpId> store(static_cast<std::size_t>(mine.hi - mine.lo));
+
+  // Loads of slice s reuse buffer s % nb, so they wait for the matmul of slice s - nb.
+  auto issue_loads = [&](std::int64_t s) {
+    const Slice sl = slice(s);
+    const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
+    const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);
+    const OpId gate = s >= nb ? mm[static_cast<std::size_t>(s - nb)] : engine::kNoOp;
+    const std::size_t b = static_cast<std::size_t>(s % nb);
+    load_a[static_cast<std::size_t>(s)] = prog.load(t.a, Region{sl.i * p.tile_m, mi, sl.kk * p.tile_k, kc}, abuf[b], {gate});
+    load_b[static_cast<std::size_t>(s)] = prog.load(t.b, Region{sl.kk * p.tile_k, kc, sl.j * p.tile_n, nj}, bbuf[b], {gate});
+  };
+
+  for (std::int64_t s = 0; s < imin(nb, steps); ++s) issue_loads(s);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const Slice sl = slice(s);
+    const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
+    const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);
+    const std::int64_t local_tile = s / kt;
+    const bool first = sl.kk == 0, last = sl.kk == kt - 1;
+    // The accumulator of tile j is reused by tile j + nb: its store must be done.
+    const OpId acc_free = first && local_tile >= nb ? store[static_cast<std::size_t>(local_tile - nb)] : engine::kNoOp;
+    const std::size_t b = static_cast<std::size_t>(s % nb);
+    const SramBuf acc = cbuf[static_cast<std::size_t>(local_tile % nb)];
+    mm[static_cast<std::size_t>(s)] = prog.matmul(abuf[b], bbuf[b], acc, mi, nj, kc, !first,
+                                                  {load_a[static_cast<std::size_t>(s)], load_b[static_cast<std::size_t>(s)], acc_free});
+    if (last)
+      store[static_cast<std::size_t>(local_tile)] =
+          prog.store(acc, t.c, Region{sl.i * p.tile_m, mi, sl.j * p.tile_n, nj}, {mm[static_cast<std::size_t>(s)]});
+    if (s + nb < steps) issue_loads(s + nb);
+  }
+}
+
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, bool want_trace) {
+  validate_gemm(topo, p);
+  const std::int64_t ops =
+      ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
+  if (ops > kMaxReferenceOps)
+    throw InputError("shape: the reference engine would simulate " + std::to_string(ops) + " ops; at most " +
+                     std::to_string(kMaxReferenceOps) + " are allowed (use --engine batched)");
+  RuntimeContext ctx(topo);
+  const GemmTensors t = gemm_tensors(ctx, p, 0);
+  ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
+  GemmReference out;
+  out.report = ctx.run();
+  if (out.report.status != engine::Status::ok)
+    throw InternalError("GEMM reference run ended " + std::string(engine::to_string(out.report.status)) + ": " +
+                            out.report.message,
+                        __FILE__, __LINE__);
+  if (want_trace) out.trace = ctx.trace_json(out.report);
+  return out;
+}
+
+}  // namespace kb

@@ -1,0 +1,45 @@
+// Reference GEMM kernel: C[M,N] = A[M,K] x B[K,N] as explicit DMA / matmul ops per PE.
+#pragma once
+
+#include <string>
+
+#include "../../device/models/gemm_model.h"
+#include "../runtime/context.h"
+
+namespace kb {
+
+struct GemmParams {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t tile_m = 128, tile_n = 128, tile_k = 128;
+  std::int64_t pes = 1;    // per cube
+  std::int64_t cubes = 1;  // of SIP 0
+  std::int64_t buffers = 2;
+};
+
+// The flat config of the batched model for these params on this topology.
+GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p);
+// Throws InputError naming the problem when the request cannot run.
+void validate_gemm(const TopologySpec& topo, const GemmParams& p);
+std::string gemm_status_message(std::int32_t status, const GemmConfig& c);
+
+struct GemmTensors {
+  Tensor a, b, c;
+};
+
+// Places A and B (replicated in each used cube) and C (row-wise over the used cubes in
+// whole tile rows), random inputs when `seed` is non-zero.
+GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed);
+// The program of one PE rank.
+void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t);
+
+struct GemmReference {
+  RunReport report;
+  std::string trace;  // Chrome trace JSON, when requested
+};
+// Builds, launches and simulates the GEMM on the reference engine.
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, bool want_trace = false);
+
+// Ops the reference engine may simulate in one run before the request is refused.
+constexpr std::int64_t kMaxReferenceOps = INT64_C(1) << 26;
+
+}  // namespace kb

@@ -1,0 +1,363 @@
+#include "context.h"
+
+#include <memory>
+
+#include "../common/error.h"
+
+namespace kb {
+
+using engine::OpKind;
+using engine::ResourceClass;
+using engine::ResourceId;
+
+const char* to_string(Split s) {
+  return s == Split::replicate ? "replicate" : s == Split::row_wise ? "row_wise" : "col_wise";
+}
+
+RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions options)
+    : topo_(topology), opts_(options) {
+  hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
+  sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
+  pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 3), engine::kNoResource);
+}
+
+std::string RuntimeContext::rank_name(const Rank& r) const {
+  return "sip" + std::to_string(r.sip) + ".cube" + std::to_string(r.cube) + ".pe" + std::to_string(r.pe);
+}
+
+Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placement pl, const std::string& name) {
+  if (shape.empty() || shape.size() > 2)
+    throw InputError("tensor '" + name + "': shape must have 1 or 2 dimensions");
+  for (auto d : shape)
+    if (d <= 0 || d > (INT64_C(1) << 31)) throw InputError("tensor '" + name + "': every dimension must be in 1..2^31");
+  const std::int64_t rows = shape.size() == 2 ? shape[0] : 1;
+  const std::int64_t cols = shape.back();
+  if (pl.cubes < 1 || pl.cubes > topo_.cubes_per_sip())
+    throw InputError("tensor '" + name + "': placement spans " + std::to_string(pl.cubes) + " cubes; a SIP has " +
+                     std::to_string(topo_.cubes_per_sip()));
+  if (pl.sip < 0 || pl.sip >= topo_.sips) throw InputError("tensor '" + name + "': placement names a SIP that does not exist");
+  if (pl.granule < 1) throw InputError("tensor '" + name + "': placement granule must be >= 1");
+
+  TensorInfo t{name, rows, cols, dtype, {}, {}};
+  const std::int64_t esize = dtype_bytes(dtype);
+  for (std::int64_t c = 0; c < pl.cubes; ++c) {
+    Region r{0, rows, 0, cols};
+    if (pl.cube != Split::replicate) {
+      const std::int64_t extent = pl.cube == Split::row_wise ? rows : cols;
+      const std::int64_t units = ceil_div(extent, pl.granule);
+      const std::int64_t lo = imin(extent, (c * units / pl.cubes) * pl.granule);
+      const std::int64_t hi = imin(extent, ((c + 1) * units / pl.cubes) * pl.granule);
+      if (pl.cube == Split::row_wise) r = Region{lo, hi - lo, 0, cols};
+      else r = Region{0, rows, lo, hi - lo};
+    }
+    if (r.elements() == 0) continue;
+    const std::int64_t cube = pl.sip * topo_.cubes_per_sip() + c;
+    const std::int64_t bytes = r.elements() * esize;
+    auto& used = hbm_used_[static_cast<std::size_t>(cube)];
+    if (used + bytes > topo_.hbm_capacity_bytes())
+      throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
+                       std::to_string(pl.sip) + ".cube" + std::to_string(c) + ", which has " +
+                       std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
+                       std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
+    used += bytes;
+    t.shards.push_back(Shard{cube, r, bytes});
+  }
+  if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(rows * cols), 0.0f);
+  tensors_.push_back(std::move(t));
+  return Tensor{static_cast<std::int32_t>(tensors_.size() - 1)};
+}
+
+Tensor RuntimeContext::zeros(std::vector<std::int64_t> shape, DType dtype, Placement p, const std::string& name) {
+  return make(std::move(shape), dtype, p, name);
+}
+Tensor RuntimeContext::empty(std::vector<std::int64_t> shape, DType dtype, Placement p, const std::string& name) {
+  return make(std::move(shape), dtype, p, name);
+}
+Tensor RuntimeContext::random(std::vector<std::int64_t> shape, DType dtype, Placement p, const std::string& name,
+                              std::uint64_t seed) {
+  Tensor t = make(std::move(shape), dtype, p, name);
+  auto& data = tensors_[static_cast<std::size_t>(t.id)].data;
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = round_to(dtype, uniform_pm1(seed, i));
+  return t;
+}
+
+const std::vector<float>& RuntimeContext::values(Tensor t) const {
+  if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
+  return tensors_.at(static_cast<std::size_t>(t.id)).data;
+}
+std::int64_t RuntimeContext::rows(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).rows; }
+std::int64_t RuntimeContext::cols(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).cols; }
+
+Signal RuntimeContext::signal(const std::string& name) {
+  engine::Op op{};
+  op.kind = OpKind::signal;
+  op.resource = engine::kNoResource;
+  op.label = graph_.add_label("signal " + name);
+  return Signal{graph_.add_op(op, {})};
+}
+
+std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchGrid& grid) {
+  if (grid.sips < 1 || grid.sips > topo_.sips)
+    throw InputError("launch '" + name + "': " + std::to_string(grid.sips) + " SIPs requested; the topology has " +
+                     std::to_string(topo_.sips));
+  if (grid.cubes < 1 || grid.cubes > topo_.cubes_per_sip())
+    throw InputError("launch '" + name + "': " + std::to_string(grid.cubes) + " cubes requested; a SIP has " +
+                     std::to_string(topo_.cubes_per_sip()));
+  if (grid.pes < 1 || grid.pes > topo_.pes_per_cube())
+    throw InputError("launch '" + name + "': " + std::to_string(grid.pes) + " PEs per cube requested; a cube has " +
+                     std::to_string(topo_.pes_per_cube()));
+  grid_ = grid;
+  return graph_.add_label(name);
+}
+
+ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
+  const int slot = cls == ResourceClass::matrix ? 0 : cls == ResourceClass::vector ? 1 : 2;
+  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 3 + slot)];
+  if (id == engine::kNoResource) id = graph_.add_resource(rank_name(r) + "." + engine::to_string(cls), cls, r.sip);
+  return id;
+}
+
+ResourceId RuntimeContext::link_resource(const std::string& name, ResourceClass cls, std::int32_t sip) {
+  auto it = links_.find(name);
+  if (it != links_.end()) return it->second;
+  const ResourceId id = graph_.add_resource(name, cls, sip);
+  links_.emplace(name, id);
+  return id;
+}
+
+const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, const Rank& r, const Region& g) const {
+  if (g.rows <= 0 || g.cols <= 0 || g.row0 < 0 || g.col0 < 0 || g.row0 + g.rows > t.rows || g.col0 + g.cols > t.cols)
+    throw InputError("tensor '" + t.name + "': region is outside the tensor");
+  const std::int64_t cube = global_cube(r);
+  for (const Shard& s : t.shards) {
+    const Region& h = s.region;
+    if (s.cube == cube && g.row0 >= h.row0 && g.row0 + g.rows <= h.row0 + h.rows && g.col0 >= h.col0 &&
+        g.col0 + g.cols <= h.col0 + h.cols)
+      return s;
+  }
+  throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region its cube holds no shard of");
+}
+
+RunReport RuntimeContext::run() {
+  RunReport rep;
+  rep.result = engine::simulate(graph_);
+  rep.status = rep.result.status;
+  rep.message = rep.result.message;
+  rep.summary = rep.result.summary;
+  rep.hbm_footprint_bytes = hbm_used_;
+  return rep;
+}
+
+// ---- PeProgram ---------------------------------------------------------------------
+
+const TopologySpec& PeProgram::topology() const { return ctx_.topo_; }
+
+engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
+  engine::Op op{};
+  op.kind = kind;
+  op.resource = res;
+  op.rank = rank_;
+  op.label = label_;
+  return op;
+}
+
+SramBuf PeProgram::sram(std::int64_t bytes, DType dtype) {
+  const std::int64_t pe = ctx_.global_pe(rank_);
+  auto& used = ctx_.sram_used_[static_cast<std::size_t>(pe)];
+  if (bytes <= 0) throw InputError("SRAM buffer of " + std::to_string(bytes) + " bytes requested");
+  if (used + bytes > ctx_.topo_.sram_bytes())
+    throw InputError("SRAM overflow on " + ctx_.rank_name(rank_) + ": kernel needs " + std::to_string(used + bytes) +
+                     " bytes, the PE has " + std::to_string(ctx_.topo_.sram_bytes()));
+  used += bytes;
+  RuntimeContext::BufInfo b{pe, bytes, dtype, {}};
+  if (ctx_.opts_.enable_data) b.data.assign(static_cast<std::size_t>(bytes / dtype_bytes(dtype)), 0.0f);
+  ctx_.bufs_.push_back(std::move(b));
+  return SramBuf{static_cast<std::int32_t>(ctx_.bufs_.size() - 1)};
+}
+
+OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
+  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(src.id));
+  ctx_.local_shard(t, rank_, g);
+  const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
+  engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
+  op.bytes = bytes;
+  op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
+  op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
+  const OpId id = ctx_.graph_.add_op(op, deps);
+  if (ctx_.opts_.enable_data) {
+    auto* tinfo = &t;
+    auto* buf = &ctx_.bufs_.at(static_cast<std::size_t>(dst.id));
+    KB_INTERNAL_CHECK(static_cast<std::int64_t>(buf->data.size()) >= g.elements(), "load overflows its SRAM buffer");
+    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g, tinfo]() {
+      (void)tinfo;
+      const auto& T = ctx.tensors_[static_cast<std::size_t>(src.id)];
+      auto& B = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
+      for (std::int64_t r = 0; r < g.rows; ++r)
+        for (std::int64_t c = 0; c < g.cols; ++c)
+          B[static_cast<std::size_t>(r * g.cols + c)] = T.data[static_cast<std::size_t>((g.row0 + r) * T.cols + g.col0 + c)];
+    });
+    (void)buf;
+  }
+  return id;
+}
+
+OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) {
+  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(dst.id));
+  ctx_.local_shard(t, rank_, g);
+  const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
+  engine::Op op = base(OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
+  op.bytes = bytes;
+  op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
+  op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
+  const OpId id = ctx_.graph_.add_op(op, deps);
+  if (ctx_.opts_.enable_data) {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
+      auto& T = ctx.tensors_[static_cast<std::size_t>(dst.id)];
+      const auto& B = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
+      for (std::int64_t r = 0; r < g.rows; ++r)
+        for (std::int64_t c = 0; c < g.cols; ++c)
+          T.data[static_cast<std::size_t>((g.row0 + r) * T.cols + g.col0 + c)] =
+              round_to(T.dtype, B[static_cast<std::size_t>(r * g.cols + c)]);
+    });
+  }
+  return id;
+}
+
+OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
+                       bool accumulate, Deps deps) {
+  if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
+  const auto& T = ctx_.topo_;
+  engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
+  op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
+  op.macs = m * n * k;
+  op.busy_ps = cycles_ps(op.cycles, T.clock_mhz);
+  const OpId id = ctx_.graph_.add_op(op, deps);
+  if (ctx_.opts_.enable_data) {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, a, b, c, m, n, k, accumulate]() {
+      const auto& A = ctx.bufs_[static_cast<std::size_t>(a.id)].data;
+      const auto& B = ctx.bufs_[static_cast<std::size_t>(b.id)].data;
+      auto& C = ctx.bufs_[static_cast<std::size_t>(c.id)].data;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          float acc = accumulate ? C[static_cast<std::size_t>(i * n + j)] : 0.0f;
+          for (std::int64_t q = 0; q < k; ++q)
+            acc += A[static_cast<std::size_t>(i * k + q)] * B[static_cast<std::size_t>(q * n + j)];
+          C[static_cast<std::size_t>(i * n + j)] = acc;
+        }
+    });
+  }
+  return id;
+}
+
+OpId PeProgram::vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps) {
+  if (elements <= 0) throw InputError("vector op with no elements");
+  engine::Op op = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
+  op.cycles = ceil_div(elements, ctx_.topo_.vector_lanes);
+  op.busy_ps = cycles_ps(op.cycles, ctx_.topo_.clock_mhz);
+  const OpId id = ctx_.graph_.add_op(op, deps);
+  if (ctx_.opts_.enable_data) {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, dst, src, elements]() {
+      auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)];
+      const auto& S = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
+      for (std::int64_t i = 0; i < elements; ++i)
+        D.data[static_cast<std::size_t>(i)] = round_to(D.dtype, D.data[static_cast<std::size_t>(i)] + S[static_cast<std::size_t>(i)]);
+    });
+  }
+  return id;
+}
+
+OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
+  const auto& T = ctx_.topo_;
+  if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
+  if (to.sip < 0 || to.sip >= T.sips || to.cube < 0 || to.cube >= T.cubes_per_sip() || to.pe < 0 ||
+      to.pe >= T.pes_per_cube())
+    throw InputError("copy to " + ctx_.rank_name(to) + ", which does not exist");
+  const Rank& from = rank_;
+  if (from.sip == to.sip && from.cube == to.cube && from.pe == to.pe)
+    throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
+
+  // Each hop is an op on one link direction; a hop waits for the previous one
+  // (store and forward).
+  std::vector<std::tuple<std::string, ResourceClass, engine::LinkLevel, LinkSpec>> hops;
+  const std::string sp = "sip" + std::to_string(from.sip);
+  if (from.sip == to.sip && from.cube == to.cube) {
+    hops.emplace_back(sp + ".cube" + std::to_string(from.cube) + ".pe" + std::to_string(from.pe) + "->pe" +
+                          std::to_string(to.pe) + ".ipcq",
+                      ResourceClass::ipcq, engine::LinkLevel::pe, T.ipcq);
+  } else if (from.sip == to.sip) {
+    // Dimension-order routing over the cube mesh: columns first, then rows.
+    std::int64_t r = from.cube / T.cube_cols, c = from.cube % T.cube_cols;
+    const std::int64_t tr = to.cube / T.cube_cols, tc = to.cube % T.cube_cols;
+    while (r != tr || c != tc) {
+      const std::int64_t cur = r * T.cube_cols + c;
+      if (c != tc) c += tc > c ? 1 : -1;
+      else r += tr > r ? 1 : -1;
+      const std::int64_t nxt = r * T.cube_cols + c;
+      hops.emplace_back(sp + ".cube" + std::to_string(cur) + "->cube" + std::to_string(nxt), ResourceClass::cube_link,
+                        engine::LinkLevel::cube, T.cube_link);
+    }
+  } else {
+    // SIP ports reach every cube of their package directly.
+    auto sip_hop = [&](const std::string& a, const std::string& b) {
+      hops.emplace_back(a + "->" + b, ResourceClass::sip_link, engine::LinkLevel::sip, T.sip_link);
+    };
+    const std::int64_t n = T.sips;
+    if (T.sip_topology == SipTopology::fully_connected) {
+      sip_hop("sip" + std::to_string(from.sip), "sip" + std::to_string(to.sip));
+    } else if (T.sip_topology == SipTopology::switch_) {
+      sip_hop("sip" + std::to_string(from.sip), "switch");
+      sip_hop("switch", "sip" + std::to_string(to.sip));
+    } else {
+      const std::int64_t fwd = ((to.sip - from.sip) % n + n) % n;
+      const std::int64_t step = fwd <= n - fwd ? 1 : -1;  // shorter way round; ties go forward
+      for (std::int64_t s = from.sip; s != to.sip;) {
+        const std::int64_t nx = ((s + step) % n + n) % n;
+        sip_hop("sip" + std::to_string(s), "sip" + std::to_string(nx));
+        s = nx;
+      }
+    }
+  }
+
+  OpId prev = engine::kNoOp;
+  std::vector<OpId> first_deps(deps);
+  OpId first = engine::kNoOp;
+  for (const auto& [name, cls, level, link] : hops) {
+    engine::Op op = base(OpKind::copy, ctx_.link_resource(name, cls, from.sip));
+    op.bytes = bytes;
+    op.level = level;
+    op.busy_ps = transfer_ps(bytes, link.bandwidth_gbps);
+    op.latency_ps = link.latency_ns * kPsPerNs;
+    prev = prev == engine::kNoOp ? ctx_.graph_.add_op(op, first_deps.data(), first_deps.size())
+                                 : ctx_.graph_.add_op(op, {prev});
+    if (first == engine::kNoOp) first = prev;
+  }
+  if (ctx_.opts_.enable_data) {
+    // The source is read when the first hop completes and written at the destination
+    // when the last one does.
+    auto snapshot = std::make_shared<std::vector<float>>();
+    const std::int64_t elems = bytes / dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(src.id)).dtype);
+    ctx_.graph_.set_action(first, [&ctx = ctx_, src, snapshot, elems, dst, single = first == prev]() {
+      const auto& S = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
+      snapshot->assign(S.begin(), S.begin() + elems);
+      if (single) {
+        auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
+        std::copy(snapshot->begin(), snapshot->end(), D.begin());
+      }
+    });
+    if (first != prev)
+      ctx_.graph_.set_action(prev, [&ctx = ctx_, snapshot, dst]() {
+        auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
+        std::copy(snapshot->begin(), snapshot->end(), D.begin());
+      });
+  }
+  return prev;
+}
+
+OpId PeProgram::wait(Deps deps) {
+  engine::Op op = base(OpKind::wait, engine::kNoResource);
+  return ctx_.graph_.add_op(op, deps);
+}
+
+void PeProgram::raise(Signal s, OpId op) { ctx_.graph_.add_dep(s.op, op); }
+
+}  // namespace kb

@@ -1,0 +1,185 @@
+// The runtime front end of the reference path: tensors placed in cube HBM, kernels that
+// run once per PE rank and issue ops, and a run that simulates them.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../engine/engine.h"
+#include "../topology/spec.h"
+#include "numeric.h"
+
+namespace kb {
+
+using engine::OpId;
+using engine::Rank;
+
+enum class Split : std::int32_t { replicate = 0, row_wise, col_wise };
+const char* to_string(Split s);
+
+// How a tensor is spread over the cubes of one SIP (cubes 0..cubes-1). Row and column
+// splits are contiguous, in whole multiples of `granule` rows or columns.
+struct Placement {
+  Split cube = Split::replicate;
+  std::int64_t cubes = 1;
+  std::int64_t granule = 1;
+  std::int32_t sip = 0;
+};
+
+struct ContextOptions {
+  bool enable_data = false;
+};
+
+struct Region {
+  std::int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  std::int64_t elements() const { return rows * cols; }
+};
+
+struct Tensor {
+  std::int32_t id = -1;
+};
+
+struct SramBuf {
+  std::int32_t id = -1;
+};
+
+struct Signal {
+  OpId op = engine::kNoOp;
+};
+
+// Which ranks a launch runs on: SIPs 0..sips-1, in each cubes 0..cubes-1, in each PEs 0..pes-1.
+struct LaunchGrid {
+  std::int64_t sips = 1, cubes = 1, pes = 1;
+};
+
+struct RunReport {
+  engine::Status status = engine::Status::ok;
+  std::string message;
+  engine::Summary summary;
+  std::vector<std::int64_t> hbm_footprint_bytes;  // per cube, global cube index
+  engine::RunResult result;
+};
+
+class RuntimeContext;
+using Deps = std::initializer_list<OpId>;
+
+// What a kernel sees: its rank, and calls that issue ops. Ops on one engine execute in
+// the order they are issued.
+class PeProgram {
+ public:
+  const Rank& rank() const { return rank_; }
+  const LaunchGrid& grid() const { return grid_; }
+  const TopologySpec& topology() const;
+
+  // A buffer in this PE's SRAM; the PE's capacity is enforced.
+  SramBuf sram(std::int64_t bytes, DType dtype);
+  // HBM (this PE's cube) -> SRAM, and back; the region must lie in a shard on this cube.
+  OpId load(Tensor src, Region region, SramBuf dst, Deps deps = {});
+  OpId store(SramBuf src, Tensor dst, Region region, Deps deps = {});
+  // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate).
+  OpId matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
+              Deps deps = {});
+  // dst[i] += src[i] for `elements` values on the vector engine.
+  OpId vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  // SRAM -> SRAM of another rank, over PE copy queues, cube links and SIP links.
+  OpId copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
+  // A synchronisation point that completes when all deps do.
+  OpId wait(Deps deps);
+  // Make `s` complete once `op` does (signals may be raised by any rank).
+  void raise(Signal s, OpId op);
+
+ private:
+  friend class RuntimeContext;
+  PeProgram(RuntimeContext& ctx, Rank rank, LaunchGrid grid, std::int32_t label)
+      : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {}
+  engine::Op base(engine::OpKind kind, engine::ResourceId res) const;
+
+  RuntimeContext& ctx_;
+  Rank rank_;
+  LaunchGrid grid_;
+  std::int32_t label_;
+};
+
+class RuntimeContext {
+ public:
+  explicit RuntimeContext(const TopologySpec& topology, ContextOptions options = {});
+
+  const TopologySpec& topology() const { return topo_; }
+  bool data_enabled() const { return opts_.enable_data; }
+
+  Tensor zeros(std::vector<std::int64_t> shape, DType dtype, Placement placement, const std::string& name);
+  Tensor empty(std::vector<std::int64_t> shape, DType dtype, Placement placement, const std::string& name);
+  Tensor random(std::vector<std::int64_t> shape, DType dtype, Placement placement, const std::string& name,
+                std::uint64_t seed);
+  // The values of a tensor (data mode only), row-major.
+  const std::vector<float>& values(Tensor t) const;
+  std::int64_t rows(Tensor t) const;
+  std::int64_t cols(Tensor t) const;
+
+  Signal signal(const std::string& name);
+
+  template <class Kernel, class... Args>
+  void launch(const std::string& name, LaunchGrid grid, Kernel&& kernel, Args&&... args) {
+    const std::int32_t label = begin_launch(name, grid);
+    for (std::int64_t s = 0; s < grid.sips; ++s)
+      for (std::int64_t c = 0; c < grid.cubes; ++c)
+        for (std::int64_t p = 0; p < grid.pes; ++p) {
+          PeProgram prog(*this, Rank{static_cast<std::int32_t>(s), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)},
+                         grid, label);
+          kernel(prog, args...);
+        }
+  }
+
+  RunReport run();
+  std::string trace_json(const RunReport& report) const { return engine::chrome_trace_json(graph_, report.result); }
+  const engine::Graph& graph() const { return graph_; }
+
+ private:
+  friend class PeProgram;
+
+  struct Shard {
+    std::int64_t cube;  // global cube index
+    Region region;
+    std::int64_t bytes;
+  };
+  struct TensorInfo {
+    std::string name;
+    std::int64_t rows, cols;
+    DType dtype;
+    std::vector<Shard> shards;
+    std::vector<float> data;  // full logical tensor (data mode)
+  };
+  struct BufInfo {
+    std::int64_t pe;  // global PE index
+    std::int64_t bytes;
+    DType dtype;
+    std::vector<float> data;
+  };
+
+  Tensor make(std::vector<std::int64_t> shape, DType dtype, Placement placement, const std::string& name);
+  std::int32_t begin_launch(const std::string& name, const LaunchGrid& grid);
+  std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
+  std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
+  std::string rank_name(const Rank& r) const;
+  engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
+  engine::ResourceId link_resource(const std::string& name, engine::ResourceClass cls, std::int32_t sip);
+  const Shard& local_shard(const TensorInfo& t, const Rank& r, const Region& region) const;
+
+  TopologySpec topo_;
+  ContextOptions opts_;
+  engine::Graph graph_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<BufInfo> bufs_;
+  std::vector<std::int64_t> hbm_used_;   // per global cube
+  std::vector<std::int64_t> sram_used_;  // per global PE
+  std::vector<engine::ResourceId> pe_res_;  // global PE * 3 + {matrix, vector, dma}
+  std::map<std::string, engine::ResourceId> links_;
+  LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
+};
+
+}  // namespace kb

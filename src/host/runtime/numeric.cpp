@@ -1,0 +1,55 @@
+#include "numeric.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kb {
+
+std::int64_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+const char* to_string(DType t) { return t == DType::f16 ? "f16" : t == DType::bf16 ? "bf16" : "f32"; }
+
+namespace {
+
+// IEEE binary16: 10 fraction bits, exponents -14..15; subnormals below 2^-14.
+float round_f16(float x) {
+  if (!std::isfinite(x) || x == 0.0f) return x;
+  const float ax = std::fabs(x);
+  if (ax >= 65520.0f) return std::copysign(INFINITY, x);  // rounds past the largest finite (65504)
+  int e;
+  std::frexp(ax, &e);  // ax = f * 2^e, f in [0.5, 1)
+  const int exp = e - 1 < -14 ? -14 : e - 1;  // unbiased exponent of the binade, clamped for subnormals
+  const float quantum = std::ldexp(1.0f, exp - 10);
+  return std::copysign(std::nearbyint(ax / quantum) * quantum, x);  // default rounding: ties to even
+}
+
+float round_bf16(float x) {
+  if (!std::isfinite(x)) return x;
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+}  // namespace
+
+float round_to(DType t, float x) {
+  switch (t) {
+    case DType::f16: return round_f16(x);
+    case DType::bf16: return round_bf16(x);
+    case DType::f32: return x;
+  }
+  return x;
+}
+
+float uniform_pm1(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + index + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+}  // namespace kb

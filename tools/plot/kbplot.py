@@ -1,0 +1,322 @@
+"""Shared helpers for the kernbench-gpu plot scripts.
+
+Every plot script follows the same contract:
+
+* ``--in FILE.json --out DIR`` on the command line (see :func:`parse_args`);
+* the input is a versioned JSON document carrying ``schema`` (a name such as
+  ``"kernbench-gpu/gemm-sweep"``) and ``schema_version`` (a semver string);
+  a script accepts any version with the major it was written for
+  (see :func:`load_json`);
+* on any problem with the input it prints exactly one line,
+  ``error: FILE: <what is wrong>``, to stderr and exits with status 2
+  (see :func:`fail` and :class:`InputError`);
+* figures are written atomically: each is rendered to a temporary file in the
+  output directory and moved into place with ``os.replace`` only once every
+  figure has rendered, so a failed run leaves no partial output
+  (see :func:`save_all_atomic`, :func:`save_atomic`).
+
+Only the standard library and matplotlib (with its numpy dependency) are used.
+The Agg backend is selected here, before pyplot is imported, so importing this
+module first is enough to make any plot script headless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from typing import Any, Iterable, NoReturn, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
+
+__all__ = [
+    "InputError",
+    "fail",
+    "parse_args",
+    "load_json",
+    "parse_semver",
+    "require",
+    "require_str",
+    "require_num",
+    "require_list",
+    "require_dict",
+    "ensure_out_dir",
+    "new_figure",
+    "save_atomic",
+    "save_all_atomic",
+    "plt",
+    "FIGSIZE",
+    "DPI",
+    "run_main",
+]
+
+FIGSIZE = (11, 6)
+DPI = 150
+
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+
+
+class InputError(Exception):
+    """A problem with an input or output path, reported as one line.
+
+    ``where`` is the file (or directory) the message is about.
+    """
+
+    def __init__(self, where: str, msg: str):
+        super().__init__(msg)
+        self.where = where
+        self.msg = msg
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def fail(msg: str, where: str | None = None) -> NoReturn:
+    """Print ``error: WHERE: MSG`` (one line) to stderr and exit with status 2."""
+    line = f"error: {where}: {msg}" if where else f"error: {msg}"
+    print(_one_line(line), file=sys.stderr)
+    sys.exit(2)
+
+
+class _ArgParser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one ``error:`` line, exit 2."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        fail(f"{message} (usage: {self.prog} --in FILE.json --out DIR)", self.prog)
+
+
+def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the common ``--in FILE --out DIR`` arguments.
+
+    Returns a namespace with ``input`` and ``out`` attributes.
+    """
+    p = _ArgParser(description=description)
+    p.add_argument("--in", dest="input", required=True, metavar="FILE.json",
+                   help="input JSON written by the simulator")
+    p.add_argument("--out", dest="out", required=True, metavar="DIR",
+                   help="directory to write the PNG figures into (created if missing)")
+    return p.parse_args(argv)
+
+
+def parse_semver(text: Any) -> tuple[int, int, int] | None:
+    """Return (major, minor, patch) for a semver string, else None."""
+    if not isinstance(text, str):
+        return None
+    m = _SEMVER_RE.match(text)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def load_json(path: str, schema_name: str, major: int) -> dict:
+    """Read ``path`` and check its ``schema`` and ``schema_version``.
+
+    The document must be a JSON object whose ``schema`` equals ``schema_name``
+    and whose ``schema_version`` is a semver string with major ``major``.
+    Raises :class:`InputError` (``where`` = path) on any problem.
+    """
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, expected a JSON file") from None
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+
+    def _reject_constant(name: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:
+        raise InputError(path, f"invalid JSON: {e}") from None
+
+    if not isinstance(doc, dict):
+        raise InputError(path, f"top level is a JSON {_json_type(doc)}, expected an object")
+    if "schema" not in doc:
+        raise InputError(path, f'missing "schema" (expected "{schema_name}")')
+    if doc["schema"] != schema_name:
+        raise InputError(path, f'schema is {json.dumps(doc["schema"])}, expected "{schema_name}"')
+    if "schema_version" not in doc:
+        raise InputError(path, f'missing "schema_version" (expected {major}.x.y)')
+    ver = doc["schema_version"]
+    parsed = parse_semver(ver)
+    if parsed is None:
+        raise InputError(path, f"schema_version {json.dumps(ver)} is not a semver string "
+                               f"(expected {major}.x.y)")
+    if parsed[0] != major:
+        raise InputError(path, f'unsupported schema_version "{ver}" '
+                               f"(this script reads {major}.x.y)")
+    return doc
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+# --- field validation -------------------------------------------------------
+# Each helper takes the containing object, the key, and a context string used
+# in the message (e.g. 'configs[3]'); ``where`` is the file being read.
+
+def require(obj: dict, key: str, ctx: str, where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise InputError(where, f"{ctx} is a {_json_type(obj)}, expected an object")
+    if key not in obj:
+        raise InputError(where, f'{ctx}: missing "{key}"')
+    return obj[key]
+
+
+def require_str(obj: dict, key: str, ctx: str, where: str) -> str:
+    v = require(obj, key, ctx, where)
+    if not isinstance(v, str) or not v:
+        raise InputError(where, f'{ctx}: "{key}" is {json.dumps(v)}, expected a non-empty string')
+    return v
+
+
+def require_num(obj: dict, key: str, ctx: str, where: str, *,
+                min_value: float | None = None, positive: bool = False) -> float:
+    v = require(obj, key, ctx, where)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise InputError(where, f'{ctx}: "{key}" is {json.dumps(v)}, expected a number')
+    if positive and not v > 0:
+        raise InputError(where, f'{ctx}: "{key}" is {v}, expected a positive number')
+    if min_value is not None and v < min_value:
+        raise InputError(where, f'{ctx}: "{key}" is {v}, expected >= {min_value}')
+    return v
+
+
+def require_list(obj: dict, key: str, ctx: str, where: str, *, nonempty: bool = True) -> list:
+    v = require(obj, key, ctx, where)
+    if not isinstance(v, list):
+        raise InputError(where, f'{ctx}: "{key}" is a {_json_type(v)}, expected an array')
+    if nonempty and not v:
+        raise InputError(where, f'{ctx}: "{key}" is empty')
+    return v
+
+
+def require_dict(obj: dict, key: str, ctx: str, where: str) -> dict:
+    v = require(obj, key, ctx, where)
+    if not isinstance(v, dict):
+        raise InputError(where, f'{ctx}: "{key}" is a {_json_type(v)}, expected an object')
+    return v
+
+
+# --- output -----------------------------------------------------------------
+
+def ensure_out_dir(path: str) -> str:
+    """Create the output directory if needed; raise InputError if impossible."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise InputError(path, "exists and is not a directory") from None
+    except OSError as e:
+        raise InputError(path, f"cannot create output directory: {e.strerror or e}") from None
+    if not os.path.isdir(path):
+        raise InputError(path, "exists and is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(path, "output directory is not writable")
+    return path
+
+
+def new_figure(figsize: tuple[float, float] = FIGSIZE):
+    """A (fig, ax) pair with the house size; layout is tightened at save time."""
+    fig, ax = plt.subplots(figsize=figsize, dpi=DPI)
+    return fig, ax
+
+
+def _render_to_temp(fig, path: str) -> str:
+    d = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight")
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp creates 0600; give the figure the usual umask-derived mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        _unlink_quiet(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quiet(p: str) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
+    """Render every (fig, path) to a temp file beside ``path``, then move all
+    into place with ``os.replace``.
+
+    If any render fails, all temp files are removed and nothing is replaced, so
+    the output directory is left as it was.  Figures are closed afterwards.
+    Returns the list of written paths.
+    """
+    figures = list(figures)
+    staged: list[tuple[str, str]] = []
+    try:
+        for fig, path in figures:
+            try:
+                staged.append((_render_to_temp(fig, path), path))
+            except OSError as e:
+                raise InputError(os.path.dirname(path) or ".",
+                                 f"cannot write {os.path.basename(path)}: {e.strerror or e}") from None
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            _unlink_quiet(tmp)
+        raise
+    finally:
+        for fig, _ in figures:
+            plt.close(fig)
+    return [p for _, p in staged]
+
+
+def save_atomic(fig, path: str) -> str:
+    """Render one figure to a temp file in its directory, then os.replace it."""
+    return save_all_atomic([(fig, path)])[0]
+
+
+def run_main(main) -> None:
+    """Call ``main()``, turning InputError into the one-line error / exit 2."""
+    try:
+        main()
+    except InputError as e:
+        fail(e.msg, e.where)
