@@ -9,39 +9,11 @@
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/sweep/gemm_sweep.h"
+#include "milestone_1h_gemm.h"
 #include "registry.h"
 
 namespace kb {
 namespace {
-
-struct Shape {
-  const char* name;
-  std::int64_t m, n, k, tile_m, tile_n, tile_k;
-  const char* description;
-};
-
-// LLaMA-3.1-70B: hidden 8192, 64 query / 8 KV heads of 128 (QKV out 10240), MLP 28672.
-const Shape kShapes[] = {
-    {"qkv-decode-b32", 32, 10240, 8192, 32, 128, 256, "LLaMA-3.1-70B QKV projection, decode, batch 32"},
-    {"mlp-up-decode-b32", 32, 28672, 8192, 32, 128, 256, "LLaMA-3.1-70B MLP up projection, decode, batch 32"},
-    {"mlp-down-decode-b32", 32, 8192, 28672, 32, 128, 256, "LLaMA-3.1-70B MLP down projection, decode, batch 32"},
-    {"qkv-prefill-2k", 2048, 10240, 8192, 128, 128, 256, "LLaMA-3.1-70B QKV projection, prefill of 2048 tokens"},
-    {"o-proj-prefill-2k", 2048, 8192, 8192, 128, 128, 256, "LLaMA-3.1-70B attention output projection, prefill of 2048 tokens"},
-    {"square-4096", 4096, 4096, 4096, 128, 64, 256, "square reference; 2048 output tiles of 128x64"},
-};
-
-struct Variant {
-  const char* name;
-  std::int64_t pes, cubes, buffers;
-  const char* description;
-};
-
-const Variant kVariants[] = {
-    {"1pe-single", 1, 1, 1, "one PE, single-buffered: loads and compute serialise"},
-    {"1pe-double", 1, 1, 2, "one PE, double-buffered: loads of the next k-slice overlap compute"},
-    {"1cube-8pe", 8, 1, 2, "the 8 PEs of one cube share its HBM stack"},
-    {"8cube-64pe", 8, 8, 2, "64 PEs over 8 cubes: 8 HBM stacks"},
-};
 
 std::string fmt_us(ps_t ps) {
   char buf[32];
@@ -69,12 +41,9 @@ void run_gemm_milestone(BenchContext& ctx) {
   const BackendKind backend = resolve_backend(ctx.backend_request);
   std::vector<GemmParams> params;
   std::vector<GemmConfig> configs;
-  for (const Shape& s : kShapes)
-    for (const Variant& v : kVariants) {
-      GemmParams p;
-      p.m = s.m, p.n = s.n, p.k = s.k;
-      p.tile_m = s.tile_m, p.tile_n = s.tile_n, p.tile_k = s.tile_k;
-      p.pes = v.pes, p.cubes = v.cubes, p.buffers = v.buffers;
+  for (const Shape& s : gemm_milestone_shapes())
+    for (const Variant& v : gemm_milestone_variants()) {
+      const GemmParams p = gemm_milestone_params(s, v);
       try {
         validate_gemm(topo, p);
       } catch (const InputError& e) {
@@ -98,8 +67,8 @@ void run_gemm_milestone(BenchContext& ctx) {
                 "roofline_us", "ratio", "mac_util", "parity");
   out << line;
   std::size_t i = 0;
-  for (const Shape& s : kShapes)
-    for (const Variant& v : kVariants) {
+  for (const Shape& s : gemm_milestone_shapes())
+    for (const Variant& v : gemm_milestone_variants()) {
       const GemmParams& p = params[i];
       const GemmResult& r = results[i];
       ++i;
@@ -139,10 +108,10 @@ void run_gemm_milestone(BenchContext& ctx) {
     }
 
   json shapes = json::array(), variants = json::array();
-  for (const Shape& s : kShapes)
+  for (const Shape& s : gemm_milestone_shapes())
     shapes.push_back({{"name", s.name}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"tile_m", s.tile_m},
                       {"tile_n", s.tile_n}, {"tile_k", s.tile_k}, {"description", s.description}});
-  for (const Variant& v : kVariants)
+  for (const Variant& v : gemm_milestone_variants())
     variants.push_back({{"name", v.name}, {"pes", v.pes}, {"cubes", v.cubes}, {"buffers", v.buffers},
                         {"description", v.description}});
   const double pe_peak = 2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6;

@@ -53,6 +53,7 @@ enum GemmStatus : std::int32_t {
 
 struct GemmResult {
   std::int32_t status;
+  std::int32_t reserved;  // explicit, zeroed padding: results compare bytewise
   ps_t latency_ps;
   std::int64_t mac_cycles;
   std::int64_t macs;

@@ -59,8 +59,14 @@ std::string us(ps_t ps) {
   return b;
 }
 
-void cmd_eval_gemm(const GemmArgs& a) {
+void cmd_eval_gemm(GemmArgs a) {
   const TopologySpec topo = a.topo.load();
+  auto auto_tile = [](std::int64_t& tile, std::int64_t dim) {
+    if (tile == 0) tile = dim >= 1 ? std::min<std::int64_t>(128, dim) : 1;
+  };
+  auto_tile(a.p.tile_m, a.p.m);
+  auto_tile(a.p.tile_n, a.p.n);
+  auto_tile(a.p.tile_k, a.p.k);
   if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
     throw InputError("--engine " + a.engine + ": expected reference, batched or both");
   validate_gemm(topo, a.p);
@@ -161,9 +167,10 @@ int cli_main(int argc, char** argv) {
   egemm->add_option("--m", g.p.m, "rows of A and C")->required();
   egemm->add_option("--n", g.p.n, "columns of B and C")->required();
   egemm->add_option("--k", g.p.k, "columns of A, rows of B")->required();
-  egemm->add_option("--tile-m", g.p.tile_m, "output tile rows")->capture_default_str();
-  egemm->add_option("--tile-n", g.p.tile_n, "output tile columns")->capture_default_str();
-  egemm->add_option("--tile-k", g.p.tile_k, "k-slice per step")->capture_default_str();
+  g.p.tile_m = g.p.tile_n = g.p.tile_k = 0;  // 0: min(128, the matrix dimension)
+  egemm->add_option("--tile-m", g.p.tile_m, "output tile rows (default: min(128, m))");
+  egemm->add_option("--tile-n", g.p.tile_n, "output tile columns (default: min(128, n))");
+  egemm->add_option("--tile-k", g.p.tile_k, "k-slice per step (default: min(128, k))");
   egemm->add_option("--pes", g.p.pes, "PEs per cube")->capture_default_str();
   egemm->add_option("--cubes", g.p.cubes, "cubes")->capture_default_str();
   egemm->add_option("--buffers", g.p.buffers, "SRAM buffer sets: 1 or 2")->capture_default_str();
@@ -189,6 +196,26 @@ int cli_main(int argc, char** argv) {
   plot->add_option("--bench", plot_bench, "bench name")->required();
   plot->add_option("--in", plot_in, "folder holding the bench's JSON (default: its output folder)");
   plot->add_option("--out", plot_out, "folder for the figures (default: --in)");
+
+  // CLI11 reports a mistyped subcommand as a missing one; name it instead.
+  {
+    const CLI::App* level = &app;
+    for (int i = 1; i < argc && level->get_require_subcommand_min() > 0; ++i) {
+      const std::string word = argv[i];
+      if (word.empty() || word[0] == '-') break;
+      const CLI::App* next = nullptr;
+      std::string known;
+      for (const CLI::App* sub : level->get_subcommands({})) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+        if (sub->get_name() == word) next = sub;
+      }
+      if (!next) {
+        std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", word.c_str(), known.c_str());
+        return 2;
+      }
+      level = next;
+    }
+  }
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,28 @@
+// The shapes and variants of milestone-1h-gemm, shared by the bench and its tests.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "host/kernels/gemm.h"
+
+namespace kb {
+
+struct Shape {
+  const char* name;
+  std::int64_t m, n, k, tile_m, tile_n, tile_k;
+  const char* description;
+};
+
+struct Variant {
+  const char* name;
+  std::int64_t pes, cubes, buffers;
+  const char* description;
+};
+
+const std::vector<Shape>& gemm_milestone_shapes();
+const std::vector<Variant>& gemm_milestone_variants();
+// Shape-major, variant-minor: the order of the bench's outputs.
+GemmParams gemm_milestone_params(const Shape& s, const Variant& v);
+
+}  // namespace kb

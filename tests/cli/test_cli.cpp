@@ -1,0 +1,172 @@
+// The command line as users see it: exit codes, one-line errors, nothing written on error.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  // Tests run in parallel processes: name the capture files after the test and process.
+  const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+                          std::to_string(::getpid());
+  const std::string out = dir + "/kb_cli_out_" + tag + ".txt", err = dir + "/kb_cli_err_" + tag + ".txt";
+  const std::string cmd = std::string("'") + KB_CLI_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+const std::string kTopo = KB_TEST_TOPOLOGIES;
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path p = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(p);
+  return p.string();
+}
+
+// One line on stderr, starting "error: ", exit 2, nothing on stdout.
+void expect_input_error(const Result& r, const std::string& fragment) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+std::string tmp_yaml(const std::string& name, const std::string& text) {
+  const std::string p = ::testing::TempDir() + "/" + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(Cli, HelpAndVersion) {
+  EXPECT_EQ(run("--help").code, 0);
+  const Result v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.out.find("kernbench-gpu 0."), std::string::npos);
+  for (const char* sub : {"list", "run", "eval", "eval gemm", "topo", "topo check", "topo show", "plot"}) {
+    const Result r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, TopoShowAndCheck) {
+  const Result r = run("topo show '" + kTopo + "/default.yaml'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("PEs                64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("196.6 TFLOP/s"), std::string::npos) << r.out;
+  const Result j = run("topo show --json '" + kTopo + "/ring8.yaml' --set pe.clock_mhz=1000");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["pes"], 512);
+  EXPECT_EQ(doc["sips"], 8);
+  EXPECT_DOUBLE_EQ(doc["pe_peak_fp16_tflops"].get<double>(), 2.048);
+  EXPECT_EQ(run("topo check '" + kTopo + "/tiny.yaml'").code, 0);
+}
+
+TEST(Cli, BadTopologyInputs) {
+  expect_input_error(run("topo check /nonexistent.yaml"), "/nonexistent.yaml:1:1: (file): cannot open file");
+  expect_input_error(run("topo check '" + tmp_yaml("notyaml.yaml", "a: [1,\n") + "'"), "not valid YAML");
+  expect_input_error(run("topo show '" + kTopo + "/default.yaml' --set cube.hbm.bandwidth_gbps=abc"),
+                     "--set cube.hbm.bandwidth_gbps=abc: cube.hbm.bandwidth_gbps: expected an integer (got 'abc')");
+  expect_input_error(run("topo show '" + kTopo + "/default.yaml' --set cube.hbm.speed=1"),
+                     "cube.hbm.speed: unknown topology field");
+  expect_input_error(run("topo check '" + kTopo + "/default.yaml' --set cube.hbm.bandwidth_gbps=-3"),
+                     "cube.hbm.bandwidth_gbps: must be > 0 (got -3)");
+  expect_input_error(run("topo check '" + kTopo + "/default.yaml' --set sip.cube_rows=0"), "sip.cube_rows: must be > 0");
+  expect_input_error(run("topo check '" + kTopo + "/default.yaml' --set cube.hbm.latency_ns=99999999999999"),
+                     "must be <= 1000000000");
+}
+
+TEST(Cli, UnknownSubcommandAndBench) {
+  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, topo, plot)");
+  expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show)");
+  const std::string out = fresh_dir("kb_unknown_bench");
+  expect_input_error(run("run --bench no-such-bench --out '" + out + "'"),
+                     "--bench no-such-bench: unknown bench (known: milestone-1h-gemm");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Cli, BadInputWritesNothing) {
+  const std::string out = fresh_dir("kb_bad_topo");
+  expect_input_error(run("run --bench milestone-1h-gemm --out '" + out + "' --set pe.sram_kib=abc"), "pe.sram_kib");
+  EXPECT_FALSE(fs::exists(out));
+  const std::string trace = fresh_dir("kb_trace_bad.json");
+  expect_input_error(run("eval gemm --m 0 --n 4 --k 4 --trace '" + trace + "'"), "m, n, k");
+  EXPECT_FALSE(fs::exists(trace));
+}
+
+TEST(Cli, List) {
+  const Result r = run("list");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("milestone-1h-gemm"), std::string::npos);
+  EXPECT_NE(r.out.find("[shape, variant]"), std::string::npos);
+}
+
+TEST(Cli, EvalGemmJsonHasEveryField) {
+  const std::string trace = fresh_dir("kb_trace.json");
+  const Result r = run("eval gemm --m 300 --n 200 --k 500 --tile-m 64 --tile-n 64 --tile-k 128 --pes 4 --cubes 2 --json"
+                       " --trace '" + trace + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* f : {"latency_ps", "mac_cycles", "mac_util", "hbm_read_bytes", "hbm_write_bytes", "roofline_ps", "engine"})
+    EXPECT_TRUE(j.contains(f)) << f;
+  EXPECT_EQ(j["engine"], "both");
+  EXPECT_EQ(j["parity"], true);
+  EXPECT_EQ(j["reference"]["latency_ps"], j["batched"]["latency_ps"]);
+  EXPECT_GE(j["latency_ps"].get<std::int64_t>(), j["roofline_ps"].get<std::int64_t>());
+  std::ifstream in(trace);
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_GT(doc["traceEvents"].size(), 10u);
+}
+
+TEST(Cli, EvalGemmEngines) {
+  const Result ref = run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --engine reference --json");
+  const Result bat = run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --engine batched --json --backend omp");
+  ASSERT_EQ(ref.code, 0) << ref.err;
+  ASSERT_EQ(bat.code, 0) << bat.err;
+  const auto a = nlohmann::json::parse(ref.out), b = nlohmann::json::parse(bat.out);
+  EXPECT_EQ(a["latency_ps"], b["latency_ps"]);
+  EXPECT_EQ(a["engine"], "reference");
+  EXPECT_EQ(b["backend"], "omp");
+  EXPECT_FALSE(a.contains("parity"));
+}
+
+TEST(Cli, EvalGemmInvalidRequests) {
+  expect_input_error(run("eval gemm --m 4096 --n 4096 --k 4096 --tile-m 1024 --tile-n 1024 --tile-k 1024"),
+                     "bytes of SRAM; a PE has 2097152");
+  expect_input_error(run("eval gemm --m 64 --n 64 --k 64 --pes 9"), "pes: must be in 1..8");
+  expect_input_error(run("eval gemm --m 64 --n 64 --k 64 --cubes 9"), "cubes: must be in 1..8");
+  expect_input_error(run("eval gemm --m 64 --n 64 --k 64 --buffers 3"), "buffers: must be 1 or 2");
+  expect_input_error(run("eval gemm --m 64 --n 64 --k 64 --engine magic"), "--engine magic");
+  expect_input_error(run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --backend tpu"), "--backend tpu");
+  expect_input_error(run("eval gemm --m 64 --n 64"), "--k is required");
+  expect_input_error(run("eval gemm --m x --n 64 --k 64"), "--m");
+}
+
+TEST(Cli, CudaBackendWithoutDeviceIsAClearError) {
+  const Result r = run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --engine batched --backend cuda");
+  if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
+  expect_input_error(r, "--backend cuda:");
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+// CUDA backend: identical to the OpenMP backend, bit for bit. Skips, saying why, where
+// the build has no CUDA backend or the machine has no device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "host/sweep/backend.h"
+#include "host/sweep/gemm_sweep.h"
+#include "host/topology/load.h"
+#include "random_configs.h"
+
+namespace kb {
+namespace {
+
+class GemmCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (batched::cuda_device_count(&why) == 0) GTEST_SKIP() << "CUDA backend not run: " << why;
+  }
+  TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+};
+
+TEST_F(GemmCuda, TenThousandRandomConfigsMatchOpenMP) {
+  const auto cases = testing::random_cases(topo, 10000, 20261129, 1500);
+  std::vector<GemmConfig> configs;
+  for (const auto& c : cases) configs.push_back(gemm_config(c.topo, c.params));
+  const auto cpu = eval_gemm(BackendKind::omp, configs);
+  const auto gpu = eval_gemm(BackendKind::cuda, configs);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  EXPECT_EQ(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(GemmResult)), 0);
+  // And the engine agrees with the GPU on a sample.
+  for (std::size_t i = 0; i < cases.size(); i += 50)
+    EXPECT_EQ(figures_diff(figures_of(run_gemm_reference(cases[i].topo, cases[i].params).report), figures_of(gpu[i])), "");
+}
+
+TEST_F(GemmCuda, SweepMatchesOpenMP) {
+  GemmParams p;
+  batched::GemmSpace s;
+  s.base = gemm_config(topo, p);
+  using A = batched::GemmAxis;
+  s.axes = {A::m, A::n, A::k, A::tile_m, A::tile_n, A::tile_k, A::pes, A::cubes, A::buffers, A::dataflow};
+  s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
+              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
+  s.group_axes = 3;
+  const auto cpu = sweep_gemm(BackendKind::omp, s, 4099);
+  const auto gpu = sweep_gemm(BackendKind::cuda, s, 4099);
+  EXPECT_EQ(cpu.valid, gpu.valid);
+  EXPECT_EQ(cpu.latency_checksum, gpu.latency_checksum);
+  ASSERT_EQ(cpu.best.size(), gpu.best.size());
+  for (std::size_t g = 0; g < cpu.best.size(); ++g) {
+    EXPECT_EQ(cpu.best[g].index, gpu.best[g].index) << g;
+    EXPECT_EQ(cpu.best[g].latency_ps, gpu.best[g].latency_ps) << g;
+  }
+}
+
+}  // namespace
+}  // namespace kb

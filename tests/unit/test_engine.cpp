@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "host/engine/engine.h"
+
+namespace kb::engine {
+namespace {
+
+Op op_on(ResourceId r, ps_t busy, ps_t lat = 0, OpKind kind = OpKind::vector) {
+  Op o{};
+  o.kind = kind;
+  o.resource = r;
+  o.busy_ps = busy;
+  o.latency_ps = lat;
+  return o;
+}
+
+TEST(Engine, InOrderQueueAndDependencies) {
+  Graph g;
+  g.add_label("t");
+  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
+  const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
+  const OpId a = g.add_op(op_on(r, 10, 5), {});
+  const OpId b = g.add_op(op_on(r, 20), {});      // behind a on r
+  const OpId c = g.add_op(op_on(s, 1), {a});      // waits for a's latency too
+  const OpId d = g.add_op(op_on(s, 4), {b});      // behind c on s, and waits for b
+  const RunResult res = simulate(g);
+  ASSERT_EQ(res.status, Status::ok);
+  EXPECT_EQ(res.timing[a].start, 0);
+  EXPECT_EQ(res.timing[a].end, 15);
+  EXPECT_EQ(res.timing[b].start, 10);
+  EXPECT_EQ(res.timing[b].end, 30);
+  EXPECT_EQ(res.timing[c].start, 15);
+  EXPECT_EQ(res.timing[c].end, 16);
+  EXPECT_EQ(res.timing[d].start, 30);
+  EXPECT_EQ(res.summary.latency_ps, 34);
+  EXPECT_EQ(res.summary.busy_ps[static_cast<int>(ResourceClass::dma)], 30);
+  EXPECT_EQ(res.summary.busy_ps[static_cast<int>(ResourceClass::matrix)], 5);
+  EXPECT_EQ(res.resource_busy_ps[r], 30);
+  EXPECT_EQ(res.summary.events, 8);
+}
+
+TEST(Engine, HeadOfLineBlocking) {
+  // An op whose deps are ready still waits for the op ahead of it on its resource.
+  Graph g;
+  g.add_label("t");
+  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
+  const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
+  const OpId slow = g.add_op(op_on(s, 100), {});
+  const OpId first = g.add_op(op_on(r, 1), {slow});
+  const OpId second = g.add_op(op_on(r, 1), {});
+  const RunResult res = simulate(g);
+  EXPECT_EQ(res.timing[first].start, 100);
+  EXPECT_EQ(res.timing[second].start, 101);
+}
+
+TEST(Engine, NoWork) {
+  Graph g;
+  const RunResult res = simulate(g);
+  EXPECT_EQ(res.status, Status::no_work);
+}
+
+TEST(Engine, SignalNeverRaisedIsDeadlock) {
+  Graph g;
+  g.add_label("k");
+  const ResourceId r = g.add_resource("sip0.cube0.pe0.dma", ResourceClass::dma, 0);
+  Op sig{};
+  sig.kind = OpKind::signal;
+  sig.resource = kNoResource;
+  const OpId s = g.add_op(sig, {});
+  const OpId a = g.add_op(op_on(r, 5, 0, OpKind::dma_load), {s});
+  g.add_op(op_on(r, 5, 0, OpKind::dma_load), {});
+  const RunResult res = simulate(g);
+  EXPECT_EQ(res.status, Status::deadlock);
+  EXPECT_NE(res.message.find("3 of 3 ops never ran"), std::string::npos) << res.message;
+  EXPECT_NE(res.message.find(g.op_name(a) + " waits for " + g.op_name(s)), std::string::npos) << res.message;
+}
+
+TEST(Engine, CyclicWaitIsDeadlock) {
+  Graph g;
+  g.add_label("k");
+  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
+  const OpId a = g.add_op(op_on(r, 5), {});
+  const OpId b = g.add_op(op_on(r, 5), {});
+  g.add_dep(a, b);  // a waits for b, which is queued behind a
+  const RunResult res = simulate(g);
+  EXPECT_EQ(res.status, Status::deadlock);
+  EXPECT_NE(res.message.find(g.op_name(a) + " waits for " + g.op_name(b)), std::string::npos) << res.message;
+}
+
+TEST(Engine, RerunsAreIdentical) {
+  Graph g;
+  g.add_label("t");
+  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
+  const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
+  OpId prev = kNoOp;
+  for (int i = 0; i < 200; ++i) prev = g.add_op(op_on(i % 3 ? r : s, 7 + i % 5, i % 2), {prev == kNoOp ? kNoOp : prev});
+  const RunResult a = simulate(g), b = simulate(g);
+  ASSERT_EQ(a.timing.size(), b.timing.size());
+  for (std::size_t i = 0; i < a.timing.size(); ++i) EXPECT_EQ(a.timing[i].start, b.timing[i].start);
+  EXPECT_EQ(a.summary.latency_ps, b.summary.latency_ps);
+}
+
+TEST(Engine, ChromeTraceIsValid) {
+  Graph g;
+  g.add_label("gemm");
+  const ResourceId r = g.add_resource("sip0.cube0.pe0.dma", ResourceClass::dma, 0);
+  const ResourceId s = g.add_resource("sip0.cube0.pe0.matrix", ResourceClass::matrix, 0);
+  const OpId a = g.add_op(op_on(r, 1500000, 0, OpKind::dma_load), {});
+  g.add_op(op_on(s, 2500000, 0, OpKind::matmul), {a});
+  const RunResult res = simulate(g);
+  const auto doc = nlohmann::json::parse(chrome_trace_json(g, res));
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  int complete = 0, names = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid"));
+    if (e["ph"] == "X") {
+      ++complete;
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number() && e["name"].is_string());
+      if (e["name"] == "matmul") {
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 1.5);  // microseconds
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 2.5);
+      }
+    } else if (e["ph"] == "M") {
+      ++names;
+    }
+  }
+  EXPECT_EQ(complete, 2);
+  EXPECT_EQ(names, 2);  // one named track per resource
+}
+
+}  // namespace
+}  // namespace kb::engine

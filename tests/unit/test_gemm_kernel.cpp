@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "host/common/error.h"
+#include "host/kernels/gemm.h"
+#include "host/topology/load.h"
+
+namespace kb {
+namespace {
+
+TopologySpec tiny() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/tiny.yaml"); }
+
+GemmParams params(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t t, std::int64_t pes = 1,
+                  std::int64_t cubes = 1, std::int64_t buffers = 1) {
+  GemmParams p;
+  p.m = m, p.n = n, p.k = k;
+  p.tile_m = p.tile_n = p.tile_k = t;
+  p.pes = pes, p.cubes = cubes, p.buffers = buffers;
+  return p;
+}
+
+// tiny: 1 GHz, 4x4 os array, DMA 8 GB/s, HBM 16 GB/s + 10 ns shared by the launch's PEs.
+// One 4x4x4 step: A and B are 32 bytes each, 4000 ps at 8 GB/s; the matmul is one fold
+// of 2*4 + 4 + 4 - 2 = 14 cycles; C is 32 bytes.
+//   load A [0, 4000] done 14000; load B [4000, 8000] done 18000;
+//   matmul [18000, 32000]; store C [32000, 36000] done 46000.
+TEST(GemmKernel, OneStepByHand) {
+  const RunReport r = run_gemm_reference(tiny(), params(4, 4, 4, 4)).report;
+  EXPECT_EQ(r.summary.latency_ps, 46000);
+  EXPECT_EQ(r.summary.mac_cycles, 14);
+  EXPECT_EQ(r.summary.macs, 64);
+  EXPECT_EQ(r.summary.hbm_read_bytes, 64);
+  EXPECT_EQ(r.summary.hbm_write_bytes, 32);
+  EXPECT_EQ(r.summary.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)], 12000);
+}
+
+// Two k-slices, single-buffered: the second loads wait for the first matmul.
+//   A0 [0,4000] B0 [4000,8000] done 18000; mm0 [18000,32000];
+//   A1 [32000,36000] B1 [36000,40000] done 50000; mm1 [50000,64000]; C [64000,68000] done 78000.
+// Double-buffered: A1, B1 follow at once: [8000,16000] done 26000; mm1 [32000,46000];
+//   C [46000,50000] done 60000.
+TEST(GemmKernel, BufferingByHand) {
+  EXPECT_EQ(run_gemm_reference(tiny(), params(4, 4, 8, 4, 1, 1, 1)).report.summary.latency_ps, 78000);
+  EXPECT_EQ(run_gemm_reference(tiny(), params(4, 4, 8, 4, 1, 1, 2)).report.summary.latency_ps, 60000);
+}
+
+// Two PEs of a cube each take one tile; with two sharers the HBM share is 8 GB/s,
+// equal to the DMA rate, so each PE's timeline is the one-step case.
+TEST(GemmKernel, TwoPesShareHbm) {
+  const RunReport r = run_gemm_reference(tiny(), params(8, 4, 4, 4, 2)).report;
+  EXPECT_EQ(r.summary.latency_ps, 46000);
+  EXPECT_EQ(r.summary.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)], 24000);
+}
+
+TEST(GemmKernel, PartialEdgeTiles) {
+  // 5x6x7 with 4-tiles: tiles of 4 and 1 rows, 4 and 2 columns, 4 and 3 k.
+  const RunReport r = run_gemm_reference(tiny(), params(5, 6, 7, 4)).report;
+  EXPECT_EQ(r.summary.macs, 5 * 6 * 7);
+  EXPECT_EQ(r.summary.hbm_read_bytes, 2 * (2 * 5 * 7 + 2 * 6 * 7));  // A read per tile column, B per tile row
+  EXPECT_EQ(r.summary.hbm_write_bytes, 2 * 5 * 6);
+  EXPECT_EQ(r.summary.ops, 4 * (3 * 2 + 1));
+}
+
+TEST(GemmKernel, InvalidRequestsAreErrors) {
+  const TopologySpec t = tiny();
+  EXPECT_THROW(validate_gemm(t, params(0, 4, 4, 1)), InputError);
+  EXPECT_THROW(validate_gemm(t, params(4, 4, 4, 8)), InputError);  // tile larger than the matrix
+  EXPECT_THROW(validate_gemm(t, params(4, 4, 4, 4, 3)), InputError);  // tiny has 2 PEs per cube
+  EXPECT_THROW(validate_gemm(t, params(4, 4, 4, 4, 1, 3)), InputError);
+  EXPECT_THROW(validate_gemm(t, params(4, 4, 4, 4, 1, 1, 3)), InputError);
+  try {
+    validate_gemm(t, params(256, 256, 256, 128));  // 2 x (32+32) KiB + 64 KiB > 64 KiB SRAM
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes of SRAM; a PE has 65536"), std::string::npos) << e.what();
+  }
+}
+
+// Data mode: the simulated kernel computes the product; compare with float64.
+void check_numerics(const GemmParams& p, std::uint64_t seed) {
+  RuntimeContext ctx(tiny(), ContextOptions{true});
+  const GemmTensors t = gemm_tensors(ctx, p, seed);
+  ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  const auto& A = ctx.values(t.a);
+  const auto& B = ctx.values(t.b);
+  const auto& C = ctx.values(t.c);
+  double worst = 0;
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      double ref = 0, mag = 0;
+      for (std::int64_t q = 0; q < p.k; ++q) {
+        const double x = A[static_cast<std::size_t>(i * p.k + q)], y = B[static_cast<std::size_t>(q * p.n + j)];
+        ref += x * y;
+        mag += std::fabs(x * y);
+      }
+      const double got = C[static_cast<std::size_t>(i * p.n + j)];
+      // fp16 output rounding is at most half an ulp (2^-11 relative); fp32 accumulation
+      // adds about k * 2^-24 of the magnitude.
+      const double bound = std::ldexp(std::fabs(ref), -11) * 1.001 + p.k * std::ldexp(mag, -24) + 1e-7;
+      ASSERT_LE(std::fabs(got - ref), bound) << "C[" << i << "," << j << "]";
+      worst = std::max(worst, std::fabs(got - ref) / std::max(1e-3, std::fabs(ref)));
+    }
+  EXPECT_LT(worst, 1e-3);
+}
+
+TEST(GemmKernel, DataModeMatchesFloat64) {
+  check_numerics(params(4, 4, 4, 4), 1);
+  GemmParams p = params(37, 29, 45, 8, 2, 2, 2);
+  p.tile_k = 16;
+  p.tile_n = 12;
+  check_numerics(p, 2);
+  check_numerics(params(13, 17, 19, 5, 1, 2, 1), 3);
+}
+
+}  // namespace
+}  // namespace kb

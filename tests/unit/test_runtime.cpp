@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include "host/common/error.h"
+#include "host/runtime/context.h"
+#include "host/topology/load.h"
+
+namespace kb {
+namespace {
+
+using engine::LinkLevel;
+
+TopologySpec tiny() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/tiny.yaml"); }
+
+TEST(Runtime, HbmCapacityIsEnforced) {
+  RuntimeContext ctx(tiny());  // 1 MiB per cube
+  ctx.zeros({512, 512}, DType::f16, Placement{}, "half");  // 512 KiB
+  try {
+    ctx.zeros({512, 1024}, DType::f16, Placement{}, "big");
+    FAIL() << "expected out of memory";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "out of HBM memory: tensor 'big' needs 1048576 bytes on sip0.cube0, which has 524288 of 1048576 bytes free");
+  }
+}
+
+TEST(Runtime, PlacementSplitsShardsAndFootprint) {
+  RuntimeContext ctx(tiny());
+  ctx.zeros({10, 8}, DType::f32, Placement{Split::row_wise, 2, 4, 0}, "rows");  // rows 0..3 | 4..9 in granules of 4
+  ctx.zeros({4, 6}, DType::f16, Placement{Split::col_wise, 2, 1, 0}, "cols");   // 3 + 3 columns
+  ctx.zeros({2, 2}, DType::bf16, Placement{Split::replicate, 2, 1, 0}, "rep");
+  const RunReport rep = ctx.run();
+  EXPECT_EQ(rep.status, engine::Status::no_work);
+  EXPECT_EQ(rep.hbm_footprint_bytes[0], 4 * 8 * 4 + 4 * 3 * 2 + 8);
+  EXPECT_EQ(rep.hbm_footprint_bytes[1], 6 * 8 * 4 + 4 * 3 * 2 + 8);
+}
+
+TEST(Runtime, SramCapacityIsEnforced) {
+  RuntimeContext ctx(tiny());  // 64 KiB per PE
+  EXPECT_THROW(ctx.launch("k", LaunchGrid{}, [](PeProgram& p) {
+    p.sram(40 * 1024, DType::f16);
+    p.sram(40 * 1024, DType::f16);
+  }), InputError);
+}
+
+TEST(Runtime, LaunchLargerThanMachineIsRejected) {
+  RuntimeContext ctx(tiny());
+  EXPECT_THROW(ctx.launch("k", LaunchGrid{1, 1, 3}, [](PeProgram&) {}), InputError);
+  EXPECT_THROW(ctx.launch("k", LaunchGrid{3, 1, 1}, [](PeProgram&) {}), InputError);
+}
+
+// tiny: ipcq 8 GB/s + 5 ns; cube link 20 GB/s + 10 ns; SIP ring 10 GB/s + 100 ns.
+TEST(Runtime, CopyTimingPerLinkLevel) {
+  RuntimeContext ctx(tiny());
+  OpId pe = 0, cube = 0, sip = 0;
+  ctx.launch("copies", LaunchGrid{}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(800, DType::f16);
+    pe = p.copy(b, Rank{0, 0, 1}, b, 800);
+    cube = p.copy(b, Rank{0, 1, 0}, b, 800);
+    sip = p.copy(b, Rank{1, 0, 0}, b, 800);
+  });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(pe)].end, 100000 + 5000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(cube)].end, 40000 + 10000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(sip)].end, 80000 + 100000);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(r.summary.link_bytes[static_cast<std::size_t>(l)], 800);
+    EXPECT_EQ(r.summary.link_copies[static_cast<std::size_t>(l)], 1);
+  }
+}
+
+TEST(Runtime, MeshCopyIsStoreAndForwardPerHop) {
+  TopologySpec t = tiny();
+  t.cube_rows = 2;  // 2x2 cubes: cube 0 -> cube 3 is two hops
+  RuntimeContext ctx(t);
+  OpId last = 0;
+  ctx.launch("copies", LaunchGrid{}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(800, DType::f16);
+    last = p.copy(b, Rank{0, 3, 0}, b, 800);
+  });
+  const RunReport r = ctx.run();
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].end, 2 * (40000 + 10000));
+  EXPECT_EQ(r.summary.link_copies[static_cast<std::size_t>(LinkLevel::cube)], 2);
+}
+
+TEST(Runtime, DataModeCopyAndVectorAdd) {
+  RuntimeContext ctx(tiny(), ContextOptions{true});
+  Tensor x = ctx.random({1, 8}, DType::f32, Placement{Split::replicate, 2, 1, 0}, "x", 7);
+  Tensor y = ctx.zeros({1, 8}, DType::f32, Placement{Split::replicate, 2, 1, 0}, "y");
+  const Signal arrived = ctx.signal("arrived");
+  SramBuf inbox;
+  // Rank (0,0,0) runs first, so its inbox exists when rank (0,1,0) copies into it.
+  ctx.launch("move", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+    if (p.rank().cube == 0) {
+      inbox = p.sram(32, DType::f32);
+      p.store(inbox, y, Region{0, 1, 0, 8}, {p.wait({arrived.op})});
+    } else {
+      const SramBuf mine = p.sram(32, DType::f32);
+      const OpId l = p.load(x, Region{0, 1, 0, 8}, mine);
+      p.raise(arrived, p.copy(mine, Rank{0, 0, 0}, inbox, 32, {l}));
+    }
+  });
+  RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  EXPECT_EQ(ctx.values(y), ctx.values(x));
+  RuntimeContext ctx2(tiny(), ContextOptions{true});
+  Tensor a = ctx2.random({1, 8}, DType::f32, Placement{}, "a", 1);
+  Tensor out = ctx2.zeros({1, 8}, DType::f32, Placement{}, "out");
+  ctx2.launch("add", LaunchGrid{}, [&](PeProgram& p) {
+    const SramBuf u = p.sram(32, DType::f32), v = p.sram(32, DType::f32);
+    const OpId la = p.load(a, Region{0, 1, 0, 8}, u);
+    const OpId lb = p.load(a, Region{0, 1, 0, 8}, v);
+    const OpId add = p.vector_add(u, v, 8, {la, lb});
+    p.store(u, out, Region{0, 1, 0, 8}, {add});
+  });
+  r = ctx2.run();
+  ASSERT_EQ(r.status, engine::Status::ok);
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(ctx2.values(out)[static_cast<std::size_t>(i)], 2 * ctx2.values(a)[static_cast<std::size_t>(i)]);
+  // vector op: 8 elements on 4 lanes = 2 cycles = 2000 ps
+  EXPECT_EQ(r.summary.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)], 2000);
+}
+
+TEST(Runtime, CrossRankWaitDeadlockIsReported) {
+  RuntimeContext ctx(tiny());
+  const Signal from0 = ctx.signal("pe0 sent"), from1 = ctx.signal("pe1 sent");
+  ctx.launch("exchange", LaunchGrid{1, 1, 2}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(64, DType::f16);
+    const bool zero = p.rank().pe == 0;
+    // Each PE waits for the other's data before sending its own: a classic deadlock.
+    const OpId got = p.wait({(zero ? from1 : from0).op});
+    const OpId sent = p.copy(b, Rank{0, 0, zero ? 1 : 0}, b, 64, {got});
+    p.raise(zero ? from0 : from1, sent);
+  });
+  const RunReport r = ctx.run();
+  EXPECT_EQ(r.status, engine::Status::deadlock);
+  EXPECT_NE(r.message.find("signal pe1 sent"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("never ran"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace kb

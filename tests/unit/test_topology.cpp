@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "host/common/error.h"
+#include "host/topology/load.h"
+
+namespace kb {
+namespace {
+
+const std::string kTopo = KB_TEST_TOPOLOGIES;
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The default topology with one line replaced (or appended when `from` is empty).
+std::string variant(const std::string& name, const std::string& from, const std::string& to) {
+  std::ifstream in(kTopo + "/default.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  if (from.empty()) text += to;
+  else {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+  }
+  return write_tmp(name, text);
+}
+
+std::string error_of(const std::string& path, const std::vector<std::string>& sets = {}) {
+  try {
+    load_topology(path, sets);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Topology, ShippedFilesLoad) {
+  const TopologySpec d = load_topology(kTopo + "/default.yaml");
+  EXPECT_EQ(d.name, "default");
+  EXPECT_EQ(d.total_pes(), 64);
+  EXPECT_EQ(d.matrix_rows, 32);
+  EXPECT_EQ(d.dataflow, Dataflow::os);
+  EXPECT_EQ(d.dma_gbps(), 256);
+  EXPECT_EQ(load_topology(kTopo + "/ring8.yaml").sips, 8);
+  EXPECT_EQ(load_topology(kTopo + "/tiny.yaml").total_pes(), 8);
+}
+
+TEST(Topology, OverrideChangesValueAndHash) {
+  const TopologySpec a = load_topology(kTopo + "/default.yaml");
+  const TopologySpec b = load_topology(kTopo + "/default.yaml", {"cube.hbm.bandwidth_gbps=1600", "pe.matrix.dataflow=ws"});
+  EXPECT_EQ(b.hbm_bandwidth_gbps, 1600);
+  EXPECT_EQ(b.dataflow, Dataflow::ws);
+  EXPECT_NE(a.hash, b.hash);
+  EXPECT_EQ(a.hash, load_topology(kTopo + "/default.yaml").hash);
+}
+
+TEST(Topology, MissingFile) {
+  EXPECT_EQ(error_of("/nonexistent/x.yaml"), "/nonexistent/x.yaml:1:1: (file): cannot open file");
+}
+
+TEST(Topology, NotYaml) {
+  const std::string p = write_tmp("bad.yaml", "schema_version: 1\nsystem: [1, 2\n");
+  EXPECT_NE(error_of(p).find("not valid YAML"), std::string::npos) << error_of(p);
+  EXPECT_EQ(error_of(p).rfind(p + ":", 0), 0u);
+}
+
+TEST(Topology, WrongType) {
+  const std::string p = variant("type.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: fast");
+  EXPECT_EQ(error_of(p), p + ":21:21: cube.hbm.bandwidth_gbps: expected an integer (got 'fast')");
+}
+
+TEST(Topology, NegativeAndZeroBandwidth) {
+  const std::string neg = variant("neg.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: -3");
+  EXPECT_EQ(error_of(neg), neg + ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got -3)");
+  const std::string zero = variant("zero.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: 0");
+  EXPECT_EQ(error_of(zero), zero + ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got 0)");
+}
+
+TEST(Topology, UnknownKey) {
+  const std::string p = variant("unknown.yaml", "    capacity_mib: 16384", "    capacity_mib: 16384\n    channels: 16");
+  EXPECT_EQ(error_of(p), p + ":24:5: cube.hbm.channels: unknown key");
+}
+
+TEST(Topology, MissingRequiredKey) {
+  const std::string p = variant("missing.yaml", "  clock_mhz: 1500\n", "");
+  EXPECT_EQ(error_of(p), p + ":3:1: pe.clock_mhz: required field is missing");
+}
+
+TEST(Topology, ZeroGrid) {
+  const std::string p = variant("grid.yaml", "  pe_rows: 2", "  pe_rows: 0");
+  EXPECT_EQ(error_of(p), p + ":18:12: cube.pe_rows: must be > 0 (got 0)");
+}
+
+TEST(Topology, AbsurdValuesThatWouldOverflow) {
+  const std::string big = variant("big.yaml", "latency_ns: 120", "latency_ns: 9223372036854775");
+  EXPECT_EQ(error_of(big), big + ":22:17: cube.hbm.latency_ns: must be <= 1000000000 (got 9223372036854775)");
+  const std::string huge = variant("huge.yaml", "latency_ns: 120", "latency_ns: 99999999999999999999999");
+  EXPECT_NE(error_of(huge).find("cube.hbm.latency_ns: value out of range"), std::string::npos) << error_of(huge);
+}
+
+TEST(Topology, SectionMustBeMapping) {
+  const std::string p = variant("section.yaml", "  hbm:\n", "  hbm: 5\n  hbm_stack:\n");
+  EXPECT_NE(error_of(p).find("cube.hbm: expected a mapping"), std::string::npos) << error_of(p);
+}
+
+TEST(Topology, BadEnum) {
+  const std::string p = variant("enum.yaml", "dataflow: os", "dataflow: diagonal");
+  EXPECT_NE(error_of(p).find("pe.matrix.dataflow: expected one of os|ws|is (got 'diagonal')"), std::string::npos);
+}
+
+TEST(Topology, BadSetPathAndValue) {
+  const std::string d = kTopo + "/default.yaml";
+  EXPECT_EQ(error_of(d, {"cube.hbm.speed=3"}), "--set cube.hbm.speed=3: cube.hbm.speed: unknown topology field (see docs/topology.md)");
+  EXPECT_EQ(error_of(d, {"cube.hbm=3"}), "--set cube.hbm=3: cube.hbm: unknown topology field (see docs/topology.md)");
+  EXPECT_EQ(error_of(d, {"cube.hbm.bandwidth_gbps=abc"}),
+            "--set cube.hbm.bandwidth_gbps=abc: cube.hbm.bandwidth_gbps: expected an integer (got 'abc')");
+  EXPECT_EQ(error_of(d, {"pe.sram_kib=0"}), "--set pe.sram_kib=0: pe.sram_kib: must be > 0 (got 0)");
+  EXPECT_NE(error_of(d, {"novalue"}).find("expected PATH=VALUE"), std::string::npos);
+}
+
+TEST(Topology, EveryFieldDocumented) {
+  const auto& f = topology_fields();
+  EXPECT_GE(f.size(), 25u);
+  for (const auto& d : f) EXPECT_FALSE(d.meaning.empty()) << d.path;
+}
+
+}  // namespace
+}  // namespace kb

@@ -1,0 +1,120 @@
+// Throughput of the two engines: configs/s of the batched model per backend, events/s
+// and configs/s of the reference engine, on the milestone shapes and a 2048-tile config.
+#include <benchmark/benchmark.h>
+
+#include "benches/milestone_1h_gemm.h"
+#include "host/common/output.h"
+#include "host/sweep/backend.h"
+#include "host/topology/load.h"
+
+namespace kb {
+namespace {
+
+TopologySpec topo() { return load_topology(source_dir() + "/topologies/default.yaml"); }
+
+// The 2048-tile config: square-4096 on 8 PEs of one cube.
+GemmParams big() {
+  const auto& s = gemm_milestone_shapes().back();
+  return gemm_milestone_params(s, gemm_milestone_variants()[2]);
+}
+
+std::vector<GemmConfig> milestone_configs(const TopologySpec& t, std::size_t copies) {
+  std::vector<GemmConfig> c;
+  while (c.size() < copies)
+    for (const Shape& s : gemm_milestone_shapes())
+      for (const Variant& v : gemm_milestone_variants()) c.push_back(gemm_config(t, gemm_milestone_params(s, v)));
+  c.resize(copies);
+  return c;
+}
+
+void run_batched(benchmark::State& state, BackendKind b, std::vector<GemmConfig> configs, int threads) {
+  std::vector<GemmResult> out(configs.size());
+  for (auto _ : state) {
+    if (b == BackendKind::cuda) batched::eval_gemm_cuda(configs.data(), configs.size(), out.data());
+    else batched::eval_gemm_omp(configs.data(), configs.size(), out.data(), threads);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+
+void BM_BatchedMilestoneOmp(benchmark::State& state) {
+  run_batched(state, BackendKind::omp, milestone_configs(topo(), 1 << 16), static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_BatchedMilestoneOmp)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Batched2048TilesOmp(benchmark::State& state) {
+  run_batched(state, BackendKind::omp, std::vector<GemmConfig>(1 << 14, gemm_config(topo(), big())),
+              static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_Batched2048TilesOmp)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_BatchedMilestoneCuda(benchmark::State& state) {
+  std::string why;
+  if (batched::cuda_device_count(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  run_batched(state, BackendKind::cuda, milestone_configs(topo(), 1 << 22), 0);
+}
+BENCHMARK(BM_BatchedMilestoneCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Batched2048TilesCuda(benchmark::State& state) {
+  std::string why;
+  if (batched::cuda_device_count(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  run_batched(state, BackendKind::cuda, std::vector<GemmConfig>(1 << 20, gemm_config(topo(), big())), 0);
+}
+BENCHMARK(BM_Batched2048TilesCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Reference engine on one thread: the whole 2048-tile GEMM (graph built and simulated).
+void BM_Reference2048Tiles(benchmark::State& state) {
+  const TopologySpec t = topo();
+  const GemmParams p = big();
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    const GemmReference r = run_gemm_reference(t, p);
+    events += r.report.summary.events;
+  }
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Reference2048Tiles)->Unit(benchmark::kMillisecond);
+
+// Reference engine on every milestone config, one after another.
+void BM_ReferenceMilestone(benchmark::State& state) {
+  const TopologySpec t = topo();
+  std::int64_t events = 0, configs = 0;
+  for (auto _ : state)
+    for (const Shape& s : gemm_milestone_shapes())
+      for (const Variant& v : gemm_milestone_variants()) {
+        events += run_gemm_reference(t, gemm_milestone_params(s, v)).report.summary.events;
+        ++configs;
+      }
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
+
+// Sweep: configs generated from a flat index and reduced to the best per shape.
+void BM_SweepOmp(benchmark::State& state) {
+  GemmParams p;
+  batched::GemmSpace s;
+  s.base = gemm_config(topo(), p);
+  using A = batched::GemmAxis;
+  s.axes = {A::m, A::n, A::k, A::tile_m, A::tile_n, A::tile_k, A::pes, A::cubes, A::buffers, A::dataflow};
+  s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
+              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
+  s.group_axes = 3;
+  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::omp, s, 1 << 16, static_cast<int>(state.range(0))));
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepOmp)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kb
+
+BENCHMARK_MAIN();
