@@ -20,7 +20,8 @@ const std::vector<Variant>& gemm_milestone_variants() {
     {"1pe-single", 1, 1, 1, "one PE, single-buffered: loads and compute serialise"},
     {"1pe-double", 1, 1, 2, "one PE, double-buffered: loads of the next k-slice overlap compute"},
     {"1cube-8pe", 8, 1, 2, "the 8 PEs of one cube share its HBM stack"},
-    {"8cube-64pe", 8, 8, 2, "64 PEs over 8 cubes: 8 HBM stacks"},
+    {"8cube-64pe", 8, 8, 2,
+       "64 PEs over 8 cubes (8 HBM stacks); tile rows are split over cubes, so a decode GEMM of one tile row uses one cube"},
 };
   return variants;
 }

@@ -19,13 +19,13 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& args) {
+Result run(const std::string& args, const std::string& env = "") {
   const std::string dir = ::testing::TempDir();
   // Tests run in parallel processes: name the capture files after the test and process.
   const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
                           std::to_string(::getpid());
   const std::string out = dir + "/kb_cli_out_" + tag + ".txt", err = dir + "/kb_cli_err_" + tag + ".txt";
-  const std::string cmd = std::string("'") + KB_CLI_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const std::string cmd = env + "'" + KB_CLI_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   auto slurp = [](const std::string& p) {
     std::ifstream in(p);
@@ -167,6 +167,42 @@ TEST(Cli, CudaBackendWithoutDeviceIsAClearError) {
   const Result r = run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --engine batched --backend cuda");
   if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
   expect_input_error(r, "--backend cuda:");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, MilestoneWithoutMatplotlibWritesNumbersThenFails) {
+  const std::string out = fresh_dir("kb_gemm_noplot");
+  const Result r = run("run --bench milestone-1h-gemm --backend omp --out '" + out + "'", "KERNBENCH_PYTHON=/bin/false ");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("matplotlib is not available"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("apt-get install python3-matplotlib"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("parity: 24/24"), std::string::npos) << r.out;
+  std::ifstream in(out + "/gemm_sweep.json");
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["schema_version"], "1.0.0");
+  EXPECT_EQ(doc["configs"].size(), 24u);
+  EXPECT_EQ(doc["parity"]["ok"], true);
+  EXPECT_TRUE(fs::exists(out + "/gemm_sweep.csv"));
+  EXPECT_FALSE(fs::exists(out + "/gemm_roofline.png"));
+}
+
+TEST(Cli, MilestoneFastRerendersCommittedResults) {
+  if (std::system("python3 -c 'import matplotlib' 2>/dev/null && exit 0 || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0)
+    GTEST_SKIP() << "no Python with matplotlib here (tools/setup.sh installs python3-matplotlib)";
+  const std::string out = fresh_dir("kb_gemm_fast");
+  const Result r = run("run --bench milestone-1h-gemm --fast --out '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f : {"gemm_sweep.json", "gemm_latency_vs_roofline.png", "gemm_mac_util.png", "gemm_roofline.png"})
+    EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
+  const std::string again = fresh_dir("kb_gemm_replot");
+  const Result p = run("plot --bench milestone-1h-gemm --in '" + out + "' --out '" + again + "'");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(fs::exists(fs::path(again) / "gemm_roofline.png"));
+  expect_input_error(run("plot --bench milestone-1h-gemm --in '" + fresh_dir("kb_nothing") + "'"), "cannot open file");
 }
 
 }  // namespace

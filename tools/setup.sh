@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, with apt, whatever kernbench-gpu needs that is missing. Quiet and quick when
+# everything is already there. The CUDA toolkit is optional and not installed here.
+set -euo pipefail
+
+pkgs=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
+      libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "error: setup needs root to install: ${missing[*]}" >&2; exit 2; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
