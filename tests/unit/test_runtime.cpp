@@ -139,3 +139,29 @@ TEST(Runtime, CrossRankWaitDeadlockIsReported) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+TEST(Runtime, PlacementOverPes) {
+  RuntimeContext ctx(tiny());  // 2 cubes of 2 PEs
+  // Rows over 2 cubes, then columns over the 2 PEs of each cube.
+  const Tensor t = ctx.zeros({8, 6}, DType::f16, Placement{Split::row_wise, 2, 1, 0, Split::col_wise, 2}, "t");
+  const RunReport empty = ctx.run();
+  EXPECT_EQ(empty.hbm_footprint_bytes[0], 4 * 6 * 2);
+  EXPECT_EQ(empty.hbm_footprint_bytes[1], 4 * 6 * 2);
+  // PE 1 of cube 1 owns rows 4..7, columns 3..5.
+  ctx.launch("own", LaunchGrid{1, 2, 2}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(64, DType::f16);
+    if (p.rank().cube == 1 && p.rank().pe == 1) p.load(t, Region{4, 4, 3, 3}, b);
+  });
+  EXPECT_EQ(ctx.run().status, engine::Status::ok);
+  // Any other PE touching that part is an error.
+  EXPECT_THROW(ctx.launch("steal", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(64, DType::f16);
+    if (p.rank().cube == 1) p.load(t, Region{4, 4, 3, 3}, b);
+  }), InputError);
+}
+
+}  // namespace
+}  // namespace kb

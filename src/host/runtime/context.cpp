@@ -38,29 +38,40 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
   if (pl.sip < 0 || pl.sip >= topo_.sips) throw InputError("tensor '" + name + "': placement names a SIP that does not exist");
   if (pl.granule < 1) throw InputError("tensor '" + name + "': placement granule must be >= 1");
 
+  if (pl.pes < 1 || pl.pes > topo_.pes_per_cube())
+    throw InputError("tensor '" + name + "': placement spans " + std::to_string(pl.pes) + " PEs; a cube has " +
+                     std::to_string(topo_.pes_per_cube()));
+
+  // Part `i` of `parts` of region r along the split's axis, in whole granules.
+  auto part = [&](const Region& r, Split how, std::int64_t i, std::int64_t parts) {
+    if (how == Split::replicate) return r;
+    const std::int64_t extent = how == Split::row_wise ? r.rows : r.cols;
+    const std::int64_t units = ceil_div(extent, pl.granule);
+    const std::int64_t lo = imin(extent, (i * units / parts) * pl.granule);
+    const std::int64_t hi = imin(extent, ((i + 1) * units / parts) * pl.granule);
+    return how == Split::row_wise ? Region{r.row0 + lo, hi - lo, r.col0, r.cols} : Region{r.row0, r.rows, r.col0 + lo, hi - lo};
+  };
+
   TensorInfo t{name, rows, cols, dtype, {}, {}};
   const std::int64_t esize = dtype_bytes(dtype);
   for (std::int64_t c = 0; c < pl.cubes; ++c) {
-    Region r{0, rows, 0, cols};
-    if (pl.cube != Split::replicate) {
-      const std::int64_t extent = pl.cube == Split::row_wise ? rows : cols;
-      const std::int64_t units = ceil_div(extent, pl.granule);
-      const std::int64_t lo = imin(extent, (c * units / pl.cubes) * pl.granule);
-      const std::int64_t hi = imin(extent, ((c + 1) * units / pl.cubes) * pl.granule);
-      if (pl.cube == Split::row_wise) r = Region{lo, hi - lo, 0, cols};
-      else r = Region{0, rows, lo, hi - lo};
-    }
-    if (r.elements() == 0) continue;
+    const Region cube_region = part(Region{0, rows, 0, cols}, pl.cube, c, pl.cubes);
     const std::int64_t cube = pl.sip * topo_.cubes_per_sip() + c;
-    const std::int64_t bytes = r.elements() * esize;
-    auto& used = hbm_used_[static_cast<std::size_t>(cube)];
-    if (used + bytes > topo_.hbm_capacity_bytes())
-      throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
-                       std::to_string(pl.sip) + ".cube" + std::to_string(c) + ", which has " +
-                       std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
-                       std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
-    used += bytes;
-    t.shards.push_back(Shard{cube, r, bytes});
+    // Replicated over PEs: one copy the cube's PEs share; split: one part per PE.
+    const std::int64_t parts = pl.pe == Split::replicate ? 1 : pl.pes;
+    for (std::int64_t q = 0; q < parts; ++q) {
+      const Region r = part(cube_region, pl.pe, q, parts);
+      if (r.elements() == 0) continue;
+      const std::int64_t bytes = r.elements() * esize;
+      auto& used = hbm_used_[static_cast<std::size_t>(cube)];
+      if (used + bytes > topo_.hbm_capacity_bytes())
+        throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
+                         std::to_string(pl.sip) + ".cube" + std::to_string(c) + ", which has " +
+                         std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
+                         std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
+      used += bytes;
+      t.shards.push_back(Shard{cube, pl.pe == Split::replicate ? -1 : q, r, bytes});
+    }
   }
   if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(rows * cols), 0.0f);
   tensors_.push_back(std::move(t));
@@ -131,11 +142,11 @@ const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, co
   const std::int64_t cube = global_cube(r);
   for (const Shard& s : t.shards) {
     const Region& h = s.region;
-    if (s.cube == cube && g.row0 >= h.row0 && g.row0 + g.rows <= h.row0 + h.rows && g.col0 >= h.col0 &&
+    if (s.cube == cube && (s.pe < 0 || s.pe == r.pe) && g.row0 >= h.row0 && g.row0 + g.rows <= h.row0 + h.rows && g.col0 >= h.col0 &&
         g.col0 + g.cols <= h.col0 + h.cols)
       return s;
   }
-  throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region its cube holds no shard of");
+  throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region that no shard on its cube, owned by it or shared, holds");
 }
 
 RunReport RuntimeContext::run() {
@@ -185,18 +196,15 @@ OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
-    auto* tinfo = &t;
-    auto* buf = &ctx_.bufs_.at(static_cast<std::size_t>(dst.id));
-    KB_INTERNAL_CHECK(static_cast<std::int64_t>(buf->data.size()) >= g.elements(), "load overflows its SRAM buffer");
-    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g, tinfo]() {
-      (void)tinfo;
+    KB_INTERNAL_CHECK(static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(dst.id)).data.size()) >= g.elements(),
+                      "load overflows its SRAM buffer");
+    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
       const auto& T = ctx.tensors_[static_cast<std::size_t>(src.id)];
       auto& B = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
       for (std::int64_t r = 0; r < g.rows; ++r)
         for (std::int64_t c = 0; c < g.cols; ++c)
           B[static_cast<std::size_t>(r * g.cols + c)] = T.data[static_cast<std::size_t>((g.row0 + r) * T.cols + g.col0 + c)];
     });
-    (void)buf;
   }
   return id;
 }

@@ -22,13 +22,17 @@ using engine::Rank;
 enum class Split : std::int32_t { replicate = 0, row_wise, col_wise };
 const char* to_string(Split s);
 
-// How a tensor is spread over the cubes of one SIP (cubes 0..cubes-1). Row and column
-// splits are contiguous, in whole multiples of `granule` rows or columns.
+// How a tensor is spread over the cubes of one SIP (cubes 0..cubes-1), and inside each
+// cube's shard over its PEs (0..pes-1). Row and column splits are contiguous, in whole
+// multiples of `granule` rows or columns. A PE-split shard still lives in its cube's HBM;
+// each part belongs to one PE, and only that PE may load or store it.
 struct Placement {
   Split cube = Split::replicate;
   std::int64_t cubes = 1;
   std::int64_t granule = 1;
   std::int32_t sip = 0;
+  Split pe = Split::replicate;
+  std::int64_t pes = 1;
 };
 
 struct ContextOptions {
@@ -144,6 +148,7 @@ class RuntimeContext {
 
   struct Shard {
     std::int64_t cube;  // global cube index
+    std::int64_t pe;    // owning PE inside the cube; -1: every PE of the cube
     Region region;
     std::int64_t bytes;
   };
