@@ -206,3 +206,14 @@ TEST(Cli, MilestoneFastRerendersCommittedResults) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, OverflowingRequestIsAnInputError) {
+  expect_input_error(run("eval gemm --m 262144 --n 262144 --k 262144 --tile-m 262144 --tile-n 262144 --tile-k 262144"
+                         " --buffers 1 --set pe.matrix.rows=1 --set pe.matrix.cols=1 --set pe.sram_kib=1073741824"
+                         " --set cube.hbm.capacity_mib=1073741824 --set pe.clock_mhz=100000"),
+                     "would overflow int64 picoseconds");
+}
+
+}  // namespace

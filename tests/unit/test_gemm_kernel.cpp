@@ -117,3 +117,37 @@ TEST(GemmKernel, DataModeMatchesFloat64) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+TEST(GemmModel, BadHardwareInABatchIsAStatus) {
+  GemmParams p = params(64, 64, 64, 32);
+  GemmConfig c = gemm_config(tiny(), p);
+  c.array_rows = 0;
+  EXPECT_EQ(gemm_model(c).status, kGemmBadHardware);
+  c = gemm_config(tiny(), p);
+  c.dataflow = 3;
+  EXPECT_EQ(gemm_model(c).status, kGemmBadHardware);
+}
+
+// A 1x1 array at 100 GHz with huge tiles: one matmul alone overflows int64 picoseconds.
+TEST(GemmModel, TimesThatWouldOverflowAreRefused) {
+  TopologySpec t = tiny();
+  t.matrix_rows = t.matrix_cols = 1;
+  t.sram_kib = INT64_C(1) << 30;
+  t.hbm_capacity_mib = INT64_C(1) << 30;
+  t.clock_mhz = 100000;
+  const GemmParams big = params(262144, 262144, 262144, 262144);
+  EXPECT_EQ(gemm_model(gemm_config(t, big)).status, kGemmTimeOverflow);
+  EXPECT_THROW(validate_gemm(t, big), InputError);
+  // Many small steps whose sum overflows.
+  GemmParams many = params(1 << 20, 1 << 20, 1 << 20, 1);
+  EXPECT_EQ(gemm_model(gemm_config(t, many)).status, kGemmTimeOverflow);
+  // Below the limit everything is representable and both engines agree.
+  const GemmParams ok = params(64, 64, 64, 16);
+  EXPECT_EQ(gemm_model(gemm_config(t, ok)).status, kGemmOk);
+}
+
+}  // namespace
+}  // namespace kb

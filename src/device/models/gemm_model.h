@@ -49,6 +49,7 @@ enum GemmStatus : std::int32_t {
   kGemmSramOverflow,  // the tile buffers do not fit the PE's SRAM
   kGemmHbmOverflow,   // A, B and the C shard do not fit one cube's HBM
   kGemmTimeOverflow,  // times would exceed the int64 picosecond range
+  kGemmBadHardware,   // a hardware figure outside the ranges topology files allow
 };
 
 struct GemmResult {
@@ -244,6 +245,11 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
     return kGemmBadShape;
   if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
     return kGemmBadTile;
+  if (g.array_rows < 1 || g.array_rows > 4096 || g.array_cols < 1 || g.array_cols > 4096 || g.dataflow < 0 ||
+      g.dataflow > 2 || g.clock_mhz < 1 || g.clock_mhz > 100000 || g.dma_gbps < 1 || g.hbm_gbps < 1 ||
+      g.hbm_latency_ns < 0 || g.hbm_latency_ns > 1000000000 || g.pes_per_cube < 1 || g.cubes_per_sip < 1 ||
+      g.sram_bytes < 1 || g.hbm_capacity_bytes < 1)
+    return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > g.pes_per_cube) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > g.cubes_per_sip) return kGemmBadCubes;
@@ -252,6 +258,14 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m;
   const std::int64_t c_rows = imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
   if (2 * (g.m * g.k + g.k * g.n + c_rows * g.n) > g.hbm_capacity_bytes) return kGemmHbmOverflow;
+  // One op's time must be representable: the largest transfer through the shared HBM
+  // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
+  // count itself below 2^61).
+  const std::int64_t tile_bytes = 2 * imax(imax(g.tile_m * g.tile_k, g.tile_k * g.tile_n), g.tile_m * g.tile_n);
+  if (tile_bytes > kTimeLimitPs / (kPsPerNs * g.pes)) return kGemmTimeOverflow;
+  const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, g.array_rows, g.array_cols,
+                                              static_cast<Dataflow>(g.dataflow));
+  if (cycles > kTimeLimitPs / 1000000) return kGemmTimeOverflow;
   return kGemmOk;
 }
 
@@ -289,7 +303,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
         const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
         r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
-        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(imin(cyc, kTimeLimitPs / 1000000), g.clock_mhz)));
+        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.clock_mhz)));
         r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
         bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
       }

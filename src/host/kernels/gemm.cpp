@@ -51,13 +51,15 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
              " bytes of SRAM; a PE has " + s(c.sram_bytes);
     case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
     case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
+    case kGemmBadHardware: return "hardware: a figure is outside the ranges a topology file allows";
   }
   return "unknown status " + s(status);
 }
 
 void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
   const GemmConfig c = gemm_config(topo, p);
-  const std::int32_t st = gemm_check(c);
+  // The full model, not only gemm_check: it also finds totals that would overflow.
+  const std::int32_t st = gemm_model(c).status;
   if (st != kGemmOk) throw InputError(gemm_status_message(st, c));
 }
 

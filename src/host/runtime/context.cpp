@@ -32,6 +32,7 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
     if (d <= 0 || d > (INT64_C(1) << 31)) throw InputError("tensor '" + name + "': every dimension must be in 1..2^31");
   const std::int64_t rows = shape.size() == 2 ? shape[0] : 1;
   const std::int64_t cols = shape.back();
+  if (rows > (INT64_C(1) << 48) / cols) throw InputError("tensor '" + name + "': more than 2^48 elements");
   if (pl.cubes < 1 || pl.cubes > topo_.cubes_per_sip())
     throw InputError("tensor '" + name + "': placement spans " + std::to_string(pl.cubes) + " cubes; a SIP has " +
                      std::to_string(topo_.cubes_per_sip()));
@@ -161,6 +162,14 @@ RunReport RuntimeContext::run() {
 
 // ---- PeProgram ---------------------------------------------------------------------
 
+namespace {
+// A transfer whose time could not be represented in int64 picoseconds is refused.
+void check_transfer(std::int64_t bytes, std::int64_t sharers) {
+  if (bytes > kTimeLimitPs / (kPsPerNs * sharers))
+    throw InputError("transfer of " + std::to_string(bytes) + " bytes: its time would overflow int64 picoseconds");
+}
+}  // namespace
+
 const TopologySpec& PeProgram::topology() const { return ctx_.topo_; }
 
 engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
@@ -190,6 +199,7 @@ OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
   auto& t = ctx_.tensors_.at(static_cast<std::size_t>(src.id));
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
+  check_transfer(bytes, grid_.pes);
   engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
@@ -213,6 +223,7 @@ OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) {
   auto& t = ctx_.tensors_.at(static_cast<std::size_t>(dst.id));
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
+  check_transfer(bytes, grid_.pes);
   engine::Op op = base(OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
@@ -277,6 +288,7 @@ OpId PeProgram::vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps
 OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
   const auto& T = ctx_.topo_;
   if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
+  check_transfer(bytes, 1);
   if (to.sip < 0 || to.sip >= T.sips || to.cube < 0 || to.cube >= T.cubes_per_sip() || to.pe < 0 ||
       to.pe >= T.pes_per_cube())
     throw InputError("copy to " + ctx_.rank_name(to) + ", which does not exist");

@@ -32,7 +32,7 @@ batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& sp
     if (v.empty()) throw InputError("sweep space: an axis has no values");
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");
-  if (chunk < 1) throw InputError("sweep chunk must be >= 1");
+  if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
   return b == BackendKind::cuda ? batched::sweep_gemm_cuda(space, chunk) : batched::sweep_gemm_omp(space, chunk, threads);
 }
 

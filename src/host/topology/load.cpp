@@ -46,7 +46,7 @@ const std::vector<IntField>& int_fields() {
       {"cube.pe_rows", KB_REF(pe_rows), 1, kMaxGrid, true, 0, "rows of the PE grid in one cube"},
       {"cube.pe_cols", KB_REF(pe_cols), 1, kMaxGrid, true, 0, "columns of the PE grid in one cube"},
       {"cube.hbm.bandwidth_gbps", KB_REF(hbm_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "HBM stack bandwidth, shared evenly by the cube's active PEs, GB/s"},
+       "HBM stack bandwidth, split evenly over the PEs a launch uses in the cube, GB/s"},
       {"cube.hbm.latency_ns", KB_REF(hbm_latency_ns), 0, kMaxLatencyNs, true, 0, "HBM access latency, ns"},
       {"cube.hbm.capacity_mib", KB_REF(hbm_capacity_mib), 1, INT64_C(1) << 30, true, 0,
        "HBM stack capacity, MiB"},
