@@ -60,6 +60,8 @@ struct GemmResult {
   std::int64_t macs;
   ps_t matrix_busy_ps;
   ps_t dma_busy_ps;
+  ps_t max_pe_matrix_busy_ps;  // the busiest PE's matrix engine
+  ps_t max_pe_dma_busy_ps;     // the busiest PE's DMA queue
   std::int64_t hbm_read_bytes, hbm_write_bytes;
   std::int64_t ops;
   ps_t compute_roof_ps, hbm_roof_ps, roofline_ps;
@@ -209,6 +211,38 @@ struct Costs {
   }
 };
 
+struct Busy {
+  ps_t matrix, dma;
+};
+
+// Busy times of one PE that computes tiles [lo, hi), by counting its tiles of each size.
+KB_HD inline Busy worker_busy(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
+                              std::int64_t tiles_n) {
+  const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
+  const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
+  Busy b{0, 0};
+  auto add_tiles = [&](std::int64_t count, std::int64_t mi, std::int64_t nj) {
+    const TileBlock t = cost.tile(mi, nj);
+    b.matrix += count * ((t.kt - 1) * t.body.mm + t.last.mm);
+    b.dma += count * ((t.kt - 1) * t.body.load + t.last.load + t.last.store);
+  };
+  auto add_row = [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
+    const std::int64_t mi = i == m_tiles - 1 ? g.m - i * g.tile_m : g.tile_m;
+    const bool edge = j1 == tiles_n - 1;
+    add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), mi, g.tile_n);
+    if (edge) add_tiles(count, mi, n_last);
+  };
+  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
+  if (first_row == last_row) {
+    add_row(1, first_row, lo % tiles_n, (hi - 1) % tiles_n);
+  } else {
+    add_row(1, first_row, lo % tiles_n, tiles_n - 1);
+    if (last_row - first_row > 1) add_row(last_row - first_row - 1, first_row + 1, 0, tiles_n - 1);
+    add_row(1, last_row, 0, (hi - 1) % tiles_n);
+  }
+  return b;
+}
+
 // Finish time of one PE that computes tiles [lo, hi).
 KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
                                  std::int64_t tiles_n) {
@@ -321,7 +355,11 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   for (std::int64_t cube = 0; cube < g.cubes; ++cube)
     for (std::int64_t pe = 0; pe < g.pes; ++pe) {
       const TileRange t = gemm_tiles_of(tm, tn, g.cubes, g.pes, cube, pe);
-      if (t.hi > t.lo) r.latency_ps = imax(r.latency_ps, worker_latency(g, cost, t.lo, t.hi, tn));
+      if (t.hi <= t.lo) continue;
+      r.latency_ps = imax(r.latency_ps, worker_latency(g, cost, t.lo, t.hi, tn));
+      const Busy b = worker_busy(g, cost, t.lo, t.hi, tn);
+      r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, b.matrix);
+      r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, b.dma);
     }
 
   // Roofline: all used PEs computing at peak, and the compulsory traffic through the

@@ -96,6 +96,7 @@ void cmd_eval_gemm(GemmArgs a) {
     return nlohmann::json{{"latency_ps", g.latency_ps},         {"mac_cycles", g.mac_cycles},
                           {"macs", g.macs},                     {"mac_util", d.mac_util},
                           {"matrix_busy_ps", g.matrix_busy_ps}, {"dma_busy_ps", g.dma_busy_ps},
+                          {"max_pe_matrix_busy_ps", g.max_pe_matrix_busy_ps}, {"max_pe_dma_busy_ps", g.max_pe_dma_busy_ps},
                           {"hbm_read_bytes", g.hbm_read_bytes}, {"hbm_write_bytes", g.hbm_write_bytes},
                           {"ops", g.ops},                       {"achieved_tflops", d.achieved_tflops}};
   };

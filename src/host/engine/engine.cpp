@@ -70,6 +70,10 @@ class Simulator {
     }
 
     r.summary = summarize(r.timing);
+    for (std::size_t i = 0; i < resource_busy_.size(); ++i) {
+      auto& m = r.summary.max_resource_busy_ps[static_cast<std::size_t>(g_.resources()[i].cls)];
+      m = std::max(m, resource_busy_[i]);
+    }
     r.summary.events = event_count_;
     r.resource_busy_ps = resource_busy_;
     if (completed_ != n) {

@@ -20,6 +20,7 @@ struct OpTiming {
 struct Summary {
   ps_t latency_ps = 0;
   std::array<ps_t, kResourceClasses> busy_ps{};  // summed over resources of a class
+  std::array<ps_t, kResourceClasses> max_resource_busy_ps{};  // the busiest resource of a class
   std::int64_t mac_cycles = 0;
   std::int64_t macs = 0;
   std::int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;

@@ -12,6 +12,8 @@ GemmFigures figures_of(const RunReport& r) {
   f.macs = s.macs;
   f.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
   f.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
+  f.max_pe_matrix_busy_ps = s.max_resource_busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
+  f.max_pe_dma_busy_ps = s.max_resource_busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
   f.hbm_read_bytes = s.hbm_read_bytes;
   f.hbm_write_bytes = s.hbm_write_bytes;
   f.ops = s.ops;
@@ -25,6 +27,8 @@ GemmFigures figures_of(const GemmResult& r) {
   f.macs = r.macs;
   f.matrix_busy_ps = r.matrix_busy_ps;
   f.dma_busy_ps = r.dma_busy_ps;
+  f.max_pe_matrix_busy_ps = r.max_pe_matrix_busy_ps;
+  f.max_pe_dma_busy_ps = r.max_pe_dma_busy_ps;
   f.hbm_read_bytes = r.hbm_read_bytes;
   f.hbm_write_bytes = r.hbm_write_bytes;
   f.ops = r.ops;
@@ -41,6 +45,8 @@ std::string figures_diff(const GemmFigures& a, const GemmFigures& b) {
   cmp("macs", a.macs, b.macs);
   cmp("matrix_busy_ps", a.matrix_busy_ps, b.matrix_busy_ps);
   cmp("dma_busy_ps", a.dma_busy_ps, b.dma_busy_ps);
+  cmp("max_pe_matrix_busy_ps", a.max_pe_matrix_busy_ps, b.max_pe_matrix_busy_ps);
+  cmp("max_pe_dma_busy_ps", a.max_pe_dma_busy_ps, b.max_pe_dma_busy_ps);
   cmp("hbm_read_bytes", a.hbm_read_bytes, b.hbm_read_bytes);
   cmp("hbm_write_bytes", a.hbm_write_bytes, b.hbm_write_bytes);
   cmp("ops", a.ops, b.ops);

@@ -12,6 +12,7 @@ struct GemmFigures {
   ps_t latency_ps = 0;
   std::int64_t mac_cycles = 0, macs = 0;
   ps_t matrix_busy_ps = 0, dma_busy_ps = 0;
+  ps_t max_pe_matrix_busy_ps = 0, max_pe_dma_busy_ps = 0;  // the busiest single resource
   std::int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   std::int64_t ops = 0;
   bool operator==(const GemmFigures& o) const;
