@@ -131,3 +131,21 @@ TEST(Engine, ChromeTraceIsValid) {
 
 }  // namespace
 }  // namespace kb::engine
+
+namespace kb::engine {
+namespace {
+
+TEST(Engine, TimeOverflowIsAnErrorStatus) {
+  Graph g;
+  g.add_label("long");
+  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
+  const OpId a = g.add_op(op_on(r, kTimeLimitPs - 10), {});
+  const OpId b = g.add_op(op_on(r, 100), {a});
+  const RunResult res = simulate(g);
+  EXPECT_EQ(res.status, Status::error);
+  EXPECT_NE(res.message.find("passes 2^61 ps"), std::string::npos) << res.message;
+  EXPECT_NE(res.message.find(g.op_name(b)), std::string::npos) << res.message;
+}
+
+}  // namespace
+}  // namespace kb::engine

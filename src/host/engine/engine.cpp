@@ -59,7 +59,7 @@ class Simulator {
     }
     for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
 
-    while (!events_.empty()) {
+    while (!events_.empty() && error_.empty()) {
       const Event e = events_.top();
       events_.pop();
       KB_INTERNAL_CHECK(e.time >= now_, "event scheduled in the past");
@@ -76,7 +76,10 @@ class Simulator {
     }
     r.summary.events = event_count_;
     r.resource_busy_ps = resource_busy_;
-    if (completed_ != n) {
+    if (!error_.empty()) {
+      r.status = Status::error;
+      r.message = error_;
+    } else if (completed_ != n) {
       r.status = Status::deadlock;
       r.message = describe_deadlock(r.timing);
     }
@@ -125,8 +128,13 @@ class Simulator {
     OpTiming& t = (*timing_)[static_cast<std::size_t>(id)];
     t.start = now_;
     t.busy_end = now_ + op.busy_ps;
+    // Durations are each below the limit, so these sums cannot wrap before the check.
     t.end = t.busy_end + op.latency_ps;
-    KB_INTERNAL_CHECK(t.end <= kTimeLimitPs, "simulated time overflow");
+    if (op.busy_ps > kTimeLimitPs || op.latency_ps > kTimeLimitPs || t.end > kTimeLimitPs) {
+      if (error_.empty())
+        error_ = "simulated time passes 2^61 ps (int64 overflow guard) at " + g_.op_name(id);
+      return;
+    }
     if (op.resource != kNoResource) {
       busy_[static_cast<std::size_t>(op.resource)] = 1;
       resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
@@ -237,6 +245,7 @@ class Simulator {
   std::int64_t seq_ = 0;
   std::int64_t event_count_ = 0;
   std::size_t completed_ = 0;
+  std::string error_;
 };
 
 }  // namespace
