@@ -211,6 +211,22 @@ struct Costs {
   }
 };
 
+// A PE's tiles [lo, hi) in row-major order are: part of a first tile row, some whole
+// middle rows (all alike, never the ragged last row of the matrix), and part of a last
+// row. Calls visit(count, row, j0, j1) for each such run of `count` identical rows
+// covering tile columns j0..j1.
+template <class Visit>
+KB_HD void for_each_row_run(std::int64_t lo, std::int64_t hi, std::int64_t tiles_n, Visit&& visit) {
+  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
+  if (first_row == last_row) {
+    visit(std::int64_t{1}, first_row, lo % tiles_n, (hi - 1) % tiles_n);
+    return;
+  }
+  visit(std::int64_t{1}, first_row, lo % tiles_n, tiles_n - 1);
+  if (last_row - first_row > 1) visit(last_row - first_row - 1, first_row + 1, std::int64_t{0}, tiles_n - 1);
+  visit(std::int64_t{1}, last_row, std::int64_t{0}, (hi - 1) % tiles_n);
+}
+
 struct Busy {
   ps_t matrix, dma;
 };
@@ -232,14 +248,7 @@ KB_HD inline Busy worker_busy(const GemmConfig& g, const Costs& cost, std::int64
     add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), mi, g.tile_n);
     if (edge) add_tiles(count, mi, n_last);
   };
-  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
-  if (first_row == last_row) {
-    add_row(1, first_row, lo % tiles_n, (hi - 1) % tiles_n);
-  } else {
-    add_row(1, first_row, lo % tiles_n, tiles_n - 1);
-    if (last_row - first_row > 1) add_row(last_row - first_row - 1, first_row + 1, 0, tiles_n - 1);
-    add_row(1, last_row, 0, (hi - 1) % tiles_n);
-  }
+  for_each_row_run(lo, hi, tiles_n, add_row);
   return b;
 }
 
@@ -249,9 +258,8 @@ KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::in
   const Ctx c{g.buffers, g.hbm_latency_ns * kPsPerNs};
   Pipe p{0, 0, 0, -1, -1};
   const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
-  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
   const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
-  // Rows are (first, middle..., last); only the last tile row of the matrix can be ragged in m.
+  // Only the last tile row of the matrix can be ragged in m.
   auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const std::int64_t mi = i == m_tiles - 1 ? g.m - i * g.tile_m : g.tile_m;
     RowBlock rb;
@@ -261,13 +269,10 @@ KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::in
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
     return rb;
   };
-  if (first_row == last_row) {
-    row(first_row, lo % tiles_n, (hi - 1) % tiles_n)(p, c);
-  } else {
-    row(first_row, lo % tiles_n, tiles_n - 1)(p, c);
-    if (last_row - first_row > 1) repeat(p, last_row - first_row - 1, row(first_row + 1, 0, tiles_n - 1), c);
-    row(last_row, 0, (hi - 1) % tiles_n)(p, c);
-  }
+  for_each_row_run(lo, hi, tiles_n, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
+    if (count == 1) row(i, j0, j1)(p, c);
+    else repeat(p, count, row(i, j0, j1), c);
+  });
   finish(p, c);
   return p.dfree + c.hbm_lat;
 }
