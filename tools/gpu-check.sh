@@ -1,32 +1,174 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: build the CUDA backend for sm_90, run the GPU-labelled
-# tests and the throughput benchmark, and print a short table last. Results also go to
-# $OUT (or ./gpu-check-out) as files.
+# GPU check: the CUDA backend built for sm_90, its parity tests (ctest label `gpu`), the
+# throughput benchmark, and milestone-1h-gemm on the CUDA and OpenMP backends compared
+# number for number; a short table is printed last.
+#
+#   tools/gpu-check.sh prepare   On a development machine with nvcc (no GPU needed): builds
+#                                the sm_90 programs in build-gpu-bundle/ and packs gpu-bundle/:
+#                                the GPU tests, the benchmark and the CLI, the shared libraries
+#                                they load, and the Debian -dev packages (unpacked) needed to
+#                                build from source on a machine that has none of them.
+#   tools/gpu-check.sh [run]     On the GPU machine, from the repository root. With gpu-bundle/
+#                                present it runs the bundled programs; if they cannot start
+#                                there, it builds from source against gpu-bundle/deps. With no
+#                                bundle it builds with the preset sm90 from installed packages.
+#
+# A GPU machine that cannot install packages gets the bundle with the working tree, e.g.
+#   tools/gpu-check.sh prepare && <copy the tree and gpu-bundle/ over> && tools/gpu-check.sh
+# Logs and JSON results go to $OUT (or ./gpu-check-out). Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${OUT:-gpu-check-out}"
-mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" 2>&1 || true
+root="$PWD"
+bundle="$root/gpu-bundle"
+deb_packages=(libyaml-cpp-dev libyaml-cpp0.7 nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+              libbenchmark-dev libbenchmark1debian)
 
-./tools/setup.sh
-cmake --preset sm90 > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
-cmake --build --preset sm90 -j"$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+die() { echo "gpu-check: $*" >&2; exit 1; }
 
-ctest --test-dir build-sm90 -L gpu --output-on-failure > "$out/gpu-tests.log" 2>&1
-tests_rc=$?
-./build-sm90/kb_benchmarks --benchmark_filter='Cuda|Omp' --benchmark_min_time=0.5 \
-  --benchmark_format=json --benchmark_out="$out/benchmarks.json" > "$out/benchmarks.txt" 2>&1
-bench_rc=$?
+prepare() {
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || die "prepare needs nvcc (the CUDA toolkit)"
+  export PATH="$PATH:/usr/local/cuda/bin"
+  local b="$root/build-gpu-bundle"
+  # libstdc++ and libgcc are linked in, so the programs only need the C library there.
+  cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release -DKERNBENCH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null || die "configure failed"
+  cmake --build "$b" -j"$(nproc)" --target kb_gpu_tests kb_benchmarks kernbench-gpu || die "build failed"
+  rm -rf "$bundle"
+  mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/lib-compat" "$bundle/deps"
+  cp "$b/tests/kb_gpu_tests" "$b/kb_benchmarks" "$b/kernbench-gpu" "$bundle/bin/"
+  # Every shared library they load except the C library's own and the driver's. The C++
+  # runtime (needed by yaml-cpp and benchmark) is used only where the machine's own is too old.
+  ldd "$bundle"/bin/* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
+    case "$name" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|linux-vdso*|libcuda.so*) ;;
+      libstdc++.so*|libgcc_s.so*) cp -L "$path" "$bundle/lib-compat/$name" ;;
+      *) cp -L "$path" "$bundle/lib/$name" ;;
+    esac
+  done
+  # The -dev packages, unpacked, for a build from source where the programs cannot start.
+  local debs
+  debs="$(mktemp -d)"
+  chmod 755 "$debs"  # apt's download user must be able to write there
+  (cd "$debs" && apt-get download "${deb_packages[@]}" >/dev/null) || die "apt-get download failed"
+  for f in "$debs"/*.deb; do dpkg -x "$f" "$bundle/deps"; done
+  rm -rf "$debs" "$bundle/deps/usr/share/doc"
+  {
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (uncommitted changes)')"
+    echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m), $(nvcc --version | tail -1)"
+    echo "glibc needed: $(objdump -T "$bundle"/bin/* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+  } > "$bundle/MANIFEST"
+  cat "$bundle/MANIFEST"
+  echo "gpu-bundle/: $(du -sh "$bundle" | cut -f1)"
+}
 
-echo "== gpu: $(cat "$out/gpu.txt")"
-echo "== gpu tests (rc=$tests_rc)"
-grep -E "tests passed|tests failed|Skipped|Failed|Passed" "$out/gpu-tests.log" | tail -8
-echo "== throughput (rc=$bench_rc)"
-printf '%-34s %16s\n' benchmark configs/s
-python3 - "$out/benchmarks.json" <<'PY' || grep -E "^BM_" "$out/benchmarks.txt"
+# Builds from source with the preset sm90 (against gpu-bundle/deps when given); sets $bin.
+build_here() {
+  local extra=()
+  if [ -n "${1:-}" ]; then
+    extra=(-DCMAKE_PREFIX_PATH="$1/usr;$1/usr/lib/x86_64-linux-gnu/cmake;$1/usr/share/cmake")
+  fi
+  cmake --preset sm90 "${extra[@]}" > "$work/configure.log" 2>&1 || { tail -20 "$work/configure.log"; die "configure failed"; }
+  cmake --build --preset sm90 -j"$(nproc)" --target kb_gpu_tests kb_benchmarks kernbench-gpu \
+    > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; die "build failed"; }
+  bin_tests="$root/build-sm90/tests/kb_gpu_tests"
+  bin_bench="$root/build-sm90/kb_benchmarks"
+  bin_cli="$root/build-sm90/kernbench-gpu"
+}
+
+collect_logs() {
+  local f
+  for f in "$work"/*.log "$work"/*.txt; do
+    [ -f "$f" ] && { echo "===== ${f##*/}"; cat "$f"; }
+  done > "$out/logs.txt"
+  rm -rf "$work"
+}
+
+run_checks() {
+  # At most a handful of files land in $out (a device machine returns only a few);
+  # everything else goes to a scratch folder whose logs are appended to $out/logs.txt.
+  out="${OUT:-$root/gpu-check-out}"
+  work="$(mktemp -d)"
+  mkdir -p "$out"
+  trap 'collect_logs' EXIT
+  export KERNBENCH_SOURCE_DIR="$root"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$work/gpu.txt" 2>&1 \
+    || echo "nvidia-smi failed" > "$work/gpu.txt"
+
+  local how="" base="${LD_LIBRARY_PATH:-}" libs
+  if [ -x "$bundle/bin/kb_gpu_tests" ]; then
+    for libs in "$bundle/lib" "$bundle/lib:$bundle/lib-compat"; do
+      export LD_LIBRARY_PATH="$libs${base:+:$base}"
+      if "$bundle/bin/kb_gpu_tests" --gtest_list_tests > /dev/null 2> "$work/bundle-start.log"; then
+        bin_tests="$bundle/bin/kb_gpu_tests"
+        bin_bench="$bundle/bin/kb_benchmarks"
+        bin_cli="$bundle/bin/kernbench-gpu"
+        how="bundled programs ($(head -1 "$bundle/MANIFEST"); libraries ${libs//$root\//})"
+        break
+      fi
+    done
+    if [ -z "$how" ]; then
+      export LD_LIBRARY_PATH="$base"
+      echo "gpu-check: the bundled programs do not start here ($(head -1 "$work/bundle-start.log")); building from source"
+      build_here "$bundle/deps"
+      how="built here against gpu-bundle/deps"
+    fi
+  else
+    build_here ""
+    how="built here (preset sm90)"
+  fi
+
+  "$bin_tests" > "$out/gpu-tests.log" 2>&1
+  local tests_rc=$?
+  "$bin_bench" --benchmark_filter='Cuda|Omp' --benchmark_min_time=0.5 \
+    --benchmark_format=json --benchmark_out="$out/benchmarks.json" > "$work/benchmarks.txt" 2>&1
+  local bench_rc=$?
+
+  # milestone-1h-gemm on both backends: every number must agree (only "backend" differs).
+  local m="$work/milestone" ms_rc=0 ms_result cuda_s omp_s t0
+  rm -rf "$m-cuda" "$m-omp"
+  t0=$(date +%s%N)
+  "$bin_cli" run --bench milestone-1h-gemm --backend cuda --out "$m-cuda" > "$work/milestone-cuda.log" 2>&1 || ms_rc=1
+  cuda_s=$(( ($(date +%s%N) - t0) / 1000000 ))
+  t0=$(date +%s%N)
+  "$bin_cli" run --bench milestone-1h-gemm --backend omp --out "$m-omp" > "$work/milestone-omp.log" 2>&1 || ms_rc=1
+  omp_s=$(( ($(date +%s%N) - t0) / 1000000 ))
+  if [ $ms_rc -ne 0 ] && grep -q "no usable CUDA device\|no CUDA device is present\|has no CUDA backend" "$work/milestone-cuda.log"; then
+    ms_rc=0
+    ms_result="not run: $(tail -1 "$work/milestone-cuda.log")"
+  else
+    python3 - "$m-cuda/gemm_sweep.json" "$m-omp/gemm_sweep.json" > "$work/milestone-compare.txt" 2>&1 <<'PY' || ms_rc=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["backend"] == "cuda" and b["backend"] == "omp", (a["backend"], b["backend"])
+a["backend"] = b["backend"] = None
+print("identical" if a == b else "DIFFERENT")
+sys.exit(0 if a == b else 1)
+PY
+    ms_result="$(tail -1 "$work/milestone-compare.txt") (wall: cuda ${cuda_s} ms, omp ${omp_s} ms)"
+  fi
+  cp "$m-cuda/gemm_sweep.json" "$out/milestone-cuda.json" 2>/dev/null
+
+  {
+    echo "== gpu: $(cat "$work/gpu.txt")"
+    echo "== programs: $how"
+    echo "== gpu tests (rc=$tests_rc)"
+    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]" "$out/gpu-tests.log" | sed 's/^/  /' | tail -8
+    grep -m1 -E "CUDA backend not run" "$out/gpu-tests.log" | sed 's/^/  /'
+    echo "== milestone-1h-gemm, cuda vs omp: $ms_result"
+    echo "== throughput (rc=$bench_rc)"
+    printf '%-34s %16s\n' benchmark configs/s
+    python3 - "$out/benchmarks.json" <<'PY' || grep -E "^BM_" "$work/benchmarks.txt"
 import json, sys
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     rate = b.get("configs/s")
     print(f'{b["name"]:<34} {rate:16.4g}' if rate else f'{b["name"]:<34} {b.get("error_message", "-"):>16}')
 PY
-exit $(( tests_rc != 0 || bench_rc != 0 ))
+  } | tee "$out/summary.txt"
+  exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 ))
+}
+
+case "${1:-run}" in
+  prepare) prepare ;;
+  run) run_checks ;;
+  *) die "usage: tools/gpu-check.sh [prepare|run]" ;;
+esac

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "host/common/output.h"
 #include "host/sweep/backend.h"
 #include "host/sweep/gemm_sweep.h"
 #include "host/topology/load.h"
@@ -18,7 +19,9 @@ class GemmCuda : public ::testing::Test {
     std::string why;
     if (batched::cuda_device_count(&why) == 0) GTEST_SKIP() << "CUDA backend not run: " << why;
   }
-  TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  // source_dir() honours KERNBENCH_SOURCE_DIR, so a copy of this program built elsewhere
+  // (tools/gpu-check.sh prepare) finds the topologies of the tree it runs in.
+  TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
 };
 
 TEST_F(GemmCuda, TenThousandRandomConfigsMatchOpenMP) {

@@ -99,7 +99,7 @@ void BM_ReferenceMilestone(benchmark::State& state) {
 BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
 
 // Sweep: configs generated from a flat index and reduced to the best per shape.
-void BM_SweepOmp(benchmark::State& state) {
+batched::GemmSpace sweep_space() {
   GemmParams p;
   batched::GemmSpace s;
   s.base = gemm_config(topo(), p);
@@ -108,11 +108,33 @@ void BM_SweepOmp(benchmark::State& state) {
   s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
               {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
   s.group_axes = 3;
+  return s;
+}
+
+void BM_SweepOmp(benchmark::State& state) {
+  const batched::GemmSpace s = sweep_space();
   for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::omp, s, 1 << 16, static_cast<int>(state.range(0))));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
                                                    benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SweepOmp)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same space 256 times over (a leading axis of 256 shapes): 14 M configs, generated and
+// reduced on the device in chunks of 2^22.
+void BM_SweepCuda(benchmark::State& state) {
+  std::string why;
+  if (batched::cuda_device_count(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  batched::GemmSpace s = sweep_space();
+  s.values[2].clear();
+  for (std::int64_t k = 32; k <= 32 * 256; k += 32) s.values[2].push_back(k);
+  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::cuda, s, 1 << 22));
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kb
