@@ -77,6 +77,41 @@ TEST(GemmParityOmp, LongRegularRuns) {
     }
 }
 
+// PEs whose tile ranges have the same shape, and cubes with the same number of tile rows,
+// share one evaluation in the model. Every split of small grids of tiles over cubes and
+// PEs, with and without ragged last rows and columns, checks that sharing against the engine.
+TEST(GemmParityOmp, EverySplitOfSmallTileGrids) {
+  TopologySpec t = default_topo();
+  t.hbm_latency_ns = 7;  // a latency and bandwidths that leave the PEs' finish times uneven
+  t.dma_bandwidth_gbps = 3;
+  int checked = 0;
+  std::vector<GemmParams> params;
+  for (std::int64_t tm = 1; tm <= 12; ++tm)
+    for (std::int64_t tn = 1; tn <= 5; ++tn)
+      for (int ragged = 0; ragged < 4; ++ragged)
+        for (std::int64_t cubes = 1; cubes <= t.cubes_per_sip(); ++cubes)
+          for (std::int64_t pes = 1; pes <= t.pes_per_cube(); ++pes) {
+            GemmParams p;
+            p.tile_m = 3, p.tile_n = 2, p.tile_k = 2;
+            p.m = tm * 3 - (ragged & 1 ? 1 : 0);
+            p.n = tn * 2 - (ragged & 2 ? 1 : 0);
+            p.k = 3;
+            p.pes = pes, p.cubes = cubes;
+            if (p.tile_m <= p.m && p.tile_n <= p.n) params.push_back(p);  // one-tile grids cannot be ragged
+          }
+  std::vector<GemmConfig> configs;
+  for (const auto& p : params) configs.push_back(gemm_config(t, p));
+  const auto results = eval_gemm(BackendKind::omp, configs);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const GemmParams& p = params[i];
+    ASSERT_EQ(results[i].status, kGemmOk);
+    ASSERT_EQ(figures_diff(figures_of(run_gemm_reference(t, p).report), figures_of(results[i])), "")
+        << "m=" << p.m << " n=" << p.n << " pes=" << p.pes << " cubes=" << p.cubes;
+    ++checked;
+  }
+  EXPECT_EQ(checked, (12 * 5 * 4 - 5 * 2 - 12 * 2 + 1) * 64);
+}
+
 TEST(GemmParityOmp, OneAndTwoThreadsAreByteIdentical) {
   const auto cases = testing::random_cases(default_topo(), 20000, 7, 1 << 20);
   std::vector<GemmConfig> configs;

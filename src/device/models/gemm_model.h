@@ -79,10 +79,14 @@ KB_HD constexpr std::int64_t gemm_sram_bytes(const GemmConfig& c) {
 struct TileRange {
   std::int64_t lo, hi;
 };
+// Tile rows [lo, hi) of one cube.
+KB_HD inline TileRange gemm_rows_of(std::int64_t tiles_m, std::int64_t cubes, std::int64_t cube) {
+  return TileRange{cube * tiles_m / cubes, (cube + 1) * tiles_m / cubes};
+}
 KB_HD inline TileRange gemm_tiles_of(std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t cubes,
                                      std::int64_t pes, std::int64_t cube, std::int64_t pe) {
-  const std::int64_t r0 = cube * tiles_m / cubes, r1 = (cube + 1) * tiles_m / cubes;
-  const std::int64_t count = (r1 - r0) * tiles_n, base = r0 * tiles_n;
+  const TileRange rows = gemm_rows_of(tiles_m, cubes, cube);
+  const std::int64_t count = (rows.hi - rows.lo) * tiles_n, base = rows.lo * tiles_n;
   return TileRange{base + pe * count / pes, base + (pe + 1) * count / pes};
 }
 
@@ -357,15 +361,45 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   r.hbm_write_bytes = 2 * g.m * g.n;
   r.ops = tm * tn * (3 * kt + 1);
 
-  for (std::int64_t cube = 0; cube < g.cubes; ++cube)
-    for (std::int64_t pe = 0; pe < g.pes; ++pe) {
-      const TileRange t = gemm_tiles_of(tm, tn, g.cubes, g.pes, cube, pe);
-      if (t.hi <= t.lo) continue;
-      r.latency_ps = imax(r.latency_ps, worker_latency(g, cost, t.lo, t.hi, tn));
-      const Busy b = worker_busy(g, cost, t.lo, t.hi, tn);
-      r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, b.matrix);
-      r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, b.dma);
+  // A PE's schedule depends only on the shape of its tile range (where it starts in a tile
+  // row, how many tiles), unless the range reaches a ragged last tile row; and the ranges
+  // inside a cube depend only on the cube's number of tile rows. So cubes alike share one
+  // evaluation, and inside a cube PEs alike share one walk.
+  const bool ragged_m = m_last != g.tile_m;
+  std::int64_t seen_rows = -1;
+  Busy cube_busy{0, 0};
+  ps_t cube_latency = 0;
+  for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
+    const TileRange rows = gemm_rows_of(tm, g.cubes, cube);
+    if (rows.hi <= rows.lo) continue;
+    if (rows.hi - rows.lo != seen_rows) {
+      cube_busy = Busy{0, 0};
+      cube_latency = 0;
+      std::int64_t seen_col = -1, seen_len = -1;
+      ps_t latency = 0;
+      Busy busy{0, 0};
+      for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+        const TileRange t = gemm_tiles_of(tm, tn, g.cubes, g.pes, cube, pe);
+        if (t.hi <= t.lo) continue;
+        // Where a range starts matters only when it spans rows or reaches the ragged column.
+        const bool one_row = t.lo / tn == (t.hi - 1) / tn, at_edge = (t.hi - 1) % tn == tn - 1;
+        const std::int64_t col = one_row && !at_edge ? 0 : t.lo % tn, len = t.hi - t.lo;
+        if (col != seen_col || len != seen_len) {
+          latency = worker_latency(g, cost, t.lo, t.hi, tn);
+          busy = worker_busy(g, cost, t.lo, t.hi, tn);
+          seen_col = ragged_m && (t.hi - 1) / tn == tm - 1 ? -1 : col;
+          seen_len = len;
+        }
+        cube_latency = imax(cube_latency, latency);
+        cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
+        cube_busy.dma = imax(cube_busy.dma, busy.dma);
+      }
+      seen_rows = ragged_m && rows.hi == tm ? -1 : rows.hi - rows.lo;
     }
+    r.latency_ps = imax(r.latency_ps, cube_latency);
+    r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, cube_busy.matrix);
+    r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, cube_busy.dma);
+  }
 
   // Roofline: all used PEs computing at peak, and the compulsory traffic through the
   // used cubes' HBM (each PE limited by its DMA rate).
