@@ -104,6 +104,22 @@ TEST(Topology, AbsurdValuesThatWouldOverflow) {
   EXPECT_NE(error_of(huge).find("cube.hbm.latency_ns: value out of range"), std::string::npos) << error_of(huge);
 }
 
+// Too many PEs in all: the error names one of the counts behind the total, a --set one
+// when there is one, else the largest, at its place in the file.
+TEST(Topology, MachineTooLarge) {
+  const std::string many = variant("many_sips.yaml", "sips: 1", "sips: 4096");
+  const std::string too_many = "the machine has 134217728 PEs; at most 16777216 are supported";
+  EXPECT_EQ(error_of(many, {"cube.pe_rows=1024"}), "--set cube.pe_rows=1024: cube.pe_rows: " + too_many);
+  const std::string d = kTopo + "/default.yaml";
+  EXPECT_EQ(error_of(d, {"system.sips=4096", "sip.cube_rows=1024"}), "--set system.sips=4096: system.sips: " + too_many);
+  std::ifstream in(many);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  text.replace(text.find("pe_rows: 2"), 10, "pe_rows: 1024");
+  const std::string file = write_tmp("many_pes.yaml", text);
+  EXPECT_EQ(error_of(file), file + ":6:9: system.sips: " + too_many);
+  EXPECT_EQ(error_of(d, {"system.sips=4096", "sip.cube_rows=64"}), "");  // 8,388,608 PEs are fine
+}
+
 TEST(Topology, SectionMustBeMapping) {
   const std::string p = variant("section.yaml", "  hbm:\n", "  hbm: 5\n  hbm_stack:\n");
   EXPECT_NE(error_of(p).find("cube.hbm: expected a mapping"), std::string::npos) << error_of(p);

@@ -270,10 +270,24 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
   canon += std::string(kSipTopology) + "=" + to_string(spec.sip_topology) + ";" + kDataflow + "=" +
            to_string(spec.dataflow) + ";";
 
-  // Whole-machine totals must stay far from overflow.
-  if (spec.total_pes() > (INT64_C(1) << 24))
-    fail(src.missing_loc(), "system.sips", "the machine has " + std::to_string(spec.total_pes()) +
-                                               " PEs; at most 16777216 are supported");
+  // Whole-machine totals must stay far from overflow. The error points at one of the five
+  // counts behind the total: a --set one if any (the likely cause), else the largest.
+  if (spec.total_pes() > (INT64_C(1) << 24)) {
+    const char* counts[] = {"system.sips", "sip.cube_rows", "sip.cube_cols", "cube.pe_rows", "cube.pe_cols"};
+    std::string blame = counts[0], blame_loc;
+    std::int64_t blame_value = -1;
+    bool blame_set = false;
+    for (const char* c : counts) {
+      if (!src.get(c, text, loc)) continue;
+      const bool from_set = overrides.count(c) != 0;
+      const std::int64_t v = parse_int(text, loc, c);
+      if ((from_set && !blame_set) || (from_set == blame_set && v > blame_value)) {
+        blame = c, blame_loc = loc, blame_value = v, blame_set = from_set;
+      }
+    }
+    fail(blame_loc, blame, "the machine has " + std::to_string(spec.total_pes()) +
+                               " PEs; at most 16777216 are supported");
+  }
 
   spec.source = path;
   spec.hash = fnv1a(canon);
