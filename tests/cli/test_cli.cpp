@@ -62,7 +62,8 @@ TEST(Cli, HelpAndVersion) {
   const Result v = run("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_NE(v.out.find("kernbench-gpu 0."), std::string::npos);
-  for (const char* sub : {"list", "run", "eval", "eval gemm", "topo", "topo check", "topo show", "plot"}) {
+  for (const char* sub : {"list", "run", "eval", "eval gemm", "sweep", "sweep gemm", "topo", "topo check", "topo show",
+                          "plot"}) {
     const Result r = run(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
@@ -98,7 +99,7 @@ TEST(Cli, BadTopologyInputs) {
 }
 
 TEST(Cli, UnknownSubcommandAndBench) {
-  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, topo, plot)");
+  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, topo, plot)");
   expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show)");
   const std::string out = fresh_dir("kb_unknown_bench");
   expect_input_error(run("run --bench no-such-bench --out '" + out + "'"),
@@ -214,6 +215,82 @@ TEST(Cli, OverflowingRequestIsAnInputError) {
                          " --buffers 1 --set pe.matrix.rows=1 --set pe.matrix.cols=1 --set pe.sram_kib=1073741824"
                          " --set cube.hbm.capacity_mib=1073741824 --set pe.clock_mhz=100000"),
                      "would overflow int64 picoseconds");
+}
+
+// sweep gemm: the reductions come back, consistent with each other and with `eval gemm`.
+TEST(Cli, SweepGemmJson) {
+  const std::string out = fresh_dir("sweep_out") + "/sweep.json";
+  const Result r = run("sweep gemm --m 32,2048 --n 1024 --k 4096 --tile-m 32,64 --tile-n 64:256:*2 "
+                       "--tile-k 128,256 --pes 1:8:*2 --cubes 1,2 --buffers 1,2 --dataflow os,ws --top 4 "
+                       "--pareto pes --backend omp --json --out '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j, nlohmann::json::parse(std::ifstream(out)));
+  EXPECT_EQ(j["schema"], "kernbench-gpu/gemm-space-sweep");
+  EXPECT_EQ(j["space"]["size"], 2 * 2 * 3 * 2 * 4 * 2 * 2 * 2);
+  EXPECT_EQ(j["space"]["groups"], 2);
+  EXPECT_EQ(j["evaluated"], j["space"]["size"]);
+  ASSERT_EQ(j["best_per_group"].size(), 2u);
+  ASSERT_EQ(j["top"].size(), 4u);
+  // The fastest config overall is the best of its group, and eval gemm agrees on it.
+  const auto& top = j["top"][0];
+  bool found = false;
+  for (const auto& g : j["best_per_group"]) found |= g["best"]["index"] == top["index"];
+  EXPECT_TRUE(found);
+  const Result e = run("eval gemm --engine both --json --m " + top["m"].dump() + " --n " + top["n"].dump() + " --k " +
+                       top["k"].dump() + " --tile-m " + top["tile_m"].dump() + " --tile-n " + top["tile_n"].dump() +
+                       " --tile-k " + top["tile_k"].dump() + " --pes " + top["pes"].dump() + " --cubes " +
+                       top["cubes"].dump() + " --buffers " + top["buffers"].dump() + " --set pe.matrix.dataflow=" +
+                       top["dataflow"].get<std::string>());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(nlohmann::json::parse(e.out)["latency_ps"], top["latency_ps"]);
+  // One front per group, cost rising and latency falling; every valid config is in the histogram.
+  ASSERT_EQ(j["pareto"]["fronts"].size(), 2u);
+  for (const auto& f : j["pareto"]["fronts"]) {
+    const auto& pts = f["points"];
+    for (std::size_t i = 1; i < pts.size(); ++i) {
+      EXPECT_GT(pts[i]["cost"], pts[i - 1]["cost"]);
+      EXPECT_LT(pts[i]["latency_ps"], pts[i - 1]["latency_ps"]);
+    }
+  }
+  std::int64_t counted = 0;
+  for (const auto& b : j["histogram"]["bins"]) counted += b["count"].get<std::int64_t>();
+  EXPECT_EQ(counted, j["valid"]);
+}
+
+TEST(Cli, SweepGemmTables) {
+  const Result r = run("sweep gemm --m 2048 --n 1024,4096 --k 4096 --tile-m 64,128 --pes 1,8 --backend omp");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"sweep gemm: 8 configs over 5 axes, 2 group(s)", "best per group (m,n,k):", "top 8 of",
+                           "Pareto front per group", "latency of the valid configs"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+}
+
+TEST(Cli, SweepGemmBadInput) {
+  const std::string out = fresh_dir("sweep_bad") + "/s.json";
+  const std::string base = "sweep gemm --m 64 --n 64 --k 64 --out '" + out + "' ";
+  expect_input_error(run(base + "--tile-m 32:abc"), "--tile-m 32:abc: item '32:abc': expected an integer (got 'abc')");
+  expect_input_error(run(base + "--tile-m 64:32"), "--tile-m 64:32: item '64:32': the range ends before it starts");
+  expect_input_error(run(base + "--tile-m 32:64:+0"), "item '32:64:+0': the step must be >= 1");
+  expect_input_error(run(base + "--tile-m 1:64:*1"), "item '1:64:*1': a geometric range needs FACTOR >= 2 and LO >= 1");
+  expect_input_error(run(base + "--tile-m 1:64:/2"), "a step is +STEP or *FACTOR (got '/2')");
+  expect_input_error(run(base + "--tile-m 1:2:3:4"), "expected V, LO:HI, LO:HI:+STEP or LO:HI:*FACTOR");
+  expect_input_error(run(base + "--tile-m 32,,64"), "--tile-m 32,,64: expected an integer (got '')");
+  expect_input_error(run(base + "--tile-m -8"), "expected an integer (got '-8')");
+  expect_input_error(run(base + "--tile-m 99999999999999"), "value out of range (at most 2^40)");
+  expect_input_error(run(base + "--tile-m 0:2000000"), "more than 2^20 values on one axis");
+  expect_input_error(run(base + "--dataflow os,xs"), "--dataflow os,xs: item 'xs': expected os, ws or is");
+  expect_input_error(run(base + "--group m,size"), "--group m,size: 'size' is not an axis");
+  expect_input_error(run(base + "--group m,m"), "--group m,m: 'm' is named twice");
+  expect_input_error(run(base + "--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048"),
+                     "2097152 groups; at most 2^20");
+  expect_input_error(run(base + "--top 1025"), "--top 1025: must be in 0..1024");
+  expect_input_error(run(base + "--pareto area"), "--pareto area: expected pes, sram, hbm or none");
+  expect_input_error(run(base + "--chunk -1"), "--chunk -1: must be in 1..2^30");
+  expect_input_error(run(base + "--tile-m 1:2048 --tile-n 1:1024 --tile-k 1:1024 --pes 1:1024 --cubes 1:1024"),
+                     "the space has more than 2^50 configs");
+  expect_input_error(run(base + "--set pe.clock_mhz=0"), "pe.clock_mhz: must be > 0");
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "host/sweep/gemm_sweep.h"
 #include "host/topology/load.h"
 #include "random_configs.h"
+#include "sweep_space.h"
 
 namespace kb {
 namespace {
@@ -46,14 +47,19 @@ TEST_F(GemmCuda, SweepMatchesOpenMP) {
   s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
               {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
   s.group_axes = 3;
-  const auto cpu = sweep_gemm(BackendKind::omp, s, 4099);
-  const auto gpu = sweep_gemm(BackendKind::cuda, s, 4099);
-  EXPECT_EQ(cpu.valid, gpu.valid);
-  EXPECT_EQ(cpu.latency_checksum, gpu.latency_checksum);
-  ASSERT_EQ(cpu.best.size(), gpu.best.size());
-  for (std::size_t g = 0; g < cpu.best.size(); ++g) {
-    EXPECT_EQ(cpu.best[g].index, gpu.best[g].index) << g;
-    EXPECT_EQ(cpu.best[g].latency_ps, gpu.best[g].latency_ps) << g;
+  testing::expect_same_summary(sweep_gemm(BackendKind::omp, s, 4099), sweep_gemm(BackendKind::cuda, s, 4099));
+}
+
+TEST_F(GemmCuda, SweepReductionsMatchOpenMP) {
+  batched::GemmSpace space = testing::reduction_space(topo);
+  for (int group_axes : {3, 0}) {
+    space.group_axes = group_axes;
+    for (auto kind : {batched::ParetoCost::pes, batched::ParetoCost::sram, batched::ParetoCost::hbm}) {
+      const batched::GemmReductions red{50, kind, true};
+      const auto cpu = sweep_gemm(BackendKind::omp, space, 1 << 20, 0, red);
+      for (std::int64_t chunk : {1000, 1 << 20})
+        testing::expect_same_summary(cpu, sweep_gemm(BackendKind::cuda, space, chunk, 0, red));
+    }
   }
 }
 

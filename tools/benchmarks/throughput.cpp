@@ -111,13 +111,20 @@ batched::GemmSpace sweep_space() {
   return s;
 }
 
+// range(0) = 1 adds every optional reduction: top 100, a Pareto front per group over PEs
+// used, and the latency histogram.
+batched::GemmReductions reductions(std::int64_t all) {
+  return all ? batched::GemmReductions{100, batched::ParetoCost::pes, true} : batched::GemmReductions{};
+}
+
 void BM_SweepOmp(benchmark::State& state) {
   const batched::GemmSpace s = sweep_space();
-  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::omp, s, 1 << 16, static_cast<int>(state.range(0))));
+  const batched::GemmReductions red = reductions(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::omp, s, 1 << 16, 2, red));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
                                                    benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_SweepOmp)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SweepOmp)->ArgName("reductions")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The same space 256 times over (a leading axis of 256 shapes): 14 M configs, generated and
 // reduced on the device in chunks of 2^22.
@@ -130,11 +137,12 @@ void BM_SweepCuda(benchmark::State& state) {
   batched::GemmSpace s = sweep_space();
   s.values[2].clear();
   for (std::int64_t k = 32; k <= 32 * 256; k += 32) s.values[2].push_back(k);
-  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::cuda, s, 1 << 22));
+  const batched::GemmReductions red = reductions(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::cuda, s, 1 << 22, 0, red));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
                                                    benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_SweepCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SweepCuda)->ArgName("reductions")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kb

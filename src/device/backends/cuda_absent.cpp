@@ -16,7 +16,7 @@ void eval_gemm_cuda(const GemmConfig*, std::size_t, GemmResult*) {
   throw std::logic_error("eval_gemm_cuda called in a build without the CUDA backend");
 }
 
-GemmSweepSummary sweep_gemm_cuda(const GemmSpace&, std::int64_t) {
+GemmSweepSummary sweep_gemm_cuda(const GemmSpace&, const GemmReductions&, std::int64_t) {
   throw std::logic_error("sweep_gemm_cuda called in a build without the CUDA backend");
 }
 

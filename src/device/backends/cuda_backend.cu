@@ -53,6 +53,12 @@ struct LatencyOf {
   __host__ __device__ std::int64_t operator()(const detail::Keyed& k) const { return k.latency; }
 };
 
+struct CudaSys {
+  template <class T>
+  using vec = thrust::cuda::vector<T>;
+  static auto policy() { return thrust::cuda::par; }
+};
+
 struct SegmentOffset {
   std::int64_t start, stride, len;
   __host__ __device__ std::int64_t operator()(std::int64_t g) const {
@@ -65,11 +71,11 @@ struct SegmentOffset {
 
 }  // namespace
 
-GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, std::int64_t chunk) {
+GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& red, std::int64_t chunk) {
   using namespace detail;
   const std::vector<std::int64_t> flat_host = flatten_values(space);
   thrust::cuda::vector<std::int64_t> flat(flat_host.begin(), flat_host.end());
-  const SpaceView view = make_view(space, thrust::raw_pointer_cast(flat.data()));
+  const SpaceView view = make_view(space, thrust::raw_pointer_cast(flat.data()), red.pareto);
   GemmSweepSummary sum;
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   const std::int64_t total = space.size();
@@ -81,6 +87,7 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, std::int64_t chunk) {
   using Pair = cub::KeyValuePair<int, std::int64_t>;
   thrust::cuda::vector<Pair> argmin(static_cast<std::size_t>(max_segments));
   thrust::cuda::vector<unsigned char> temp;
+  Extras<CudaSys> extras(red, cap, space.groups());
 
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
@@ -120,6 +127,8 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, std::int64_t chunk) {
       winners.push_back(Keyed{g0 + s, host[static_cast<std::size_t>(s)].value, idx});
     }
     merge(sum, winners);
+    extras.chunk(keyed.begin(), len, sum);
+    KB_CUDA_CALL(cudaGetLastError());
     sum.evaluated += len;
   }
   return sum;

@@ -5,8 +5,14 @@
 
 #include <thrust/copy.h>
 #include <thrust/functional.h>
+#include <thrust/iterator/constant_iterator.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/sort.h>
 #include <thrust/transform.h>
+#include <thrust/unique.h>
+
+#include <algorithm>
 
 #include "backends.h"
 
@@ -21,6 +27,7 @@ struct SpaceView {
   std::int64_t offset[kMaxAxes];  // into the flattened value array
   const std::int64_t* values;
   std::int64_t group_stride;  // product of the lengths of the non-group axes
+  std::int32_t pareto;        // ParetoCost: which cost EvalIndex computes
 };
 
 KB_HD inline void set_field(GemmConfig& c, std::int32_t f, std::int64_t v) {
@@ -60,13 +67,25 @@ struct Keyed {
   std::int64_t group;
   std::int64_t latency;  // INT64_MAX when invalid
   std::int64_t index;
+  std::int64_t cost;  // the Pareto cost, when one is asked for
 };
+
+KB_HD inline std::int64_t pareto_cost(std::int32_t kind, const GemmConfig& c, const GemmResult& r) {
+  switch (static_cast<ParetoCost>(kind)) {
+    case ParetoCost::pes: return c.pes * c.cubes;
+    case ParetoCost::sram: return gemm_sram_bytes(c);
+    case ParetoCost::hbm: return r.hbm_read_bytes + r.hbm_write_bytes;
+    default: return 0;
+  }
+}
 
 struct EvalIndex {
   SpaceView s;
   KB_HD Keyed operator()(std::int64_t i) const {
-    const GemmResult r = gemm_model(decode(s, i));
-    return Keyed{i / s.group_stride, r.status == kGemmOk ? r.latency_ps : INT64_MAX, i};
+    const GemmConfig c = decode(s, i);
+    const GemmResult r = gemm_model(c);
+    const bool ok = r.status == kGemmOk;
+    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i, ok ? pareto_cost(s.pareto, c, r) : 0};
   }
 };
 
@@ -95,8 +114,10 @@ struct AddPair {
   }
 };
 
-inline SpaceView make_view(const GemmSpace& space, const std::int64_t* device_values) {
+inline SpaceView make_view(const GemmSpace& space, const std::int64_t* device_values,
+                           ParetoCost pareto = ParetoCost::none) {
   SpaceView v{};
+  v.pareto = static_cast<std::int32_t>(pareto);
   v.base = space.base;
   v.naxes = static_cast<std::int32_t>(space.axes.size());
   std::int64_t off = 0, stride = 1;
@@ -126,5 +147,143 @@ inline void merge(GemmSweepSummary& sum, const std::vector<Keyed>& winners) {
     if (b.index < 0 || k.latency < b.latency_ps || (k.latency == b.latency_ps && k.index < b.index)) b = GroupBest{k.latency, k.index};
   }
 }
+
+// --- optional reductions, one chunk at a time ------------------------------------------
+// Each keeps a small running result on the host; per chunk the device filters the configs
+// that could still enter it, sorts the few survivors and hands back at most a few hundred.
+
+struct FasterThan {  // valid and ahead of (latency, index) in the ranking
+  std::int64_t latency, index;
+  KB_HD bool operator()(const Keyed& k) const {
+    return k.latency != INT64_MAX && (k.latency < latency || (k.latency == latency && k.index < index));
+  }
+};
+
+struct ByLatency {
+  KB_HD bool operator()(const Keyed& a, const Keyed& b) const {
+    return a.latency != b.latency ? a.latency < b.latency : a.index < b.index;
+  }
+};
+
+struct ByGroupCost {
+  KB_HD bool operator()(const Keyed& a, const Keyed& b) const {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.cost != b.cost) return a.cost < b.cost;
+    return a.latency != b.latency ? a.latency < b.latency : a.index < b.index;
+  }
+};
+
+struct SameGroupCost {
+  KB_HD bool operator()(const Keyed& a, const Keyed& b) const { return a.group == b.group && a.cost == b.cost; }
+};
+
+// Valid and, with one group, not beaten by any point of the running front (sorted by cost,
+// latency strictly falling): the front point with the largest cost <= k.cost has the
+// lowest latency of all points that cost no more. With several groups every valid config
+// passes and the sort below does the work.
+struct NotBeaten {
+  const ParetoPoint* front;
+  std::int64_t size;
+  KB_HD bool operator()(const Keyed& k) const {
+    if (k.latency == INT64_MAX) return false;
+    std::int64_t lo = 0, hi = size;  // first point with cost > k.cost
+    while (lo < hi) {
+      const std::int64_t mid = (lo + hi) / 2;
+      if (front[mid].cost <= k.cost) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == 0) return true;
+    const ParetoPoint& f = front[lo - 1];
+    if (f.latency_ps != k.latency) return f.latency_ps > k.latency;
+    return f.cost == k.cost && f.index > k.index;
+  }
+};
+
+struct BinOf {
+  KB_HD std::int32_t operator()(const Keyed& k) const {
+    return k.latency == INT64_MAX ? kHistBins : hist_bin(k.latency);
+  }
+};
+
+// Merges candidates into the running fronts, one per group (host side).
+inline void merge_front(std::vector<ParetoPoint>& front, std::vector<ParetoPoint> more) {
+  more.insert(more.end(), front.begin(), front.end());
+  std::sort(more.begin(), more.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.cost != b.cost) return a.cost < b.cost;
+    return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
+  });
+  front.clear();
+  for (const ParetoPoint& p : more)
+    if (front.empty() || p.group != front.back().group || p.latency_ps < front.back().latency_ps) front.push_back(p);
+}
+
+// Sys: the backend's execution policy (Sys::policy()) and vector template (Sys::vec<T>).
+template <class Sys>
+struct Extras {
+  GemmReductions red;
+  bool one_group;
+  typename Sys::template vec<Keyed> pick;
+  typename Sys::template vec<ParetoPoint> front_dev;
+  typename Sys::template vec<std::int32_t> bins, bin_keys;
+  typename Sys::template vec<std::int64_t> bin_counts;
+
+  Extras(const GemmReductions& r, std::int64_t cap, std::int64_t groups) : red(r), one_group(groups == 1) {
+    if (red.top_k > 0 || red.pareto != ParetoCost::none) pick.resize(static_cast<std::size_t>(cap));
+    if (red.histogram) {
+      bins.resize(static_cast<std::size_t>(cap));
+      bin_keys.resize(static_cast<std::size_t>(kHistBins) + 1);
+      bin_counts.resize(static_cast<std::size_t>(kHistBins) + 1);
+    }
+  }
+
+  template <class It>
+  void chunk(It keyed, std::int64_t len, GemmSweepSummary& sum) {
+    const auto pol = Sys::policy();
+    if (red.top_k > 0) {
+      const std::size_t k = static_cast<std::size_t>(red.top_k);
+      const FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
+                                                : FasterThan{sum.top.back().latency_ps, sum.top.back().index};
+      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), cut) - pick.begin();
+      thrust::sort(pol, pick.begin(), pick.begin() + n, ByLatency{});
+      std::vector<Keyed> best(std::min<std::size_t>(k, static_cast<std::size_t>(n)));
+      thrust::copy(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(best.size()), best.begin());
+      for (const Keyed& b : best) sum.top.push_back(Ranked{b.latency, b.index});
+      std::sort(sum.top.begin(), sum.top.end(), [](const Ranked& a, const Ranked& b) {
+        return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
+      });
+      if (sum.top.size() > k) sum.top.resize(k);
+    }
+    if (red.pareto != ParetoCost::none) {
+      const std::size_t filter = one_group ? sum.pareto.size() : 0;
+      front_dev.resize(filter);
+      thrust::copy(sum.pareto.begin(), sum.pareto.begin() + static_cast<std::ptrdiff_t>(filter), front_dev.begin());
+      const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(filter)};
+      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), keep) - pick.begin();
+      thrust::sort(pol, pick.begin(), pick.begin() + n, ByGroupCost{});
+      const std::int64_t m = thrust::unique(pol, pick.begin(), pick.begin() + n, SameGroupCost{}) - pick.begin();
+      std::vector<Keyed> cand(static_cast<std::size_t>(m));
+      thrust::copy(pick.begin(), pick.begin() + m, cand.begin());
+      std::vector<ParetoPoint> more;
+      for (const Keyed& c : cand) more.push_back(ParetoPoint{c.group, c.cost, c.latency, c.index});
+      merge_front(sum.pareto, std::move(more));
+    }
+    if (red.histogram) {
+      if (sum.histogram.empty()) sum.histogram.assign(static_cast<std::size_t>(kHistBins), 0);
+      thrust::transform(pol, keyed, keyed + len, bins.begin(), BinOf{});
+      thrust::sort(pol, bins.begin(), bins.begin() + len);
+      const auto ends = thrust::reduce_by_key(pol, bins.begin(), bins.begin() + len,
+                                              thrust::constant_iterator<std::int64_t>(1), bin_keys.begin(),
+                                              bin_counts.begin());
+      const std::size_t used = static_cast<std::size_t>(ends.first - bin_keys.begin());
+      std::vector<std::int32_t> keys(used);
+      std::vector<std::int64_t> counts(used);
+      thrust::copy(bin_keys.begin(), bin_keys.begin() + static_cast<std::ptrdiff_t>(used), keys.begin());
+      thrust::copy(bin_counts.begin(), bin_counts.begin() + static_cast<std::ptrdiff_t>(used), counts.begin());
+      for (std::size_t i = 0; i < used; ++i)
+        if (keys[i] < kHistBins) sum.histogram[static_cast<std::size_t>(keys[i])] += counts[i];
+    }
+  }
+};
 
 }  // namespace kb::batched::detail

@@ -17,6 +17,11 @@ struct ThreadScope {
   }
   ~ThreadScope() { omp_set_num_threads(saved); }
 };
+struct OmpSys {
+  template <class T>
+  using vec = thrust::omp::vector<T>;
+  static auto policy() { return thrust::omp::par; }
+};
 }  // namespace
 
 void eval_gemm_omp(const GemmConfig* configs, std::size_t n, GemmResult* out, int threads) {
@@ -24,17 +29,18 @@ void eval_gemm_omp(const GemmConfig* configs, std::size_t n, GemmResult* out, in
   thrust::transform(thrust::omp::par, configs, configs + n, out, detail::EvalOne{});
 }
 
-GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, std::int64_t chunk, int threads) {
+GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& red, std::int64_t chunk, int threads) {
   using namespace detail;
   ThreadScope scope(threads);
   const std::vector<std::int64_t> flat = flatten_values(space);
-  const SpaceView view = make_view(space, flat.data());
+  const SpaceView view = make_view(space, flat.data(), red.pareto);
   GemmSweepSummary sum;
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   const std::int64_t total = space.size();
   thrust::omp::vector<Keyed> keyed(static_cast<std::size_t>(std::min(chunk, total)));
   thrust::omp::vector<std::int64_t> groups_out(keyed.size());
   thrust::omp::vector<Keyed> best_out(keyed.size());
+  Extras<OmpSys> extras(red, static_cast<std::int64_t>(keyed.size()), space.groups());
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
@@ -51,6 +57,7 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, std::int64_t chunk, int 
     std::vector<Keyed> winners(ngroups);
     thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(ngroups), winners.begin());
     merge(sum, winners);
+    extras.chunk(keyed.begin(), len, sum);
     sum.evaluated += len;
   }
   return sum;
@@ -64,5 +71,7 @@ GemmConfig gemm_space_config(const GemmSpace& space, std::int64_t i) {
   const std::vector<std::int64_t> flat = detail::flatten_values(space);
   return detail::decode(detail::make_view(space, flat.data()), i);
 }
+
+void gemm_space_set(GemmConfig& c, GemmAxis a, std::int64_t v) { detail::set_field(c, static_cast<std::int32_t>(a), v); }
 
 }  // namespace kb::batched

@@ -9,6 +9,7 @@
 #include "benches/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
+#include "host/cli/sweep_gemm.h"
 #include "host/sweep/gemm_sweep.h"
 #include "host/topology/load.h"
 #include "host/topology/summary.h"
@@ -181,6 +182,15 @@ int cli_main(int argc, char** argv) {
   egemm->add_flag("--json", g.json, "print one JSON object");
   g.topo.add(egemm, false);
 
+  auto* sweep = app.add_subcommand("sweep", "evaluate a space of configurations with the batched model");
+  sweep->require_subcommand(1);
+  auto* sgemm = sweep->add_subcommand(
+      "gemm", "GEMM configs: best per group, top k, Pareto front and latency histogram, reduced on the device");
+  SweepGemmArgs sg;
+  add_sweep_gemm_options(sgemm, sg);
+  TopoArgs sweep_topo;
+  sweep_topo.add(sgemm, false);
+
   auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
   topo->require_subcommand(1);
   auto* tcheck = topo->add_subcommand("check", "validate a topology file (exit 0 if valid, 2 if not)");
@@ -249,6 +259,8 @@ int cli_main(int argc, char** argv) {
       b.fn(ctx);
     } else if (egemm->parsed()) {
       cmd_eval_gemm(g);
+    } else if (sgemm->parsed()) {
+      cmd_sweep_gemm(sg, sweep_topo.load());
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
       std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());

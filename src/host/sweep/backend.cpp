@@ -25,7 +25,8 @@ std::vector<GemmResult> eval_gemm(BackendKind b, const std::vector<GemmConfig>& 
   return out;
 }
 
-batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk, int threads) {
+batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk, int threads,
+                                     const batched::GemmReductions& red) {
   if (space.axes.size() != space.values.size() || space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
     throw InputError("sweep space: at most 12 axes, each with a list of values");
   for (const auto& v : space.values)
@@ -33,7 +34,10 @@ batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& sp
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");
   if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
-  return b == BackendKind::cuda ? batched::sweep_gemm_cuda(space, chunk) : batched::sweep_gemm_omp(space, chunk, threads);
+  if (red.top_k < 0 || red.top_k > batched::kMaxTopK)
+    throw InputError("--top " + std::to_string(red.top_k) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
+  return b == BackendKind::cuda ? batched::sweep_gemm_cuda(space, red, chunk)
+                                : batched::sweep_gemm_omp(space, red, chunk, threads);
 }
 
 namespace batched {

@@ -17,6 +17,6 @@ BackendKind resolve_backend(const std::string& requested);
 
 std::vector<GemmResult> eval_gemm(BackendKind b, const std::vector<GemmConfig>& configs, int threads = 0);
 batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk = 1 << 20,
-                                     int threads = 0);
+                                     int threads = 0, const batched::GemmReductions& red = {});
 
 }  // namespace kb

@@ -1,0 +1,72 @@
+#include "axis_values.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "../common/error.h"
+
+namespace kb {
+
+namespace {
+
+constexpr std::int64_t kMaxValue = INT64_C(1) << 40;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t at = s.find(sep, start);
+    parts.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text) {
+  auto fail = [&](const std::string& item, const std::string& what) {
+    throw InputError(flag + " " + text + ": " + (item.empty() ? "" : "item '" + item + "': ") + what);
+  };
+  auto number = [&](const std::string& item, const std::string& s) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+      fail(item, "expected an integer (got '" + s + "')");
+    errno = 0;
+    const long long v = std::strtoll(s.c_str(), nullptr, 10);
+    if (errno == ERANGE || v > kMaxValue) fail(item, "value out of range (at most 2^40)");
+    return static_cast<std::int64_t>(v);
+  };
+  if (text.empty()) fail("", "expected a list of values, e.g. 32,64,128 or 32:512:*2");
+  std::vector<std::int64_t> values;
+  auto push = [&](const std::string& item, std::int64_t v) {
+    if (static_cast<std::int64_t>(values.size()) >= kMaxAxisValues) fail(item, "more than 2^20 values on one axis");
+    values.push_back(v);
+  };
+  for (const std::string& item : split(text, ',')) {
+    const std::vector<std::string> f = split(item, ':');
+    if (f.size() == 1) {
+      push(item, number(item, f[0]));
+      continue;
+    }
+    if (f.size() > 3) fail(item, "expected V, LO:HI, LO:HI:+STEP or LO:HI:*FACTOR");
+    const std::int64_t lo = number(item, f[0]), hi = number(item, f[1]);
+    if (hi < lo) fail(item, "the range ends before it starts");
+    char op = '+';
+    std::int64_t step = 1;
+    if (f.size() == 3) {
+      if (f[2].empty() || (f[2][0] != '+' && f[2][0] != '*')) fail(item, "a step is +STEP or *FACTOR (got '" + f[2] + "')");
+      op = f[2][0];
+      step = number(item, f[2].substr(1));
+    }
+    if (op == '+' && step < 1) fail(item, "the step must be >= 1");
+    if (op == '*' && (step < 2 || lo < 1)) fail(item, "a geometric range needs FACTOR >= 2 and LO >= 1");
+    for (std::int64_t v = lo;;) {  // the checks before each step keep v <= hi, so no overflow
+      push(item, v);
+      if (op == '+' ? v > hi - step : v > hi / step) break;
+      v = op == '+' ? v + step : v * step;
+    }
+  }
+  return values;
+}
+
+}  // namespace kb

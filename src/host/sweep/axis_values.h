@@ -1,0 +1,18 @@
+// Value lists of sweep axes as written on the command line: comma-separated items, each a
+// value or a range, e.g. "8,16,32:512:*2,1024" or "64:1024:+64".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kb {
+
+constexpr std::int64_t kMaxAxisValues = INT64_C(1) << 20;
+
+// Items: V, LO:HI (step 1), LO:HI:+S (arithmetic), LO:HI:*F (geometric, F >= 2); HI is
+// included when a step lands on it. Values are integers in 0..2^40. `flag` names the
+// option in errors: "--tile-m 32:abc: item '32:abc': expected an integer (got 'abc')".
+std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text);
+
+}  // namespace kb

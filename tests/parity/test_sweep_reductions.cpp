@@ -1,0 +1,169 @@
+// The sweep's optional reductions (top-k, Pareto front, latency histogram) against brute
+// force over every config of a space, and their independence of chunk size and threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "host/common/error.h"
+#include "host/common/output.h"
+#include "host/sweep/backend.h"
+#include "host/topology/load.h"
+#include "sweep_space.h"
+
+namespace kb {
+namespace {
+
+using batched::GemmReductions;
+using batched::GemmSweepSummary;
+using batched::ParetoCost;
+
+struct Point {
+  std::int64_t index, group, cost;
+  ps_t latency;
+};
+
+// Every valid config of the space with its cost, by brute force on the host.
+std::vector<Point> all_points(const batched::GemmSpace& space, ParetoCost kind) {
+  std::vector<Point> pts;
+  const std::int64_t stride = space.size() / space.groups();
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    const GemmConfig c = batched::gemm_space_config(space, i);
+    const GemmResult r = gemm_model(c);
+    if (r.status != kGemmOk) continue;
+    std::int64_t cost = 0;
+    if (kind == ParetoCost::pes) cost = c.pes * c.cubes;
+    if (kind == ParetoCost::sram) cost = gemm_sram_bytes(c);
+    if (kind == ParetoCost::hbm) cost = r.hbm_read_bytes + r.hbm_write_bytes;
+    pts.push_back({i, i / stride, cost, r.latency_ps});
+  }
+  return pts;
+}
+
+// The fronts by definition: in each group, the points that no other point of the group
+// beats (no worse in both, better in one, or equal in both with a lower index).
+std::vector<batched::ParetoPoint> brute_front(const std::vector<Point>& pts) {
+  std::map<std::pair<std::int64_t, std::int64_t>, Point> best_of_cost;  // beaten within its cost: off
+  for (const Point& p : pts) {
+    auto it = best_of_cost.find({p.group, p.cost});
+    if (it == best_of_cost.end() || p.latency < it->second.latency ||
+        (p.latency == it->second.latency && p.index < it->second.index))
+      best_of_cost[{p.group, p.cost}] = p;
+  }
+  std::vector<batched::ParetoPoint> front;
+  for (const auto& [key, p] : best_of_cost) {
+    bool beaten = false;
+    for (const auto& [other, q] : best_of_cost)
+      beaten |= other.first == key.first && other.second < key.second && q.latency <= p.latency;
+    if (!beaten) front.push_back({p.group, p.cost, p.latency, p.index});
+  }
+  return front;
+}
+
+TEST(HistogramBins, EveryBinHoldsExactlyItsRange) {
+  for (int b = 0; b < batched::kHistBins; ++b) {
+    const ps_t lo = batched::hist_bin_lo(b), hi = batched::hist_bin_lo(b + 1);
+    ASSERT_LE(lo, hi) << b;
+    if (lo == hi) continue;  // below 8 ps an octave has fewer than 8 integers
+    EXPECT_EQ(batched::hist_bin(lo), b) << b;
+    EXPECT_EQ(batched::hist_bin(hi - 1), b) << b;
+  }
+  EXPECT_EQ(batched::hist_bin_lo(batched::kHistBins), kTimeLimitPs);
+  EXPECT_EQ(batched::hist_bin(1000), 9 * 8 + 7);  // 1000 = 0b1111101000: octave 9, 1.111b
+  EXPECT_EQ(batched::hist_bin(kTimeLimitPs - 1), batched::kHistBins - 1);
+}
+
+// With four groups (a front each, found by sorting) and with one (the running front
+// filters each chunk on the device).
+TEST(SweepReductions, MatchBruteForceForEveryCost) {
+  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  for (int group_axes : {3, 0})
+    for (ParetoCost kind : {ParetoCost::pes, ParetoCost::sram, ParetoCost::hbm}) {
+      SCOPED_TRACE("group_axes " + std::to_string(group_axes) + ", cost " + std::to_string(static_cast<int>(kind)));
+      batched::GemmSpace space = testing::reduction_space(topo);
+      space.group_axes = group_axes;
+      GemmReductions red;
+      red.top_k = 25;
+      red.pareto = kind;
+      red.histogram = true;
+      const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 997, 2, red);
+      const std::vector<Point> pts = all_points(space, kind);
+      ASSERT_EQ(s.valid, static_cast<std::int64_t>(pts.size()));
+      ASSERT_GT(pts.size(), 1000u);
+
+      std::vector<Point> ranked = pts;
+      std::sort(ranked.begin(), ranked.end(), [](const Point& a, const Point& b) {
+        return a.latency != b.latency ? a.latency < b.latency : a.index < b.index;
+      });
+      ASSERT_EQ(s.top.size(), 25u);
+      for (std::size_t i = 0; i < 25; ++i) {
+        EXPECT_EQ(s.top[i].index, ranked[i].index) << i;
+        EXPECT_EQ(s.top[i].latency_ps, ranked[i].latency) << i;
+      }
+
+      const auto front = brute_front(pts);
+      ASSERT_EQ(s.pareto.size(), front.size());
+      ASSERT_GE(front.size(), group_axes == 3 ? 8u : 2u);
+      for (std::size_t i = 0; i < front.size(); ++i) {
+        EXPECT_EQ(s.pareto[i].index, front[i].index) << i;
+        EXPECT_EQ(s.pareto[i].group, front[i].group) << i;
+        EXPECT_EQ(s.pareto[i].cost, front[i].cost) << i;
+        EXPECT_EQ(s.pareto[i].latency_ps, front[i].latency_ps) << i;
+      }
+
+      std::vector<std::int64_t> hist(batched::kHistBins, 0);
+      for (const Point& p : pts) ++hist[static_cast<std::size_t>(batched::hist_bin(p.latency))];
+      EXPECT_EQ(s.histogram, hist);
+    }
+}
+
+// Ties: an axis listing a value twice makes pairs of identical configs, and the lower index
+// must win everywhere, whatever the chunking.
+TEST(SweepReductions, TiesGoToTheLowestIndex) {
+  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  batched::GemmSpace space = testing::reduction_space(topo);
+  space.values.back() = {1, 1};  // buffers 1 twice
+  space.group_axes = 0;
+  GemmReductions red{10, ParetoCost::pes, true};
+  const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 1 << 20, 1, red);
+  // Twins rank side by side, the lower index first; on the front the twin is beaten.
+  ASSERT_EQ(s.top.size(), 10u);
+  for (std::size_t i = 0; i < s.top.size(); i += 2) {
+    EXPECT_EQ(s.top[i].index % 2, 0) << s.top[i].index;
+    EXPECT_EQ(s.top[i + 1].index, s.top[i].index + 1);
+    EXPECT_EQ(s.top[i + 1].latency_ps, s.top[i].latency_ps);
+  }
+  ASSERT_FALSE(s.pareto.empty());
+  for (const auto& p : s.pareto) EXPECT_EQ(p.index % 2, 0) << p.index;
+  testing::expect_same_summary(s, sweep_gemm(BackendKind::omp, space, 3, 2, red));
+}
+
+TEST(SweepReductions, IndependentOfChunkAndThreads) {
+  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  batched::GemmSpace space = testing::reduction_space(topo);
+  const GemmReductions red{100, ParetoCost::hbm, true};
+  for (int group_axes : {3, 0}) {
+    space.group_axes = group_axes;
+    const GemmSweepSummary whole = sweep_gemm(BackendKind::omp, space, 1 << 20, 2, red);
+    for (std::int64_t chunk : {1, 64, 4099})
+      for (int threads : {1, 2}) testing::expect_same_summary(whole, sweep_gemm(BackendKind::omp, space, chunk, threads, red));
+  }
+}
+
+TEST(SweepReductions, NoneAskedNoneReturned) {
+  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  const GemmSweepSummary s = sweep_gemm(BackendKind::omp, testing::reduction_space(topo), 4096, 2);
+  EXPECT_TRUE(s.top.empty());
+  EXPECT_TRUE(s.pareto.empty());
+  EXPECT_TRUE(s.histogram.empty());
+}
+
+TEST(SweepReductions, TopKOutOfRangeIsAnInputError) {
+  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  GemmReductions red;
+  red.top_k = batched::kMaxTopK + 1;
+  EXPECT_THROW(sweep_gemm(BackendKind::omp, testing::reduction_space(topo), 4096, 2, red), InputError);
+}
+
+}  // namespace
+}  // namespace kb
