@@ -286,7 +286,7 @@ TEST(Cli, SweepGemmBadInput) {
                      "2097152 groups; at most 2^20");
   expect_input_error(run(base + "--top 1025"), "--top 1025: must be in 0..1024");
   expect_input_error(run(base + "--pareto area"), "--pareto area: expected pes, sram, hbm or none");
-  expect_input_error(run(base + "--chunk -1"), "--chunk -1: must be in 1..2^30");
+  expect_input_error(run(base + "--chunk -1"), "--chunk -1: must be in 1..2^30 (or 0 for the default)");
   expect_input_error(run(base + "--tile-m 1:2048 --tile-n 1:1024 --tile-k 1:1024 --pes 1:1024 --cubes 1:1024"),
                      "the space has more than 2^50 configs");
   expect_input_error(run(base + "--set pe.clock_mhz=0"), "pe.clock_mhz: must be > 0");

@@ -151,8 +151,9 @@ TEST(GemmSweepOmp, BestPerGroupMatchesBruteForce) {
   std::vector<batched::GroupBest> want(4);
   std::int64_t valid = 0;
   const std::int64_t per_group = space.size() / 4;
+  const batched::GemmSpaceDecoder decode(space);
   for (std::int64_t i = 0; i < space.size(); ++i) {
-    const GemmResult r = gemm_model(batched::gemm_space_config(space, i));
+    const GemmResult r = gemm_model(decode(i));
     if (r.status != kGemmOk) continue;
     ++valid;
     auto& w = want[static_cast<std::size_t>(i / per_group)];

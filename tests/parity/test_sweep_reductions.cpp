@@ -27,8 +27,9 @@ struct Point {
 std::vector<Point> all_points(const batched::GemmSpace& space, ParetoCost kind) {
   std::vector<Point> pts;
   const std::int64_t stride = space.size() / space.groups();
+  const batched::GemmSpaceDecoder decode(space);
   for (std::int64_t i = 0; i < space.size(); ++i) {
-    const GemmConfig c = batched::gemm_space_config(space, i);
+    const GemmConfig c = decode(i);
     const GemmResult r = gemm_model(c);
     if (r.status != kGemmOk) continue;
     std::int64_t cost = 0;

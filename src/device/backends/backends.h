@@ -89,8 +89,16 @@ struct GemmSweepSummary {
   std::vector<std::int64_t> histogram;  // kHistBins counts of valid configs
 };
 
-// Decodes flat index `i` of `space` (host side, for reporting).
-GemmConfig gemm_space_config(const GemmSpace& space, std::int64_t i);
+// Decodes flat indices of a space (host side, for reporting). Holds a reference to `space`.
+class GemmSpaceDecoder {
+ public:
+  explicit GemmSpaceDecoder(const GemmSpace& space);
+  GemmConfig operator()(std::int64_t i) const;
+
+ private:
+  const GemmSpace& space_;
+  std::vector<std::int64_t> flat_;
+};
 // Sets the field that axis `a` sweeps.
 void gemm_space_set(GemmConfig& c, GemmAxis a, std::int64_t v);
 

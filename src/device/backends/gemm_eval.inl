@@ -13,21 +13,20 @@
 #include <thrust/unique.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "backends.h"
 
 namespace kb::batched::detail {
 
-// Device-copyable view of a GemmSpace.
+// Device-copyable view of a GemmSpace. The axes live in one flat array next to their values
+// (not in arrays of the view itself), so decoding indexes memory, not a copy of the view.
 struct SpaceView {
   GemmConfig base;
   std::int32_t naxes;
-  std::int32_t field[kMaxAxes];
-  std::int64_t len[kMaxAxes];
-  std::int64_t offset[kMaxAxes];  // into the flattened value array
-  const std::int64_t* values;
-  std::int64_t group_stride;  // product of the lengths of the non-group axes
   std::int32_t pareto;        // ParetoCost: which cost EvalIndex computes
+  std::int64_t group_stride;  // product of the lengths of the non-group axes
+  const std::int64_t* data;   // per axis: field, length, offset of its values in data; then the values
 };
 
 KB_HD inline void set_field(GemmConfig& c, std::int32_t f, std::int64_t v) {
@@ -51,9 +50,10 @@ KB_HD inline void set_field(GemmConfig& c, std::int32_t f, std::int64_t v) {
 KB_HD inline GemmConfig decode(const SpaceView& s, std::int64_t i) {
   GemmConfig c = s.base;
   for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
-    const std::int64_t d = i % s.len[a];
-    i /= s.len[a];
-    set_field(c, s.field[a], s.values[s.offset[a] + d]);
+    const std::int64_t* axis = s.data + 3 * a;
+    const std::int64_t d = i % axis[1];
+    i /= axis[1];
+    set_field(c, static_cast<std::int32_t>(axis[0]), s.data[axis[2] + d]);
   }
   return c;
 }
@@ -114,29 +114,30 @@ struct AddPair {
   }
 };
 
-inline SpaceView make_view(const GemmSpace& space, const std::int64_t* device_values,
-                           ParetoCost pareto = ParetoCost::none) {
-  SpaceView v{};
-  v.pareto = static_cast<std::int32_t>(pareto);
-  v.base = space.base;
-  v.naxes = static_cast<std::int32_t>(space.axes.size());
-  std::int64_t off = 0, stride = 1;
-  for (std::size_t a = 0; a < space.axes.size(); ++a) {
-    v.field[a] = static_cast<std::int32_t>(space.axes[a]);
-    v.len[a] = static_cast<std::int64_t>(space.values[a].size());
-    v.offset[a] = off;
-    off += v.len[a];
-    if (static_cast<int>(a) >= space.group_axes) stride *= v.len[a];
+// The flat array of a SpaceView: axis records, then every axis's values.
+inline std::vector<std::int64_t> flatten_values(const GemmSpace& space) {
+  const std::size_t naxes = space.axes.size();
+  std::vector<std::int64_t> flat(3 * naxes);
+  for (std::size_t a = 0; a < naxes; ++a) {
+    flat[3 * a] = static_cast<std::int64_t>(space.axes[a]);
+    flat[3 * a + 1] = static_cast<std::int64_t>(space.values[a].size());
+    flat[3 * a + 2] = static_cast<std::int64_t>(flat.size());
+    flat.insert(flat.end(), space.values[a].begin(), space.values[a].end());
   }
-  v.values = device_values;
-  v.group_stride = stride;
-  return v;
+  return flat;
 }
 
-inline std::vector<std::int64_t> flatten_values(const GemmSpace& space) {
-  std::vector<std::int64_t> flat;
-  for (const auto& vals : space.values) flat.insert(flat.end(), vals.begin(), vals.end());
-  return flat;
+// `data`: flatten_values(space), where the backend's code can read it.
+inline SpaceView make_view(const GemmSpace& space, const std::int64_t* data, ParetoCost pareto = ParetoCost::none) {
+  SpaceView v{};
+  v.base = space.base;
+  v.naxes = static_cast<std::int32_t>(space.axes.size());
+  v.pareto = static_cast<std::int32_t>(pareto);
+  v.group_stride = 1;
+  for (std::size_t a = static_cast<std::size_t>(space.group_axes); a < space.axes.size(); ++a)
+    v.group_stride *= static_cast<std::int64_t>(space.values[a].size());
+  v.data = data;
+  return v;
 }
 
 // Folds one chunk's per-group winners into the running summary (host side, few groups).
@@ -177,15 +178,15 @@ struct SameGroupCost {
   KB_HD bool operator()(const Keyed& a, const Keyed& b) const { return a.group == b.group && a.cost == b.cost; }
 };
 
-// Valid and, with one group, not beaten by any point of the running front (sorted by cost,
-// latency strictly falling): the front point with the largest cost <= k.cost has the
-// lowest latency of all points that cost no more. With several groups every valid config
-// passes and the sort below does the work.
+// Valid and not beaten by a point of group `group`'s running front (sorted by cost, latency
+// strictly falling): the front point with the largest cost <= k.cost has the lowest latency
+// of all points that cost no more. Configs of other groups pass; the sort does the rest.
 struct NotBeaten {
   const ParetoPoint* front;
-  std::int64_t size;
+  std::int64_t size, group;
   KB_HD bool operator()(const Keyed& k) const {
     if (k.latency == INT64_MAX) return false;
+    if (k.group != group) return true;
     std::int64_t lo = 0, hi = size;  // first point with cost > k.cost
     while (lo < hi) {
       const std::int64_t mid = (lo + hi) / 2;
@@ -205,30 +206,36 @@ struct BinOf {
   }
 };
 
-// Merges candidates into the running fronts, one per group (host side).
-inline void merge_front(std::vector<ParetoPoint>& front, std::vector<ParetoPoint> more) {
-  more.insert(more.end(), front.begin(), front.end());
-  std::sort(more.begin(), more.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
-    if (a.group != b.group) return a.group < b.group;
-    if (a.cost != b.cost) return a.cost < b.cost;
-    return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
-  });
-  front.clear();
-  for (const ParetoPoint& p : more)
+inline bool pareto_order(const ParetoPoint& a, const ParetoPoint& b) {
+  if (a.group != b.group) return a.group < b.group;
+  if (a.cost != b.cost) return a.cost < b.cost;
+  return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
+}
+
+// Merges a chunk's candidates (in pareto_order, groups >= g0, the chunk's first group) into
+// the running fronts, one per group. Chunks come in index order, so the fronts of groups
+// before g0 are final and only the tail from g0 on is touched (host side).
+inline void merge_front(std::vector<ParetoPoint>& front, const std::vector<ParetoPoint>& more, std::int64_t g0) {
+  const auto tail = std::lower_bound(front.begin(), front.end(), g0,
+                                     [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
+  std::vector<ParetoPoint> merged;
+  merged.reserve(static_cast<std::size_t>(front.end() - tail) + more.size());
+  std::merge(tail, front.end(), more.begin(), more.end(), std::back_inserter(merged), pareto_order);
+  front.erase(tail, front.end());
+  for (const ParetoPoint& p : merged)
     if (front.empty() || p.group != front.back().group || p.latency_ps < front.back().latency_ps) front.push_back(p);
 }
 
-// Sys: the backend's execution policy (Sys::policy()) and vector template (Sys::vec<T>).
+// Sys: the backend's vector template (Sys::vec<T>); chunk() takes its execution policy.
 template <class Sys>
 struct Extras {
   GemmReductions red;
-  bool one_group;
   typename Sys::template vec<Keyed> pick;
   typename Sys::template vec<ParetoPoint> front_dev;
   typename Sys::template vec<std::int32_t> bins, bin_keys;
   typename Sys::template vec<std::int64_t> bin_counts;
 
-  Extras(const GemmReductions& r, std::int64_t cap, std::int64_t groups) : red(r), one_group(groups == 1) {
+  Extras(const GemmReductions& r, std::int64_t cap) : red(r) {
     if (red.top_k > 0 || red.pareto != ParetoCost::none) pick.resize(static_cast<std::size_t>(cap));
     if (red.histogram) {
       bins.resize(static_cast<std::size_t>(cap));
@@ -237,9 +244,9 @@ struct Extras {
     }
   }
 
-  template <class It>
-  void chunk(It keyed, std::int64_t len, GemmSweepSummary& sum) {
-    const auto pol = Sys::policy();
+  // One chunk: `len` keyed configs from `keyed`, whose first group is g0.
+  template <class Policy, class It>
+  void chunk(const Policy& pol, It keyed, std::int64_t len, std::int64_t g0, GemmSweepSummary& sum) {
     if (red.top_k > 0) {
       const std::size_t k = static_cast<std::size_t>(red.top_k);
       const FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
@@ -255,18 +262,21 @@ struct Extras {
       if (sum.top.size() > k) sum.top.resize(k);
     }
     if (red.pareto != ParetoCost::none) {
-      const std::size_t filter = one_group ? sum.pareto.size() : 0;
-      front_dev.resize(filter);
-      thrust::copy(sum.pareto.begin(), sum.pareto.begin() + static_cast<std::ptrdiff_t>(filter), front_dev.begin());
-      const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(filter)};
+      // Group g0 may already have a front from earlier chunks: filter its configs by it.
+      const auto tail = std::lower_bound(sum.pareto.begin(), sum.pareto.end(), g0,
+                                         [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
+      front_dev.resize(static_cast<std::size_t>(sum.pareto.end() - tail));
+      thrust::copy(tail, sum.pareto.end(), front_dev.begin());
+      const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(front_dev.size()), g0};
       const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), keep) - pick.begin();
       thrust::sort(pol, pick.begin(), pick.begin() + n, ByGroupCost{});
       const std::int64_t m = thrust::unique(pol, pick.begin(), pick.begin() + n, SameGroupCost{}) - pick.begin();
       std::vector<Keyed> cand(static_cast<std::size_t>(m));
       thrust::copy(pick.begin(), pick.begin() + m, cand.begin());
       std::vector<ParetoPoint> more;
+      more.reserve(cand.size());
       for (const Keyed& c : cand) more.push_back(ParetoPoint{c.group, c.cost, c.latency, c.index});
-      merge_front(sum.pareto, std::move(more));
+      merge_front(sum.pareto, more, g0);
     }
     if (red.histogram) {
       if (sum.histogram.empty()) sum.histogram.assign(static_cast<std::size_t>(kHistBins), 0);

@@ -20,7 +20,6 @@ struct ThreadScope {
 struct OmpSys {
   template <class T>
   using vec = thrust::omp::vector<T>;
-  static auto policy() { return thrust::omp::par; }
 };
 }  // namespace
 
@@ -38,9 +37,11 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   const std::int64_t total = space.size();
   thrust::omp::vector<Keyed> keyed(static_cast<std::size_t>(std::min(chunk, total)));
-  thrust::omp::vector<std::int64_t> groups_out(keyed.size());
-  thrust::omp::vector<Keyed> best_out(keyed.size());
-  Extras<OmpSys> extras(red, static_cast<std::int64_t>(keyed.size()), space.groups());
+  // A chunk spans at most cap / stride + 2 groups.
+  const std::size_t max_groups = keyed.size() / static_cast<std::size_t>(view.group_stride) + 2;
+  thrust::omp::vector<std::int64_t> groups_out(max_groups);
+  thrust::omp::vector<Keyed> best_out(max_groups);
+  Extras<OmpSys> extras(red, static_cast<std::int64_t>(keyed.size()));
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
@@ -57,7 +58,7 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
     std::vector<Keyed> winners(ngroups);
     thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(ngroups), winners.begin());
     merge(sum, winners);
-    extras.chunk(keyed.begin(), len, sum);
+    extras.chunk(thrust::omp::par, keyed.begin(), len, start / view.group_stride, sum);
     sum.evaluated += len;
   }
   return sum;
@@ -67,9 +68,10 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
 
 namespace kb::batched {
 
-GemmConfig gemm_space_config(const GemmSpace& space, std::int64_t i) {
-  const std::vector<std::int64_t> flat = detail::flatten_values(space);
-  return detail::decode(detail::make_view(space, flat.data()), i);
+GemmSpaceDecoder::GemmSpaceDecoder(const GemmSpace& space) : space_(space), flat_(detail::flatten_values(space)) {}
+
+GemmConfig GemmSpaceDecoder::operator()(std::int64_t i) const {
+  return detail::decode(detail::make_view(space_, flat_.data()), i);
 }
 
 void gemm_space_set(GemmConfig& c, GemmAxis a, std::int64_t v) { detail::set_field(c, static_cast<std::int32_t>(a), v); }

@@ -238,7 +238,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
   red.pareto = parse_pareto(a.pareto);
   red.histogram = a.histogram;
   if (a.top < 0 || a.top > batched::kMaxTopK) throw InputError("--top " + std::to_string(a.top) + ": must be in 0..1024");
-  if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30)) throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30");
+  if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30)) throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
   const BackendKind backend = resolve_backend(a.backend);
   const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
 
@@ -247,24 +247,10 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::int64_t size = sp.s.size();
   const std::int64_t group_stride = size / sp.s.groups();
+  const batched::GemmSpaceDecoder decode(sp.s);
 
-  nlohmann::json j;
-  j["schema"] = "kernbench-gpu/gemm-space-sweep";
-  j["schema_version"] = "1.0.0";
-  j["generator"] = std::string("kernbench-gpu ") + KB_VERSION;
-  j["topology"] = {{"name", topo.name}, {"hash", hash_hex(topo.hash)}};
-  j["backend"] = to_string(backend);
-  nlohmann::json axes = nlohmann::json::array();
-  for (std::size_t i = 0; i < sp.s.axes.size(); ++i) axes.push_back({{"name", sp.specs[i]->name}, {"values", sp.s.values[i]}});
-  nlohmann::json group = nlohmann::json::array();
-  for (int i = 0; i < sp.s.group_axes; ++i) group.push_back(sp.specs[static_cast<std::size_t>(i)]->name);
-  j["space"] = {{"size", size}, {"axes", axes}, {"group", group}, {"groups", sp.s.groups()}};
-  j["evaluated"] = sum.evaluated;
-  j["valid"] = sum.valid;
-  j["latency_checksum"] = sum.latency_checksum;
-  j["timing"] = {{"seconds", seconds}, {"configs_per_s", seconds > 0 ? static_cast<double>(size) / seconds : 0.0}};
   auto group_key = [&](std::int64_t g) {
-    const GemmConfig first = batched::gemm_space_config(sp.s, g * group_stride);
+    const GemmConfig first = decode(g * group_stride);
     nlohmann::json key = nlohmann::json::object();
     for (std::size_t i = 0; i < static_cast<std::size_t>(sp.s.group_axes); ++i)
       key[sp.specs[i]->name] = sp.s.axes[i] == GemmAxis::dataflow
@@ -272,39 +258,57 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
                                    : nlohmann::json(field_of(first, sp.s.axes[i]));
     return key;
   };
-  nlohmann::json best = nlohmann::json::array();
-  for (std::size_t g = 0; g < sum.best.size(); ++g) {
-    const auto& b = sum.best[g];
-    best.push_back({{"group", group_key(static_cast<std::int64_t>(g))},
-                    {"best", b.index < 0 ? nlohmann::json() : config_json(b.index, batched::gemm_space_config(sp.s, b.index))}});
-  }
-  j["best_per_group"] = best;
-  nlohmann::json top = nlohmann::json::array();
-  for (const auto& t : sum.top) top.push_back(config_json(t.index, batched::gemm_space_config(sp.s, t.index)));
-  j["top"] = top;
-  if (red.pareto != batched::ParetoCost::none) {
-    nlohmann::json fronts = nlohmann::json::array();
-    for (const auto& p : sum.pareto) {
-      if (fronts.empty() || fronts.back()["group_index"] != p.group)
-        fronts.push_back({{"group_index", p.group}, {"group", group_key(p.group)}, {"points", nlohmann::json::array()}});
-      nlohmann::json c = config_json(p.index, batched::gemm_space_config(sp.s, p.index));
-      c["cost"] = p.cost;
-      fronts.back()["points"].push_back(c);
+  // The JSON (one model evaluation per reported config) only when it is asked for.
+  if (a.json || !a.out.empty()) {
+    nlohmann::json j;
+    j["schema"] = "kernbench-gpu/gemm-space-sweep";
+    j["schema_version"] = "1.0.0";
+    j["generator"] = std::string("kernbench-gpu ") + KB_VERSION;
+    j["topology"] = {{"name", topo.name}, {"hash", hash_hex(topo.hash)}};
+    j["backend"] = to_string(backend);
+    nlohmann::json axes = nlohmann::json::array();
+    for (std::size_t i = 0; i < sp.s.axes.size(); ++i) axes.push_back({{"name", sp.specs[i]->name}, {"values", sp.s.values[i]}});
+    nlohmann::json group = nlohmann::json::array();
+    for (int i = 0; i < sp.s.group_axes; ++i) group.push_back(sp.specs[static_cast<std::size_t>(i)]->name);
+    j["space"] = {{"size", size}, {"axes", axes}, {"group", group}, {"groups", sp.s.groups()}};
+    j["evaluated"] = sum.evaluated;
+    j["valid"] = sum.valid;
+    j["latency_checksum"] = sum.latency_checksum;
+    j["timing"] = {{"seconds", seconds}, {"configs_per_s", seconds > 0 ? static_cast<double>(size) / seconds : 0.0}};
+    nlohmann::json best = nlohmann::json::array();
+    for (std::size_t g = 0; g < sum.best.size(); ++g) {
+      const auto& b = sum.best[g];
+      best.push_back({{"group", group_key(static_cast<std::int64_t>(g))},
+                      {"best", b.index < 0 ? nlohmann::json() : config_json(b.index, decode(b.index))}});
     }
-    j["pareto"] = {{"cost", a.pareto}, {"meaning", pareto_meaning(red.pareto)}, {"fronts", fronts}};
-  }
-  if (red.histogram) {
-    nlohmann::json bins = nlohmann::json::array();
-    for (int b = 0; b < batched::kHistBins; ++b)
-      if (sum.histogram[static_cast<std::size_t>(b)] > 0)
-        bins.push_back({{"lo_ps", batched::hist_bin_lo(b)}, {"hi_ps", batched::hist_bin_lo(b + 1)},
-                        {"count", sum.histogram[static_cast<std::size_t>(b)]}});
-    j["histogram"] = {{"bins_per_octave", batched::kHistBinsPerOctave}, {"bins", bins}};
-  }
-  if (!a.out.empty()) write_file_atomic(a.out, j.dump(2) + "\n");
-  if (a.json) {
-    std::cout << j.dump(2) << "\n";
-    return;
+    j["best_per_group"] = best;
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& t : sum.top) top.push_back(config_json(t.index, decode(t.index)));
+    j["top"] = top;
+    if (red.pareto != batched::ParetoCost::none) {
+      nlohmann::json fronts = nlohmann::json::array();
+      for (const auto& p : sum.pareto) {
+        if (fronts.empty() || fronts.back()["group_index"] != p.group)
+          fronts.push_back({{"group_index", p.group}, {"group", group_key(p.group)}, {"points", nlohmann::json::array()}});
+        nlohmann::json c = config_json(p.index, decode(p.index));
+        c["cost"] = p.cost;
+        fronts.back()["points"].push_back(c);
+      }
+      j["pareto"] = {{"cost", a.pareto}, {"meaning", pareto_meaning(red.pareto)}, {"fronts", fronts}};
+    }
+    if (red.histogram) {
+      nlohmann::json bins = nlohmann::json::array();
+      for (int b = 0; b < batched::kHistBins; ++b)
+        if (sum.histogram[static_cast<std::size_t>(b)] > 0)
+          bins.push_back({{"lo_ps", batched::hist_bin_lo(b)}, {"hi_ps", batched::hist_bin_lo(b + 1)},
+                          {"count", sum.histogram[static_cast<std::size_t>(b)]}});
+      j["histogram"] = {{"bins_per_octave", batched::kHistBinsPerOctave}, {"bins", bins}};
+    }
+    if (!a.out.empty()) write_file_atomic(a.out, j.dump(2) + "\n");
+    if (a.json) {
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
   }
 
   std::printf("sweep gemm: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", (long long)size,
@@ -316,14 +320,18 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
   std::printf("\nbest per group (%s):\n", a.group.c_str());
   print_header();
   for (std::size_t g = 0; g < shown; ++g) {
-    if (sum.best[g].index < 0) std::printf("  group %zu: no valid config\n", g);
-    else print_row(batched::gemm_space_config(sp.s, sum.best[g].index));
+    if (sum.best[g].index < 0) {
+      const GemmConfig first = decode(static_cast<std::int64_t>(g) * group_stride);
+      std::printf("  group %s: no valid config (the first: %s)\n", group_key(static_cast<std::int64_t>(g)).dump().c_str(),
+                  gemm_status_message(gemm_model(first).status, first).c_str());
+    }
+    else print_row(decode(sum.best[g].index));
   }
   if (shown < sum.best.size()) std::printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
   if (!sum.top.empty()) {
     std::printf("\ntop %zu of the whole space:\n", sum.top.size());
     print_header();
-    for (const auto& t : sum.top) print_row(batched::gemm_space_config(sp.s, t.index));
+    for (const auto& t : sum.top) print_row(decode(t.index));
   }
   if (red.pareto != batched::ParetoCost::none) {
     std::printf("\nPareto front per group, latency against %s:\n", pareto_meaning(red.pareto));
@@ -336,7 +344,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
         print_header();
       }
       std::printf("  %9lld", (long long)p.cost);
-      print_row(batched::gemm_space_config(sp.s, p.index));
+      print_row(decode(p.index));
     }
     if (fronts > 10) std::printf("  ... fronts of further groups in --json\n");
   }
