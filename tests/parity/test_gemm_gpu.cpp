@@ -46,8 +46,13 @@ TEST_F(GemmCuda, SweepMatchesOpenMP) {
   s.axes = {A::m, A::n, A::k, A::tile_m, A::tile_n, A::tile_k, A::pes, A::cubes, A::buffers, A::dataflow};
   s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
               {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
-  s.group_axes = 3;
-  testing::expect_same_summary(sweep_gemm(BackendKind::omp, s, 4099), sweep_gemm(BackendKind::cuda, s, 4099));
+  // Few groups per chunk (reduce_by_key on the device), then 1,152 groups of 48 configs in
+  // one chunk (CUB's segmented arg-min).
+  for (int group_axes : {3, 7}) {
+    s.group_axes = group_axes;
+    for (std::int64_t chunk : {4099, 1 << 20})
+      testing::expect_same_summary(sweep_gemm(BackendKind::omp, s, chunk), sweep_gemm(BackendKind::cuda, s, chunk));
+  }
 }
 
 TEST_F(GemmCuda, SweepReductionsMatchOpenMP) {

@@ -1,5 +1,7 @@
 // CUDA backend: the generic Thrust code on thrust::cuda; CUB directly for the per-group
-// arg-min, where a segmented reduction over known offsets beats reduce_by_key.
+// arg-min when a chunk holds many groups, where a segmented reduction over known offsets
+// (one block per group) beats reduce_by_key. Thrust's temporary storage comes from a cache,
+// so a chunk allocates nothing once the first has run.
 #include <cuda_runtime.h>
 #include <thrust/device_vector.h>
 #include <thrust/reduce.h>
@@ -8,6 +10,7 @@
 #include <thrust/transform_reduce.h>
 
 #include <cub/device/device_segmented_reduce.cuh>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -56,29 +59,78 @@ struct LatencyOf {
 struct CudaSys {
   template <class T>
   using vec = thrust::cuda::vector<T>;
-  static auto policy() { return thrust::cuda::par; }
 };
 
+// Offset of group boundary g inside the chunk [start, start+len).
 struct SegmentOffset {
   std::int64_t start, stride, len;
   __host__ __device__ std::int64_t operator()(std::int64_t g) const {
-    // Offset of group boundary g inside the chunk [start, start+len).
     const std::int64_t first_group = start / stride;
     const std::int64_t pos = (first_group + g) * stride - start;
     return pos < 0 ? 0 : (pos > len ? len : pos);
   }
 };
 
+// Temporary storage for Thrust algorithms (thrust::cuda::par(alloc)): blocks are kept and
+// reused, since each cudaMalloc/cudaFree pair would synchronise the device.
+class CachedAllocator {
+ public:
+  using value_type = char;
+  CachedAllocator() = default;
+  CachedAllocator(const CachedAllocator&) = delete;
+  CachedAllocator& operator=(const CachedAllocator&) = delete;
+  ~CachedAllocator() {
+    for (auto& f : free_) cudaFree(f.second);
+    for (auto& u : used_) cudaFree(u.first);
+  }
+  char* allocate(std::ptrdiff_t n) {
+    char* p = nullptr;
+    std::ptrdiff_t size = n;
+    auto it = free_.lower_bound(n);  // the smallest free block that fits
+    if (it != free_.end()) {
+      size = it->first;
+      p = it->second;
+      free_.erase(it);
+    } else {
+      KB_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&p), static_cast<std::size_t>(n > 0 ? n : 1)));
+    }
+    used_.emplace(p, size);
+    return p;
+  }
+  void deallocate(char* p, std::size_t) {
+    auto it = used_.find(p);
+    if (it == used_.end()) return;
+    free_.emplace(it->second, p);
+    used_.erase(it);
+  }
+
+ private:
+  std::multimap<std::ptrdiff_t, char*> free_;
+  std::map<char*, std::ptrdiff_t> used_;
+};
+
+// Below this many groups in a chunk, reduce_by_key (all SMs on every group) is used;
+// from it on, CUB's segmented arg-min (a block per group).
+constexpr int kSegmentedMinGroups = 256;
+// Device memory a chunk config needs: keyed, picked and latency copies, a bin, sort scratch.
+constexpr std::int64_t kBytesPerChunkConfig = 160;
+
 }  // namespace
 
 GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& red, std::int64_t chunk) {
   using namespace detail;
+  CachedAllocator alloc;
+  const auto pol = thrust::cuda::par(alloc);
   const std::vector<std::int64_t> flat_host = flatten_values(space);
   thrust::cuda::vector<std::int64_t> flat(flat_host.begin(), flat_host.end());
   const SpaceView view = make_view(space, thrust::raw_pointer_cast(flat.data()), red.pareto);
   GemmSweepSummary sum;
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   const std::int64_t total = space.size();
+  // Results do not depend on the chunk size, so a chunk is kept to half the free memory.
+  std::size_t free_bytes = 0, total_bytes = 0;
+  KB_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+  chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(chunk, static_cast<std::int64_t>(free_bytes / 2) / kBytesPerChunkConfig));
   const std::int64_t cap = std::min(chunk, total);
   thrust::cuda::vector<Keyed> keyed(static_cast<std::size_t>(cap));
   thrust::cuda::vector<std::int64_t> latency(static_cast<std::size_t>(cap));
@@ -86,48 +138,57 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& r
   thrust::cuda::vector<std::int64_t> offsets(static_cast<std::size_t>(max_segments + 1));
   using Pair = cub::KeyValuePair<int, std::int64_t>;
   thrust::cuda::vector<Pair> argmin(static_cast<std::size_t>(max_segments));
+  thrust::cuda::vector<std::int64_t> groups_out(static_cast<std::size_t>(max_segments));
+  thrust::cuda::vector<Keyed> best_out(static_cast<std::size_t>(max_segments));
   thrust::cuda::vector<unsigned char> temp;
-  Extras<CudaSys> extras(red, cap, space.groups());
+  Extras<CudaSys> extras(red, cap);
 
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(thrust::cuda::par, first, first + len, keyed.begin(), EvalIndex{view});
+    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex{view});
     KB_CUDA_CALL(cudaGetLastError());
-    const auto counted = thrust::transform_reduce(thrust::cuda::par, keyed.begin(), keyed.begin() + len,
-                                                  ValidLatency{}, thrust::make_tuple(std::int64_t{0}, std::uint64_t{0}),
-                                                  AddPair{});
+    const auto counted = thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, ValidLatency{},
+                                                  thrust::make_tuple(std::int64_t{0}, std::uint64_t{0}), AddPair{});
     sum.valid += thrust::get<0>(counted);
     sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + thrust::get<1>(counted));
-    thrust::transform(thrust::cuda::par, keyed.begin(), keyed.begin() + len, latency.begin(), LatencyOf{});
 
     const std::int64_t g0 = start / view.group_stride, g1 = (start + len - 1) / view.group_stride;
     const int segments = static_cast<int>(g1 - g0 + 1);
-    thrust::counting_iterator<std::int64_t> gi(0);
-    thrust::transform(thrust::cuda::par, gi, gi + segments + 1, offsets.begin(),
-                      SegmentOffset{start, view.group_stride, len});
-    std::size_t temp_bytes = 0;
-    const std::int64_t* off = thrust::raw_pointer_cast(offsets.data());
-    KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(nullptr, temp_bytes, thrust::raw_pointer_cast(latency.data()),
-                                                    thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
-    if (temp.size() < temp_bytes) temp.resize(temp_bytes);
-    KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(thrust::raw_pointer_cast(temp.data()), temp_bytes,
-                                                    thrust::raw_pointer_cast(latency.data()),
-                                                    thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
-    KB_CUDA_CALL(cudaDeviceSynchronize());
-    std::vector<Pair> host(static_cast<std::size_t>(segments));
-    thrust::copy(argmin.begin(), argmin.begin() + segments, host.begin());
-    std::vector<std::int64_t> host_off(static_cast<std::size_t>(segments + 1));
-    thrust::copy(offsets.begin(), offsets.begin() + segments + 1, host_off.begin());
     std::vector<Keyed> winners;
-    for (int s = 0; s < segments; ++s) {
-      if (host_off[static_cast<std::size_t>(s)] == host_off[static_cast<std::size_t>(s) + 1]) continue;
-      // CUB reports the position inside the segment.
-      const std::int64_t idx = start + host_off[static_cast<std::size_t>(s)] + host[static_cast<std::size_t>(s)].key;
-      winners.push_back(Keyed{g0 + s, host[static_cast<std::size_t>(s)].value, idx});
+    if (segments < kSegmentedMinGroups) {
+      // Groups are contiguous in index order, so one reduce_by_key finds each group's best.
+      auto keys = thrust::make_transform_iterator(keyed.begin(), GroupOf{});
+      auto ends = thrust::reduce_by_key(pol, keys, keys + len, keyed.begin(), groups_out.begin(), best_out.begin(),
+                                        thrust::equal_to<std::int64_t>{}, BetterOf{});
+      winners.resize(static_cast<std::size_t>(ends.second - best_out.begin()));
+      thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(winners.size()), winners.begin());
+    } else {
+      thrust::transform(pol, keyed.begin(), keyed.begin() + len, latency.begin(), LatencyOf{});
+      thrust::counting_iterator<std::int64_t> gi(0);
+      thrust::transform(pol, gi, gi + segments + 1, offsets.begin(), SegmentOffset{start, view.group_stride, len});
+      std::size_t temp_bytes = 0;
+      const std::int64_t* off = thrust::raw_pointer_cast(offsets.data());
+      KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(nullptr, temp_bytes, thrust::raw_pointer_cast(latency.data()),
+                                                      thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
+      if (temp.size() < temp_bytes) temp.resize(temp_bytes);
+      KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(thrust::raw_pointer_cast(temp.data()), temp_bytes,
+                                                      thrust::raw_pointer_cast(latency.data()),
+                                                      thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
+      KB_CUDA_CALL(cudaGetLastError());
+      std::vector<Pair> host(static_cast<std::size_t>(segments));
+      thrust::copy(argmin.begin(), argmin.begin() + segments, host.begin());
+      std::vector<std::int64_t> host_off(static_cast<std::size_t>(segments + 1));
+      thrust::copy(offsets.begin(), offsets.begin() + segments + 1, host_off.begin());
+      for (int s = 0; s < segments; ++s) {
+        const auto u = static_cast<std::size_t>(s);
+        if (host_off[u] == host_off[u + 1]) continue;
+        // CUB reports the position inside the segment.
+        winners.push_back(Keyed{g0 + s, host[u].value, start + host_off[u] + host[u].key, 0});
+      }
     }
     merge(sum, winners);
-    extras.chunk(keyed.begin(), len, sum);
+    extras.chunk(pol, keyed.begin(), len, g0, sum);
     KB_CUDA_CALL(cudaGetLastError());
     sum.evaluated += len;
   }
