@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check: the CUDA backend built for sm_90, its parity tests (ctest label `gpu`), the
-# throughput benchmark, and milestone-1h-gemm on the CUDA and OpenMP backends compared
-# number for number; a short table is printed last.
+# throughput benchmark, milestone-1h-gemm and a 3.1 M-config `sweep gemm` on the CUDA and
+# OpenMP backends compared number for number, and a 198 M-config sweep on CUDA for its
+# rate; a short table is printed last.
 #
 #   tools/gpu-check.sh prepare   On a development machine with nvcc (no GPU needed): builds
 #                                the sm_90 programs in build-gpu-bundle/ and packs gpu-bundle/:
@@ -148,6 +149,33 @@ PY
   fi
   cp "$m-cuda/gemm_sweep.json" "$out/milestone-cuda.json" 2>/dev/null
 
+  # sweep gemm with every reduction: 3.1 M configs on both backends (same answers), then
+  # 198 M configs on CUDA alone for the rate.
+  local sw_rc=0 sw_result big_result
+  local axes=(--tile-m 16:512:*2 --tile-n 16:512:*2 --tile-k 16:1024:*2 --pes 1:8 --cubes 1:8 --buffers 1,2
+              --dataflow os,ws,is --array-rows 16,32 --array-cols 32,64 --top 100 --pareto pes)
+  if grep -q "^not run" <<< "$ms_result"; then
+    sw_result="not run (no device)"
+    big_result="not run (no device)"
+  else
+    local small=(--m 1024,8192 --n 1024,8192 --k 1024,8192 "${axes[@]}")
+    "$bin_cli" sweep gemm "${small[@]}" --backend cuda --out "$out/sweep-cuda.json" > "$work/sweep-cuda.log" 2>&1 || sw_rc=1
+    "$bin_cli" sweep gemm "${small[@]}" --backend omp --out "$work/sweep-omp.json" > "$work/sweep-omp.log" 2>&1 || sw_rc=1
+    sw_result=$(python3 - "$out/sweep-cuda.json" "$work/sweep-omp.json" 2>&1 <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+rates = f'{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g}/s, omp {b["timing"]["configs_per_s"]:.3g}/s'
+for d in (a, b):
+    d.pop("timing"), d.pop("backend")
+print(("identical, " if a == b else "DIFFERENT, ") + rates)
+sys.exit(0 if a == b else 1)
+PY
+    ) || sw_rc=1
+    local big=(--m 1024:8192:+1024 --n 1024:8192:+1024 --k 1024:8192:+1024 "${axes[@]}")
+    "$bin_cli" sweep gemm "${big[@]}" --backend cuda > "$work/sweep-big.log" 2>&1 || sw_rc=1
+    big_result=$(sed -n 1,2p "$work/sweep-big.log" | tr -s ' ' | paste -sd ';')
+  fi
+
   {
     echo "== gpu: $(cat "$work/gpu.txt")"
     echo "== programs: $how"
@@ -155,6 +183,8 @@ PY
     grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]" "$out/gpu-tests.log" | sed 's/^/  /' | tail -8
     grep -m1 -E "CUDA backend not run" "$out/gpu-tests.log" | sed 's/^/  /'
     echo "== milestone-1h-gemm, cuda vs omp: $ms_result"
+    echo "== sweep gemm, cuda vs omp: $sw_result"
+    echo "== sweep gemm, large: $big_result"
     echo "== throughput (rc=$bench_rc)"
     printf '%-34s %16s\n' benchmark configs/s
     python3 - "$out/benchmarks.json" <<'PY' || grep -E "^BM_" "$work/benchmarks.txt"
@@ -164,7 +194,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(f'{b["name"]:<34} {rate:16.4g}' if rate else f'{b["name"]:<34} {b.get("error_message", "-"):>16}')
 PY
   } | tee "$out/summary.txt"
-  exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 ))
+  exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 || sw_rc != 0 ))
 }
 
 case "${1:-run}" in
