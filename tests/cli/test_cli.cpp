@@ -258,6 +258,20 @@ TEST(Cli, SweepGemmJson) {
   EXPECT_EQ(counted, j["valid"]);
 }
 
+TEST(Cli, SweepGemmReductionsCanBeTurnedOff) {
+  const Result r = run("sweep gemm --m 256 --n 256 --k 256 --tile-m 32,64 --pes 1:8 --top 0 --pareto none "
+                       "--no-histogram --group none --backend omp --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["top"].size(), 0u);
+  EXPECT_FALSE(j.contains("pareto"));
+  EXPECT_FALSE(j.contains("histogram"));
+  EXPECT_EQ(j["space"]["groups"], 1);
+  ASSERT_EQ(j["best_per_group"].size(), 1u);
+  EXPECT_EQ(j["best_per_group"][0]["group"], nlohmann::json::object());
+  EXPECT_EQ(j["best_per_group"][0]["best"]["pes"], 8);
+}
+
 TEST(Cli, SweepGemmTables) {
   const Result r = run("sweep gemm --m 2048 --n 1024,4096 --k 4096 --tile-m 64,128 --pes 1,8 --backend omp");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -224,7 +224,7 @@ void add_sweep_gemm_options(CLI::App* cmd, SweepGemmArgs& a) {
   cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024)")->capture_default_str();
   cmd->add_option("--pareto", a.pareto, "Pareto front of latency against: pes, sram, hbm or none")
       ->capture_default_str();
-  cmd->add_flag("--histogram,!--no-histogram", a.histogram, "latency histogram, 8 bins per octave (default: on)");
+  cmd->add_flag("--no-histogram", a.no_histogram, "skip the latency histogram (8 bins per octave)");
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();
   cmd->add_option("--chunk", a.chunk, "configs per device pass (default: 2^20 on OpenMP, 2^22 on CUDA)");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
@@ -236,7 +236,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
   batched::GemmReductions red;
   red.top_k = a.top;
   red.pareto = parse_pareto(a.pareto);
-  red.histogram = a.histogram;
+  red.histogram = !a.no_histogram;
   if (a.top < 0 || a.top > batched::kMaxTopK) throw InputError("--top " + std::to_string(a.top) + ": must be in 0..1024");
   if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30)) throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
   const BackendKind backend = resolve_backend(a.backend);

@@ -17,7 +17,7 @@ struct SweepGemmArgs {
   std::string group = "m,n,k";
   int top = 10;
   std::string pareto = "pes";
-  bool histogram = true;
+  bool no_histogram = false;
   std::string backend = "auto";
   std::int64_t chunk = 0;  // 0: 2^20 on OpenMP, 2^22 on CUDA
   bool json = false;
