@@ -168,6 +168,11 @@ TEST(Cli, CudaBackendWithoutDeviceIsAClearError) {
   const Result r = run("eval gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --engine batched --backend cuda");
   if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
   expect_input_error(r, "--backend cuda:");
+  const std::string out = fresh_dir("sweep_no_device") + "/s.json";
+  expect_input_error(run("sweep gemm --m 64 --n 64 --k 64 --tile-m 32 --tile-n 32 --tile-k 32 --backend cuda --out '" +
+                         out + "'"),
+                     "--backend cuda:");
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
@@ -304,6 +309,7 @@ TEST(Cli, SweepGemmBadInput) {
   expect_input_error(run(base + "--tile-m 1:2048 --tile-n 1:1024 --tile-k 1:1024 --pes 1:1024 --cubes 1:1024"),
                      "the space has more than 2^50 configs");
   expect_input_error(run(base + "--set pe.clock_mhz=0"), "pe.clock_mhz: must be > 0");
+  expect_input_error(run(base + "--backend gpu"), "--backend gpu: expected auto, cuda or omp");
   EXPECT_FALSE(fs::exists(out));
 }
 
