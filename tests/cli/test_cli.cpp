@@ -277,6 +277,34 @@ TEST(Cli, SweepGemmReductionsCanBeTurnedOff) {
   EXPECT_EQ(j["best_per_group"][0]["best"]["pes"], 8);
 }
 
+// Automatic tiles fit every shape, repeated values count once, and the JSON records what
+// the space holds besides its axes.
+TEST(Cli, SweepGemmAutoTilesAndRecord) {
+  const Result r = run("sweep gemm --m 32,64,64 --n 8192 --k 8192 --tile-m 16,auto,16 --pes 2 --backend omp --json "
+                       "--set pe.sram_kib=512");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["space"]["size"], 4);
+  EXPECT_EQ(j["valid"], 4);
+  EXPECT_EQ(j["space"]["axes"][0]["values"], nlohmann::json::parse("[32, 64]"));
+  EXPECT_EQ(j["space"]["axes"][3]["values"], nlohmann::json::parse(R"([16, "auto"])"));
+  EXPECT_EQ(j["space"]["fixed"]["tile_n"], "auto");
+  EXPECT_EQ(j["space"]["fixed"]["pes"], 2);
+  EXPECT_EQ(j["space"]["fixed"]["dataflow"], "os");
+  EXPECT_EQ(j["space"]["fixed"]["array_rows"], 32);
+  EXPECT_EQ(j["topology"]["overrides"], nlohmann::json::parse(R"(["pe.sram_kib=512"])"));
+  for (const auto& t : j["top"]) EXPECT_EQ(t["tile_n"], 128);
+  bool auto_m32 = false;
+  for (const auto& t : j["top"]) auto_m32 |= t["m"] == 32 && t["tile_m"] == 32;
+  EXPECT_TRUE(auto_m32);
+  // A group with no valid config says why.
+  const Result e = run("sweep gemm --m 16 --n 64 --k 64 --tile-n 128 --backend omp --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto je = nlohmann::json::parse(e.out);
+  EXPECT_TRUE(je["best_per_group"][0]["best"].is_null());
+  EXPECT_NE(je["best_per_group"][0]["reason"].get<std::string>().find("tile-m, tile-n, tile-k"), std::string::npos);
+}
+
 TEST(Cli, SweepGemmTables) {
   const Result r = run("sweep gemm --m 2048 --n 1024,4096 --k 4096 --tile-m 64,128 --pes 1,8 --backend omp");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -288,26 +316,33 @@ TEST(Cli, SweepGemmTables) {
 TEST(Cli, SweepGemmBadInput) {
   const std::string out = fresh_dir("sweep_bad") + "/s.json";
   const std::string base = "sweep gemm --m 64 --n 64 --k 64 --out '" + out + "' ";
-  expect_input_error(run(base + "--tile-m 32:abc"), "--tile-m 32:abc: item '32:abc': expected an integer (got 'abc')");
+  expect_input_error(run(base + "--tile-m 32:abc"), "--tile-m 32:abc: item '32:abc': expected a non-negative integer (got 'abc')");
   expect_input_error(run(base + "--tile-m 64:32"), "--tile-m 64:32: item '64:32': the range ends before it starts");
   expect_input_error(run(base + "--tile-m 32:64:+0"), "item '32:64:+0': the step must be >= 1");
   expect_input_error(run(base + "--tile-m 1:64:*1"), "item '1:64:*1': a geometric range needs FACTOR >= 2 and LO >= 1");
   expect_input_error(run(base + "--tile-m 1:64:/2"), "a step is +STEP or *FACTOR (got '/2')");
   expect_input_error(run(base + "--tile-m 1:2:3:4"), "expected V, LO:HI, LO:HI:+STEP or LO:HI:*FACTOR");
-  expect_input_error(run(base + "--tile-m 32,,64"), "--tile-m 32,,64: expected an integer (got '')");
-  expect_input_error(run(base + "--tile-m -8"), "expected an integer (got '-8')");
+  expect_input_error(run(base + "--tile-m 32,,64"), "--tile-m 32,,64: expected a non-negative integer (got '')");
+  expect_input_error(run(base + "--tile-m -8"), "expected a non-negative integer (got '-8')");
   expect_input_error(run(base + "--tile-m 99999999999999"), "value out of range (at most 2^40)");
   expect_input_error(run(base + "--tile-m 0:2000000"), "more than 2^20 values on one axis");
   expect_input_error(run(base + "--dataflow os,xs"), "--dataflow os,xs: item 'xs': expected os, ws or is");
   expect_input_error(run(base + "--group m,size"), "--group m,size: 'size' is not an axis");
   expect_input_error(run(base + "--group m,m"), "--group m,m: 'm' is named twice");
   expect_input_error(run(base + "--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048"),
-                     "2097152 groups; at most 2^20");
+                     "2097152 groups; at most 2^20 (group by fewer axes, or --group none)");
   expect_input_error(run(base + "--top 1025"), "--top 1025: must be in 0..1024");
   expect_input_error(run(base + "--pareto area"), "--pareto area: expected pes, sram, hbm or none");
   expect_input_error(run(base + "--chunk -1"), "--chunk -1: must be in 1..2^30 (or 0 for the default)");
-  expect_input_error(run(base + "--tile-m 1:2048 --tile-n 1:1024 --tile-k 1:1024 --pes 1:1024 --cubes 1:1024"),
+  expect_input_error(run("sweep gemm --m 1:1024 --n 1:1024 --k 1:1024 --tile-m 1:1024 --tile-n 1:2048 --group none"),
                      "the space has more than 2^50 configs");
+  expect_input_error(run(base + "--pes 1:16"), "--pes 1:16: item '1:16': 9 is outside 1..8");
+  expect_input_error(run(base + "--buffers 1,3"), "--buffers 1,3: item '3': 3 is outside 1..2");
+  expect_input_error(run(base + "--array-rows 8192"), "--array-rows 8192: item '8192': 8192 is outside 1..4096");
+  expect_input_error(run("sweep gemm --m 0,64 --n 64 --k 64"), "--m 0,64: item '0': 0 is outside 1..1048576");
+  const std::string folder = fresh_dir("sweep_out_folder");
+  fs::create_directories(folder);
+  expect_input_error(run("sweep gemm --m 64 --n 64 --k 64 --out '" + folder + "'"), "is a folder");
   expect_input_error(run(base + "--set pe.clock_mhz=0"), "pe.clock_mhz: must be > 0");
   expect_input_error(run(base + "--backend gpu"), "--backend gpu: expected auto, cuda or omp");
   EXPECT_FALSE(fs::exists(out));

@@ -18,6 +18,8 @@ enum class GemmAxis : std::int32_t {
   m = 0, n, k, tile_m, tile_n, tile_k, pes, cubes, buffers, dataflow, array_rows, array_cols, count
 };
 constexpr int kMaxAxes = 12;
+// A tile value of 0 in a space means min(kAutoTile, the matrix dimension).
+constexpr std::int64_t kAutoTile = 128;
 
 struct GemmSpace {
   GemmConfig base{};

@@ -55,6 +55,10 @@ KB_HD inline GemmConfig decode(const SpaceView& s, std::int64_t i) {
     i /= axis[1];
     set_field(c, static_cast<std::int32_t>(axis[0]), s.data[axis[2] + d]);
   }
+  // A tile of 0 means automatic: min(kAutoTile, its matrix dimension).
+  if (c.tile_m == 0) c.tile_m = c.m < kAutoTile ? c.m : kAutoTile;
+  if (c.tile_n == 0) c.tile_n = c.n < kAutoTile ? c.n : kAutoTile;
+  if (c.tile_k == 0) c.tile_k = c.k < kAutoTile ? c.k : kAutoTile;
   return c;
 }
 

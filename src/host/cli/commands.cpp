@@ -260,7 +260,7 @@ int cli_main(int argc, char** argv) {
     } else if (egemm->parsed()) {
       cmd_eval_gemm(g);
     } else if (sgemm->parsed()) {
-      cmd_sweep_gemm(sg, sweep_topo.load());
+      cmd_sweep_gemm(sg, sweep_topo.load(), sweep_topo.sets);
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
       std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());

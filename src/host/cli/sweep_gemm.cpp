@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -66,10 +68,12 @@ std::vector<std::int64_t> parse_dataflows(const std::string& text) {
   while (true) {
     const std::size_t at = text.find(',', start);
     const std::string item = text.substr(start, at == std::string::npos ? std::string::npos : at - start);
-    if (item == "os") v.push_back(static_cast<std::int64_t>(Dataflow::os));
-    else if (item == "ws") v.push_back(static_cast<std::int64_t>(Dataflow::ws));
-    else if (item == "is") v.push_back(static_cast<std::int64_t>(Dataflow::is));
+    std::int64_t d = -1;
+    if (item == "os") d = static_cast<std::int64_t>(Dataflow::os);
+    else if (item == "ws") d = static_cast<std::int64_t>(Dataflow::ws);
+    else if (item == "is") d = static_cast<std::int64_t>(Dataflow::is);
     else throw InputError("--dataflow " + text + ": item '" + item + "': expected os, ws or is");
+    if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
     if (at == std::string::npos) return v;
     start = at + 1;
   }
@@ -113,7 +117,14 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
     } else if (ax.axis == GemmAxis::dataflow) {
       values.push_back(parse_dataflows(*text[i]));
     } else {
-      values.push_back(parse_axis_values(ax.flag, *text[i]));
+      // Values no configuration could use are input errors, not invalid configs.
+      std::int64_t lo = 1, hi = kGemmMaxDim, auto_value = -1;
+      if (ax.axis == GemmAxis::tile_m || ax.axis == GemmAxis::tile_n || ax.axis == GemmAxis::tile_k) auto_value = 0;
+      if (ax.axis == GemmAxis::pes) hi = topo.pes_per_cube();
+      if (ax.axis == GemmAxis::cubes) hi = topo.cubes_per_sip();
+      if (ax.axis == GemmAxis::buffers) hi = 2;
+      if (ax.axis == GemmAxis::array_rows || ax.axis == GemmAxis::array_cols) hi = 4096;
+      values.push_back(parse_axis_values(ax.flag, *text[i], lo, hi, auto_value));
     }
   }
 
@@ -163,7 +174,8 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
     if (static_cast<int>(i) < sp.s.group_axes) groups *= len;
   }
   if (groups > kMaxGroups)
-    throw InputError("--group " + a.group + ": " + std::to_string(groups) + " groups; at most 2^20");
+    throw InputError("--group " + a.group + ": " + std::to_string(groups) +
+                     " groups; at most 2^20 (group by fewer axes, or --group none)");
   return sp;
 }
 
@@ -178,6 +190,8 @@ nlohmann::json config_json(std::int64_t index, const GemmConfig& c) {
   j["roofline_ps"] = r.roofline_ps;
   j["mac_cycles"] = r.mac_cycles;
   j["hbm_bytes"] = r.hbm_read_bytes + r.hbm_write_bytes;
+  j["sram_bytes"] = gemm_sram_bytes(c);
+  j["achieved_tflops"] = 2.0 * static_cast<double>(r.macs) / static_cast<double>(r.latency_ps);  // TFLOP/ps * 1e12
   return j;
 }
 
@@ -188,7 +202,7 @@ std::string us(ps_t ps) {
 }
 
 void print_header() {
-  std::printf("  %7s %7s %7s %6s %6s %6s %4s %5s %3s %3s %6s | %12s %12s %7s\n", "m", "n", "k", "tile_m", "tile_n",
+  std::printf("  %7s %7s %7s %6s %6s %6s %4s %5s %3s %3s %9s | %14s %14s %7s\n", "m", "n", "k", "tile_m", "tile_n",
               "tile_k", "pes", "cubes", "buf", "df", "array", "latency_us", "roofline_us", "x_roof");
 }
 
@@ -196,7 +210,7 @@ void print_row(const GemmConfig& c) {
   const GemmResult r = gemm_model(c);
   char array[24];
   std::snprintf(array, sizeof array, "%lldx%lld", (long long)c.array_rows, (long long)c.array_cols);
-  std::printf("  %7lld %7lld %7lld %6lld %6lld %6lld %4lld %5lld %3lld %3s %6s | %12s %12s %7.2f\n", (long long)c.m,
+  std::printf("  %7lld %7lld %7lld %6lld %6lld %6lld %4lld %5lld %3lld %3s %9s | %14s %14s %7.2f\n", (long long)c.m,
               (long long)c.n, (long long)c.k, (long long)c.tile_m, (long long)c.tile_n, (long long)c.tile_k,
               (long long)c.pes, (long long)c.cubes, (long long)c.buffers, to_string(static_cast<Dataflow>(c.dataflow)),
               array, us(r.latency_ps).c_str(), us(r.roofline_ps).c_str(),
@@ -210,29 +224,33 @@ void add_sweep_gemm_options(CLI::App* cmd, SweepGemmArgs& a) {
   cmd->add_option("--m", a.m, std::string("rows of A and C; ") + list)->required();
   cmd->add_option("--n", a.n, "columns of B and C")->required();
   cmd->add_option("--k", a.k, "columns of A, rows of B")->required();
-  cmd->add_option("--tile-m", a.tile_m, "output tile rows")->capture_default_str();
-  cmd->add_option("--tile-n", a.tile_n, "output tile columns")->capture_default_str();
-  cmd->add_option("--tile-k", a.tile_k, "k-slice per step")->capture_default_str();
-  cmd->add_option("--pes", a.pes, "PEs per cube")->capture_default_str();
-  cmd->add_option("--cubes", a.cubes, "cubes")->capture_default_str();
+  cmd->add_option("--tile-m", a.tile_m, "output tile rows; auto: min(128, m)")->capture_default_str();
+  cmd->add_option("--tile-n", a.tile_n, "output tile columns; auto: min(128, n)")->capture_default_str();
+  cmd->add_option("--tile-k", a.tile_k, "k-slice per step; auto: min(128, k)")->capture_default_str();
+  cmd->add_option("--pes", a.pes, "PEs per cube (1..the cube's PEs)")->capture_default_str();
+  cmd->add_option("--cubes", a.cubes, "cubes (1..the SIP's cubes)")->capture_default_str();
   cmd->add_option("--buffers", a.buffers, "SRAM buffer sets (1 or 2)")->capture_default_str();
   cmd->add_option("--dataflow", a.dataflow, "os, ws, is or a list (default: the topology's)");
   cmd->add_option("--array-rows", a.array_rows, "systolic array rows (default: the topology's)");
   cmd->add_option("--array-cols", a.array_cols, "systolic array columns (default: the topology's)");
-  cmd->add_option("--group", a.group, "axes whose values form a group with its own best config, or none")
+  cmd->add_option("--group", a.group,
+                  "axes whose values form a group with its own best config and Pareto front, or none")
       ->capture_default_str();
-  cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024)")->capture_default_str();
+  cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024; ties: the order given)")
+      ->capture_default_str();
   cmd->add_option("--pareto", a.pareto, "Pareto front of latency against: pes, sram, hbm or none")
       ->capture_default_str();
   cmd->add_flag("--no-histogram", a.no_histogram, "skip the latency histogram (8 bins per octave)");
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();
-  cmd->add_option("--chunk", a.chunk, "configs per device pass (default: 2^20 on OpenMP, 2^22 on CUDA)");
+  cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
 }
 
-void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
+void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std::vector<std::string>& sets) {
   const Space sp = build_space(a, topo);
+  if (!a.out.empty() && std::filesystem::is_directory(a.out))
+    throw InputError("--out " + a.out + ": is a folder; give a file name, e.g. " + a.out + "/sweep.json");
   batched::GemmReductions red;
   red.top_k = a.top;
   red.pareto = parse_pareto(a.pareto);
@@ -242,6 +260,13 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
   const BackendKind backend = resolve_backend(a.backend);
   const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
 
+  std::string topo_text = topo.name;
+  for (const auto& set : sets) topo_text += " --set " + set;
+  if (!a.json) {  // the size first: a space too large to wait for can be stopped at once
+    std::printf("sweep gemm: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n",
+                (long long)sp.s.size(), sp.s.axes.size(), (long long)sp.s.groups(), to_string(backend), topo_text.c_str());
+    std::fflush(stdout);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const batched::GemmSweepSummary sum = sweep_gemm(backend, sp.s, chunk, 0, red);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -258,19 +283,38 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
                                    : nlohmann::json(field_of(first, sp.s.axes[i]));
     return key;
   };
+  auto first_reason = [&](std::int64_t g) {
+    const GemmConfig first = decode(g * group_stride);
+    return gemm_status_message(gemm_model(first).status, first);
+  };
   // The JSON (one model evaluation per reported config) only when it is asked for.
   if (a.json || !a.out.empty()) {
     nlohmann::json j;
     j["schema"] = "kernbench-gpu/gemm-space-sweep";
     j["schema_version"] = "1.0.0";
     j["generator"] = std::string("kernbench-gpu ") + KB_VERSION;
-    j["topology"] = {{"name", topo.name}, {"hash", hash_hex(topo.hash)}};
+    j["topology"] = {{"name", topo.name}, {"hash", hash_hex(topo.hash)}, {"overrides", sets}};
     j["backend"] = to_string(backend);
     nlohmann::json axes = nlohmann::json::array();
-    for (std::size_t i = 0; i < sp.s.axes.size(); ++i) axes.push_back({{"name", sp.specs[i]->name}, {"values", sp.s.values[i]}});
+    auto axis_values = [](GemmAxis ax, const std::vector<std::int64_t>& v) {
+      const bool tile = ax == GemmAxis::tile_m || ax == GemmAxis::tile_n || ax == GemmAxis::tile_k;
+      nlohmann::json out = nlohmann::json::array();
+      for (std::int64_t x : v) {
+        if (ax == GemmAxis::dataflow) out.push_back(to_string(static_cast<Dataflow>(x)));
+        else if (tile && x == 0) out.push_back("auto");
+        else out.push_back(x);
+      }
+      return out;
+    };
+    for (std::size_t i = 0; i < sp.s.axes.size(); ++i)
+      axes.push_back({{"name", sp.specs[i]->name}, {"values", axis_values(sp.s.axes[i], sp.s.values[i])}});
+    nlohmann::json fixed = nlohmann::json::object();  // every field no axis sweeps
+    for (const AxisSpec& ax : kAxes)
+      if (std::find(sp.s.axes.begin(), sp.s.axes.end(), ax.axis) == sp.s.axes.end())
+        fixed[ax.name] = axis_values(ax.axis, {field_of(sp.s.base, ax.axis)})[0];
     nlohmann::json group = nlohmann::json::array();
     for (int i = 0; i < sp.s.group_axes; ++i) group.push_back(sp.specs[static_cast<std::size_t>(i)]->name);
-    j["space"] = {{"size", size}, {"axes", axes}, {"group", group}, {"groups", sp.s.groups()}};
+    j["space"] = {{"size", size}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.s.groups()}};
     j["evaluated"] = sum.evaluated;
     j["valid"] = sum.valid;
     j["latency_checksum"] = sum.latency_checksum;
@@ -278,8 +322,10 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
     nlohmann::json best = nlohmann::json::array();
     for (std::size_t g = 0; g < sum.best.size(); ++g) {
       const auto& b = sum.best[g];
-      best.push_back({{"group", group_key(static_cast<std::int64_t>(g))},
-                      {"best", b.index < 0 ? nlohmann::json() : config_json(b.index, decode(b.index))}});
+      nlohmann::json entry{{"group", group_key(static_cast<std::int64_t>(g))},
+                           {"best", b.index < 0 ? nlohmann::json() : config_json(b.index, decode(b.index))}};
+      if (b.index < 0) entry["reason"] = "no valid config; the first: " + first_reason(static_cast<std::int64_t>(g));
+      best.push_back(entry);
     }
     j["best_per_group"] = best;
     nlohmann::json top = nlohmann::json::array();
@@ -311,20 +357,22 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
     }
   }
 
-  std::printf("sweep gemm: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", (long long)size,
-              sp.s.axes.size(), (long long)sp.s.groups(), to_string(backend), topo.name.c_str());
   std::printf("  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
               size > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(size) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(size) / seconds : 0.0);
+  if (sum.valid == 0) std::printf("  no valid config in the space\n");
+  bool mixed = false;  // do m, n or k vary inside a group?
+  for (std::size_t i = static_cast<std::size_t>(sp.s.group_axes); i < sp.s.axes.size(); ++i)
+    mixed |= sp.s.axes[i] == GemmAxis::m || sp.s.axes[i] == GemmAxis::n || sp.s.axes[i] == GemmAxis::k;
+  if (mixed) std::printf("  note: m, n or k vary inside a group, so its best and its front compare different problems\n");
+  std::printf("  columns: buf = SRAM buffer sets, df = dataflow, x_roof = latency / roofline\n");
   const std::size_t shown = std::min<std::size_t>(sum.best.size(), 50);
   std::printf("\nbest per group (%s):\n", a.group.c_str());
   print_header();
   for (std::size_t g = 0; g < shown; ++g) {
-    if (sum.best[g].index < 0) {
-      const GemmConfig first = decode(static_cast<std::int64_t>(g) * group_stride);
+    if (sum.best[g].index < 0)
       std::printf("  group %s: no valid config (the first: %s)\n", group_key(static_cast<std::int64_t>(g)).dump().c_str(),
-                  gemm_status_message(gemm_model(first).status, first).c_str());
-    }
+                  first_reason(static_cast<std::int64_t>(g)).c_str());
     else print_row(decode(sum.best[g].index));
   }
   if (shown < sum.best.size()) std::printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
@@ -333,7 +381,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
     print_header();
     for (const auto& t : sum.top) print_row(decode(t.index));
   }
-  if (red.pareto != batched::ParetoCost::none) {
+  if (red.pareto != batched::ParetoCost::none && !sum.pareto.empty()) {
     std::printf("\nPareto front per group, latency against %s:\n", pareto_meaning(red.pareto));
     std::int64_t fronts = 0, last = -1;
     for (const auto& p : sum.pareto) {
@@ -349,7 +397,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo) {
     if (fronts > 10) std::printf("  ... fronts of further groups in --json\n");
   }
   if (red.histogram && sum.valid > 0) {
-    std::printf("\nlatency of the valid configs, by octave:\n");
+    std::printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
     const int per = batched::kHistBinsPerOctave;
     std::int64_t peak = 0;
     std::vector<std::int64_t> oct(batched::kHistBins / per, 0);

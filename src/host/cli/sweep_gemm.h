@@ -12,7 +12,7 @@ namespace kb {
 
 struct SweepGemmArgs {
   // One value list per axis (see parse_axis_values); empty: the default noted in --help.
-  std::string m, n, k, tile_m = "128", tile_n = "128", tile_k = "128", pes = "1", cubes = "1", buffers = "2";
+  std::string m, n, k, tile_m = "auto", tile_n = "auto", tile_k = "auto", pes = "1", cubes = "1", buffers = "2";
   std::string dataflow, array_rows, array_cols;  // default: the topology's
   std::string group = "m,n,k";
   int top = 10;
@@ -25,6 +25,7 @@ struct SweepGemmArgs {
 };
 
 void add_sweep_gemm_options(CLI::App* cmd, SweepGemmArgs& a);
-void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo);
+// `sets`: the --set overrides behind `topo`, for the record.
+void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std::vector<std::string>& sets);
 
 }  // namespace kb

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "../common/error.h"
 
@@ -24,13 +25,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 }  // namespace
 
-std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text) {
+std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text, std::int64_t lo_limit,
+                                            std::int64_t hi_limit, std::int64_t auto_value) {
   auto fail = [&](const std::string& item, const std::string& what) {
     throw InputError(flag + " " + text + ": " + (item.empty() ? "" : "item '" + item + "': ") + what);
   };
   auto number = [&](const std::string& item, const std::string& s) {
     if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      fail(item, "expected an integer (got '" + s + "')");
+      fail(item, "expected a non-negative integer (got '" + s + "')");
     errno = 0;
     const long long v = std::strtoll(s.c_str(), nullptr, 10);
     if (errno == ERANGE || v > kMaxValue) fail(item, "value out of range (at most 2^40)");
@@ -38,12 +40,20 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
   };
   if (text.empty()) fail("", "expected a list of values, e.g. 32,64,128 or 32:512:*2");
   std::vector<std::int64_t> values;
+  std::unordered_set<std::int64_t> seen;
   auto push = [&](const std::string& item, std::int64_t v) {
+    if (v != auto_value && (v < lo_limit || v > hi_limit))
+      fail(item, std::to_string(v) + " is outside " + std::to_string(lo_limit) + ".." + std::to_string(hi_limit));
+    if (!seen.insert(v).second) return;
     if (static_cast<std::int64_t>(values.size()) >= kMaxAxisValues) fail(item, "more than 2^20 values on one axis");
     values.push_back(v);
   };
   for (const std::string& item : split(text, ',')) {
     const std::vector<std::string> f = split(item, ':');
+    if (auto_value >= 0 && item == "auto") {
+      push(item, auto_value);
+      continue;
+    }
     if (f.size() == 1) {
       push(item, number(item, f[0]));
       continue;
