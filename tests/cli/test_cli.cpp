@@ -235,6 +235,10 @@ TEST(Cli, SweepGemmJson) {
   EXPECT_EQ(j["space"]["size"], 2 * 2 * 3 * 2 * 4 * 2 * 2 * 2);
   EXPECT_EQ(j["space"]["groups"], 2);
   EXPECT_EQ(j["evaluated"], j["space"]["size"]);
+  std::int64_t invalid = 0;
+  for (const auto& [reason, count] : j["invalid"].items()) invalid += count.get<std::int64_t>();
+  EXPECT_EQ(invalid + j["valid"].get<std::int64_t>(), j["space"]["size"]);
+  EXPECT_GT(j["invalid"]["tile_larger_than_matrix"].get<std::int64_t>(), 0);
   ASSERT_EQ(j["best_per_group"].size(), 2u);
   ASSERT_EQ(j["top"].size(), 4u);
   // The fastest config overall is the best of its group, and eval gemm agrees on it.

@@ -25,6 +25,7 @@ inline void expect_same_summary(const batched::GemmSweepSummary& a, const batche
   EXPECT_EQ(a.evaluated, b.evaluated);
   EXPECT_EQ(a.valid, b.valid);
   EXPECT_EQ(a.latency_checksum, b.latency_checksum);
+  for (int st = 0; st < kGemmStatusCount; ++st) EXPECT_EQ(a.by_status[st], b.by_status[st]) << "status " << st;
   ASSERT_EQ(a.best.size(), b.best.size());
   for (std::size_t g = 0; g < a.best.size(); ++g) {
     EXPECT_EQ(a.best[g].index, b.best[g].index) << g;

@@ -90,6 +90,11 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
       const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 997, 2, red);
       const std::vector<Point> pts = all_points(space, kind);
       ASSERT_EQ(s.valid, static_cast<std::int64_t>(pts.size()));
+      std::int64_t by_status[kGemmStatusCount] = {};
+      const batched::GemmSpaceDecoder decode(space);
+      for (std::int64_t i = 0; i < space.size(); ++i) ++by_status[gemm_model(decode(i)).status];
+      for (int st = 0; st < kGemmStatusCount; ++st) EXPECT_EQ(s.by_status[st], by_status[st]) << "status " << st;
+      EXPECT_GT(by_status[kGemmBadTile], 0);
       ASSERT_GT(pts.size(), 1000u);
 
       std::vector<Point> ranked = pts;

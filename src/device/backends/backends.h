@@ -86,6 +86,7 @@ struct GemmSweepSummary {
   std::int64_t valid = 0;
   std::vector<GroupBest> best;  // per group
   std::int64_t latency_checksum = 0;  // sum of valid latencies mod 2^64, for bit-identity checks
+  std::int64_t by_status[kGemmStatusCount] = {};  // configs per GemmStatus (kGemmOk: the valid ones)
   std::vector<Ranked> top;            // the reductions asked for; empty otherwise
   std::vector<ParetoPoint> pareto;    // by group, then cost ascending and latency strictly descending
   std::vector<std::int64_t> histogram;  // kHistBins counts of valid configs

@@ -148,10 +148,7 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& r
     thrust::counting_iterator<std::int64_t> first(start);
     thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex{view});
     KB_CUDA_CALL(cudaGetLastError());
-    const auto counted = thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, ValidLatency{},
-                                                  thrust::make_tuple(std::int64_t{0}, std::uint64_t{0}), AddPair{});
-    sum.valid += thrust::get<0>(counted);
-    sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + thrust::get<1>(counted));
+    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
 
     const std::int64_t g0 = start / view.group_stride, g1 = (start + len - 1) / view.group_stride;
     const int segments = static_cast<int>(g1 - g0 + 1);

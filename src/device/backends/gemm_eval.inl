@@ -71,7 +71,7 @@ struct Keyed {
   std::int64_t group;
   std::int64_t latency;  // INT64_MAX when invalid
   std::int64_t index;
-  std::int64_t cost;  // the Pareto cost, when one is asked for
+  std::int64_t cost;  // the Pareto cost when one is asked for; for an invalid config, its status
 };
 
 KB_HD inline std::int64_t pareto_cost(std::int32_t kind, const GemmConfig& c, const GemmResult& r) {
@@ -89,7 +89,7 @@ struct EvalIndex {
     const GemmConfig c = decode(s, i);
     const GemmResult r = gemm_model(c);
     const bool ok = r.status == kGemmOk;
-    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i, ok ? pareto_cost(s.pareto, c, r) : 0};
+    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i, ok ? pareto_cost(s.pareto, c, r) : r.status};
   }
 };
 
@@ -104,19 +104,37 @@ struct GroupOf {
   KB_HD std::int64_t operator()(const Keyed& k) const { return k.group; }
 };
 
-struct ValidLatency {
-  KB_HD thrust::tuple<std::int64_t, std::uint64_t> operator()(const Keyed& k) const {
-    return k.latency == INT64_MAX ? thrust::make_tuple(std::int64_t{0}, std::uint64_t{0})
-                                  : thrust::make_tuple(std::int64_t{1}, static_cast<std::uint64_t>(k.latency));
+// Per chunk: configs per status, and the sum of valid latencies (mod 2^64).
+struct Tally {
+  std::int64_t by_status[kGemmStatusCount];
+  std::uint64_t checksum;
+};
+
+struct TallyOf {
+  KB_HD Tally operator()(const Keyed& k) const {
+    Tally t{};
+    const bool ok = k.latency != INT64_MAX;
+    const std::int64_t status = ok ? 0 : k.cost;
+    for (int s = 0; s < kGemmStatusCount; ++s) t.by_status[s] = s == status ? 1 : 0;
+    t.checksum = ok ? static_cast<std::uint64_t>(k.latency) : 0;
+    return t;
   }
 };
 
-struct AddPair {
-  KB_HD thrust::tuple<std::int64_t, std::uint64_t> operator()(const thrust::tuple<std::int64_t, std::uint64_t>& a,
-                                                              const thrust::tuple<std::int64_t, std::uint64_t>& b) const {
-    return thrust::make_tuple(thrust::get<0>(a) + thrust::get<0>(b), thrust::get<1>(a) + thrust::get<1>(b));
+struct AddTally {
+  KB_HD Tally operator()(const Tally& a, const Tally& b) const {
+    Tally t{};
+    for (int s = 0; s < kGemmStatusCount; ++s) t.by_status[s] = a.by_status[s] + b.by_status[s];
+    t.checksum = a.checksum + b.checksum;
+    return t;
   }
 };
+
+inline void add_tally(GemmSweepSummary& sum, const Tally& t) {
+  for (int s = 0; s < kGemmStatusCount; ++s) sum.by_status[s] += t.by_status[s];
+  sum.valid += t.by_status[kGemmOk];
+  sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + t.checksum);
+}
 
 // The flat array of a SpaceView: axis records, then every axis's values.
 inline std::vector<std::int64_t> flatten_values(const GemmSpace& space) {

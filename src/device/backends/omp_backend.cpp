@@ -46,10 +46,7 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
     thrust::transform(thrust::omp::par, first, first + len, keyed.begin(), EvalIndex{view});
-    const auto counted = thrust::transform_reduce(thrust::omp::par, keyed.begin(), keyed.begin() + len, ValidLatency{},
-                                                  thrust::make_tuple(std::int64_t{0}, std::uint64_t{0}), AddPair{});
-    sum.valid += thrust::get<0>(counted);
-    sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + thrust::get<1>(counted));
+    add_tally(sum, thrust::transform_reduce(thrust::omp::par, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
     // Groups are contiguous in index order, so one reduce_by_key finds each group's best.
     auto keys = thrust::make_transform_iterator(keyed.begin(), GroupOf{});
     auto ends = thrust::reduce_by_key(thrust::omp::par, keys, keys + len, keyed.begin(), groups_out.begin(),

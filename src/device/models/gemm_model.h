@@ -51,6 +51,7 @@ enum GemmStatus : std::int32_t {
   kGemmTimeOverflow,  // times would exceed the int64 picosecond range
   kGemmBadHardware,   // a hardware figure outside the ranges topology files allow
 };
+constexpr int kGemmStatusCount = 10;
 
 struct GemmResult {
   std::int32_t status;

@@ -79,6 +79,22 @@ std::vector<std::int64_t> parse_dataflows(const std::string& text) {
   }
 }
 
+const char* status_name(int s) {
+  switch (s) {
+    case kGemmOk: return "valid";
+    case kGemmBadShape: return "bad_shape";
+    case kGemmBadTile: return "tile_larger_than_matrix";
+    case kGemmBadBuffers: return "bad_buffers";
+    case kGemmBadPes: return "too_many_pes";
+    case kGemmBadCubes: return "too_many_cubes";
+    case kGemmSramOverflow: return "sram_overflow";
+    case kGemmHbmOverflow: return "hbm_overflow";
+    case kGemmTimeOverflow: return "time_overflow";
+    case kGemmBadHardware: return "bad_hardware";
+  }
+  return "unknown";
+}
+
 batched::ParetoCost parse_pareto(const std::string& s) {
   if (s == "none") return batched::ParetoCost::none;
   if (s == "pes") return batched::ParetoCost::pes;
@@ -317,6 +333,10 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     j["space"] = {{"size", size}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.s.groups()}};
     j["evaluated"] = sum.evaluated;
     j["valid"] = sum.valid;
+    nlohmann::json invalid = nlohmann::json::object();  // invalid configs by reason
+    for (int st = 1; st < kGemmStatusCount; ++st)
+      if (sum.by_status[st] > 0) invalid[status_name(st)] = sum.by_status[st];
+    j["invalid"] = invalid;
     j["latency_checksum"] = sum.latency_checksum;
     j["timing"] = {{"seconds", seconds}, {"configs_per_s", seconds > 0 ? static_cast<double>(size) / seconds : 0.0}};
     nlohmann::json best = nlohmann::json::array();
@@ -361,6 +381,12 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
               size > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(size) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(size) / seconds : 0.0);
   if (sum.valid == 0) std::printf("  no valid config in the space\n");
+  if (sum.valid < size) {
+    std::string why;
+    for (int st = 1; st < kGemmStatusCount; ++st)
+      if (sum.by_status[st] > 0) why += (why.empty() ? "" : ", ") + std::string(status_name(st)) + " " + std::to_string(sum.by_status[st]);
+    std::printf("  invalid %lld: %s\n", (long long)(size - sum.valid), why.c_str());
+  }
   bool mixed = false;  // do m, n or k vary inside a group?
   for (std::size_t i = static_cast<std::size_t>(sp.s.group_axes); i < sp.s.axes.size(); ++i)
     mixed |= sp.s.axes[i] == GemmAxis::m || sp.s.axes[i] == GemmAxis::n || sp.s.axes[i] == GemmAxis::k;
