@@ -249,8 +249,9 @@ TEST(Cli, SweepGemmJson) {
   const Result e = run("eval gemm --engine both --json --m " + top["m"].dump() + " --n " + top["n"].dump() + " --k " +
                        top["k"].dump() + " --tile-m " + top["tile_m"].dump() + " --tile-n " + top["tile_n"].dump() +
                        " --tile-k " + top["tile_k"].dump() + " --pes " + top["pes"].dump() + " --cubes " +
-                       top["cubes"].dump() + " --buffers " + top["buffers"].dump() + " --set pe.matrix.dataflow=" +
-                       top["dataflow"].get<std::string>());
+                       top["cubes"].dump() + " --buffers " + top["buffers"].dump() + " --dataflow " +
+                       top["dataflow"].get<std::string>() + " --array-rows " + top["array_rows"].dump() +
+                       " --array-cols " + top["array_cols"].dump());
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_EQ(nlohmann::json::parse(e.out)["latency_ps"], top["latency_ps"]);
   // One front per group, cost rising and latency falling; every valid config is in the histogram.
@@ -315,6 +316,17 @@ TEST(Cli, SweepGemmTables) {
   for (const char* part : {"sweep gemm: 8 configs over 5 axes, 2 group(s)", "best per group (m,n,k):", "top 8 of",
                            "Pareto front per group", "latency of the valid configs"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+}
+
+TEST(Cli, EvalGemmArrayAndDataflowShorthands) {
+  const std::string args = "eval gemm --m 100 --n 70 --k 90 --tile-m 32 --tile-n 16 --tile-k 64 --engine both --json ";
+  const Result a = run(args + "--dataflow ws --array-rows 8 --array-cols 16");
+  const Result b = run(args + "--set pe.matrix.dataflow=ws --set pe.matrix.rows=8 --set pe.matrix.cols=16");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, run(args).out);
+  expect_input_error(run(args + "--array-rows 0"), "--set pe.matrix.rows=0: pe.matrix.rows: must be > 0 (got 0)");
 }
 
 TEST(Cli, SweepGemmBadInput) {

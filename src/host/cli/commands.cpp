@@ -51,6 +51,7 @@ struct GemmArgs {
   GemmParams p;
   TopoArgs topo;
   std::string trace, engine = "both", backend = "auto";
+  std::string dataflow, array_rows, array_cols;  // shorthands for --set pe.matrix.*
   bool json = false;
 };
 
@@ -61,6 +62,9 @@ std::string us(ps_t ps) {
 }
 
 void cmd_eval_gemm(GemmArgs a) {
+  if (!a.dataflow.empty()) a.topo.sets.push_back("pe.matrix.dataflow=" + a.dataflow);
+  if (!a.array_rows.empty()) a.topo.sets.push_back("pe.matrix.rows=" + a.array_rows);
+  if (!a.array_cols.empty()) a.topo.sets.push_back("pe.matrix.cols=" + a.array_cols);
   const TopologySpec topo = a.topo.load();
   auto auto_tile = [](std::int64_t& tile, std::int64_t dim) {
     if (tile == 0) tile = dim >= 1 ? std::min<std::int64_t>(128, dim) : 1;
@@ -176,6 +180,9 @@ int cli_main(int argc, char** argv) {
   egemm->add_option("--pes", g.p.pes, "PEs per cube")->capture_default_str();
   egemm->add_option("--cubes", g.p.cubes, "cubes")->capture_default_str();
   egemm->add_option("--buffers", g.p.buffers, "SRAM buffer sets: 1 or 2")->capture_default_str();
+  egemm->add_option("--dataflow", g.dataflow, "os, ws or is (same as --set pe.matrix.dataflow=...)");
+  egemm->add_option("--array-rows", g.array_rows, "systolic array rows (same as --set pe.matrix.rows=...)");
+  egemm->add_option("--array-cols", g.array_cols, "systolic array columns (same as --set pe.matrix.cols=...)");
   egemm->add_option("--engine", g.engine, "reference, batched or both")->capture_default_str();
   egemm->add_option("--backend", g.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
   egemm->add_option("--trace", g.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
