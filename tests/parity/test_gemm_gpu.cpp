@@ -60,7 +60,7 @@ TEST_F(GemmCuda, SweepReductionsMatchOpenMP) {
   for (int group_axes : {3, 0}) {
     space.group_axes = group_axes;
     for (auto kind : {batched::ParetoCost::pes, batched::ParetoCost::sram, batched::ParetoCost::hbm}) {
-      const batched::GemmReductions red{50, kind, true};
+      const batched::GemmReductions red{50, kind, true, {}};
       const auto cpu = sweep_gemm(BackendKind::omp, space, 1 << 20, 0, red);
       for (std::int64_t chunk : {1000, 1 << 20})
         testing::expect_same_summary(cpu, sweep_gemm(BackendKind::cuda, space, chunk, 0, red));

@@ -130,7 +130,7 @@ TEST(SweepReductions, TiesGoToTheLowestIndex) {
   batched::GemmSpace space = testing::reduction_space(topo);
   space.values.back() = {1, 1};  // buffers 1 twice
   space.group_axes = 0;
-  GemmReductions red{10, ParetoCost::pes, true};
+  GemmReductions red{10, ParetoCost::pes, true, {}};
   const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 1 << 20, 1, red);
   // Twins rank side by side, the lower index first; on the front the twin is beaten.
   ASSERT_EQ(s.top.size(), 10u);
@@ -147,7 +147,7 @@ TEST(SweepReductions, TiesGoToTheLowestIndex) {
 TEST(SweepReductions, IndependentOfChunkAndThreads) {
   const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
   batched::GemmSpace space = testing::reduction_space(topo);
-  const GemmReductions red{100, ParetoCost::hbm, true};
+  const GemmReductions red{100, ParetoCost::hbm, true, {}};
   for (int group_axes : {3, 0}) {
     space.group_axes = group_axes;
     const GemmSweepSummary whole = sweep_gemm(BackendKind::omp, space, 1 << 20, 2, red);

@@ -115,7 +115,7 @@ batched::GemmSpace sweep_space() {
 // range(0) = 1 adds every optional reduction: top 100, a Pareto front per group over PEs
 // used, and the latency histogram.
 batched::GemmReductions reductions(std::int64_t all) {
-  return all ? batched::GemmReductions{100, batched::ParetoCost::pes, true} : batched::GemmReductions{};
+  return all ? batched::GemmReductions{100, batched::ParetoCost::pes, true, {}} : batched::GemmReductions{};
 }
 
 void BM_SweepOmp(benchmark::State& state) {

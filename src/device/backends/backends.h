@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct GemmReductions {
   int top_k = 0;  // 0..kMaxTopK: the top_k fastest configs of the whole space
   ParetoCost pareto = ParetoCost::none;  // per group, the front of (cost, latency), both minimised
   bool histogram = false;
+  // Called on the host after each chunk with the number of configs evaluated so far.
+  std::function<void(std::int64_t)> progress;
 };
 
 struct Ranked {

@@ -188,6 +188,7 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& r
     extras.chunk(pol, keyed.begin(), len, g0, sum);
     KB_CUDA_CALL(cudaGetLastError());
     sum.evaluated += len;
+    if (red.progress) red.progress(sum.evaluated);
   }
   return sum;
 }

@@ -57,6 +57,7 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
     merge(sum, winners);
     extras.chunk(thrust::omp::par, keyed.begin(), len, start / view.group_stride, sum);
     sum.evaluated += len;
+    if (red.progress) red.progress(sum.evaluated);
   }
   return sum;
 }

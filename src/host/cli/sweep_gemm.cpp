@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/kernels/gemm.h"
@@ -284,7 +286,22 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     std::fflush(stdout);
   }
   const auto t0 = std::chrono::steady_clock::now();
+  // On a terminal, a progress line on stderr at most once a second.
+  auto last = t0;
+  bool shown_progress = false;
+  if (!a.json && ::isatty(STDERR_FILENO)) {
+    red.progress = [&, total = sp.s.size()](std::int64_t done) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::seconds(1) || done >= total) return;
+      last = now;
+      shown_progress = true;
+      const double spent = std::chrono::duration<double>(now - t0).count();
+      std::fprintf(stderr, "\r  %5.1f%% of %lld configs, about %.0f s left   ", 100.0 * static_cast<double>(done) / static_cast<double>(total),
+                   (long long)total, spent * static_cast<double>(total - done) / static_cast<double>(done));
+    };
+  }
   const batched::GemmSweepSummary sum = sweep_gemm(backend, sp.s, chunk, 0, red);
+  if (shown_progress) std::fprintf(stderr, "\r%60s\r", "");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::int64_t size = sp.s.size();
   const std::int64_t group_stride = size / sp.s.groups();
