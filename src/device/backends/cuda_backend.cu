@@ -59,6 +59,7 @@ struct LatencyOf {
 struct CudaSys {
   template <class T>
   using vec = thrust::cuda::vector<T>;
+  static void check() { KB_CUDA_CALL(cudaGetLastError()); }
 };
 
 // Offset of group boundary g inside the chunk [start, start+len).
@@ -123,74 +124,49 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& r
   const auto pol = thrust::cuda::par(alloc);
   const std::vector<std::int64_t> flat_host = flatten_values(space);
   thrust::cuda::vector<std::int64_t> flat(flat_host.begin(), flat_host.end());
-  const SpaceView view = make_view(space, thrust::raw_pointer_cast(flat.data()), red.pareto);
-  GemmSweepSummary sum;
-  sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
-  const std::int64_t total = space.size();
   // Results do not depend on the chunk size, so a chunk is kept to half the free memory.
   std::size_t free_bytes = 0, total_bytes = 0;
   KB_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
   chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(chunk, static_cast<std::int64_t>(free_bytes / 2) / kBytesPerChunkConfig));
-  const std::int64_t cap = std::min(chunk, total);
-  thrust::cuda::vector<Keyed> keyed(static_cast<std::size_t>(cap));
+  const std::int64_t cap = std::min(chunk, space.size()), stride = space.size() / space.groups();
+  const std::int64_t max_segments = cap / stride + 2;
+  BestByKey<CudaSys> by_key(cap, stride);
   thrust::cuda::vector<std::int64_t> latency(static_cast<std::size_t>(cap));
-  const std::int64_t max_segments = cap / view.group_stride + 2;
   thrust::cuda::vector<std::int64_t> offsets(static_cast<std::size_t>(max_segments + 1));
   using Pair = cub::KeyValuePair<int, std::int64_t>;
   thrust::cuda::vector<Pair> argmin(static_cast<std::size_t>(max_segments));
-  thrust::cuda::vector<std::int64_t> groups_out(static_cast<std::size_t>(max_segments));
-  thrust::cuda::vector<Keyed> best_out(static_cast<std::size_t>(max_segments));
   thrust::cuda::vector<unsigned char> temp;
-  Extras<CudaSys> extras(red, cap);
 
-  for (std::int64_t start = 0; start < total; start += chunk) {
-    const std::int64_t len = std::min(chunk, total - start);
-    thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex{view});
-    KB_CUDA_CALL(cudaGetLastError());
-    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
-
-    const std::int64_t g0 = start / view.group_stride, g1 = (start + len - 1) / view.group_stride;
+  auto best_of = [&](auto keyed, std::int64_t start, std::int64_t len) {
+    const std::int64_t g0 = start / stride, g1 = (start + len - 1) / stride;
     const int segments = static_cast<int>(g1 - g0 + 1);
-    std::vector<Keyed> winners;
-    if (segments < kSegmentedMinGroups) {
-      // Groups are contiguous in index order, so one reduce_by_key finds each group's best.
-      auto keys = thrust::make_transform_iterator(keyed.begin(), GroupOf{});
-      auto ends = thrust::reduce_by_key(pol, keys, keys + len, keyed.begin(), groups_out.begin(), best_out.begin(),
-                                        thrust::equal_to<std::int64_t>{}, BetterOf{});
-      winners.resize(static_cast<std::size_t>(ends.second - best_out.begin()));
-      thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(winners.size()), winners.begin());
-    } else {
-      thrust::transform(pol, keyed.begin(), keyed.begin() + len, latency.begin(), LatencyOf{});
-      thrust::counting_iterator<std::int64_t> gi(0);
-      thrust::transform(pol, gi, gi + segments + 1, offsets.begin(), SegmentOffset{start, view.group_stride, len});
-      std::size_t temp_bytes = 0;
-      const std::int64_t* off = thrust::raw_pointer_cast(offsets.data());
-      KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(nullptr, temp_bytes, thrust::raw_pointer_cast(latency.data()),
-                                                      thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
-      if (temp.size() < temp_bytes) temp.resize(temp_bytes);
-      KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(thrust::raw_pointer_cast(temp.data()), temp_bytes,
-                                                      thrust::raw_pointer_cast(latency.data()),
-                                                      thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
-      KB_CUDA_CALL(cudaGetLastError());
-      std::vector<Pair> host(static_cast<std::size_t>(segments));
-      thrust::copy(argmin.begin(), argmin.begin() + segments, host.begin());
-      std::vector<std::int64_t> host_off(static_cast<std::size_t>(segments + 1));
-      thrust::copy(offsets.begin(), offsets.begin() + segments + 1, host_off.begin());
-      for (int s = 0; s < segments; ++s) {
-        const auto u = static_cast<std::size_t>(s);
-        if (host_off[u] == host_off[u + 1]) continue;
-        // CUB reports the position inside the segment.
-        winners.push_back(Keyed{g0 + s, host[u].value, start + host_off[u] + host[u].key, 0});
-      }
-    }
-    merge(sum, winners);
-    extras.chunk(pol, keyed.begin(), len, g0, sum);
+    if (segments < kSegmentedMinGroups) return by_key(pol, keyed, len);
+    thrust::transform(pol, keyed, keyed + len, latency.begin(), LatencyOf{});
+    thrust::counting_iterator<std::int64_t> gi(0);
+    thrust::transform(pol, gi, gi + segments + 1, offsets.begin(), SegmentOffset{start, stride, len});
+    std::size_t temp_bytes = 0;
+    const std::int64_t* off = thrust::raw_pointer_cast(offsets.data());
+    KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(nullptr, temp_bytes, thrust::raw_pointer_cast(latency.data()),
+                                                    thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
+    if (temp.size() < temp_bytes) temp.resize(temp_bytes);
+    KB_CUDA_CALL(cub::DeviceSegmentedReduce::ArgMin(thrust::raw_pointer_cast(temp.data()), temp_bytes,
+                                                    thrust::raw_pointer_cast(latency.data()),
+                                                    thrust::raw_pointer_cast(argmin.data()), segments, off, off + 1));
     KB_CUDA_CALL(cudaGetLastError());
-    sum.evaluated += len;
-    if (red.progress) red.progress(sum.evaluated);
-  }
-  return sum;
+    std::vector<Pair> host(static_cast<std::size_t>(segments));
+    thrust::copy(argmin.begin(), argmin.begin() + segments, host.begin());
+    std::vector<std::int64_t> host_off(static_cast<std::size_t>(segments + 1));
+    thrust::copy(offsets.begin(), offsets.begin() + segments + 1, host_off.begin());
+    std::vector<Keyed> winners;
+    for (int s = 0; s < segments; ++s) {
+      const auto u = static_cast<std::size_t>(s);
+      if (host_off[u] == host_off[u + 1]) continue;
+      // CUB reports the position inside the segment.
+      winners.push_back(Keyed{g0 + s, host[u].value, start + host_off[u] + host[u].key, 0});
+    }
+    return winners;
+  };
+  return sweep_chunks<CudaSys>(pol, space, thrust::raw_pointer_cast(flat.data()), red, chunk, best_of);
 }
 
 }  // namespace kb::batched

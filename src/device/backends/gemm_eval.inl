@@ -1,12 +1,13 @@
 // Backend-generic evaluation, written once against Thrust and instantiated per system
-// (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu). Include after
-// defining the execution policy and vector types.
+// (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu). A backend describes
+// its system as `Sys`: Sys::vec<T>, its vector type, and Sys::check(), run after kernels.
 #pragma once
 
 #include <thrust/copy.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/constant_iterator.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 #include <thrust/reduce.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
@@ -171,6 +172,27 @@ inline void merge(GemmSweepSummary& sum, const std::vector<Keyed>& winners) {
   }
 }
 
+// Each group's best config in a chunk by one reduce_by_key over the group keys (groups are
+// contiguous in index order). The buffers hold the most groups a chunk can touch.
+template <class Sys>
+struct BestByKey {
+  typename Sys::template vec<std::int64_t> groups_out;
+  typename Sys::template vec<Keyed> best_out;
+
+  BestByKey(std::int64_t cap, std::int64_t group_stride)
+      : groups_out(static_cast<std::size_t>(cap / group_stride + 2)), best_out(groups_out.size()) {}
+
+  template <class Policy, class It>
+  std::vector<Keyed> operator()(const Policy& pol, It keyed, std::int64_t len) {
+    auto keys = thrust::make_transform_iterator(keyed, GroupOf{});
+    auto ends = thrust::reduce_by_key(pol, keys, keys + len, keyed, groups_out.begin(), best_out.begin(),
+                                      thrust::equal_to<std::int64_t>{}, BetterOf{});
+    std::vector<Keyed> winners(static_cast<std::size_t>(ends.second - best_out.begin()));
+    thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(winners.size()), winners.begin());
+    return winners;
+  }
+};
+
 // --- optional reductions, one chunk at a time ------------------------------------------
 // Each keeps a small running result on the host; per chunk the device filters the configs
 // that could still enter it, sorts the few survivors and hands back at most a few hundred.
@@ -248,7 +270,6 @@ inline void merge_front(std::vector<ParetoPoint>& front, const std::vector<Paret
     if (front.empty() || p.group != front.back().group || p.latency_ps < front.back().latency_ps) front.push_back(p);
 }
 
-// Sys: the backend's vector template (Sys::vec<T>); chunk() takes its execution policy.
 template <class Sys>
 struct Extras {
   GemmReductions red;
@@ -317,5 +338,32 @@ struct Extras {
     }
   }
 };
+
+// The chunk loop of a sweep: configs generated from flat indices and evaluated, tallied,
+// reduced to each group's best by `best_of(keyed, start, len)` (the backend's choice), and
+// fed to the optional reductions. `data`: flatten_values(space), readable by the system.
+template <class Sys, class Policy, class BestOf>
+GemmSweepSummary sweep_chunks(const Policy& pol, const GemmSpace& space, const std::int64_t* data,
+                              const GemmReductions& red, std::int64_t chunk, BestOf&& best_of) {
+  const SpaceView view = make_view(space, data, red.pareto);
+  GemmSweepSummary sum;
+  sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
+  const std::int64_t total = space.size(), cap = std::min(chunk, total);
+  typename Sys::template vec<Keyed> keyed(static_cast<std::size_t>(cap));
+  Extras<Sys> extras(red, cap);
+  for (std::int64_t start = 0; start < total; start += chunk) {
+    const std::int64_t len = std::min(chunk, total - start);
+    thrust::counting_iterator<std::int64_t> first(start);
+    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex{view});
+    Sys::check();
+    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
+    merge(sum, best_of(keyed.begin(), start, len));
+    extras.chunk(pol, keyed.begin(), len, start / view.group_stride, sum);
+    Sys::check();
+    sum.evaluated += len;
+    if (red.progress) red.progress(sum.evaluated);
+  }
+  return sum;
+}
 
 }  // namespace kb::batched::detail

@@ -20,6 +20,7 @@ struct ThreadScope {
 struct OmpSys {
   template <class T>
   using vec = thrust::omp::vector<T>;
+  static void check() {}
 };
 }  // namespace
 
@@ -32,34 +33,9 @@ GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& re
   using namespace detail;
   ThreadScope scope(threads);
   const std::vector<std::int64_t> flat = flatten_values(space);
-  const SpaceView view = make_view(space, flat.data(), red.pareto);
-  GemmSweepSummary sum;
-  sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
-  const std::int64_t total = space.size();
-  thrust::omp::vector<Keyed> keyed(static_cast<std::size_t>(std::min(chunk, total)));
-  // A chunk spans at most cap / stride + 2 groups.
-  const std::size_t max_groups = keyed.size() / static_cast<std::size_t>(view.group_stride) + 2;
-  thrust::omp::vector<std::int64_t> groups_out(max_groups);
-  thrust::omp::vector<Keyed> best_out(max_groups);
-  Extras<OmpSys> extras(red, static_cast<std::int64_t>(keyed.size()));
-  for (std::int64_t start = 0; start < total; start += chunk) {
-    const std::int64_t len = std::min(chunk, total - start);
-    thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(thrust::omp::par, first, first + len, keyed.begin(), EvalIndex{view});
-    add_tally(sum, thrust::transform_reduce(thrust::omp::par, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
-    // Groups are contiguous in index order, so one reduce_by_key finds each group's best.
-    auto keys = thrust::make_transform_iterator(keyed.begin(), GroupOf{});
-    auto ends = thrust::reduce_by_key(thrust::omp::par, keys, keys + len, keyed.begin(), groups_out.begin(),
-                                      best_out.begin(), thrust::equal_to<std::int64_t>{}, BetterOf{});
-    const std::size_t ngroups = static_cast<std::size_t>(ends.second - best_out.begin());
-    std::vector<Keyed> winners(ngroups);
-    thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(ngroups), winners.begin());
-    merge(sum, winners);
-    extras.chunk(thrust::omp::par, keyed.begin(), len, start / view.group_stride, sum);
-    sum.evaluated += len;
-    if (red.progress) red.progress(sum.evaluated);
-  }
-  return sum;
+  BestByKey<OmpSys> best(std::min(chunk, space.size()), space.size() / space.groups());
+  return sweep_chunks<OmpSys>(thrust::omp::par, space, flat.data(), red, chunk,
+                              [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
 }
 
 }  // namespace kb::batched
