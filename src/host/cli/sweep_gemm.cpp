@@ -66,20 +66,15 @@ std::int64_t field_of(const GemmConfig& c, GemmAxis a) {
 
 std::vector<std::int64_t> parse_dataflows(const std::string& text) {
   std::vector<std::int64_t> v;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t at = text.find(',', start);
-    const std::string item = text.substr(start, at == std::string::npos ? std::string::npos : at - start);
-    std::int64_t d = -1;
-    if (item == "os") d = static_cast<std::int64_t>(Dataflow::os);
-    else if (item == "ws") d = static_cast<std::int64_t>(Dataflow::ws);
-    else if (item == "is") d = static_cast<std::int64_t>(Dataflow::is);
-    else throw InputError("--dataflow " + text + ": item '" + item + "': expected os, ws or is");
-    if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
-    if (at == std::string::npos) return v;
-    start = at + 1;
+  for (const std::string& item : split_list(text, ',')) {
+    Dataflow d;
+    if (!parse_dataflow(item, &d)) throw InputError("--dataflow " + text + ": item '" + item + "': expected os, ws or is");
+    if (std::find(v.begin(), v.end(), static_cast<std::int64_t>(d)) == v.end()) v.push_back(static_cast<std::int64_t>(d));
   }
+  return v;
 }
+
+bool is_tile(GemmAxis a) { return a == GemmAxis::tile_m || a == GemmAxis::tile_n || a == GemmAxis::tile_k; }
 
 const char* status_name(int s) {
   switch (s) {
@@ -137,7 +132,7 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
     } else {
       // Values no configuration could use are input errors, not invalid configs.
       std::int64_t lo = 1, hi = kGemmMaxDim, auto_value = -1;
-      if (ax.axis == GemmAxis::tile_m || ax.axis == GemmAxis::tile_n || ax.axis == GemmAxis::tile_k) auto_value = 0;
+      if (is_tile(ax.axis)) auto_value = 0;
       if (ax.axis == GemmAxis::pes) hi = topo.pes_per_cube();
       if (ax.axis == GemmAxis::cubes) hi = topo.cubes_per_sip();
       if (ax.axis == GemmAxis::buffers) hi = 2;
@@ -148,10 +143,7 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
 
   std::vector<std::size_t> group;
   if (a.group != "none") {
-    std::size_t start = 0;
-    while (true) {
-      const std::size_t at = a.group.find(',', start);
-      const std::string name = a.group.substr(start, at == std::string::npos ? std::string::npos : at - start);
+    for (const std::string& name : split_list(a.group, ',')) {
       std::size_t found = std::size(kAxes);
       for (std::size_t i = 0; i < std::size(kAxes); ++i)
         if (name == kAxes[i].name) found = i;
@@ -162,8 +154,6 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
       for (std::size_t g : group)
         if (g == found) throw InputError("--group " + a.group + ": '" + name + "' is named twice");
       group.push_back(found);
-      if (at == std::string::npos) break;
-      start = at + 1;
     }
   }
 
@@ -273,10 +263,10 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
   red.top_k = a.top;
   red.pareto = parse_pareto(a.pareto);
   red.histogram = !a.no_histogram;
-  if (a.top < 0 || a.top > batched::kMaxTopK) throw InputError("--top " + std::to_string(a.top) + ": must be in 0..1024");
   if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30)) throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
   const BackendKind backend = resolve_backend(a.backend);
   const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
+  validate_sweep(sp.s, chunk, red);  // before anything is printed
 
   std::string topo_text = topo.name;
   for (const auto& set : sets) topo_text += " --set " + set;
@@ -330,11 +320,10 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     j["backend"] = to_string(backend);
     nlohmann::json axes = nlohmann::json::array();
     auto axis_values = [](GemmAxis ax, const std::vector<std::int64_t>& v) {
-      const bool tile = ax == GemmAxis::tile_m || ax == GemmAxis::tile_n || ax == GemmAxis::tile_k;
       nlohmann::json out = nlohmann::json::array();
       for (std::int64_t x : v) {
         if (ax == GemmAxis::dataflow) out.push_back(to_string(static_cast<Dataflow>(x)));
-        else if (tile && x == 0) out.push_back("auto");
+        else if (is_tile(ax) && x == 0) out.push_back("auto");
         else out.push_back(x);
       }
       return out;

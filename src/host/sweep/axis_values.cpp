@@ -12,7 +12,9 @@ namespace {
 
 constexpr std::int64_t kMaxValue = INT64_C(1) << 40;
 
-std::vector<std::string> split(const std::string& s, char sep) {
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& s, char sep) {
   std::vector<std::string> parts;
   std::size_t start = 0;
   while (true) {
@@ -22,8 +24,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
     start = at + 1;
   }
 }
-
-}  // namespace
 
 std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text, std::int64_t lo_limit,
                                             std::int64_t hi_limit, std::int64_t auto_value) {
@@ -48,8 +48,8 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
     if (static_cast<std::int64_t>(values.size()) >= kMaxAxisValues) fail(item, "more than 2^20 values on one axis");
     values.push_back(v);
   };
-  for (const std::string& item : split(text, ',')) {
-    const std::vector<std::string> f = split(item, ':');
+  for (const std::string& item : split_list(text, ',')) {
+    const std::vector<std::string> f = split_list(item, ':');
     if (auto_value >= 0 && item == "auto") {
       push(item, auto_value);
       continue;

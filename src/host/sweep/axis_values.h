@@ -8,6 +8,9 @@
 
 namespace kb {
 
+// "a,b,,c" split at `sep` into "a", "b", "", "c".
+std::vector<std::string> split_list(const std::string& text, char sep);
+
 constexpr std::int64_t kMaxAxisValues = INT64_C(1) << 20;
 
 // Items: V, LO:HI (step 1), LO:HI:+S (arithmetic), LO:HI:*F (geometric, F >= 2); HI is

@@ -25,8 +25,7 @@ std::vector<GemmResult> eval_gemm(BackendKind b, const std::vector<GemmConfig>& 
   return out;
 }
 
-batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk, int threads,
-                                     const batched::GemmReductions& red) {
+void validate_sweep(const batched::GemmSpace& space, std::int64_t chunk, const batched::GemmReductions& red) {
   if (space.axes.size() != space.values.size() || space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
     throw InputError("sweep space: at most 12 axes, each with a list of values");
   for (const auto& v : space.values)
@@ -36,6 +35,11 @@ batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& sp
   if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
   if (red.top_k < 0 || red.top_k > batched::kMaxTopK)
     throw InputError("--top " + std::to_string(red.top_k) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
+}
+
+batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk, int threads,
+                                     const batched::GemmReductions& red) {
+  validate_sweep(space, chunk, red);
   return b == BackendKind::cuda ? batched::sweep_gemm_cuda(space, red, chunk)
                                 : batched::sweep_gemm_omp(space, red, chunk, threads);
 }

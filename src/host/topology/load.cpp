@@ -176,6 +176,14 @@ std::string file_stem(const std::string& path) {
 }  // namespace
 
 const char* to_string(Dataflow d) { return d == Dataflow::os ? "os" : d == Dataflow::ws ? "ws" : "is"; }
+bool parse_dataflow(const std::string& text, Dataflow* d) {
+  for (Dataflow x : {Dataflow::os, Dataflow::ws, Dataflow::is})
+    if (text == to_string(x)) {
+      *d = x;
+      return true;
+    }
+  return false;
+}
 const char* to_string(SipTopology t) {
   return t == SipTopology::ring ? "ring" : t == SipTopology::fully_connected ? "fully_connected" : "switch";
 }
@@ -262,10 +270,7 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
 
   spec.dataflow = Dataflow::os;
   if (src.get(kDataflow, text, loc)) {
-    if (text == "os") spec.dataflow = Dataflow::os;
-    else if (text == "ws") spec.dataflow = Dataflow::ws;
-    else if (text == "is") spec.dataflow = Dataflow::is;
-    else fail(loc, kDataflow, "expected one of os|ws|is (got '" + text + "')");
+    if (!parse_dataflow(text, &spec.dataflow)) fail(loc, kDataflow, "expected one of os|ws|is (got '" + text + "')");
   }
   canon += std::string(kSipTopology) + "=" + to_string(spec.sip_topology) + ";" + kDataflow + "=" +
            to_string(spec.dataflow) + ";";
