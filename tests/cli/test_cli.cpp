@@ -331,37 +331,44 @@ TEST(Cli, EvalGemmArrayAndDataflowShorthands) {
 
 TEST(Cli, SweepGemmBadInput) {
   const std::string out = fresh_dir("sweep_bad") + "/s.json";
-  const std::string base = "sweep gemm --m 64 --n 64 --k 64 --out '" + out + "' ";
-  expect_input_error(run(base + "--tile-m 32:abc"), "--tile-m 32:abc: item '32:abc': expected a non-negative integer (got 'abc')");
-  expect_input_error(run(base + "--tile-m 64:32"), "--tile-m 64:32: item '64:32': the range ends before it starts");
-  expect_input_error(run(base + "--tile-m 32:64:+0"), "item '32:64:+0': the step must be >= 1");
-  expect_input_error(run(base + "--tile-m 1:64:*1"), "item '1:64:*1': a geometric range needs FACTOR >= 2 and LO >= 1");
-  expect_input_error(run(base + "--tile-m 1:64:/2"), "a step is +STEP or *FACTOR (got '/2')");
-  expect_input_error(run(base + "--tile-m 1:2:3:4"), "expected V, LO:HI, LO:HI:+STEP or LO:HI:*FACTOR");
-  expect_input_error(run(base + "--tile-m 32,,64"), "--tile-m 32,,64: expected a non-negative integer (got '')");
-  expect_input_error(run(base + "--tile-m -8"), "expected a non-negative integer (got '-8')");
-  expect_input_error(run(base + "--tile-m 99999999999999"), "value out of range (at most 2^40)");
-  expect_input_error(run(base + "--tile-m 0:2000000"), "more than 2^20 values on one axis");
-  expect_input_error(run(base + "--dataflow os,xs"), "--dataflow os,xs: item 'xs': expected os, ws or is");
-  expect_input_error(run(base + "--group m,size"), "--group m,size: 'size' is not an axis");
-  expect_input_error(run(base + "--group m,m"), "--group m,m: 'm' is named twice");
-  expect_input_error(run(base + "--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048"),
-                     "2097152 groups; at most 2^20 (group by fewer axes, or --group none)");
-  expect_input_error(run(base + "--top 1025"), "--top 1025: must be in 0..1024");
-  expect_input_error(run(base + "--pareto area"), "--pareto area: expected pes, sram, hbm or none");
-  expect_input_error(run(base + "--chunk -1"), "--chunk -1: must be in 1..2^30 (or 0 for the default)");
-  expect_input_error(run("sweep gemm --m 1:1024 --n 1:1024 --k 1:1024 --tile-m 1:1024 --tile-n 1:2048 --group none"),
+  const std::string sweep = "sweep gemm --out '" + out + "' ";
+  const std::string base = sweep + "--m 64 --n 64 --k 64 ";
+  // Each appended to a valid sweep that would write `out`.
+  const std::pair<const char*, const char*> cases[] = {
+      {"--tile-m 32:abc", "--tile-m 32:abc: item '32:abc': expected a non-negative integer (got 'abc')"},
+      {"--tile-m 64:32", "--tile-m 64:32: item '64:32': the range ends before it starts"},
+      {"--tile-m 32:64:+0", "item '32:64:+0': the step must be >= 1"},
+      {"--tile-m 1:64:*1", "item '1:64:*1': a geometric range needs FACTOR >= 2 and LO >= 1"},
+      {"--tile-m 1:64:/2", "a step is +STEP or *FACTOR (got '/2')"},
+      {"--tile-m 1:2:3:4", "expected V, LO:HI, LO:HI:+STEP or LO:HI:*FACTOR"},
+      {"--tile-m 32,,64", "--tile-m 32,,64: expected a non-negative integer (got '')"},
+      {"--tile-m -8", "expected a non-negative integer (got '-8')"},
+      {"--tile-m 99999999999999", "value out of range (at most 2^40)"},
+      {"--tile-m 0:2000000", "more than 2^20 values on one axis"},
+      {"--dataflow os,xs", "--dataflow os,xs: item 'xs': expected os, ws or is"},
+      {"--group m,size", "--group m,size: 'size' is not an axis"},
+      {"--group m,m", "--group m,m: 'm' is named twice"},
+      {"--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048",
+       "2097152 groups; at most 2^20 (group by fewer axes, or --group none)"},
+      {"--top 1025", "--top 1025: must be in 0..1024"},
+      {"--pareto area", "--pareto area: expected pes, sram, hbm or none"},
+      {"--chunk -1", "--chunk -1: must be in 1..2^30 (or 0 for the default)"},
+      {"--pes 1:16", "--pes 1:16: item '1:16': 9 is outside 1..8"},
+      {"--buffers 1,3", "--buffers 1,3: item '3': 3 is outside 1..2"},
+      {"--array-rows 8192", "--array-rows 8192: item '8192': 8192 is outside 1..4096"},
+      {"--set pe.clock_mhz=0", "pe.clock_mhz: must be > 0"},
+      {"--backend gpu", "--backend gpu: expected auto, cuda or omp"}};
+  for (const auto& [args, error] : cases) {
+    SCOPED_TRACE(args);
+    expect_input_error(run(base + args), error);
+  }
+  expect_input_error(run(sweep + "--m 1:1024 --n 1:1024 --k 1:1024 --tile-m 1:1024 --tile-n 1:2048 --group none"),
                      "the space has more than 2^50 configs");
-  expect_input_error(run(base + "--pes 1:16"), "--pes 1:16: item '1:16': 9 is outside 1..8");
-  expect_input_error(run(base + "--buffers 1,3"), "--buffers 1,3: item '3': 3 is outside 1..2");
-  expect_input_error(run(base + "--array-rows 8192"), "--array-rows 8192: item '8192': 8192 is outside 1..4096");
-  expect_input_error(run("sweep gemm --m 0,64 --n 64 --k 64"), "--m 0,64: item '0': 0 is outside 1..1048576");
+  expect_input_error(run(sweep + "--m 0,64 --n 64 --k 64"), "--m 0,64: item '0': 0 is outside 1..1048576");
+  EXPECT_FALSE(fs::exists(out));
   const std::string folder = fresh_dir("sweep_out_folder");
   fs::create_directories(folder);
   expect_input_error(run("sweep gemm --m 64 --n 64 --k 64 --out '" + folder + "'"), "is a folder");
-  expect_input_error(run(base + "--set pe.clock_mhz=0"), "pe.clock_mhz: must be > 0");
-  expect_input_error(run(base + "--backend gpu"), "--backend gpu: expected auto, cuda or omp");
-  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

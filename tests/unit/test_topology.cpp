@@ -18,9 +18,11 @@ std::string write_tmp(const std::string& name, const std::string& text) {
   return path;
 }
 
-// The default topology with one line replaced (or appended when `from` is empty).
-std::string variant(const std::string& name, const std::string& from, const std::string& to) {
-  std::ifstream in(kTopo + "/default.yaml");
+// A topology file (default.yaml unless `base` is given) with one line replaced, or with
+// `to` appended when `from` is empty.
+std::string variant(const std::string& name, const std::string& from, const std::string& to,
+                    const std::string& base = kTopo + "/default.yaml") {
+  std::ifstream in(base);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   if (from.empty()) text += to;
   else {
@@ -70,36 +72,30 @@ TEST(Topology, NotYaml) {
   EXPECT_EQ(error_of(p).rfind(p + ":", 0), 0u);
 }
 
-TEST(Topology, WrongType) {
-  const std::string p = variant("type.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: fast");
-  EXPECT_EQ(error_of(p), p + ":21:21: cube.hbm.bandwidth_gbps: expected an integer (got 'fast')");
+// Each case edits one line of default.yaml; the error names the file, line, column and field.
+TEST(Topology, OneBadLine) {
+  struct Case {
+    const char *file, *from, *to, *error;
+  };
+  const Case cases[] = {
+      {"type.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: fast",
+       ":21:21: cube.hbm.bandwidth_gbps: expected an integer (got 'fast')"},
+      {"neg.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: -3", ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got -3)"},
+      {"zero.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: 0", ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got 0)"},
+      {"unknown.yaml", "    capacity_mib: 16384", "    capacity_mib: 16384\n    channels: 16",
+       ":24:5: cube.hbm.channels: unknown key"},
+      {"missing.yaml", "  clock_mhz: 1500\n", "", ":3:1: pe.clock_mhz: required field is missing"},
+      {"grid.yaml", "  pe_rows: 2", "  pe_rows: 0", ":18:12: cube.pe_rows: must be > 0 (got 0)"},
+      {"big.yaml", "latency_ns: 120", "latency_ns: 9223372036854775",
+       ":22:17: cube.hbm.latency_ns: must be <= 1000000000 (got 9223372036854775)"},
+  };
+  for (const Case& c : cases) {
+    const std::string p = variant(c.file, c.from, c.to);
+    EXPECT_EQ(error_of(p), p + c.error) << c.file;
+  }
 }
 
-TEST(Topology, NegativeAndZeroBandwidth) {
-  const std::string neg = variant("neg.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: -3");
-  EXPECT_EQ(error_of(neg), neg + ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got -3)");
-  const std::string zero = variant("zero.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: 0");
-  EXPECT_EQ(error_of(zero), zero + ":21:21: cube.hbm.bandwidth_gbps: must be > 0 (got 0)");
-}
-
-TEST(Topology, UnknownKey) {
-  const std::string p = variant("unknown.yaml", "    capacity_mib: 16384", "    capacity_mib: 16384\n    channels: 16");
-  EXPECT_EQ(error_of(p), p + ":24:5: cube.hbm.channels: unknown key");
-}
-
-TEST(Topology, MissingRequiredKey) {
-  const std::string p = variant("missing.yaml", "  clock_mhz: 1500\n", "");
-  EXPECT_EQ(error_of(p), p + ":3:1: pe.clock_mhz: required field is missing");
-}
-
-TEST(Topology, ZeroGrid) {
-  const std::string p = variant("grid.yaml", "  pe_rows: 2", "  pe_rows: 0");
-  EXPECT_EQ(error_of(p), p + ":18:12: cube.pe_rows: must be > 0 (got 0)");
-}
-
-TEST(Topology, AbsurdValuesThatWouldOverflow) {
-  const std::string big = variant("big.yaml", "latency_ns: 120", "latency_ns: 9223372036854775");
-  EXPECT_EQ(error_of(big), big + ":22:17: cube.hbm.latency_ns: must be <= 1000000000 (got 9223372036854775)");
+TEST(Topology, ValueBeyondInt64) {
   const std::string huge = variant("huge.yaml", "latency_ns: 120", "latency_ns: 99999999999999999999999");
   EXPECT_NE(error_of(huge).find("cube.hbm.latency_ns: value out of range"), std::string::npos) << error_of(huge);
 }
@@ -112,10 +108,7 @@ TEST(Topology, MachineTooLarge) {
   EXPECT_EQ(error_of(many, {"cube.pe_rows=1024"}), "--set cube.pe_rows=1024: cube.pe_rows: " + too_many);
   const std::string d = kTopo + "/default.yaml";
   EXPECT_EQ(error_of(d, {"system.sips=4096", "sip.cube_rows=1024"}), "--set system.sips=4096: system.sips: " + too_many);
-  std::ifstream in(many);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  text.replace(text.find("pe_rows: 2"), 10, "pe_rows: 1024");
-  const std::string file = write_tmp("many_pes.yaml", text);
+  const std::string file = variant("many_pes.yaml", "pe_rows: 2", "pe_rows: 1024", many);
   EXPECT_EQ(error_of(file), file + ":6:9: system.sips: " + too_many);
   EXPECT_EQ(error_of(d, {"system.sips=4096", "sip.cube_rows=64"}), "");  // 8,388,608 PEs are fine
 }
