@@ -76,6 +76,20 @@ build_here() {
   bin_cli="$root/build-sm90/kernbench-gpu"
 }
 
+# Compares two JSON files, the top-level keys named after them left out: prints
+# "identical" or "DIFFERENT", and fails in the second case.
+same_json() {
+  python3 - "$@" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for d in (a, b):
+    for key in sys.argv[3:]:
+        d.pop(key, None)
+print("identical" if a == b else "DIFFERENT")
+sys.exit(0 if a == b else 1)
+PY
+}
+
 collect_logs() {
   local f
   for f in "$work"/*.log "$work"/*.txt; do
@@ -137,14 +151,7 @@ run_checks() {
     ms_rc=0
     ms_result="not run: $(tail -1 "$work/milestone-cuda.log")"
   else
-    python3 - "$m-cuda/gemm_sweep.json" "$m-omp/gemm_sweep.json" > "$work/milestone-compare.txt" 2>&1 <<'PY' || ms_rc=1
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-assert a["backend"] == "cuda" and b["backend"] == "omp", (a["backend"], b["backend"])
-a["backend"] = b["backend"] = None
-print("identical" if a == b else "DIFFERENT")
-sys.exit(0 if a == b else 1)
-PY
+    same_json "$m-cuda/gemm_sweep.json" "$m-omp/gemm_sweep.json" backend > "$work/milestone-compare.txt" 2>&1 || ms_rc=1
     ms_result="$(tail -1 "$work/milestone-compare.txt") (wall: cuda ${cuda_s} ms, omp ${omp_s} ms)"
   fi
   cp "$m-cuda/gemm_sweep.json" "$out/milestone-cuda.json" 2>/dev/null
@@ -161,16 +168,11 @@ PY
     local small=(--m 1024,8192 --n 1024,8192 --k 1024,8192 "${axes[@]}")
     "$bin_cli" sweep gemm "${small[@]}" --backend cuda --out "$out/sweep-cuda.json" > "$work/sweep-cuda.log" 2>&1 || sw_rc=1
     "$bin_cli" sweep gemm "${small[@]}" --backend omp --out "$work/sweep-omp.json" > "$work/sweep-omp.log" 2>&1 || sw_rc=1
-    sw_result=$(python3 - "$out/sweep-cuda.json" "$work/sweep-omp.json" 2>&1 <<'PY'
-import json, sys
+    sw_result=$(same_json "$out/sweep-cuda.json" "$work/sweep-omp.json" timing backend 2>&1) || sw_rc=1
+    sw_result+=", $(python3 -c 'import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
-rates = f'{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g}/s, omp {b["timing"]["configs_per_s"]:.3g}/s'
-for d in (a, b):
-    d.pop("timing"), d.pop("backend")
-print(("identical, " if a == b else "DIFFERENT, ") + rates)
-sys.exit(0 if a == b else 1)
-PY
-    ) || sw_rc=1
+print(f"""{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g}/s, omp {b["timing"]["configs_per_s"]:.3g}/s""")' \
+      "$out/sweep-cuda.json" "$work/sweep-omp.json" 2>&1)"
     local big=(--m 1024:8192:+1024 --n 1024:8192:+1024 --k 1024:8192:+1024 "${axes[@]}")
     "$bin_cli" sweep gemm "${big[@]}" --backend cuda > "$work/sweep-big.log" 2>&1 || sw_rc=1
     big_result=$(sed -n 1,2p "$work/sweep-big.log" | tr -s ' ' | paste -sd ';')
