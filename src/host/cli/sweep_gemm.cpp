@@ -76,6 +76,13 @@ std::vector<std::int64_t> parse_dataflows(const std::string& text) {
 
 bool is_tile(GemmAxis a) { return a == GemmAxis::tile_m || a == GemmAxis::tile_n || a == GemmAxis::tile_k; }
 
+// An axis value as the JSON writes it: dataflows by name, an automatic tile as "auto".
+nlohmann::json value_json(GemmAxis a, std::int64_t v) {
+  if (a == GemmAxis::dataflow) return to_string(static_cast<Dataflow>(v));
+  if (is_tile(a) && v == 0) return "auto";
+  return v;
+}
+
 const char* status_name(int s) {
   switch (s) {
     case kGemmOk: return "valid";
@@ -190,16 +197,13 @@ Space build_space(const SweepGemmArgs& a, const TopologySpec& topo) {
 nlohmann::json config_json(std::int64_t index, const GemmConfig& c) {
   const GemmResult r = gemm_model(c);
   nlohmann::json j{{"index", index}};
-  for (const AxisSpec& ax : kAxes) {
-    if (ax.axis == GemmAxis::dataflow) j[ax.name] = to_string(static_cast<Dataflow>(c.dataflow));
-    else j[ax.name] = field_of(c, ax.axis);
-  }
+  for (const AxisSpec& ax : kAxes) j[ax.name] = value_json(ax.axis, field_of(c, ax.axis));
   j["latency_ps"] = r.latency_ps;
   j["roofline_ps"] = r.roofline_ps;
   j["mac_cycles"] = r.mac_cycles;
   j["hbm_bytes"] = r.hbm_read_bytes + r.hbm_write_bytes;
   j["sram_bytes"] = gemm_sram_bytes(c);
-  j["achieved_tflops"] = 2.0 * static_cast<double>(r.macs) / static_cast<double>(r.latency_ps);  // TFLOP/ps * 1e12
+  j["achieved_tflops"] = 2.0 * static_cast<double>(r.macs) / static_cast<double>(r.latency_ps);  // FLOP/ps = TFLOP/s
   return j;
 }
 
@@ -301,9 +305,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     const GemmConfig first = decode(g * group_stride);
     nlohmann::json key = nlohmann::json::object();
     for (std::size_t i = 0; i < static_cast<std::size_t>(sp.s.group_axes); ++i)
-      key[sp.specs[i]->name] = sp.s.axes[i] == GemmAxis::dataflow
-                                   ? nlohmann::json(to_string(static_cast<Dataflow>(first.dataflow)))
-                                   : nlohmann::json(field_of(first, sp.s.axes[i]));
+      key[sp.specs[i]->name] = value_json(sp.s.axes[i], field_of(first, sp.s.axes[i]));
     return key;
   };
   auto first_reason = [&](std::int64_t g) {
@@ -321,11 +323,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     nlohmann::json axes = nlohmann::json::array();
     auto axis_values = [](GemmAxis ax, const std::vector<std::int64_t>& v) {
       nlohmann::json out = nlohmann::json::array();
-      for (std::int64_t x : v) {
-        if (ax == GemmAxis::dataflow) out.push_back(to_string(static_cast<Dataflow>(x)));
-        else if (is_tile(ax) && x == 0) out.push_back("auto");
-        else out.push_back(x);
-      }
+      for (std::int64_t x : v) out.push_back(value_json(ax, x));
       return out;
     };
     for (std::size_t i = 0; i < sp.s.axes.size(); ++i)
@@ -333,7 +331,7 @@ void cmd_sweep_gemm(const SweepGemmArgs& a, const TopologySpec& topo, const std:
     nlohmann::json fixed = nlohmann::json::object();  // every field no axis sweeps
     for (const AxisSpec& ax : kAxes)
       if (std::find(sp.s.axes.begin(), sp.s.axes.end(), ax.axis) == sp.s.axes.end())
-        fixed[ax.name] = axis_values(ax.axis, {field_of(sp.s.base, ax.axis)})[0];
+        fixed[ax.name] = value_json(ax.axis, field_of(sp.s.base, ax.axis));
     nlohmann::json group = nlohmann::json::array();
     for (int i = 0; i < sp.s.group_axes; ++i) group.push_back(sp.specs[static_cast<std::size_t>(i)]->name);
     j["space"] = {{"size", size}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.s.groups()}};
