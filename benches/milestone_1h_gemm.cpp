@@ -4,42 +4,37 @@
 
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
+#include "host/bench/registry.h"
+#include "host/common/document.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
-#include "host/sweep/gemm_sweep.h"
+#include "host/common/table.h"
+#include "host/families/family.h"
+#include "host/parity/figures.h"
 #include "milestone_1h_gemm.h"
-#include "registry.h"
 
 namespace kb {
 namespace {
 
-std::string fmt_us(ps_t ps) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(ps) / 1e6);
-  return buf;
-}
-
-void render(const std::string& json_path, const std::string& out_dir) {
-  render_figures("plot_gemm.py", json_path, out_dir);
-}
+const char* kJson = "gemm_sweep.json";
+const char* kPlot = "plot_gemm.py";
 
 void run_gemm_milestone(BenchContext& ctx) {
   std::ostream& out = *ctx.out;
-  const std::string json_path = ctx.out_dir + "/gemm_sweep.json";
+  const std::string json_path = ctx.out_dir + "/" + kJson;
   if (ctx.fast) {
     // Re-render the committed results: no simulation.
-    const std::string committed = source_dir() + "/docs/diagrams/gemm_sweep.json";
+    const std::string committed = data_dir() + "/docs/diagrams/" + kJson;
     write_file_atomic(json_path, read_file(committed));
-    render(json_path, ctx.out_dir);
+    render_figures(kPlot, json_path, ctx.out_dir);
     out << "milestone-1h-gemm: re-rendered figures from " << committed << " into " << ctx.out_dir << "\n";
     return;
   }
 
+  const Family& fam = family("gemm");
   const TopologySpec& topo = ctx.topology;
   const BackendKind backend = resolve_backend(ctx.backend_request);
-  std::vector<GemmParams> params;
   std::vector<GemmConfig> configs;
   for (const Shape& s : gemm_milestone_shapes())
     for (const Variant& v : gemm_milestone_variants()) {
@@ -49,92 +44,61 @@ void run_gemm_milestone(BenchContext& ctx) {
       } catch (const InputError& e) {
         throw InputError(std::string("milestone-1h-gemm: ") + s.name + " / " + v.name + " does not fit this topology: " + e.what());
       }
-      params.push_back(p);
       configs.push_back(gemm_config(topo, p));
     }
-  const std::vector<GemmResult> results = eval_gemm(backend, configs);
+  const std::vector<GemmResult> results = eval<GemmModel>(backend, configs);
 
-  using nlohmann::json;
-  json jconfigs = json::array();
-  std::ostringstream csv;
-  csv << "shape,variant,m,n,k,tile_m,tile_n,tile_k,pes,cubes,buffers,output_tiles,latency_ps,roofline_ps,"
-         "compute_roof_ps,hbm_roof_ps,mac_cycles,mac_util,hbm_read_bytes,hbm_write_bytes,achieved_tflops,"
-         "arithmetic_intensity,parity\n";
-  std::size_t mismatches = 0;
+  std::vector<Column> cols = {{"shape", ""}, {"variant", ""}};
+  for (const std::string& n : config_column_names(fam)) cols.push_back({n, ""});
+  for (const ColumnDesc& c : fam.columns) cols.push_back({c.name, c.unit});
+  cols.push_back({"parity", ""});
+  Table table(cols);
+  Table summary({{"shape", ""}, {"variant", ""}, {"latency_ps", "ps"}, {"roofline_ps", "ps"}, {"x_roofline", ""},
+                 {"mac_util", ""}, {"parity", ""}});
+  std::size_t mismatches = 0, i = 0;
   std::string first_mismatch;
-  char line[512];
-  std::snprintf(line, sizeof line, "%-20s %-11s %12s %12s %7s %8s %6s\n", "shape", "variant", "latency_us",
-                "roofline_us", "ratio", "mac_util", "parity");
-  out << line;
-  std::size_t i = 0;
   for (const Shape& s : gemm_milestone_shapes())
     for (const Variant& v : gemm_milestone_variants()) {
-      const GemmParams& p = params[i];
-      const GemmResult& r = results[i];
-      ++i;
+      const GemmConfig& c = configs[i];
+      const GemmResult& r = results[i++];
       if (r.status != kGemmOk)
-        throw InternalError("batched model rejected a validated config: " + gemm_status_message(r.status, configs[i - 1]),
-                            __FILE__, __LINE__);
-      const GemmFigures fb = figures_of(r);
-      const GemmFigures fr = figures_of(run_gemm_reference(topo, p).report);
-      const std::string diff = figures_diff(fr, fb);
-      if (!diff.empty()) {
-        ++mismatches;
-        if (first_mismatch.empty()) first_mismatch = std::string(s.name) + "/" + v.name + ": " + diff;
-      }
-      const GemmDerived d = derive(topo, p, fb);
-      const std::int64_t tiles = ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n);
-      jconfigs.push_back({{"shape", s.name}, {"variant", v.name}, {"m", p.m}, {"n", p.n}, {"k", p.k},
-                          {"tile_m", p.tile_m}, {"tile_n", p.tile_n}, {"tile_k", p.tile_k}, {"pes", p.pes},
-                          {"cubes", p.cubes}, {"buffers", p.buffers}, {"output_tiles", tiles},
-                          {"latency_ps", r.latency_ps}, {"roofline_ps", r.roofline_ps},
-                          {"compute_roof_ps", r.compute_roof_ps}, {"hbm_roof_ps", r.hbm_roof_ps},
-                          {"mac_cycles", r.mac_cycles}, {"macs", r.macs}, {"matrix_busy_ps", r.matrix_busy_ps},
-                          {"dma_busy_ps", r.dma_busy_ps}, {"max_pe_matrix_busy_ps", r.max_pe_matrix_busy_ps},
-                          {"max_pe_dma_busy_ps", r.max_pe_dma_busy_ps}, {"mac_util", d.mac_util},
-                          {"hbm_read_bytes", r.hbm_read_bytes}, {"hbm_write_bytes", r.hbm_write_bytes},
-                          {"flops", 2 * r.macs}, {"achieved_tflops", d.achieved_tflops},
-                          {"arithmetic_intensity", d.arithmetic_intensity}, {"peak_tflops", d.peak_tflops},
-                          {"hbm_gbps", d.hbm_gbps}, {"parity", diff.empty()}});
-      csv << s.name << ',' << v.name << ',' << p.m << ',' << p.n << ',' << p.k << ',' << p.tile_m << ',' << p.tile_n
-          << ',' << p.tile_k << ',' << p.pes << ',' << p.cubes << ',' << p.buffers << ',' << tiles << ','
-          << r.latency_ps << ',' << r.roofline_ps << ',' << r.compute_roof_ps << ',' << r.hbm_roof_ps << ','
-          << r.mac_cycles << ',' << d.mac_util << ',' << r.hbm_read_bytes << ',' << r.hbm_write_bytes << ','
-          << d.achieved_tflops << ',' << d.arithmetic_intensity << ',' << (diff.empty() ? "true" : "false") << '\n';
-      std::snprintf(line, sizeof line, "%-20s %-11s %12s %12s %7.2f %7.1f%% %6s\n", s.name, v.name,
-                    fmt_us(r.latency_ps).c_str(), fmt_us(r.roofline_ps).c_str(),
-                    static_cast<double>(r.latency_ps) / static_cast<double>(r.roofline_ps), 100.0 * d.mac_util,
-                    diff.empty() ? "ok" : "DIFF");
-      out << line;
+        throw InternalError("batched model rejected a validated config: " + gemm_status_message(r.status, c), __FILE__,
+                            __LINE__);
+      const std::string diff = figures_diff(fam, c, gemm_reference(c), r);
+      if (!diff.empty() && mismatches++ == 0) first_mismatch = std::string(s.name) + "/" + v.name + ": " + diff;
+      std::vector<nlohmann::json> row = {s.name, v.name};
+      for (auto& x : config_values(fam, &c)) row.push_back(x);
+      for (const ColumnDesc& col : fam.columns) row.push_back(col.get(&c, &r));
+      row.push_back(diff.empty());
+      table.add(row);
+      summary.add({s.name, v.name, r.latency_ps, r.roofline_ps, fam.column("x_roofline")->get(&c, &r),
+                   fam.column("mac_util")->get(&c, &r), diff.empty() ? "ok" : "DIFF"});
     }
+  out << summary.text("");
 
-  json shapes = json::array(), variants = json::array();
+  nlohmann::json shapes = nlohmann::json::array(), variants = nlohmann::json::array();
   for (const Shape& s : gemm_milestone_shapes())
     shapes.push_back({{"name", s.name}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"tile_m", s.tile_m},
                       {"tile_n", s.tile_n}, {"tile_k", s.tile_k}, {"description", s.description}});
   for (const Variant& v : gemm_milestone_variants())
     variants.push_back({{"name", v.name}, {"pes", v.pes}, {"cubes", v.cubes}, {"buffers", v.buffers},
                         {"description", v.description}});
-  const double pe_peak = 2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6;
-  json doc = {{"schema", "kernbench-gpu/gemm-sweep"},
-              {"schema_version", "1.0.0"},
-              {"bench", "milestone-1h-gemm"},
-              {"generator", std::string("kernbench-gpu ") + KB_VERSION},
-              {"topology",
-               {{"name", topo.name}, {"hash", hash_hex(topo.hash)}, {"source", topo.source},
-                {"pe_peak_tflops", pe_peak}, {"cube_hbm_gbps", topo.hbm_bandwidth_gbps}}},
-              {"backend", to_string(backend)},
-              {"parity", {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}}},
-              {"shapes", shapes},
-              {"variants", variants},
-              {"configs", jconfigs}};
+  nlohmann::json doc = document("kernbench-gpu/gemm-sweep", "1.1.0", topo);
+  doc["bench"] = "milestone-1h-gemm";
+  doc["topology"]["pe_peak_tflops"] =
+      2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6;
+  doc["topology"]["cube_hbm_gbps"] = topo.hbm_bandwidth_gbps;
+  doc["backend"] = to_string(backend);
+  doc["parity"] = {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}};
+  doc["shapes"] = shapes;
+  doc["variants"] = variants;
+  doc["configs"] = table.json();
   write_file_atomic(json_path, doc.dump(2) + "\n");
-  write_file_atomic(ctx.out_dir + "/gemm_sweep.csv", csv.str());
+  write_file_atomic(ctx.out_dir + "/gemm_sweep.csv", table.csv());
   out << "parity: " << (configs.size() - mismatches) << "/" << configs.size()
       << " configs identical between the reference engine and the batched model (" << to_string(backend) << ")\n";
-  if (mismatches)
-    throw InternalError("parity failure: " + first_mismatch, __FILE__, __LINE__);
-  render(json_path, ctx.out_dir);
+  if (mismatches) throw InternalError("parity failure: " + first_mismatch, __FILE__, __LINE__);
+  render_figures(kPlot, json_path, ctx.out_dir);
   out << "wrote " << json_path << ", gemm_sweep.csv and 3 figures to " << ctx.out_dir << "\n";
 }
 
@@ -142,6 +106,6 @@ void run_gemm_milestone(BenchContext& ctx) {
 
 KB_BENCH("milestone-1h-gemm",
          "GEMM shape x tile-schedule variant sweep (LLaMA-3.1-70B projections, square reference) against a roofline",
-         "gemm", run_gemm_milestone, "shape", "variant");
+         "gemm", kJson, kPlot, run_gemm_milestone, "shape", "variant");
 
 }  // namespace kb

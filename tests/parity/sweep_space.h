@@ -1,31 +1,54 @@
-// A GEMM space for the sweep-reduction tests: 7,776 configs over shapes, tiles, PEs, cubes
-// and buffering, some invalid (tiles larger than the matrix), with buffering fastest.
+// GEMM spaces for the sweep tests, by axis name (a family axis or a hardware axis such as
+// "dataflow"), and a check that two sweep summaries agree in every reduction.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/families/family.h"
 #include "host/kernels/gemm.h"
-#include "device/backends/backends.h"
+#include "host/sweep/backend.h"
+#include "host/topology/fields.h"
 
 namespace kb::testing {
 
-inline batched::GemmSpace reduction_space(const TopologySpec& topo) {
-  batched::GemmSpace s;
-  s.base = gemm_config(topo, GemmParams{});
-  using A = batched::GemmAxis;
-  s.axes = {A::m, A::n, A::k, A::tile_m, A::tile_n, A::tile_k, A::pes, A::cubes, A::buffers};
-  s.values = {{32, 2048}, {1024, 4096}, {2048}, {32, 64, 128}, {64, 128, 256}, {128, 256, 512},
-              {1, 2, 4, 8}, {1, 2, 8}, {1, 2}};
-  s.group_axes = 3;
+inline std::int64_t gemm_offset(const std::string& name) {
+  const Family& f = family("gemm");
+  if (const AxisDesc* a = f.axis(name)) return static_cast<std::int64_t>(a->offset);
+  for (const HwAxisDesc& h : f.hw_axes)
+    if (h.name == name) return static_cast<std::int64_t>(f.hw_offset + find_hw_field(h.path)->offset);
+  ADD_FAILURE() << "no gemm axis " << name;
+  return 0;
+}
+
+inline batched::Space gemm_space(const TopologySpec& topo,
+                                 const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& axes,
+                                 int group_axes) {
+  batched::Space s = make_space<GemmModel>(gemm_config(topo, GemmParams{}));
+  for (const auto& [name, values] : axes) s.axes.push_back({gemm_offset(name), values});
+  s.group_axes = group_axes;
   return s;
 }
 
+// 7,776 configs over shapes, tiles, PEs, cubes and buffering, some invalid (tiles larger
+// than the matrix), with buffering fastest.
+inline batched::Space reduction_space(const TopologySpec& topo) {
+  return gemm_space(topo,
+                    {{"m", {32, 2048}}, {"n", {1024, 4096}}, {"k", {2048}}, {"tile_m", {32, 64, 128}},
+                     {"tile_n", {64, 128, 256}}, {"tile_k", {128, 256, 512}}, {"pes", {1, 2, 4, 8}},
+                     {"cubes", {1, 2, 8}}, {"buffers", {1, 2}}},
+                    3);
+}
+
 // Two sweep summaries agree in every reduction.
-inline void expect_same_summary(const batched::GemmSweepSummary& a, const batched::GemmSweepSummary& b) {
+inline void expect_same_summary(const batched::SweepSummary& a, const batched::SweepSummary& b) {
   EXPECT_EQ(a.evaluated, b.evaluated);
   EXPECT_EQ(a.valid, b.valid);
   EXPECT_EQ(a.latency_checksum, b.latency_checksum);
-  for (int st = 0; st < kGemmStatusCount; ++st) EXPECT_EQ(a.by_status[st], b.by_status[st]) << "status " << st;
+  EXPECT_EQ(a.by_status, b.by_status);
   ASSERT_EQ(a.best.size(), b.best.size());
   for (std::size_t g = 0; g < a.best.size(); ++g) {
     EXPECT_EQ(a.best[g].index, b.best[g].index) << g;

@@ -14,9 +14,11 @@
 namespace kb {
 namespace {
 
-using batched::GemmReductions;
-using batched::GemmSweepSummary;
-using batched::ParetoCost;
+using GemmReductions = batched::Reductions;
+using GemmSweepSummary = batched::SweepSummary;
+// Pareto cost kinds of the GEMM family.
+enum class ParetoCost { pes = kGemmCostPes, sram = kGemmCostSram, hbm = kGemmCostHbm };
+GemmReductions reductions(int top, ParetoCost kind, bool hist) { return GemmReductions{top, static_cast<int>(kind), hist, {}}; }
 
 struct Point {
   std::int64_t index, group, cost;
@@ -24,12 +26,12 @@ struct Point {
 };
 
 // Every valid config of the space with its cost, by brute force on the host.
-std::vector<Point> all_points(const batched::GemmSpace& space, ParetoCost kind) {
+std::vector<Point> all_points(const batched::Space& space, ParetoCost kind) {
   std::vector<Point> pts;
   const std::int64_t stride = space.size() / space.groups();
-  const batched::GemmSpaceDecoder decode(space);
+  const batched::SpaceDecoder decode(space);
   for (std::int64_t i = 0; i < space.size(); ++i) {
-    const GemmConfig c = decode(i);
+    const GemmConfig c = decode_config<GemmModel>(decode, i);
     const GemmResult r = gemm_model(c);
     if (r.status != kGemmOk) continue;
     std::int64_t cost = 0;
@@ -77,23 +79,23 @@ TEST(HistogramBins, EveryBinHoldsExactlyItsRange) {
 // With four groups (a front each, found by sorting) and with one (the running front
 // filters each chunk on the device).
 TEST(SweepReductions, MatchBruteForceForEveryCost) {
-  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
   for (int group_axes : {3, 0})
     for (ParetoCost kind : {ParetoCost::pes, ParetoCost::sram, ParetoCost::hbm}) {
       SCOPED_TRACE("group_axes " + std::to_string(group_axes) + ", cost " + std::to_string(static_cast<int>(kind)));
-      batched::GemmSpace space = testing::reduction_space(topo);
+      batched::Space space = testing::reduction_space(topo);
       space.group_axes = group_axes;
       GemmReductions red;
       red.top_k = 25;
-      red.pareto = kind;
+      red.pareto = static_cast<int>(kind);
       red.histogram = true;
-      const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 997, 2, red);
+      const GemmSweepSummary s = sweep(BackendKind::omp, space, 997, 2, red);
       const std::vector<Point> pts = all_points(space, kind);
       ASSERT_EQ(s.valid, static_cast<std::int64_t>(pts.size()));
-      std::int64_t by_status[kGemmStatusCount] = {};
-      const batched::GemmSpaceDecoder decode(space);
-      for (std::int64_t i = 0; i < space.size(); ++i) ++by_status[gemm_model(decode(i)).status];
-      for (int st = 0; st < kGemmStatusCount; ++st) EXPECT_EQ(s.by_status[st], by_status[st]) << "status " << st;
+      std::vector<std::int64_t> by_status(kGemmStatusCount, 0);
+      const batched::SpaceDecoder decode(space);
+      for (std::int64_t i = 0; i < space.size(); ++i) ++by_status[static_cast<std::size_t>(gemm_model(decode_config<GemmModel>(decode, i)).status)];
+      EXPECT_EQ(s.by_status, by_status);
       EXPECT_GT(by_status[kGemmBadTile], 0);
       ASSERT_GT(pts.size(), 1000u);
 
@@ -126,12 +128,12 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
 // Ties: an axis listing a value twice makes pairs of identical configs, and the lower index
 // must win everywhere, whatever the chunking.
 TEST(SweepReductions, TiesGoToTheLowestIndex) {
-  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
-  batched::GemmSpace space = testing::reduction_space(topo);
-  space.values.back() = {1, 1};  // buffers 1 twice
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
+  batched::Space space = testing::reduction_space(topo);
+  space.axes.back().values = {1, 1};  // buffers 1 twice
   space.group_axes = 0;
-  GemmReductions red{10, ParetoCost::pes, true, {}};
-  const GemmSweepSummary s = sweep_gemm(BackendKind::omp, space, 1 << 20, 1, red);
+  const GemmReductions red = reductions(10, ParetoCost::pes, true);
+  const GemmSweepSummary s = sweep(BackendKind::omp, space, 1 << 20, 1, red);
   // Twins rank side by side, the lower index first; on the front the twin is beaten.
   ASSERT_EQ(s.top.size(), 10u);
   for (std::size_t i = 0; i < s.top.size(); i += 2) {
@@ -141,34 +143,34 @@ TEST(SweepReductions, TiesGoToTheLowestIndex) {
   }
   ASSERT_FALSE(s.pareto.empty());
   for (const auto& p : s.pareto) EXPECT_EQ(p.index % 2, 0) << p.index;
-  testing::expect_same_summary(s, sweep_gemm(BackendKind::omp, space, 61, 2, red));
+  testing::expect_same_summary(s, sweep(BackendKind::omp, space, 61, 2, red));
 }
 
 TEST(SweepReductions, IndependentOfChunkAndThreads) {
-  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
-  batched::GemmSpace space = testing::reduction_space(topo);
-  const GemmReductions red{100, ParetoCost::hbm, true, {}};
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
+  batched::Space space = testing::reduction_space(topo);
+  const GemmReductions red = reductions(100, ParetoCost::hbm, true);
   for (int group_axes : {3, 0}) {
     space.group_axes = group_axes;
-    const GemmSweepSummary whole = sweep_gemm(BackendKind::omp, space, 1 << 20, 2, red);
+    const GemmSweepSummary whole = sweep(BackendKind::omp, space, 1 << 20, 2, red);
     for (std::int64_t chunk : {61, 997, 4099})
-      for (int threads : {1, 2}) testing::expect_same_summary(whole, sweep_gemm(BackendKind::omp, space, chunk, threads, red));
+      for (int threads : {1, 2}) testing::expect_same_summary(whole, sweep(BackendKind::omp, space, chunk, threads, red));
   }
 }
 
 TEST(SweepReductions, NoneAskedNoneReturned) {
-  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
-  const GemmSweepSummary s = sweep_gemm(BackendKind::omp, testing::reduction_space(topo), 4096, 2);
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
+  const GemmSweepSummary s = sweep(BackendKind::omp, testing::reduction_space(topo), 4096, 2);
   EXPECT_TRUE(s.top.empty());
   EXPECT_TRUE(s.pareto.empty());
   EXPECT_TRUE(s.histogram.empty());
 }
 
 TEST(SweepReductions, TopKOutOfRangeIsAnInputError) {
-  const TopologySpec topo = load_topology(source_dir() + "/topologies/default.yaml");
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
   GemmReductions red;
   red.top_k = batched::kMaxTopK + 1;
-  EXPECT_THROW(sweep_gemm(BackendKind::omp, testing::reduction_space(topo), 4096, 2, red), InputError);
+  EXPECT_THROW(sweep(BackendKind::omp, testing::reduction_space(topo), 4096, 2, red), InputError);
 }
 
 }  // namespace

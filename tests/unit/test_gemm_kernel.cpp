@@ -124,10 +124,10 @@ namespace {
 TEST(GemmModel, BadHardwareInABatchIsAStatus) {
   GemmParams p = params(64, 64, 64, 32);
   GemmConfig c = gemm_config(tiny(), p);
-  c.array_rows = 0;
+  c.hw.matrix_rows = 0;
   EXPECT_EQ(gemm_model(c).status, kGemmBadHardware);
   c = gemm_config(tiny(), p);
-  c.dataflow = 3;
+  c.hw.dataflow = static_cast<Dataflow>(3);
   EXPECT_EQ(gemm_model(c).status, kGemmBadHardware);
 }
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "benches/registry.h"
+#include "host/bench/registry.h"
 
 namespace kb {
 namespace {

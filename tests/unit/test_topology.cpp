@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "host/common/error.h"
+#include "host/topology/fields.h"
 #include "host/topology/load.h"
 
 namespace kb {
@@ -133,10 +135,50 @@ TEST(Topology, BadSetPathAndValue) {
   EXPECT_NE(error_of(d, {"novalue"}).find("expected PATH=VALUE"), std::string::npos);
 }
 
+// The field table is the single source: docs/topology.md must list every field of it, with
+// its range, and every field must reach the flattened hardware at its own offset.
 TEST(Topology, EveryFieldDocumented) {
-  const auto& f = topology_fields();
-  EXPECT_GE(f.size(), 25u);
-  for (const auto& d : f) EXPECT_FALSE(d.meaning.empty()) << d.path;
+  const auto& fields = hw_fields();
+  EXPECT_GE(fields.size(), 23u);
+  std::ifstream in(std::string(KB_TEST_TOPOLOGIES) + "/../docs/topology.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_FALSE(doc.empty());
+  std::set<std::size_t> offsets;
+  for (const HwField& f : fields) {
+    // Its row: "| `path` | type | unit | range | default | meaning |".
+    const std::size_t at = doc.find(std::string("| `") + f.path + "` |");
+    ASSERT_NE(at, std::string::npos) << f.path << " is not in docs/topology.md";
+    const std::string row = doc.substr(at, doc.find('\n', at) - at);
+    std::string range = f.range_text();
+    if (f.is_enum()) {
+      range.clear();
+      for (const auto& n : f.names) range += (range.empty() ? "`" : ", `") + n + "`";
+    }
+    EXPECT_NE(row.find("| " + range + " "), std::string::npos) << f.path << ": range " << range << " in " << row;
+    if (*f.unit) EXPECT_NE(row.find(std::string("| ") + f.unit + " |"), std::string::npos) << f.path << ": unit " << f.unit;
+    EXPECT_NE(row.find(f.required ? "| required |" : "| "), std::string::npos) << row;
+    EXPECT_TRUE(offsets.insert(f.offset).second) << f.path;
+    EXPECT_FALSE(std::string(f.meaning).empty()) << f.path;
+  }
+  EXPECT_EQ(offsets.size() * sizeof(std::int64_t), sizeof(HwConfig));
+  for (const char* other : {"schema_version", "name"}) EXPECT_NE(doc.find(std::string("| `") + other + "` |"), std::string::npos);
+}
+
+// The record every result document carries: each field's resolved value, overrides applied.
+TEST(Topology, RecordHoldsEveryFieldsValue) {
+  const TopologySpec t = load_topology(kTopo + "/default.yaml", {"pe.matrix.dataflow=ws", "cube.hbm.bandwidth_gbps=410"});
+  const nlohmann::json r = topology_record(t);
+  EXPECT_EQ(r["fields"].size(), hw_fields().size());
+  EXPECT_EQ(r["fields"]["pe.matrix.dataflow"], "ws");
+  EXPECT_EQ(r["fields"]["cube.hbm.bandwidth_gbps"], 410);
+  EXPECT_EQ(r["fields"]["system.sip_link.topology"], "ring");
+  EXPECT_EQ(r["overrides"].size(), 2u);
+  for (const HwField& f : hw_fields()) {
+    std::int64_t v = 0;
+    std::string why;
+    ASSERT_TRUE(f.parse(r["fields"][f.path].is_string() ? r["fields"][f.path].get<std::string>() : r["fields"][f.path].dump(), &v, &why)) << why;
+    EXPECT_EQ(v, f.get(t)) << f.path;
+  }
 }
 
 }  // namespace

@@ -4,13 +4,14 @@
 
 #include "benches/milestone_1h_gemm.h"
 #include "host/common/output.h"
+#include "host/families/family.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"
 
 namespace kb {
 namespace {
 
-TopologySpec topo() { return load_topology(source_dir() + "/topologies/default.yaml"); }
+TopologySpec topo() { return load_topology(data_dir() + "/topologies/default.yaml"); }
 
 // The 2048-tile config: square-4096 on 8 PEs of one cube.
 GemmParams big() {
@@ -30,8 +31,7 @@ std::vector<GemmConfig> milestone_configs(const TopologySpec& t, std::size_t cop
 void run_batched(benchmark::State& state, BackendKind b, std::vector<GemmConfig> configs, int threads) {
   std::vector<GemmResult> out(configs.size());
   for (auto _ : state) {
-    if (b == BackendKind::cuda) batched::eval_gemm_cuda(configs.data(), configs.size(), out.data());
-    else batched::eval_gemm_omp(configs.data(), configs.size(), out.data(), threads);
+    eval_batch(b, batched::Family::gemm, configs.data(), configs.size(), out.data(), threads);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
@@ -100,28 +100,28 @@ void BM_ReferenceMilestone(benchmark::State& state) {
 BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
 
 // Sweep: configs generated from a flat index and reduced to the best per shape.
-batched::GemmSpace sweep_space() {
-  GemmParams p;
-  batched::GemmSpace s;
-  s.base = gemm_config(topo(), p);
-  using A = batched::GemmAxis;
-  s.axes = {A::m, A::n, A::k, A::tile_m, A::tile_n, A::tile_k, A::pes, A::cubes, A::buffers, A::dataflow};
-  s.values = {{8, 32, 2048}, {1024, 10240}, {8192}, {8, 32, 64, 128}, {64, 128, 256}, {64, 128, 256, 512},
-              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2}, {0, 1, 2}};
+batched::Space sweep_space() {
+  const Family& f = family("gemm");
+  batched::Space s = make_space<GemmModel>(gemm_config(topo(), GemmParams{}));
+  const std::pair<const char*, std::vector<std::int64_t>> axes[] = {
+      {"m", {8, 32, 2048}}, {"n", {1024, 10240}}, {"k", {8192}}, {"tile_m", {8, 32, 64, 128}}, {"tile_n", {64, 128, 256}},
+      {"tile_k", {64, 128, 256, 512}}, {"pes", {1, 2, 4, 8}}, {"cubes", {1, 2, 4, 8}}, {"buffers", {1, 2}}};
+  for (const auto& [name, values] : axes) s.axes.push_back({static_cast<std::int64_t>(f.axis(name)->offset), values});
+  s.axes.push_back({static_cast<std::int64_t>(offsetof(GemmConfig, hw) + offsetof(HwConfig, dataflow)), {0, 1, 2}});
   s.group_axes = 3;
   return s;
 }
 
 // range(0) = 1 adds every optional reduction: top 100, a Pareto front per group over PEs
 // used, and the latency histogram.
-batched::GemmReductions reductions(std::int64_t all) {
-  return all ? batched::GemmReductions{100, batched::ParetoCost::pes, true, {}} : batched::GemmReductions{};
+batched::Reductions reductions(std::int64_t all) {
+  return all ? batched::Reductions{100, kGemmCostPes, true, {}} : batched::Reductions{};
 }
 
 void BM_SweepOmp(benchmark::State& state) {
-  const batched::GemmSpace s = sweep_space();
-  const batched::GemmReductions red = reductions(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::omp, s, 1 << 16, 2, red));
+  const batched::Space s = sweep_space();
+  const batched::Reductions red = reductions(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(sweep(BackendKind::omp, s, 1 << 16, 2, red));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
                                                    benchmark::Counter::kIsRate);
 }
@@ -135,11 +135,11 @@ void BM_SweepCuda(benchmark::State& state) {
     state.SkipWithError(why.c_str());
     return;
   }
-  batched::GemmSpace s = sweep_space();
-  s.values[2].clear();
-  for (std::int64_t k = 32; k <= 32 * 256; k += 32) s.values[2].push_back(k);
-  const batched::GemmReductions red = reductions(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(sweep_gemm(BackendKind::cuda, s, 1 << 22, 0, red));
+  batched::Space s = sweep_space();
+  s.axes[2].values.clear();
+  for (std::int64_t k = 32; k <= 32 * 256; k += 32) s.axes[2].values.push_back(k);
+  const batched::Reductions red = reductions(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(sweep(BackendKind::cuda, s, 1 << 22, 0, red));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(s.size()) * state.iterations(),
                                                    benchmark::Counter::kIsRate);
 }

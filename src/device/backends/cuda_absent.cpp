@@ -12,12 +12,12 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
-void eval_gemm_cuda(const GemmConfig*, std::size_t, GemmResult*) {
-  throw std::logic_error("eval_gemm_cuda called in a build without the CUDA backend");
+void eval_cuda(Family, const void*, std::size_t, void*) {
+  throw std::logic_error("eval_cuda called in a build without the CUDA backend");
 }
 
-GemmSweepSummary sweep_gemm_cuda(const GemmSpace&, const GemmReductions&, std::int64_t) {
-  throw std::logic_error("sweep_gemm_cuda called in a build without the CUDA backend");
+SweepSummary sweep_cuda(const Space&, const Reductions&, std::int64_t) {
+  throw std::logic_error("sweep_cuda called in a build without the CUDA backend");
 }
 
 }  // namespace kb::batched

@@ -9,19 +9,43 @@
 #include <thrust/system/cuda/vector.h>
 #include <thrust/transform_reduce.h>
 
+#include <thrust/system/cuda/error.h>
+#include <thrust/system_error.h>
+
 #include <cub/device/device_segmented_reduce.cuh>
+#include <new>
 #include <map>
 #include <stdexcept>
 #include <string>
 
-#include "gemm_eval.inl"
+#include "../../host/common/error.h"
+#include "../sweep/reduce.inl"
 
-#define KB_CUDA_CALL(expr)                                                                              \
-  do {                                                                                                  \
-    const cudaError_t kb_err = (expr);                                                                  \
-    if (kb_err != cudaSuccess)                                                                          \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr ": " + \
-                               cudaGetErrorString(kb_err));                                             \
+// A failed CUDA call: the machine's problem (no memory, no driver or device) is an
+// EnvironmentError that says so; anything else is a bug.
+[[noreturn]] inline void kb_cuda_fail(cudaError_t err, const char* file, int line, const char* expr) {
+  switch (err) {
+    case cudaErrorMemoryAllocation:
+      throw kb::EnvironmentError(std::string("the CUDA device ran out of memory (") + expr + ": " +
+                                 cudaGetErrorString(err) + "); use --backend omp or a smaller --chunk");
+    case cudaErrorInsufficientDriver:
+    case cudaErrorNoDevice:
+    case cudaErrorInitializationError:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorCompatNotSupportedOnDevice:
+      throw kb::EnvironmentError(std::string("the CUDA driver or device is not usable (") + cudaGetErrorString(err) +
+                                 "); use --backend omp");
+    default:
+      throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +
+                               cudaGetErrorString(err));
+  }
+}
+
+#define KB_CUDA_CALL(expr)                                                   \
+  do {                                                                       \
+    const cudaError_t kb_err = (expr);                                       \
+    if (kb_err != cudaSuccess) kb_cuda_fail(kb_err, __FILE__, __LINE__, #expr); \
   } while (0)
 
 namespace kb::batched {
@@ -38,14 +62,6 @@ int cuda_device_count(std::string* why) {
   }
   if (n == 0 && why) *why = "no CUDA device is present";
   return n;
-}
-
-void eval_gemm_cuda(const GemmConfig* configs, std::size_t n, GemmResult* out) {
-  thrust::cuda::vector<GemmConfig> in(configs, configs + n);
-  thrust::cuda::vector<GemmResult> res(n);
-  thrust::transform(thrust::cuda::par, in.begin(), in.end(), res.begin(), detail::EvalOne{});
-  KB_CUDA_CALL(cudaGetLastError());
-  thrust::copy(res.begin(), res.end(), out);
 }
 
 namespace {
@@ -116,9 +132,20 @@ constexpr int kSegmentedMinGroups = 256;
 // Device memory a chunk config needs: keyed, picked and latency copies, a bin, sort scratch.
 constexpr std::int64_t kBytesPerChunkConfig = 160;
 
-}  // namespace
+template <class Model>
+void eval_impl(const void* configs, std::size_t n, void* results) {
+  using Config = typename Model::Config;
+  using Result = typename Model::Result;
+  const auto* c = static_cast<const Config*>(configs);
+  thrust::cuda::vector<Config> in(c, c + n);
+  thrust::cuda::vector<Result> res(n);
+  thrust::transform(thrust::cuda::par, in.begin(), in.end(), res.begin(), detail::EvalOne<Model>{});
+  KB_CUDA_CALL(cudaGetLastError());
+  thrust::copy(res.begin(), res.end(), static_cast<Result*>(results));
+}
 
-GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& red, std::int64_t chunk) {
+template <class Model>
+SweepSummary sweep_impl(const Space& space, const Reductions& red, std::int64_t chunk) {
   using namespace detail;
   CachedAllocator alloc;
   const auto pol = thrust::cuda::par(alloc);
@@ -166,7 +193,43 @@ GemmSweepSummary sweep_gemm_cuda(const GemmSpace& space, const GemmReductions& r
     }
     return winners;
   };
-  return sweep_chunks<CudaSys>(pol, space, thrust::raw_pointer_cast(flat.data()), red, chunk, best_of);
+  return sweep_chunks<CudaSys, Model>(pol, space, thrust::raw_pointer_cast(flat.data()), red, chunk, best_of);
+}
+
+// Thrust reports a failed allocation as std::bad_alloc and other CUDA failures as
+// thrust::system_error: both are turned into the errors KB_CUDA_CALL raises.
+template <class Fn>
+auto guarded(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    kb_cuda_fail(cudaErrorMemoryAllocation, __FILE__, __LINE__, "a Thrust allocation");
+  } catch (const thrust::system_error& e) {
+    if (e.code().category() == thrust::cuda_category())
+      kb_cuda_fail(static_cast<cudaError_t>(e.code().value()), __FILE__, __LINE__, e.what());
+    throw;
+  }
+}
+
+[[noreturn]] void unknown_family() { throw std::logic_error("unknown workload family"); }
+
+}  // namespace
+
+#define KB_DISPATCH(id, Model) \
+  case Family::id: return guarded([&] { return CALL(Model); });
+
+void eval_cuda(Family f, const void* configs, std::size_t n, void* results) {
+#define CALL(Model) eval_impl<Model>(configs, n, results)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+SweepSummary sweep_cuda(const Space& space, const Reductions& red, std::int64_t chunk) {
+#define CALL(Model) sweep_impl<Model>(space, red, chunk)
+  switch (space.family) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
 }
 
 }  // namespace kb::batched

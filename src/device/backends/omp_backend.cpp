@@ -1,11 +1,14 @@
-// OpenMP backend: the generic Thrust code on thrust::omp, built by the host compiler.
+// OpenMP backend: the generic Thrust code on thrust::omp, built by the host compiler, for
+// every family of families.h. Also the host-side helpers that need a family's types.
 #include <omp.h>
 #include <thrust/reduce.h>
 #include <thrust/system/omp/execution_policy.h>
 #include <thrust/system/omp/vector.h>
 #include <thrust/transform_reduce.h>
 
-#include "gemm_eval.inl"
+#include <stdexcept>
+
+#include "../sweep/reduce.inl"
 
 namespace kb::batched {
 
@@ -22,32 +25,108 @@ struct OmpSys {
   using vec = thrust::omp::vector<T>;
   static void check() {}
 };
-}  // namespace
 
-void eval_gemm_omp(const GemmConfig* configs, std::size_t n, GemmResult* out, int threads) {
-  ThreadScope scope(threads);
-  thrust::transform(thrust::omp::par, configs, configs + n, out, detail::EvalOne{});
+template <class Model>
+void eval_impl(const void* configs, std::size_t n, void* results) {
+  const auto* in = static_cast<const typename Model::Config*>(configs);
+  thrust::transform(thrust::omp::par, in, in + n, static_cast<typename Model::Result*>(results),
+                    detail::EvalOne<Model>{});
 }
 
-GemmSweepSummary sweep_gemm_omp(const GemmSpace& space, const GemmReductions& red, std::int64_t chunk, int threads) {
+template <class Model>
+SweepSummary sweep_impl(const Space& space, const Reductions& red, std::int64_t chunk) {
   using namespace detail;
-  ThreadScope scope(threads);
   const std::vector<std::int64_t> flat = flatten_values(space);
   BestByKey<OmpSys> best(std::min(chunk, space.size()), space.size() / space.groups());
-  return sweep_chunks<OmpSys>(thrust::omp::par, space, flat.data(), red, chunk,
-                              [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
+  return sweep_chunks<OmpSys, Model>(thrust::omp::par, space, flat.data(), red, chunk,
+                                     [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
 }
 
-}  // namespace kb::batched
+[[noreturn]] void unknown_family() { throw std::logic_error("unknown workload family"); }
+}  // namespace
 
-namespace kb::batched {
+#define KB_DISPATCH(id, Model) \
+  case Family::id: return CALL(Model);
 
-GemmSpaceDecoder::GemmSpaceDecoder(const GemmSpace& space) : space_(space), flat_(detail::flatten_values(space)) {}
-
-GemmConfig GemmSpaceDecoder::operator()(std::int64_t i) const {
-  return detail::decode(detail::make_view(space_, flat_.data()), i);
+void eval_omp(Family f, const void* configs, std::size_t n, void* results, int threads) {
+  ThreadScope scope(threads);
+#define CALL(Model) eval_impl<Model>(configs, n, results)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
 }
 
-void gemm_space_set(GemmConfig& c, GemmAxis a, std::int64_t v) { detail::set_field(c, static_cast<std::int32_t>(a), v); }
+SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t chunk, int threads) {
+  ThreadScope scope(threads);
+#define CALL(Model) sweep_impl<Model>(space, red, chunk)
+  switch (space.family) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+std::size_t config_size(Family f) {
+#define CALL(Model) sizeof(Model::Config)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+std::size_t result_size(Family f) {
+#define CALL(Model) sizeof(Model::Result)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+namespace {
+template <class Model>
+void complete_impl(void* config) {
+  Model::complete(*static_cast<typename Model::Config*>(config));
+}
+template <class Model>
+void evaluate_impl(const void* config, void* result) {
+  *static_cast<typename Model::Result*>(result) = Model::evaluate(*static_cast<const typename Model::Config*>(config));
+}
+template <class Model>
+void decode_impl(const Space& space, const std::int64_t* flat, std::int64_t i, void* config) {
+  *static_cast<typename Model::Config*>(config) =
+      detail::decode<Model>(detail::make_view<typename Model::Config>(space, flat), i);
+}
+}  // namespace
+
+void complete_config(Family f, void* config) {
+#define CALL(Model) complete_impl<Model>(config)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+void evaluate_host(Family f, const void* config, void* result) {
+#define CALL(Model) evaluate_impl<Model>(config, result)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+SpaceDecoder::SpaceDecoder(const Space& space) : space_(space), flat_(detail::flatten_values(space)) {}
+
+void SpaceDecoder::operator()(std::int64_t i, void* config) const {
+#define CALL(Model) decode_impl<Model>(space_, flat_.data(), i, config)
+  switch (space_.family) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+std::int64_t Space::size() const {
+  std::int64_t n = 1;
+  for (const auto& a : axes) n *= static_cast<std::int64_t>(a.values.size());
+  return n;
+}
+
+std::int64_t Space::groups() const {
+  std::int64_t n = 1;
+  for (int a = 0; a < group_axes; ++a) n *= static_cast<std::int64_t>(axes[static_cast<std::size_t>(a)].values.size());
+  return n;
+}
 
 }  // namespace kb::batched

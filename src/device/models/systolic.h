@@ -6,11 +6,10 @@
 #include <cstdint>
 
 #include "../common/kb_hd.h"
+#include "../common/hw.h"
 #include "../common/units.h"
 
 namespace kb {
-
-enum class Dataflow : std::int32_t { os = 0, ws = 1, is = 2 };
 
 // Cycles for C[m,n] += A[m,k] * B[k,n] on a rows x cols array.
 // The dataflow picks which GEMM dimensions are spatial (Sr on array rows, Sc on array

@@ -6,30 +6,33 @@
 #include <cstdio>
 #include <iostream>
 
-#include "benches/registry.h"
+#include <memory>
+
+#include "cmd_family.h"
+#include "host/bench/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
-#include "host/cli/sweep_gemm.h"
-#include "host/sweep/gemm_sweep.h"
 #include "host/topology/load.h"
 #include "host/topology/summary.h"
 
 namespace kb {
 namespace {
 
-std::string default_topology() { return source_dir() + "/topologies/default.yaml"; }
 const char* kDefaultOutRoot = "benches/1H_milestone_output";
 
-struct TopoArgs {
-  std::string path;
-  std::vector<std::string> sets;
-  void add(CLI::App* app, bool positional) {
-    if (positional) app->add_option("file", path, "topology YAML file")->required();
-    else app->add_option("--topology", path, "topology YAML file (default: topologies/default.yaml)");
-    app->add_option("--set", sets, "override a field, PATH=VALUE (repeatable)")->take_all()->allow_extra_args(false);
-  }
-  TopologySpec load() const { return load_topology(path.empty() ? default_topology() : path, sets); }
-};
+}  // namespace
+
+std::string default_topology() { return data_dir() + "/topologies/default.yaml"; }
+
+void TopoArgs::add(CLI::App* app, bool positional) {
+  if (positional) app->add_option("file", path, "topology YAML file")->required();
+  else app->add_option("--topology", path, "topology YAML file (default: topologies/default.yaml)");
+  app->add_option("--set", sets, "override a field, PATH=VALUE (repeatable)")->take_all()->allow_extra_args(false);
+}
+
+TopologySpec TopoArgs::load() const { return load_topology(path.empty() ? default_topology() : path, sets); }
+
+namespace {
 
 void cmd_list() {
   std::printf("%-28s %s\n", "bench", "description [axes]");
@@ -45,102 +48,6 @@ const BenchInfo& bench_or_error(const std::string& name) {
   std::string known;
   for (const auto& b : benches()) known += (known.empty() ? "" : ", ") + b.name;
   throw InputError("--bench " + name + ": unknown bench (known: " + known + ")");
-}
-
-struct GemmArgs {
-  GemmParams p;
-  TopoArgs topo;
-  std::string trace, engine = "both", backend = "auto";
-  std::string dataflow, array_rows, array_cols;  // shorthands for --set pe.matrix.*
-  bool json = false;
-};
-
-std::string us(ps_t ps) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.3f us", static_cast<double>(ps) / 1e6);
-  return b;
-}
-
-void cmd_eval_gemm(GemmArgs a) {
-  if (!a.dataflow.empty()) a.topo.sets.push_back("pe.matrix.dataflow=" + a.dataflow);
-  if (!a.array_rows.empty()) a.topo.sets.push_back("pe.matrix.rows=" + a.array_rows);
-  if (!a.array_cols.empty()) a.topo.sets.push_back("pe.matrix.cols=" + a.array_cols);
-  const TopologySpec topo = a.topo.load();
-  auto auto_tile = [](std::int64_t& tile, std::int64_t dim) {
-    if (tile == 0) tile = dim >= 1 ? std::min<std::int64_t>(128, dim) : 1;
-  };
-  auto_tile(a.p.tile_m, a.p.m);
-  auto_tile(a.p.tile_n, a.p.n);
-  auto_tile(a.p.tile_k, a.p.k);
-  if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
-    throw InputError("--engine " + a.engine + ": expected reference, batched or both");
-  validate_gemm(topo, a.p);
-  const bool want_ref = a.engine != "batched", want_batched = a.engine != "reference";
-  if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
-  const GemmConfig cfg = gemm_config(topo, a.p);
-  BackendKind backend = BackendKind::omp;
-  GemmResult model{};
-  if (want_batched) {
-    backend = resolve_backend(a.backend);
-    model = eval_gemm(backend, {cfg})[0];
-    if (model.status != kGemmOk) throw InputError(gemm_status_message(model.status, cfg));
-  } else {
-    model = gemm_model(cfg);  // for the roofline only
-  }
-  GemmReference ref;
-  if (want_ref) ref = run_gemm_reference(topo, a.p, !a.trace.empty());
-
-  const GemmFigures fr = want_ref ? figures_of(ref.report) : GemmFigures{};
-  const GemmFigures fb = want_batched ? figures_of(model) : GemmFigures{};
-  const GemmFigures& f = want_ref ? fr : fb;
-  const std::string diff = want_ref && want_batched ? figures_diff(fr, fb) : "";
-  if (!a.trace.empty()) write_file_atomic(a.trace, ref.trace);
-
-  auto figures_json = [&](const GemmFigures& g) {
-    const GemmDerived d = derive(topo, a.p, g);
-    return nlohmann::json{{"latency_ps", g.latency_ps},         {"mac_cycles", g.mac_cycles},
-                          {"macs", g.macs},                     {"mac_util", d.mac_util},
-                          {"matrix_busy_ps", g.matrix_busy_ps}, {"dma_busy_ps", g.dma_busy_ps},
-                          {"max_pe_matrix_busy_ps", g.max_pe_matrix_busy_ps}, {"max_pe_dma_busy_ps", g.max_pe_dma_busy_ps},
-                          {"hbm_read_bytes", g.hbm_read_bytes}, {"hbm_write_bytes", g.hbm_write_bytes},
-                          {"ops", g.ops},                       {"achieved_tflops", d.achieved_tflops}};
-  };
-  const GemmDerived d = derive(topo, a.p, f);
-  if (a.json) {
-    nlohmann::json j = figures_json(f);
-    j["engine"] = a.engine;
-    j["roofline_ps"] = model.roofline_ps;
-    j["compute_roof_ps"] = model.compute_roof_ps;
-    j["hbm_roof_ps"] = model.hbm_roof_ps;
-    j["topology"] = {{"name", topo.name}, {"hash", hash_hex(topo.hash)}};
-    j["problem"] = {{"m", a.p.m}, {"n", a.p.n}, {"k", a.p.k}, {"tile_m", a.p.tile_m}, {"tile_n", a.p.tile_n},
-                    {"tile_k", a.p.tile_k}, {"pes", a.p.pes}, {"cubes", a.p.cubes}, {"buffers", a.p.buffers}};
-    if (want_batched) j["backend"] = to_string(backend);
-    if (want_ref) j["reference"] = figures_json(fr);
-    if (want_batched) j["batched"] = figures_json(fb);
-    if (want_ref && want_batched) {
-      j["parity"] = diff.empty();
-      if (!diff.empty()) j["parity_diff"] = diff;
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::printf("gemm %lldx%lldx%lld, tiles %lldx%lldx%lld, %lld PE(s) x %lld cube(s), %lld buffer set(s), topology %s\n",
-                (long long)a.p.m, (long long)a.p.n, (long long)a.p.k, (long long)a.p.tile_m, (long long)a.p.tile_n,
-                (long long)a.p.tile_k, (long long)a.p.pes, (long long)a.p.cubes, (long long)a.p.buffers,
-                topo.name.c_str());
-    std::printf("  engine           %s%s\n", a.engine.c_str(),
-                want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
-    std::printf("  latency          %s (%lld ps)\n", us(f.latency_ps).c_str(), (long long)f.latency_ps);
-    std::printf("  roofline         %s (compute %s, HBM %s)\n", us(model.roofline_ps).c_str(),
-                us(model.compute_roof_ps).c_str(), us(model.hbm_roof_ps).c_str());
-    std::printf("  matrix cycles    %lld\n", (long long)f.mac_cycles);
-    std::printf("  MAC utilisation  %.2f%%\n", 100.0 * d.mac_util);
-    std::printf("  achieved         %.3f TFLOP/s\n", d.achieved_tflops);
-    std::printf("  HBM read/write   %lld / %lld bytes\n", (long long)f.hbm_read_bytes, (long long)f.hbm_write_bytes);
-    if (want_ref && want_batched) std::printf("  parity           %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
-    if (!a.trace.empty()) std::printf("  trace            %s\n", a.trace.c_str());
-  }
-  if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
 }
 
 }  // namespace
@@ -166,37 +73,22 @@ int cli_main(int argc, char** argv) {
   run->add_option("--backend", backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
   run->add_flag("--fast", fast, "re-render figures from committed results (same as MILESTONE_FAST=1)");
 
-  auto* eval = app.add_subcommand("eval", "evaluate one configuration");
+  // eval NAME and sweep NAME for every workload family.
+  auto* eval = app.add_subcommand("eval", "evaluate one configuration of a workload family");
   eval->require_subcommand(1);
-  auto* egemm = eval->add_subcommand("gemm", "one GEMM on the reference engine and/or the batched model");
-  GemmArgs g;
-  egemm->add_option("--m", g.p.m, "rows of A and C")->required();
-  egemm->add_option("--n", g.p.n, "columns of B and C")->required();
-  egemm->add_option("--k", g.p.k, "columns of A, rows of B")->required();
-  g.p.tile_m = g.p.tile_n = g.p.tile_k = 0;  // 0: min(128, the matrix dimension)
-  egemm->add_option("--tile-m", g.p.tile_m, "output tile rows (default: min(128, m))");
-  egemm->add_option("--tile-n", g.p.tile_n, "output tile columns (default: min(128, n))");
-  egemm->add_option("--tile-k", g.p.tile_k, "k-slice per step (default: min(128, k))");
-  egemm->add_option("--pes", g.p.pes, "PEs per cube")->capture_default_str();
-  egemm->add_option("--cubes", g.p.cubes, "cubes")->capture_default_str();
-  egemm->add_option("--buffers", g.p.buffers, "SRAM buffer sets: 1 or 2")->capture_default_str();
-  egemm->add_option("--dataflow", g.dataflow, "os, ws or is (same as --set pe.matrix.dataflow=...)");
-  egemm->add_option("--array-rows", g.array_rows, "systolic array rows (same as --set pe.matrix.rows=...)");
-  egemm->add_option("--array-cols", g.array_cols, "systolic array columns (same as --set pe.matrix.cols=...)");
-  egemm->add_option("--engine", g.engine, "reference, batched or both")->capture_default_str();
-  egemm->add_option("--backend", g.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
-  egemm->add_option("--trace", g.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
-  egemm->add_flag("--json", g.json, "print one JSON object");
-  g.topo.add(egemm, false);
-
   auto* sweep = app.add_subcommand("sweep", "evaluate a space of configurations with the batched model");
   sweep->require_subcommand(1);
-  auto* sgemm = sweep->add_subcommand(
-      "gemm", "GEMM configs: best per group, top k, Pareto front and latency histogram, reduced on the device");
-  SweepGemmArgs sg;
-  add_sweep_gemm_options(sgemm, sg);
-  TopoArgs sweep_topo;
-  sweep_topo.add(sgemm, false);
+  std::vector<std::unique_ptr<EvalArgs>> evals;
+  std::vector<std::unique_ptr<SweepArgs>> sweeps;
+  std::vector<CLI::App*> eval_cmds, sweep_cmds;
+  for (const Family* f : families()) {
+    evals.push_back(std::make_unique<EvalArgs>());
+    evals.back()->family = f;
+    eval_cmds.push_back(add_eval_command(eval, *evals.back()));
+    sweeps.push_back(std::make_unique<SweepArgs>());
+    sweeps.back()->family = f;
+    sweep_cmds.push_back(add_sweep_command(sweep, *sweeps.back()));
+  }
 
   auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
   topo->require_subcommand(1);
@@ -264,10 +156,12 @@ int cli_main(int argc, char** argv) {
       ctx.fast = fast || (env_fast && std::string(env_fast) == "1");
       ctx.out = &std::cout;
       b.fn(ctx);
-    } else if (egemm->parsed()) {
-      cmd_eval_gemm(g);
-    } else if (sgemm->parsed()) {
-      cmd_sweep_gemm(sg, sweep_topo.load(), sweep_topo.sets);
+    } else if (eval->parsed()) {
+      for (std::size_t i = 0; i < eval_cmds.size(); ++i)
+        if (eval_cmds[i]->parsed()) cmd_eval(*evals[i]);
+    } else if (sweep->parsed()) {
+      for (std::size_t i = 0; i < sweep_cmds.size(); ++i)
+        if (sweep_cmds[i]->parsed()) cmd_sweep(*sweeps[i]);
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
       std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
@@ -277,16 +171,19 @@ int cli_main(int argc, char** argv) {
       else std::cout << topology_summary_text(t);
     } else if (plot->parsed()) {
       const BenchInfo& b = bench_or_error(plot_bench);
-      if (b.name != "milestone-1h-gemm") throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
+      if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
       const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;
-      const std::string json = in + "/gemm_sweep.json";
+      const std::string json = in + "/" + b.json;
       read_file(json);  // a missing file is a clear input error
-      render_figures("plot_gemm.py", json, plot_out.empty() ? in : plot_out);
+      render_figures(b.plot, json, plot_out.empty() ? in : plot_out);
       std::printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
     }
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
+  } catch (const EnvironmentError& e) {
+    std::fprintf(stderr, "error: environment: %s\n", e.what());
+    return 4;
   } catch (const InternalError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 3;

@@ -13,6 +13,13 @@ class InputError : public std::runtime_error {
   explicit InputError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// The machine cannot do what was asked (a device out of memory, no usable driver): exit
+// code 4, one line that says what to change.
+class EnvironmentError : public std::runtime_error {
+ public:
+  explicit EnvironmentError(const std::string& what) : std::runtime_error(what) {}
+};
+
 // A broken invariant inside the simulator: exit code 3.
 class InternalError : public std::logic_error {
  public:

@@ -1,5 +1,6 @@
 #include "output.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,9 +15,26 @@ namespace kb {
 
 namespace fs = std::filesystem;
 
-std::string source_dir() {
-  if (const char* env = std::getenv("KERNBENCH_SOURCE_DIR")) return env;
-  return KB_SOURCE_DIR;
+namespace {
+bool holds_data(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p / "topologies" / "default.yaml", ec);
+}
+}  // namespace
+
+std::string data_dir() {
+  if (const char* env = std::getenv("KERNBENCH_DATA_DIR")) return env;
+  if (const char* env = std::getenv("KERNBENCH_SOURCE_DIR")) return env;  // older name, kept for scripts
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path bin = exe.parent_path();
+    if (holds_data(bin.parent_path() / "share" / "kernbench-gpu")) return (bin.parent_path() / "share" / "kernbench-gpu").string();
+    for (fs::path p = bin; !p.empty() && p != p.root_path(); p = p.parent_path())
+      if (holds_data(p)) return p.string();
+  }
+  throw InputError("cannot find kernbench-gpu's data (topologies/, tools/plot/): set KERNBENCH_DATA_DIR to the folder "
+                   "that holds them");
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
@@ -74,10 +92,29 @@ void render_figures(const std::string& script, const std::string& json_path, con
     throw InputError("figures: matplotlib is not available to python3; install it with "
                      "'apt-get install python3-matplotlib' or 'python3 -m pip install matplotlib' "
                      "(numbers were written to " + out_dir + ")");
-  const std::string cmd = "'" + python + "' '" + source_dir() + "/tools/plot/" + script + "' --in '" + json_path +
-                          "' --out '" + out_dir + "' >/dev/null";
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0) throw InternalError("figure script " + script + " failed (exit " + std::to_string(rc) + ")", __FILE__, __LINE__);
+  std::error_code ec;
+  const std::string err = (fs::temp_directory_path(ec) / ("kernbench-plot-" + std::to_string(::getpid()) + ".err")).string();
+  const std::string cmd = "'" + python + "' '" + data_dir() + "/tools/plot/" + script + "' --in '" + json_path +
+                          "' --out '" + out_dir + "' >/dev/null 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  std::string text;
+  {
+    std::ifstream in(err);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  fs::remove(err, ec);
+  if (status == 0) return;
+  // The script's last line, without its own "error: " prefix (main adds one).
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::string line = text.substr(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
+  const std::string said = line.rfind("error: ", 0) == 0 ? line.substr(7) : line;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(said.empty() ? script + ": rejected its input" : said);
+  const std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                            : "signal " + std::to_string(WTERMSIG(status));
+  throw InternalError("figure script " + script + " failed (" + how + ")" + (said.empty() ? "" : ": " + said), __FILE__,
+                      __LINE__);
 }
 
 }  // namespace kb

@@ -16,11 +16,15 @@ std::string read_file(const std::string& path);
 std::string find_plot_python();
 
 // Runs tools/plot/<script> --in JSON --out DIR. Throws InputError with a one-line
-// explanation (how to install matplotlib) when no suitable Python is found, and
-// InternalError when the script fails.
+// explanation (how to install matplotlib) when no suitable Python is found, InputError
+// with the script's own line when it rejects its input (its exit code 2), and
+// InternalError when it fails otherwise.
 void render_figures(const std::string& script, const std::string& json_path, const std::string& out_dir);
 
-// Source tree root (for tools/plot and the shipped topologies).
-std::string source_dir();
+// Where the shipped data lives (topologies/, tools/plot/, docs/diagrams/):
+// $KERNBENCH_DATA_DIR if set; else the installed layout next to the binary
+// (<prefix>/bin/kernbench-gpu -> <prefix>/share/kernbench-gpu); else the source tree the
+// binary was built in (the first folder above it that holds topologies/default.yaml).
+std::string data_dir();
 
 }  // namespace kb

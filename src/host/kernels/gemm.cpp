@@ -8,6 +8,7 @@ namespace kb {
 
 GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
   GemmConfig c{};
+  c.hw = topo.hw();
   c.m = p.m;
   c.n = p.n;
   c.k = p.k;
@@ -17,18 +18,15 @@ GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
   c.pes = p.pes;
   c.cubes = p.cubes;
   c.buffers = p.buffers;
-  c.array_rows = topo.matrix_rows;
-  c.array_cols = topo.matrix_cols;
-  c.dataflow = static_cast<std::int32_t>(topo.dataflow);
-  c.clock_mhz = topo.clock_mhz;
-  c.dma_gbps = topo.dma_gbps();
-  c.hbm_gbps = topo.hbm_bandwidth_gbps;
-  c.hbm_latency_ns = topo.hbm_latency_ns;
-  c.sram_bytes = topo.sram_bytes();
-  c.hbm_capacity_bytes = topo.hbm_capacity_bytes();
-  c.pes_per_cube = topo.pes_per_cube();
-  c.cubes_per_sip = topo.cubes_per_sip();
   return c;
+}
+
+GemmParams gemm_params(const GemmConfig& c) {
+  GemmParams p;
+  p.m = c.m, p.n = c.n, p.k = c.k;
+  p.tile_m = c.tile_m, p.tile_n = c.tile_n, p.tile_k = c.tile_k;
+  p.pes = c.pes, p.cubes = c.cubes, p.buffers = c.buffers;
+  return p;
 }
 
 std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
@@ -42,13 +40,13 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
              s(c.tile_n) + ", " + s(c.tile_k) + " for " + s(c.m) + "x" + s(c.n) + "x" + s(c.k) + ")";
     case kGemmBadBuffers: return "buffers: must be 1 or 2 (got " + s(c.buffers) + ")";
     case kGemmBadPes:
-      return "pes: must be in 1.." + s(c.pes_per_cube) + ", the PEs of one cube (got " + s(c.pes) + ")";
+      return "pes: must be in 1.." + s(c.hw.pes_per_cube()) + ", the PEs of one cube (got " + s(c.pes) + ")";
     case kGemmBadCubes:
-      return "cubes: must be in 1.." + s(c.cubes_per_sip) + ", the cubes of one SIP (got " + s(c.cubes) + ")";
+      return "cubes: must be in 1.." + s(c.hw.cubes_per_sip()) + ", the cubes of one SIP (got " + s(c.cubes) + ")";
     case kGemmSramOverflow:
       return "tiles: " + s(c.buffers) + " buffer set(s) of " + s(c.tile_m) + "x" + s(c.tile_k) + " A, " +
              s(c.tile_k) + "x" + s(c.tile_n) + " B and fp32 C tiles need " + s(gemm_sram_bytes(c)) +
-             " bytes of SRAM; a PE has " + s(c.sram_bytes);
+             " bytes of SRAM; a PE has " + s(c.hw.sram_bytes());
     case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
     case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
     case kGemmBadHardware: return "hardware: a figure is outside the ranges a topology file allows";
@@ -58,8 +56,7 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
 
 void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
   const GemmConfig c = gemm_config(topo, p);
-  // The full model, not only gemm_check: it also finds totals that would overflow.
-  const std::int32_t st = gemm_model(c).status;
+  const std::int32_t st = gemm_check(c);
   if (st != kGemmOk) throw InputError(gemm_status_message(st, c));
 }
 
@@ -147,16 +144,49 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
     throw InputError("shape: the reference engine would simulate " + std::to_string(ops) + " ops; at most " +
                      std::to_string(kMaxReferenceOps) + " are allowed (use --engine batched)");
   RuntimeContext ctx(topo);
-  const GemmTensors t = gemm_tensors(ctx, p, 0);
-  ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
+  // The request was validated: anything the runtime rejects from here on is a bug of the
+  // shipped kernel program, not the user's input.
+  try {
+    const GemmTensors t = gemm_tensors(ctx, p, 0);
+    ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
+  } catch (const InputError& e) {
+    throw InternalError(std::string("the GEMM reference program was rejected by the runtime: ") + e.what(), __FILE__,
+                        __LINE__);
+  }
   GemmReference out;
   out.report = ctx.run();
+  if (out.report.status == engine::Status::error && out.report.message.find("2^61") != std::string::npos)
+    throw InputError("shape: the simulated time would overflow int64 picoseconds");
   if (out.report.status != engine::Status::ok)
     throw InternalError("GEMM reference run ended " + std::string(engine::to_string(out.report.status)) + ": " +
                             out.report.message,
                         __FILE__, __LINE__);
   if (want_trace) out.trace = ctx.trace_json(out.report);
   return out;
+}
+
+GemmResult gemm_reference(const GemmConfig& c, std::string* trace) {
+  TopologySpec topo;
+  topo.hw() = c.hw;
+  topo.schema_version = 1;
+  topo.name = "config";
+  const GemmReference ref = run_gemm_reference(topo, gemm_params(c), trace != nullptr);
+  const engine::Summary& s = ref.report.summary;
+  GemmResult r{};
+  r.status = kGemmOk;
+  r.latency_ps = s.latency_ps;
+  r.mac_cycles = s.mac_cycles;
+  r.macs = s.macs;
+  r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
+  r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
+  r.max_pe_matrix_busy_ps = s.max_resource_busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
+  r.max_pe_dma_busy_ps = s.max_resource_busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
+  r.hbm_read_bytes = s.hbm_read_bytes;
+  r.hbm_write_bytes = s.hbm_write_bytes;
+  r.ops = s.ops;
+  gemm_roofline(c, r);  // closed-form bounds of the problem, not the schedule's timing
+  if (trace) *trace = ref.trace;
+  return r;
 }
 
 }  // namespace kb

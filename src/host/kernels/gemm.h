@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../../device/models/gemm_model.h"
+#include "../../device/models/gemm.h"
 #include "../runtime/context.h"
 
 namespace kb {
@@ -18,7 +18,9 @@ struct GemmParams {
 
 // The flat config of the batched model for these params on this topology.
 GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p);
-// Throws InputError naming the problem when the request cannot run.
+GemmParams gemm_params(const GemmConfig& c);
+// Throws InputError naming the problem when the request cannot run (the validity check
+// only: nothing of the batched model's timing).
 void validate_gemm(const TopologySpec& topo, const GemmParams& p);
 std::string gemm_status_message(std::int32_t status, const GemmConfig& c);
 
@@ -38,6 +40,9 @@ struct GemmReference {
 };
 // Builds, launches and simulates the GEMM on the reference engine.
 GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, bool want_trace = false);
+// The family's reference program: the figures of a config from the reference engine (and
+// its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
+GemmResult gemm_reference(const GemmConfig& c, std::string* trace = nullptr);
 
 // Ops the reference engine may simulate in one run before the request is refused.
 constexpr std::int64_t kMaxReferenceOps = INT64_C(1) << 26;

@@ -1,5 +1,7 @@
 #include "context.h"
 
+#include "../../device/models/systolic.h"
+
 #include <memory>
 
 #include "../common/error.h"

@@ -28,7 +28,9 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
 std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::string& text, std::int64_t lo_limit,
                                             std::int64_t hi_limit, std::int64_t auto_value) {
   auto fail = [&](const std::string& item, const std::string& what) {
-    throw InputError(flag + " " + text + ": " + (item.empty() ? "" : "item '" + item + "': ") + what);
+    // A flag ending in '=' ("--hw pe.matrix.rows=") is followed by the list directly.
+    const std::string sep = !flag.empty() && flag.back() == '=' ? "" : " ";
+    throw InputError(flag + sep + text + ": " + (item.empty() ? "" : "item '" + item + "': ") + what);
   };
   auto number = [&](const std::string& item, const std::string& s) {
     if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)

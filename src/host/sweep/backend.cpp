@@ -17,19 +17,22 @@ BackendKind resolve_backend(const std::string& requested) {
   throw InputError("--backend " + requested + ": expected auto, cuda or omp");
 }
 
-std::vector<GemmResult> eval_gemm(BackendKind b, const std::vector<GemmConfig>& configs, int threads) {
-  std::vector<GemmResult> out(configs.size());
-  if (configs.empty()) return out;
-  if (b == BackendKind::cuda) batched::eval_gemm_cuda(configs.data(), configs.size(), out.data());
-  else batched::eval_gemm_omp(configs.data(), configs.size(), out.data(), threads);
-  return out;
+void eval_batch(BackendKind b, batched::Family f, const void* configs, std::size_t n, void* results, int threads) {
+  if (n == 0) return;
+  if (b == BackendKind::cuda) batched::eval_cuda(f, configs, n, results);
+  else batched::eval_omp(f, configs, n, results, threads);
 }
 
-void validate_sweep(const batched::GemmSpace& space, std::int64_t chunk, const batched::GemmReductions& red) {
-  if (space.axes.size() != space.values.size() || space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
-    throw InputError("sweep space: at most 12 axes, each with a list of values");
-  for (const auto& v : space.values)
-    if (v.empty()) throw InputError("sweep space: an axis has no values");
+void validate_sweep(const batched::Space& space, std::int64_t chunk, const batched::Reductions& red) {
+  if (space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
+    throw InputError("sweep space: at most " + std::to_string(batched::kMaxAxes) + " axes");
+  if (space.base.size() != batched::config_size(space.family))
+    throw InputError("sweep space: the base config does not belong to its family");
+  for (const auto& a : space.axes) {
+    if (a.values.empty()) throw InputError("sweep space: an axis has no values");
+    if (a.offset < 0 || a.offset + 8 > static_cast<std::int64_t>(space.base.size()) || a.offset % 8 != 0)
+      throw InputError("sweep space: an axis sets no field of the config");
+  }
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");
   if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
@@ -37,26 +40,10 @@ void validate_sweep(const batched::GemmSpace& space, std::int64_t chunk, const b
     throw InputError("--top " + std::to_string(red.top_k) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
 }
 
-batched::GemmSweepSummary sweep_gemm(BackendKind b, const batched::GemmSpace& space, std::int64_t chunk, int threads,
-                                     const batched::GemmReductions& red) {
+batched::SweepSummary sweep(BackendKind b, const batched::Space& space, std::int64_t chunk, int threads,
+                            const batched::Reductions& red) {
   validate_sweep(space, chunk, red);
-  return b == BackendKind::cuda ? batched::sweep_gemm_cuda(space, red, chunk)
-                                : batched::sweep_gemm_omp(space, red, chunk, threads);
+  return b == BackendKind::cuda ? batched::sweep_cuda(space, red, chunk) : batched::sweep_omp(space, red, chunk, threads);
 }
 
-namespace batched {
-
-std::int64_t GemmSpace::size() const {
-  std::int64_t n = 1;
-  for (const auto& v : values) n *= static_cast<std::int64_t>(v.size());
-  return n;
-}
-
-std::int64_t GemmSpace::groups() const {
-  std::int64_t n = 1;
-  for (int a = 0; a < group_axes; ++a) n *= static_cast<std::int64_t>(values[static_cast<std::size_t>(a)].size());
-  return n;
-}
-
-}  // namespace batched
 }  // namespace kb

@@ -10,64 +10,13 @@
 #include <sstream>
 
 #include "../common/error.h"
+#include "fields.h"
 
 namespace kb {
 namespace {
 
-constexpr std::int64_t kMaxBandwidthGbps = 1000000;    // 1 PB/s: beyond any real link
-constexpr std::int64_t kMaxLatencyNs = 1000000000;     // 1 s
-constexpr std::int64_t kMaxGrid = 1024;
-
-struct IntField {
-  const char* path;
-  std::int64_t& (*ref)(TopologySpec&);
-  std::int64_t lo, hi;
-  bool required;
-  std::int64_t fallback;
-  const char* meaning;
-};
-
-#define KB_REF(expr) [](TopologySpec& s) -> std::int64_t& { return s.expr; }
-
-const std::vector<IntField>& int_fields() {
-  static const std::vector<IntField> f = {
-      {"schema_version", KB_REF(schema_version), 1, 1, true, 0, "format version of this file; must be 1"},
-      {"system.sips", KB_REF(sips), 1, 4096, true, 0, "number of packages (SIPs); a collective rank is one SIP"},
-      {"system.sip_link.bandwidth_gbps", KB_REF(sip_link.bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "SIP-to-SIP link bandwidth per direction, GB/s (10^9 bytes/s)"},
-      {"system.sip_link.latency_ns", KB_REF(sip_link.latency_ns), 0, kMaxLatencyNs, true, 0,
-       "SIP-to-SIP link latency, ns"},
-      {"sip.cube_rows", KB_REF(cube_rows), 1, kMaxGrid, true, 0, "rows of the cube grid in one SIP"},
-      {"sip.cube_cols", KB_REF(cube_cols), 1, kMaxGrid, true, 0, "columns of the cube grid in one SIP"},
-      {"sip.cube_link.bandwidth_gbps", KB_REF(cube_link.bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "cube-to-cube mesh link bandwidth per direction, GB/s"},
-      {"sip.cube_link.latency_ns", KB_REF(cube_link.latency_ns), 0, kMaxLatencyNs, true, 0,
-       "cube-to-cube mesh link latency per hop, ns"},
-      {"cube.pe_rows", KB_REF(pe_rows), 1, kMaxGrid, true, 0, "rows of the PE grid in one cube"},
-      {"cube.pe_cols", KB_REF(pe_cols), 1, kMaxGrid, true, 0, "columns of the PE grid in one cube"},
-      {"cube.hbm.bandwidth_gbps", KB_REF(hbm_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "HBM stack bandwidth, split evenly over the PEs a launch uses in the cube, GB/s"},
-      {"cube.hbm.latency_ns", KB_REF(hbm_latency_ns), 0, kMaxLatencyNs, true, 0, "HBM access latency, ns"},
-      {"cube.hbm.capacity_mib", KB_REF(hbm_capacity_mib), 1, INT64_C(1) << 30, true, 0,
-       "HBM stack capacity, MiB"},
-      {"cube.ipcq.bandwidth_gbps", KB_REF(ipcq.bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "PE-to-PE copy queue bandwidth per direction, GB/s"},
-      {"cube.ipcq.latency_ns", KB_REF(ipcq.latency_ns), 0, kMaxLatencyNs, true, 0, "PE-to-PE copy latency, ns"},
-      {"pe.clock_mhz", KB_REF(clock_mhz), 1, 100000, true, 0, "PE clock, MHz"},
-      {"pe.matrix.rows", KB_REF(matrix_rows), 1, 4096, true, 0, "systolic array rows (fp16 MACs)"},
-      {"pe.matrix.cols", KB_REF(matrix_cols), 1, 4096, true, 0, "systolic array columns (fp16 MACs)"},
-      {"pe.vector.lanes", KB_REF(vector_lanes), 1, 65536, true, 0, "vector engine lanes (elements per cycle)"},
-      {"pe.sram_kib", KB_REF(sram_kib), 1, INT64_C(1) << 30, true, 0, "local SRAM per PE, KiB"},
-      {"pe.dma.engines", KB_REF(dma_engines), 1, 64, false, 1, "DMA engines per PE; their rates add up"},
-      {"pe.dma.bandwidth_gbps", KB_REF(dma_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0,
-       "bandwidth of one DMA engine, GB/s"},
-  };
-  return f;
-}
-
 const char* kName = "name";
-const char* kSipTopology = "system.sip_link.topology";
-const char* kDataflow = "pe.matrix.dataflow";
+const char* kSchemaVersion = "schema_version";
 
 std::string where(const std::string& file, const YAML::Mark& m) {
   return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
@@ -95,10 +44,9 @@ struct Schema {
       nodes[p] = true;
       for (std::size_t i = p.find('.'); i != std::string::npos; i = p.find('.', i + 1)) nodes.emplace(p.substr(0, i), false);
     };
-    for (const auto& f : int_fields()) add(f.path);
+    for (const auto& f : hw_fields()) add(f.path);
     add(kName);
-    add(kSipTopology);
-    add(kDataflow);
+    add(kSchemaVersion);
   }
 };
 
@@ -193,23 +141,6 @@ std::string hash_hex(std::uint64_t h) {
   return buf;
 }
 
-const std::vector<FieldDoc>& topology_fields() {
-  static const std::vector<FieldDoc> docs = [] {
-    std::vector<FieldDoc> d;
-    d.push_back({kName, "string", "any", "a name for reports; defaults to the file name without extension"});
-    d.push_back({kSipTopology, "enum", "ring|fully_connected|switch", "how SIPs are joined"});
-    d.push_back({kDataflow, "enum", "os|ws|is", "systolic dataflow: output, weight or input stationary; default os"});
-    for (const auto& f : int_fields()) {
-      std::string range = std::to_string(f.lo) + ".." + std::to_string(f.hi);
-      std::string meaning = f.meaning;
-      if (!f.required) meaning += "; default " + std::to_string(f.fallback);
-      d.push_back({f.path, "int", range, meaning});
-    }
-    return d;
-  }();
-  return docs;
-}
-
 TopologySpec load_topology(const std::string& path, const std::vector<std::string>& override_args) {
   // Overrides first: a malformed --set is reported even if the file is fine.
   std::map<std::string, std::string> overrides;
@@ -243,37 +174,28 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
 
   TopologySpec spec;
   Source src{root, path, overrides};
-  std::string canon;
   std::string text, loc;
-  for (const auto& f : int_fields()) {
+  if (!src.get(kSchemaVersion, text, loc)) fail(src.missing_loc(), kSchemaVersion, "required field is missing");
+  spec.schema_version = parse_int(text, loc, kSchemaVersion);
+  if (spec.schema_version < 1) fail(loc, kSchemaVersion, "must be > 0 (got " + text + ")");
+  if (spec.schema_version > 1) fail(loc, kSchemaVersion, "must be <= 1 (got " + text + ")");
+  // The hash's text lists integer fields first, then enums, each in table order.
+  std::string canon = std::string(kSchemaVersion) + "=" + std::to_string(spec.schema_version) + ";", enums;
+  for (const HwField& f : hw_fields()) {
     std::int64_t v = f.fallback;
     if (src.get(f.path, text, loc)) {
-      v = parse_int(text, loc, f.path);
-      if (v < f.lo)
-        fail(loc, f.path, std::string("must be ") + (f.lo == 1 ? "> 0" : ">= " + std::to_string(f.lo)) + " (got " + text + ")");
-      if (v > f.hi) fail(loc, f.path, "must be <= " + std::to_string(f.hi) + " (got " + text + ")");
+      std::string why;
+      if (!f.parse(text, &v, &why)) fail(loc, f.path, why);
     } else if (f.required) {
       fail(src.missing_loc(), f.path, "required field is missing");
     }
-    f.ref(spec) = v;
-    canon += std::string(f.path) + "=" + std::to_string(v) + ";";
+    f.set(spec, v);
+    (f.is_enum() ? enums : canon) += std::string(f.path) + "=" + f.text(v) + ";";
   }
+  canon += enums;
 
   spec.name = src.get(kName, text, loc) ? text : file_stem(path);
   if (spec.name.empty()) fail(loc, kName, "must not be empty");
-
-  if (!src.get(kSipTopology, text, loc)) fail(src.missing_loc(), kSipTopology, "required field is missing");
-  if (text == "ring") spec.sip_topology = SipTopology::ring;
-  else if (text == "fully_connected") spec.sip_topology = SipTopology::fully_connected;
-  else if (text == "switch") spec.sip_topology = SipTopology::switch_;
-  else fail(loc, kSipTopology, "expected one of ring|fully_connected|switch (got '" + text + "')");
-
-  spec.dataflow = Dataflow::os;
-  if (src.get(kDataflow, text, loc)) {
-    if (!parse_dataflow(text, &spec.dataflow)) fail(loc, kDataflow, "expected one of os|ws|is (got '" + text + "')");
-  }
-  canon += std::string(kSipTopology) + "=" + to_string(spec.sip_topology) + ";" + kDataflow + "=" +
-           to_string(spec.dataflow) + ";";
 
   // Whole-machine totals must stay far from overflow. The error points at one of the five
   // counts behind the total: a --set one if any (the likely cause), else the largest.
@@ -296,6 +218,7 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
 
   spec.source = path;
   spec.hash = fnv1a(canon);
+  spec.overrides = override_args;
   return spec;
 }
 

@@ -1,5 +1,6 @@
 // Bench registration: a bench is a function plus one KB_BENCH line naming it, describing
-// it and declaring the axes it sweeps. The registry is written during static
+// it, declaring its outputs (the JSON its figures are drawn from, and the plot script that
+// draws them) and the axes it sweeps. The registry is written during static
 // initialisation and read-only afterwards.
 #pragma once
 
@@ -7,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "host/sweep/backend.h"
-#include "host/topology/spec.h"
+#include "../sweep/backend.h"
+#include "../topology/spec.h"
 
 namespace kb {
 
@@ -29,6 +30,8 @@ struct BenchInfo {
   std::vector<std::string> axes;
   std::string domain;  // output subfolder of benches/1H_milestone_output/
   BenchFn fn = nullptr;
+  std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"
+  std::string plot;  // its script in tools/plot/, e.g. "plot_gemm.py"; "" when it has no figures
 };
 
 // Records a bench; problems (bad or duplicate name) are kept and reported by
@@ -43,5 +46,6 @@ bool valid_bench_name(const std::string& name);
 
 #define KB_BENCH_CAT2(a, b) a##b
 #define KB_BENCH_CAT(a, b) KB_BENCH_CAT2(a, b)
-#define KB_BENCH(name, description, domain, fn, ...) \
-  static const bool KB_BENCH_CAT(kb_bench_registered_, __LINE__) = ::kb::register_bench({name, description, {__VA_ARGS__}, domain, fn})
+#define KB_BENCH(name, description, domain, json, plot, fn, ...)              \
+  static const bool KB_BENCH_CAT(kb_bench_registered_, __LINE__) =            \
+      ::kb::register_bench({name, description, {__VA_ARGS__}, domain, fn, json, plot})

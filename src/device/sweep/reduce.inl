@@ -1,6 +1,9 @@
-// Backend-generic evaluation, written once against Thrust and instantiated per system
-// (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu). A backend describes
-// its system as `Sys`: Sys::vec<T>, its vector type, and Sys::check(), run after kernels.
+// The generic sweep engine, written once against Thrust for every family and instantiated
+// per system (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu) and per
+// family (families.h). A backend describes its system as `Sys`: Sys::vec<T>, its vector
+// type, and Sys::check(), run after kernels. A family is a Model (src/device/models/gemm.h):
+// Config and Result PODs (Result has `status`, 0 = valid, and `latency_ps`), kStatuses,
+// complete(Config&), evaluate(Config) and cost(kind, Config, Result).
 #pragma once
 
 #include <thrust/copy.h>
@@ -14,57 +17,46 @@
 #include <thrust/unique.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
-#include "backends.h"
+#include "../backends/backends.h"
 
 namespace kb::batched::detail {
 
-// Device-copyable view of a GemmSpace. The axes live in one flat array next to their values
+// Device-copyable view of a Space. The axes live in one flat array next to their values
 // (not in arrays of the view itself), so decoding indexes memory, not a copy of the view.
+template <class Config>
 struct SpaceView {
-  GemmConfig base;
+  Config base;
   std::int32_t naxes;
-  std::int32_t pareto;        // ParetoCost: which cost EvalIndex computes
+  std::int32_t pareto;        // the family's cost kind EvalIndex computes; 0: none
   std::int64_t group_stride;  // product of the lengths of the non-group axes
-  const std::int64_t* data;   // per axis: field, length, offset of its values in data; then the values
+  const std::int64_t* data;   // per axis: offset, length, offset of its values in data; then the values
 };
 
-KB_HD inline void set_field(GemmConfig& c, std::int32_t f, std::int64_t v) {
-  switch (static_cast<GemmAxis>(f)) {
-    case GemmAxis::m: c.m = v; break;
-    case GemmAxis::n: c.n = v; break;
-    case GemmAxis::k: c.k = v; break;
-    case GemmAxis::tile_m: c.tile_m = v; break;
-    case GemmAxis::tile_n: c.tile_n = v; break;
-    case GemmAxis::tile_k: c.tile_k = v; break;
-    case GemmAxis::pes: c.pes = v; break;
-    case GemmAxis::cubes: c.cubes = v; break;
-    case GemmAxis::buffers: c.buffers = v; break;
-    case GemmAxis::dataflow: c.dataflow = static_cast<std::int32_t>(v); break;
-    case GemmAxis::array_rows: c.array_rows = v; break;
-    case GemmAxis::array_cols: c.array_cols = v; break;
-    default: break;
-  }
+// Sets the int64 at byte `offset` of a config (memcpy: no aliasing assumptions).
+template <class Config>
+KB_HD inline void set_at(Config& c, std::int64_t offset, std::int64_t v) {
+  memcpy(reinterpret_cast<unsigned char*>(&c) + offset, &v, sizeof v);
 }
 
-KB_HD inline GemmConfig decode(const SpaceView& s, std::int64_t i) {
-  GemmConfig c = s.base;
+template <class Model>
+KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Config>& s, std::int64_t i) {
+  typename Model::Config c = s.base;
   for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
     const std::int64_t* axis = s.data + 3 * a;
     const std::int64_t d = i % axis[1];
     i /= axis[1];
-    set_field(c, static_cast<std::int32_t>(axis[0]), s.data[axis[2] + d]);
+    set_at(c, axis[0], s.data[axis[2] + d]);
   }
-  // A tile of 0 means automatic: min(kAutoTile, its matrix dimension).
-  if (c.tile_m == 0) c.tile_m = c.m < kAutoTile ? c.m : kAutoTile;
-  if (c.tile_n == 0) c.tile_n = c.n < kAutoTile ? c.n : kAutoTile;
-  if (c.tile_k == 0) c.tile_k = c.k < kAutoTile ? c.k : kAutoTile;
+  Model::complete(c);
   return c;
 }
 
+template <class Model>
 struct EvalOne {
-  KB_HD GemmResult operator()(const GemmConfig& c) const { return gemm_model(c); }
+  KB_HD typename Model::Result operator()(const typename Model::Config& c) const { return Model::evaluate(c); }
 };
 
 // Per config of a chunk: its group and a sortable key (latency, index), invalid last.
@@ -75,22 +67,15 @@ struct Keyed {
   std::int64_t cost;  // the Pareto cost when one is asked for; for an invalid config, its status
 };
 
-KB_HD inline std::int64_t pareto_cost(std::int32_t kind, const GemmConfig& c, const GemmResult& r) {
-  switch (static_cast<ParetoCost>(kind)) {
-    case ParetoCost::pes: return c.pes * c.cubes;
-    case ParetoCost::sram: return gemm_sram_bytes(c);
-    case ParetoCost::hbm: return r.hbm_read_bytes + r.hbm_write_bytes;
-    default: return 0;
-  }
-}
-
+template <class Model>
 struct EvalIndex {
-  SpaceView s;
+  SpaceView<typename Model::Config> s;
   KB_HD Keyed operator()(std::int64_t i) const {
-    const GemmConfig c = decode(s, i);
-    const GemmResult r = gemm_model(c);
-    const bool ok = r.status == kGemmOk;
-    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i, ok ? pareto_cost(s.pareto, c, r) : r.status};
+    const typename Model::Config c = decode<Model>(s, i);
+    const typename Model::Result r = Model::evaluate(c);
+    const bool ok = r.status == 0;
+    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i,
+                 ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
   }
 };
 
@@ -105,66 +90,72 @@ struct GroupOf {
   KB_HD std::int64_t operator()(const Keyed& k) const { return k.group; }
 };
 
-// Per chunk: configs per status, and the sum of valid latencies (mod 2^64).
+// Per chunk: configs per status (N: the family's status count), and the sum of valid
+// latencies (mod 2^64).
+template <int N>
 struct Tally {
-  std::int64_t by_status[kGemmStatusCount];
+  std::int64_t by_status[N];
   std::uint64_t checksum;
 };
 
+template <int N>
 struct TallyOf {
-  KB_HD Tally operator()(const Keyed& k) const {
-    Tally t{};
+  KB_HD Tally<N> operator()(const Keyed& k) const {
+    Tally<N> t{};
     const bool ok = k.latency != INT64_MAX;
     const std::int64_t status = ok ? 0 : k.cost;
-    for (int s = 0; s < kGemmStatusCount; ++s) t.by_status[s] = s == status ? 1 : 0;
+    for (int s = 0; s < N; ++s) t.by_status[s] = s == status ? 1 : 0;
     t.checksum = ok ? static_cast<std::uint64_t>(k.latency) : 0;
     return t;
   }
 };
 
+template <int N>
 struct AddTally {
-  KB_HD Tally operator()(const Tally& a, const Tally& b) const {
-    Tally t{};
-    for (int s = 0; s < kGemmStatusCount; ++s) t.by_status[s] = a.by_status[s] + b.by_status[s];
+  KB_HD Tally<N> operator()(const Tally<N>& a, const Tally<N>& b) const {
+    Tally<N> t{};
+    for (int s = 0; s < N; ++s) t.by_status[s] = a.by_status[s] + b.by_status[s];
     t.checksum = a.checksum + b.checksum;
     return t;
   }
 };
 
-inline void add_tally(GemmSweepSummary& sum, const Tally& t) {
-  for (int s = 0; s < kGemmStatusCount; ++s) sum.by_status[s] += t.by_status[s];
-  sum.valid += t.by_status[kGemmOk];
+template <int N>
+inline void add_tally(SweepSummary& sum, const Tally<N>& t) {
+  for (int s = 0; s < N; ++s) sum.by_status[static_cast<std::size_t>(s)] += t.by_status[s];
+  sum.valid += t.by_status[0];
   sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + t.checksum);
 }
 
 // The flat array of a SpaceView: axis records, then every axis's values.
-inline std::vector<std::int64_t> flatten_values(const GemmSpace& space) {
+inline std::vector<std::int64_t> flatten_values(const Space& space) {
   const std::size_t naxes = space.axes.size();
   std::vector<std::int64_t> flat(3 * naxes);
   for (std::size_t a = 0; a < naxes; ++a) {
-    flat[3 * a] = static_cast<std::int64_t>(space.axes[a]);
-    flat[3 * a + 1] = static_cast<std::int64_t>(space.values[a].size());
+    flat[3 * a] = space.axes[a].offset;
+    flat[3 * a + 1] = static_cast<std::int64_t>(space.axes[a].values.size());
     flat[3 * a + 2] = static_cast<std::int64_t>(flat.size());
-    flat.insert(flat.end(), space.values[a].begin(), space.values[a].end());
+    flat.insert(flat.end(), space.axes[a].values.begin(), space.axes[a].values.end());
   }
   return flat;
 }
 
 // `data`: flatten_values(space), where the backend's code can read it.
-inline SpaceView make_view(const GemmSpace& space, const std::int64_t* data, ParetoCost pareto = ParetoCost::none) {
-  SpaceView v{};
-  v.base = space.base;
+template <class Config>
+inline SpaceView<Config> make_view(const Space& space, const std::int64_t* data, int pareto = 0) {
+  SpaceView<Config> v{};
+  std::memcpy(&v.base, space.base.data(), sizeof(Config));
   v.naxes = static_cast<std::int32_t>(space.axes.size());
-  v.pareto = static_cast<std::int32_t>(pareto);
+  v.pareto = pareto;
   v.group_stride = 1;
   for (std::size_t a = static_cast<std::size_t>(space.group_axes); a < space.axes.size(); ++a)
-    v.group_stride *= static_cast<std::int64_t>(space.values[a].size());
+    v.group_stride *= static_cast<std::int64_t>(space.axes[a].values.size());
   v.data = data;
   return v;
 }
 
 // Folds one chunk's per-group winners into the running summary (host side, few groups).
-inline void merge(GemmSweepSummary& sum, const std::vector<Keyed>& winners) {
+inline void merge(SweepSummary& sum, const std::vector<Keyed>& winners) {
   for (const Keyed& k : winners) {
     if (k.latency == INT64_MAX) continue;
     GroupBest& b = sum.best[static_cast<std::size_t>(k.group)];
@@ -272,14 +263,14 @@ inline void merge_front(std::vector<ParetoPoint>& front, const std::vector<Paret
 
 template <class Sys>
 struct Extras {
-  GemmReductions red;
+  Reductions red;
   typename Sys::template vec<Keyed> pick;
   typename Sys::template vec<ParetoPoint> front_dev;
   typename Sys::template vec<std::int32_t> bins, bin_keys;
   typename Sys::template vec<std::int64_t> bin_counts;
 
-  Extras(const GemmReductions& r, std::int64_t cap) : red(r) {
-    if (red.top_k > 0 || red.pareto != ParetoCost::none) pick.resize(static_cast<std::size_t>(cap));
+  Extras(const Reductions& r, std::int64_t cap) : red(r) {
+    if (red.top_k > 0 || red.pareto != 0) pick.resize(static_cast<std::size_t>(cap));
     if (red.histogram) {
       bins.resize(static_cast<std::size_t>(cap));
       bin_keys.resize(static_cast<std::size_t>(kHistBins) + 1);
@@ -289,7 +280,7 @@ struct Extras {
 
   // One chunk: `len` keyed configs from `keyed`, whose first group is g0.
   template <class Policy, class It>
-  void chunk(const Policy& pol, It keyed, std::int64_t len, std::int64_t g0, GemmSweepSummary& sum) {
+  void chunk(const Policy& pol, It keyed, std::int64_t len, std::int64_t g0, SweepSummary& sum) {
     if (red.top_k > 0) {
       const std::size_t k = static_cast<std::size_t>(red.top_k);
       const FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
@@ -304,7 +295,7 @@ struct Extras {
       });
       if (sum.top.size() > k) sum.top.resize(k);
     }
-    if (red.pareto != ParetoCost::none) {
+    if (red.pareto != 0) {
       // Group g0 may already have a front from earlier chunks: filter its configs by it.
       const auto tail = std::lower_bound(sum.pareto.begin(), sum.pareto.end(), g0,
                                          [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
@@ -342,21 +333,25 @@ struct Extras {
 // The chunk loop of a sweep: configs generated from flat indices and evaluated, tallied,
 // reduced to each group's best by `best_of(keyed, start, len)` (the backend's choice), and
 // fed to the optional reductions. `data`: flatten_values(space), readable by the system.
-template <class Sys, class Policy, class BestOf>
-GemmSweepSummary sweep_chunks(const Policy& pol, const GemmSpace& space, const std::int64_t* data,
-                              const GemmReductions& red, std::int64_t chunk, BestOf&& best_of) {
-  const SpaceView view = make_view(space, data, red.pareto);
-  GemmSweepSummary sum;
+template <class Sys, class Model, class Policy, class BestOf>
+SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int64_t* data, const Reductions& red,
+                          std::int64_t chunk, BestOf&& best_of) {
+  constexpr int N = Model::kStatuses;
+  static_assert(N <= kMaxStatuses, "too many statuses");
+  const SpaceView<typename Model::Config> view = make_view<typename Model::Config>(space, data, red.pareto);
+  SweepSummary sum;
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
+  sum.by_status.assign(static_cast<std::size_t>(N), 0);
   const std::int64_t total = space.size(), cap = std::min(chunk, total);
   typename Sys::template vec<Keyed> keyed(static_cast<std::size_t>(cap));
   Extras<Sys> extras(red, cap);
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex{view});
+    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex<Model>{view});
     Sys::check();
-    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf{}, Tally{}, AddTally{}));
+    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf<N>{}, Tally<N>{},
+                                            AddTally<N>{}));
     merge(sum, best_of(keyed.begin(), start, len));
     extras.chunk(pol, keyed.begin(), len, start / view.group_stride, sum);
     Sys::check();

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "../common/hw.h"
 #include "../common/kb_hd.h"
 #include "../common/units.h"
 #include "systolic.h"
@@ -20,24 +21,18 @@ namespace kb {
 
 constexpr std::int64_t kGemmMaxDim = INT64_C(1) << 20;
 
+// Every field is an int64 (sweep axes set fields by offset). A tile of 0 means automatic:
+// min(kGemmAutoTile, its matrix dimension), resolved by gemm_complete.
 struct GemmConfig {
+  HwConfig hw;
   // problem and schedule
   std::int64_t m, n, k;
   std::int64_t tile_m, tile_n, tile_k;
   std::int64_t pes;    // PEs per cube
   std::int64_t cubes;  // cubes of SIP 0
   std::int64_t buffers;  // 1 or 2 SRAM buffer sets
-  // hardware
-  std::int64_t array_rows, array_cols;
-  std::int32_t dataflow;  // Dataflow
-  std::int64_t clock_mhz;
-  std::int64_t dma_gbps;  // aggregate DMA rate of one PE
-  std::int64_t hbm_gbps;  // one cube's HBM, shared by the launch's PEs of that cube
-  std::int64_t hbm_latency_ns;
-  std::int64_t sram_bytes;
-  std::int64_t hbm_capacity_bytes;
-  std::int64_t pes_per_cube, cubes_per_sip;
 };
+constexpr std::int64_t kGemmAutoTile = 128;
 
 enum GemmStatus : std::int32_t {
   kGemmOk = 0,
@@ -52,6 +47,8 @@ enum GemmStatus : std::int32_t {
   kGemmBadHardware,   // a hardware figure outside the ranges topology files allow
 };
 constexpr int kGemmStatusCount = 10;
+// Pareto costs a sweep can trade latency against (1-based; 0: none).
+enum GemmCost : std::int32_t { kGemmCostPes = 1, kGemmCostSram, kGemmCostHbm };
 
 struct GemmResult {
   std::int32_t status;
@@ -199,15 +196,15 @@ struct Costs {
   const GemmConfig* g;
   std::int64_t kt, k_last;
   KB_HD ps_t xfer(std::int64_t bytes) const {
-    return shared_transfer_ps(bytes, g->dma_gbps, g->hbm_gbps, g->pes);
+    return shared_transfer_ps(bytes, g->hw.dma_gbps(), g->hw.hbm_bandwidth_gbps, g->pes);
   }
   KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
-    return systolic_cycles(mi, nj, kc, g->array_rows, g->array_cols, static_cast<Dataflow>(g->dataflow));
+    return systolic_cycles(mi, nj, kc, g->hw.matrix_rows, g->hw.matrix_cols, g->hw.dataflow);
   }
   KB_HD Step step(std::int64_t mi, std::int64_t nj, std::int64_t kc, bool last) const {
     Step s;
     s.load = xfer(2 * mi * kc) + xfer(2 * kc * nj);
-    s.mm = cycles_ps(cycles(mi, nj, kc), g->clock_mhz);
+    s.mm = cycles_ps(cycles(mi, nj, kc), g->hw.clock_mhz);
     s.store = last ? xfer(2 * mi * nj) : -1;
     return s;
   }
@@ -260,7 +257,7 @@ KB_HD inline Busy worker_busy(const GemmConfig& g, const Costs& cost, std::int64
 // Finish time of one PE that computes tiles [lo, hi).
 KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
                                  std::int64_t tiles_n) {
-  const Ctx c{g.buffers, g.hbm_latency_ns * kPsPerNs};
+  const Ctx c{g.buffers, g.hw.hbm_latency_ns * kPsPerNs};
   Pipe p{0, 0, 0, -1, -1};
   const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
   const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
@@ -285,32 +282,48 @@ KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::in
 }  // namespace gemm_detail
 
 KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
+  const HwConfig& h = g.hw;
   if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > kGemmMaxDim || g.n > kGemmMaxDim || g.k > kGemmMaxDim)
     return kGemmBadShape;
   if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
     return kGemmBadTile;
-  if (g.array_rows < 1 || g.array_rows > 4096 || g.array_cols < 1 || g.array_cols > 4096 || g.dataflow < 0 ||
-      g.dataflow > 2 || g.clock_mhz < 1 || g.clock_mhz > 100000 || g.dma_gbps < 1 || g.hbm_gbps < 1 ||
-      g.hbm_latency_ns < 0 || g.hbm_latency_ns > 1000000000 || g.pes_per_cube < 1 || g.cubes_per_sip < 1 ||
-      g.sram_bytes < 1 || g.hbm_capacity_bytes < 1)
+  // The ranges topology files allow, for the fields the model reads.
+  if (h.matrix_rows < 1 || h.matrix_rows > 4096 || h.matrix_cols < 1 || h.matrix_cols > 4096 ||
+      static_cast<std::int64_t>(h.dataflow) < 0 || static_cast<std::int64_t>(h.dataflow) > 2 || h.clock_mhz < 1 ||
+      h.clock_mhz > 100000 || h.dma_engines < 1 || h.dma_engines > 64 || h.dma_bandwidth_gbps < 1 ||
+      h.dma_bandwidth_gbps > 1000000 || h.hbm_bandwidth_gbps < 1 || h.hbm_bandwidth_gbps > 1000000 ||
+      h.hbm_latency_ns < 0 || h.hbm_latency_ns > 1000000000 || h.pe_rows < 1 || h.pe_rows > 1024 || h.pe_cols < 1 ||
+      h.pe_cols > 1024 || h.cube_rows < 1 || h.cube_rows > 1024 || h.cube_cols < 1 || h.cube_cols > 1024 ||
+      h.sram_kib < 1 || h.sram_kib > (INT64_C(1) << 30) || h.hbm_capacity_mib < 1 ||
+      h.hbm_capacity_mib > (INT64_C(1) << 30))
     return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
-  if (g.pes < 1 || g.pes > g.pes_per_cube) return kGemmBadPes;
-  if (g.cubes < 1 || g.cubes > g.cubes_per_sip) return kGemmBadCubes;
-  if (gemm_sram_bytes(g) > g.sram_bytes) return kGemmSramOverflow;
+  if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
+  if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;
+  if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
   // Every cube holds A and B whole and its block of C's tile rows.
   const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m;
   const std::int64_t c_rows = imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
-  if (2 * (g.m * g.k + g.k * g.n + c_rows * g.n) > g.hbm_capacity_bytes) return kGemmHbmOverflow;
+  if (2 * (g.m * g.k + g.k * g.n + c_rows * g.n) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
   // One op's time must be representable: the largest transfer through the shared HBM
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
   // count itself below 2^61).
   const std::int64_t tile_bytes = 2 * imax(imax(g.tile_m * g.tile_k, g.tile_k * g.tile_n), g.tile_m * g.tile_n);
   if (tile_bytes > kTimeLimitPs / (kPsPerNs * g.pes)) return kGemmTimeOverflow;
-  const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, g.array_rows, g.array_cols,
-                                              static_cast<Dataflow>(g.dataflow));
+  const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, h.matrix_rows, h.matrix_cols, h.dataflow);
   if (cycles > kTimeLimitPs / 1000000) return kGemmTimeOverflow;
   return kGemmOk;
+}
+
+// Roofline: all used PEs computing at peak, and the compulsory traffic through the used
+// cubes' HBM (each PE limited by its DMA rate). Closed-form bounds of the problem; both
+// engines report them.
+KB_HD inline void gemm_roofline(const GemmConfig& g, GemmResult& r) {
+  const std::int64_t workers = g.pes * g.cubes;
+  r.compute_roof_ps = cycles_ps(ceil_div(g.m * g.n * g.k, g.hw.matrix_rows * g.hw.matrix_cols * workers), g.hw.clock_mhz);
+  const std::int64_t min_bytes = 2 * (g.m * g.k + g.k * g.n + g.m * g.n);
+  r.hbm_roof_ps = transfer_ps(min_bytes, imin(g.cubes * g.hw.hbm_bandwidth_gbps, workers * g.hw.dma_gbps()));
+  r.roofline_ps = imax(r.compute_roof_ps, r.hbm_roof_ps);
 }
 
 KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
@@ -333,7 +346,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   const std::int64_t ns[2] = {g.tile_n, n_last}, nc[2] = {tn - 1, 1};
   const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
-  const ps_t lat = g.hbm_latency_ns * kPsPerNs;
+  const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b) {
       const std::int64_t tiles = mc[a] * nc[b];
@@ -347,7 +360,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
         const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
         r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
-        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.clock_mhz)));
+        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.hw.clock_mhz)));
         r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
         bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
       }
@@ -402,14 +415,33 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, cube_busy.dma);
   }
 
-  // Roofline: all used PEs computing at peak, and the compulsory traffic through the
-  // used cubes' HBM (each PE limited by its DMA rate).
-  const std::int64_t workers = g.pes * g.cubes;
-  r.compute_roof_ps = cycles_ps(ceil_div(r.macs, g.array_rows * g.array_cols * workers), g.clock_mhz);
-  const std::int64_t min_bytes = 2 * (g.m * g.k + g.k * g.n + g.m * g.n);
-  r.hbm_roof_ps = transfer_ps(min_bytes, imin(g.cubes * g.hbm_gbps, workers * g.dma_gbps));
-  r.roofline_ps = imax(r.compute_roof_ps, r.hbm_roof_ps);
+  gemm_roofline(g, r);
   return r;
 }
+
+// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension).
+KB_HD inline void gemm_complete(GemmConfig& c) {
+  if (c.tile_m == 0) c.tile_m = c.m < kGemmAutoTile ? c.m : kGemmAutoTile;
+  if (c.tile_n == 0) c.tile_n = c.n < kGemmAutoTile ? c.n : kGemmAutoTile;
+  if (c.tile_k == 0) c.tile_k = c.k < kGemmAutoTile ? c.k : kGemmAutoTile;
+}
+
+// The family as the generic sweep engine sees it (src/device/sweep/).
+struct GemmModel {
+  using Config = GemmConfig;
+  using Result = GemmResult;
+  static constexpr int kStatuses = kGemmStatusCount;
+  KB_HD static void complete(Config& c) { gemm_complete(c); }
+  KB_HD static Result evaluate(const Config& c) { return gemm_model(c); }
+  // Pareto cost `kind` (GemmCost) of a valid config.
+  KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
+    switch (kind) {
+      case kGemmCostPes: return c.pes * c.cubes;
+      case kGemmCostSram: return gemm_sram_bytes(c);
+      case kGemmCostHbm: return r.hbm_read_bytes + r.hbm_write_bytes;
+      default: return 0;
+    }
+  }
+};
 
 }  // namespace kb

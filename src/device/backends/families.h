@@ -1,0 +1,7 @@
+// The one list of workload families. Each backend instantiates the generic evaluation and
+// sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm.h.
+#pragma once
+
+#include "../models/gemm.h"
+
+#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel)

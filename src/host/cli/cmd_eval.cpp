@@ -1,0 +1,144 @@
+// `kernbench-gpu eval NAME`: one config of a family on the reference engine and/or the
+// batched model, with every figure of the family's results table.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "cmd_family.h"
+#include "host/common/document.h"
+#include "host/common/error.h"
+#include "host/common/output.h"
+#include "host/common/table.h"
+#include "host/parity/figures.h"
+#include "host/sweep/axis_values.h"
+#include "host/sweep/backend.h"
+#include "host/sweep/space.h"
+#include "host/topology/load.h"
+
+namespace kb {
+
+CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
+  const Family& f = *a.family;
+  auto* cmd = eval->add_subcommand(f.name, f.description + ", on the reference engine and/or the batched model");
+  for (const AxisDesc& ax : f.axes) {
+    std::string help = ax.help;
+    if (!ax.names.empty()) help += " (" + one_of(ax.names) + ")";
+    if (!ax.fallback.empty() && ax.fallback != "auto") help += " [default: " + ax.fallback + "]";
+    auto* opt = cmd->add_option(ax.flag, a.axes[ax.name], help);
+    if (ax.fallback.empty()) opt->required();
+    a.given[ax.name] = opt;
+  }
+  for (const HwAxisDesc& h : f.hw_axes)
+    a.given[h.name] = cmd->add_option(h.flag, a.hw_axes[h.name], h.help + " (same as --set " + h.path + "=...)");
+  cmd->add_option("--engine", a.engine, "reference, batched or both")->capture_default_str();
+  cmd->add_option("--backend", a.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
+  cmd->add_option("--trace", a.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
+  cmd->add_flag("--json", a.json, "print one JSON object");
+  a.topo.add(cmd, false);
+  return cmd;
+}
+
+namespace {
+
+std::string us(const nlohmann::json& ps) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.3f us", ps.get<double>() / 1e6);
+  return b;
+}
+
+}  // namespace
+
+void cmd_eval(EvalArgs a) {
+  const Family& f = *a.family;
+  for (const HwAxisDesc& h : f.hw_axes)
+    if (a.given[h.name]->count() > 0) a.topo.sets.push_back(h.path + "=" + a.hw_axes[h.name]);
+  if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
+    throw InputError("--engine " + a.engine + ": expected reference, batched or both");
+  const TopologySpec topo = a.topo.load();
+
+  std::vector<unsigned char> cfg = base_config(f, topo);
+  for (const AxisDesc& ax : f.axes) {
+    if (a.given[ax.name]->count() == 0) continue;
+    const std::string& text = a.axes[ax.name];
+    std::int64_t v = 0;
+    if (!ax.names.empty()) {
+      const auto it = std::find(ax.names.begin(), ax.names.end(), text);
+      if (it == ax.names.end()) throw InputError(ax.flag + " " + text + ": expected " + one_of(ax.names));
+      v = it - ax.names.begin();
+    } else if (ax.auto_value >= 0 && text == "auto") {
+      v = ax.auto_value;
+    } else {
+      // Any non-negative integer: the family's check says what is out of range.
+      const std::vector<std::int64_t> one = parse_axis_values(ax.flag, text);
+      if (one.size() != 1) throw InputError(ax.flag + " " + text + ": expected one value (sweep " + f.name + " takes lists)");
+      v = one[0];
+    }
+    set_int(cfg.data(), ax.offset, v);
+  }
+  batched::complete_config(f.id, cfg.data());
+  const std::int32_t st = f.check(cfg.data());
+  if (st != 0) throw InputError(f.status_message(st, cfg.data()));
+
+  const bool want_ref = a.engine != "batched", want_batched = a.engine != "reference";
+  if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
+  BackendKind backend = BackendKind::omp;
+  std::vector<unsigned char> rb(f.result_size()), rr(f.result_size());
+  if (want_batched) {
+    backend = resolve_backend(a.backend);
+    eval_batch(backend, f.id, cfg.data(), 1, rb.data());
+    std::int32_t status;
+    std::memcpy(&status, rb.data(), sizeof status);  // every Result starts with its status
+    if (status != 0) throw InputError(f.status_message(status, cfg.data()));
+  }
+  std::string trace;
+  if (want_ref) f.reference(cfg.data(), rr.data(), a.trace.empty() ? nullptr : &trace);
+  const std::string diff = want_ref && want_batched ? figures_diff(f, cfg.data(), rr.data(), rb.data()) : "";
+  if (!a.trace.empty()) write_file_atomic(a.trace, trace);
+  const void* primary = want_ref ? rr.data() : rb.data();
+
+  const std::vector<std::string> names = config_column_names(f);
+  const std::vector<nlohmann::json> values = config_values(f, cfg.data());
+  if (a.json) {
+    nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.0.0", topo);
+    j["family"] = f.name;
+    j["engine"] = a.engine;
+    if (want_batched) j["backend"] = to_string(backend);
+    nlohmann::json config = nlohmann::json::object();
+    for (std::size_t i = 0; i < names.size(); ++i) config[names[i]] = values[i];
+    j["config"] = config;
+    const nlohmann::json figures = config_result_json(f, cfg.data(), primary);
+    for (auto it = figures.begin(); it != figures.end(); ++it) j[it.key()] = it.value();
+    if (want_ref) j["reference"] = result_json(f, cfg.data(), rr.data());
+    if (want_batched) j["batched"] = result_json(f, cfg.data(), rb.data());
+    if (want_ref && want_batched) {
+      j["parity"] = diff.empty();
+      if (!diff.empty()) j["parity_diff"] = diff;
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::string line;
+    for (std::size_t i = 0; i < names.size(); ++i) line += (i ? " " : "") + names[i] + "=" + cell_text(values[i]);
+    std::printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
+    std::printf("  %-22s %s%s\n", "engine", a.engine.c_str(),
+                want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
+    for (const ColumnDesc& c : f.columns) {
+      const nlohmann::json v = c.get(cfg.data(), primary);
+      std::string text = cell_text(v);
+      if (v.is_number_float()) {
+        char b[48];
+        std::snprintf(b, sizeof b, "%.4g", v.get<double>());
+        text = b;
+      }
+      if (c.unit == "ps") text += " ps (" + us(v) + ")";
+      else if (!c.unit.empty()) text += " " + c.unit;
+      std::printf("  %-22s %s\n", c.name.c_str(), text.c_str());
+    }
+    if (want_ref && want_batched)
+      std::printf("  %-22s %s\n", "parity", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
+    if (!a.trace.empty()) std::printf("  %-22s %s\n", "trace", a.trace.c_str());
+  }
+  if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
+}
+
+}  // namespace kb

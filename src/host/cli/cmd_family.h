@@ -1,0 +1,54 @@
+// `eval NAME` and `sweep NAME` for every workload family, from its descriptor.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/families/family.h"
+
+namespace kb {
+
+struct TopoArgs {
+  std::string path;
+  std::vector<std::string> sets;
+  void add(CLI::App* app, bool positional);
+  TopologySpec load() const;
+};
+std::string default_topology();
+
+struct EvalArgs {
+  const Family* family = nullptr;
+  std::map<std::string, std::string> axes;     // axis name -> value text (given ones only)
+  std::map<std::string, std::string> hw_axes;  // hardware axis name -> value text
+  std::map<std::string, CLI::Option*> given;
+  TopoArgs topo;
+  std::string trace, engine = "both", backend = "auto";
+  bool json = false;
+};
+
+struct SweepArgs {
+  const Family* family = nullptr;
+  std::map<std::string, std::string> axes, hw_axes;
+  std::map<std::string, CLI::Option*> given;
+  std::vector<std::string> hw;
+  std::string group;
+  int top = 10;
+  std::string pareto;
+  bool no_histogram = false;
+  std::string backend = "auto";
+  std::int64_t chunk = 0;  // 0: 2^20 on OpenMP, 2^22 on CUDA
+  bool json = false;
+  std::string out;
+  TopoArgs topo;
+};
+
+CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a);
+CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a);
+void cmd_eval(EvalArgs a);
+void cmd_sweep(const SweepArgs& a);
+
+}  // namespace kb

@@ -1,0 +1,101 @@
+#include "table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "error.h"
+
+namespace kb {
+
+namespace {
+
+bool is_ps(const Column& c) { return c.unit == "ps"; }
+
+std::string csv_field(const nlohmann::json& v) {
+  std::string s = cell_text(v);
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string terminal_cell(const Column& c, const nlohmann::json& v) {
+  char b[64];
+  if (is_ps(c) && v.is_number()) {
+    std::snprintf(b, sizeof b, "%.3f", v.get<double>() / 1e6);
+    return b;
+  }
+  if (v.is_number_float()) {
+    std::snprintf(b, sizeof b, "%.3f", v.get<double>());
+    return b;
+  }
+  return cell_text(v);
+}
+
+}  // namespace
+
+std::string cell_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+void Table::add(std::vector<nlohmann::json> row) {
+  KB_INTERNAL_CHECK(row.size() == columns_.size(), "a table row has " + std::to_string(row.size()) + " values for " +
+                                                       std::to_string(columns_.size()) + " columns");
+  rows_.push_back(std::move(row));
+}
+
+nlohmann::json Table::row_json(std::size_t r) const {
+  nlohmann::json o = nlohmann::json::object();
+  for (std::size_t c = 0; c < columns_.size(); ++c) o[columns_[c].name] = rows_[r][c];
+  return o;
+}
+
+nlohmann::json Table::json() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (std::size_t r = 0; r < rows_.size(); ++r) a.push_back(row_json(r));
+  return a;
+}
+
+std::string Table::csv() const {
+  std::string s;
+  for (std::size_t c = 0; c < columns_.size(); ++c) s += (c ? "," : "") + csv_field(columns_[c].name);
+  s += "\n";
+  for (const auto& row : rows_) {
+    for (std::size_t c = 0; c < row.size(); ++c) s += (c ? "," : "") + csv_field(row[c]);
+    s += "\n";
+  }
+  return s;
+}
+
+std::string Table::text(const std::string& indent) const {
+  std::vector<std::string> head;
+  std::vector<std::size_t> width;
+  for (const Column& c : columns_) {
+    head.push_back(is_ps(c) && c.name.size() > 3 && c.name.compare(c.name.size() - 3, 3, "_ps") == 0
+                       ? c.name.substr(0, c.name.size() - 3) + "_us"
+                       : c.name);
+    width.push_back(head.back().size());
+  }
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& row : rows_) {
+    cells.emplace_back();
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      cells.back().push_back(terminal_cell(columns_[c], row[c]));
+      width[c] = std::max(width[c], cells.back().back().size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& v) {
+    std::string s = indent;
+    for (std::size_t c = 0; c < v.size(); ++c) {
+      s += (c ? " " : "") + std::string(width[c] - v[c].size(), ' ') + v[c];
+    }
+    return s + "\n";
+  };
+  std::string out = line(head);
+  for (const auto& r : cells) out += line(r);
+  return out;
+}
+
+}  // namespace kb

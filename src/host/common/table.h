@@ -1,0 +1,41 @@
+// One results table: named, typed columns written as JSON (an array of objects), CSV and a
+// terminal table from the same definition, so a figure has one name everywhere.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kb {
+
+struct Column {
+  std::string name;  // JSON key and CSV header, e.g. "latency_ps"
+  std::string unit;  // "ps", "bytes", "TFLOP/s", ... or "" (counts, names)
+};
+
+class Table {
+ public:
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  // One value per column (numbers, strings, booleans or null).
+  void add(std::vector<nlohmann::json> row);
+
+  const std::vector<Column>& columns() const { return columns_; }
+  std::size_t rows() const { return rows_.size(); }
+  nlohmann::json row_json(std::size_t r) const;
+  nlohmann::json json() const;  // [{"name": value, ...}, ...]
+  std::string csv() const;      // a header line, then one line per row
+  // Aligned columns for a terminal. A column in picoseconds is shown in microseconds
+  // (header NAME_us); reals with 3 significant decimals.
+  std::string text(const std::string& indent = "  ") const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<nlohmann::json>> rows_;
+};
+
+// A value as a CSV field or terminal cell: strings bare (quoted in CSV when needed),
+// integers in full, reals with enough digits to read back the same double.
+std::string cell_text(const nlohmann::json& v);
+
+}  // namespace kb

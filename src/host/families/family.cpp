@@ -1,0 +1,114 @@
+#include "family.h"
+
+#include <cstring>
+
+#include "../common/error.h"
+#include "../topology/fields.h"
+
+namespace kb {
+
+#define KB_DECLARE_FAMILY(id, Model) const Family& id##_family();
+KB_FAMILIES(KB_DECLARE_FAMILY)
+#undef KB_DECLARE_FAMILY
+
+const std::vector<const Family*>& families() {
+#define KB_LIST_FAMILY(id, Model) &id##_family(),
+  static const std::vector<const Family*> all = {KB_FAMILIES(KB_LIST_FAMILY)};
+#undef KB_LIST_FAMILY
+  return all;
+}
+
+const Family& family(const std::string& name) {
+  std::string known;
+  for (const Family* f : families()) {
+    if (f->name == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name;
+  }
+  throw InputError("'" + name + "' is not a workload family (known: " + known + ")");
+}
+
+const AxisDesc* Family::axis(const std::string& n) const {
+  for (const AxisDesc& a : axes)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+const ColumnDesc* Family::column(const std::string& n) const {
+  for (const ColumnDesc& c : columns)
+    if (c.name == n) return &c;
+  return nullptr;
+}
+
+std::string Family::status_name(std::int32_t s) const {
+  return s >= 0 && s < static_cast<std::int32_t>(statuses.size()) ? statuses[static_cast<std::size_t>(s)]
+                                                                   : "status_" + std::to_string(s);
+}
+
+std::int64_t get_int(const void* config, std::size_t offset) {
+  std::int64_t v;
+  std::memcpy(&v, static_cast<const unsigned char*>(config) + offset, sizeof v);
+  return v;
+}
+
+void set_int(void* config, std::size_t offset, std::int64_t v) {
+  std::memcpy(static_cast<unsigned char*>(config) + offset, &v, sizeof v);
+}
+
+std::vector<unsigned char> base_config(const Family& f, const TopologySpec& topo) {
+  std::vector<unsigned char> c(f.config_size(), 0);
+  std::memcpy(c.data() + f.hw_offset, &topo.hw(), sizeof(HwConfig));
+  for (const AxisDesc& a : f.axes) {
+    if (a.fallback.empty()) continue;
+    std::int64_t v = 0;
+    if (a.fallback == "auto") v = a.auto_value;
+    else if (!a.names.empty()) {
+      for (std::size_t i = 0; i < a.names.size(); ++i)
+        if (a.names[i] == a.fallback) v = static_cast<std::int64_t>(i);
+    } else {
+      v = std::stoll(a.fallback);
+    }
+    set_int(c.data(), a.offset, v);
+  }
+  return c;
+}
+
+nlohmann::json axis_value_json(const AxisDesc& a, std::int64_t v) {
+  if (!a.names.empty() && v >= 0 && v < static_cast<std::int64_t>(a.names.size())) return a.names[static_cast<std::size_t>(v)];
+  if (a.auto_value >= 0 && v == a.auto_value) return "auto";
+  return v;
+}
+
+std::vector<std::string> config_column_names(const Family& f) {
+  std::vector<std::string> n;
+  for (const AxisDesc& a : f.axes) n.push_back(a.name);
+  for (const HwAxisDesc& h : f.hw_axes) n.push_back(h.name);
+  return n;
+}
+
+std::vector<nlohmann::json> config_values(const Family& f, const void* config) {
+  std::vector<nlohmann::json> v;
+  for (const AxisDesc& a : f.axes) v.push_back(axis_value_json(a, get_int(config, a.offset)));
+  for (const HwAxisDesc& h : f.hw_axes) {
+    const HwField* field = find_hw_field(h.path);
+    KB_INTERNAL_CHECK(field, "family " + f.name + ": no topology field " + h.path);
+    v.push_back(field->json(get_int(config, f.hw_offset + field->offset)));
+  }
+  return v;
+}
+
+nlohmann::json result_json(const Family& f, const void* config, const void* result) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const ColumnDesc& c : f.columns) j[c.name] = c.get(config, result);
+  return j;
+}
+
+nlohmann::json config_result_json(const Family& f, const void* config, const void* result) {
+  nlohmann::json j = nlohmann::json::object();
+  const auto names = config_column_names(f);
+  const auto values = config_values(f, config);
+  for (std::size_t i = 0; i < names.size(); ++i) j[names[i]] = values[i];
+  for (const ColumnDesc& c : f.columns) j[c.name] = c.get(config, result);
+  return j;
+}
+
+}  // namespace kb

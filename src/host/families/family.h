@@ -1,0 +1,108 @@
+// A workload family as the host sees it: one descriptor table that drives the CLI's
+// `eval NAME` and `sweep NAME` flags, the JSON/CSV/terminal columns, value ranges and enum
+// names, status names and messages, Pareto costs, and the figures both engines must agree
+// on. Everything generic (sweep front end, writers, parity) reads only this table; a
+// family adds its descriptor (src/host/families/<name>.cpp) and one line in
+// src/device/backends/families.h. See docs/adding-a-family.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../device/backends/backends.h"
+#include "../topology/spec.h"
+
+namespace kb {
+
+// A field of the family's config that `eval` takes one value of and `sweep` a list of.
+struct AxisDesc {
+  std::string name;  // JSON/CSV column, --group name: "tile_m"
+  std::string flag;  // "--tile-m"
+  std::string help;
+  std::size_t offset = 0;  // of its int64 in the config
+  std::int64_t lo = 1, hi = INT64_C(1) << 40;
+  std::int64_t (*hi_of)(const HwConfig&) = nullptr;  // when set, the upper bound from the hardware
+  std::string fallback;          // value text when the flag is absent; "" = required
+  std::int64_t auto_value = -1;  // >= 0: the item "auto" stands for this value
+  std::vector<std::string> names;  // an enum axis: the name of each value 0, 1, ...
+  bool problem = false;  // defines the problem: a group whose members differ in it compares different problems
+};
+
+// A hardware field with a flag and a short column name of its own (the field is still
+// reachable as --hw PATH / --set PATH).
+struct HwAxisDesc {
+  std::string name;  // "dataflow"
+  std::string flag;  // "--dataflow"
+  std::string path;  // "pe.matrix.dataflow"
+  std::string help;
+};
+
+// A figure of a result: a column of every table the family writes.
+struct ColumnDesc {
+  std::string name;  // "latency_ps"
+  std::string unit;  // "ps", "bytes", "" ...
+  std::string help;
+  // The value, from a config and its result (as the family's Config and Result).
+  std::function<nlohmann::json(const void* config, const void* result)> get;
+  bool parity = false;    // an integer figure the reference engine and the batched model must agree on
+  bool terminal = false;  // shown in sweep tables
+};
+
+struct CostDesc {
+  std::string name;     // --pareto NAME
+  std::string meaning;  // "PEs used (pes x cubes)"
+};
+
+struct Family {
+  std::string name;  // "gemm": eval gemm, sweep gemm
+  std::string description;
+  batched::Family id{};
+  std::size_t hw_offset = 0;  // of the HwConfig inside the config
+  std::vector<AxisDesc> axes;
+  std::vector<HwAxisDesc> hw_axes;
+  std::string default_group;  // --group default, e.g. "m,n,k"
+  std::vector<std::string> statuses;  // name of each status; statuses[0] is the valid one
+  std::function<std::string(std::int32_t status, const void* config)> status_message;
+  std::vector<CostDesc> costs;  // cost kind i + 1
+  std::string default_cost;     // --pareto default
+  std::vector<ColumnDesc> columns;
+  // The status of a config's validity check only (no timing): what the reference path may share.
+  std::function<std::int32_t(const void* config)> check;
+  // The figures of a config from the reference engine, written into a Result; a Chrome
+  // trace when `trace` is not null.
+  std::function<void(const void* config, void* result, std::string* trace)> reference;
+
+  std::size_t config_size() const { return batched::config_size(id); }
+  std::size_t result_size() const { return batched::result_size(id); }
+  const AxisDesc* axis(const std::string& name) const;
+  const ColumnDesc* column(const std::string& name) const;
+  std::string status_name(std::int32_t s) const;
+};
+
+// Every family, in the order of families.h.
+const std::vector<const Family*>& families();
+// Throws InputError naming the known families.
+const Family& family(const std::string& name);
+
+// A config of `f`: the topology's hardware, every axis at its fallback (auto where that
+// is "auto"); required axes are 0 until set.
+std::vector<unsigned char> base_config(const Family& f, const TopologySpec& topo);
+
+std::int64_t get_int(const void* config, std::size_t offset);
+void set_int(void* config, std::size_t offset, std::int64_t v);
+
+// An axis value as written in JSON: an enum by name, an automatic value as "auto".
+nlohmann::json axis_value_json(const AxisDesc& a, std::int64_t v);
+
+// The config's columns: every axis, then every hardware axis (by its short name).
+std::vector<std::string> config_column_names(const Family& f);
+std::vector<nlohmann::json> config_values(const Family& f, const void* config);
+// Config and result columns of one config as one JSON object.
+nlohmann::json config_result_json(const Family& f, const void* config, const void* result);
+nlohmann::json result_json(const Family& f, const void* config, const void* result);
+
+}  // namespace kb

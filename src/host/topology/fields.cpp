@@ -1,0 +1,137 @@
+#include "fields.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace kb {
+namespace {
+
+constexpr std::int64_t kMaxBandwidthGbps = 1000000;  // 1 PB/s: beyond any real link
+constexpr std::int64_t kMaxLatencyNs = 1000000000;   // 1 s
+constexpr std::int64_t kMaxGrid = 1024;
+
+#define KB_HW(member) offsetof(HwConfig, member)
+#define KB_LINK(link, member) (offsetof(HwConfig, link) + offsetof(LinkSpec, member))
+
+}  // namespace
+
+const std::vector<HwField>& hw_fields() {
+  static const std::vector<HwField> f = {
+      {"system.sips", KB_HW(sips), 1, 4096, true, 0, {}, "count",
+       "number of packages (SIPs); a collective rank is one SIP"},
+      {"system.sip_link.topology", KB_HW(sip_topology), 0, 2, true, 0, {"ring", "fully_connected", "switch"}, "",
+       "how SIPs are joined"},
+      {"system.sip_link.bandwidth_gbps", KB_LINK(sip_link, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+       "SIP-to-SIP link bandwidth per direction, GB/s (10^9 bytes/s)"},
+      {"system.sip_link.latency_ns", KB_LINK(sip_link, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+       "SIP-to-SIP link latency, ns"},
+      {"sip.cube_rows", KB_HW(cube_rows), 1, kMaxGrid, true, 0, {}, "count", "rows of the cube grid in one SIP"},
+      {"sip.cube_cols", KB_HW(cube_cols), 1, kMaxGrid, true, 0, {}, "count", "columns of the cube grid in one SIP"},
+      {"sip.cube_link.bandwidth_gbps", KB_LINK(cube_link, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+       "cube-to-cube mesh link bandwidth per direction, GB/s"},
+      {"sip.cube_link.latency_ns", KB_LINK(cube_link, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+       "cube-to-cube mesh link latency per hop, ns"},
+      {"cube.pe_rows", KB_HW(pe_rows), 1, kMaxGrid, true, 0, {}, "count", "rows of the PE grid in one cube"},
+      {"cube.pe_cols", KB_HW(pe_cols), 1, kMaxGrid, true, 0, {}, "count", "columns of the PE grid in one cube"},
+      {"cube.hbm.bandwidth_gbps", KB_HW(hbm_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+       "HBM stack bandwidth, split evenly over the PEs a launch uses in the cube, GB/s"},
+      {"cube.hbm.latency_ns", KB_HW(hbm_latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns", "HBM access latency, ns"},
+      {"cube.hbm.capacity_mib", KB_HW(hbm_capacity_mib), 1, INT64_C(1) << 30, true, 0, {}, "MiB",
+       "HBM stack capacity, MiB"},
+      {"cube.ipcq.bandwidth_gbps", KB_LINK(ipcq, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+       "PE-to-PE copy queue bandwidth per direction, GB/s"},
+      {"cube.ipcq.latency_ns", KB_LINK(ipcq, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+       "PE-to-PE copy latency, ns"},
+      {"pe.clock_mhz", KB_HW(clock_mhz), 1, 100000, true, 0, {}, "MHz", "PE clock, MHz"},
+      {"pe.matrix.rows", KB_HW(matrix_rows), 1, 4096, true, 0, {}, "MACs", "systolic array rows (fp16 MACs)"},
+      {"pe.matrix.cols", KB_HW(matrix_cols), 1, 4096, true, 0, {}, "MACs", "systolic array columns (fp16 MACs)"},
+      {"pe.matrix.dataflow", KB_HW(dataflow), 0, 2, false, 0, {"os", "ws", "is"}, "",
+       "systolic dataflow: output, weight or input stationary"},
+      {"pe.vector.lanes", KB_HW(vector_lanes), 1, 65536, true, 0, {}, "elements/cycle",
+       "vector engine lanes (elements per cycle)"},
+      {"pe.sram_kib", KB_HW(sram_kib), 1, INT64_C(1) << 30, true, 0, {}, "KiB", "local SRAM per PE, KiB"},
+      {"pe.dma.engines", KB_HW(dma_engines), 1, 64, false, 1, {}, "count", "DMA engines per PE; their rates add up"},
+      {"pe.dma.bandwidth_gbps", KB_HW(dma_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+       "bandwidth of one DMA engine, GB/s"},
+  };
+  return f;
+}
+
+const HwField* find_hw_field(const std::string& path) {
+  for (const HwField& f : hw_fields())
+    if (path == f.path) return &f;
+  return nullptr;
+}
+
+std::int64_t HwField::get(const HwConfig& h) const {
+  std::int64_t v;
+  std::memcpy(&v, reinterpret_cast<const char*>(&h) + offset, sizeof v);
+  return v;
+}
+
+void HwField::set(HwConfig& h, std::int64_t v) const { std::memcpy(reinterpret_cast<char*>(&h) + offset, &v, sizeof v); }
+
+std::string HwField::text(std::int64_t v) const {
+  if (is_enum()) return v >= 0 && v < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(v)] : "?";
+  return std::to_string(v);
+}
+
+nlohmann::json HwField::json(std::int64_t v) const {
+  if (is_enum()) return text(v);
+  return v;
+}
+
+std::string HwField::range_text() const {
+  if (!is_enum()) return std::to_string(lo) + ".." + std::to_string(hi);
+  std::string r;
+  for (const auto& n : names) r += (r.empty() ? "" : "|") + n;
+  return r;
+}
+
+bool HwField::parse(const std::string& s, std::int64_t* v, std::string* why) const {
+  if (is_enum()) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (s == names[i]) {
+        *v = static_cast<std::int64_t>(i);
+        return true;
+      }
+    *why = "expected one of " + range_text() + " (got '" + s + "')";
+    return false;
+  }
+  const char* c = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(c, &end, 10);
+  if (s.empty() || end == c || *end != '\0') {
+    *why = "expected an integer (got '" + s + "')";
+    return false;
+  }
+  if (errno == ERANGE) {
+    *why = "value out of range (got '" + s + "')";
+    return false;
+  }
+  if (x < lo) {
+    *why = std::string("must be ") + (lo == 1 ? "> 0" : ">= " + std::to_string(lo)) + " (got " + s + ")";
+    return false;
+  }
+  if (x > hi) {
+    *why = "must be <= " + std::to_string(hi) + " (got " + s + ")";
+    return false;
+  }
+  *v = x;
+  return true;
+}
+
+nlohmann::json hw_json(const HwConfig& h) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const HwField& f : hw_fields()) j[f.path] = f.json(f.get(h));
+  return j;
+}
+
+nlohmann::json topology_record(const TopologySpec& t) {
+  return {{"name", t.name}, {"source", t.source}, {"hash", hash_hex(t.hash)}, {"overrides", t.overrides},
+          {"schema_version", t.schema_version}, {"fields", hw_json(t)}};
+}
+
+}  // namespace kb
