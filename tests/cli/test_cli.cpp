@@ -10,46 +10,11 @@
 #include <fstream>
 #include <string>
 
+#include "cli_run.h"
+
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result run(const std::string& args, const std::string& env = "") {
-  const std::string dir = ::testing::TempDir();
-  // Tests run in parallel processes: name the capture files after the test and process.
-  const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-                          std::to_string(::getpid());
-  const std::string out = dir + "/kb_cli_out_" + tag + ".txt", err = dir + "/kb_cli_err_" + tag + ".txt";
-  const std::string cmd = env + "'" + KB_CLI_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
-
-const std::string kTopo = KB_TEST_TOPOLOGIES;
-
-std::string fresh_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(p);
-  return p.string();
-}
-
-// One line on stderr, starting "error: ", exit 2, nothing on stdout.
-void expect_input_error(const Result& r, const std::string& fragment) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "");
-}
+using namespace kb::clitest;
 
 std::string tmp_yaml(const std::string& name, const std::string& text) {
   const std::string p = ::testing::TempDir() + "/" + name;

@@ -97,7 +97,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     for (const std::string& name : split_list(group_text, ',')) {
       std::size_t found = cand.size();
       for (std::size_t i = 0; i < cand.size(); ++i)
-        if (name == cand[i].ax.name) found = i;
+        if (name == cand[i].ax.name || (cand[i].ax.field && name == cand[i].ax.field->path)) found = i;
       if (found == cand.size()) {
         std::string names;
         for (const Candidate& c : cand) names += c.ax.name + ", ";

@@ -1,0 +1,224 @@
+// Workload families through the command line: results as first published, hardware axes,
+// one name per figure in every document, the resolved topology recorded, and where the
+// binary finds its data.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+using namespace kb::clitest;
+using nlohmann::json;
+
+json load(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+const std::string kData = KB_TEST_DATA;
+const std::vector<std::string> kConfigColumns = {"m",       "n",       "k",        "tile_m",     "tile_n",    "tile_k",
+                                                 "pes",     "cubes",   "buffers",  "dataflow",   "array_rows", "array_cols"};
+
+TEST(Families, MilestoneGivesThePublishedNumbers) {
+  const std::string out = fresh_dir("kb_ms_expected");
+  const Result r = run("run --bench milestone-1h-gemm --backend omp --out '" + out + "'", "KERNBENCH_PYTHON=/bin/false ");
+  ASSERT_NE(r.out.find("parity: 24/24"), std::string::npos) << r.out << r.err;
+  const json got = load(out + "/gemm_sweep.json")["configs"];
+  const json want = load(kData + "/expected/milestone_1h_gemm.json")["configs"];
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    for (const auto& [key, value] : want[i].items()) EXPECT_EQ(got[i][key], value) << i << " " << key;
+}
+
+TEST(Families, SweepGemmGivesThePublishedResults) {
+  const json want = load(kData + "/expected/sweep_gemm.json")["sweeps"];
+  ASSERT_EQ(want.size(), 3u);
+  auto config = [](const json& row) {
+    json c = {{"index", row["index"]}, {"latency_ps", row["latency_ps"]}};
+    for (const auto& k : kConfigColumns) c[k] = row[k];
+    return c;
+  };
+  for (const json& w : want) {
+    SCOPED_TRACE(w["args"].get<std::string>());
+    const Result r = run("sweep gemm " + w["args"].get<std::string>() + " --backend omp --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["space"]["size"], w["size"]);
+    EXPECT_EQ(j["valid"], w["valid"]);
+    EXPECT_EQ(j["invalid"], w["invalid"]);
+    EXPECT_EQ(j["latency_checksum"], w["latency_checksum"]);
+    ASSERT_EQ(j["best_per_group"].size(), w["best"].size());
+    for (std::size_t g = 0; g < w["best"].size(); ++g)
+      EXPECT_EQ(w["best"][g].is_null() ? json() : config(j["best_per_group"][g]["best"]), w["best"][g]) << g;
+    ASSERT_EQ(j["top"].size(), w["top"].size());
+    for (std::size_t i = 0; i < w["top"].size(); ++i) EXPECT_EQ(config(j["top"][i]), w["top"][i]) << i;
+    ASSERT_EQ(j["pareto"]["fronts"].size(), w["pareto"].size());
+    for (std::size_t f = 0; f < w["pareto"].size(); ++f) {
+      const json& pts = j["pareto"]["fronts"][f]["points"];
+      ASSERT_EQ(pts.size(), w["pareto"][f].size());
+      for (std::size_t p = 0; p < pts.size(); ++p) {
+        json c = config(pts[p]);
+        c["cost"] = pts[p]["cost"];
+        EXPECT_EQ(c, w["pareto"][f][p]);
+      }
+    }
+    EXPECT_EQ(j["histogram"]["bins"], w["histogram"]);
+  }
+}
+
+// A hardware axis: for every value, the group's best config and latency are those of a
+// sweep of the same space on a topology with that value set, and eval --set agrees.
+TEST(Families, HwAxisAgreesWithEvalSet) {
+  const std::string space = "--n 1024 --k 4096 --tile-m 32,64,128 --tile-n 64,128 --tile-k 128,512 "
+                            "--pes 1:8:*2 --cubes 1,4 --buffers 1,2 --backend omp --json --top 0 --no-histogram ";
+  const Result r = run("sweep gemm --m 256,2048 " + space + "--hw cube.hbm.bandwidth_gbps=205,819,3276 --hw pe.matrix.rows=16:64:*2 "
+                       "--group cube.hbm.bandwidth_gbps,pe.matrix.rows,m");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["space"]["groups"], 3 * 3 * 2);
+  EXPECT_EQ(j["space"]["group"], json::parse(R"(["cube.hbm.bandwidth_gbps", "array_rows", "m"])"));
+  std::set<std::int64_t> latencies;
+  for (const json& g : j["best_per_group"]) {
+    const json& key = g["group"];
+    const json& best = g["best"];
+    ASSERT_FALSE(best.is_null());
+    EXPECT_EQ(best["cube.hbm.bandwidth_gbps"], key["cube.hbm.bandwidth_gbps"]);
+    EXPECT_EQ(best["array_rows"], key["array_rows"]);
+    const std::string sets = "--set cube.hbm.bandwidth_gbps=" + key["cube.hbm.bandwidth_gbps"].dump() +
+                             " --set pe.matrix.rows=" + key["array_rows"].dump();
+    // The same space on a topology with the values set: the same best config.
+    const Result s = run("sweep gemm " + space + "--group none " + sets + " --m " + key["m"].dump());
+    ASSERT_EQ(s.code, 0) << s.err;
+    const json sb = json::parse(s.out)["best_per_group"][0]["best"];
+    for (const auto& k : kConfigColumns) EXPECT_EQ(sb[k], best[k]) << k;
+    EXPECT_EQ(sb["latency_ps"], best["latency_ps"]);
+    // eval --set on that config: the same figures.
+    std::string args = "eval gemm --engine both --json " + sets;
+    for (const char* k : {"m", "n", "k", "tile_m", "tile_n", "tile_k", "pes", "cubes", "buffers"})
+      args += std::string(" --") + (std::string(k) == "tile_m" ? "tile-m" : std::string(k) == "tile_n" ? "tile-n" : std::string(k) == "tile_k" ? "tile-k" : k) + " " + best[k].dump();
+    const Result e = run(args);
+    ASSERT_EQ(e.code, 0) << e.err;
+    const json ej = json::parse(e.out);
+    EXPECT_EQ(ej["parity"], true);
+    for (const auto& [name, value] : ej["batched"].items()) EXPECT_EQ(value, best[name]) << name;
+    EXPECT_EQ(ej["topology"]["fields"]["pe.matrix.rows"], best["array_rows"]);
+    latencies.insert(best["latency_ps"].get<std::int64_t>());
+  }
+  EXPECT_GT(latencies.size(), 9u);  // the hardware values change the answers
+}
+
+// The same figure has the same name in eval, sweep and milestone documents, and every
+// document records every field of its resolved topology.
+TEST(Families, SameFigureSameNameEverywhere) {
+  const Result e = run("eval gemm --m 2048 --n 8192 --k 8192 --tile-m 128 --tile-n 128 --tile-k 256 --pes 8 --cubes 1 "
+                       "--engine batched --backend omp --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  const json ej = json::parse(e.out);
+  const Result s = run("sweep gemm --m 2048 --n 8192 --k 8192 --tile-m 128 --tile-n 128 --tile-k 256 --pes 8 "
+                       "--backend omp --json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json sj = json::parse(s.out);
+  const json srow = sj["best_per_group"][0]["best"];
+  const std::string out = fresh_dir("kb_ms_names");
+  run("run --bench milestone-1h-gemm --backend omp --out '" + out + "'", "KERNBENCH_PYTHON=/bin/false ");
+  const json mj = load(out + "/gemm_sweep.json");
+  json mrow;
+  for (const json& c : mj["configs"])
+    if (c["shape"] == "o-proj-prefill-2k" && c["variant"] == "1cube-8pe") mrow = c;
+  ASSERT_FALSE(mrow.is_null());
+  std::set<std::string> names;
+  for (const auto& [name, value] : ej["batched"].items()) names.insert(name);
+  for (const char* must : {"latency_ps", "hbm_read_bytes", "hbm_write_bytes", "mac_util", "achieved_tflops", "roofline_ps"})
+    EXPECT_EQ(names.count(must), 1u) << must;
+  EXPECT_EQ(names.count("hbm_bytes"), 0u);
+  for (const std::string& n : names) {
+    EXPECT_EQ(ej[n], ej["batched"][n]) << n;  // the engine's figure at the top level too
+    EXPECT_EQ(srow[n], ej[n]) << "sweep: " << n;
+    EXPECT_EQ(mrow[n], ej[n]) << "milestone: " << n;
+  }
+  for (const auto& k : kConfigColumns) {
+    EXPECT_EQ(srow[k], ej[k]) << k;
+    EXPECT_EQ(mrow[k], ej[k]) << k;
+  }
+  for (const json* doc : {&ej, &sj, &mj}) {
+    const json& t = (*doc)["topology"];
+    EXPECT_EQ(t["name"], "default");
+    EXPECT_EQ(t["fields"].size(), 23u);
+    EXPECT_EQ(t["fields"]["cube.hbm.bandwidth_gbps"], 819);
+    EXPECT_EQ(t["fields"]["pe.matrix.dataflow"], "os");
+    EXPECT_TRUE(t["hash"].is_string());
+  }
+}
+
+TEST(Families, HwAxisBadInput) {
+  const std::string out = fresh_dir("hw_bad") + "/s.json";
+  const std::string base = "sweep gemm --out '" + out + "' --m 64 --n 64 --k 64 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--hw pe.matrix.rows=16:abc", "--hw pe.matrix.rows=16:abc: item '16:abc': expected a non-negative integer"},
+      {"--hw pe.matrix.rows=8192", "--hw pe.matrix.rows=8192: item '8192': 8192 is outside 1..4096"},
+      {"--hw cube.hbm.speed=1,2", "--hw cube.hbm.speed=1,2: cube.hbm.speed: unknown topology field"},
+      {"--hw cube.hbm", "--hw cube.hbm: expected PATH=LIST"},
+      {"--hw pe.matrix.dataflow=os,xs", "--hw pe.matrix.dataflow=os,xs: item 'xs': expected os, ws or is"},
+      {"--dataflow os --hw pe.matrix.dataflow=ws", "pe.matrix.dataflow is swept twice"},
+      {"--hw sip.cube_rows=1,2 --hw sip.cube_rows=4", "sip.cube_rows is swept twice"},
+      {"--group cube.hbm.bandwidth_gbps", "'cube.hbm.bandwidth_gbps' is not an axis"},
+  };
+  for (const auto& [args, error] : cases) {
+    SCOPED_TRACE(args);
+    expect_input_error(run(base + args), error);
+  }
+  EXPECT_FALSE(fs::exists(out));
+  // A count swept on the hardware widens what the axes it bounds accept.
+  const Result r = run("sweep gemm --m 64 --n 64 --k 64 --pes 1,16 --hw cube.pe_rows=2,4 --backend omp --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["valid"], 3);
+  EXPECT_EQ(j["invalid"]["too_many_pes"], 1);
+}
+
+// A plot script that rejects its input: exit 2 and the script's own line, nothing else.
+TEST(Families, PlotRejectionIsAnInputError) {
+  if (std::system("python3 -c 'import matplotlib' 2>/dev/null") != 0) GTEST_SKIP() << "no python3 with matplotlib here";
+  const std::string in = fresh_dir("kb_plot_v9");
+  fs::create_directories(in);
+  std::ifstream src(kData + "/gemm_sweep_sample.json");
+  std::string text((std::istreambuf_iterator<char>(src)), {});
+  text.replace(text.find("\"1.0.0\""), 7, "\"9.0.0\"");
+  std::ofstream(in + "/gemm_sweep.json") << text;
+  const Result r = run("plot --bench milestone-1h-gemm --in '" + in + "' --out '" + in + "/figs'");
+  expect_input_error(r, "schema_version");
+  EXPECT_EQ(r.err.find("exit 512"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(in + "/figs/gemm_roofline.png"));
+}
+
+// The shipped data is found without a compile-time path: KERNBENCH_DATA_DIR, the installed
+// layout next to the binary, or the tree the binary was built in.
+TEST(Families, DataDirFromEnvironmentAndInstalledLayout) {
+  const std::string root = fresh_dir("kb_prefix");
+  fs::create_directories(root + "/bin");
+  fs::create_directories(root + "/share/kernbench-gpu/topologies");
+  fs::copy_file(KB_CLI_EXE, root + "/bin/kernbench-gpu");
+  std::ifstream src(kTopo + "/tiny.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(src)), {});
+  yaml.replace(yaml.find("name: tiny"), 10, "name: installed");
+  std::ofstream(root + "/share/kernbench-gpu/topologies/default.yaml") << yaml;
+  const std::string eval = "eval gemm --m 16 --n 16 --k 16 --engine batched --backend omp --json";
+  const std::string cmd = "'" + root + "/bin/kernbench-gpu' " + eval + " > '" + root + "/out.json' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(load(root + "/out.json")["topology"]["name"], "installed");
+  const Result env = run(eval, "KERNBENCH_DATA_DIR='" + root + "/share/kernbench-gpu' ");
+  ASSERT_EQ(env.code, 0) << env.err;
+  EXPECT_EQ(json::parse(env.out)["topology"]["name"], "installed");
+  expect_input_error(run(eval, "KERNBENCH_DATA_DIR=/nonexistent "), "/nonexistent/topologies/default.yaml:1:1");
+  const Result tree = run(eval);  // the build tree: the source's topologies/default.yaml
+  ASSERT_EQ(tree.code, 0) << tree.err;
+  EXPECT_EQ(json::parse(tree.out)["topology"]["name"], "default");
+}
+
+}  // namespace
