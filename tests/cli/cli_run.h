@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kb::clitest {
 
@@ -50,6 +52,17 @@ inline void expect_input_error(const Result& r, const std::string& fragment) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// Each case's arguments, appended to `base`, are an input error naming its fragment, and
+// nothing is written at `out`.
+inline void expect_input_errors(const std::string& base, const std::vector<std::pair<std::string, std::string>>& cases,
+                                const std::string& out) {
+  for (const auto& [args, error] : cases) {
+    SCOPED_TRACE(args);
+    expect_input_error(run(base + args), error);
+  }
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace kb::clitest

@@ -299,7 +299,7 @@ TEST(Cli, SweepGemmBadInput) {
   const std::string sweep = "sweep gemm --out '" + out + "' ";
   const std::string base = sweep + "--m 64 --n 64 --k 64 ";
   // Each appended to a valid sweep that would write `out`.
-  const std::pair<const char*, const char*> cases[] = {
+  expect_input_errors(base, {
       {"--tile-m 32:abc", "--tile-m 32:abc: item '32:abc': expected a non-negative integer (got 'abc')"},
       {"--tile-m 64:32", "--tile-m 64:32: item '64:32': the range ends before it starts"},
       {"--tile-m 32:64:+0", "item '32:64:+0': the step must be >= 1"},
@@ -322,11 +322,7 @@ TEST(Cli, SweepGemmBadInput) {
       {"--buffers 1,3", "--buffers 1,3: item '3': 3 is outside 1..2"},
       {"--array-rows 8192", "--array-rows 8192: item '8192': 8192 is outside 1..4096"},
       {"--set pe.clock_mhz=0", "pe.clock_mhz: must be > 0"},
-      {"--backend gpu", "--backend gpu: expected auto, cuda or omp"}};
-  for (const auto& [args, error] : cases) {
-    SCOPED_TRACE(args);
-    expect_input_error(run(base + args), error);
-  }
+      {"--backend gpu", "--backend gpu: expected auto, cuda or omp"}}, out);
   expect_input_error(run(sweep + "--m 1:1024 --n 1:1024 --k 1:1024 --tile-m 1:1024 --tile-n 1:2048 --group none"),
                      "the space has more than 2^50 configs");
   expect_input_error(run(sweep + "--m 0,64 --n 64 --k 64"), "--m 0,64: item '0': 0 is outside 1..1048576");

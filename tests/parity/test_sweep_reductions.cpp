@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "host/common/error.h"
 #include "host/common/output.h"
@@ -76,14 +77,51 @@ TEST(HistogramBins, EveryBinHoldsExactlyItsRange) {
   EXPECT_EQ(batched::hist_bin(kTimeLimitPs - 1), batched::kHistBins - 1);
 }
 
+// The reduction space with its shapes and its tiles zipped: (m, n) and (tile_m, tile_n,
+// the array's rows) tuples, so zipped axes of a family's fields and of hardware fields.
+batched::Space zipped_space(const TopologySpec& topo) {
+  batched::Space s = testing::reduction_space(topo);
+  using testing::gemm_offset;
+  s.axes[0] = {{gemm_offset("m"), gemm_offset("n")}, {32, 1024, 2048, 1024, 2048, 4096, 32, 4096}};
+  s.axes[1] = {gemm_offset("k"), {2048}};
+  s.axes[2] = {{gemm_offset("tile_m"), gemm_offset("tile_n"), gemm_offset("array_rows")},
+               {32, 64, 16, 64, 128, 32, 128, 256, 32, 64, 256, 64, 32, 128, 8}};
+  s.axes.erase(s.axes.begin() + 3, s.axes.begin() + 5);  // tile_m, tile_n: now zipped
+  return s;
+}
+
+// Every index of a zipped space decodes to one tuple of each zipped axis, the last axis
+// fastest, and every combination appears once.
+TEST(SweepReductions, ZippedAxesDecodeToTheirTuples) {
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
+  const batched::Space space = zipped_space(topo);
+  ASSERT_EQ(space.size(), 4 * 1 * 5 * 3 * 4 * 3 * 2);  // shapes, k, tiles, tile_k, pes, cubes, buffers
+  const batched::SpaceDecoder decode(space);
+  std::set<std::vector<std::int64_t>> seen;
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    const GemmConfig c = decode_config<GemmModel>(decode, i);
+    const std::int64_t shape = i / (space.size() / 4), tile = (i / (3 * 4 * 3 * 2)) % 5;
+    EXPECT_EQ(c.m, space.axes[0].values[static_cast<std::size_t>(2 * shape)]) << i;
+    EXPECT_EQ(c.n, space.axes[0].values[static_cast<std::size_t>(2 * shape + 1)]) << i;
+    EXPECT_EQ(c.tile_m, space.axes[2].values[static_cast<std::size_t>(3 * tile)]) << i;
+    EXPECT_EQ(c.tile_n, space.axes[2].values[static_cast<std::size_t>(3 * tile + 1)]) << i;
+    EXPECT_EQ(c.hw.matrix_rows, space.axes[2].values[static_cast<std::size_t>(3 * tile + 2)]) << i;
+    EXPECT_EQ(c.hw.matrix_cols, 32);
+    seen.insert({c.m, c.n, c.tile_m, c.tile_n, c.tile_k, c.hw.matrix_rows, c.pes, c.cubes, c.buffers});
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(seen.size()), space.size());
+}
+
 // With four groups (a front each, found by sorting) and with one (the running front
-// filters each chunk on the device).
+// filters each chunk on the device), on plain and on zipped axes.
 TEST(SweepReductions, MatchBruteForceForEveryCost) {
   const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
-  for (int group_axes : {3, 0})
+  for (int zipped : {0, 1})
+  for (int group_axes : {zipped ? 1 : 3, 0})
     for (ParetoCost kind : {ParetoCost::pes, ParetoCost::sram, ParetoCost::hbm}) {
-      SCOPED_TRACE("group_axes " + std::to_string(group_axes) + ", cost " + std::to_string(static_cast<int>(kind)));
-      batched::Space space = testing::reduction_space(topo);
+      SCOPED_TRACE("zipped " + std::to_string(zipped) + ", group_axes " + std::to_string(group_axes) + ", cost " +
+                   std::to_string(static_cast<int>(kind)));
+      batched::Space space = zipped ? zipped_space(topo) : testing::reduction_space(topo);
       space.group_axes = group_axes;
       GemmReductions red;
       red.top_k = 25;
@@ -111,7 +149,7 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
 
       const auto front = brute_front(pts);
       ASSERT_EQ(s.pareto.size(), front.size());
-      ASSERT_GE(front.size(), group_axes == 3 ? 8u : 2u);
+      ASSERT_GE(front.size(), group_axes > 0 ? 8u : 2u);
       for (std::size_t i = 0; i < front.size(); ++i) {
         EXPECT_EQ(s.pareto[i].index, front[i].index) << i;
         EXPECT_EQ(s.pareto[i].group, front[i].group) << i;

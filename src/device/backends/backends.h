@@ -23,13 +23,19 @@ enum class Family : std::int32_t {
 // A space of configs of one family: `base` (the bytes of a Config) with some int64 fields
 // swept. Axes are mixed-radix digits of a flat index, the last axis fastest; the first
 // `group_axes` axes name a group (e.g. the shape), and the sweep returns the best config
-// of each group.
+// of each group. An axis sets one field, or several at once (a zipped axis: each value is
+// a tuple, e.g. the (m, n, k) of a list of shapes).
 struct Space {
   Family family{};
   std::vector<unsigned char> base;
   struct Axis {
-    std::int64_t offset;  // of the int64 field in Config
-    std::vector<std::int64_t> values;
+    std::vector<std::int64_t> offsets;  // of the int64 fields in Config that it sets
+    std::vector<std::int64_t> values;   // length() tuples of offsets.size() values, one after another
+    Axis() = default;
+    Axis(std::int64_t offset, std::vector<std::int64_t> v) : offsets{offset}, values(std::move(v)) {}
+    Axis(std::vector<std::int64_t> o, std::vector<std::int64_t> v) : offsets(std::move(o)), values(std::move(v)) {}
+    std::int64_t width() const { return static_cast<std::int64_t>(offsets.size()); }
+    std::int64_t length() const { return offsets.empty() ? 0 : static_cast<std::int64_t>(values.size()) / width(); }
   };
   std::vector<Axis> axes;
   int group_axes = 0;

@@ -119,13 +119,13 @@ void SpaceDecoder::operator()(std::int64_t i, void* config) const {
 
 std::int64_t Space::size() const {
   std::int64_t n = 1;
-  for (const auto& a : axes) n *= static_cast<std::int64_t>(a.values.size());
+  for (const auto& a : axes) n *= a.length();
   return n;
 }
 
 std::int64_t Space::groups() const {
   std::int64_t n = 1;
-  for (int a = 0; a < group_axes; ++a) n *= static_cast<std::int64_t>(axes[static_cast<std::size_t>(a)].values.size());
+  for (int a = 0; a < group_axes; ++a) n *= axes[static_cast<std::size_t>(a)].length();
   return n;
 }
 

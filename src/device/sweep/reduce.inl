@@ -32,7 +32,7 @@ struct SpaceView {
   std::int32_t naxes;
   std::int32_t pareto;        // the family's cost kind EvalIndex computes; 0: none
   std::int64_t group_stride;  // product of the lengths of the non-group axes
-  const std::int64_t* data;   // per axis: offset, length, offset of its values in data; then the values
+  const std::int64_t* data;   // per axis: width, length, where its offsets and values start in data
 };
 
 // Sets the int64 at byte `offset` of a config (memcpy: no aliasing assumptions).
@@ -46,9 +46,11 @@ KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Confi
   typename Model::Config c = s.base;
   for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
     const std::int64_t* axis = s.data + 3 * a;
-    const std::int64_t d = i % axis[1];
+    const std::int64_t width = axis[0], d = i % axis[1];
     i /= axis[1];
-    set_at(c, axis[0], s.data[axis[2] + d]);
+    const std::int64_t* offsets = s.data + axis[2];
+    const std::int64_t* values = offsets + width + d * width;
+    for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
   }
   Model::complete(c);
   return c;
@@ -127,15 +129,18 @@ inline void add_tally(SweepSummary& sum, const Tally<N>& t) {
   sum.latency_checksum = static_cast<std::int64_t>(static_cast<std::uint64_t>(sum.latency_checksum) + t.checksum);
 }
 
-// The flat array of a SpaceView: axis records, then every axis's values.
+// The flat array of a SpaceView: axis records (width, length, start), then per axis its
+// offsets and its values, tuple after tuple.
 inline std::vector<std::int64_t> flatten_values(const Space& space) {
   const std::size_t naxes = space.axes.size();
   std::vector<std::int64_t> flat(3 * naxes);
   for (std::size_t a = 0; a < naxes; ++a) {
-    flat[3 * a] = space.axes[a].offset;
-    flat[3 * a + 1] = static_cast<std::int64_t>(space.axes[a].values.size());
+    const Space::Axis& ax = space.axes[a];
+    flat[3 * a] = ax.width();
+    flat[3 * a + 1] = ax.length();
     flat[3 * a + 2] = static_cast<std::int64_t>(flat.size());
-    flat.insert(flat.end(), space.axes[a].values.begin(), space.axes[a].values.end());
+    flat.insert(flat.end(), ax.offsets.begin(), ax.offsets.end());
+    flat.insert(flat.end(), ax.values.begin(), ax.values.end());
   }
   return flat;
 }
@@ -149,7 +154,7 @@ inline SpaceView<Config> make_view(const Space& space, const std::int64_t* data,
   v.pareto = pareto;
   v.group_stride = 1;
   for (std::size_t a = static_cast<std::size_t>(space.group_axes); a < space.axes.size(); ++a)
-    v.group_stride *= static_cast<std::int64_t>(space.axes[a].values.size());
+    v.group_stride *= space.axes[a].length();
   v.data = data;
   return v;
 }

@@ -34,7 +34,7 @@ struct SweepArgs {
   const Family* family = nullptr;
   std::map<std::string, std::string> axes, hw_axes;
   std::map<std::string, CLI::Option*> given;
-  std::vector<std::string> hw;
+  std::vector<std::string> hw, zips;
   std::string group;
   int top = 10;
   std::string pareto;

@@ -27,12 +27,10 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   for (const AxisDesc& ax : f.axes) {
     std::string help = ax.help;
     if (!ax.names.empty()) help += " (" + one_of(ax.names) + ", or a list)";
-    if (!ax.fallback.empty()) help += " [default: " + ax.fallback + "]";
+    help += ax.fallback.empty() ? " [required, unless in a --zip]" : " [default: " + ax.fallback + "]";
     if (first) help += list;
     first = false;
-    auto* opt = cmd->add_option(ax.flag, a.axes[ax.name], help);
-    if (ax.fallback.empty()) opt->required();
-    a.given[ax.name] = opt;
+    a.given[ax.name] = cmd->add_option(ax.flag, a.axes[ax.name], help);
   }
   for (const HwAxisDesc& h : f.hw_axes)
     a.given[h.name] =
@@ -40,6 +38,11 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_option("--hw", a.hw,
                   "sweep a topology field: PATH=LIST, e.g. cube.hbm.bandwidth_gbps=410,819,1638 (repeatable; fields: "
                   "docs/topology.md)")
+      ->take_all()
+      ->allow_extra_args(false);
+  cmd->add_option("--zip", a.zips,
+                  "fields that take their values together, NAMES=TUPLES, e.g. m,n,k=32/10240/8192,2048/8192/8192 "
+                  "(names: axes, hardware axes or topology paths; a tuple's values joined by '/'; repeatable)")
       ->take_all()
       ->allow_extra_args(false);
   cmd->add_option("--group", a.group,
@@ -93,6 +96,7 @@ void cmd_sweep(const SweepArgs& a) {
       throw InputError("--hw " + h + ": expected PATH=LIST, e.g. cube.hbm.bandwidth_gbps=410,819,1638");
     req.hw.push_back({"--hw", h.substr(0, eq), h.substr(eq + 1)});
   }
+  req.zips = a.zips;
   req.group = a.group;
   const BuiltSpace sp = build_space(f, topo, req);
   if (!a.out.empty() && std::filesystem::is_directory(a.out))
@@ -149,7 +153,7 @@ void cmd_sweep(const SweepArgs& a) {
     decode(g * group_stride, cfg.data());
     nlohmann::json key = nlohmann::json::object();
     for (std::size_t i = 0; i < static_cast<std::size_t>(sp.space.group_axes); ++i)
-      key[sp.axes[i].name] = sp.axes[i].value_json(get_int(cfg.data(), sp.axes[i].offset));
+      for (const SpaceAxis& m : sp.axes[i].members) key[m.name] = m.value_json(get_int(cfg.data(), m.offset));
     return key;
   };
   auto first_reason = [&](std::int64_t g) {
@@ -203,13 +207,20 @@ void cmd_sweep(const SweepArgs& a) {
     nlohmann::json axes = nlohmann::json::array();
     for (std::size_t i = 0; i < sp.axes.size(); ++i) {
       nlohmann::json values = nlohmann::json::array();
-      for (std::int64_t x : sp.space.axes[i].values) values.push_back(sp.axes[i].value_json(x));
-      axes.push_back({{"name", sp.axes[i].name}, {"values", values}});
+      for (std::int64_t t = 0; t < sp.space.axes[i].length(); ++t)
+        values.push_back(sp.axes[i].tuple_json(sp.space.axes[i].values, static_cast<std::size_t>(t)));
+      nlohmann::json axis = {{"name", sp.axes[i].name}, {"values", values}};
+      if (sp.axes[i].zipped()) {
+        axis["names"] = nlohmann::json::array();
+        for (const SpaceAxis& m : sp.axes[i].members) axis["names"].push_back(m.name);
+      }
+      axes.push_back(axis);
     }
     nlohmann::json fixed = nlohmann::json::object();  // every config column no axis sweeps
     for (const SpaceAxis& c : sp.columns) {
       bool swept = false;
-      for (const SpaceAxis& ax : sp.axes) swept |= ax.offset == c.offset;
+      for (const SweptAxis& ax : sp.axes)
+        for (const SpaceAxis& m : ax.members) swept |= m.offset == c.offset;
       if (!swept) fixed[c.name] = c.value_json(get_int(sp.space.base.data(), c.offset));
     }
     nlohmann::json group = nlohmann::json::array();
@@ -277,10 +288,11 @@ void cmd_sweep(const SweepArgs& a) {
   bool mixed = false;  // does a problem axis vary inside a group?
   std::string problem;
   for (std::size_t i = static_cast<std::size_t>(sp.space.group_axes); i < sp.axes.size(); ++i)
-    if (sp.axes[i].axis && sp.axes[i].axis->problem) {
-      mixed = true;
-      problem += (problem.empty() ? "" : ", ") + sp.axes[i].name;
-    }
+    for (const SpaceAxis& m : sp.axes[i].members)
+      if (m.axis && m.axis->problem) {
+        mixed = true;
+        problem += (problem.empty() ? "" : ", ") + m.name;
+      }
   if (mixed) std::printf("  note: %s vary inside a group, so its best and its front compare different problems\n", problem.c_str());
   std::printf("  columns: times in microseconds (NAME_us)\n");
   const std::size_t shown = std::min<std::size_t>(sum.best.size(), 50);

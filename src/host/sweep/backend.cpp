@@ -29,9 +29,11 @@ void validate_sweep(const batched::Space& space, std::int64_t chunk, const batch
   if (space.base.size() != batched::config_size(space.family))
     throw InputError("sweep space: the base config does not belong to its family");
   for (const auto& a : space.axes) {
-    if (a.values.empty()) throw InputError("sweep space: an axis has no values");
-    if (a.offset < 0 || a.offset + 8 > static_cast<std::int64_t>(space.base.size()) || a.offset % 8 != 0)
-      throw InputError("sweep space: an axis sets no field of the config");
+    if (a.offsets.empty() || a.values.empty() || a.values.size() % a.offsets.size() != 0)
+      throw InputError("sweep space: an axis has no values, or a tuple of the wrong size");
+    for (std::int64_t o : a.offsets)
+      if (o < 0 || o + 8 > static_cast<std::int64_t>(space.base.size()) || o % 8 != 0)
+        throw InputError("sweep space: an axis sets no field of the config");
   }
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");

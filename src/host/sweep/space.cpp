@@ -1,6 +1,7 @@
 #include "space.h"
 
 #include <algorithm>
+#include <set>
 
 #include "../common/error.h"
 #include "axis_values.h"
@@ -18,94 +19,210 @@ nlohmann::json SpaceAxis::value_json(std::int64_t v) const {
   return field->json(v);
 }
 
+nlohmann::json SweptAxis::tuple_json(const std::vector<std::int64_t>& values, std::size_t t) const {
+  const std::size_t w = members.size();
+  if (w == 1) return members[0].value_json(values[t]);
+  nlohmann::json a = nlohmann::json::array();
+  for (std::size_t i = 0; i < w; ++i) a.push_back(members[i].value_json(values[t * w + i]));
+  return a;
+}
+
 namespace {
+
+std::string sep_of(const std::string& flag) { return !flag.empty() && flag.back() == '=' ? "" : " "; }
 
 std::vector<std::int64_t> parse_names(const std::string& flag, const std::string& text,
                                       const std::vector<std::string>& names) {
-  const std::string sep = !flag.empty() && flag.back() == '=' ? "" : " ";
   std::vector<std::int64_t> v;
   for (const std::string& item : split_list(text, ',')) {
     const auto it = std::find(names.begin(), names.end(), item);
-    if (it == names.end()) throw InputError(flag + sep + text + ": item '" + item + "': expected " + one_of(names));
+    if (it == names.end()) throw InputError(flag + sep_of(flag) + text + ": item '" + item + "': expected " + one_of(names));
     const auto x = static_cast<std::int64_t>(it - names.begin());
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   }
   return v;
 }
 
+struct Candidate {
+  SweptAxis ax;
+  std::vector<std::int64_t> values;  // tuples of ax.members.size() values
+  std::int64_t length() const { return static_cast<std::int64_t>(values.size() / ax.members.size()); }
+};
+
+// A field by name: a family axis, a hardware axis's short name, or a topology path.
+bool resolve(const Family& f, const std::string& name, SpaceAxis* out) {
+  if (const AxisDesc* a = f.axis(name)) {
+    *out = SpaceAxis{a->name, a, nullptr, a->offset};
+    return true;
+  }
+  std::string path = name;
+  for (const HwAxisDesc& s : f.hw_axes)
+    if (s.name == name) path = s.path;
+  const HwField* field = find_hw_field(path);
+  if (!field) return false;
+  *out = SpaceAxis{path, nullptr, field, f.hw_offset + field->offset};
+  for (const HwAxisDesc& s : f.hw_axes)
+    if (s.path == path) out->name = s.name;
+  return true;
+}
+
+// One value of a field inside a zip's tuple.
+std::int64_t parse_one(const SpaceAxis& m, const std::string& flag, const std::string& text, const std::string& item,
+                       const HwConfig& hi_hw) {
+  const std::vector<std::string>* names = m.axis ? &m.axis->names : &m.field->names;
+  if (!names->empty()) {
+    const auto it = std::find(names->begin(), names->end(), item);
+    if (it == names->end())
+      throw InputError(flag + text + ": " + m.name + " '" + item + "': expected " + one_of(*names));
+    return it - names->begin();
+  }
+  std::int64_t lo = m.axis ? m.axis->lo : m.field->lo;
+  std::int64_t hi = m.axis ? (m.axis->hi_of ? m.axis->hi_of(hi_hw) : m.axis->hi) : m.field->hi;
+  const std::int64_t auto_value = m.axis ? m.axis->auto_value : -1;
+  if (item.find(':') != std::string::npos)
+    throw InputError(flag + text + ": " + m.name + " '" + item + "': a tuple holds single values, not ranges");
+  const std::vector<std::int64_t> v = parse_axis_values(flag + text + ": " + m.name, item, lo, hi, auto_value);
+  return v[0];
+}
+
 }  // namespace
 
 BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req) {
-  struct Candidate {
-    SpaceAxis ax;
-    std::vector<std::int64_t> values;
+  std::set<std::int64_t> taken;  // offsets already swept by --hw lists or zips
+  auto take = [&](const SpaceAxis& m, const std::string& where) {
+    if (!taken.insert(static_cast<std::int64_t>(m.offset)).second)
+      throw InputError(where + ": " + (m.field ? std::string(m.field->path) : m.name) + " is swept twice");
   };
-  std::vector<Candidate> cand;
 
-  // Hardware axes first: their largest values bound the axes whose range the hardware sets.
+  // Hardware lists first: their largest values bound the axes whose range the hardware sets.
   HwConfig hi_hw = topo.hw();
   std::vector<Candidate> hw;
   for (const HwList& h : req.hw) {
     const HwField* field = find_hw_field(h.path);
     const std::string flag = h.flag == "--hw" ? "--hw " + h.path + "=" : h.flag;
-    if (!field) throw InputError(flag + h.list + ": " + h.path + ": unknown topology field (see docs/topology.md)");
-    for (const Candidate& c : hw)
-      if (c.ax.field == field) throw InputError(flag + h.list + ": " + h.path + " is swept twice");
+    if (!field) throw InputError(flag + sep_of(flag) + h.list + ": " + h.path + ": unknown topology field (see docs/topology.md)");
     Candidate c;
-    c.ax.field = field;
-    c.ax.offset = f.hw_offset + field->offset;
-    c.ax.name = h.path;
-    for (const HwAxisDesc& s : f.hw_axes)
-      if (s.path == h.path) c.ax.name = s.name;
+    SpaceAxis m;
+    resolve(f, h.path, &m);
+    take(m, flag + sep_of(flag) + h.list);
+    c.ax = SweptAxis{m.name, {m}};
     if (field->is_enum()) c.values = parse_names(flag, h.list, field->names);
     else c.values = parse_axis_values(flag, h.list, field->lo, field->hi);
     if (!field->is_enum()) field->set(hi_hw, *std::max_element(c.values.begin(), c.values.end()));
     hw.push_back(c);
   }
+
+  // Zips: their members, then their tuples (hardware members first, for the bounds).
+  struct Zip {
+    Candidate c;
+    std::string flag, text;
+    std::vector<std::vector<std::string>> items;
+  };
+  std::vector<Zip> zips;
+  for (const std::string& z : req.zips) {
+    Zip zip;
+    const auto eq = z.find('=');
+    zip.flag = "--zip ";
+    zip.text = z;
+    if (eq == std::string::npos || eq == 0 || eq + 1 == z.size())
+      throw InputError("--zip " + z + ": expected NAMES=TUPLES, e.g. m,n,k=32/10240/8192,2048/8192/8192");
+    for (const std::string& name : split_list(z.substr(0, eq), ',')) {
+      SpaceAxis m;
+      if (!resolve(f, name, &m))
+        throw InputError("--zip " + z + ": '" + name + "' is not an axis of " + f.name + " or a topology field");
+      if (m.axis && req.axes.count(m.axis->name))
+        throw InputError("--zip " + z + ": " + m.name + " is also given by " + m.axis->flag);
+      take(m, "--zip " + z);
+      zip.c.ax.members.push_back(m);
+      zip.c.ax.name += (zip.c.ax.name.empty() ? "" : ",") + m.name;
+    }
+    if (zip.c.ax.members.size() < 2) throw InputError("--zip " + z + ": a zip names two fields or more");
+    for (const std::string& tuple : split_list(z.substr(eq + 1), ',')) {
+      zip.items.push_back(split_list(tuple, '/'));
+      if (zip.items.back().size() != zip.c.ax.members.size())
+        throw InputError("--zip " + z + ": tuple '" + tuple + "' has " + std::to_string(zip.items.back().size()) +
+                         " values for " + std::to_string(zip.c.ax.members.size()) + " fields (values are joined by '/')");
+    }
+    for (const auto& t : zip.items)
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        const SpaceAxis& m = zip.c.ax.members[i];
+        if (!m.field || m.field->is_enum()) continue;
+        const std::int64_t v = parse_one(m, zip.flag, zip.text, t[i], hi_hw);
+        if (v > m.field->get(hi_hw)) m.field->set(hi_hw, v);
+      }
+    zips.push_back(zip);
+  }
+  for (Zip& zip : zips) {
+    std::set<std::vector<std::int64_t>> seen;
+    for (const auto& t : zip.items) {
+      std::vector<std::int64_t> tuple;
+      for (std::size_t i = 0; i < t.size(); ++i) tuple.push_back(parse_one(zip.c.ax.members[i], zip.flag, zip.text, t[i], hi_hw));
+      if (!seen.insert(tuple).second) continue;  // a tuple given twice counts once
+      zip.c.values.insert(zip.c.values.end(), tuple.begin(), tuple.end());
+    }
+  }
+  auto zip_of = [&](std::size_t offset) -> Zip* {
+    for (Zip& z : zips)
+      for (const SpaceAxis& m : z.c.ax.members)
+        if (m.offset == offset) return &z;
+    return nullptr;
+  };
+
+  // Candidates in order: the family's axes, its hardware axes (the topology's value when
+  // not swept), then other swept fields; a zip stands where its first member would.
+  std::vector<Candidate> cand;
+  std::set<const Zip*> placed;
+  auto place_zip = [&](Zip* z) {
+    if (placed.insert(z).second) cand.push_back(z->c);
+  };
   for (const AxisDesc& a : f.axes) {
+    if (Zip* z = zip_of(a.offset)) {
+      place_zip(z);
+      continue;
+    }
     const auto given = req.axes.find(a.name);
     const std::string text = given != req.axes.end() ? given->second : a.fallback;
     if (text.empty()) throw InputError(a.flag + ": required (a value or a list, e.g. 1024 or 1024,4096)");
     Candidate c;
-    c.ax.name = a.name;
-    c.ax.axis = &a;
-    c.ax.offset = a.offset;
+    c.ax = SweptAxis{a.name, {SpaceAxis{a.name, &a, nullptr, a.offset}}};
     if (!a.names.empty()) c.values = parse_names(a.flag, text, a.names);
     else c.values = parse_axis_values(a.flag, text, a.lo, a.hi_of ? a.hi_of(hi_hw) : a.hi, a.auto_value);
     cand.push_back(c);
   }
-  // Hardware axes with a short name, in the family's order (the topology's value when not
-  // given), then the other swept fields in the order given.
   for (const HwAxisDesc& s : f.hw_axes) {
-    const HwField* field = find_hw_field(s.path);
-    KB_INTERNAL_CHECK(field, "family " + f.name + ": no topology field " + s.path);
+    SpaceAxis m;
+    KB_INTERNAL_CHECK(resolve(f, s.path, &m), "family " + f.name + ": no topology field " + s.path);
+    if (Zip* z = zip_of(m.offset)) {
+      place_zip(z);
+      continue;
+    }
     Candidate c;
-    c.ax.name = s.name;
-    c.ax.field = field;
-    c.ax.offset = f.hw_offset + field->offset;
-    c.values = {field->get(topo.hw())};
+    c.ax = SweptAxis{m.name, {m}};
+    c.values = {m.field->get(topo.hw())};
     for (const Candidate& h : hw)
-      if (h.ax.field == field) c = h;
+      if (h.ax.members[0].offset == m.offset) c = h;
     cand.push_back(c);
   }
   for (const Candidate& c : hw)
-    if (c.ax.name == c.ax.field->path) cand.push_back(c);
+    if (c.ax.name == c.ax.members[0].field->path) cand.push_back(c);
+  for (Zip& z : zips) place_zip(&z);
 
   std::vector<std::size_t> group;
   const std::string group_text = req.group.empty() ? f.default_group : req.group;
   if (group_text != "none") {
+    std::set<std::string> named;
     for (const std::string& name : split_list(group_text, ',')) {
       std::size_t found = cand.size();
       for (std::size_t i = 0; i < cand.size(); ++i)
-        if (name == cand[i].ax.name || (cand[i].ax.field && name == cand[i].ax.field->path)) found = i;
+        for (const SpaceAxis& m : cand[i].ax.members)
+          if (name == m.name || (m.field && name == m.field->path)) found = i;
       if (found == cand.size()) {
         std::string names;
         for (const Candidate& c : cand) names += c.ax.name + ", ";
         throw InputError("--group " + group_text + ": '" + name + "' is not an axis (" + names + "or none)");
       }
-      if (std::find(group.begin(), group.end(), found) != group.end())
-        throw InputError("--group " + group_text + ": '" + name + "' is named twice");
-      group.push_back(found);
+      if (!named.insert(name).second) throw InputError("--group " + group_text + ": '" + name + "' is named twice");
+      if (std::find(group.begin(), group.end(), found) == group.end()) group.push_back(found);  // zip members: one axis
     }
   }
 
@@ -113,23 +230,35 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   b.space.family = f.id;
   b.space.base = base_config(f, topo);
   auto add_axis = [&](std::size_t i) {
-    b.space.axes.push_back({static_cast<std::int64_t>(cand[i].ax.offset), cand[i].values});
+    std::vector<std::int64_t> offsets;
+    for (const SpaceAxis& m : cand[i].ax.members) offsets.push_back(static_cast<std::int64_t>(m.offset));
+    b.space.axes.emplace_back(offsets, cand[i].values);
     b.axes.push_back(cand[i].ax);
   };
   for (std::size_t g : group) add_axis(g);
   b.space.group_axes = static_cast<int>(group.size());
   for (std::size_t i = 0; i < cand.size(); ++i) {
     if (std::find(group.begin(), group.end(), i) != group.end()) continue;
-    if (cand[i].values.size() > 1) add_axis(i);
-    else set_int(b.space.base.data(), cand[i].ax.offset, cand[i].values[0]);
+    if (cand[i].length() > 1) add_axis(i);
+    else
+      for (std::size_t w = 0; w < cand[i].ax.members.size(); ++w)
+        set_int(b.space.base.data(), cand[i].ax.members[w].offset, cand[i].values[w]);
   }
 
-  // Every config column: the family's axes and hardware axes, then other swept fields.
-  for (const Candidate& c : cand) b.columns.push_back(c.ax);
+  // Every config column: the family's axes and hardware axes, then other fields swept.
+  for (const AxisDesc& a : f.axes) b.columns.push_back(SpaceAxis{a.name, &a, nullptr, a.offset});
+  for (const HwAxisDesc& s : f.hw_axes) {
+    SpaceAxis m;
+    resolve(f, s.path, &m);
+    b.columns.push_back(m);
+  }
+  for (const Candidate& c : cand)
+    for (const SpaceAxis& m : c.ax.members)
+      if (m.field && m.name == m.field->path) b.columns.push_back(m);
 
   std::int64_t size = 1, groups = 1;
   for (std::size_t i = 0; i < b.space.axes.size(); ++i) {
-    const auto len = static_cast<std::int64_t>(b.space.axes[i].values.size());
+    const std::int64_t len = b.space.axes[i].length();
     if (size > kMaxSpace / len) throw InputError("the space has more than 2^50 configs; split it into several sweeps");
     size *= len;
     if (static_cast<int>(i) < b.space.group_axes) groups *= len;

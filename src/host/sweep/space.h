@@ -21,6 +21,9 @@ struct HwList {
 struct SweepRequest {
   std::map<std::string, std::string> axes;  // axis name -> value list, for the axes given
   std::vector<HwList> hw;
+  // Zipped axes, "NAMES=TUPLES": fields that take their values together, e.g.
+  // "m,n,k=32/10240/8192,2048/8192/8192" (a name: an axis, a hardware axis or a topology path).
+  std::vector<std::string> zips;
   std::string group;  // "" : the family's default; "none": one group
 };
 
@@ -33,10 +36,19 @@ struct SpaceAxis {
   nlohmann::json value_json(std::int64_t v) const;
 };
 
+// An axis of a built space: one field, or several zipped together.
+struct SweptAxis {
+  std::string name;  // the field's column name; for a zipped axis the names joined by ','
+  std::vector<SpaceAxis> members;
+  bool zipped() const { return members.size() > 1; }
+  // The value of tuple `t` of `values` as written in JSON: a value, or an array for a zip.
+  nlohmann::json tuple_json(const std::vector<std::int64_t>& values, std::size_t t) const;
+};
+
 struct BuiltSpace {
   batched::Space space;
-  std::vector<SpaceAxis> axes;  // per axis of space
-  std::vector<SpaceAxis> columns;  // every config column: family axes, hardware axes, then --hw fields swept
+  std::vector<SweptAxis> axes;  // per axis of space
+  std::vector<SpaceAxis> columns;  // every config column: family axes, hardware axes, then other fields swept
 };
 
 constexpr std::int64_t kMaxSpace = INT64_C(1) << 50;
