@@ -86,6 +86,7 @@ TEST(Cli, List) {
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("milestone-1h-gemm"), std::string::npos);
   EXPECT_NE(r.out.find("[shape, variant]"), std::string::npos);
+  EXPECT_NE(r.out.find("gemm                         one GEMM"), std::string::npos) << r.out;
 }
 
 TEST(Cli, EvalGemmJsonHasEveryField) {

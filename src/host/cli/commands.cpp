@@ -41,6 +41,15 @@ void cmd_list() {
     for (const auto& a : b.axes) axes += (axes.empty() ? "" : ", ") + a;
     std::printf("%-28s %s [%s]\n", b.name.c_str(), b.description.c_str(), axes.c_str());
   }
+  std::printf("\n%-28s %s\n", "family (eval/sweep NAME)", "description [axes; hardware axes]");
+  for (const Family* f : families()) {
+    std::string axes;
+    for (const auto& a : f->axes) axes += (axes.empty() ? "" : ", ") + a.name;
+    axes += ";";
+    for (const auto& h : f->hw_axes) axes += " " + h.name + ",";
+    axes += " any topology field by --hw PATH";
+    std::printf("%-28s %s [%s]\n", f->name.c_str(), f->description.c_str(), axes.c_str());
+  }
 }
 
 const BenchInfo& bench_or_error(const std::string& name) {
@@ -61,7 +70,7 @@ int cli_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kernbench-gpu ") + KB_VERSION);
   app.require_subcommand(1);
 
-  auto* list = app.add_subcommand("list", "list the registered benches");
+  auto* list = app.add_subcommand("list", "list the registered benches and workload families");
 
   auto* run = app.add_subcommand("run", "run a bench: writes JSON, CSV and figures");
   std::string bench_name, out_dir, backend = "auto";

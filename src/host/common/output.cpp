@@ -28,10 +28,13 @@ std::string data_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path bin = exe.parent_path();
-    if (holds_data(bin.parent_path() / "share" / "kernbench-gpu")) return (bin.parent_path() / "share" / "kernbench-gpu").string();
-    for (fs::path p = bin; !p.empty() && p != p.root_path(); p = p.parent_path())
+    // Installed: <prefix>/bin/kernbench-gpu with <prefix>/share/kernbench-gpu. A build
+    // folder holds share/kernbench-gpu too (links into the source tree, made by CMake).
+    for (fs::path p = exe.parent_path(); !p.empty(); p = p.parent_path()) {
+      if (holds_data(p / "share" / "kernbench-gpu")) return (p / "share" / "kernbench-gpu").string();
       if (holds_data(p)) return p.string();
+      if (p == p.root_path()) break;
+    }
   }
   throw InputError("cannot find kernbench-gpu's data (topologies/, tools/plot/): set KERNBENCH_DATA_DIR to the folder "
                    "that holds them");

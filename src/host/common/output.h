@@ -22,9 +22,9 @@ std::string find_plot_python();
 void render_figures(const std::string& script, const std::string& json_path, const std::string& out_dir);
 
 // Where the shipped data lives (topologies/, tools/plot/, docs/diagrams/):
-// $KERNBENCH_DATA_DIR if set; else the installed layout next to the binary
-// (<prefix>/bin/kernbench-gpu -> <prefix>/share/kernbench-gpu); else the source tree the
-// binary was built in (the first folder above it that holds topologies/default.yaml).
+// $KERNBENCH_DATA_DIR if set; else, from the binary's folder upwards, the first that holds
+// share/kernbench-gpu/ (the installed layout, <prefix>/bin and <prefix>/share; a build
+// folder has one that links into the source tree) or is itself such a data folder.
 std::string data_dir();
 
 }  // namespace kb
