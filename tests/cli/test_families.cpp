@@ -257,6 +257,30 @@ TEST(Families, ZippedAxesTakeValuesTogether) {
   }
 }
 
+// Named cases: a zip's tuples with names, reported in a column "case" and usable as a group.
+TEST(Families, NamedCases) {
+  const Result r = run("sweep gemm --zip m,n,k=qkv-decode:32/10240/8192,o-proj:2048/8192/8192,square:4096/4096/4096 "
+                       "--tile-m 32,128 --pes 1,8 --group case --top 3 --backend omp --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["space"]["axes"][0]["cases"], json::parse(R"(["qkv-decode", "o-proj", "square"])"));
+  const char* names[] = {"qkv-decode", "o-proj", "square"};
+  const int m[] = {32, 2048, 4096};
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(j["best_per_group"][g]["group"]["case"], names[g]);
+    EXPECT_EQ(j["best_per_group"][g]["best"]["case"], names[g]);
+    EXPECT_EQ(j["best_per_group"][g]["best"]["m"], m[g]);
+  }
+  for (const json& t : j["top"])
+    for (int g = 0; g < 3; ++g)
+      if (t["m"] == m[g]) EXPECT_EQ(t["case"], names[g]);
+  // One case: a fixed field.
+  const Result one = run("sweep gemm --zip m,n,k=only:64/64/64 --group none --backend omp --json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)["space"]["fixed"]["case"], "only");
+  EXPECT_EQ(json::parse(one.out)["best_per_group"][0]["best"]["case"], "only");
+}
+
 TEST(Families, ZipBadInput) {
   const std::string out = fresh_dir("zip_bad") + "/s.json";
   const std::string base = "sweep gemm --out '" + out + "' --k 64 ";
@@ -272,6 +296,10 @@ TEST(Families, ZipBadInput) {
       {"--zip dataflow,m=xs/64 --n 64", "dataflow 'xs': expected os, ws or is"},
       {"--zip m,pes=64/16 --n 64", "16 is outside 1..8"},
       {"--n 64", "--m: required"},
+      {"--zip m,n=a:64/64,64/32", "name every tuple or none"},
+      {"--zip m,n=a:64/64,a:64/32", "case 'a' is named twice"},
+      {"--zip m,n=a:64/64,b:64/64", "cases 'b' and another have the same values"},
+      {"--zip m,n=a:64/64,b:32/64 --zip tile_m,tile_n=c:8/8,d:16/16", "only one zip may name its tuples"},
   }, out);
 }
 

@@ -152,8 +152,10 @@ void cmd_sweep(const SweepArgs& a) {
   auto group_key = [&](std::int64_t g) {
     decode(g * group_stride, cfg.data());
     nlohmann::json key = nlohmann::json::object();
-    for (std::size_t i = 0; i < static_cast<std::size_t>(sp.space.group_axes); ++i)
+    for (std::size_t i = 0; i < static_cast<std::size_t>(sp.space.group_axes); ++i) {
+      if (static_cast<int>(i) == sp.case_axis) key["case"] = sp.case_of(g * group_stride);
       for (const SpaceAxis& m : sp.axes[i].members) key[m.name] = m.value_json(get_int(cfg.data(), m.offset));
+    }
     return key;
   };
   auto first_reason = [&](std::int64_t g) {
@@ -163,12 +165,15 @@ void cmd_sweep(const SweepArgs& a) {
     return f.status_message(st, cfg.data());
   };
   // One row per reported config: its index, every config column, every result column.
+  const bool has_case = !sp.cases.empty();
   std::vector<Column> cols = {{"index", ""}};
+  if (has_case) cols.push_back({"case", ""});
   for (const SpaceAxis& c : sp.columns) cols.push_back({c.name, ""});
   for (const ColumnDesc& c : f.columns) cols.push_back({c.name, c.unit});
   auto row = [&](std::int64_t i) {
     load(i);
     std::vector<nlohmann::json> r = {i};
+    if (has_case) r.push_back(sp.case_of(i));
     for (const SpaceAxis& c : sp.columns) r.push_back(c.value_json(get_int(cfg.data(), c.offset)));
     for (const ColumnDesc& c : f.columns) r.push_back(c.get(cfg.data(), res.data()));
     return r;
@@ -180,9 +185,11 @@ void cmd_sweep(const SweepArgs& a) {
   };
   // The terminal shows the config columns that vary and the result columns marked terminal.
   std::vector<std::size_t> shown_cols;
-  for (std::size_t c = 0; c < sp.columns.size(); ++c) shown_cols.push_back(c + 1);
+  const std::size_t first_config = has_case ? 2 : 1;
+  if (has_case) shown_cols.push_back(1);
+  for (std::size_t c = 0; c < sp.columns.size(); ++c) shown_cols.push_back(first_config + c);
   for (std::size_t c = 0; c < f.columns.size(); ++c)
-    if (f.columns[c].terminal) shown_cols.push_back(1 + sp.columns.size() + c);
+    if (f.columns[c].terminal) shown_cols.push_back(first_config + sp.columns.size() + c);
   auto terminal = [&](const std::vector<std::int64_t>& indices, const std::vector<nlohmann::json>& lead,
                       const std::string& lead_name) {
     std::vector<Column> tc;
@@ -214,6 +221,7 @@ void cmd_sweep(const SweepArgs& a) {
         axis["names"] = nlohmann::json::array();
         for (const SpaceAxis& m : sp.axes[i].members) axis["names"].push_back(m.name);
       }
+      if (static_cast<int>(i) == sp.case_axis) axis["cases"] = sp.cases;
       axes.push_back(axis);
     }
     nlohmann::json fixed = nlohmann::json::object();  // every config column no axis sweeps
@@ -223,6 +231,7 @@ void cmd_sweep(const SweepArgs& a) {
         for (const SpaceAxis& m : ax.members) swept |= m.offset == c.offset;
       if (!swept) fixed[c.name] = c.value_json(get_int(sp.space.base.data(), c.offset));
     }
+    if (has_case && sp.case_axis < 0) fixed["case"] = sp.cases[0];
     nlohmann::json group = nlohmann::json::array();
     for (int i = 0; i < sp.space.group_axes; ++i) group.push_back(sp.axes[static_cast<std::size_t>(i)].name);
     j["space"] = {{"size", size}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.space.groups()}};

@@ -1,6 +1,7 @@
 #include "space.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "../common/error.h"
@@ -43,8 +44,16 @@ std::vector<std::int64_t> parse_names(const std::string& flag, const std::string
   return v;
 }
 
+bool is_case_name(const std::string& s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return true;
+}
+
 struct Candidate {
   SweptAxis ax;
+  std::vector<std::string> cases;    // names of the tuples, when they have them
   std::vector<std::int64_t> values;  // tuples of ax.members.size() values
   std::int64_t length() const { return static_cast<std::int64_t>(values.size() / ax.members.size()); }
 };
@@ -137,7 +146,18 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
       zip.c.ax.name += (zip.c.ax.name.empty() ? "" : ",") + m.name;
     }
     if (zip.c.ax.members.size() < 2) throw InputError("--zip " + z + ": a zip names two fields or more");
-    for (const std::string& tuple : split_list(z.substr(eq + 1), ',')) {
+    for (std::string tuple : split_list(z.substr(eq + 1), ',')) {
+      const auto colon = tuple.find(':');
+      const bool named = colon != std::string::npos && is_case_name(tuple.substr(0, colon));
+      if (!zip.items.empty() && named != !zip.c.cases.empty())
+        throw InputError("--zip " + z + ": name every tuple or none (e.g. qkv:32/10240/8192)");
+      if (named) {
+        const std::string name = tuple.substr(0, colon);
+        if (std::find(zip.c.cases.begin(), zip.c.cases.end(), name) != zip.c.cases.end())
+          throw InputError("--zip " + z + ": case '" + name + "' is named twice");
+        zip.c.cases.push_back(name);
+        tuple = tuple.substr(colon + 1);
+      }
       zip.items.push_back(split_list(tuple, '/'));
       if (zip.items.back().size() != zip.c.ax.members.size())
         throw InputError("--zip " + z + ": tuple '" + tuple + "' has " + std::to_string(zip.items.back().size()) +
@@ -152,14 +172,25 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
       }
     zips.push_back(zip);
   }
+  int named_zips = 0;
   for (Zip& zip : zips) {
     std::set<std::vector<std::int64_t>> seen;
-    for (const auto& t : zip.items) {
+    std::vector<std::string> cases;
+    for (std::size_t k = 0; k < zip.items.size(); ++k) {
+      const auto& t = zip.items[k];
       std::vector<std::int64_t> tuple;
       for (std::size_t i = 0; i < t.size(); ++i) tuple.push_back(parse_one(zip.c.ax.members[i], zip.flag, zip.text, t[i], hi_hw));
-      if (!seen.insert(tuple).second) continue;  // a tuple given twice counts once
+      if (!seen.insert(tuple).second) {  // a tuple given twice counts once, unless it is named twice
+        if (!zip.c.cases.empty())
+          throw InputError("--zip " + zip.text + ": cases '" + zip.c.cases[k] + "' and another have the same values");
+        continue;
+      }
+      if (!zip.c.cases.empty()) cases.push_back(zip.c.cases[k]);
       zip.c.values.insert(zip.c.values.end(), tuple.begin(), tuple.end());
     }
+    zip.c.cases = cases;
+    if (!cases.empty() && ++named_zips > 1)
+      throw InputError("--zip " + zip.text + ": only one zip may name its tuples (its names are the column \"case\")");
   }
   auto zip_of = [&](std::size_t offset) -> Zip* {
     for (Zip& z : zips)
@@ -213,9 +244,11 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     std::set<std::string> named;
     for (const std::string& name : split_list(group_text, ',')) {
       std::size_t found = cand.size();
-      for (std::size_t i = 0; i < cand.size(); ++i)
+      for (std::size_t i = 0; i < cand.size(); ++i) {
+        if (name == "case" && !cand[i].cases.empty()) found = i;
         for (const SpaceAxis& m : cand[i].ax.members)
           if (name == m.name || (m.field && name == m.field->path)) found = i;
+      }
       if (found == cand.size()) {
         std::string names;
         for (const Candidate& c : cand) names += c.ax.name + ", ";
@@ -230,6 +263,10 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   b.space.family = f.id;
   b.space.base = base_config(f, topo);
   auto add_axis = [&](std::size_t i) {
+    if (!cand[i].cases.empty()) {
+      b.cases = cand[i].cases;
+      b.case_axis = static_cast<int>(b.space.axes.size());
+    }
     std::vector<std::int64_t> offsets;
     for (const SpaceAxis& m : cand[i].ax.members) offsets.push_back(static_cast<std::int64_t>(m.offset));
     b.space.axes.emplace_back(offsets, cand[i].values);
@@ -239,10 +276,13 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   b.space.group_axes = static_cast<int>(group.size());
   for (std::size_t i = 0; i < cand.size(); ++i) {
     if (std::find(group.begin(), group.end(), i) != group.end()) continue;
-    if (cand[i].length() > 1) add_axis(i);
-    else
-      for (std::size_t w = 0; w < cand[i].ax.members.size(); ++w)
-        set_int(b.space.base.data(), cand[i].ax.members[w].offset, cand[i].values[w]);
+    if (cand[i].length() > 1) {
+      add_axis(i);
+      continue;
+    }
+    for (std::size_t w = 0; w < cand[i].ax.members.size(); ++w)
+      set_int(b.space.base.data(), cand[i].ax.members[w].offset, cand[i].values[w]);
+    if (!cand[i].cases.empty()) b.cases = cand[i].cases;  // one case: fixed
   }
 
   // Every config column: the family's axes and hardware axes, then other fields swept.
@@ -270,6 +310,14 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     throw InputError("the space has " + std::to_string(b.space.axes.size()) + " axes with several values; at most " +
                      std::to_string(batched::kMaxAxes));
   return b;
+}
+
+std::string BuiltSpace::case_of(std::int64_t i) const {
+  if (cases.empty()) return "";
+  if (case_axis < 0) return cases[0];
+  std::int64_t stride = 1;
+  for (std::size_t a = static_cast<std::size_t>(case_axis) + 1; a < space.axes.size(); ++a) stride *= space.axes[a].length();
+  return cases[static_cast<std::size_t>((i / stride) % space.axes[static_cast<std::size_t>(case_axis)].length())];
 }
 
 }  // namespace kb

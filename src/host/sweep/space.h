@@ -23,6 +23,8 @@ struct SweepRequest {
   std::vector<HwList> hw;
   // Zipped axes, "NAMES=TUPLES": fields that take their values together, e.g.
   // "m,n,k=32/10240/8192,2048/8192/8192" (a name: an axis, a hardware axis or a topology path).
+  // Tuples may be named cases, "m,n,k=qkv:32/10240/8192,o-proj:2048/8192/8192": the names
+  // are reported in a column "case".
   std::vector<std::string> zips;
   std::string group;  // "" : the family's default; "none": one group
 };
@@ -49,6 +51,12 @@ struct BuiltSpace {
   batched::Space space;
   std::vector<SweptAxis> axes;  // per axis of space
   std::vector<SpaceAxis> columns;  // every config column: family axes, hardware axes, then other fields swept
+  // Named cases (a zip whose tuples have names): the names, and the axis they name (-1:
+  // one case, fixed). Empty when no zip names its tuples.
+  std::vector<std::string> cases;
+  int case_axis = -1;
+  // The case of flat index i ("" without named cases).
+  std::string case_of(std::int64_t i) const;
 };
 
 constexpr std::int64_t kMaxSpace = INT64_C(1) << 50;
