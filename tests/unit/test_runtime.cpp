@@ -165,3 +165,70 @@ TEST(Runtime, PlacementOverPes) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// A row of three cubes: cube 1 copies to cube 2; cube 0 copies to cube 2 (hops 0->1,
+// 1->2) only after cube 1's copy has landed. Cube 0's hop on link 1->2 is issued first in
+// the launch loop, but cube 1's message is ready first and must go first.
+TEST(Runtime, SharedLinkServesReadyMessageFirst) {
+  TopologySpec t = tiny();
+  t.cube_cols = 3;
+  RuntimeContext ctx(t);
+  const Signal landed = ctx.signal("cube1 landed");
+  OpId from1 = engine::kNoOp, from0 = engine::kNoOp;
+  ctx.launch("probe", LaunchGrid{1, 3, 1}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(800, DType::f16);
+    if (p.rank().cube == 0) from0 = p.copy(b, Rank{0, 2, 0}, b, 800, {p.wait({landed.op})});
+    if (p.rank().cube == 1) {
+      from1 = p.copy(b, Rank{0, 2, 0}, b, 800);
+      p.raise(landed, from1);
+    }
+  });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  // 800 bytes at 20 GB/s = 40 ns, then 10 ns of latency per hop.
+  const auto& tm = r.result.timing;
+  EXPECT_EQ(tm[static_cast<std::size_t>(from1)].start, 0);
+  EXPECT_EQ(tm[static_cast<std::size_t>(from1)].end, 50000);
+  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].start, 100000);  // its first hop: 50..100 ns
+  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].end, 150000);
+  EXPECT_EQ(r.summary.latency_ps, 150000);
+}
+
+// Two messages ready at the same instant on one link: the lower source rank goes first,
+// whatever order the ranks were launched or their ops were added.
+TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
+  TopologySpec t = tiny();
+  t.cube_cols = 3;
+  for (bool reversed : {false, true}) {
+    RuntimeContext ctx(t);
+    OpId from[2] = {engine::kNoOp, engine::kNoOp};
+    // Cubes 0 and 1 both send to cube 2; cube 0's first hop (0->1) ends at 50 ns, when
+    // cube 1's own message, held back by a 50 ns vector op, is ready too.
+    auto kernel = [&](PeProgram& p) {
+      const SramBuf b = p.sram(800, DType::f16);
+      if (p.rank().cube == 0) from[0] = p.copy(b, Rank{0, 2, 0}, b, 800);
+      if (p.rank().cube == 1) from[1] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 200)});
+    };
+    if (!reversed) {
+      ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
+    } else {  // cube 1 launched (and its ops added) first
+      ctx.launch("one", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+        if (p.rank().cube == 1) kernel(p);
+      });
+      ctx.launch("zero", LaunchGrid{1, 1, 1}, kernel);
+    }
+    const RunReport r = ctx.run();
+    ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+    const auto& tm = r.result.timing;
+    SCOPED_TRACE(reversed ? "cube 1 launched first" : "launch order");
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[0])].end, 100000);  // 0->1 then 1->2 at once
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].start, 90000);  // behind it on 1->2
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].end, 140000);
+  }
+}
+
+}  // namespace
+}  // namespace kb

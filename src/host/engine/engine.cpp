@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 
 #include "../common/error.h"
@@ -20,8 +21,24 @@ const char* to_string(Status s) {
 namespace {
 
 // Completions are handled before releases at the same instant so that the op log and
-// data actions follow one fixed order; start times do not depend on it.
-enum class EventType : std::int32_t { complete = 0, release = 1 };
+// data actions follow one fixed order; start times do not depend on it. An arbitrated
+// resource chooses after both, so every op that becomes ready at an instant competes.
+enum class EventType : std::int32_t { complete = 0, release = 1, arbitrate = 2 };
+
+// An op waiting on an arbitrated resource; the smallest goes first.
+struct Waiting {
+  ps_t ready;
+  std::int32_t sip, cube, pe, issue;
+  OpId op;
+  bool operator>(const Waiting& o) const {
+    if (ready != o.ready) return ready > o.ready;
+    if (sip != o.sip) return sip > o.sip;
+    if (cube != o.cube) return cube > o.cube;
+    if (pe != o.pe) return pe > o.pe;
+    if (issue != o.issue) return issue > o.issue;
+    return op > o.op;
+  }
+};
 
 struct Event {
   ps_t time;
@@ -54,8 +71,9 @@ class Simulator {
 
     for (std::size_t i = 0; i < n; ++i) {
       const Op& op = ops[i];
-      if (op.resource == kNoResource && remaining_[i] == 0 && op.kind != OpKind::signal)
-        start(static_cast<OpId>(i));
+      if (remaining_[i] != 0) continue;
+      if (op.resource == kNoResource && op.kind != OpKind::signal) start(static_cast<OpId>(i));
+      else if (op.resource != kNoResource && arbitrated_[static_cast<std::size_t>(op.resource)]) ready(static_cast<OpId>(i));
     }
     for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
 
@@ -66,7 +84,8 @@ class Simulator {
       now_ = e.time;
       ++event_count_;
       if (e.priority == static_cast<std::int32_t>(EventType::complete)) complete(e.op);
-      else release(e.op);
+      else if (e.priority == static_cast<std::int32_t>(EventType::release)) release(e.op);
+      else arbitrate(static_cast<ResourceId>(e.op));
     }
 
     r.summary = summarize(r.timing);
@@ -103,15 +122,21 @@ class Simulator {
     for (const Edge& e : g_.edges()) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
 
     const std::size_t nres = g_.resources().size();
+    arbitrated_.assign(nres, 0);
+    for (std::size_t r = 0; r < nres; ++r) arbitrated_[r] = g_.resources()[r].discipline == Discipline::arbitrated;
+    waiting_.assign(nres, {});
+    arbitrating_.assign(nres, 0);
+    // In-order resources queue their ops by id; arbitrated ones keep a heap of ready ops.
     std::vector<std::int32_t> qcount(nres + 1, 0);
     for (const Op& op : ops)
-      if (op.resource != kNoResource) ++qcount[static_cast<std::size_t>(op.resource) + 1];
+      if (op.resource != kNoResource && !arbitrated_[static_cast<std::size_t>(op.resource)])
+        ++qcount[static_cast<std::size_t>(op.resource) + 1];
     for (std::size_t i = 0; i < nres; ++i) qcount[i + 1] += qcount[i];
     queue_begin_ = qcount;
     queue_.assign(static_cast<std::size_t>(qcount[nres]), 0);
     std::vector<std::int32_t> qfill(qcount.begin(), qcount.end() - 1);
     for (std::size_t i = 0; i < n; ++i)
-      if (ops[i].resource != kNoResource)
+      if (ops[i].resource != kNoResource && !arbitrated_[static_cast<std::size_t>(ops[i].resource)])
         queue_[static_cast<std::size_t>(qfill[static_cast<std::size_t>(ops[i].resource)]++)] = static_cast<OpId>(i);
     head_.assign(qcount.begin(), qcount.end() - 1);
     busy_.assign(nres, 0);
@@ -150,6 +175,33 @@ class Simulator {
     if (remaining_[static_cast<std::size_t>(h)] == 0) start(h);
   }
 
+  // An op on an arbitrated resource whose dependencies are done: it waits for the
+  // resource's next choice, made once every event of this instant has been handled.
+  void ready(OpId id) {
+    const Op& op = g_.ops()[static_cast<std::size_t>(id)];
+    const auto r = static_cast<std::size_t>(op.resource);
+    waiting_[r].push_back(Waiting{now_, op.rank.sip, op.rank.cube, op.rank.pe, op.issue, id});
+    std::push_heap(waiting_[r].begin(), waiting_[r].end(), std::greater<Waiting>{});
+    request_arbitration(op.resource);
+  }
+
+  void request_arbitration(ResourceId res) {
+    const auto r = static_cast<std::size_t>(res);
+    if (busy_[r] || arbitrating_[r] || waiting_[r].empty()) return;
+    arbitrating_[r] = 1;
+    schedule(now_, EventType::arbitrate, static_cast<OpId>(res));
+  }
+
+  void arbitrate(ResourceId res) {
+    const auto r = static_cast<std::size_t>(res);
+    arbitrating_[r] = 0;
+    if (busy_[r] || waiting_[r].empty()) return;
+    std::pop_heap(waiting_[r].begin(), waiting_[r].end(), std::greater<Waiting>{});
+    const OpId next = waiting_[r].back().op;
+    waiting_[r].pop_back();
+    start(next);
+  }
+
   void complete(OpId id) {
     ++completed_;
     const auto& actions = g_.actions();
@@ -161,6 +213,7 @@ class Simulator {
       if (--remaining_[static_cast<std::size_t>(d)] != 0) continue;
       const ResourceId res = ops[static_cast<std::size_t>(d)].resource;
       if (res == kNoResource) start(d);
+      else if (arbitrated_[static_cast<std::size_t>(res)]) ready(d);
       else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
     }
   }
@@ -168,6 +221,10 @@ class Simulator {
   void release(OpId id) {
     const auto r = static_cast<std::size_t>(g_.ops()[static_cast<std::size_t>(id)].resource);
     busy_[r] = 0;
+    if (arbitrated_[r]) {
+      request_arbitration(static_cast<ResourceId>(r));
+      return;
+    }
     ++head_[r];
     try_head(static_cast<ResourceId>(r));
   }
@@ -213,7 +270,7 @@ class Simulator {
       if (timing[i].start >= 0) continue;
       ++stuck;
       const Op& op = g_.ops()[i];
-      const bool blocked_by_queue = op.resource != kNoResource &&
+      const bool blocked_by_queue = op.resource != kNoResource && !arbitrated_[static_cast<std::size_t>(op.resource)] &&
                                     queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(op.resource)])] !=
                                         static_cast<OpId>(i);
       if (blocked_by_queue || shown >= 4) continue;
@@ -238,6 +295,8 @@ class Simulator {
   std::vector<OpId> queue_;
   std::vector<std::int32_t> head_;
   std::vector<char> busy_;
+  std::vector<char> arbitrated_, arbitrating_;
+  std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<OpTiming>* timing_ = nullptr;

@@ -14,8 +14,8 @@ const char* to_string(OpKind k) {
   return names[static_cast<int>(k)];
 }
 
-ResourceId Graph::add_resource(std::string name, ResourceClass cls, std::int32_t sip) {
-  resources_.push_back({std::move(name), cls, sip});
+ResourceId Graph::add_resource(std::string name, ResourceClass cls, std::int32_t sip, Discipline discipline) {
+  resources_.push_back({std::move(name), cls, sip, discipline});
   return static_cast<ResourceId>(resources_.size() - 1);
 }
 

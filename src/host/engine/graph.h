@@ -35,10 +35,19 @@ struct Rank {
   std::int32_t sip = 0, cube = 0, pe = 0;
 };
 
+// How a resource picks its next op (docs/adr/0007-communication-timing.md).
+// in_order: the ops queued on it run in the order they were added (a PE's matrix, vector
+//   and DMA engines keep program order).
+// arbitrated: among its ops whose dependencies are done, the one ready first goes first;
+//   ties go to the lowest (sip, cube, pe) of the issuing rank, then its issue index, never
+//   to the order in which ranks were launched (links, ports, copy queues).
+enum class Discipline : std::int32_t { in_order = 0, arbitrated = 1 };
+
 struct Resource {
   std::string name;  // e.g. "sip0.cube3.pe5.matrix"
   ResourceClass cls;
   std::int32_t sip;  // for trace grouping
+  Discipline discipline = Discipline::in_order;
 };
 
 struct Op {
@@ -50,6 +59,7 @@ struct Op {
   std::int64_t macs = 0;
   std::int64_t cycles = 0;  // matrix-engine cycles (matmul) or vector cycles
   Rank rank;
+  std::int32_t issue = 0;  // index of the op among those its rank issued (arbitration ties)
   std::int32_t label = 0;  // index into Graph::labels (the launch name)
   LinkLevel level = LinkLevel::pe;  // copies only
 };
@@ -60,7 +70,8 @@ struct Edge {
 
 class Graph {
  public:
-  ResourceId add_resource(std::string name, ResourceClass cls, std::int32_t sip);
+  ResourceId add_resource(std::string name, ResourceClass cls, std::int32_t sip,
+                          Discipline discipline = Discipline::in_order);
   std::int32_t add_label(std::string label);
   // Deps may include kNoOp entries, which are dropped.
   OpId add_op(const Op& op, const OpId* deps, std::size_t ndeps);

@@ -20,6 +20,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
     : topo_(topology), opts_(options) {
   hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
+  issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 3), engine::kNoResource);
 }
 
@@ -134,7 +135,9 @@ ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
 ResourceId RuntimeContext::link_resource(const std::string& name, ResourceClass cls, std::int32_t sip) {
   auto it = links_.find(name);
   if (it != links_.end()) return it->second;
-  const ResourceId id = graph_.add_resource(name, cls, sip);
+  // Links and copy-queue ports are shared by many ranks: served in the order messages
+  // reach them, not the order ranks were launched.
+  const ResourceId id = graph_.add_resource(name, cls, sip, engine::Discipline::arbitrated);
   links_.emplace(name, id);
   return id;
 }
@@ -179,6 +182,7 @@ engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
   op.kind = kind;
   op.resource = res;
   op.rank = rank_;
+  op.issue = ctx_.issued_[static_cast<std::size_t>(ctx_.global_pe(rank_))]++;
   op.label = label_;
   return op;
 }

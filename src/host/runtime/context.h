@@ -182,6 +182,7 @@ class RuntimeContext {
   std::vector<BufInfo> bufs_;
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
+  std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
   std::vector<engine::ResourceId> pe_res_;  // global PE * 3 + {matrix, vector, dma}
   std::map<std::string, engine::ResourceId> links_;
   LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
