@@ -40,37 +40,29 @@ TEST(Engine, InOrderQueueAndDependencies) {
   EXPECT_EQ(res.summary.events, 8);
 }
 
-TEST(Engine, HeadOfLineBlocking) {
-  // An op whose deps are ready still waits for the op ahead of it on its resource.
-  Graph g;
-  g.add_label("t");
-  const ResourceId r = g.add_resource("r", ResourceClass::dma, 0);
-  const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
-  const OpId slow = g.add_op(op_on(s, 100), {});
-  const OpId first = g.add_op(op_on(r, 1), {slow});
-  const OpId second = g.add_op(op_on(r, 1), {});
-  const RunResult res = simulate(g);
-  EXPECT_EQ(res.timing[first].start, 100);
-  EXPECT_EQ(res.timing[second].start, 101);
+// The same queue under both disciplines: in order, an op whose deps are ready still waits
+// for the op added ahead of it (head-of-line blocking); arbitrated, the op ready first goes
+// first.
+TEST(Engine, InOrderBlocksArbitratedServesReadyFirst) {
+  for (Discipline d : {Discipline::in_order, Discipline::arbitrated}) {
+    Graph g;
+    g.add_label("t");
+    const ResourceId r = g.add_resource("r", ResourceClass::dma, 0, d);
+    const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
+    const OpId slow = g.add_op(op_on(s, 100), {});
+    const OpId first = g.add_op(op_on(r, 1), {slow});  // added first, ready at 100
+    const OpId second = g.add_op(op_on(r, 1), {});     // ready at 0
+    const RunResult res = simulate(g);
+    ASSERT_EQ(res.status, Status::ok);
+    const bool in_order = d == Discipline::in_order;
+    EXPECT_EQ(res.timing[first].start, 100);
+    EXPECT_EQ(res.timing[second].start, in_order ? 101 : 0);
+    EXPECT_EQ(res.summary.latency_ps, in_order ? 102 : 101);
+  }
 }
 
-// An arbitrated resource serves the op ready first, not the op added first; ops ready at
-// the same instant go by (sip, cube, pe) of their rank, then issue index, then id.
-TEST(Engine, ArbitratedResourceServesReadyFirst) {
-  Graph g;
-  g.add_label("t");
-  const ResourceId link = g.add_resource("link", ResourceClass::cube_link, 0, Discipline::arbitrated);
-  const ResourceId s = g.add_resource("s", ResourceClass::matrix, 0);
-  const OpId slow = g.add_op(op_on(s, 100), {});
-  const OpId late = g.add_op(op_on(link, 10), {slow});  // added first, ready at 100
-  const OpId early = g.add_op(op_on(link, 10), {});     // ready at 0
-  const RunResult res = simulate(g);
-  ASSERT_EQ(res.status, Status::ok);
-  EXPECT_EQ(res.timing[early].start, 0);
-  EXPECT_EQ(res.timing[late].start, 100);
-  EXPECT_EQ(res.summary.latency_ps, 110);
-}
-
+// Ops ready at the same instant on an arbitrated resource go by (sip, cube, pe) of their
+// rank, then issue index, then id.
 TEST(Engine, ArbitrationTiesByRankThenIssueIndex) {
   auto op = [](ResourceId r, std::int32_t sip, std::int32_t cube, std::int32_t pe, std::int32_t issue) {
     Op o = op_on(r, 10);
