@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "host/common/error.h"
 #include "host/runtime/context.h"
@@ -69,9 +70,11 @@ TEST(Runtime, CopyTimingPerLinkLevel) {
   }
 }
 
-TEST(Runtime, MeshCopyIsStoreAndForwardPerHop) {
+// Cut-through: a hop starts once the message's head has crossed the previous one, so two
+// uncontended hops cost one transfer plus two latencies; each link records what it carried.
+TEST(Runtime, MeshCopyIsCutThroughPerHop) {
   TopologySpec t = tiny();
-  t.cube_rows = 2;  // 2x2 cubes: cube 0 -> cube 3 is two hops
+  t.cube_rows = 2;  // 2x2 cubes: cube 0 -> cube 3 is two hops, east then south
   RuntimeContext ctx(t);
   OpId last = 0;
   ctx.launch("copies", LaunchGrid{}, [&](PeProgram& p) {
@@ -79,8 +82,59 @@ TEST(Runtime, MeshCopyIsStoreAndForwardPerHop) {
     last = p.copy(b, Rank{0, 3, 0}, b, 800);
   });
   const RunReport r = ctx.run();
-  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].end, 2 * (40000 + 10000));
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].start, 10000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].end, 10000 + 40000 + 10000);
   EXPECT_EQ(r.summary.link_copies[static_cast<std::size_t>(LinkLevel::cube)], 2);
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.links[0].name, "sip0.cube0->cube1");
+  EXPECT_EQ(r.links[1].name, "sip0.cube1->cube3");
+  for (const LinkUse& l : r.links) {
+    EXPECT_EQ(l.bytes, 800);
+    EXPECT_EQ(l.busy_ps, 40000);
+    EXPECT_EQ(l.cls, engine::ResourceClass::cube_link);
+  }
+  // The trace: one track per link direction, and each link's totals.
+  const auto trace = nlohmann::json::parse(ctx.trace_json(r));
+  int tracks = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M") tracks += e["args"]["name"] == "sip0.cube0->cube1" || e["args"]["name"] == "sip0.cube1->cube3";
+  EXPECT_EQ(tracks, 2);
+  ASSERT_EQ(trace["links"].size(), 2u);
+  EXPECT_EQ(trace["links"][1]["name"], "sip0.cube1->cube3");
+  EXPECT_EQ(trace["links"][1]["bytes"], 800);
+  EXPECT_EQ(trace["links"][1]["busy_ps"], 40000);
+}
+
+// PE-to-PE copies pass the sender's out-port and the receiver's in-port: two senders to one
+// receiver (incast) queue at its in-port, one sender to two receivers at its out-port.
+TEST(Runtime, CopyQueuePortsSerialiseIncastAndFanOut) {
+  TopologySpec t = tiny();
+  t.pe_cols = 3;
+  RuntimeContext ctx(t);
+  OpId in[2], out[2];
+  ctx.launch("ports", LaunchGrid{1, 1, 3}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(800, DType::f16);
+    if (p.rank().pe != 2) in[p.rank().pe] = p.copy(b, Rank{0, 0, 2}, b, 800);  // incast into PE 2
+  });
+  RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  // 800 bytes at 8 GB/s = 100 ns, then 5 ns.
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(in[0])].end, 105000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(in[1])].start, 100000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(in[1])].end, 205000);
+  RuntimeContext fan(t);
+  fan.launch("ports", LaunchGrid{1, 1, 1}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(800, DType::f16);
+    out[0] = p.copy(b, Rank{0, 0, 1}, b, 800);
+    out[1] = p.copy(b, Rank{0, 0, 2}, b, 800);
+  });
+  r = fan.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(out[0])].end, 105000);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(out[1])].end, 205000);
+  EXPECT_EQ(r.summary.link_copies[static_cast<std::size_t>(LinkLevel::pe)], 2);  // counted once per copy
+  EXPECT_EQ(r.summary.busy_ps[static_cast<std::size_t>(engine::ResourceClass::ipcq_out)], 200000);
+  EXPECT_EQ(r.summary.busy_ps[static_cast<std::size_t>(engine::ResourceClass::ipcq)], 200000);
 }
 
 TEST(Runtime, DataModeCopyAndVectorAdd) {
@@ -192,9 +246,9 @@ TEST(Runtime, SharedLinkServesReadyMessageFirst) {
   const auto& tm = r.result.timing;
   EXPECT_EQ(tm[static_cast<std::size_t>(from1)].start, 0);
   EXPECT_EQ(tm[static_cast<std::size_t>(from1)].end, 50000);
-  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].start, 100000);  // its first hop: 50..100 ns
-  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].end, 150000);
-  EXPECT_EQ(r.summary.latency_ps, 150000);
+  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].start, 60000);  // its first hop starts at 50 ns, its head crosses at 60
+  EXPECT_EQ(tm[static_cast<std::size_t>(from0)].end, 110000);
+  EXPECT_EQ(r.summary.latency_ps, 110000);
 }
 
 // Two messages ready at the same instant on one link: the lower source rank goes first,
@@ -205,12 +259,12 @@ TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
   for (bool reversed : {false, true}) {
     RuntimeContext ctx(t);
     OpId from[2] = {engine::kNoOp, engine::kNoOp};
-    // Cubes 0 and 1 both send to cube 2; cube 0's first hop (0->1) ends at 50 ns, when
-    // cube 1's own message, held back by a 50 ns vector op, is ready too.
+    // Cubes 0 and 1 both send to cube 2; cube 0's head crosses its first hop (0->1) at
+    // 10 ns, when cube 1's own message, held back by a 10 ns vector op, is ready too.
     auto kernel = [&](PeProgram& p) {
       const SramBuf b = p.sram(800, DType::f16);
       if (p.rank().cube == 0) from[0] = p.copy(b, Rank{0, 2, 0}, b, 800);
-      if (p.rank().cube == 1) from[1] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 200)});
+      if (p.rank().cube == 1) from[1] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 40)});
     };
     if (!reversed) {
       ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
@@ -224,9 +278,10 @@ TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
     ASSERT_EQ(r.status, engine::Status::ok) << r.message;
     const auto& tm = r.result.timing;
     SCOPED_TRACE(reversed ? "cube 1 launched first" : "launch order");
-    EXPECT_EQ(tm[static_cast<std::size_t>(from[0])].end, 100000);  // 0->1 then 1->2 at once
-    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].start, 90000);  // behind it on 1->2
-    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].end, 140000);
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[0])].start, 10000);  // 1->2, first
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[0])].end, 60000);
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].start, 50000);  // behind it on 1->2
+    EXPECT_EQ(tm[static_cast<std::size_t>(from[1])].end, 100000);
   }
 }
 

@@ -23,7 +23,8 @@ namespace {
 // Completions are handled before releases at the same instant so that the op log and
 // data actions follow one fixed order; start times do not depend on it. An arbitrated
 // resource chooses after both, so every op that becomes ready at an instant competes.
-enum class EventType : std::int32_t { complete = 0, release = 1, arbitrate = 2 };
+// A head event (an op's start plus its latency) releases the ops that follow it cut-through.
+enum class EventType : std::int32_t { complete = 0, head = 1, release = 2, arbitrate = 3 };
 
 // An op waiting on an arbitrated resource; the smallest goes first.
 struct Waiting {
@@ -83,9 +84,12 @@ class Simulator {
       KB_INTERNAL_CHECK(e.time >= now_, "event scheduled in the past");
       now_ = e.time;
       ++event_count_;
-      if (e.priority == static_cast<std::int32_t>(EventType::complete)) complete(e.op);
-      else if (e.priority == static_cast<std::int32_t>(EventType::release)) release(e.op);
-      else arbitrate(static_cast<ResourceId>(e.op));
+      switch (static_cast<EventType>(e.priority)) {
+        case EventType::complete: complete(e.op); break;
+        case EventType::head: head(e.op); break;
+        case EventType::release: release(e.op); break;
+        case EventType::arbitrate: arbitrate(static_cast<ResourceId>(e.op)); break;
+      }
     }
 
     r.summary = summarize(r.timing);
@@ -95,6 +99,7 @@ class Simulator {
     }
     r.summary.events = event_count_;
     r.resource_busy_ps = resource_busy_;
+    r.resource_bytes = resource_bytes_;
     if (!error_.empty()) {
       r.status = Status::error;
       r.message = error_;
@@ -110,16 +115,27 @@ class Simulator {
     const auto& ops = g_.ops();
     const std::size_t n = ops.size();
     remaining_.assign(n, 0);
-    std::vector<std::int32_t> outdeg(n + 1, 0);
+    // Dependents of each op, in two CSR lists: on its completion, and on its head.
+    std::vector<std::int32_t> outdeg(n + 1, 0), headdeg(n + 1, 0);
+    std::size_t nhead = 0;
     for (const Edge& e : g_.edges()) {
       ++remaining_[static_cast<std::size_t>(e.op)];
-      ++outdeg[static_cast<std::size_t>(e.dep) + 1];
+      ++(e.head ? headdeg : outdeg)[static_cast<std::size_t>(e.dep) + 1];
+      nhead += e.head;
     }
-    for (std::size_t i = 0; i < n; ++i) outdeg[i + 1] += outdeg[i];
+    for (std::size_t i = 0; i < n; ++i) {
+      outdeg[i + 1] += outdeg[i];
+      headdeg[i + 1] += headdeg[i];
+    }
     dep_begin_ = outdeg;
-    dependents_.assign(g_.edges().size(), 0);
-    std::vector<std::int32_t> fill(outdeg.begin(), outdeg.end() - 1);
-    for (const Edge& e : g_.edges()) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+    head_begin_ = headdeg;
+    dependents_.assign(g_.edges().size() - nhead, 0);
+    head_dependents_.assign(nhead, 0);
+    std::vector<std::int32_t> fill(outdeg.begin(), outdeg.end() - 1), hfill(headdeg.begin(), headdeg.end() - 1);
+    for (const Edge& e : g_.edges()) {
+      if (e.head) head_dependents_[static_cast<std::size_t>(hfill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+      else dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+    }
 
     const std::size_t nres = g_.resources().size();
     arbitrated_.assign(nres, 0);
@@ -141,6 +157,7 @@ class Simulator {
     head_.assign(qcount.begin(), qcount.end() - 1);
     busy_.assign(nres, 0);
     resource_busy_.assign(nres, 0);
+    resource_bytes_.assign(nres, 0);
   }
 
   void schedule(ps_t t, EventType type, OpId op) {
@@ -163,8 +180,11 @@ class Simulator {
     if (op.resource != kNoResource) {
       busy_[static_cast<std::size_t>(op.resource)] = 1;
       resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
+      resource_bytes_[static_cast<std::size_t>(op.resource)] += op.bytes;
       schedule(t.busy_end, EventType::release, id);
     }
+    if (head_begin_[static_cast<std::size_t>(id)] != head_begin_[static_cast<std::size_t>(id) + 1])
+      schedule(now_ + op.latency_ps, EventType::head, id);
     schedule(t.end, EventType::complete, id);
   }
 
@@ -207,15 +227,21 @@ class Simulator {
     const auto& actions = g_.actions();
     if (static_cast<std::size_t>(id) < actions.size() && actions[static_cast<std::size_t>(id)])
       actions[static_cast<std::size_t>(id)]();
-    const auto& ops = g_.ops();
-    for (std::int32_t i = dep_begin_[static_cast<std::size_t>(id)]; i < dep_begin_[static_cast<std::size_t>(id) + 1]; ++i) {
-      const OpId d = dependents_[static_cast<std::size_t>(i)];
-      if (--remaining_[static_cast<std::size_t>(d)] != 0) continue;
-      const ResourceId res = ops[static_cast<std::size_t>(d)].resource;
-      if (res == kNoResource) start(d);
-      else if (arbitrated_[static_cast<std::size_t>(res)]) ready(d);
-      else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
-    }
+    for (std::int32_t i = dep_begin_[static_cast<std::size_t>(id)]; i < dep_begin_[static_cast<std::size_t>(id) + 1]; ++i)
+      dep_done(dependents_[static_cast<std::size_t>(i)]);
+  }
+
+  void head(OpId id) {
+    for (std::int32_t i = head_begin_[static_cast<std::size_t>(id)]; i < head_begin_[static_cast<std::size_t>(id) + 1]; ++i)
+      dep_done(head_dependents_[static_cast<std::size_t>(i)]);
+  }
+
+  void dep_done(OpId d) {
+    if (--remaining_[static_cast<std::size_t>(d)] != 0) return;
+    const ResourceId res = g_.ops()[static_cast<std::size_t>(d)].resource;
+    if (res == kNoResource) start(d);
+    else if (arbitrated_[static_cast<std::size_t>(res)]) ready(d);
+    else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
   }
 
   void release(OpId id) {
@@ -248,6 +274,9 @@ class Simulator {
         case OpKind::dma_load: s.hbm_read_bytes += op.bytes; break;
         case OpKind::dma_store: s.hbm_write_bytes += op.bytes; break;
         case OpKind::copy:
+          // Per level, every hop except a sender's out-port (a PE-level copy is counted
+          // once, at the receiver's in-port).
+          if (res[static_cast<std::size_t>(op.resource)].cls == ResourceClass::ipcq_out) break;
           s.link_bytes[static_cast<std::size_t>(op.level)] += op.bytes;
           ++s.link_copies[static_cast<std::size_t>(op.level)];
           break;
@@ -289,8 +318,8 @@ class Simulator {
 
   const Graph& g_;
   std::vector<std::int32_t> remaining_;
-  std::vector<std::int32_t> dep_begin_;
-  std::vector<OpId> dependents_;
+  std::vector<std::int32_t> dep_begin_, head_begin_;
+  std::vector<OpId> dependents_, head_dependents_;
   std::vector<std::int32_t> queue_begin_;
   std::vector<OpId> queue_;
   std::vector<std::int32_t> head_;
@@ -298,6 +327,7 @@ class Simulator {
   std::vector<char> arbitrated_, arbitrating_;
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
+  std::vector<std::int64_t> resource_bytes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<OpTiming>* timing_ = nullptr;
   ps_t now_ = 0;

@@ -34,7 +34,8 @@ struct RunResult {
   Status status = Status::ok;
   std::string message;  // deadlock: the stuck ops and what they wait for; error: why
   std::vector<OpTiming> timing;
-  std::vector<ps_t> resource_busy_ps;
+  std::vector<ps_t> resource_busy_ps;     // per resource
+  std::vector<std::int64_t> resource_bytes;  // per resource: bytes its ops moved
   Summary summary;
 };
 

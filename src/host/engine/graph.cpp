@@ -5,7 +5,7 @@
 namespace kb::engine {
 
 const char* to_string(ResourceClass c) {
-  static const char* names[] = {"matrix", "vector", "dma", "ipcq", "cube_link", "sip_link"};
+  static const char* names[] = {"matrix", "vector", "dma", "ipcq", "cube_link", "sip_link", "ipcq_out"};
   return names[static_cast<int>(c)];
 }
 
@@ -40,7 +40,12 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
 void Graph::add_dep(OpId op, OpId dep) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
   KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
-  edges_.push_back({op, dep});
+  edges_.push_back({op, dep, false});
+}
+
+void Graph::add_head_dep(OpId op, OpId dep) {
+  add_dep(op, dep);
+  edges_.back().head = true;
 }
 
 void Graph::set_action(OpId op, std::function<void()> fn) {

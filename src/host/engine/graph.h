@@ -12,7 +12,8 @@
 
 namespace kb::engine {
 
-enum class ResourceClass : std::int32_t { matrix = 0, vector, dma, ipcq, cube_link, sip_link, count };
+// ipcq: a PE's copy-queue in-port; ipcq_out: its out-port (src/device/common/network.h).
+enum class ResourceClass : std::int32_t { matrix = 0, vector, dma, ipcq, cube_link, sip_link, ipcq_out, count };
 constexpr int kResourceClasses = static_cast<int>(ResourceClass::count);
 const char* to_string(ResourceClass c);
 
@@ -66,6 +67,7 @@ struct Op {
 
 struct Edge {
   OpId op, dep;  // op waits for dep to complete
+  bool head = false;  // or only for dep to start and its latency to pass (cut-through hops)
 };
 
 class Graph {
@@ -78,6 +80,9 @@ class Graph {
   OpId add_op(const Op& op, std::initializer_list<OpId> deps) { return add_op(op, deps.begin(), deps.size()); }
   // A dependency on an op that may be added later (signals, cross-PE waits).
   void add_dep(OpId op, OpId dep);
+  // `op` may start once `dep` has started and dep's latency has passed: the head of a
+  // message has crossed dep's link (cut-through; docs/adr/0007-communication-timing.md).
+  void add_head_dep(OpId op, OpId dep);
   // Optional action run when the op completes, in simulation order (data mode).
   void set_action(OpId op, std::function<void()> fn);
 

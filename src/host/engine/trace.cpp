@@ -32,7 +32,20 @@ std::string chrome_trace_json(const Graph& g, const RunResult& r) {
                       {"dur", static_cast<double>(op.busy_ps) / 1e6},
                       {"args", args}});
   }
-  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  // Per link direction and port: what it carried and how long it was busy (trace viewers
+  // ignore this key; tools read it).
+  json links = json::array();
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    const ResourceClass c = res[i].cls;
+    if (c != ResourceClass::ipcq && c != ResourceClass::ipcq_out && c != ResourceClass::cube_link &&
+        c != ResourceClass::sip_link)
+      continue;
+    links.push_back({{"name", res[i].name},
+                     {"class", to_string(c)},
+                     {"bytes", i < r.resource_bytes.size() ? r.resource_bytes[i] : 0},
+                     {"busy_ps", i < r.resource_busy_ps.size() ? r.resource_busy_ps[i] : 0}});
+  }
+  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"links", links}};
   return doc.dump();
 }
 

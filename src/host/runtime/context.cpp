@@ -1,5 +1,7 @@
 #include "context.h"
 
+#include "links.h"
+
 #include "../../device/models/systolic.h"
 
 #include <memory>
@@ -21,6 +23,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
   hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
+  links_.assign(static_cast<std::size_t>(net::link_count(topo_)), engine::kNoResource);
   pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 3), engine::kNoResource);
 }
 
@@ -132,13 +135,14 @@ ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
   return id;
 }
 
-ResourceId RuntimeContext::link_resource(const std::string& name, ResourceClass cls, std::int32_t sip) {
-  auto it = links_.find(name);
-  if (it != links_.end()) return it->second;
+ResourceId RuntimeContext::link_resource(std::int64_t link) {
+  auto& id = links_.at(static_cast<std::size_t>(link));
+  if (id != engine::kNoResource) return id;
   // Links and copy-queue ports are shared by many ranks: served in the order messages
   // reach them, not the order ranks were launched.
-  const ResourceId id = graph_.add_resource(name, cls, sip, engine::Discipline::arbitrated);
-  links_.emplace(name, id);
+  const LinkInfo info = link_info(topo_, link);
+  id = graph_.add_resource(info.name, info.cls, info.sip, engine::Discipline::arbitrated);
+  link_of_.emplace_back(id, link);
   return id;
 }
 
@@ -162,6 +166,12 @@ RunReport RuntimeContext::run() {
   rep.message = rep.result.message;
   rep.summary = rep.result.summary;
   rep.hbm_footprint_bytes = hbm_used_;
+  for (const auto& [res, link] : link_of_) {
+    const auto r = static_cast<std::size_t>(res);
+    rep.links.push_back(LinkUse{link, graph_.resources()[r].name, graph_.resources()[r].cls,
+                                rep.result.resource_bytes.empty() ? 0 : rep.result.resource_bytes[r],
+                                rep.result.resource_busy_ps.empty() ? 0 : rep.result.resource_busy_ps[r]});
+  }
   return rep;
 }
 
@@ -302,61 +312,27 @@ OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t byte
   if (from.sip == to.sip && from.cube == to.cube && from.pe == to.pe)
     throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
 
-  // Each hop is an op on one link direction; a hop waits for the previous one
-  // (store and forward).
-  std::vector<std::tuple<std::string, ResourceClass, engine::LinkLevel, LinkSpec>> hops;
-  const std::string sp = "sip" + std::to_string(from.sip);
-  if (from.sip == to.sip && from.cube == to.cube) {
-    hops.emplace_back(sp + ".cube" + std::to_string(from.cube) + ".pe" + std::to_string(from.pe) + "->pe" +
-                          std::to_string(to.pe) + ".ipcq",
-                      ResourceClass::ipcq, engine::LinkLevel::pe, T.ipcq);
-  } else if (from.sip == to.sip) {
-    // Dimension-order routing over the cube mesh: columns first, then rows.
-    std::int64_t r = from.cube / T.cube_cols, c = from.cube % T.cube_cols;
-    const std::int64_t tr = to.cube / T.cube_cols, tc = to.cube % T.cube_cols;
-    while (r != tr || c != tc) {
-      const std::int64_t cur = r * T.cube_cols + c;
-      if (c != tc) c += tc > c ? 1 : -1;
-      else r += tr > r ? 1 : -1;
-      const std::int64_t nxt = r * T.cube_cols + c;
-      hops.emplace_back(sp + ".cube" + std::to_string(cur) + "->cube" + std::to_string(nxt), ResourceClass::cube_link,
-                        engine::LinkLevel::cube, T.cube_link);
-    }
-  } else {
-    // SIP ports reach every cube of their package directly.
-    auto sip_hop = [&](const std::string& a, const std::string& b) {
-      hops.emplace_back(a + "->" + b, ResourceClass::sip_link, engine::LinkLevel::sip, T.sip_link);
-    };
-    const std::int64_t n = T.sips;
-    if (T.sip_topology == SipTopology::fully_connected) {
-      sip_hop("sip" + std::to_string(from.sip), "sip" + std::to_string(to.sip));
-    } else if (T.sip_topology == SipTopology::switch_) {
-      sip_hop("sip" + std::to_string(from.sip), "switch");
-      sip_hop("switch", "sip" + std::to_string(to.sip));
-    } else {
-      const std::int64_t fwd = ((to.sip - from.sip) % n + n) % n;
-      const std::int64_t step = fwd <= n - fwd ? 1 : -1;  // shorter way round; ties go forward
-      for (std::int64_t s = from.sip; s != to.sip;) {
-        const std::int64_t nx = ((s + step) % n + n) % n;
-        sip_hop("sip" + std::to_string(s), "sip" + std::to_string(nx));
-        s = nx;
-      }
-    }
-  }
-
-  OpId prev = engine::kNoOp;
+  // Each hop is an op on one link direction (src/device/common/network.h); a hop may start
+  // once the message's head has crossed the previous one (cut-through, ADR 0007).
+  OpId prev = engine::kNoOp, first = engine::kNoOp;
   std::vector<OpId> first_deps(deps);
-  OpId first = engine::kNoOp;
-  for (const auto& [name, cls, level, link] : hops) {
-    engine::Op op = base(OpKind::copy, ctx_.link_resource(name, cls, from.sip));
+  net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
+    engine::Op op = base(OpKind::copy, ctx_.link_resource(h.link));
     op.bytes = bytes;
-    op.level = level;
-    op.busy_ps = transfer_ps(bytes, link.bandwidth_gbps);
-    op.latency_ps = link.latency_ns * kPsPerNs;
-    prev = prev == engine::kNoOp ? ctx_.graph_.add_op(op, first_deps.data(), first_deps.size())
-                                 : ctx_.graph_.add_op(op, {prev});
-    if (first == engine::kNoOp) first = prev;
-  }
+    op.level = h.kind == net::LinkKind::cube_link  ? engine::LinkLevel::cube
+               : h.kind == net::LinkKind::sip_link ? engine::LinkLevel::sip
+                                                   : engine::LinkLevel::pe;
+    op.busy_ps = transfer_ps(bytes, h.bandwidth_gbps);
+    op.latency_ps = h.latency_ns * kPsPerNs;
+    if (prev == engine::kNoOp) {
+      prev = ctx_.graph_.add_op(op, first_deps.data(), first_deps.size());
+      first = prev;
+    } else {
+      const OpId next = ctx_.graph_.add_op(op, {});
+      ctx_.graph_.add_head_dep(next, prev);
+      prev = next;
+    }
+  });
   if (ctx_.opts_.enable_data) {
     // The source is read when the first hop completes and written at the destination
     // when the last one does.

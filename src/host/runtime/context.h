@@ -61,11 +61,21 @@ struct LaunchGrid {
   std::int64_t sips = 1, cubes = 1, pes = 1;
 };
 
+// What one link direction carried in a run (links a run used, in the order first used).
+struct LinkUse {
+  std::int64_t link;  // id in src/device/common/network.h
+  std::string name;   // e.g. "sip0.cube0->cube1"
+  engine::ResourceClass cls;
+  std::int64_t bytes;
+  ps_t busy_ps;
+};
+
 struct RunReport {
   engine::Status status = engine::Status::ok;
   std::string message;
   engine::Summary summary;
   std::vector<std::int64_t> hbm_footprint_bytes;  // per cube, global cube index
+  std::vector<LinkUse> links;
   engine::RunResult result;
 };
 
@@ -172,7 +182,7 @@ class RuntimeContext {
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
   std::string rank_name(const Rank& r) const;
   engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
-  engine::ResourceId link_resource(const std::string& name, engine::ResourceClass cls, std::int32_t sip);
+  engine::ResourceId link_resource(std::int64_t link);
   const Shard& local_shard(const TensorInfo& t, const Rank& r, const Region& region) const;
 
   TopologySpec topo_;
@@ -184,7 +194,8 @@ class RuntimeContext {
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
   std::vector<engine::ResourceId> pe_res_;  // global PE * 3 + {matrix, vector, dma}
-  std::map<std::string, engine::ResourceId> links_;
+  std::vector<engine::ResourceId> links_;  // per link id of the network; kNoResource until used
+  std::vector<std::pair<engine::ResourceId, std::int64_t>> link_of_;  // the links used
   LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
 };
 
