@@ -287,3 +287,117 @@ TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// docs/model.md section 6: ring8, 4096 bytes from SIP 0 to SIP 5 go backward over three
+// ring links, cut-through.
+TEST(Runtime, RingCopyGoesTheShorterWayCutThrough) {
+  RuntimeContext ctx(load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"));
+  OpId last = engine::kNoOp;
+  ctx.launch("ring", LaunchGrid{}, [&](PeProgram& p) {
+    const SramBuf b = p.sram(4096, DType::f16);
+    last = p.copy(b, Rank{5, 0, 0}, b, 4096);
+  });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].end, 3040960);
+  ASSERT_EQ(r.links.size(), 3u);
+  EXPECT_EQ(r.links[0].name, "sip0->sip7");
+  EXPECT_EQ(r.links[2].name, "sip6->sip5");
+}
+
+}  // namespace
+}  // namespace kb
+
+namespace kb {
+namespace {
+
+// A launch's SRAM returns to its PEs when the launch ends; free() returns it earlier.
+TEST(Runtime, SramIsReturnedAfterLaunch) {
+  RuntimeContext ctx(tiny());  // 64 KiB per PE
+  auto kernel = [](PeProgram& p) { p.sram(40 * 1024, DType::f16); };
+  ctx.launch("first", LaunchGrid{}, kernel);
+  EXPECT_NO_THROW(ctx.launch("second", LaunchGrid{}, kernel));
+  EXPECT_NO_THROW(ctx.launch("freed", LaunchGrid{}, [](PeProgram& p) {
+    p.free(p.sram(40 * 1024, DType::f16));
+    p.sram(40 * 1024, DType::f16);
+  }));
+  try {
+    ctx.launch("third", LaunchGrid{}, [](PeProgram& p) {
+      p.sram(40 * 1024, DType::f16);
+      p.sram(40 * 1024, DType::f16);
+    });
+    FAIL() << "expected an SRAM overflow";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "SRAM overflow on sip0.cube0.pe0: kernel needs 81920 bytes, the PE has 65536");
+  }
+  // Symmetric buffers stay across launches until freed.
+  const SymBuf sym = ctx.symmetric(40 * 1024, DType::f16, LaunchGrid{2, 2, 2}, "sym");
+  EXPECT_THROW(ctx.launch("full", LaunchGrid{}, kernel), InputError);
+  ctx.free(sym);
+  EXPECT_NO_THROW(ctx.launch("again", LaunchGrid{}, kernel));
+  EXPECT_THROW(ctx.free(sym), InputError);
+}
+
+// Every rank of a ring sends its values to the next rank over a channel into a symmetric
+// buffer and adds what it receives, in data mode. The receiver's kernel may run before or
+// after its sender's: no signal is made beforehand.
+TEST(Runtime, SymmetricBuffersAndChannelsInDataMode) {
+  for (bool reversed : {false, true}) {
+    RuntimeContext ctx(tiny(), ContextOptions{true});
+    const LaunchGrid grid{2, 2, 2};  // 8 ranks over both SIPs
+    const Tensor x = ctx.random({8, 16}, DType::f32, Placement{Split::replicate, 2, 1, 0}, "x", 11);
+    const Tensor x1 = ctx.random({8, 16}, DType::f32, Placement{Split::replicate, 2, 1, 1}, "x1", 11);
+    const Tensor y = ctx.zeros({8, 16}, DType::f32, Placement{Split::replicate, 2, 1, 0}, "y");
+    const Tensor y1 = ctx.zeros({8, 16}, DType::f32, Placement{Split::replicate, 2, 1, 1}, "y1");
+    const SymBuf inbox = ctx.symmetric(64, DType::f32, grid, "inbox");
+    const Channel ch = ctx.channel("ring");
+    auto index = [](const Rank& r) { return (r.sip * 2 + r.cube) * 2 + r.pe; };
+    auto rank_of = [](int i) { return Rank{i / 4, i / 2 % 2, i % 2}; };
+    auto kernel = [&](PeProgram& p) {
+      const int me = index(p.rank());
+      const Rank next = rank_of((me + 1) % 8), prev = rank_of((me + 7) % 8);
+      const Tensor& in = p.rank().sip == 0 ? x : x1;
+      const Tensor& out = p.rank().sip == 0 ? y : y1;
+      const SramBuf mine = p.sram(64, DType::f32);
+      const OpId l = p.load(in, Region{me, 1, 0, 16}, mine);
+      p.send(ch, mine, next, p.at(inbox, next), 64, {l});
+      const OpId got = p.recv(ch, prev);
+      const OpId add = p.vector_add(p.local(inbox), mine, 16, {got, l});
+      p.store(p.local(inbox), out, Region{me, 1, 0, 16}, {add});
+    };
+    for (int k = 0; k < 8; ++k) {  // one launch per rank, in one order or the other
+      const Rank r = rank_of(reversed ? 7 - k : k);
+      ctx.launch("rank", grid, [&](PeProgram& p) {
+        if (index(p.rank()) == index(r)) kernel(p);
+      });
+    }
+    const RunReport rep = ctx.run();
+    ASSERT_EQ(rep.status, engine::Status::ok) << rep.message;
+    for (int i = 0; i < 8; ++i) {
+      const int from = (i + 7) % 8;
+      const auto& src_from = ctx.values(from < 4 ? x : x1);
+      const auto& src_me = ctx.values(i < 4 ? x : x1);
+      const auto& dst = ctx.values(i < 4 ? y : y1);
+      for (int c = 0; c < 16; ++c)
+        EXPECT_FLOAT_EQ(dst[static_cast<std::size_t>(i * 16 + c)],
+                        src_from[static_cast<std::size_t>(from * 16 + c)] + src_me[static_cast<std::size_t>(i * 16 + c)])
+            << i << " " << c;
+    }
+  }
+}
+
+// A receive no send matches is a deadlock that names the channel.
+TEST(Runtime, UnmatchedReceiveIsDiagnosed) {
+  RuntimeContext ctx(tiny());
+  const Channel ch = ctx.channel("lonely");
+  ctx.launch("wait", LaunchGrid{}, [&](PeProgram& p) { p.recv(ch, Rank{0, 1, 0}); });
+  const RunReport r = ctx.run();
+  EXPECT_EQ(r.status, engine::Status::deadlock);
+  EXPECT_NE(r.message.find("channel lonely sip0.cube1.pe0->sip0.cube0.pe0 #0"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace kb

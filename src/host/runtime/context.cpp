@@ -5,6 +5,7 @@
 #include "../../device/models/systolic.h"
 
 #include <memory>
+#include <tuple>
 
 #include "../common/error.h"
 
@@ -125,7 +126,62 @@ std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchG
     throw InputError("launch '" + name + "': " + std::to_string(grid.pes) + " PEs per cube requested; a cube has " +
                      std::to_string(topo_.pes_per_cube()));
   grid_ = grid;
+  ++launches_;
   return graph_.add_label(name);
+}
+
+// A launch's buffers return to their PEs when it ends (their values stay readable to the
+// ops already issued).
+void RuntimeContext::end_launch() {
+  for (std::size_t b = 0; b < bufs_.size(); ++b)
+    if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
+}
+
+void RuntimeContext::release(std::int32_t buf) {
+  BufInfo& b = bufs_.at(static_cast<std::size_t>(buf));
+  if (!b.held) throw InputError("SRAM buffer " + std::to_string(buf) + " freed twice");
+  b.held = false;
+  sram_used_[static_cast<std::size_t>(b.pe)] -= b.bytes;
+}
+
+std::int32_t RuntimeContext::add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who) {
+  auto& used = sram_used_[static_cast<std::size_t>(pe)];
+  if (bytes <= 0) throw InputError("SRAM buffer of " + std::to_string(bytes) + " bytes requested");
+  if (used + bytes > topo_.sram_bytes())
+    throw InputError("SRAM overflow on " + who + " needs " + std::to_string(used + bytes) + " bytes, the PE has " +
+                     std::to_string(topo_.sram_bytes()));
+  used += bytes;
+  BufInfo b{pe, bytes, dtype, {}};
+  if (opts_.enable_data) b.data.assign(static_cast<std::size_t>(bytes / dtype_bytes(dtype)), 0.0f);
+  bufs_.push_back(std::move(b));
+  return static_cast<std::int32_t>(bufs_.size() - 1);
+}
+
+SymBuf RuntimeContext::symmetric(std::int64_t bytes, DType dtype, LaunchGrid grid, const std::string& name) {
+  if (grid.sips < 1 || grid.sips > topo_.sips || grid.cubes < 1 || grid.cubes > topo_.cubes_per_sip() || grid.pes < 1 ||
+      grid.pes > topo_.pes_per_cube())
+    throw InputError("symmetric buffer '" + name + "': its grid is larger than the machine");
+  SymInfo s{name, grid, {}, false};
+  for (std::int64_t a = 0; a < grid.sips; ++a)
+    for (std::int64_t c = 0; c < grid.cubes; ++c)
+      for (std::int64_t p = 0; p < grid.pes; ++p) {
+        const Rank r{static_cast<std::int32_t>(a), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)};
+        s.bufs.push_back(add_buf(global_pe(r), bytes, dtype, rank_name(r) + ": symmetric buffer '" + name + "'"));
+      }
+  syms_.push_back(std::move(s));
+  return SymBuf{static_cast<std::int32_t>(syms_.size() - 1)};
+}
+
+void RuntimeContext::free(SymBuf sym) {
+  SymInfo& s = syms_.at(static_cast<std::size_t>(sym.id));
+  if (s.freed) throw InputError("symmetric buffer '" + s.name + "' freed twice");
+  s.freed = true;
+  for (std::int32_t b : s.bufs) release(b);
+}
+
+Channel RuntimeContext::channel(const std::string& name) {
+  channels_.push_back(name);
+  return Channel{static_cast<std::int32_t>(channels_.size() - 1)};
 }
 
 ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
@@ -198,17 +254,46 @@ engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
 }
 
 SramBuf PeProgram::sram(std::int64_t bytes, DType dtype) {
-  const std::int64_t pe = ctx_.global_pe(rank_);
-  auto& used = ctx_.sram_used_[static_cast<std::size_t>(pe)];
-  if (bytes <= 0) throw InputError("SRAM buffer of " + std::to_string(bytes) + " bytes requested");
-  if (used + bytes > ctx_.topo_.sram_bytes())
-    throw InputError("SRAM overflow on " + ctx_.rank_name(rank_) + ": kernel needs " + std::to_string(used + bytes) +
-                     " bytes, the PE has " + std::to_string(ctx_.topo_.sram_bytes()));
-  used += bytes;
-  RuntimeContext::BufInfo b{pe, bytes, dtype, {}};
-  if (ctx_.opts_.enable_data) b.data.assign(static_cast<std::size_t>(bytes / dtype_bytes(dtype)), 0.0f);
-  ctx_.bufs_.push_back(std::move(b));
-  return SramBuf{static_cast<std::int32_t>(ctx_.bufs_.size() - 1)};
+  const std::int32_t id = ctx_.add_buf(ctx_.global_pe(rank_), bytes, dtype, ctx_.rank_name(rank_) + ": kernel");
+  ctx_.bufs_[static_cast<std::size_t>(id)].launch = ctx_.launches_;
+  return SramBuf{id};
+}
+
+void PeProgram::free(SramBuf buf) {
+  const auto& b = ctx_.bufs_.at(static_cast<std::size_t>(buf.id));
+  if (b.pe != ctx_.global_pe(rank_) || b.launch != ctx_.launches_)
+    throw InputError("free: " + ctx_.rank_name(rank_) + " frees a buffer it did not allocate in this launch");
+  ctx_.release(buf.id);
+}
+
+SramBuf PeProgram::local(SymBuf s) const { return at(s, rank_); }
+
+SramBuf PeProgram::at(SymBuf sym, const Rank& r) const {
+  const auto& s = ctx_.syms_.at(static_cast<std::size_t>(sym.id));
+  if (s.freed) throw InputError("symmetric buffer '" + s.name + "' was freed");
+  if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
+    throw InputError("symmetric buffer '" + s.name + "' has no instance on " + ctx_.rank_name(r));
+  return SramBuf{s.bufs[static_cast<std::size_t>((r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe)]};
+}
+
+OpId PeProgram::send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
+  const OpId landed = copy(src, to, dst, bytes, deps);
+  auto& end = ctx_.channel_ends_[{ch.id, ctx_.global_pe(rank_), ctx_.global_pe(to)}];
+  if (end.signals_head < end.signals.size()) ctx_.graph_.add_dep(end.signals[end.signals_head++], landed);
+  else end.sends.push_back(landed);
+  return landed;
+}
+
+OpId PeProgram::recv(Channel ch, const Rank& from) {
+  if (ch.id < 0 || ch.id >= static_cast<std::int32_t>(ctx_.channels_.size())) throw InputError("recv on an unknown channel");
+  auto& end = ctx_.channel_ends_[{ch.id, ctx_.global_pe(from), ctx_.global_pe(rank_)}];
+  if (end.sends_head < end.sends.size()) return wait({end.sends[end.sends_head++]});
+  // Not sent yet: a signal the matching send will raise.
+  const std::size_t n = end.signals.size();
+  const Signal s = ctx_.signal("channel " + ctx_.channels_[static_cast<std::size_t>(ch.id)] + " " +
+                               ctx_.rank_name(from) + "->" + ctx_.rank_name(rank_) + " #" + std::to_string(n));
+  end.signals.push_back(s.op);
+  return wait({s.op});
 }
 
 OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {

@@ -56,6 +56,19 @@ struct Signal {
   OpId op = engine::kNoOp;
 };
 
+// A buffer allocated on every rank of a grid before any kernel runs, at the same size on
+// each: a rank can copy into its peer's instance without the peer's kernel having run.
+// It lives until RuntimeContext::free.
+struct SymBuf {
+  std::int32_t id = -1;
+};
+
+// A point-to-point channel: the n-th send from rank A to rank B on a channel matches the
+// n-th receive of B from A, whichever was issued first.
+struct Channel {
+  std::int32_t id = -1;
+};
+
 // Which ranks a launch runs on: SIPs 0..sips-1, in each cubes 0..cubes-1, in each PEs 0..pes-1.
 struct LaunchGrid {
   std::int64_t sips = 1, cubes = 1, pes = 1;
@@ -90,8 +103,13 @@ class PeProgram {
   const LaunchGrid& grid() const { return grid_; }
   const TopologySpec& topology() const;
 
-  // A buffer in this PE's SRAM; the PE's capacity is enforced.
+  // A buffer in this PE's SRAM; the PE's capacity is enforced. It is returned when the
+  // launch ends, or earlier by free().
   SramBuf sram(std::int64_t bytes, DType dtype);
+  void free(SramBuf buf);
+  // This rank's instance of a symmetric buffer, and a peer's.
+  SramBuf local(SymBuf s) const;
+  SramBuf at(SymBuf s, const Rank& peer) const;
   // HBM (this PE's cube) -> SRAM, and back; the region must lie in a shard on this cube.
   OpId load(Tensor src, Region region, SramBuf dst, Deps deps = {});
   OpId store(SramBuf src, Tensor dst, Region region, Deps deps = {});
@@ -102,6 +120,10 @@ class PeProgram {
   OpId vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
   // SRAM -> SRAM of another rank, over PE copy queues, cube links and SIP links.
   OpId copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
+  // A copy to `to` on channel `ch`; and an op that completes when the matching send from
+  // `from` has landed here.
+  OpId send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
+  OpId recv(Channel ch, const Rank& from);
   // A synchronisation point that completes when all deps do.
   OpId wait(Deps deps);
   // Make `s` complete once `op` does (signals may be raised by any rank).
@@ -136,17 +158,28 @@ class RuntimeContext {
   std::int64_t cols(Tensor t) const;
 
   Signal signal(const std::string& name);
+  // `bytes` of SRAM on every rank of `grid` (SIPs, cubes, PEs from 0), enforced per PE.
+  SymBuf symmetric(std::int64_t bytes, DType dtype, LaunchGrid grid, const std::string& name);
+  void free(SymBuf s);
+  Channel channel(const std::string& name);
 
   template <class Kernel, class... Args>
   void launch(const std::string& name, LaunchGrid grid, Kernel&& kernel, Args&&... args) {
     const std::int32_t label = begin_launch(name, grid);
-    for (std::int64_t s = 0; s < grid.sips; ++s)
-      for (std::int64_t c = 0; c < grid.cubes; ++c)
-        for (std::int64_t p = 0; p < grid.pes; ++p) {
-          PeProgram prog(*this, Rank{static_cast<std::int32_t>(s), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)},
-                         grid, label);
-          kernel(prog, args...);
-        }
+    try {
+      for (std::int64_t s = 0; s < grid.sips; ++s)
+        for (std::int64_t c = 0; c < grid.cubes; ++c)
+          for (std::int64_t p = 0; p < grid.pes; ++p) {
+            PeProgram prog(*this,
+                           Rank{static_cast<std::int32_t>(s), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)},
+                           grid, label);
+            kernel(prog, args...);
+          }
+    } catch (...) {
+      end_launch();  // a kernel that throws still returns its launch's SRAM
+      throw;
+    }
+    end_launch();
   }
 
   RunReport run();
@@ -174,10 +207,26 @@ class RuntimeContext {
     std::int64_t bytes;
     DType dtype;
     std::vector<float> data;
+    std::int32_t launch = -1;  // the launch it belongs to (-1: symmetric)
+    bool held = true;          // its bytes still count against the PE's SRAM
+  };
+  struct SymInfo {
+    std::string name;
+    LaunchGrid grid;
+    std::vector<std::int32_t> bufs;  // per rank of the grid, (sip, cube, pe) row-major
+    bool freed = false;
+  };
+  struct ChannelEnd {
+    std::vector<OpId> sends;    // unmatched sends' last hops, oldest first
+    std::vector<OpId> signals;  // unmatched receives' signals, oldest first
+    std::size_t sends_head = 0, signals_head = 0;
   };
 
   Tensor make(std::vector<std::int64_t> shape, DType dtype, Placement placement, const std::string& name);
   std::int32_t begin_launch(const std::string& name, const LaunchGrid& grid);
+  void end_launch();
+  void release(std::int32_t buf);
+  std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
   std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
   std::string rank_name(const Rank& r) const;
@@ -190,6 +239,10 @@ class RuntimeContext {
   engine::Graph graph_;
   std::vector<TensorInfo> tensors_;
   std::vector<BufInfo> bufs_;
+  std::vector<SymInfo> syms_;
+  std::vector<std::string> channels_;
+  std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t>, ChannelEnd> channel_ends_;  // (channel, from, to)
+  std::int32_t launches_ = 0;
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
