@@ -72,6 +72,49 @@ TEST(Families, SweepGemmGivesThePublishedResults) {
   }
 }
 
+// The configs first published (0.1.0) whose PEs all have work keep their latency exactly;
+// since a cube's HBM is shared only by the PEs that access it, configs with idle PEs are
+// faster (docs/adr/0007-communication-timing.md).
+TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
+  const json sweeps = load(kData + "/expected/sweep_gemm_0.1.0.json")["sweeps"];
+  int same = 0, faster = 0;
+  for (const json& w : sweeps) {
+    const std::string args = w["args"].get<std::string>();
+    const std::size_t set = args.find("--set");
+    const std::string sets = set == std::string::npos ? "" : args.substr(set);
+    std::vector<json> rows(w["top"].begin(), w["top"].end());
+    for (const json& b : w["best"])
+      if (!b.is_null()) rows.push_back(b);
+    for (const json& row : rows) {
+      const std::int64_t tm = (row["m"].get<std::int64_t>() + row["tile_m"].get<std::int64_t>() - 1) / row["tile_m"].get<std::int64_t>();
+      const std::int64_t tn = (row["n"].get<std::int64_t>() + row["tile_n"].get<std::int64_t>() - 1) / row["tile_n"].get<std::int64_t>();
+      const std::int64_t cubes = row["cubes"], pes = row["pes"];
+      bool idle = false;
+      for (std::int64_t c = 0; c < cubes; ++c) {
+        const std::int64_t rows_of_cube = (c + 1) * tm / cubes - c * tm / cubes;
+        idle |= rows_of_cube > 0 && rows_of_cube * tn < pes;
+      }
+      std::string eval = "eval gemm --engine batched --backend omp --json " + sets;
+      for (const char* k : {"m", "n", "k", "pes", "cubes", "buffers", "array_rows", "array_cols"})
+        eval += std::string(" --") + (std::string(k) == "array_rows" ? "array-rows" : std::string(k) == "array_cols" ? "array-cols" : k) + " " + row[k].dump();
+      eval += " --tile-m " + row["tile_m"].dump() + " --tile-n " + row["tile_n"].dump() + " --tile-k " + row["tile_k"].dump() +
+              " --dataflow " + row["dataflow"].get<std::string>();
+      const Result r = run(eval);
+      ASSERT_EQ(r.code, 0) << r.err;
+      const std::int64_t now = json::parse(r.out)["latency_ps"], then = row["latency_ps"];
+      if (!idle) {
+        EXPECT_EQ(now, then) << eval;
+        ++same;
+      } else {
+        EXPECT_LE(now, then) << eval;
+        faster += now < then;
+      }
+    }
+  }
+  EXPECT_GT(same, 50);
+  EXPECT_GT(faster, 5);
+}
+
 // A hardware axis: for every value, the group's best config and latency are those of a
 // sweep of the same space on a topology with that value set, and eval --set agrees.
 TEST(Families, HwAxisAgreesWithEvalSet) {

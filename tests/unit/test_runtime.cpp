@@ -401,3 +401,31 @@ TEST(Runtime, UnmatchedReceiveIsDiagnosed) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// A cube's HBM is shared by the PEs that access it in the launch: one PE working alone
+// gets min(DMA rate, HBM rate), two working split the stack.
+TEST(Runtime, HbmIsSharedByThePesThatAccessIt) {
+  TopologySpec t = tiny();
+  t.hbm_bandwidth_gbps = 8;  // as fast as one PE's DMA
+  for (int working : {1, 2}) {
+    RuntimeContext ctx(t);
+    const Tensor x = ctx.zeros({2, 400}, DType::f16, Placement{}, "x");
+    OpId load = engine::kNoOp;
+    ctx.launch("load", LaunchGrid{1, 1, 2}, [&](PeProgram& p) {
+      if (p.rank().pe >= working) return;
+      const SramBuf b = p.sram(800, DType::f16);
+      const OpId l = p.load(x, Region{p.rank().pe, 1, 0, 400}, b);
+      if (p.rank().pe == 0) load = l;
+    });
+    const RunReport r = ctx.run();
+    ASSERT_EQ(r.status, engine::Status::ok);
+    // 800 bytes: 100 ns at the DMA rate; with two sharers, 200 ns at half the stack.
+    EXPECT_EQ(r.result.timing[static_cast<std::size_t>(load)].busy_end, working == 1 ? 100000 : 200000) << working;
+  }
+}
+
+}  // namespace
+}  // namespace kb

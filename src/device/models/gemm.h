@@ -195,8 +195,9 @@ struct RowBlock {
 struct Costs {
   const GemmConfig* g;
   std::int64_t kt, k_last;
+  std::int64_t sharers;  // PEs of the cube that access its HBM: those with at least one tile
   KB_HD ps_t xfer(std::int64_t bytes) const {
-    return shared_transfer_ps(bytes, g->hw.dma_gbps(), g->hw.hbm_bandwidth_gbps, g->pes);
+    return shared_transfer_ps(bytes, g->hw.dma_gbps(), g->hw.hbm_bandwidth_gbps, sharers);
   }
   KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
     return systolic_cycles(mi, nj, kc, g->hw.matrix_rows, g->hw.matrix_cols, g->hw.dataflow);
@@ -338,33 +339,42 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
   const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
   const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
-  const Costs cost{&g, kt, k_last};
+  // A cube's PEs split its HBM bandwidth; only those with tiles access HBM, and a cube
+  // with `rows` tile rows gives a tile to min(pes, rows x tn) of them.
+  auto cost_of = [&](std::int64_t rows) { return Costs{&g, kt, k_last, imin(g.pes, rows * tn)}; };
 
-  // Totals by counting: tile rows, tile columns and k-slices each come in a full and a
-  // last size, so the schedule holds at most eight kinds of step.
-  const std::int64_t ms[2] = {g.tile_m, m_last}, mc[2] = {tm - 1, 1};
+  // Totals by counting, per cube: its tile rows (full ones, and the matrix's last row if it
+  // holds it), tile columns and k-slices each come in a full and a last size, so a cube's
+  // schedule holds at most eight kinds of step.
+  const std::int64_t ms[2] = {g.tile_m, m_last};
   const std::int64_t ns[2] = {g.tile_n, n_last}, nc[2] = {tn - 1, 1};
   const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
   const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b) {
-      const std::int64_t tiles = mc[a] * nc[b];
-      if (tiles == 0) continue;
-      const ps_t st = cost.xfer(2 * ms[a] * ns[b]);
-      r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, st));
-      bound = sat_add(bound, sat_mul(tiles, st + lat));
-      for (int q = 0; q < 2; ++q) {
-        const std::int64_t steps = tiles * kc[q];
-        if (steps == 0) continue;
-        const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
-        const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
-        r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
-        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.hw.clock_mhz)));
-        r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
-        bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
+  for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
+    const TileRange rows = gemm_rows_of(tm, g.cubes, cube);
+    if (rows.hi <= rows.lo) continue;
+    const Costs cost = cost_of(rows.hi - rows.lo);
+    const std::int64_t last = rows.hi == tm ? 1 : 0, mc[2] = {rows.hi - rows.lo - last, last};
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) {
+        const std::int64_t tiles = mc[a] * nc[b];
+        if (tiles == 0) continue;
+        const ps_t st = cost.xfer(2 * ms[a] * ns[b]);
+        r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, st));
+        bound = sat_add(bound, sat_mul(tiles, st + lat));
+        for (int q = 0; q < 2; ++q) {
+          const std::int64_t steps = tiles * kc[q];
+          if (steps == 0) continue;
+          const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
+          const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
+          r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
+          r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.hw.clock_mhz)));
+          r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
+          bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
+        }
       }
-    }
+  }
   bound = sat_add(bound, r.matrix_busy_ps);
   if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
     r.status = kGemmTimeOverflow;
@@ -387,6 +397,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     const TileRange rows = gemm_rows_of(tm, g.cubes, cube);
     if (rows.hi <= rows.lo) continue;
     if (rows.hi - rows.lo != seen_rows) {
+      const Costs cost = cost_of(rows.hi - rows.lo);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
       std::int64_t seen_col = -1, seen_len = -1;

@@ -48,6 +48,11 @@ void Graph::add_head_dep(OpId op, OpId dep) {
   edges_.back().head = true;
 }
 
+void Graph::set_busy(OpId op, ps_t busy_ps) {
+  KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0, "set_busy on an unknown op");
+  ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
+}
+
 void Graph::set_action(OpId op, std::function<void()> fn) {
   if (actions_.size() < ops_.size()) actions_.resize(ops_.size());
   actions_[static_cast<std::size_t>(op)] = std::move(fn);

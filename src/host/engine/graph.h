@@ -83,6 +83,8 @@ class Graph {
   // `op` may start once `dep` has started and dep's latency has passed: the head of a
   // message has crossed dep's link (cut-through; docs/adr/0007-communication-timing.md).
   void add_head_dep(OpId op, OpId dep);
+  // Sets an op's busy time after it was added (a time known only once its launch is whole).
+  void set_busy(OpId op, ps_t busy_ps);
   // Optional action run when the op completes, in simulation order (data mode).
   void set_action(OpId op, std::function<void()> fn);
 

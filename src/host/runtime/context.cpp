@@ -4,6 +4,7 @@
 
 #include "../../device/models/systolic.h"
 
+#include <algorithm>
 #include <memory>
 #include <tuple>
 
@@ -132,9 +133,24 @@ std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchG
 
 // A launch's buffers return to their PEs when it ends (their values stay readable to the
 // ops already issued).
+// HBM share (ADR 0002 as amended by ADR 0007): each cube's HBM bandwidth is split evenly over
+// the PEs of the cube that access HBM in this launch, so a PE's rate is min(its DMA rate,
+// HBM rate / those PEs). Known only once every kernel of the launch has run.
 void RuntimeContext::end_launch() {
   for (std::size_t b = 0; b < bufs_.size(); ++b)
     if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
+  std::map<std::int64_t, std::vector<std::int64_t>> users;  // global cube -> its PEs that touch HBM
+  for (OpId id : hbm_ops_) {
+    const Rank& r = graph_.ops()[static_cast<std::size_t>(id)].rank;
+    auto& pes = users[global_cube(r)];
+    if (std::find(pes.begin(), pes.end(), r.pe) == pes.end()) pes.push_back(r.pe);
+  }
+  for (OpId id : hbm_ops_) {
+    const engine::Op& op = graph_.ops()[static_cast<std::size_t>(id)];
+    const auto sharers = static_cast<std::int64_t>(users[global_cube(op.rank)].size());
+    graph_.set_busy(id, shared_transfer_ps(op.bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers));
+  }
+  hbm_ops_.clear();
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -303,9 +319,9 @@ OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
   check_transfer(bytes, grid_.pes);
   engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
-  op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
+  ctx_.hbm_ops_.push_back(id);  // its time is set when the launch ends (RuntimeContext::end_launch)
   if (ctx_.opts_.enable_data) {
     KB_INTERNAL_CHECK(static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(dst.id)).data.size()) >= g.elements(),
                       "load overflows its SRAM buffer");
@@ -327,9 +343,9 @@ OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) {
   check_transfer(bytes, grid_.pes);
   engine::Op op = base(OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
-  op.busy_ps = shared_transfer_ps(bytes, ctx_.topo_.dma_gbps(), ctx_.topo_.hbm_bandwidth_gbps, grid_.pes);
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
+  ctx_.hbm_ops_.push_back(id);
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(dst.id)];

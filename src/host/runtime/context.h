@@ -243,6 +243,7 @@ class RuntimeContext {
   std::vector<std::string> channels_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t>, ChannelEnd> channel_ends_;  // (channel, from, to)
   std::int32_t launches_ = 0;
+  std::vector<OpId> hbm_ops_;  // the current launch's DMA loads and stores
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
