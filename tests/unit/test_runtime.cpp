@@ -429,3 +429,79 @@ TEST(Runtime, HbmIsSharedByThePesThatAccessIt) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// Vector ops in data mode: f32 compute, f16 storage, against float64 references; and their
+// cycles (tiny: 4 lanes at 1 GHz).
+TEST(Runtime, VectorOpsMatchFloat64AndTheirCycleCosts) {
+  RuntimeContext ctx(tiny(), ContextOptions{true});
+  const Tensor a = ctx.random({4, 8}, DType::f16, Placement{}, "a", 3);
+  const Tensor b = ctx.random({4, 8}, DType::f16, Placement{}, "b", 4);
+  const VecOp ops[] = {VecOp::add, VecOp::mul, VecOp::max, VecOp::scale, VecOp::exp, VecOp::row_sum, VecOp::row_max};
+  std::vector<Tensor> outs;
+  for (int i = 0; i < 7; ++i) outs.push_back(ctx.zeros({4, 8}, DType::f16, Placement{}, "out" + std::to_string(i)));
+  std::vector<OpId> vec(7);
+  ctx.launch("vec", LaunchGrid{}, [&](PeProgram& p) {
+    for (int i = 0; i < 7; ++i) {
+      const SramBuf x = p.sram(64, DType::f16), y = p.sram(64, DType::f16), r = p.sram(64, DType::f16);
+      const OpId lx = p.load(a, Region{0, 4, 0, 8}, x), ly = p.load(b, Region{0, 4, 0, 8}, y);
+      switch (ops[i]) {
+        case VecOp::add: vec[i] = p.vector_add(x, y, 32, {lx, ly}); break;
+        case VecOp::mul: vec[i] = p.vector_mul(x, y, 32, {lx, ly}); break;
+        case VecOp::max: vec[i] = p.vector_max(x, y, 32, {lx, ly}); break;
+        case VecOp::scale: vec[i] = p.vector_scale(x, 32, 0.1f, {lx}); break;
+        case VecOp::exp: vec[i] = p.vector_exp(x, 32, {lx}); break;
+        case VecOp::row_sum: vec[i] = p.row_sum(r, x, 4, 8, {lx}); break;
+        case VecOp::row_max: vec[i] = p.row_max(r, x, 4, 8, {lx}); break;
+      }
+      const bool reduce = ops[i] == VecOp::row_sum || ops[i] == VecOp::row_max;
+      p.store(reduce ? r : x, outs[static_cast<std::size_t>(i)], reduce ? Region{0, 1, 0, 4} : Region{0, 4, 0, 8}, {vec[i]});
+    }
+  });
+  const RunReport rep = ctx.run();
+  ASSERT_EQ(rep.status, engine::Status::ok) << rep.message;
+  const auto& A = ctx.values(a);
+  const auto& B = ctx.values(b);
+  auto f16 = [](double v) { return round_to(DType::f16, static_cast<float>(v)); };
+  auto ulp16 = [](float v) { return std::ldexp(1.0f, std::max(-24, static_cast<int>(std::floor(std::log2(std::fabs(v) + 1e-30f))) - 10)); };
+  for (int i = 0; i < 7; ++i) {
+    SCOPED_TRACE(i);
+    const auto& out = ctx.values(outs[static_cast<std::size_t>(i)]);
+    for (int e = 0; e < 32; ++e) {
+      const double x = A[static_cast<std::size_t>(e)], y = B[static_cast<std::size_t>(e)];
+      const float got = out[static_cast<std::size_t>(e)];
+      switch (ops[i]) {
+        case VecOp::add: EXPECT_EQ(got, f16(x + y)) << e; break;
+        case VecOp::mul: EXPECT_EQ(got, f16(x * y)) << e; break;
+        case VecOp::max: EXPECT_EQ(got, f16(std::max(x, y))) << e; break;
+        case VecOp::scale: EXPECT_EQ(got, f16(static_cast<float>(x) * 0.1f)) << e; break;
+        case VecOp::exp: EXPECT_LE(std::fabs(got - f16(std::exp(x))), ulp16(f16(std::exp(x)))) << e; break;
+        default: break;
+      }
+    }
+    if (ops[i] == VecOp::row_sum || ops[i] == VecOp::row_max)
+      for (int r = 0; r < 4; ++r) {
+        double sum = 0, mx = -1e30;
+        for (int c = 0; c < 8; ++c) {
+          sum += A[static_cast<std::size_t>(r * 8 + c)];
+          mx = std::max(mx, static_cast<double>(A[static_cast<std::size_t>(r * 8 + c)]));
+        }
+        const float got = out[static_cast<std::size_t>(r)];
+        if (ops[i] == VecOp::row_max) EXPECT_EQ(got, f16(mx)) << r;
+        else EXPECT_LE(std::fabs(got - f16(sum)), ulp16(f16(sum))) << r;
+      }
+  }
+  // Cycles: 32 elements on 4 lanes = 8; exp four passes = 32; a 4 x 8 row reduction
+  // = 4 rows x (2 + log2(4)) = 16.
+  const std::int64_t want[] = {8, 8, 8, 8, 32, 16, 16};
+  for (int i = 0; i < 7; ++i) {
+    const auto& t = rep.result.timing[static_cast<std::size_t>(vec[i])];
+    EXPECT_EQ(t.busy_end - t.start, want[i] * 1000) << i;
+  }
+  EXPECT_EQ(vector_cycles(VecOp::row_sum, 3, 2, 4), 3 * (1 + 1));  // short rows: a 2-lane tree
+}
+
+}  // namespace
+}  // namespace kb

@@ -5,6 +5,7 @@
 #include "../../device/models/systolic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <tuple>
 
@@ -385,21 +386,73 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
   return id;
 }
 
-OpId PeProgram::vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps) {
-  if (elements <= 0) throw InputError("vector op with no elements");
+OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s,
+                          Deps deps) {
+  if (rows <= 0 || cols <= 0) throw InputError("vector op with no elements");
+  const bool reduce = kind == VecOp::row_sum || kind == VecOp::row_max;
+  const bool unary = kind == VecOp::scale || kind == VecOp::exp;
+  auto elements_of = [&](SramBuf b) {
+    const auto& info = ctx_.bufs_.at(static_cast<std::size_t>(b.id));
+    if (info.pe != ctx_.global_pe(rank_)) throw InputError("vector op on " + ctx_.rank_name(rank_) + " uses another PE's buffer");
+    return info.bytes / dtype_bytes(info.dtype);
+  };
+  if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < rows * cols))
+    throw InputError("vector op on " + ctx_.rank_name(rank_) + ": " + std::to_string(rows * cols) +
+                     " elements do not fit its buffers");
   engine::Op op = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
-  op.cycles = ceil_div(elements, ctx_.topo_.vector_lanes);
+  op.cycles = vector_cycles(kind, rows, cols, ctx_.topo_.vector_lanes);
   op.busy_ps = cycles_ps(op.cycles, ctx_.topo_.clock_mhz);
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
-    ctx_.graph_.set_action(id, [&ctx = ctx_, dst, src, elements]() {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s]() {
       auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)];
-      const auto& S = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
-      for (std::int64_t i = 0; i < elements; ++i)
-        D.data[static_cast<std::size_t>(i)] = round_to(D.dtype, D.data[static_cast<std::size_t>(i)] + S[static_cast<std::size_t>(i)]);
+      const std::vector<float>* S = kind == VecOp::scale || kind == VecOp::exp ? nullptr : &ctx.bufs_[static_cast<std::size_t>(src.id)].data;
+      auto at = [](std::vector<float>& v, std::int64_t i) -> float& { return v[static_cast<std::size_t>(i)]; };
+      auto in = [&](std::int64_t i) { return (*S)[static_cast<std::size_t>(i)]; };
+      if (kind == VecOp::row_sum || kind == VecOp::row_max) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          float acc = in(r * cols);
+          for (std::int64_t c = 1; c < cols; ++c) acc = kind == VecOp::row_sum ? acc + in(r * cols + c) : std::max(acc, in(r * cols + c));
+          at(D.data, r) = round_to(D.dtype, acc);
+        }
+        return;
+      }
+      for (std::int64_t i = 0; i < rows * cols; ++i) {
+        float& d = at(D.data, i);
+        float v = 0.0f;
+        switch (kind) {
+          case VecOp::add: v = d + in(i); break;
+          case VecOp::mul: v = d * in(i); break;
+          case VecOp::max: v = std::max(d, in(i)); break;
+          case VecOp::scale: v = d * s; break;
+          case VecOp::exp: v = std::exp(d); break;
+          default: break;
+        }
+        d = round_to(D.dtype, v);
+      }
     });
   }
   return id;
+}
+
+OpId PeProgram::vector_add(SramBuf dst, SramBuf src, std::int64_t n, Deps deps) {
+  return vector_op(VecOp::add, dst, src, 1, n, 0.0f, deps);
+}
+OpId PeProgram::vector_mul(SramBuf dst, SramBuf src, std::int64_t n, Deps deps) {
+  return vector_op(VecOp::mul, dst, src, 1, n, 0.0f, deps);
+}
+OpId PeProgram::vector_max(SramBuf dst, SramBuf src, std::int64_t n, Deps deps) {
+  return vector_op(VecOp::max, dst, src, 1, n, 0.0f, deps);
+}
+OpId PeProgram::vector_scale(SramBuf dst, std::int64_t n, float s, Deps deps) {
+  return vector_op(VecOp::scale, dst, dst, 1, n, s, deps);
+}
+OpId PeProgram::vector_exp(SramBuf dst, std::int64_t n, Deps deps) { return vector_op(VecOp::exp, dst, dst, 1, n, 0.0f, deps); }
+OpId PeProgram::row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_sum, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_max, dst, src, rows, cols, 0.0f, deps);
 }
 
 OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../device/models/vector.h"
 #include "../engine/engine.h"
 #include "../topology/spec.h"
 #include "numeric.h"
@@ -116,8 +117,19 @@ class PeProgram {
   // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate).
   OpId matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
               Deps deps = {});
-  // dst[i] += src[i] for `elements` values on the vector engine.
+  // Vector engine (cycles: src/device/models/vector.h). In data mode values are computed in
+  // f32 and stored rounded to the destination's type.
+  // dst[i] += src[i], *= src[i], = max(dst[i], src[i]) for `elements` values;
   OpId vector_add(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  OpId vector_mul(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  OpId vector_max(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  // dst[i] *= s, and dst[i] = exp(dst[i]);
+  OpId vector_scale(SramBuf dst, std::int64_t elements, float s, Deps deps = {});
+  OpId vector_exp(SramBuf dst, std::int64_t elements, Deps deps = {});
+  // dst[r] = sum over c (or max over c) of src[r * cols + c], for `rows` rows; sums are
+  // accumulated left to right in f32.
+  OpId row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  OpId row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
   // SRAM -> SRAM of another rank, over PE copy queues, cube links and SIP links.
   OpId copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
   // A copy to `to` on channel `ch`; and an op that completes when the matching send from
@@ -134,6 +146,7 @@ class PeProgram {
   PeProgram(RuntimeContext& ctx, Rank rank, LaunchGrid grid, std::int32_t label)
       : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {}
   engine::Op base(engine::OpKind kind, engine::ResourceId res) const;
+  OpId vector_op(VecOp op, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s, Deps deps);
 
   RuntimeContext& ctx_;
   Rank rank_;

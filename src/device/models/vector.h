@@ -1,0 +1,39 @@
+// Vector-engine timing, for both engines (docs/model.md section 4). A vector op works on
+// `lanes` elements per cycle, pipelined, with no latency beyond its busy time.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+
+namespace kb {
+
+enum class VecOp : std::int32_t { add = 0, mul, max, scale, exp, row_sum, row_max };
+
+// exp is range reduction, a polynomial and a scale by a power of two: four passes of the
+// lanes instead of one.
+constexpr std::int64_t kExpPasses = 4;
+
+// ceil(log2(x)) for x >= 1.
+KB_HD constexpr std::int64_t ceil_log2(std::int64_t x) {
+  std::int64_t n = 0;
+  while ((INT64_C(1) << n) < x) ++n;
+  return n;
+}
+
+// Cycles of op over `rows` x `cols` elements. Elementwise ops (add, mul, max, scale, exp)
+// treat them as rows·cols values. A row reduction adds (or takes the max of) each row's
+// values into the lanes, ceil(cols / lanes) cycles, then folds the lanes in a tree of
+// ceil(log2(min(lanes, cols))) cycles; rows one after another.
+KB_HD constexpr std::int64_t vector_cycles(VecOp op, std::int64_t rows, std::int64_t cols, std::int64_t lanes) {
+  switch (op) {
+    case VecOp::row_sum:
+    case VecOp::row_max:
+      return rows * (ceil_div(cols, lanes) + ceil_log2(cols < lanes ? cols : lanes));
+    case VecOp::exp: return kExpPasses * ceil_div(rows * cols, lanes);
+    default: return ceil_div(rows * cols, lanes);
+  }
+}
+
+}  // namespace kb
