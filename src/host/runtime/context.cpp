@@ -27,7 +27,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   links_.assign(static_cast<std::size_t>(net::link_count(topo_)), engine::kNoResource);
-  pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 3), engine::kNoResource);
+  pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 4), engine::kNoResource);
 }
 
 std::string RuntimeContext::rank_name(const Rank& r) const {
@@ -141,16 +141,23 @@ void RuntimeContext::end_launch() {
   for (std::size_t b = 0; b < bufs_.size(); ++b)
     if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
   std::map<std::int64_t, std::vector<std::int64_t>> users;  // global cube -> its PEs that touch HBM
-  for (OpId id : hbm_ops_) {
-    const Rank& r = graph_.ops()[static_cast<std::size_t>(id)].rank;
-    auto& pes = users[global_cube(r)];
-    if (std::find(pes.begin(), pes.end(), r.pe) == pes.end()) pes.push_back(r.pe);
+  for (const HbmOp& h : hbm_ops_) {
+    auto& pes = users[h.cube];
+    if (std::find(pes.begin(), pes.end(), h.pe) == pes.end()) pes.push_back(h.pe);
   }
-  for (OpId id : hbm_ops_) {
-    const engine::Op& op = graph_.ops()[static_cast<std::size_t>(id)];
-    const auto sharers = static_cast<std::int64_t>(users[global_cube(op.rank)].size());
-    graph_.set_busy(id, shared_transfer_ps(op.bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers));
+  for (const HbmOp& h : hbm_ops_) {
+    const engine::Op& op = graph_.ops()[static_cast<std::size_t>(h.op)];
+    const auto sharers = static_cast<std::int64_t>(users[h.cube].size());
+    graph_.set_busy(h.op, shared_transfer_ps(op.bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers));
   }
+  // Every hop of a copy with an HBM end is held for as long as its slowest hop (cut-through
+  // streams at the pipeline's slowest stage; ADR 0007).
+  for (const auto& chain : chains_) {
+    ps_t slowest = 0;
+    for (OpId id : chain) slowest = std::max(slowest, graph_.ops()[static_cast<std::size_t>(id)].busy_ps);
+    for (OpId id : chain) graph_.set_busy(id, slowest);
+  }
+  chains_.clear();
   hbm_ops_.clear();
 }
 
@@ -201,9 +208,17 @@ Channel RuntimeContext::channel(const std::string& name) {
   return Channel{static_cast<std::int32_t>(channels_.size() - 1)};
 }
 
+ResourceId RuntimeContext::dma_in_resource(const Rank& r) {
+  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 4 + 3)];
+  // Written by other ranks' copies: served in the order they arrive.
+  if (id == engine::kNoResource)
+    id = graph_.add_resource(rank_name(r) + ".dma_in", ResourceClass::dma, r.sip, engine::Discipline::arbitrated);
+  return id;
+}
+
 ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
   const int slot = cls == ResourceClass::matrix ? 0 : cls == ResourceClass::vector ? 1 : 2;
-  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 3 + slot)];
+  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 4 + slot)];
   if (id == engine::kNoResource) id = graph_.add_resource(rank_name(r) + "." + engine::to_string(cls), cls, r.sip);
   return id;
 }
@@ -322,7 +337,7 @@ OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
-  ctx_.hbm_ops_.push_back(id);  // its time is set when the launch ends (RuntimeContext::end_launch)
+  ctx_.hbm_ops_.push_back({id, ctx_.global_cube(rank_), rank_.pe});  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
     KB_INTERNAL_CHECK(static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(dst.id)).data.size()) >= g.elements(),
                       "load overflows its SRAM buffer");
@@ -346,7 +361,7 @@ OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) {
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
-  ctx_.hbm_ops_.push_back(id);
+  ctx_.hbm_ops_.push_back({id, ctx_.global_cube(rank_), rank_.pe});
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(dst.id)];
@@ -456,28 +471,51 @@ OpId PeProgram::row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_
 }
 
 OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
+  return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{dst, {}, {}}, bytes, deps);
+}
+OpId PeProgram::copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps) {
+  return transfer(CopyEnd{{}, src, region}, to, CopyEnd{dst, {}, {}}, -1, deps);
+}
+OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps) {
+  return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, region}, -1, deps);
+}
+OpId PeProgram::copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps) {
+  return transfer(CopyEnd{{}, src, src_region}, to, CopyEnd{{}, dst, dst_region}, -1, deps);
+}
+
+// A copy is a chain of hops, each an op, each starting once the message's head has crossed
+// the one before (cut-through, ADR 0007): a DMA read on this PE's queue when the source is
+// in HBM, the route's links and ports (src/device/common/network.h), and a DMA write on the
+// destination PE's HBM write port when the destination is in HBM.
+OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps) {
   const auto& T = ctx_.topo_;
-  if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
-  check_transfer(bytes, 1);
   if (to.sip < 0 || to.sip >= T.sips || to.cube < 0 || to.cube >= T.cubes_per_sip() || to.pe < 0 ||
       to.pe >= T.pes_per_cube())
     throw InputError("copy to " + ctx_.rank_name(to) + ", which does not exist");
   const Rank& from = rank_;
-  if (from.sip == to.sip && from.cube == to.cube && from.pe == to.pe)
-    throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
+  const bool same = from.sip == to.sip && from.cube == to.cube && from.pe == to.pe;
+  auto tensor_bytes = [&](const CopyEnd& e, const Rank& at) {
+    auto& t = ctx_.tensors_.at(static_cast<std::size_t>(e.tensor.id));
+    ctx_.local_shard(t, at, e.region);  // it must lie in a shard on that rank's cube
+    return e.region.elements() * dtype_bytes(t.dtype);
+  };
+  if (src.hbm()) bytes = tensor_bytes(src, from);
+  if (dst.hbm()) {
+    const std::int64_t b = tensor_bytes(dst, to);
+    if (bytes >= 0 && b != bytes)
+      throw InputError("copy: the destination region holds " + std::to_string(b) + " bytes, the source " +
+                       std::to_string(bytes));
+    bytes = b;
+  }
+  if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
+  check_transfer(bytes, src.hbm() || dst.hbm() ? T.pes_per_cube() : 1);
+  if (same && !src.hbm() && !dst.hbm()) throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
 
-  // Each hop is an op on one link direction (src/device/common/network.h); a hop may start
-  // once the message's head has crossed the previous one (cut-through, ADR 0007).
   OpId prev = engine::kNoOp, first = engine::kNoOp;
   std::vector<OpId> first_deps(deps);
-  net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
-    engine::Op op = base(OpKind::copy, ctx_.link_resource(h.link));
-    op.bytes = bytes;
-    op.level = h.kind == net::LinkKind::cube_link  ? engine::LinkLevel::cube
-               : h.kind == net::LinkKind::sip_link ? engine::LinkLevel::sip
-                                                   : engine::LinkLevel::pe;
-    op.busy_ps = transfer_ps(bytes, h.bandwidth_gbps);
-    op.latency_ps = h.latency_ns * kPsPerNs;
+  std::vector<OpId> chain;
+  auto add_hop = [&](const engine::Op& op) {
+    chain.push_back(static_cast<OpId>(ctx_.graph_.ops().size()));
     if (prev == engine::kNoOp) {
       prev = ctx_.graph_.add_op(op, first_deps.data(), first_deps.size());
       first = prev;
@@ -486,25 +524,74 @@ OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t byte
       ctx_.graph_.add_head_dep(next, prev);
       prev = next;
     }
-  });
-  if (ctx_.opts_.enable_data) {
-    // The source is read when the first hop completes and written at the destination
-    // when the last one does.
-    auto snapshot = std::make_shared<std::vector<float>>();
-    const std::int64_t elems = bytes / dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(src.id)).dtype);
-    ctx_.graph_.set_action(first, [&ctx = ctx_, src, snapshot, elems, dst, single = first == prev]() {
-      const auto& S = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
-      snapshot->assign(S.begin(), S.begin() + elems);
-      if (single) {
-        auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
-        std::copy(snapshot->begin(), snapshot->end(), D.begin());
-      }
+    return prev;
+  };
+  const ps_t hbm_latency = T.hbm_latency_ns * kPsPerNs;
+  if (src.hbm()) {  // read on this PE's DMA queue, at its HBM share (set when the launch ends)
+    engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
+    op.bytes = bytes;
+    op.latency_ps = hbm_latency;
+    ctx_.hbm_ops_.push_back({add_hop(op), ctx_.global_cube(from), from.pe});
+  }
+  if (!same)
+    net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
+      engine::Op op = base(OpKind::copy, ctx_.link_resource(h.link));
+      op.bytes = bytes;
+      op.level = h.kind == net::LinkKind::cube_link  ? engine::LinkLevel::cube
+                 : h.kind == net::LinkKind::sip_link ? engine::LinkLevel::sip
+                                                     : engine::LinkLevel::pe;
+      op.busy_ps = transfer_ps(bytes, h.bandwidth_gbps);
+      op.latency_ps = h.latency_ns * kPsPerNs;
+      add_hop(op);
     });
-    if (first != prev)
-      ctx_.graph_.set_action(prev, [&ctx = ctx_, snapshot, dst]() {
-        auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
-        std::copy(snapshot->begin(), snapshot->end(), D.begin());
+  if (dst.hbm()) {  // written through the destination PE's HBM write port, at its HBM share
+    engine::Op op = base(OpKind::dma_store, ctx_.dma_in_resource(to));
+    op.bytes = bytes;
+    op.latency_ps = hbm_latency;
+    ctx_.hbm_ops_.push_back({add_hop(op), ctx_.global_cube(to), to.pe});
+  }
+  // A chain streams at its slowest hop; with an HBM end that is known when the launch ends.
+  if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));
+  if (ctx_.opts_.enable_data) {
+    // The source is read when the first hop completes and written at the destination when
+    // the last one does, rounded to the destination's type.
+    auto snapshot = std::make_shared<std::vector<float>>();
+    RuntimeContext& ctx = ctx_;
+    auto read = [&ctx, src, snapshot, bytes]() {
+      if (src.hbm()) {
+        const auto& t = ctx.tensors_[static_cast<std::size_t>(src.tensor.id)];
+        snapshot->clear();
+        for (std::int64_t r = 0; r < src.region.rows; ++r)
+          for (std::int64_t c = 0; c < src.region.cols; ++c)
+            snapshot->push_back(t.data[static_cast<std::size_t>((src.region.row0 + r) * t.cols + src.region.col0 + c)]);
+      } else {
+        const auto& b = ctx.bufs_[static_cast<std::size_t>(src.buf.id)];
+        const auto n = static_cast<std::size_t>(bytes / dtype_bytes(b.dtype));
+        snapshot->assign(b.data.begin(), b.data.begin() + static_cast<std::ptrdiff_t>(std::min(n, b.data.size())));
+      }
+    };
+    auto write = [&ctx, dst, snapshot]() {
+      if (dst.hbm()) {
+        auto& t = ctx.tensors_[static_cast<std::size_t>(dst.tensor.id)];
+        std::size_t i = 0;
+        for (std::int64_t r = 0; r < dst.region.rows; ++r)
+          for (std::int64_t c = 0; c < dst.region.cols && i < snapshot->size(); ++c, ++i)
+            t.data[static_cast<std::size_t>((dst.region.row0 + r) * t.cols + dst.region.col0 + c)] =
+                round_to(t.dtype, (*snapshot)[i]);
+      } else {
+        auto& b = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)];
+        for (std::size_t i = 0; i < snapshot->size() && i < b.data.size(); ++i) b.data[i] = round_to(b.dtype, (*snapshot)[i]);
+      }
+    };
+    if (first == prev) {
+      ctx_.graph_.set_action(first, [read, write]() {
+        read();
+        write();
       });
+    } else {
+      ctx_.graph_.set_action(first, read);
+      ctx_.graph_.set_action(prev, write);
+    }
   }
   return prev;
 }

@@ -132,6 +132,12 @@ class PeProgram {
   OpId row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
   // SRAM -> SRAM of another rank, over PE copy queues, cube links and SIP links.
   OpId copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
+  // Copies whose source or destination is a region of a tensor in HBM (this rank's cube for
+  // the source, `to`'s cube for the destination; local or remote): a DMA read on this PE's
+  // queue, the route, and a DMA write through `to`'s HBM write port (ADR 0007).
+  OpId copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps = {});
+  OpId copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps = {});
+  OpId copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps = {});
   // A copy to `to` on channel `ch`; and an op that completes when the matching send from
   // `from` has landed here.
   OpId send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
@@ -147,6 +153,14 @@ class PeProgram {
       : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {}
   engine::Op base(engine::OpKind kind, engine::ResourceId res) const;
   OpId vector_op(VecOp op, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s, Deps deps);
+  // One end of a copy: an SRAM buffer, or a region of a tensor in HBM.
+  struct CopyEnd {
+    SramBuf buf;
+    Tensor tensor;
+    Region region;
+    bool hbm() const { return tensor.id >= 0; }
+  };
+  OpId transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps);
 
   RuntimeContext& ctx_;
   Rank rank_;
@@ -244,6 +258,7 @@ class RuntimeContext {
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
   std::string rank_name(const Rank& r) const;
   engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
+  engine::ResourceId dma_in_resource(const Rank& r);
   engine::ResourceId link_resource(std::int64_t link);
   const Shard& local_shard(const TensorInfo& t, const Rank& r, const Region& region) const;
 
@@ -256,11 +271,16 @@ class RuntimeContext {
   std::vector<std::string> channels_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t>, ChannelEnd> channel_ends_;  // (channel, from, to)
   std::int32_t launches_ = 0;
-  std::vector<OpId> hbm_ops_;  // the current launch's DMA loads and stores
+  struct HbmOp {
+    OpId op;
+    std::int64_t cube, pe;  // whose HBM share it uses
+  };
+  std::vector<HbmOp> hbm_ops_;  // the current launch's HBM reads and writes
+  std::vector<std::vector<OpId>> chains_;  // the current launch's copies with an HBM end, hop by hop
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
-  std::vector<engine::ResourceId> pe_res_;  // global PE * 3 + {matrix, vector, dma}
+  std::vector<engine::ResourceId> pe_res_;  // global PE * 4 + {matrix, vector, dma, dma_in}
   std::vector<engine::ResourceId> links_;  // per link id of the network; kNoResource until used
   std::vector<std::pair<engine::ResourceId, std::int64_t>> link_of_;  // the links used
   LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
