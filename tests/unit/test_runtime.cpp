@@ -576,3 +576,66 @@ TEST(Runtime, HbmWritePortServesArrivalsInOrder) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// A KV cache [batch 2, kv_heads 4, seq 6, d_head 8]: heads split over 2 cubes, the sequence
+// over the 2 PEs of each; a PE loads a strided box of its part, scales it and stores it.
+TEST(Runtime, FourDimensionalTensorsAndStridedBoxes) {
+  RuntimeContext ctx(tiny(), ContextOptions{true});
+  Placement pl{Split::row_wise, 2, 1, 0, Split::row_wise, 2};
+  pl.cube_dim = 1;  // heads
+  pl.pe_dim = 2;    // sequence
+  const Tensor kv = ctx.random({2, 4, 6, 8}, DType::f16, pl, "kv", 9);
+  const Tensor out = ctx.zeros({2, 4, 6, 8}, DType::f16, pl, "out");
+  EXPECT_EQ(ctx.shape(kv), (std::vector<std::int64_t>{2, 4, 6, 8}));
+  EXPECT_EQ(ctx.rows(kv), 48);
+  EXPECT_EQ(ctx.cols(kv), 8);
+  // Cube 1 holds heads 2..3; its PE 1 the sequence positions 3..5 of them.
+  const Box box{{1, 2, 3, 2}, {1, 2, 3, 4}};  // batch 1, heads 2-3, positions 3-5, dims 2-5
+  OpId load = engine::kNoOp;
+  ctx.launch("kv", LaunchGrid{1, 2, 2}, [&](PeProgram& p) {
+    if (p.rank().cube != 1 || p.rank().pe != 1) return;
+    const SramBuf b = p.sram(2 * 24, DType::f16);
+    load = p.load(kv, box, b);
+    const OpId s = p.vector_scale(b, 24, 2.0f, {load});
+    p.store(b, out, box, {s});
+  });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  EXPECT_EQ(r.summary.hbm_read_bytes, 24 * 2);
+  // Each cube holds two heads of each tensor: 2 x 2 x 6 x 8 f16 values, for both tensors.
+  EXPECT_EQ(r.hbm_footprint_bytes[0], 2 * (2 * 2 * 6 * 8 * 2));
+  const auto& in = ctx.values(kv);
+  const auto& o = ctx.values(out);
+  int inside = 0;
+  for (int b = 0; b < 2; ++b)
+    for (int h = 0; h < 4; ++h)
+      for (int s = 0; s < 6; ++s)
+        for (int d = 0; d < 8; ++d) {
+          const std::size_t at = static_cast<std::size_t>(((b * 4 + h) * 6 + s) * 8 + d);
+          const bool in_box = b == 1 && h >= 2 && h <= 3 && s >= 3 && d >= 2 && d <= 5;
+          inside += in_box;
+          EXPECT_EQ(o[at], in_box ? round_to(DType::f16, 2.0f * in[at]) : 0.0f) << at;
+        }
+  EXPECT_EQ(inside, 24);
+  // A box in another PE's part, a 2-D region of a 4-D tensor, a box of the wrong rank.
+  auto fails = [&](auto&& body, const char* what) {
+    try {
+      ctx.launch("bad", LaunchGrid{1, 2, 2}, [&](PeProgram& p) {
+        if (p.rank().cube == 1 && p.rank().pe == 0) body(p);
+      });
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  fails([&](PeProgram& p) { p.load(kv, box, p.sram(48, DType::f16)); }, "no shard on its cube");
+  fails([&](PeProgram& p) { p.load(kv, Region{0, 1, 0, 8}, p.sram(48, DType::f16)); }, "address it with a Box");
+  fails([&](PeProgram& p) { p.load(kv, Box{{0, 0}, {1, 1}}, p.sram(48, DType::f16)); }, "a box needs 4 starts");
+  EXPECT_THROW(ctx.zeros({1, 2, 3, 4, 5}, DType::f16, Placement{}, "five"), InputError);
+}
+
+}  // namespace
+}  // namespace kb

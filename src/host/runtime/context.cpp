@@ -35,13 +35,14 @@ std::string RuntimeContext::rank_name(const Rank& r) const {
 }
 
 Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placement pl, const std::string& name) {
-  if (shape.empty() || shape.size() > 2)
-    throw InputError("tensor '" + name + "': shape must have 1 or 2 dimensions");
-  for (auto d : shape)
+  if (shape.empty() || shape.size() > static_cast<std::size_t>(kMaxDims))
+    throw InputError("tensor '" + name + "': shape must have 1 to 4 dimensions");
+  std::int64_t elements = 1;
+  for (auto d : shape) {
     if (d <= 0 || d > (INT64_C(1) << 31)) throw InputError("tensor '" + name + "': every dimension must be in 1..2^31");
-  const std::int64_t rows = shape.size() == 2 ? shape[0] : 1;
-  const std::int64_t cols = shape.back();
-  if (rows > (INT64_C(1) << 48) / cols) throw InputError("tensor '" + name + "': more than 2^48 elements");
+    if (elements > (INT64_C(1) << 48) / d) throw InputError("tensor '" + name + "': more than 2^48 elements");
+    elements *= d;
+  }
   if (pl.cubes < 1 || pl.cubes > topo_.cubes_per_sip())
     throw InputError("tensor '" + name + "': placement spans " + std::to_string(pl.cubes) + " cubes; a SIP has " +
                      std::to_string(topo_.cubes_per_sip()));
@@ -52,27 +53,42 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
     throw InputError("tensor '" + name + "': placement spans " + std::to_string(pl.pes) + " PEs; a cube has " +
                      std::to_string(topo_.pes_per_cube()));
 
-  // Part `i` of `parts` of region r along the split's axis, in whole granules.
-  auto part = [&](const Region& r, Split how, std::int64_t i, std::int64_t parts) {
-    if (how == Split::replicate) return r;
-    const std::int64_t extent = how == Split::row_wise ? r.rows : r.cols;
+  const int nd = static_cast<int>(shape.size()), pad = kMaxDims - nd;
+  // The padded dimension a split divides.
+  auto axis_of = [&](Split how, std::int32_t dim, const char* which) {
+    if (dim < 0) return how == Split::row_wise ? pad : kMaxDims - 1;
+    if (dim >= nd)
+      throw InputError("tensor '" + name + "': placement splits dimension " + std::to_string(dim) + " over " + which +
+                       "; the tensor has " + std::to_string(nd));
+    return pad + dim;
+  };
+  const int cube_axis = axis_of(pl.cube, pl.cube_dim, "cubes"), pe_axis = axis_of(pl.pe, pl.pe_dim, "PEs");
+  // Part `i` of `parts` of block b along `axis`, in whole granules.
+  auto part = [&](Block b, Split how, int axis, std::int64_t i, std::int64_t parts) {
+    if (how == Split::replicate) return b;
+    const std::int64_t extent = b.len[axis];
     const std::int64_t units = ceil_div(extent, pl.granule);
     const std::int64_t lo = imin(extent, (i * units / parts) * pl.granule);
     const std::int64_t hi = imin(extent, ((i + 1) * units / parts) * pl.granule);
-    return how == Split::row_wise ? Region{r.row0 + lo, hi - lo, r.col0, r.cols} : Region{r.row0, r.rows, r.col0 + lo, hi - lo};
+    b.lo[axis] += lo;
+    b.len[axis] = hi - lo;
+    return b;
   };
 
-  TensorInfo t{name, rows, cols, dtype, {}, {}};
+  TensorInfo t{name, elements / shape.back(), shape.back(), dtype, {}, {}, shape, {1, 1, 1, 1}};
+  for (int d = 0; d < nd; ++d) t.dim[pad + d] = shape[static_cast<std::size_t>(d)];
+  Block whole;
+  for (int d = 0; d < kMaxDims; ++d) whole.len[d] = t.dim[d];
   const std::int64_t esize = dtype_bytes(dtype);
   for (std::int64_t c = 0; c < pl.cubes; ++c) {
-    const Region cube_region = part(Region{0, rows, 0, cols}, pl.cube, c, pl.cubes);
+    const Block cube_block = part(whole, pl.cube, cube_axis, c, pl.cubes);
     const std::int64_t cube = pl.sip * topo_.cubes_per_sip() + c;
     // Replicated over PEs: one copy the cube's PEs share; split: one part per PE.
     const std::int64_t parts = pl.pe == Split::replicate ? 1 : pl.pes;
     for (std::int64_t q = 0; q < parts; ++q) {
-      const Region r = part(cube_region, pl.pe, q, parts);
-      if (r.elements() == 0) continue;
-      const std::int64_t bytes = r.elements() * esize;
+      const Block b = part(cube_block, pl.pe, pe_axis, q, parts);
+      if (b.elements() == 0) continue;
+      const std::int64_t bytes = b.elements() * esize;
       auto& used = hbm_used_[static_cast<std::size_t>(cube)];
       if (used + bytes > topo_.hbm_capacity_bytes())
         throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
@@ -80,10 +96,10 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
                          std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
                          std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
       used += bytes;
-      t.shards.push_back(Shard{cube, pl.pe == Split::replicate ? -1 : q, r, bytes});
+      t.shards.push_back(Shard{cube, pl.pe == Split::replicate ? -1 : q, b, bytes});
     }
   }
-  if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(rows * cols), 0.0f);
+  if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(elements), 0.0f);
   tensors_.push_back(std::move(t));
   return Tensor{static_cast<std::int32_t>(tensors_.size() - 1)};
 }
@@ -108,6 +124,7 @@ const std::vector<float>& RuntimeContext::values(Tensor t) const {
 }
 std::int64_t RuntimeContext::rows(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).rows; }
 std::int64_t RuntimeContext::cols(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).cols; }
+const std::vector<std::int64_t>& RuntimeContext::shape(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).shape; }
 
 Signal RuntimeContext::signal(const std::string& name) {
   engine::Op op{};
@@ -234,18 +251,34 @@ ResourceId RuntimeContext::link_resource(std::int64_t link) {
   return id;
 }
 
-const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, const Rank& r, const Region& g) const {
-  if (g.rows <= 0 || g.cols <= 0 || g.row0 < 0 || g.col0 < 0 || g.row0 + g.rows > t.rows || g.col0 + g.cols > t.cols)
-    throw InputError("tensor '" + t.name + "': region is outside the tensor");
+const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, const Rank& r, const Block& g) const {
+  for (int d = 0; d < kMaxDims; ++d)
+    if (g.len[d] <= 0 || g.lo[d] < 0 || g.lo[d] + g.len[d] > t.dim[d])
+      throw InputError("tensor '" + t.name + "': region is outside the tensor");
   const std::int64_t cube = global_cube(r);
   for (const Shard& s : t.shards) {
-    const Region& h = s.region;
-    if (s.cube == cube && (s.pe < 0 || s.pe == r.pe) && g.row0 >= h.row0 && g.row0 + g.rows <= h.row0 + h.rows && g.col0 >= h.col0 &&
-        g.col0 + g.cols <= h.col0 + h.cols)
-      return s;
+    if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) continue;
+    bool inside = true;
+    for (int d = 0; d < kMaxDims; ++d)
+      inside &= g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d];
+    if (inside) return s;
   }
   throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region that no shard on its cube, owned by it or shared, holds");
 }
+
+namespace {
+// Visits the elements of a block of a tensor of padded dimensions `dim`, in row-major order:
+// f(offset in the tensor, index in the block).
+template <class F>
+void for_each_element(const std::int64_t* dim, const Block& b, F&& f) {
+  auto index = [dim](const std::int64_t* at) { return ((at[0] * dim[1] + at[1]) * dim[2] + at[2]) * dim[3] + at[3]; };
+  std::int64_t at[kMaxDims], k = 0;
+  for (at[0] = b.lo[0]; at[0] < b.lo[0] + b.len[0]; ++at[0])
+    for (at[1] = b.lo[1]; at[1] < b.lo[1] + b.len[1]; ++at[1])
+      for (at[2] = b.lo[2]; at[2] < b.lo[2] + b.len[2]; ++at[2])
+        for (at[3] = b.lo[3]; at[3] < b.lo[3] + b.len[3]; ++at[3]) f(static_cast<std::size_t>(index(at)), static_cast<std::size_t>(k++));
+}
+}  // namespace
 
 RunReport RuntimeContext::run() {
   RunReport rep;
@@ -328,48 +361,54 @@ OpId PeProgram::recv(Channel ch, const Rank& from) {
   return wait({s.op});
 }
 
-OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) {
-  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(src.id));
+Block PeProgram::block_of(Tensor t, const Region& r) const {
+  const auto& info = ctx_.tensors_.at(static_cast<std::size_t>(t.id));
+  if (info.shape.size() > 2)
+    throw InputError("tensor '" + info.name + "' has " + std::to_string(info.shape.size()) +
+                     " dimensions: address it with a Box, not a 2-D Region");
+  Block b;
+  b.lo[2] = r.row0, b.len[2] = r.rows, b.lo[3] = r.col0, b.len[3] = r.cols;
+  return b;
+}
+
+Block PeProgram::block_of(Tensor t, const Box& box) const {
+  const auto& info = ctx_.tensors_.at(static_cast<std::size_t>(t.id));
+  const std::size_t nd = info.shape.size();
+  if (box.lo.size() != nd || box.len.size() != nd)
+    throw InputError("tensor '" + info.name + "': a box needs " + std::to_string(nd) + " starts and extents");
+  Block b;
+  for (std::size_t d = 0; d < nd; ++d) {
+    b.lo[kMaxDims - nd + d] = box.lo[d];
+    b.len[kMaxDims - nd + d] = box.len[d];
+  }
+  return b;
+}
+
+OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) { return hbm_op(true, src, block_of(src, g), dst, deps); }
+OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) { return hbm_op(false, dst, block_of(dst, g), src, deps); }
+OpId PeProgram::load(Tensor src, const Box& b, SramBuf dst, Deps deps) { return hbm_op(true, src, block_of(src, b), dst, deps); }
+OpId PeProgram::store(SramBuf src, Tensor dst, const Box& b, Deps deps) { return hbm_op(false, dst, block_of(dst, b), src, deps); }
+
+// A load (HBM -> SRAM) or store on this PE's DMA queue; the block lies in a shard on its cube.
+OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, Deps deps) {
+  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(tensor.id));
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
   check_transfer(bytes, grid_.pes);
-  engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
+  engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   ctx_.hbm_ops_.push_back({id, ctx_.global_cube(rank_), rank_.pe});  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
-    KB_INTERNAL_CHECK(static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(dst.id)).data.size()) >= g.elements(),
-                      "load overflows its SRAM buffer");
-    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
-      const auto& T = ctx.tensors_[static_cast<std::size_t>(src.id)];
-      auto& B = ctx.bufs_[static_cast<std::size_t>(dst.id)].data;
-      for (std::int64_t r = 0; r < g.rows; ++r)
-        for (std::int64_t c = 0; c < g.cols; ++c)
-          B[static_cast<std::size_t>(r * g.cols + c)] = T.data[static_cast<std::size_t>((g.row0 + r) * T.cols + g.col0 + c)];
-    });
-  }
-  return id;
-}
-
-OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) {
-  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(dst.id));
-  ctx_.local_shard(t, rank_, g);
-  const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
-  check_transfer(bytes, grid_.pes);
-  engine::Op op = base(OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
-  op.bytes = bytes;
-  op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
-  const OpId id = ctx_.graph_.add_op(op, deps);
-  ctx_.hbm_ops_.push_back({id, ctx_.global_cube(rank_), rank_.pe});
-  if (ctx_.opts_.enable_data) {
-    ctx_.graph_.set_action(id, [&ctx = ctx_, src, dst, g]() {
-      auto& T = ctx.tensors_[static_cast<std::size_t>(dst.id)];
-      const auto& B = ctx.bufs_[static_cast<std::size_t>(src.id)].data;
-      for (std::int64_t r = 0; r < g.rows; ++r)
-        for (std::int64_t c = 0; c < g.cols; ++c)
-          T.data[static_cast<std::size_t>((g.row0 + r) * T.cols + g.col0 + c)] =
-              round_to(T.dtype, B[static_cast<std::size_t>(r * g.cols + c)]);
+    if (static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(buf.id)).data.size()) < g.elements())
+      throw InputError(std::string(load ? "load" : "store") + " of " + std::to_string(g.elements()) + " elements of '" +
+                       t.name + "' overflows its SRAM buffer");
+    ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
+      auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
+      auto& B = ctx.bufs_[static_cast<std::size_t>(buf.id)];
+      if (load) for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { B.data[k] = T.data[at]; });
+      else for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { T.data[at] = round_to(T.dtype, B.data[k]); });
     });
   }
   return id;
@@ -474,13 +513,19 @@ OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t byte
   return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{dst, {}, {}}, bytes, deps);
 }
 OpId PeProgram::copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps) {
-  return transfer(CopyEnd{{}, src, region}, to, CopyEnd{dst, {}, {}}, -1, deps);
+  return transfer(CopyEnd{{}, src, block_of(src, region)}, to, CopyEnd{dst, {}, {}}, -1, deps);
 }
 OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps) {
-  return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, region}, -1, deps);
+  return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, block_of(dst, region)}, -1, deps);
 }
 OpId PeProgram::copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps) {
-  return transfer(CopyEnd{{}, src, src_region}, to, CopyEnd{{}, dst, dst_region}, -1, deps);
+  return transfer(CopyEnd{{}, src, block_of(src, src_region)}, to, CopyEnd{{}, dst, block_of(dst, dst_region)}, -1, deps);
+}
+OpId PeProgram::copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps) {
+  return transfer(CopyEnd{{}, src, block_of(src, box)}, to, CopyEnd{dst, {}, {}}, -1, deps);
+}
+OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps) {
+  return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, block_of(dst, box)}, -1, deps);
 }
 
 // A copy is a chain of hops, each an op, each starting once the message's head has crossed
@@ -496,8 +541,8 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   const bool same = from.sip == to.sip && from.cube == to.cube && from.pe == to.pe;
   auto tensor_bytes = [&](const CopyEnd& e, const Rank& at) {
     auto& t = ctx_.tensors_.at(static_cast<std::size_t>(e.tensor.id));
-    ctx_.local_shard(t, at, e.region);  // it must lie in a shard on that rank's cube
-    return e.region.elements() * dtype_bytes(t.dtype);
+    ctx_.local_shard(t, at, e.block);  // it must lie in a shard on that rank's cube
+    return e.block.elements() * dtype_bytes(t.dtype);
   };
   if (src.hbm()) bytes = tensor_bytes(src, from);
   if (dst.hbm()) {
@@ -560,10 +605,8 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     auto read = [&ctx, src, snapshot, bytes]() {
       if (src.hbm()) {
         const auto& t = ctx.tensors_[static_cast<std::size_t>(src.tensor.id)];
-        snapshot->clear();
-        for (std::int64_t r = 0; r < src.region.rows; ++r)
-          for (std::int64_t c = 0; c < src.region.cols; ++c)
-            snapshot->push_back(t.data[static_cast<std::size_t>((src.region.row0 + r) * t.cols + src.region.col0 + c)]);
+        snapshot->assign(static_cast<std::size_t>(src.block.elements()), 0.0f);
+        for_each_element(t.dim, src.block, [&](std::size_t at, std::size_t k) { (*snapshot)[k] = t.data[at]; });
       } else {
         const auto& b = ctx.bufs_[static_cast<std::size_t>(src.buf.id)];
         const auto n = static_cast<std::size_t>(bytes / dtype_bytes(b.dtype));
@@ -573,11 +616,9 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     auto write = [&ctx, dst, snapshot]() {
       if (dst.hbm()) {
         auto& t = ctx.tensors_[static_cast<std::size_t>(dst.tensor.id)];
-        std::size_t i = 0;
-        for (std::int64_t r = 0; r < dst.region.rows; ++r)
-          for (std::int64_t c = 0; c < dst.region.cols && i < snapshot->size(); ++c, ++i)
-            t.data[static_cast<std::size_t>((dst.region.row0 + r) * t.cols + dst.region.col0 + c)] =
-                round_to(t.dtype, (*snapshot)[i]);
+        for_each_element(t.dim, dst.block, [&](std::size_t at, std::size_t k) {
+          if (k < snapshot->size()) t.data[at] = round_to(t.dtype, (*snapshot)[k]);
+        });
       } else {
         auto& b = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)];
         for (std::size_t i = 0; i < snapshot->size() && i < b.data.size(); ++i) b.data[i] = round_to(b.dtype, (*snapshot)[i]);

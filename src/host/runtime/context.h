@@ -27,6 +27,8 @@ const char* to_string(Split s);
 // cube's shard over its PEs (0..pes-1). Row and column splits are contiguous, in whole
 // multiples of `granule` rows or columns. A PE-split shard still lives in its cube's HBM;
 // each part belongs to one PE, and only that PE may load or store it.
+// A split divides one dimension of the tensor: row_wise the first, col_wise the last, unless
+// cube_dim / pe_dim name another (a KV cache [batch, heads, seq, d] split by heads: 1).
 struct Placement {
   Split cube = Split::replicate;
   std::int64_t cubes = 1;
@@ -34,15 +36,37 @@ struct Placement {
   std::int32_t sip = 0;
   Split pe = Split::replicate;
   std::int64_t pes = 1;
+  std::int32_t cube_dim = -1, pe_dim = -1;  // -1: the dimension the Split implies
 };
 
 struct ContextOptions {
   bool enable_data = false;
 };
 
+// A block of a tensor of at most 2 dimensions.
 struct Region {
   std::int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
   std::int64_t elements() const { return rows * cols; }
+};
+
+// A block of a tensor of up to 4 dimensions: from `lo`, `len` elements along each (one
+// value per dimension of the tensor). Its elements are strided in HBM; in SRAM they are
+// packed in row-major order.
+constexpr int kMaxDims = 4;
+
+// A block as the runtime holds it: four dimensions, the leading ones of extent 1.
+struct Block {
+  std::int64_t lo[kMaxDims] = {0, 0, 0, 0}, len[kMaxDims] = {1, 1, 1, 1};
+  std::int64_t elements() const { return len[0] * len[1] * len[2] * len[3]; }
+};
+
+struct Box {
+  std::vector<std::int64_t> lo, len;
+  std::int64_t elements() const {
+    std::int64_t n = 1;
+    for (std::int64_t l : len) n *= l;
+    return n;
+  }
 };
 
 struct Tensor {
@@ -114,6 +138,8 @@ class PeProgram {
   // HBM (this PE's cube) -> SRAM, and back; the region must lie in a shard on this cube.
   OpId load(Tensor src, Region region, SramBuf dst, Deps deps = {});
   OpId store(SramBuf src, Tensor dst, Region region, Deps deps = {});
+  OpId load(Tensor src, const Box& box, SramBuf dst, Deps deps = {});
+  OpId store(SramBuf src, Tensor dst, const Box& box, Deps deps = {});
   // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate).
   OpId matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
               Deps deps = {});
@@ -138,6 +164,8 @@ class PeProgram {
   OpId copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps = {});
   OpId copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps = {});
   OpId copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps = {});
+  OpId copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps = {});
+  OpId copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps = {});
   // A copy to `to` on channel `ch`; and an op that completes when the matching send from
   // `from` has landed here.
   OpId send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
@@ -157,9 +185,12 @@ class PeProgram {
   struct CopyEnd {
     SramBuf buf;
     Tensor tensor;
-    Region region;
+    Block block;
     bool hbm() const { return tensor.id >= 0; }
   };
+  Block block_of(Tensor t, const Region& r) const;
+  Block block_of(Tensor t, const Box& b) const;
+  OpId hbm_op(bool load, Tensor t, const Block& b, SramBuf buf, Deps deps);
   OpId transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps);
 
   RuntimeContext& ctx_;
@@ -181,8 +212,10 @@ class RuntimeContext {
                 std::uint64_t seed);
   // The values of a tensor (data mode only), row-major.
   const std::vector<float>& values(Tensor t) const;
+  // rows: the product of every dimension but the last; cols: the last.
   std::int64_t rows(Tensor t) const;
   std::int64_t cols(Tensor t) const;
+  const std::vector<std::int64_t>& shape(Tensor t) const;
 
   Signal signal(const std::string& name);
   // `bytes` of SRAM on every rank of `grid` (SIPs, cubes, PEs from 0), enforced per PE.
@@ -219,7 +252,7 @@ class RuntimeContext {
   struct Shard {
     std::int64_t cube;  // global cube index
     std::int64_t pe;    // owning PE inside the cube; -1: every PE of the cube
-    Region region;
+    Block block;
     std::int64_t bytes;
   };
   struct TensorInfo {
@@ -228,6 +261,8 @@ class RuntimeContext {
     DType dtype;
     std::vector<Shard> shards;
     std::vector<float> data;  // full logical tensor (data mode)
+    std::vector<std::int64_t> shape;  // as given
+    std::int64_t dim[kMaxDims];       // padded at the front with ones
   };
   struct BufInfo {
     std::int64_t pe;  // global PE index
@@ -260,7 +295,7 @@ class RuntimeContext {
   engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
   engine::ResourceId dma_in_resource(const Rank& r);
   engine::ResourceId link_resource(std::int64_t link);
-  const Shard& local_shard(const TensorInfo& t, const Rank& r, const Region& region) const;
+  const Shard& local_shard(const TensorInfo& t, const Rank& r, const Block& block) const;
 
   TopologySpec topo_;
   ContextOptions opts_;
