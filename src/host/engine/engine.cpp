@@ -41,17 +41,16 @@ struct Waiting {
   }
 };
 
+// Ordered by (time, priority, insertion sequence); priority and sequence share one word
+// (priority in the top bits), which keeps an event at 16 bytes plus its op.
 struct Event {
   ps_t time;
-  std::int32_t priority;
-  std::int64_t seq;
+  std::uint64_t order;  // priority << 58 | sequence
   OpId op;
-  bool operator>(const Event& o) const {
-    if (time != o.time) return time > o.time;
-    if (priority != o.priority) return priority > o.priority;
-    return seq > o.seq;
-  }
+  EventType type() const { return static_cast<EventType>(order >> 58); }
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : order > o.order; }
 };
+constexpr std::uint64_t kMaxSequence = UINT64_C(1) << 58;
 
 class Simulator {
  public:
@@ -84,7 +83,7 @@ class Simulator {
       KB_INTERNAL_CHECK(e.time >= now_, "event scheduled in the past");
       now_ = e.time;
       ++event_count_;
-      switch (static_cast<EventType>(e.priority)) {
+      switch (e.type()) {
         case EventType::complete: complete(e.op); break;
         case EventType::head: head(e.op); break;
         case EventType::release: release(e.op); break;
@@ -116,27 +115,21 @@ class Simulator {
     const std::size_t n = ops.size();
     remaining_.assign(n, 0);
     // Dependents of each op, in two CSR lists: on its completion, and on its head.
-    std::vector<std::int32_t> outdeg(n + 1, 0), headdeg(n + 1, 0);
-    std::size_t nhead = 0;
-    for (const Edge& e : g_.edges()) {
-      ++remaining_[static_cast<std::size_t>(e.op)];
-      ++(e.head ? headdeg : outdeg)[static_cast<std::size_t>(e.dep) + 1];
-      nhead += e.head;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      outdeg[i + 1] += outdeg[i];
-      headdeg[i + 1] += headdeg[i];
-    }
-    dep_begin_ = outdeg;
-    head_begin_ = headdeg;
-    dependents_.assign(g_.edges().size() - nhead, 0);
-    head_dependents_.assign(nhead, 0);
-    std::vector<std::int32_t> fill(outdeg.begin(), outdeg.end() - 1), hfill(headdeg.begin(), headdeg.end() - 1);
-    for (const Edge& e : g_.edges()) {
-      if (e.head) head_dependents_[static_cast<std::size_t>(hfill[static_cast<std::size_t>(e.dep)]++)] = e.op;
-      else dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
-    }
-
+    auto csr = [&](const std::vector<Edge>& edges, std::vector<std::int32_t>& begin, std::vector<OpId>& out) {
+      std::vector<std::int32_t> deg(n + 1, 0);
+      for (const Edge& e : edges) {
+        ++remaining_[static_cast<std::size_t>(e.op)];
+        ++deg[static_cast<std::size_t>(e.dep) + 1];
+      }
+      for (std::size_t i = 0; i < n; ++i) deg[i + 1] += deg[i];
+      begin = deg;
+      out.assign(edges.size(), 0);
+      std::vector<std::int32_t> fill(deg.begin(), deg.end() - 1);
+      for (const Edge& e : edges) out[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+    };
+    csr(g_.edges(), dep_begin_, dependents_);
+    csr(g_.head_edges(), head_begin_, head_dependents_);
+    has_heads_ = !g_.head_edges().empty();
     const std::size_t nres = g_.resources().size();
     arbitrated_.assign(nres, 0);
     for (std::size_t r = 0; r < nres; ++r) arbitrated_[r] = g_.resources()[r].discipline == Discipline::arbitrated;
@@ -162,7 +155,8 @@ class Simulator {
 
   void schedule(ps_t t, EventType type, OpId op) {
     KB_INTERNAL_CHECK(t >= now_, "scheduling an event in the past");
-    events_.push(Event{t, static_cast<std::int32_t>(type), seq_++, op});
+    KB_INTERNAL_CHECK(seq_ < kMaxSequence, "too many events");
+    events_.push(Event{t, static_cast<std::uint64_t>(type) << 58 | seq_++, op});
   }
 
   void start(OpId id) {
@@ -183,7 +177,7 @@ class Simulator {
       resource_bytes_[static_cast<std::size_t>(op.resource)] += op.bytes;
       schedule(t.busy_end, EventType::release, id);
     }
-    if (head_begin_[static_cast<std::size_t>(id)] != head_begin_[static_cast<std::size_t>(id) + 1])
+    if (has_heads_ && head_begin_[static_cast<std::size_t>(id)] != head_begin_[static_cast<std::size_t>(id) + 1])
       schedule(now_ + op.latency_ps, EventType::head, id);
     schedule(t.end, EventType::complete, id);
   }
@@ -290,9 +284,11 @@ class Simulator {
     // Every op that never started and whose own deps are not the reason it waits is a
     // root of the stall: either a dep never completed, or it sits behind a stuck op.
     std::vector<std::vector<OpId>> waits_for(g_.ops().size());
-    for (const Edge& e : g_.edges())
-      if (timing[static_cast<std::size_t>(e.dep)].end < 0 || timing[static_cast<std::size_t>(e.dep)].end > now_)
-        waits_for[static_cast<std::size_t>(e.op)].push_back(e.dep);
+    for (const auto* edges : {&g_.edges(), &g_.head_edges()})
+      for (const Edge& e : *edges)
+        if (timing[static_cast<std::size_t>(e.dep)].start < 0 ||
+            (edges == &g_.edges() && (timing[static_cast<std::size_t>(e.dep)].end < 0 || timing[static_cast<std::size_t>(e.dep)].end > now_)))
+          waits_for[static_cast<std::size_t>(e.op)].push_back(e.dep);
     std::string msg;
     std::size_t stuck = 0, shown = 0;
     for (std::size_t i = 0; i < g_.ops().size(); ++i) {
@@ -325,13 +321,14 @@ class Simulator {
   std::vector<std::int32_t> head_;
   std::vector<char> busy_;
   std::vector<char> arbitrated_, arbitrating_;
+  bool has_heads_ = false;
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
   std::vector<std::int64_t> resource_bytes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<OpTiming>* timing_ = nullptr;
   ps_t now_ = 0;
-  std::int64_t seq_ = 0;
+  std::uint64_t seq_ = 0;
   std::int64_t event_count_ = 0;
   std::size_t completed_ = 0;
   std::string error_;

@@ -40,12 +40,13 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
 void Graph::add_dep(OpId op, OpId dep) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
   KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
-  edges_.push_back({op, dep, false});
+  edges_.push_back({op, dep});
 }
 
 void Graph::add_head_dep(OpId op, OpId dep) {
-  add_dep(op, dep);
-  edges_.back().head = true;
+  KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
+  KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
+  head_edges_.push_back({op, dep});
 }
 
 void Graph::set_busy(OpId op, ps_t busy_ps) {

@@ -66,8 +66,7 @@ struct Op {
 };
 
 struct Edge {
-  OpId op, dep;  // op waits for dep to complete
-  bool head = false;  // or only for dep to start and its latency to pass (cut-through hops)
+  OpId op, dep;  // op waits for dep to complete (head edges: for dep's start plus its latency)
 };
 
 class Graph {
@@ -91,6 +90,7 @@ class Graph {
   const std::vector<Resource>& resources() const { return resources_; }
   const std::vector<Op>& ops() const { return ops_; }
   const std::vector<Edge>& edges() const { return edges_; }
+  const std::vector<Edge>& head_edges() const { return head_edges_; }
   const std::vector<std::string>& labels() const { return labels_; }
   const std::vector<std::function<void()>>& actions() const { return actions_; }
   std::string op_name(OpId id) const;
@@ -103,6 +103,7 @@ class Graph {
   std::vector<Resource> resources_;
   std::vector<Op> ops_;
   std::vector<Edge> edges_;
+  std::vector<Edge> head_edges_;
   std::vector<std::string> labels_;
   std::vector<std::function<void()>> actions_;  // empty unless an action was set
 };

@@ -26,6 +26,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
   hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
+  hbm_user_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   links_.assign(static_cast<std::size_t>(net::link_count(topo_)), engine::kNoResource);
   pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 4), engine::kNoResource);
 }
@@ -146,6 +147,7 @@ std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchG
                      std::to_string(topo_.pes_per_cube()));
   grid_ = grid;
   ++launches_;
+  first_buf_of_launch_ = bufs_.size();
   return graph_.add_label(name);
 }
 
@@ -155,17 +157,25 @@ std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchG
 // the PEs of the cube that access HBM in this launch, so a PE's rate is min(its DMA rate,
 // HBM rate / those PEs). Known only once every kernel of the launch has run.
 void RuntimeContext::end_launch() {
-  for (std::size_t b = 0; b < bufs_.size(); ++b)
+  for (std::size_t b = first_buf_of_launch_; b < bufs_.size(); ++b)
     if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
-  std::map<std::int64_t, std::vector<std::int64_t>> users;  // global cube -> its PEs that touch HBM
+  // Sharers per cube: its PEs marked as HBM users in this launch.
+  const std::int64_t ppc = topo_.pes_per_cube();
+  std::int64_t last_cube = -1, sharers = 0, last_bytes = -1;
+  ps_t busy = 0;
   for (const HbmOp& h : hbm_ops_) {
-    auto& pes = users[h.cube];
-    if (std::find(pes.begin(), pes.end(), h.pe) == pes.end()) pes.push_back(h.pe);
-  }
-  for (const HbmOp& h : hbm_ops_) {
-    const engine::Op& op = graph_.ops()[static_cast<std::size_t>(h.op)];
-    const auto sharers = static_cast<std::int64_t>(users[h.cube].size());
-    graph_.set_busy(h.op, shared_transfer_ps(op.bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers));
+    if (h.cube != last_cube) {
+      last_cube = h.cube;
+      last_bytes = -1;
+      sharers = 0;
+      for (std::int64_t p = 0; p < ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(h.cube * ppc + p)] == launches_;
+    }
+    const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
+    if (bytes != last_bytes) {
+      last_bytes = bytes;
+      busy = shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
+    }
+    graph_.set_busy(h.op, busy);
   }
   // Every hop of a copy with an HBM end is held for as long as its slowest hop (cut-through
   // streams at the pipeline's slowest stage; ADR 0007).
@@ -176,6 +186,11 @@ void RuntimeContext::end_launch() {
   }
   chains_.clear();
   hbm_ops_.clear();
+}
+
+void RuntimeContext::hbm_access(OpId op, const Rank& r) {
+  hbm_user_[static_cast<std::size_t>(global_pe(r))] = launches_;
+  hbm_ops_.push_back({op, global_cube(r)});
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -258,10 +273,9 @@ const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, co
   const std::int64_t cube = global_cube(r);
   for (const Shard& s : t.shards) {
     if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) continue;
-    bool inside = true;
-    for (int d = 0; d < kMaxDims; ++d)
-      inside &= g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d];
-    if (inside) return s;
+    int d = 0;
+    while (d < kMaxDims && g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d]) ++d;
+    if (d == kMaxDims) return s;
   }
   throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region that no shard on its cube, owned by it or shared, holds");
 }
@@ -399,7 +413,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
-  ctx_.hbm_ops_.push_back({id, ctx_.global_cube(rank_), rank_.pe});  // its time is set when the launch ends
+  ctx_.hbm_access(id, rank_);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
     if (static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(buf.id)).data.size()) < g.elements())
       throw InputError(std::string(load ? "load" : "store") + " of " + std::to_string(g.elements()) + " elements of '" +
@@ -576,7 +590,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_ops_.push_back({add_hop(op), ctx_.global_cube(from), from.pe});
+    ctx_.hbm_access(add_hop(op), from);
   }
   if (!same)
     net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
@@ -593,7 +607,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_store, ctx_.dma_in_resource(to));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_ops_.push_back({add_hop(op), ctx_.global_cube(to), to.pe});
+    ctx_.hbm_access(add_hop(op), to);
   }
   // A chain streams at its slowest hop; with an HBM end that is known when the launch ends.
   if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));

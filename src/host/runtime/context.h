@@ -308,8 +308,12 @@ class RuntimeContext {
   std::int32_t launches_ = 0;
   struct HbmOp {
     OpId op;
-    std::int64_t cube, pe;  // whose HBM share it uses
+    std::int64_t cube;  // whose HBM share it uses
   };
+  // Records an HBM read or write by rank r (its time is set when the launch ends).
+  void hbm_access(OpId op, const Rank& r);
+  std::vector<std::int32_t> hbm_user_;  // per global PE: the last launch in which it accessed HBM
+  std::size_t first_buf_of_launch_ = 0;
   std::vector<HbmOp> hbm_ops_;  // the current launch's HBM reads and writes
   std::vector<std::vector<OpId>> chains_;  // the current launch's copies with an HBM end, hop by hop
   std::vector<std::int64_t> hbm_used_;   // per global cube
