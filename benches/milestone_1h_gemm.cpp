@@ -85,9 +85,8 @@ void run_gemm_milestone(BenchContext& ctx) {
                         {"description", v.description}});
   nlohmann::json doc = document("kernbench-gpu/gemm-sweep", "1.1.0", topo);
   doc["bench"] = "milestone-1h-gemm";
-  doc["topology"]["pe_peak_tflops"] =
-      2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6;
-  doc["topology"]["cube_hbm_gbps"] = topo.hbm_bandwidth_gbps;
+  doc["machine"] = {{"pe_peak_tflops", 2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6},
+                    {"cube_hbm_gbps", topo.hbm_bandwidth_gbps}};
   doc["backend"] = to_string(backend);
   doc["parity"] = {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}};
   doc["shapes"] = shapes;

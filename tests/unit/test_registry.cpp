@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "host/bench/registry.h"
+#include "host/common/error.h"
+#include "host/families/family.h"
 
 namespace kb {
 namespace {
@@ -26,6 +28,30 @@ TEST(Registry, DuplicateAndMalformedNamesAreRecorded) {
   ASSERT_EQ(bench_registry_errors().size(), before + 2);
   EXPECT_EQ(bench_registry_errors()[before], "bench 'test-only-bench' is registered twice");
   ASSERT_NE(find_bench("test-only-bench"), nullptr);
+}
+
+}  // namespace
+}  // namespace kb
+
+
+namespace kb {
+namespace {
+
+// Every family's descriptor agrees with its model (checked when the list is built), and
+// every status has a name and a message of its own.
+TEST(Families, DescriptorsAgreeWithTheirModels) {
+  ASSERT_FALSE(families().empty());
+  for (const Family* f : families()) {
+    EXPECT_EQ(static_cast<int>(f->statuses.size()), batched::status_count(f->id)) << f->name;
+    std::vector<unsigned char> cfg(f->config_size(), 0);
+    for (std::int32_t s = 1; s < static_cast<std::int32_t>(f->statuses.size()); ++s) {
+      const std::string m = f->status_message(s, cfg.data());
+      EXPECT_EQ(m.find("unknown"), std::string::npos) << f->name << " status " << s << ": " << m;
+      EXPECT_FALSE(m.empty());
+    }
+  }
+  EXPECT_EQ(family("gemm").statuses.back(), "bad_hardware");
+  EXPECT_THROW(family("nope"), InputError);
 }
 
 }  // namespace

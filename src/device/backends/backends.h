@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "families.h"
 
 namespace kb::batched {
+
+// The machine cannot run what was asked on the device (out of memory, no usable driver or
+// device); the host reports it as an environment error.
+class DeviceUnavailable : public std::runtime_error {
+ public:
+  explicit DeviceUnavailable(const std::string& what) : std::runtime_error(what) {}
+};
 
 enum class Family : std::int32_t {
 #define KB_FAMILY_ID(id, Model) id,
@@ -58,6 +66,8 @@ class SpaceDecoder {
 
 std::size_t config_size(Family f);
 std::size_t result_size(Family f);
+int status_count(Family f);            // Model::kStatuses
+std::size_t hw_offset(Family f);       // offsetof(Model::Config, hw)
 // The family's `complete` (e.g. automatic tiles) and `evaluate`, on the host.
 void complete_config(Family f, void* config);
 void evaluate_host(Family f, const void* config, void* result);

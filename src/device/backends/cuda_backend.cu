@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "../../host/common/error.h"
 #include "../sweep/reduce.inl"
 
 // A failed CUDA call: the machine's problem (no memory, no driver or device) is an
@@ -26,7 +25,7 @@
 [[noreturn]] inline void kb_cuda_fail(cudaError_t err, const char* file, int line, const char* expr) {
   switch (err) {
     case cudaErrorMemoryAllocation:
-      throw kb::EnvironmentError(std::string("the CUDA device ran out of memory (") + expr + ": " +
+      throw kb::batched::DeviceUnavailable(std::string("the CUDA device ran out of memory (") + expr + ": " +
                                  cudaGetErrorString(err) + "); use --backend omp or a smaller --chunk");
     case cudaErrorInsufficientDriver:
     case cudaErrorNoDevice:
@@ -34,7 +33,7 @@
     case cudaErrorSystemDriverMismatch:
     case cudaErrorDevicesUnavailable:
     case cudaErrorCompatNotSupportedOnDevice:
-      throw kb::EnvironmentError(std::string("the CUDA driver or device is not usable (") + cudaGetErrorString(err) +
+      throw kb::batched::DeviceUnavailable(std::string("the CUDA driver or device is not usable (") + cudaGetErrorString(err) +
                                  "); use --backend omp");
     default:
       throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +

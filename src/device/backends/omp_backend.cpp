@@ -6,7 +6,9 @@
 #include <thrust/system/omp/vector.h>
 #include <thrust/transform_reduce.h>
 
+#include <cstddef>
 #include <stdexcept>
+#include <type_traits>
 
 #include "../sweep/reduce.inl"
 
@@ -70,6 +72,33 @@ std::size_t config_size(Family f) {
 #undef CALL
   unknown_family();
 }
+
+int status_count(Family f) {
+#define CALL(Model) Model::kStatuses
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+std::size_t hw_offset(Family f) {
+#define CALL(Model) offsetof(Model::Config, hw)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+// What the generic engine and the type-erased boundary assume of every family's PODs.
+#define KB_CHECK_LAYOUT(id, Model)                                                                        \
+  static_assert(std::is_trivially_copyable<Model::Config>::value && sizeof(Model::Config) % 8 == 0,       \
+                #id ": a Config is a POD of int64 fields (sweep axes write int64s at offsets)");          \
+  static_assert(std::is_same<decltype(Model::Config::hw), HwConfig>::value, #id ": a Config embeds HwConfig hw"); \
+  static_assert(std::is_trivially_copyable<Model::Result>::value && offsetof(Model::Result, status) == 0 &&  \
+                    std::is_same<decltype(Model::Result::status), std::int32_t>::value,                    \
+                #id ": a Result starts with its int32 status");                                           \
+  static_assert(std::is_same<decltype(Model::Result::latency_ps), ps_t>::value, #id ": a Result has ps_t latency_ps"); \
+  static_assert(Model::kStatuses >= 1 && Model::kStatuses <= kMaxStatuses, #id ": 1..16 statuses");
+KB_FAMILIES(KB_CHECK_LAYOUT)
+#undef KB_CHECK_LAYOUT
 
 std::size_t result_size(Family f) {
 #define CALL(Model) sizeof(Model::Result)

@@ -49,4 +49,12 @@ struct HwConfig {
   KB_HD constexpr std::int64_t dma_gbps() const { return dma_engines * dma_bandwidth_gbps; }
 };
 
+// The whole machine has at most this many PEs; with every field in its range, products of
+// counts and rates then stay far from int64 overflow.
+constexpr std::int64_t kMaxMachinePes = INT64_C(1) << 24;
+
+// The checks that span fields (each field's own range is the topology table's): a hardware
+// config a topology file could hold. Computed without overflow for fields in range.
+KB_HD constexpr bool hw_fits(const HwConfig& h) { return h.total_pes() <= kMaxMachinePes; }
+
 }  // namespace kb

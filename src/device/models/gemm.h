@@ -34,19 +34,28 @@ struct GemmConfig {
 };
 constexpr std::int64_t kGemmAutoTile = 128;
 
+// The statuses, once: X(enumerator, name in reports). 0 is the valid one.
+#define KB_GEMM_STATUSES(X)                                                                    \
+  X(kGemmOk, "valid")                                                                          \
+  X(kGemmBadShape, "bad_shape")                /* a dimension outside 1..2^20 */               \
+  X(kGemmBadTile, "tile_larger_than_matrix")   /* a tile dimension outside 1..its dimension */ \
+  X(kGemmBadBuffers, "bad_buffers")            /* buffers not 1 or 2 */                        \
+  X(kGemmBadPes, "too_many_pes")               /* pes outside 1..pes_per_cube */               \
+  X(kGemmBadCubes, "too_many_cubes")           /* cubes outside 1..cubes_per_sip */            \
+  X(kGemmSramOverflow, "sram_overflow")        /* the tile buffers do not fit the SRAM */      \
+  X(kGemmHbmOverflow, "hbm_overflow")          /* A, B and the C shard do not fit the HBM */   \
+  X(kGemmTimeOverflow, "time_overflow")        /* times would exceed int64 picoseconds */      \
+  X(kGemmBadHardware, "bad_hardware")          /* hardware no topology file could hold */
+
 enum GemmStatus : std::int32_t {
-  kGemmOk = 0,
-  kGemmBadShape,      // a dimension outside 1..2^20
-  kGemmBadTile,       // a tile dimension outside 1..its matrix dimension
-  kGemmBadBuffers,    // buffers not 1 or 2
-  kGemmBadPes,        // pes outside 1..pes_per_cube
-  kGemmBadCubes,      // cubes outside 1..cubes_per_sip
-  kGemmSramOverflow,  // the tile buffers do not fit the PE's SRAM
-  kGemmHbmOverflow,   // A, B and the C shard do not fit one cube's HBM
-  kGemmTimeOverflow,  // times would exceed the int64 picosecond range
-  kGemmBadHardware,   // a hardware figure outside the ranges topology files allow
+#define KB_GEMM_ENUM(e, name) e,
+  KB_GEMM_STATUSES(KB_GEMM_ENUM)
+#undef KB_GEMM_ENUM
+  kGemmStatusCount
 };
-constexpr int kGemmStatusCount = 10;
+#define KB_GEMM_NAME(e, name) name,
+constexpr const char* kGemmStatusNames[] = {KB_GEMM_STATUSES(KB_GEMM_NAME)};
+#undef KB_GEMM_NAME
 // Pareto costs a sweep can trade latency against (1-based; 0: none).
 enum GemmCost : std::int32_t { kGemmCostPes = 1, kGemmCostSram, kGemmCostHbm };
 
@@ -296,7 +305,7 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
       h.hbm_latency_ns < 0 || h.hbm_latency_ns > 1000000000 || h.pe_rows < 1 || h.pe_rows > 1024 || h.pe_cols < 1 ||
       h.pe_cols > 1024 || h.cube_rows < 1 || h.cube_rows > 1024 || h.cube_cols < 1 || h.cube_cols > 1024 ||
       h.sram_kib < 1 || h.sram_kib > (INT64_C(1) << 30) || h.hbm_capacity_mib < 1 ||
-      h.hbm_capacity_mib > (INT64_C(1) << 30))
+      h.hbm_capacity_mib > (INT64_C(1) << 30) || h.sips < 1 || h.sips > 4096 || !hw_fits(h))
     return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;

@@ -184,7 +184,8 @@ struct BestByKey {
     auto ends = thrust::reduce_by_key(pol, keys, keys + len, keyed, groups_out.begin(), best_out.begin(),
                                       thrust::equal_to<std::int64_t>{}, BetterOf{});
     std::vector<Keyed> winners(static_cast<std::size_t>(ends.second - best_out.begin()));
-    thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(winners.size()), winners.begin());
+    if (!winners.empty())
+      thrust::copy(best_out.begin(), best_out.begin() + static_cast<std::ptrdiff_t>(winners.size()), winners.begin());
     return winners;
   }
 };
@@ -293,7 +294,7 @@ struct Extras {
       const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), cut) - pick.begin();
       thrust::sort(pol, pick.begin(), pick.begin() + n, ByLatency{});
       std::vector<Keyed> best(std::min<std::size_t>(k, static_cast<std::size_t>(n)));
-      thrust::copy(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(best.size()), best.begin());
+      if (!best.empty()) thrust::copy(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(best.size()), best.begin());
       for (const Keyed& b : best) sum.top.push_back(Ranked{b.latency, b.index});
       std::sort(sum.top.begin(), sum.top.end(), [](const Ranked& a, const Ranked& b) {
         return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
@@ -305,13 +306,13 @@ struct Extras {
       const auto tail = std::lower_bound(sum.pareto.begin(), sum.pareto.end(), g0,
                                          [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
       front_dev.resize(static_cast<std::size_t>(sum.pareto.end() - tail));
-      thrust::copy(tail, sum.pareto.end(), front_dev.begin());
+      if (tail != sum.pareto.end()) thrust::copy(tail, sum.pareto.end(), front_dev.begin());
       const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(front_dev.size()), g0};
       const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), keep) - pick.begin();
       thrust::sort(pol, pick.begin(), pick.begin() + n, ByGroupCost{});
       const std::int64_t m = thrust::unique(pol, pick.begin(), pick.begin() + n, SameGroupCost{}) - pick.begin();
       std::vector<Keyed> cand(static_cast<std::size_t>(m));
-      thrust::copy(pick.begin(), pick.begin() + m, cand.begin());
+      if (m > 0) thrust::copy(pick.begin(), pick.begin() + m, cand.begin());
       std::vector<ParetoPoint> more;
       more.reserve(cand.size());
       for (const Keyed& c : cand) more.push_back(ParetoPoint{c.group, c.cost, c.latency, c.index});
@@ -327,8 +328,10 @@ struct Extras {
       const std::size_t used = static_cast<std::size_t>(ends.first - bin_keys.begin());
       std::vector<std::int32_t> keys(used);
       std::vector<std::int64_t> counts(used);
-      thrust::copy(bin_keys.begin(), bin_keys.begin() + static_cast<std::ptrdiff_t>(used), keys.begin());
-      thrust::copy(bin_counts.begin(), bin_counts.begin() + static_cast<std::ptrdiff_t>(used), counts.begin());
+      if (used > 0) {
+        thrust::copy(bin_keys.begin(), bin_keys.begin() + static_cast<std::ptrdiff_t>(used), keys.begin());
+        thrust::copy(bin_counts.begin(), bin_counts.begin() + static_cast<std::ptrdiff_t>(used), counts.begin());
+      }
       for (std::size_t i = 0; i < used; ++i)
         if (keys[i] < kHistBins) sum.histogram[static_cast<std::size_t>(keys[i])] += counts[i];
     }

@@ -14,6 +14,7 @@
 #include "host/sweep/axis_values.h"
 #include "host/sweep/backend.h"
 #include "host/sweep/space.h"
+#include "host/topology/fields.h"
 #include "host/topology/load.h"
 
 namespace kb {
@@ -51,8 +52,18 @@ std::string us(const nlohmann::json& ps) {
 
 void cmd_eval(EvalArgs a) {
   const Family& f = *a.family;
-  for (const HwAxisDesc& h : f.hw_axes)
-    if (a.given[h.name]->count() > 0) a.topo.sets.push_back(h.path + "=" + a.hw_axes[h.name]);
+  for (const HwAxisDesc& h : f.hw_axes) {
+    if (a.given[h.name]->count() == 0) continue;
+    // Checked here so that an error names the flag the user typed.
+    const HwField* field = find_hw_field(h.path);
+    std::int64_t v = 0;
+    std::string why;
+    if (!field->parse(a.hw_axes[h.name], &v, &why))
+      throw InputError(h.flag + " " + a.hw_axes[h.name] + ": " + why + (a.hw_axes[h.name].find(',') != std::string::npos
+                                                                            ? " (eval takes one value; sweep takes lists)"
+                                                                            : ""));
+    a.topo.sets.push_back(h.path + "=" + a.hw_axes[h.name]);
+  }
   if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
     throw InputError("--engine " + a.engine + ": expected reference, batched or both");
   const TopologySpec topo = a.topo.load();

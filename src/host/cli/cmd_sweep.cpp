@@ -99,8 +99,7 @@ void cmd_sweep(const SweepArgs& a) {
   req.zips = a.zips;
   req.group = a.group;
   const BuiltSpace sp = build_space(f, topo, req);
-  if (!a.out.empty() && std::filesystem::is_directory(a.out))
-    throw InputError("--out " + a.out + ": is a folder; give a file name, e.g. " + a.out + "/sweep.json");
+  check_output_path("--out", a.out, "sweep.json");
   batched::Reductions red;
   red.top_k = a.top;
   const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
@@ -183,7 +182,7 @@ void cmd_sweep(const SweepArgs& a) {
     t.add(row(i));
     return t.row_json(0);
   };
-  // The terminal shows the config columns that vary and the result columns marked terminal.
+  // The terminal shows every config column and the result columns marked terminal.
   std::vector<std::size_t> shown_cols;
   const std::size_t first_config = has_case ? 2 : 1;
   if (has_case) shown_cols.push_back(1);
@@ -211,6 +210,12 @@ void cmd_sweep(const SweepArgs& a) {
     nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", topo);
     j["family"] = f.name;
     j["backend"] = to_string(backend);
+    // topology.fields holds the base values; these fields take each value of their axis.
+    nlohmann::json swept = nlohmann::json::array();
+    for (std::size_t i = 0; i < sp.axes.size(); ++i)
+      for (const SpaceAxis& m : sp.axes[i].members)
+        if (m.field && sp.space.axes[i].length() > 1) swept.push_back(m.field->path);
+    j["topology"]["swept"] = swept;
     nlohmann::json axes = nlohmann::json::array();
     for (std::size_t i = 0; i < sp.axes.size(); ++i) {
       nlohmann::json values = nlohmann::json::array();
@@ -307,13 +312,13 @@ void cmd_sweep(const SweepArgs& a) {
   const std::size_t shown = std::min<std::size_t>(sum.best.size(), 50);
   std::printf("\nbest per group (%s):\n", group_text.c_str());
   std::vector<std::int64_t> best_rows;
-  for (std::size_t g = 0; g < shown; ++g) {
+  for (std::size_t g = 0; g < shown; ++g)
     if (sum.best[g].index >= 0) best_rows.push_back(sum.best[g].index);
-    else
+  if (!best_rows.empty()) std::printf("%s", terminal(best_rows, {}, "").c_str());
+  for (std::size_t g = 0; g < shown; ++g)  // after the table: the groups it leaves out, and why
+    if (sum.best[g].index < 0)
       std::printf("  group %s: no valid config (the first: %s)\n", group_key(static_cast<std::int64_t>(g)).dump().c_str(),
                   first_reason(static_cast<std::int64_t>(g)).c_str());
-  }
-  if (!best_rows.empty()) std::printf("%s", terminal(best_rows, {}, "").c_str());
   if (shown < sum.best.size()) std::printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
   if (!sum.top.empty()) {
     std::printf("\ntop %zu of the whole space:\n", sum.top.size());

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include <memory>
@@ -182,6 +183,8 @@ int cli_main(int argc, char** argv) {
       const BenchInfo& b = bench_or_error(plot_bench);
       if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
       const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;
+      if (std::filesystem::is_regular_file(in))
+        throw InputError("--in " + in + ": is a file; give the folder that holds " + b.json);
       const std::string json = in + "/" + b.json;
       read_file(json);  // a missing file is a clear input error
       render_figures(b.plot, json, plot_out.empty() ? in : plot_out);

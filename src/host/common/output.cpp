@@ -1,5 +1,6 @@
 #include "output.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,6 +64,23 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     fs::remove(tmp, ec);
     throw InputError(path + ": cannot rename into place");
   }
+}
+
+void check_output_path(const std::string& flag, const std::string& path, const std::string& example) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw InputError(flag + " " + path + ": is a folder; give a file name, e.g. " + path + "/" + example);
+  // The nearest folder that exists must let us create what is missing below it.
+  fs::path p = fs::absolute(fs::path(path), ec).parent_path();
+  while (!p.empty() && !fs::exists(p, ec) && p != p.root_path()) p = p.parent_path();
+  if (!fs::is_directory(p, ec)) throw InputError(flag + " " + path + ": " + p.string() + " is not a folder");
+  // Try it: a file created and removed at once (access() says yes to root everywhere).
+  const fs::path probe = p / (".kernbench-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) throw InputError(flag + " " + path + ": cannot write in " + p.string());
+  ::close(fd);
+  fs::remove(probe, ec);
 }
 
 std::string read_file(const std::string& path) {

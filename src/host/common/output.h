@@ -10,6 +10,9 @@ namespace kb {
 // creating folders as needed; readers never see a half-written file.
 void write_file_atomic(const std::string& path, const std::string& content);
 std::string read_file(const std::string& path);
+// Throws InputError, before any work, when `path` could not be written later: a folder, or
+// under a folder that exists but cannot be written. `example` names a file for the hint.
+void check_output_path(const std::string& flag, const std::string& path, const std::string& example);
 
 // A Python 3 that can import matplotlib: $KERNBENCH_PYTHON, else python3 on PATH, else
 // /usr/bin/python3. Empty when none can.

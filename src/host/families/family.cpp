@@ -11,8 +11,24 @@ namespace kb {
 KB_FAMILIES(KB_DECLARE_FAMILY)
 #undef KB_DECLARE_FAMILY
 
+namespace {
+// A descriptor must agree with its model: the id it dispatches to, where the hardware sits
+// in the config, and one name per status.
+const Family& checked(const Family& f, batched::Family id) {
+  KB_INTERNAL_CHECK(f.id == id, "family " + f.name + ": its descriptor's id is another family's");
+  KB_INTERNAL_CHECK(f.hw_offset == batched::hw_offset(id), "family " + f.name + ": hw_offset is not offsetof(Config, hw)");
+  KB_INTERNAL_CHECK(static_cast<int>(f.statuses.size()) == batched::status_count(id),
+                    "family " + f.name + ": " + std::to_string(f.statuses.size()) + " status names for " +
+                        std::to_string(batched::status_count(id)) + " statuses");
+  for (const AxisDesc& a : f.axes)
+    KB_INTERNAL_CHECK(a.offset % 8 == 0 && a.offset + 8 <= f.config_size(), "family " + f.name + ": axis " + a.name + " is outside the config");
+  KB_INTERNAL_CHECK(f.check && f.reference && f.status_message, "family " + f.name + ": check, reference and status_message are required");
+  return f;
+}
+}  // namespace
+
 const std::vector<const Family*>& families() {
-#define KB_LIST_FAMILY(id, Model) &id##_family(),
+#define KB_LIST_FAMILY(id, Model) &checked(id##_family(), batched::Family::id),
   static const std::vector<const Family*> all = {KB_FAMILIES(KB_LIST_FAMILY)};
 #undef KB_LIST_FAMILY
   return all;

@@ -1,5 +1,6 @@
 // The GEMM family's descriptor: C[M,N] = A[M,K] x B[K,N] tiled over the PEs of some cubes.
 #include <cstddef>
+#include <iterator>
 
 #include "../kernels/gemm.h"
 #include "family.h"
@@ -48,8 +49,7 @@ Family make() {
       {"array_cols", "--array-cols", "pe.matrix.cols", "systolic array columns"},
   };
   f.default_group = "m,n,k";
-  f.statuses = {"valid",         "bad_shape",     "tile_larger_than_matrix", "bad_buffers",   "too_many_pes",
-                "too_many_cubes", "sram_overflow", "hbm_overflow",            "time_overflow", "bad_hardware"};
+  f.statuses.assign(std::begin(kGemmStatusNames), std::end(kGemmStatusNames));
   f.status_message = [](std::int32_t s, const void* c) { return gemm_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"pes", "PEs used (pes x cubes)"}, {"sram", "SRAM bytes per PE"}, {"hbm", "HBM bytes read and written"}};
   f.default_cost = "pes";

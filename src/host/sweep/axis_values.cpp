@@ -37,7 +37,8 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
       fail(item, "expected a non-negative integer (got '" + s + "')");
     errno = 0;
     const long long v = std::strtoll(s.c_str(), nullptr, 10);
-    if (errno == ERANGE || v > kMaxValue) fail(item, "value out of range (at most 2^40)");
+    if (errno == ERANGE || v > kMaxValue)
+      fail(item, "value out of range (at most " + (hi_limit < kMaxValue ? std::to_string(hi_limit) : std::string("2^40")) + ")");
     return static_cast<std::int64_t>(v);
   };
   if (text.empty()) fail("", "expected a list of values, e.g. 32,64,128 or 32:512:*2");

@@ -19,13 +19,19 @@ BackendKind resolve_backend(const std::string& requested) {
 
 void eval_batch(BackendKind b, batched::Family f, const void* configs, std::size_t n, void* results, int threads) {
   if (n == 0) return;
-  if (b == BackendKind::cuda) batched::eval_cuda(f, configs, n, results);
-  else batched::eval_omp(f, configs, n, results, threads);
+  try {
+    if (b == BackendKind::cuda) batched::eval_cuda(f, configs, n, results);
+    else batched::eval_omp(f, configs, n, results, threads);
+  } catch (const batched::DeviceUnavailable& e) {
+    throw EnvironmentError(e.what());
+  }
 }
 
 void validate_sweep(const batched::Space& space, std::int64_t chunk, const batched::Reductions& red) {
-  if (space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
-    throw InputError("sweep space: at most " + std::to_string(batched::kMaxAxes) + " axes");
+  std::int64_t several = 0;  // axes of one value only fix a field; they do not count
+  for (const auto& a : space.axes) several += a.length() > 1;
+  if (several > batched::kMaxAxes || space.axes.size() > 64)
+    throw InputError("sweep space: at most " + std::to_string(batched::kMaxAxes) + " axes with several values");
   if (space.base.size() != batched::config_size(space.family))
     throw InputError("sweep space: the base config does not belong to its family");
   for (const auto& a : space.axes) {
@@ -45,7 +51,11 @@ void validate_sweep(const batched::Space& space, std::int64_t chunk, const batch
 batched::SweepSummary sweep(BackendKind b, const batched::Space& space, std::int64_t chunk, int threads,
                             const batched::Reductions& red) {
   validate_sweep(space, chunk, red);
-  return b == BackendKind::cuda ? batched::sweep_cuda(space, red, chunk) : batched::sweep_omp(space, red, chunk, threads);
+  try {
+    return b == BackendKind::cuda ? batched::sweep_cuda(space, red, chunk) : batched::sweep_omp(space, red, chunk, threads);
+  } catch (const batched::DeviceUnavailable& e) {
+    throw EnvironmentError(e.what());
+  }
 }
 
 }  // namespace kb

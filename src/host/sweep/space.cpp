@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <set>
 
 #include "../common/error.h"
@@ -88,10 +90,16 @@ std::int64_t parse_one(const SpaceAxis& m, const std::string& flag, const std::s
   std::int64_t lo = m.axis ? m.axis->lo : m.field->lo;
   std::int64_t hi = m.axis ? (m.axis->hi_of ? m.axis->hi_of(hi_hw) : m.axis->hi) : m.field->hi;
   const std::int64_t auto_value = m.axis ? m.axis->auto_value : -1;
-  if (item.find(':') != std::string::npos)
-    throw InputError(flag + text + ": " + m.name + " '" + item + "': a tuple holds single values, not ranges");
-  const std::vector<std::int64_t> v = parse_axis_values(flag + text + ": " + m.name, item, lo, hi, auto_value);
-  return v[0];
+  const std::string where = flag + text + ": " + m.name + " '" + item + "': ";
+  if (item.find(':') != std::string::npos) throw InputError(where + "a tuple holds single values, not ranges");
+  if (auto_value >= 0 && item == "auto") return auto_value;
+  if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError(where + "expected a non-negative integer");
+  errno = 0;
+  const long long v = std::strtoll(item.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < lo || v > hi)
+    throw InputError(where + item + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
 }
 
 }  // namespace
@@ -106,7 +114,9 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   // Hardware lists first: their largest values bound the axes whose range the hardware sets.
   HwConfig hi_hw = topo.hw();
   std::vector<Candidate> hw;
-  for (const HwList& h : req.hw) {
+  for (HwList h : req.hw) {
+    for (const HwAxisDesc& s : f.hw_axes)  // a hardware axis's short name stands for its path
+      if (h.path == s.name) h.path = s.path;
     const HwField* field = find_hw_field(h.path);
     const std::string flag = h.flag == "--hw" ? "--hw " + h.path + "=" : h.flag;
     if (!field) throw InputError(flag + sep_of(flag) + h.list + ": " + h.path + ": unknown topology field (see docs/topology.md)");
@@ -158,6 +168,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
         zip.c.cases.push_back(name);
         tuple = tuple.substr(colon + 1);
       }
+      if (tuple.empty()) throw InputError("--zip " + z + ": an empty tuple (tuples are separated by ',')");
       zip.items.push_back(split_list(tuple, '/'));
       if (zip.items.back().size() != zip.c.ax.members.size())
         throw InputError("--zip " + z + ": tuple '" + tuple + "' has " + std::to_string(zip.items.back().size()) +
@@ -306,8 +317,10 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   if (groups > kMaxGroups)
     throw InputError("--group " + group_text + ": " + std::to_string(groups) +
                      " groups; at most 2^20 (group by fewer axes, or --group none)");
-  if (b.space.axes.size() > static_cast<std::size_t>(batched::kMaxAxes))
-    throw InputError("the space has " + std::to_string(b.space.axes.size()) + " axes with several values; at most " +
+  std::int64_t several = 0;
+  for (const auto& a : b.space.axes) several += a.length() > 1;
+  if (several > batched::kMaxAxes)
+    throw InputError("the space has " + std::to_string(several) + " axes with several values; at most " +
                      std::to_string(batched::kMaxAxes));
   return b;
 }

@@ -199,7 +199,7 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
 
   // Whole-machine totals must stay far from overflow. The error points at one of the five
   // counts behind the total: a --set one if any (the likely cause), else the largest.
-  if (spec.total_pes() > (INT64_C(1) << 24)) {
+  if (!hw_fits(spec)) {
     const char* counts[] = {"system.sips", "sip.cube_rows", "sip.cube_cols", "cube.pe_rows", "cube.pe_cols"};
     std::string blame = counts[0], blame_loc;
     std::int64_t blame_value = -1;
