@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,13 @@ inline void expect_input_error(const Result& r, const std::string& fragment) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// The JSON a command that must succeed prints (null, with a failure, when it does not).
+inline nlohmann::json run_json(const std::string& args) {
+  const Result r = run(args);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
 }
 
 // Each case's arguments, appended to `base`, are an input error naming its fragment, and

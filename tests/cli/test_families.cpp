@@ -353,12 +353,10 @@ namespace {
 // Hardware swept past what one topology file may hold (here 2^40 PEs) is an invalid config
 // of the sweep, counted, as eval --set rejects it; nothing overflows.
 TEST(Families, HardwareAxesBeyondTheMachineLimitAreInvalidConfigs) {
-  const Result r = run("sweep gemm --m 4096 --n 4096 --k 4096 --tile-m 4096 --tile-n 4096 --tile-k 4096 "
-                       "--hw pe.matrix.rows=4096 --hw pe.matrix.cols=4096 --hw cube.pe_rows=1,1024 --hw cube.pe_cols=16 "
-                       "--hw sip.cube_rows=1024 --hw sip.cube_cols=1024 --hw pe.sram_kib=1073741824 --pes 16 "
-                       "--cubes 1048576 --backend omp --json");
-  ASSERT_EQ(r.code, 0) << r.err;
-  const json j = json::parse(r.out);
+  const json j = run_json("sweep gemm --m 4096 --n 4096 --k 4096 --tile-m 4096 --tile-n 4096 --tile-k 4096 "
+                          "--hw pe.matrix.rows=4096 --hw pe.matrix.cols=4096 --hw cube.pe_rows=1,1024 --hw cube.pe_cols=16 "
+                          "--hw sip.cube_rows=1024 --hw sip.cube_cols=1024 --hw pe.sram_kib=1073741824 --pes 16 "
+                          "--cubes 1048576 --backend omp --json");
   EXPECT_EQ(j["space"]["size"], 2);
   EXPECT_EQ(j["invalid"]["bad_hardware"], 1);
   EXPECT_EQ(j["topology"]["swept"], json::parse(R"(["cube.pe_rows"])"));
@@ -369,15 +367,13 @@ TEST(Families, HardwareAxesBeyondTheMachineLimitAreInvalidConfigs) {
 // Axes of one value (the default group's m, n, k here) do not count against the limit of
 // 16 axes with several values; hardware axes may be named by their short names.
 TEST(Families, OnlyAxesWithSeveralValuesCount) {
-  const Result r = run("sweep gemm --m 64 --n 64 --k 64 --pes 1,2 --cubes 1,2 --buffers 1,2 --tile-m 1,2 --tile-n 1,2 "
-                       "--tile-k 1,2 --dataflow os,ws --array-rows 1,2 --array-cols 1,2 --hw pe.clock_mhz=1,2 "
-                       "--hw pe.sram_kib=1,2 --hw cube.hbm.latency_ns=1,2 --hw cube.ipcq.latency_ns=1,2 "
-                       "--hw pe.dma.engines=1,2 --backend omp --json --top 0 --pareto none --no-histogram");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["space"]["size"], 1 << 14);
-  const Result s = run("sweep gemm --m 64 --n 64 --k 64 --hw array_rows=16,32 --backend omp --json");
-  ASSERT_EQ(s.code, 0) << s.err;
-  EXPECT_EQ(json::parse(s.out)["space"]["axes"][3]["name"], "array_rows");
+  EXPECT_EQ(run_json("sweep gemm --m 64 --n 64 --k 64 --pes 1,2 --cubes 1,2 --buffers 1,2 --tile-m 1,2 --tile-n 1,2 "
+                     "--tile-k 1,2 --dataflow os,ws --array-rows 1,2 --array-cols 1,2 --hw pe.clock_mhz=1,2 "
+                     "--hw pe.sram_kib=1,2 --hw cube.hbm.latency_ns=1,2 --hw cube.ipcq.latency_ns=1,2 "
+                     "--hw pe.dma.engines=1,2 --backend omp --json --top 0 --pareto none --no-histogram")["space"]["size"],
+            1 << 14);
+  EXPECT_EQ(run_json("sweep gemm --m 64 --n 64 --k 64 --hw array_rows=16,32 --backend omp --json")["space"]["axes"][3]["name"],
+            "array_rows");
 }
 
 TEST(Families, OutputProblemsAreFoundBeforeTheWork) {
