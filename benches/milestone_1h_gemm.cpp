@@ -48,13 +48,14 @@ void run_gemm_milestone(BenchContext& ctx) {
     }
   const std::vector<GemmResult> results = eval<GemmModel>(backend, configs);
 
-  std::vector<Column> cols = {{"shape", ""}, {"variant", ""}};
-  for (const std::string& n : config_column_names(fam)) cols.push_back({n, ""});
-  for (const ColumnDesc& c : fam.columns) cols.push_back({c.name, c.unit});
-  cols.push_back({"parity", ""});
+  std::vector<Column> cols = {{"shape", "", ColType::text}, {"variant", "", ColType::text}};
+  for (const Column& c : config_columns(fam)) cols.push_back(c);
+  for (const Column& c : result_columns(fam)) cols.push_back(c);
+  cols.push_back({"parity", "", ColType::boolean});
   Table table(cols);
-  Table summary({{"shape", ""}, {"variant", ""}, {"latency_ps", "ps"}, {"roofline_ps", "ps"}, {"x_roofline", ""},
-                 {"mac_util", ""}, {"parity", ""}});
+  Table summary({{"shape", "", ColType::text}, {"variant", "", ColType::text}, {"latency_ps", "ps", ColType::integer},
+                 {"roofline_ps", "ps", ColType::integer}, {"x_roofline", "", ColType::real}, {"mac_util", "", ColType::real},
+                 {"parity", "", ColType::text}});
   std::size_t mismatches = 0, i = 0;
   std::string first_mismatch;
   for (const Shape& s : gemm_milestone_shapes())

@@ -156,7 +156,8 @@ run_checks() {
   fi
   cp "$m-cuda/gemm_sweep.json" "$out/milestone-cuda.json" 2>/dev/null
 
-  # sweep gemm with every reduction: 3.1 M configs on both backends (same answers), then
+  # sweep gemm with every reduction, zipped shapes and a hardware axis: 19 M configs on both
+  # backends (same answers), then
   # 198 M configs on CUDA alone for the rate.
   local sw_rc=0 sw_result big_result
   local axes=(--tile-m 16:512:*2 --tile-n 16:512:*2 --tile-k 16:1024:*2 --pes 1:8 --cubes 1:8 --buffers 1,2
@@ -165,7 +166,7 @@ run_checks() {
     sw_result="not run (no device)"
     big_result="not run (no device)"
   else
-    local small=(--m 1024,8192 --n 1024,8192 --k 1024,8192 "${axes[@]}")
+    local small=(--zip m,n,k=1024/1024/1024,1024/8192/8192,8192/1024/8192,8192/8192/1024,8192/8192/8192 "${axes[@]}" --hw cube.hbm.bandwidth_gbps=410,819)
     "$bin_cli" sweep gemm "${small[@]}" --backend cuda --out "$out/sweep-cuda.json" > "$work/sweep-cuda.log" 2>&1 || sw_rc=1
     "$bin_cli" sweep gemm "${small[@]}" --backend omp --out "$work/sweep-omp.json" > "$work/sweep-omp.log" 2>&1 || sw_rc=1
     sw_result=$(same_json "$out/sweep-cuda.json" "$work/sweep-omp.json" timing backend 2>&1) || sw_rc=1

@@ -376,6 +376,28 @@ TEST(Families, OnlyAxesWithSeveralValuesCount) {
             "array_rows");
 }
 
+// --csv: the reported configs as CSV, with the same columns and values as the JSON rows.
+TEST(Families, SweepCsvHoldsTheJsonRows) {
+  const std::string csv = fresh_dir("kb_sweep_csv") + "/s.csv";
+  const json j = run_json("sweep gemm --m 64,256 --n 128 --k 64 --tile-m 32,64 --pes 1,2 --top 3 --backend omp --json --csv '" + csv + "'");
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("report,group_index,cost,index,m,n,k,tile_m", 0), 0u) << header;
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) rows.push_back(line);
+  const std::size_t fronts_points = [&] {
+    std::size_t n = 0;
+    for (const json& f : j["pareto"]["fronts"]) n += f["points"].size();
+    return n;
+  }();
+  ASSERT_EQ(rows.size(), j["best_per_group"].size() + j["top"].size() + fronts_points);
+  const json& best = j["best_per_group"][1]["best"];
+  const std::string want = "best,1,," + best["index"].dump() + "," + best["m"].dump() + ",";
+  EXPECT_EQ(rows[1].rfind(want, 0), 0u) << rows[1];
+  EXPECT_NE(rows[1].find("," + best["latency_ps"].dump() + ","), std::string::npos) << rows[1];
+}
+
 TEST(Families, OutputProblemsAreFoundBeforeTheWork) {
   const Result r = run("sweep gemm --m 64 --n 64 --k 64 --out /proc/no/such.json");
   expect_input_error(r, "--out /proc/no/such.json: cannot write in /proc");

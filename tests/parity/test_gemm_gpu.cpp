@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "host/common/output.h"
+#include "host/families/family.h"
+#include "host/topology/fields.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"
 #include "random_configs.h"
@@ -51,6 +53,23 @@ TEST_F(GemmCuda, SweepReductionsMatchOpenMP) {
         testing::expect_same_summary(cpu, sweep(BackendKind::cuda, space, chunk, 0, red));
     }
   }
+}
+
+// Zipped axes and hardware axes (any topology field, by offset) on the device.
+TEST_F(GemmCuda, ZippedAndHardwareAxesMatchOpenMP) {
+  using testing::gemm_offset;
+  const Family& f = family("gemm");
+  auto hw = [&](const char* path) { return static_cast<std::int64_t>(f.hw_offset + find_hw_field(path)->offset); };
+  batched::Space s = testing::gemm_space(topo, {{"tile_m", {8, 32, 128}}, {"tile_n", {64, 128}}, {"pes", {1, 4, 8}}}, 0);
+  s.axes.insert(s.axes.begin(), batched::Space::Axis{{gemm_offset("m"), gemm_offset("n"), gemm_offset("k")},
+                                                     {32, 10240, 8192, 2048, 8192, 8192, 4096, 4096, 4096}});
+  s.axes.push_back({hw("cube.hbm.bandwidth_gbps"), {205, 819, 3276}});
+  s.axes.push_back({{hw("pe.matrix.rows"), hw("pe.matrix.cols")}, {16, 64, 32, 32, 64, 16}});
+  s.group_axes = 1;
+  const batched::Reductions red{20, kGemmCostHbm, true, {}};
+  const auto cpu = sweep(BackendKind::omp, s, 1 << 20, 0, red);
+  EXPECT_GT(cpu.valid, 0);
+  for (std::int64_t chunk : {77, 1 << 20}) testing::expect_same_summary(cpu, sweep(BackendKind::cuda, s, chunk, 0, red));
 }
 
 }  // namespace

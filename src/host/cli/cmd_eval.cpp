@@ -40,16 +40,6 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   return cmd;
 }
 
-namespace {
-
-std::string us(const nlohmann::json& ps) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.3f us", ps.get<double>() / 1e6);
-  return b;
-}
-
-}  // namespace
-
 void cmd_eval(EvalArgs a) {
   const Family& f = *a.family;
   for (const HwAxisDesc& h : f.hw_axes) {
@@ -108,20 +98,31 @@ void cmd_eval(EvalArgs a) {
   if (!a.trace.empty()) write_file_atomic(a.trace, trace);
   const void* primary = want_ref ? rr.data() : rb.data();
 
-  const std::vector<std::string> names = config_column_names(f);
-  const std::vector<nlohmann::json> values = config_values(f, cfg.data());
+  // The config and each engine's figures as rows of the family's tables.
+  Table config(config_columns(f));
+  config.add(config_values(f, cfg.data()));
+  Table figures(result_columns(f));
+  auto figure_row = [&](const void* result) {
+    std::vector<nlohmann::json> row;
+    for (const ColumnDesc& c : f.columns) row.push_back(c.get(cfg.data(), result));
+    return row;
+  };
+  figures.add(figure_row(primary));
+  if (want_ref) figures.add(figure_row(rr.data()));
+  if (want_batched) figures.add(figure_row(rb.data()));
+  const std::size_t ref_row = 1, batched_row = want_ref ? 2 : 1;
   if (a.json) {
     nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.0.0", topo);
     j["family"] = f.name;
     j["engine"] = a.engine;
     if (want_batched) j["backend"] = to_string(backend);
-    nlohmann::json config = nlohmann::json::object();
-    for (std::size_t i = 0; i < names.size(); ++i) config[names[i]] = values[i];
-    j["config"] = config;
-    const nlohmann::json figures = config_result_json(f, cfg.data(), primary);
-    for (auto it = figures.begin(); it != figures.end(); ++it) j[it.key()] = it.value();
-    if (want_ref) j["reference"] = result_json(f, cfg.data(), rr.data());
-    if (want_batched) j["batched"] = result_json(f, cfg.data(), rb.data());
+    j["config"] = config.row_json(0);
+    for (const auto* part : {&config, &figures}) {
+      const nlohmann::json row = part->row_json(0);
+      for (auto it = row.begin(); it != row.end(); ++it) j[it.key()] = it.value();
+    }
+    if (want_ref) j["reference"] = figures.row_json(ref_row);
+    if (want_batched) j["batched"] = figures.row_json(batched_row);
     if (want_ref && want_batched) {
       j["parity"] = diff.empty();
       if (!diff.empty()) j["parity_diff"] = diff;
@@ -129,25 +130,14 @@ void cmd_eval(EvalArgs a) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::string line;
-    for (std::size_t i = 0; i < names.size(); ++i) line += (i ? " " : "") + names[i] + "=" + cell_text(values[i]);
+    const nlohmann::json c = config.row_json(0);
+    for (const Column& col : config.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
     std::printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
-    std::printf("  %-22s %s%s\n", "engine", a.engine.c_str(),
+    std::printf("  engine: %s%s\n", a.engine.c_str(),
                 want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
-    for (const ColumnDesc& c : f.columns) {
-      const nlohmann::json v = c.get(cfg.data(), primary);
-      std::string text = cell_text(v);
-      if (v.is_number_float()) {
-        char b[48];
-        std::snprintf(b, sizeof b, "%.4g", v.get<double>());
-        text = b;
-      }
-      if (c.unit == "ps") text += " ps (" + us(v) + ")";
-      else if (!c.unit.empty()) text += " " + c.unit;
-      std::printf("  %-22s %s\n", c.name.c_str(), text.c_str());
-    }
-    if (want_ref && want_batched)
-      std::printf("  %-22s %s\n", "parity", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
-    if (!a.trace.empty()) std::printf("  %-22s %s\n", "trace", a.trace.c_str());
+    std::printf("%s", figures.record(0).c_str());
+    if (want_ref && want_batched) std::printf("  parity: %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
+    if (!a.trace.empty()) std::printf("  trace: %s\n", a.trace.c_str());
   }
   if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
 }

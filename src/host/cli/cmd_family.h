@@ -42,7 +42,7 @@ struct SweepArgs {
   std::string backend = "auto";
   std::int64_t chunk = 0;  // 0: 2^20 on OpenMP, 2^22 on CUDA
   bool json = false;
-  std::string out;
+  std::string out, csv;
   TopoArgs topo;
 };
 

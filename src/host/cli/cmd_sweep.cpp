@@ -58,6 +58,9 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
+  cmd->add_option("--csv", a.csv,
+                  "also write the reported configs to FILE as CSV: a row per best, top and Pareto config, with the "
+                  "columns of the JSON rows after report, group_index and cost");
   a.topo.add(cmd, false);
   return cmd;
 }
@@ -100,6 +103,7 @@ void cmd_sweep(const SweepArgs& a) {
   req.group = a.group;
   const BuiltSpace sp = build_space(f, topo, req);
   check_output_path("--out", a.out, "sweep.json");
+  check_output_path("--csv", a.csv, "sweep.csv");
   batched::Reductions red;
   red.top_k = a.top;
   const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
@@ -165,10 +169,13 @@ void cmd_sweep(const SweepArgs& a) {
   };
   // One row per reported config: its index, every config column, every result column.
   const bool has_case = !sp.cases.empty();
-  std::vector<Column> cols = {{"index", ""}};
-  if (has_case) cols.push_back({"case", ""});
-  for (const SpaceAxis& c : sp.columns) cols.push_back({c.name, ""});
-  for (const ColumnDesc& c : f.columns) cols.push_back({c.name, c.unit});
+  std::vector<Column> cols = {{"index", "", ColType::integer}};
+  if (has_case) cols.push_back({"case", "", ColType::text});
+  for (const SpaceAxis& c : sp.columns) {
+    const bool plain = c.axis ? c.axis->names.empty() && c.axis->auto_value < 0 : !c.field->is_enum();
+    cols.push_back({c.name, c.field && !c.field->is_enum() ? c.field->unit : "", plain ? ColType::integer : ColType::any});
+  }
+  for (const Column& c : result_columns(f)) cols.push_back(c);
   auto row = [&](std::int64_t i) {
     load(i);
     std::vector<nlohmann::json> r = {i};
@@ -205,6 +212,22 @@ void cmd_sweep(const SweepArgs& a) {
     return t.text();
   };
 
+  if (!a.csv.empty()) {  // the reported configs, one table: why each is reported, then its row
+    std::vector<Column> csv_cols = {{"report", "", ColType::text}, {"group_index", "", ColType::integer},
+                                    {"cost", "", ColType::integer}};
+    csv_cols.insert(csv_cols.end(), cols.begin(), cols.end());
+    Table csv(csv_cols);
+    auto add = [&](const char* report, std::int64_t group, nlohmann::json cost, std::int64_t index) {
+      std::vector<nlohmann::json> r = {report, group, std::move(cost)};
+      for (auto& v : row(index)) r.push_back(std::move(v));
+      csv.add(std::move(r));
+    };
+    for (std::size_t g = 0; g < sum.best.size(); ++g)
+      if (sum.best[g].index >= 0) add("best", static_cast<std::int64_t>(g), nullptr, sum.best[g].index);
+    for (const auto& t : sum.top) add("top", t.index / group_stride, nullptr, t.index);
+    for (const auto& p : sum.pareto) add("pareto", p.group, p.cost, p.index);
+    write_file_atomic(a.csv, csv.csv());
+  }
   // The JSON (one model evaluation per reported config) only when it is asked for.
   if (a.json || !a.out.empty()) {
     nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", topo);
@@ -359,6 +382,7 @@ void cmd_sweep(const SweepArgs& a) {
     }
   }
   if (!a.out.empty()) std::printf("\nwrote %s\n", a.out.c_str());
+  if (!a.csv.empty()) std::printf("wrote %s\n", a.csv.c_str());
 }
 
 }  // namespace kb

@@ -43,7 +43,38 @@ std::string cell_text(const nlohmann::json& v) {
 void Table::add(std::vector<nlohmann::json> row) {
   KB_INTERNAL_CHECK(row.size() == columns_.size(), "a table row has " + std::to_string(row.size()) + " values for " +
                                                        std::to_string(columns_.size()) + " columns");
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    const nlohmann::json& v = row[c];
+    bool ok = v.is_null();
+    switch (columns_[c].type) {
+      case ColType::integer: ok |= v.is_number_integer(); break;
+      case ColType::real: ok |= v.is_number(); break;
+      case ColType::text: ok |= v.is_string(); break;
+      case ColType::boolean: ok |= v.is_boolean(); break;
+      case ColType::any: ok = true; break;
+    }
+    KB_INTERNAL_CHECK(ok, "column " + columns_[c].name + " given " + v.dump());
+  }
   rows_.push_back(std::move(row));
+}
+
+std::string Table::record(std::size_t r, const std::string& indent) const {
+  std::size_t width = 0;
+  for (const Column& c : columns_) width = std::max(width, c.name.size());
+  std::string out;
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    const nlohmann::json& v = rows_[r][c];
+    std::string text = cell_text(v);
+    if (v.is_number_float()) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%.3f", v.get<double>());
+      text = b;
+    }
+    if (is_ps(columns_[c]) && v.is_number()) text += " ps (" + terminal_cell(columns_[c], v) + " us)";
+    else if (!columns_[c].unit.empty()) text += " " + columns_[c].unit;
+    out += indent + columns_[c].name + std::string(width + 2 - columns_[c].name.size(), ' ') + text + "\n";
+  }
+  return out;
 }
 
 nlohmann::json Table::row_json(std::size_t r) const {

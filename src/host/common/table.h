@@ -9,9 +9,13 @@
 
 namespace kb {
 
+// What a column holds; Table::add checks every value against it (null is always allowed).
+enum class ColType { integer, real, text, boolean, any };
+
 struct Column {
   std::string name;  // JSON key and CSV header, e.g. "latency_ps"
   std::string unit;  // "ps", "bytes", "TFLOP/s", ... or "" (counts, names)
+  ColType type = ColType::any;
 };
 
 class Table {
@@ -28,6 +32,8 @@ class Table {
   // Aligned columns for a terminal. A column in picoseconds is shown in microseconds
   // (header NAME_us); reals with 3 significant decimals.
   std::string text(const std::string& indent = "  ") const;
+  // One row as a list for a terminal: "  name  value unit" per column (times also in us).
+  std::string record(std::size_t r, const std::string& indent = "  ") const;
 
  private:
   std::vector<Column> columns_;

@@ -101,6 +101,23 @@ std::vector<std::string> config_column_names(const Family& f) {
   return n;
 }
 
+std::vector<Column> config_columns(const Family& f) {
+  std::vector<Column> c;
+  for (const AxisDesc& a : f.axes)
+    c.push_back({a.name, "", a.names.empty() && a.auto_value < 0 ? ColType::integer : ColType::any});
+  for (const HwAxisDesc& h : f.hw_axes) {
+    const HwField* field = find_hw_field(h.path);
+    c.push_back({h.name, field && !field->is_enum() ? field->unit : "", field && field->is_enum() ? ColType::text : ColType::integer});
+  }
+  return c;
+}
+
+std::vector<Column> result_columns(const Family& f) {
+  std::vector<Column> c;
+  for (const ColumnDesc& d : f.columns) c.push_back({d.name, d.unit, d.type});
+  return c;
+}
+
 std::vector<nlohmann::json> config_values(const Family& f, const void* config) {
   std::vector<nlohmann::json> v;
   for (const AxisDesc& a : f.axes) v.push_back(axis_value_json(a, get_int(config, a.offset)));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../device/backends/backends.h"
+#include "../common/table.h"
 #include "../topology/spec.h"
 
 namespace kb {
@@ -46,6 +47,7 @@ struct ColumnDesc {
   std::string name;  // "latency_ps"
   std::string unit;  // "ps", "bytes", "" ...
   std::string help;
+  ColType type = ColType::any;  // what the getter returns
   // The value, from a config and its result (as the family's Config and Result).
   std::function<nlohmann::json(const void* config, const void* result)> get;
   bool parity = false;    // an integer figure the reference engine and the batched model must agree on
@@ -100,6 +102,8 @@ nlohmann::json axis_value_json(const AxisDesc& a, std::int64_t v);
 
 // The config's columns: every axis, then every hardware axis (by its short name).
 std::vector<std::string> config_column_names(const Family& f);
+std::vector<Column> config_columns(const Family& f);
+std::vector<Column> result_columns(const Family& f);
 std::vector<nlohmann::json> config_values(const Family& f, const void* config);
 // Config and result columns of one config as one JSON object.
 nlohmann::json config_result_json(const Family& f, const void* config, const void* result);

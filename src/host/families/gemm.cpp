@@ -54,22 +54,22 @@ Family make() {
   f.costs = {{"pes", "PEs used (pes x cubes)"}, {"sram", "SRAM bytes per PE"}, {"hbm", "HBM bytes read and written"}};
   f.default_cost = "pes";
   auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
-    return ColumnDesc{name, unit, help, col([m](const C&, const R& r) { return r.*m; }), true, terminal};
+    return ColumnDesc{name, unit, help, ColType::integer, col([m](const C&, const R& r) { return r.*m; }), true, terminal};
   };
   f.columns = {
       figure("latency_ps", "ps", "end-to-end time", &R::latency_ps, true),
-      {"roofline_ps", "ps", "max(compute roof, HBM roof)", col([](const C&, const R& r) { return r.roofline_ps; }), false,
+      {"roofline_ps", "ps", "max(compute roof, HBM roof)", ColType::integer, col([](const C&, const R& r) { return r.roofline_ps; }), false,
        true},
-      {"x_roofline", "", "latency / roofline", col([](const C&, const R& r) {
+      {"x_roofline", "", "latency / roofline", ColType::real, col([](const C&, const R& r) {
          return ratio(static_cast<double>(r.latency_ps), static_cast<double>(r.roofline_ps));
        }), false, true},
-      {"compute_roof_ps", "ps", "every used PE at peak", col([](const C&, const R& r) { return r.compute_roof_ps; })},
-      {"hbm_roof_ps", "ps", "compulsory traffic at the used cubes' HBM rate",
+      {"compute_roof_ps", "ps", "every used PE at peak", ColType::integer, col([](const C&, const R& r) { return r.compute_roof_ps; })},
+      {"hbm_roof_ps", "ps", "compulsory traffic at the used cubes' HBM rate", ColType::integer,
        col([](const C&, const R& r) { return r.hbm_roof_ps; })},
       figure("mac_cycles", "cycles", "matrix-engine cycles, summed over PEs", &R::mac_cycles),
       figure("macs", "", "multiply-accumulates", &R::macs),
-      {"flops", "", "2 x MACs", col([](const C&, const R& r) { return 2 * r.macs; })},
-      {"mac_util", "", "MACs / (array MACs per cycle x PEs used x latency in cycles)", col([](const C& c, const R& r) {
+      {"flops", "", "2 x MACs", ColType::integer, col([](const C&, const R& r) { return 2 * r.macs; })},
+      {"mac_util", "", "MACs / (array MACs per cycle x PEs used x latency in cycles)", ColType::real, col([](const C& c, const R& r) {
          const double cycles = static_cast<double>(r.latency_ps) * static_cast<double>(c.hw.clock_mhz) / 1e6;
          return ratio(static_cast<double>(r.macs),
                       static_cast<double>(c.hw.matrix_rows * c.hw.matrix_cols) * used_pes(c) * cycles);
@@ -81,24 +81,24 @@ Family make() {
       figure("hbm_read_bytes", "bytes", "HBM bytes read", &R::hbm_read_bytes),
       figure("hbm_write_bytes", "bytes", "HBM bytes written", &R::hbm_write_bytes),
       figure("ops", "", "ops issued (loads, matmuls, stores)", &R::ops),
-      {"achieved_tflops", "TFLOP/s", "2 x MACs / latency", col([](const C&, const R& r) {
+      {"achieved_tflops", "TFLOP/s", "2 x MACs / latency", ColType::real, col([](const C&, const R& r) {
          return ratio(2.0 * static_cast<double>(r.macs), static_cast<double>(r.latency_ps));
        })},
-      {"arithmetic_intensity", "FLOP/byte", "2 x MACs / HBM bytes", col([](const C&, const R& r) {
+      {"arithmetic_intensity", "FLOP/byte", "2 x MACs / HBM bytes", ColType::real, col([](const C&, const R& r) {
          return ratio(2.0 * static_cast<double>(r.macs), static_cast<double>(r.hbm_read_bytes + r.hbm_write_bytes));
        })},
-      {"peak_tflops", "TFLOP/s", "peak of the PEs used", col([](const C& c, const R&) {
+      {"peak_tflops", "TFLOP/s", "peak of the PEs used", ColType::real, col([](const C& c, const R&) {
          return 2.0 * static_cast<double>(c.hw.matrix_rows * c.hw.matrix_cols) * used_pes(c) *
                 static_cast<double>(c.hw.clock_mhz) / 1e6;
        })},
-      {"hbm_gbps", "GB/s", "HBM bandwidth the PEs used can draw", col([](const C& c, const R&) {
+      {"hbm_gbps", "GB/s", "HBM bandwidth the PEs used can draw", ColType::real, col([](const C& c, const R&) {
          const double share = std::min(static_cast<double>(c.hw.dma_gbps()),
                                        static_cast<double>(c.hw.hbm_bandwidth_gbps) / static_cast<double>(c.pes));
          return share * used_pes(c);
        })},
-      {"sram_bytes", "bytes", "SRAM one PE needs for its tile buffers",
+      {"sram_bytes", "bytes", "SRAM one PE needs for its tile buffers", ColType::integer,
        col([](const C& c, const R&) { return gemm_sram_bytes(c); })},
-      {"output_tiles", "", "output tiles", col([](const C& c, const R&) {
+      {"output_tiles", "", "output tiles", ColType::integer, col([](const C& c, const R&) {
          return ceil_div(c.m, c.tile_m) * ceil_div(c.n, c.tile_n);
        })},
   };
