@@ -144,6 +144,7 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
     throw InputError("shape: the reference engine would simulate " + std::to_string(ops) + " ops; at most " +
                      std::to_string(kMaxReferenceOps) + " are allowed (use --engine batched)");
   RuntimeContext ctx(topo);
+  ctx.reserve(static_cast<std::size_t>(ops), static_cast<std::size_t>(4 * ops));  // at most 3 deps per op, 2 per load
   // The request was validated: anything the runtime rejects from here on is a bug of the
   // shipped kernel program, not the user's input.
   try {

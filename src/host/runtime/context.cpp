@@ -190,7 +190,7 @@ void RuntimeContext::end_launch() {
 
 void RuntimeContext::hbm_access(OpId op, const Rank& r) {
   hbm_user_[static_cast<std::size_t>(global_pe(r))] = launches_;
-  hbm_ops_.push_back({op, global_cube(r)});
+  hbm_ops_.push_back({op, static_cast<std::int32_t>(global_cube(r))});
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -271,12 +271,18 @@ const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, co
     if (g.len[d] <= 0 || g.lo[d] < 0 || g.lo[d] + g.len[d] > t.dim[d])
       throw InputError("tensor '" + t.name + "': region is outside the tensor");
   const std::int64_t cube = global_cube(r);
-  for (const Shard& s : t.shards) {
-    if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) continue;
+  auto holds = [&](const Shard& s) {
+    if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) return false;
     int d = 0;
     while (d < kMaxDims && g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d]) ++d;
-    if (d == kMaxDims) return s;
-  }
+    return d == kMaxDims;
+  };
+  if (t.last_hit < t.shards.size() && holds(t.shards[t.last_hit])) return t.shards[t.last_hit];
+  for (std::size_t i = 0; i < t.shards.size(); ++i)
+    if (holds(t.shards[i])) {
+      t.last_hit = i;
+      return t.shards[i];
+    }
   throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region that no shard on its cube, owned by it or shared, holds");
 }
 

@@ -242,6 +242,11 @@ class RuntimeContext {
     end_launch();
   }
 
+  // Room for `ops` ops with `deps` dependencies in all (a hint: saves regrowing).
+  void reserve(std::size_t ops, std::size_t deps) {
+    graph_.reserve(ops, deps);
+    hbm_ops_.reserve(ops);
+  }
   RunReport run();
   std::string trace_json(const RunReport& report) const { return engine::chrome_trace_json(graph_, report.result); }
   const engine::Graph& graph() const { return graph_; }
@@ -263,6 +268,7 @@ class RuntimeContext {
     std::vector<float> data;  // full logical tensor (data mode)
     std::vector<std::int64_t> shape;  // as given
     std::int64_t dim[kMaxDims];       // padded at the front with ones
+    mutable std::size_t last_hit = 0;  // the shard local_shard found last (ranks reuse theirs)
   };
   struct BufInfo {
     std::int64_t pe;  // global PE index
@@ -308,7 +314,7 @@ class RuntimeContext {
   std::int32_t launches_ = 0;
   struct HbmOp {
     OpId op;
-    std::int64_t cube;  // whose HBM share it uses
+    std::int32_t cube;  // whose HBM share it uses (global cube index; at most 2^24 PEs)
   };
   // Records an HBM read or write by rank r (its time is set when the launch ends).
   void hbm_access(OpId op, const Rank& r);
