@@ -639,3 +639,42 @@ TEST(Runtime, FourDimensionalTensorsAndStridedBoxes) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// Zero-latency links: a message whose head crosses a hop at an instant competes for the
+// next link in the following arbitration round of that instant, whatever the launch order.
+TEST(Runtime, ZeroLatencyHeadsCompeteInTheNextRound) {
+  TopologySpec t = tiny();
+  t.cube_cols = 3;
+  t.cube_link.latency_ns = 0;
+  for (bool reversed : {false, true}) {
+    RuntimeContext ctx(t);
+    OpId from[2] = {engine::kNoOp, engine::kNoOp};
+    auto kernel = [&](PeProgram& p) {
+      if (p.rank().cube > 1) return;
+      const SramBuf b = p.sram(800, DType::f16);
+      from[p.rank().cube] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 160)});  // ready at 40 ns
+    };
+    if (!reversed) {
+      ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
+    } else {
+      ctx.launch("one", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+        if (p.rank().cube == 1) kernel(p);
+      });
+      ctx.launch("zero", LaunchGrid{1, 1, 1}, kernel);
+    }
+    const RunReport r = ctx.run();
+    ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+    SCOPED_TRACE(reversed ? "cube 1 launched first" : "launch order");
+    // Cube 1's message is at link 1->2 at 40 ns; cube 0's head reaches it at 40 ns too, one
+    // round later: it goes second.
+    EXPECT_EQ(r.result.timing[static_cast<std::size_t>(from[1])].start, 40000);
+    EXPECT_EQ(r.result.timing[static_cast<std::size_t>(from[0])].start, 80000);
+    EXPECT_EQ(r.result.timing[static_cast<std::size_t>(from[0])].end, 120000);
+  }
+}
+
+}  // namespace
+}  // namespace kb

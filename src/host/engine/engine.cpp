@@ -87,7 +87,7 @@ class Simulator {
         case EventType::complete: complete(e.op); break;
         case EventType::head: head(e.op); break;
         case EventType::release: release(e.op); break;
-        case EventType::arbitrate: arbitrate(static_cast<ResourceId>(e.op)); break;
+        case EventType::arbitrate: arbitrate_round(); break;
       }
     }
 
@@ -199,21 +199,34 @@ class Simulator {
     request_arbitration(op.resource);
   }
 
+  // Arbitrated resources choose in rounds: one round per instant at a time, after every
+  // completion, head and release of that instant, each resource then choosing on its own.
+  // What the round's starts set off at the same instant (a head over a zero-latency link)
+  // competes in the next round, so no choice depends on the order events were queued.
   void request_arbitration(ResourceId res) {
     const auto r = static_cast<std::size_t>(res);
     if (busy_[r] || arbitrating_[r] || waiting_[r].empty()) return;
     arbitrating_[r] = 1;
-    schedule(now_, EventType::arbitrate, static_cast<OpId>(res));
+    pending_.push_back(res);
+    if (!round_scheduled_) {
+      round_scheduled_ = true;
+      schedule(now_, EventType::arbitrate, 0);
+    }
   }
 
-  void arbitrate(ResourceId res) {
-    const auto r = static_cast<std::size_t>(res);
-    arbitrating_[r] = 0;
-    if (busy_[r] || waiting_[r].empty()) return;
-    std::pop_heap(waiting_[r].begin(), waiting_[r].end(), std::greater<Waiting>{});
-    const OpId next = waiting_[r].back().op;
-    waiting_[r].pop_back();
-    start(next);
+  void arbitrate_round() {
+    round_scheduled_ = false;
+    std::vector<ResourceId> round;
+    round.swap(pending_);
+    for (ResourceId res : round) {
+      const auto r = static_cast<std::size_t>(res);
+      arbitrating_[r] = 0;
+      if (busy_[r] || waiting_[r].empty()) continue;
+      std::pop_heap(waiting_[r].begin(), waiting_[r].end(), std::greater<Waiting>{});
+      const OpId next = waiting_[r].back().op;
+      waiting_[r].pop_back();
+      start(next);
+    }
   }
 
   void complete(OpId id) {
@@ -321,6 +334,8 @@ class Simulator {
   std::vector<std::int32_t> head_;
   std::vector<char> busy_;
   std::vector<char> arbitrated_, arbitrating_;
+  std::vector<ResourceId> pending_;  // resources waiting for the next arbitration round
+  bool round_scheduled_ = false;
   bool has_heads_ = false;
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
