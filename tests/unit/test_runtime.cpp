@@ -12,6 +12,17 @@ using engine::LinkLevel;
 
 TopologySpec tiny() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/tiny.yaml"); }
 
+// A buffer of `bytes` on every PE of the machine, for copies between any two ranks.
+SymBuf everywhere(RuntimeContext& ctx, std::int64_t bytes) {
+  const TopologySpec& t = ctx.topology();
+  return ctx.symmetric(bytes, DType::f16, LaunchGrid{t.sips, t.cubes_per_sip(), t.pes_per_cube()}, "everywhere");
+}
+
+// `bytes` from this rank's instance of `s` to `to`'s.
+OpId send_to(PeProgram& p, SymBuf s, const Rank& to, std::int64_t bytes, std::initializer_list<OpId> deps = {}) {
+  return p.copy(p.local(s), to, p.at(s, to), bytes, deps);
+}
+
 TEST(Runtime, HbmCapacityIsEnforced) {
   RuntimeContext ctx(tiny());  // 1 MiB per cube
   ctx.zeros({512, 512}, DType::f16, Placement{}, "half");  // 512 KiB
@@ -52,12 +63,12 @@ TEST(Runtime, LaunchLargerThanMachineIsRejected) {
 // tiny: ipcq 8 GB/s + 5 ns; cube link 20 GB/s + 10 ns; SIP ring 10 GB/s + 100 ns.
 TEST(Runtime, CopyTimingPerLinkLevel) {
   RuntimeContext ctx(tiny());
+  const SymBuf s = everywhere(ctx, 4096);
   OpId pe = 0, cube = 0, sip = 0;
   ctx.launch("copies", LaunchGrid{}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
-    pe = p.copy(b, Rank{0, 0, 1}, b, 800);
-    cube = p.copy(b, Rank{0, 1, 0}, b, 800);
-    sip = p.copy(b, Rank{1, 0, 0}, b, 800);
+    pe = send_to(p, s, Rank{0, 0, 1}, 800);
+    cube = send_to(p, s, Rank{0, 1, 0}, 800);
+    sip = send_to(p, s, Rank{1, 0, 0}, 800);
   });
   const RunReport r = ctx.run();
   ASSERT_EQ(r.status, engine::Status::ok);
@@ -76,10 +87,10 @@ TEST(Runtime, MeshCopyIsCutThroughPerHop) {
   TopologySpec t = tiny();
   t.cube_rows = 2;  // 2x2 cubes: cube 0 -> cube 3 is two hops, east then south
   RuntimeContext ctx(t);
+  const SymBuf s = everywhere(ctx, 4096);
   OpId last = 0;
   ctx.launch("copies", LaunchGrid{}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
-    last = p.copy(b, Rank{0, 3, 0}, b, 800);
+    last = send_to(p, s, Rank{0, 3, 0}, 800);
   });
   const RunReport r = ctx.run();
   EXPECT_EQ(r.result.timing[static_cast<std::size_t>(last)].start, 10000);
@@ -111,10 +122,10 @@ TEST(Runtime, CopyQueuePortsSerialiseIncastAndFanOut) {
   TopologySpec t = tiny();
   t.pe_cols = 3;
   RuntimeContext ctx(t);
-  OpId in[2], out[2];
+  const SymBuf s = everywhere(ctx, 4096);
+  OpId in[2] = {engine::kNoOp, engine::kNoOp}, out[2] = {engine::kNoOp, engine::kNoOp};
   ctx.launch("ports", LaunchGrid{1, 1, 3}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
-    if (p.rank().pe != 2) in[p.rank().pe] = p.copy(b, Rank{0, 0, 2}, b, 800);  // incast into PE 2
+    if (p.rank().pe != 2) in[p.rank().pe] = send_to(p, s, Rank{0, 0, 2}, 800);  // incast into PE 2
   });
   RunReport r = ctx.run();
   ASSERT_EQ(r.status, engine::Status::ok) << r.message;
@@ -123,10 +134,10 @@ TEST(Runtime, CopyQueuePortsSerialiseIncastAndFanOut) {
   EXPECT_EQ(r.result.timing[static_cast<std::size_t>(in[1])].start, 100000);
   EXPECT_EQ(r.result.timing[static_cast<std::size_t>(in[1])].end, 205000);
   RuntimeContext fan(t);
+  const SymBuf sf = everywhere(fan, 4096);
   fan.launch("ports", LaunchGrid{1, 1, 1}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
-    out[0] = p.copy(b, Rank{0, 0, 1}, b, 800);
-    out[1] = p.copy(b, Rank{0, 0, 2}, b, 800);
+    out[0] = send_to(p, sf, Rank{0, 0, 1}, 800);
+    out[1] = send_to(p, sf, Rank{0, 0, 2}, 800);
   });
   r = fan.run();
   ASSERT_EQ(r.status, engine::Status::ok) << r.message;
@@ -176,13 +187,13 @@ TEST(Runtime, DataModeCopyAndVectorAdd) {
 
 TEST(Runtime, CrossRankWaitDeadlockIsReported) {
   RuntimeContext ctx(tiny());
+  const SymBuf s = everywhere(ctx, 4096);
   const Signal from0 = ctx.signal("pe0 sent"), from1 = ctx.signal("pe1 sent");
   ctx.launch("exchange", LaunchGrid{1, 1, 2}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(64, DType::f16);
     const bool zero = p.rank().pe == 0;
     // Each PE waits for the other's data before sending its own: a classic deadlock.
     const OpId got = p.wait({(zero ? from1 : from0).op});
-    const OpId sent = p.copy(b, Rank{0, 0, zero ? 1 : 0}, b, 64, {got});
+    const OpId sent = send_to(p, s, Rank{0, 0, zero ? 1 : 0}, 64, {got});
     p.raise(zero ? from0 : from1, sent);
   });
   const RunReport r = ctx.run();
@@ -230,13 +241,13 @@ TEST(Runtime, SharedLinkServesReadyMessageFirst) {
   TopologySpec t = tiny();
   t.cube_cols = 3;
   RuntimeContext ctx(t);
+  const SymBuf s = everywhere(ctx, 4096);
   const Signal landed = ctx.signal("cube1 landed");
   OpId from1 = engine::kNoOp, from0 = engine::kNoOp;
   ctx.launch("probe", LaunchGrid{1, 3, 1}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
-    if (p.rank().cube == 0) from0 = p.copy(b, Rank{0, 2, 0}, b, 800, {p.wait({landed.op})});
+    if (p.rank().cube == 0) from0 = send_to(p, s, Rank{0, 2, 0}, 800, {p.wait({landed.op})});
     if (p.rank().cube == 1) {
-      from1 = p.copy(b, Rank{0, 2, 0}, b, 800);
+      from1 = send_to(p, s, Rank{0, 2, 0}, 800);
       p.raise(landed, from1);
     }
   });
@@ -258,13 +269,14 @@ TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
   t.cube_cols = 3;
   for (bool reversed : {false, true}) {
     RuntimeContext ctx(t);
+    const SymBuf s = everywhere(ctx, 4096);
     OpId from[2] = {engine::kNoOp, engine::kNoOp};
     // Cubes 0 and 1 both send to cube 2; cube 0's head crosses its first hop (0->1) at
     // 10 ns, when cube 1's own message, held back by a 10 ns vector op, is ready too.
     auto kernel = [&](PeProgram& p) {
       const SramBuf b = p.sram(800, DType::f16);
-      if (p.rank().cube == 0) from[0] = p.copy(b, Rank{0, 2, 0}, b, 800);
-      if (p.rank().cube == 1) from[1] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 40)});
+      if (p.rank().cube == 0) from[0] = send_to(p, s, Rank{0, 2, 0}, 800);
+      if (p.rank().cube == 1) from[1] = send_to(p, s, Rank{0, 2, 0}, 800, {p.vector_add(b, b, 40)});
     };
     if (!reversed) {
       ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
@@ -295,10 +307,10 @@ namespace {
 // ring links, cut-through.
 TEST(Runtime, RingCopyGoesTheShorterWayCutThrough) {
   RuntimeContext ctx(load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"));
+  const SymBuf s = everywhere(ctx, 4096);
   OpId last = engine::kNoOp;
   ctx.launch("ring", LaunchGrid{}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(4096, DType::f16);
-    last = p.copy(b, Rank{5, 0, 0}, b, 4096);
+    last = send_to(p, s, Rank{5, 0, 0}, 4096);
   });
   const RunReport r = ctx.run();
   ASSERT_EQ(r.status, engine::Status::ok) << r.message;
@@ -514,15 +526,15 @@ namespace {
 // values move in data mode, local or remote, across SIPs too.
 TEST(Runtime, CopiesFromAndToHbm) {
   RuntimeContext ctx(tiny(), ContextOptions{true});  // HBM 16 GB/s, DMA 8 GB/s, mesh 20 GB/s
+  const SymBuf inbox = everywhere(ctx, 800);
   const Placement both_cubes{Split::replicate, 2, 1, 0};
   const Tensor x = ctx.random({2, 400}, DType::f16, both_cubes, "x", 5);
   const Tensor y = ctx.zeros({2, 400}, DType::f16, both_cubes, "y");
   const Tensor z = ctx.zeros({2, 400}, DType::f16, Placement{Split::replicate, 2, 1, 1}, "z");  // on SIP 1
   OpId to_sram = engine::kNoOp, to_hbm = engine::kNoOp, far = engine::kNoOp;
   ctx.launch("hbm", LaunchGrid{}, [&](PeProgram& p) {
-    const SramBuf b = p.sram(800, DType::f16);
     // Row 0 of x from this cube's HBM into cube 1's PE 0, which stores it into y there.
-    to_sram = p.copy(x, Region{0, 1, 0, 400}, Rank{0, 1, 0}, b);
+    to_sram = p.copy(x, Region{0, 1, 0, 400}, Rank{0, 1, 0}, p.at(inbox, Rank{0, 1, 0}));
     // Row 1 of x from HBM to HBM: into z on SIP 1.
     far = p.copy(x, Region{1, 1, 0, 400}, Rank{1, 0, 0}, z, Region{1, 1, 0, 400});
   });
@@ -651,11 +663,12 @@ TEST(Runtime, ZeroLatencyHeadsCompeteInTheNextRound) {
   t.cube_link.latency_ns = 0;
   for (bool reversed : {false, true}) {
     RuntimeContext ctx(t);
+    const SymBuf s = everywhere(ctx, 4096);
     OpId from[2] = {engine::kNoOp, engine::kNoOp};
     auto kernel = [&](PeProgram& p) {
       if (p.rank().cube > 1) return;
       const SramBuf b = p.sram(800, DType::f16);
-      from[p.rank().cube] = p.copy(b, Rank{0, 2, 0}, b, 800, {p.vector_add(b, b, 160)});  // ready at 40 ns
+      from[p.rank().cube] = send_to(p, s, Rank{0, 2, 0}, 800, {p.vector_add(b, b, 160)});  // ready at 40 ns
     };
     if (!reversed) {
       ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
@@ -674,6 +687,119 @@ TEST(Runtime, ZeroLatencyHeadsCompeteInTheNextRound) {
     EXPECT_EQ(r.result.timing[static_cast<std::size_t>(from[0])].start, 80000);
     EXPECT_EQ(r.result.timing[static_cast<std::size_t>(from[0])].end, 120000);
   }
+}
+
+}  // namespace
+}  // namespace kb
+
+namespace kb {
+namespace {
+
+// Mistakes a kernel author makes with buffers and tensors are input errors, in both modes.
+TEST(Runtime, BufferMistakesAreInputErrors) {
+  for (bool data : {false, true}) {
+    RuntimeContext ctx(tiny(), ContextOptions{data});
+    const SymBuf s = ctx.symmetric(64, DType::f16, LaunchGrid{1, 2, 2}, "s");
+    const Tensor x = ctx.zeros({1, 400}, DType::f16, Placement{}, "x");
+    SramBuf old;
+    ctx.launch("first", LaunchGrid{}, [&](PeProgram& p) { old = p.sram(64, DType::f16); });
+    auto error_of = [&](auto&& body) -> std::string {
+      try {
+        ctx.launch("k", LaunchGrid{}, [&](PeProgram& p) { body(p); });
+      } catch (const InputError& e) {
+        return e.what();
+      }
+      return "";
+    };
+    SCOPED_TRACE(data ? "data mode" : "timing mode");
+    EXPECT_NE(error_of([&](PeProgram& p) { p.copy(SramBuf{}, Rank{0, 1, 0}, p.at(s, Rank{0, 1, 0}), 64); }).find("not an SRAM buffer"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.copy(p.local(s), Rank{0, 1, 0}, p.at(s, Rank{0, 1, 0}), 4096); }).find("do not fit"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.copy(p.at(s, Rank{0, 0, 1}), Rank{0, 1, 0}, p.at(s, Rank{0, 1, 0}), 64); }).find("another PE than sip0.cube0.pe0"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.copy(p.local(s), Rank{0, 1, 0}, p.local(s), 64); }).find("another PE than sip0.cube1.pe0"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.load(x, Region{0, 1, 0, 400}, p.at(s, Rank{0, 1, 0})); }).find("another PE"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.load(x, Region{0, 1, 0, 400}, p.local(s)); }).find("800 bytes do not fit"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.vector_add(old, old, 4); }).find("launch has ended"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) {
+                const SramBuf b = p.sram(64, DType::f16);
+                p.free(b);
+                p.vector_add(b, b, 4);
+              }).find("was freed"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) {
+                const SramBuf f = p.sram(64, DType::f32);
+                p.copy(f, Rank{0, 1, 0}, p.at(s, Rank{0, 1, 0}), 64);
+              }).find("holds f32 and the destination f16"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.load(Tensor{}, Region{0, 1, 0, 1}, p.local(s)); }).find("not a tensor"), std::string::npos);
+    EXPECT_THROW(ctx.free(SymBuf{}), InputError);
+    const Channel ch = ctx.channel("c");
+    EXPECT_NE(error_of([&](PeProgram& p) { p.recv(ch, Rank{7, 0, 0}); }).find("does not exist"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.recv(ch, p.rank()); }).find("from itself"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.recv(Channel{}, Rank{0, 1, 0}); }).find("unknown channel"), std::string::npos);
+  }
+}
+
+// A tensor that does not fit charges nothing; a symmetric buffer that does not fit every
+// rank is allocated on none.
+TEST(Runtime, FailedAllocationsChargeNothing) {
+  RuntimeContext ctx(tiny());  // 1 MiB of HBM per cube, 64 KiB of SRAM per PE
+  // Three rows over two cubes: one row (320 KiB) on cube 0, two (640 KiB) on cube 1.
+  ctx.zeros({3, 160 * 1024}, DType::f16, Placement{Split::row_wise, 2, 1, 0}, "uneven");
+  // Fits cube 0 (256 KiB), not cube 1 (512 KiB): nothing is charged, on either.
+  EXPECT_THROW(ctx.zeros({3, 128 * 1024}, DType::f16, Placement{Split::row_wise, 2, 1, 0}, "too big"), InputError);
+  EXPECT_EQ(ctx.run().hbm_footprint_bytes[0], 320 * 1024);
+  RuntimeContext ctx2(tiny());
+  ctx2.launch("k", LaunchGrid{1, 2, 2}, [&](PeProgram& p) {
+    // PE 1 of cube 1 holds 30 KiB: a 40 KiB symmetric buffer fits the three other PEs, not it.
+    if (p.rank().cube != 1 || p.rank().pe != 1) return;
+    p.sram(30 * 1024, DType::f16);
+    EXPECT_THROW(ctx2.symmetric(40 * 1024, DType::f16, LaunchGrid{1, 2, 2}, "s"), InputError);
+  });
+  // Neither the three partial instances nor the launch's buffer are still charged.
+  EXPECT_NO_THROW(ctx2.symmetric(60 * 1024, DType::f16, LaunchGrid{1, 2, 2}, "after"));
+}
+
+// A PE's DMA queue and its HBM write port each take a share of the cube's HBM.
+TEST(Runtime, HbmWritePortTakesItsOwnShare) {
+  TopologySpec t = tiny();
+  t.hbm_bandwidth_gbps = 8;  // as fast as one PE's DMA
+  RuntimeContext ctx(t);
+  const Tensor x = ctx.zeros({2, 400}, DType::f16, Placement{}, "x");
+  const SymBuf s = ctx.symmetric(800, DType::f16, LaunchGrid{1, 1, 2}, "s");
+  OpId load = engine::kNoOp, write = engine::kNoOp;
+  ctx.launch("both", LaunchGrid{1, 1, 2}, [&](PeProgram& p) {
+    if (p.rank().pe == 0) {
+      load = p.load(x, Region{0, 1, 0, 400}, p.local(s));
+    } else {
+      write = p.copy(p.local(s), Rank{0, 0, 0}, x, Region{1, 1, 0, 400});
+    }
+  });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok) << r.message;
+  const auto& tm = r.result.timing;
+  EXPECT_EQ(tm[static_cast<std::size_t>(load)].busy_end - tm[static_cast<std::size_t>(load)].start, 200000);
+  EXPECT_EQ(tm[static_cast<std::size_t>(write)].busy_end - tm[static_cast<std::size_t>(write)].start, 200000);
+}
+
+// Loads round to the buffer's type; 4-D tensors copy box to box, across cubes.
+TEST(Runtime, LoadsRoundAndBoxesCopyBetweenTensors) {
+  RuntimeContext ctx(tiny(), ContextOptions{true});
+  const Tensor x = ctx.random({1, 8}, DType::f32, Placement{}, "x", 21);
+  const Tensor y = ctx.zeros({1, 8}, DType::f32, Placement{}, "y");
+  Placement by_head{Split::row_wise, 2, 1, 0};
+  by_head.cube_dim = 1;
+  const Tensor kv = ctx.random({1, 2, 3, 4}, DType::f16, by_head, "kv", 4);
+  const Tensor moved = ctx.zeros({1, 2, 3, 4}, DType::f16, by_head, "moved");
+  ctx.launch("k", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+    if (p.rank().cube == 0) {
+      const SramBuf h = p.sram(16, DType::f16);
+      p.store(h, y, Region{0, 1, 0, 8}, {p.load(x, Region{0, 1, 0, 8}, h)});
+      // head 0 (on cube 0) -> head 1 of `moved` (on cube 1)
+      p.copy(kv, Box{{0, 0, 0, 0}, {1, 1, 3, 4}}, Rank{0, 1, 0}, moved, Box{{0, 1, 0, 0}, {1, 1, 3, 4}});
+    }
+  });
+  ASSERT_EQ(ctx.run().status, engine::Status::ok);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(ctx.values(y)[static_cast<std::size_t>(i)], round_to(DType::f16, ctx.values(x)[static_cast<std::size_t>(i)]));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(ctx.values(moved)[static_cast<std::size_t>(12 + i)], ctx.values(kv)[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
   hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
-  hbm_user_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
+  hbm_user_.assign(static_cast<std::size_t>(2 * topo_.total_pes()), 0);
   links_.assign(static_cast<std::size_t>(net::link_count(topo_)), engine::kNoResource);
   pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 4), engine::kNoResource);
 }
@@ -81,6 +81,7 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
   Block whole;
   for (int d = 0; d < kMaxDims; ++d) whole.len[d] = t.dim[d];
   const std::int64_t esize = dtype_bytes(dtype);
+  std::vector<std::int64_t> need(hbm_used_.size(), 0);  // charged only once every shard fits
   for (std::int64_t c = 0; c < pl.cubes; ++c) {
     const Block cube_block = part(whole, pl.cube, cube_axis, c, pl.cubes);
     const std::int64_t cube = pl.sip * topo_.cubes_per_sip() + c;
@@ -90,16 +91,17 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
       const Block b = part(cube_block, pl.pe, pe_axis, q, parts);
       if (b.elements() == 0) continue;
       const std::int64_t bytes = b.elements() * esize;
-      auto& used = hbm_used_[static_cast<std::size_t>(cube)];
+      const std::int64_t used = hbm_used_[static_cast<std::size_t>(cube)] + need[static_cast<std::size_t>(cube)];
       if (used + bytes > topo_.hbm_capacity_bytes())
         throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
                          std::to_string(pl.sip) + ".cube" + std::to_string(c) + ", which has " +
                          std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
                          std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
-      used += bytes;
+      need[static_cast<std::size_t>(cube)] += bytes;
       t.shards.push_back(Shard{cube, pl.pe == Split::replicate ? -1 : q, b, bytes});
     }
   }
+  for (std::size_t c = 0; c < need.size(); ++c) hbm_used_[c] += need[c];
   if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(elements), 0.0f);
   tensors_.push_back(std::move(t));
   return Tensor{static_cast<std::int32_t>(tensors_.size() - 1)};
@@ -119,13 +121,18 @@ Tensor RuntimeContext::random(std::vector<std::int64_t> shape, DType dtype, Plac
   return t;
 }
 
+const RuntimeContext::TensorInfo& RuntimeContext::tensor(Tensor t) const {
+  if (t.id < 0 || t.id >= static_cast<std::int32_t>(tensors_.size())) throw InputError("not a tensor of this context");
+  return tensors_[static_cast<std::size_t>(t.id)];
+}
+
 const std::vector<float>& RuntimeContext::values(Tensor t) const {
   if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
-  return tensors_.at(static_cast<std::size_t>(t.id)).data;
+  return tensor(t).data;
 }
-std::int64_t RuntimeContext::rows(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).rows; }
-std::int64_t RuntimeContext::cols(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).cols; }
-const std::vector<std::int64_t>& RuntimeContext::shape(Tensor t) const { return tensors_.at(static_cast<std::size_t>(t.id)).shape; }
+std::int64_t RuntimeContext::rows(Tensor t) const { return tensor(t).rows; }
+std::int64_t RuntimeContext::cols(Tensor t) const { return tensor(t).cols; }
+const std::vector<std::int64_t>& RuntimeContext::shape(Tensor t) const { return tensor(t).shape; }
 
 Signal RuntimeContext::signal(const std::string& name) {
   engine::Op op{};
@@ -159,7 +166,8 @@ std::int32_t RuntimeContext::begin_launch(const std::string& name, const LaunchG
 void RuntimeContext::end_launch() {
   for (std::size_t b = first_buf_of_launch_; b < bufs_.size(); ++b)
     if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
-  // Sharers per cube: its PEs marked as HBM users in this launch.
+  // Sharers per cube: its HBM ports (a PE's DMA queue, a PE's HBM write port) used in this
+  // launch; a PE that both reads and is written to takes two shares.
   const std::int64_t ppc = topo_.pes_per_cube();
   std::int64_t last_cube = -1, sharers = 0, last_bytes = -1;
   ps_t busy = 0;
@@ -168,7 +176,7 @@ void RuntimeContext::end_launch() {
       last_cube = h.cube;
       last_bytes = -1;
       sharers = 0;
-      for (std::int64_t p = 0; p < ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(h.cube * ppc + p)] == launches_;
+      for (std::int64_t p = 0; p < 2 * ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(2 * h.cube * ppc + p)] == launches_;
     }
     const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
     if (bytes != last_bytes) {
@@ -188,9 +196,22 @@ void RuntimeContext::end_launch() {
   hbm_ops_.clear();
 }
 
-void RuntimeContext::hbm_access(OpId op, const Rank& r) {
-  hbm_user_[static_cast<std::size_t>(global_pe(r))] = launches_;
+void RuntimeContext::hbm_access(OpId op, const Rank& r, int port) {
+  hbm_user_[static_cast<std::size_t>(2 * global_pe(r) + port)] = launches_;
   hbm_ops_.push_back({op, static_cast<std::int32_t>(global_cube(r))});
+}
+
+const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& owner, std::int64_t bytes,
+                                                      const char* what) const {
+  if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
+  const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
+  if (info.pe != global_pe(owner))
+    throw InputError(std::string(what) + ": the buffer is on another PE than " + rank_name(owner));
+  if (!info.held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
+  if (bytes > info.bytes)
+    throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
+                     std::to_string(info.bytes));
+  return info;
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -218,18 +239,24 @@ SymBuf RuntimeContext::symmetric(std::int64_t bytes, DType dtype, LaunchGrid gri
       grid.pes > topo_.pes_per_cube())
     throw InputError("symmetric buffer '" + name + "': its grid is larger than the machine");
   SymInfo s{name, grid, {}, false};
-  for (std::int64_t a = 0; a < grid.sips; ++a)
-    for (std::int64_t c = 0; c < grid.cubes; ++c)
-      for (std::int64_t p = 0; p < grid.pes; ++p) {
-        const Rank r{static_cast<std::int32_t>(a), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)};
-        s.bufs.push_back(add_buf(global_pe(r), bytes, dtype, rank_name(r) + ": symmetric buffer '" + name + "'"));
-      }
+  try {
+    for (std::int64_t a = 0; a < grid.sips; ++a)
+      for (std::int64_t c = 0; c < grid.cubes; ++c)
+        for (std::int64_t p = 0; p < grid.pes; ++p) {
+          const Rank r{static_cast<std::int32_t>(a), static_cast<std::int32_t>(c), static_cast<std::int32_t>(p)};
+          s.bufs.push_back(add_buf(global_pe(r), bytes, dtype, rank_name(r) + ": symmetric buffer '" + name + "'"));
+        }
+  } catch (...) {
+    for (std::int32_t b : s.bufs) release(b);  // all or nothing
+    throw;
+  }
   syms_.push_back(std::move(s));
   return SymBuf{static_cast<std::int32_t>(syms_.size() - 1)};
 }
 
 void RuntimeContext::free(SymBuf sym) {
-  SymInfo& s = syms_.at(static_cast<std::size_t>(sym.id));
+  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError("free: not a symmetric buffer");
+  SymInfo& s = syms_[static_cast<std::size_t>(sym.id)];
   if (s.freed) throw InputError("symmetric buffer '" + s.name + "' freed twice");
   s.freed = true;
   for (std::int32_t b : s.bufs) release(b);
@@ -345,8 +372,8 @@ SramBuf PeProgram::sram(std::int64_t bytes, DType dtype) {
 }
 
 void PeProgram::free(SramBuf buf) {
-  const auto& b = ctx_.bufs_.at(static_cast<std::size_t>(buf.id));
-  if (b.pe != ctx_.global_pe(rank_) || b.launch != ctx_.launches_)
+  const auto& b = ctx_.use_buf(buf, rank_, 0, "free");
+  if (b.launch != ctx_.launches_)
     throw InputError("free: " + ctx_.rank_name(rank_) + " frees a buffer it did not allocate in this launch");
   ctx_.release(buf.id);
 }
@@ -354,7 +381,8 @@ void PeProgram::free(SramBuf buf) {
 SramBuf PeProgram::local(SymBuf s) const { return at(s, rank_); }
 
 SramBuf PeProgram::at(SymBuf sym, const Rank& r) const {
-  const auto& s = ctx_.syms_.at(static_cast<std::size_t>(sym.id));
+  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(ctx_.syms_.size())) throw InputError("not a symmetric buffer");
+  const auto& s = ctx_.syms_[static_cast<std::size_t>(sym.id)];
   if (s.freed) throw InputError("symmetric buffer '" + s.name + "' was freed");
   if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
     throw InputError("symmetric buffer '" + s.name + "' has no instance on " + ctx_.rank_name(r));
@@ -362,6 +390,7 @@ SramBuf PeProgram::at(SymBuf sym, const Rank& r) const {
 }
 
 OpId PeProgram::send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
+  if (ch.id < 0 || ch.id >= static_cast<std::int32_t>(ctx_.channels_.size())) throw InputError("send on an unknown channel");
   const OpId landed = copy(src, to, dst, bytes, deps);
   auto& end = ctx_.channel_ends_[{ch.id, ctx_.global_pe(rank_), ctx_.global_pe(to)}];
   if (end.signals_head < end.signals.size()) ctx_.graph_.add_dep(end.signals[end.signals_head++], landed);
@@ -371,6 +400,11 @@ OpId PeProgram::send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::
 
 OpId PeProgram::recv(Channel ch, const Rank& from) {
   if (ch.id < 0 || ch.id >= static_cast<std::int32_t>(ctx_.channels_.size())) throw InputError("recv on an unknown channel");
+  const auto& T = ctx_.topo_;
+  if (from.sip < 0 || from.sip >= T.sips || from.cube < 0 || from.cube >= T.cubes_per_sip() || from.pe < 0 ||
+      from.pe >= T.pes_per_cube())
+    throw InputError("recv from " + ctx_.rank_name(from) + ", which does not exist");
+  if (ctx_.global_pe(from) == ctx_.global_pe(rank_)) throw InputError("recv by " + ctx_.rank_name(rank_) + " from itself");
   auto& end = ctx_.channel_ends_[{ch.id, ctx_.global_pe(from), ctx_.global_pe(rank_)}];
   if (end.sends_head < end.sends.size()) return wait({end.sends[end.sends_head++]});
   // Not sent yet: a signal the matching send will raise.
@@ -382,7 +416,7 @@ OpId PeProgram::recv(Channel ch, const Rank& from) {
 }
 
 Block PeProgram::block_of(Tensor t, const Region& r) const {
-  const auto& info = ctx_.tensors_.at(static_cast<std::size_t>(t.id));
+  const auto& info = ctx_.tensor(t);
   if (info.shape.size() > 2)
     throw InputError("tensor '" + info.name + "' has " + std::to_string(info.shape.size()) +
                      " dimensions: address it with a Box, not a 2-D Region");
@@ -392,7 +426,7 @@ Block PeProgram::block_of(Tensor t, const Region& r) const {
 }
 
 Block PeProgram::block_of(Tensor t, const Box& box) const {
-  const auto& info = ctx_.tensors_.at(static_cast<std::size_t>(t.id));
+  const auto& info = ctx_.tensor(t);
   const std::size_t nd = info.shape.size();
   if (box.lo.size() != nd || box.len.size() != nd)
     throw InputError("tensor '" + info.name + "': a box needs " + std::to_string(nd) + " starts and extents");
@@ -411,23 +445,26 @@ OpId PeProgram::store(SramBuf src, Tensor dst, const Box& b, Deps deps) { return
 
 // A load (HBM -> SRAM) or store on this PE's DMA queue; the block lies in a shard on its cube.
 OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, Deps deps) {
-  auto& t = ctx_.tensors_.at(static_cast<std::size_t>(tensor.id));
+  const auto& t = ctx_.tensor(tensor);
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
-  check_transfer(bytes, grid_.pes);
+  // The buffer holds the block's elements in its own type (loads round to it).
+  const auto& b = ctx_.use_buf(buf, rank_, 0, load ? "load" : "store");
+  ctx_.use_buf(buf, rank_, g.elements() * dtype_bytes(b.dtype), load ? "load" : "store");
+  check_transfer(bytes, ctx_.topo_.pes_per_cube());
   engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
-  ctx_.hbm_access(id, rank_);  // its time is set when the launch ends
+  ctx_.hbm_access(id, rank_, 0);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
-    if (static_cast<std::int64_t>(ctx_.bufs_.at(static_cast<std::size_t>(buf.id)).data.size()) < g.elements())
+    if (static_cast<std::int64_t>(ctx_.bufs_[static_cast<std::size_t>(buf.id)].data.size()) < g.elements())
       throw InputError(std::string(load ? "load" : "store") + " of " + std::to_string(g.elements()) + " elements of '" +
                        t.name + "' overflows its SRAM buffer");
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
       auto& B = ctx.bufs_[static_cast<std::size_t>(buf.id)];
-      if (load) for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { B.data[k] = T.data[at]; });
+      if (load) for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { B.data[k] = round_to(B.dtype, T.data[at]); });
       else for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { T.data[at] = round_to(T.dtype, B.data[k]); });
     });
   }
@@ -437,6 +474,9 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
 OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
                        bool accumulate, Deps deps) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
+  ctx_.use_buf(a, rank_, m * k * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(a.id < 0 ? 0 : a.id)).dtype), "matmul A");
+  ctx_.use_buf(b, rank_, k * n * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(b.id < 0 ? 0 : b.id)).dtype), "matmul B");
+  ctx_.use_buf(c, rank_, m * n * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(c.id < 0 ? 0 : c.id)).dtype), "matmul C");
   const auto& T = ctx_.topo_;
   engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
   op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
@@ -466,8 +506,7 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   const bool reduce = kind == VecOp::row_sum || kind == VecOp::row_max;
   const bool unary = kind == VecOp::scale || kind == VecOp::exp;
   auto elements_of = [&](SramBuf b) {
-    const auto& info = ctx_.bufs_.at(static_cast<std::size_t>(b.id));
-    if (info.pe != ctx_.global_pe(rank_)) throw InputError("vector op on " + ctx_.rank_name(rank_) + " uses another PE's buffer");
+    const auto& info = ctx_.use_buf(b, rank_, 0, "vector op");
     return info.bytes / dtype_bytes(info.dtype);
   };
   if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < rows * cols))
@@ -544,6 +583,9 @@ OpId PeProgram::copy(Tensor src, Region src_region, const Rank& to, Tensor dst, 
 OpId PeProgram::copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps) {
   return transfer(CopyEnd{{}, src, block_of(src, box)}, to, CopyEnd{dst, {}, {}}, -1, deps);
 }
+OpId PeProgram::copy(Tensor src, const Box& src_box, const Rank& to, Tensor dst, const Box& dst_box, Deps deps) {
+  return transfer(CopyEnd{{}, src, block_of(src, src_box)}, to, CopyEnd{{}, dst, block_of(dst, dst_box)}, -1, deps);
+}
 OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps) {
   return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, block_of(dst, box)}, -1, deps);
 }
@@ -560,7 +602,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   const Rank& from = rank_;
   const bool same = from.sip == to.sip && from.cube == to.cube && from.pe == to.pe;
   auto tensor_bytes = [&](const CopyEnd& e, const Rank& at) {
-    auto& t = ctx_.tensors_.at(static_cast<std::size_t>(e.tensor.id));
+    const auto& t = ctx_.tensor(e.tensor);
     ctx_.local_shard(t, at, e.block);  // it must lie in a shard on that rank's cube
     return e.block.elements() * dtype_bytes(t.dtype);
   };
@@ -575,6 +617,18 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
   check_transfer(bytes, src.hbm() || dst.hbm() ? T.pes_per_cube() : 1);
   if (same && !src.hbm() && !dst.hbm()) throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
+  // SRAM ends: the source on this PE, the destination on `to`, the bytes fitting both, and
+  // one element type, so that data moves as it is timed.
+  if (!src.hbm()) ctx_.use_buf(src.buf, from, bytes, "copy source");
+  if (!dst.hbm()) ctx_.use_buf(dst.buf, to, bytes, "copy destination");
+  auto type_of = [&](const CopyEnd& e) {
+    return e.hbm() ? ctx_.tensor(e.tensor).dtype : ctx_.bufs_[static_cast<std::size_t>(e.buf.id)].dtype;
+  };
+  if (type_of(src) != type_of(dst))
+    throw InputError(std::string("copy: the source holds ") + to_string(type_of(src)) + " and the destination " +
+                     to_string(type_of(dst)) + " values");
+  if (bytes % dtype_bytes(type_of(src)) != 0)
+    throw InputError("copy of " + std::to_string(bytes) + " bytes: not a whole number of " + to_string(type_of(src)) + " values");
 
   OpId prev = engine::kNoOp, first = engine::kNoOp;
   std::vector<OpId> first_deps(deps);
@@ -596,7 +650,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), from);
+    ctx_.hbm_access(add_hop(op), from, 0);
   }
   if (!same)
     net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
@@ -613,7 +667,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_store, ctx_.dma_in_resource(to));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), to);
+    ctx_.hbm_access(add_hop(op), to, 1);
   }
   // A chain streams at its slowest hop; with an HBM end that is known when the launch ends.
   if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));

@@ -166,6 +166,7 @@ class PeProgram {
   OpId copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps = {});
   OpId copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps = {});
   OpId copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps = {});
+  OpId copy(Tensor src, const Box& src_box, const Rank& to, Tensor dst, const Box& dst_box, Deps deps = {});
   // A copy to `to` on channel `ch`; and an op that completes when the matching send from
   // `from` has landed here.
   OpId send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
@@ -294,6 +295,9 @@ class RuntimeContext {
   std::int32_t begin_launch(const std::string& name, const LaunchGrid& grid);
   void end_launch();
   void release(std::int32_t buf);
+  // A buffer an op of `owner` uses for `bytes`: it must exist, be on that PE and be held.
+  const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const;
+  const TensorInfo& tensor(Tensor t) const;
   std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
   std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
@@ -317,8 +321,8 @@ class RuntimeContext {
     std::int32_t cube;  // whose HBM share it uses (global cube index; at most 2^24 PEs)
   };
   // Records an HBM read or write by rank r (its time is set when the launch ends).
-  void hbm_access(OpId op, const Rank& r);
-  std::vector<std::int32_t> hbm_user_;  // per global PE: the last launch in which it accessed HBM
+  void hbm_access(OpId op, const Rank& r, int port);  // port 0: its DMA queue; 1: its HBM write port
+  std::vector<std::int32_t> hbm_user_;  // per global PE and port: the last launch that used it
   std::size_t first_buf_of_launch_ = 0;
   std::vector<HbmOp> hbm_ops_;  // the current launch's HBM reads and writes
   std::vector<std::vector<OpId>> chains_;  // the current launch's copies with an HBM end, hop by hop

@@ -35,7 +35,9 @@ LinkInfo link_info(const HwConfig& h, std::int64_t id) {
     return k < n ? LinkInfo{sip(k) + "->switch", ResourceClass::sip_link, static_cast<std::int32_t>(k)}
                  : LinkInfo{"switch->" + sip(k - n), ResourceClass::sip_link, static_cast<std::int32_t>(k - n)};
   const std::int64_t s = k / 2, to = ((s + (k % 2 ? -1 : 1)) % n + n) % n;
-  return {sip(s) + "->" + sip(to), ResourceClass::sip_link, static_cast<std::int32_t>(s)};
+  // On a ring of two, both ways lead to the same neighbour: the backward links say so.
+  return {sip(s) + "->" + sip(to) + (n == 2 && k % 2 ? " (backward)" : ""), ResourceClass::sip_link,
+          static_cast<std::int32_t>(s)};
 }
 
 }  // namespace kb
