@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../common/network.h"
 #include "../sweep/reduce.inl"
 
 // A failed CUDA call: the machine's problem (no memory, no driver or device) is an
@@ -48,6 +49,11 @@
   } while (0)
 
 namespace kb::batched {
+
+// The network model is for both engines: compiled for the device here so that it stays so.
+__global__ void kb_network_compiles(HwConfig h, std::int64_t* hops) {
+  *hops = net::hop_count(h, net::Node{0, 0, 0}, net::Node{h.sips - 1, h.cubes_per_sip() - 1, 0});
+}
 
 bool cuda_built() { return true; }
 
