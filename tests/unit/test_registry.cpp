@@ -22,9 +22,9 @@ void noop(BenchContext&) {}
 
 TEST(Registry, DuplicateAndMalformedNamesAreRecorded) {
   const std::size_t before = bench_registry_errors().size();
-  EXPECT_TRUE(register_bench({"test-only-bench", "d", {"x"}, "test", noop}));
-  EXPECT_FALSE(register_bench({"test-only-bench", "d", {"x"}, "test", noop}));
-  EXPECT_FALSE(register_bench({"Bad_Name", "d", {}, "test", noop}));
+  EXPECT_TRUE(register_bench({"test-only-bench", "d", {"x"}, "test", noop, "", ""}));
+  EXPECT_FALSE(register_bench({"test-only-bench", "d", {"x"}, "test", noop, "", ""}));
+  EXPECT_FALSE(register_bench({"Bad_Name", "d", {}, "test", noop, "", ""}));
   ASSERT_EQ(bench_registry_errors().size(), before + 2);
   EXPECT_EQ(bench_registry_errors()[before], "bench 'test-only-bench' is registered twice");
   ASSERT_NE(find_bench("test-only-bench"), nullptr);

@@ -360,11 +360,12 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
   const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
-  for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
-    const TileRange rows = gemm_rows_of(tm, g.cubes, cube);
-    if (rows.hi <= rows.lo) continue;
-    const Costs cost = cost_of(rows.hi - rows.lo);
-    const std::int64_t last = rows.hi == tm ? 1 : 0, mc[2] = {rows.hi - rows.lo - last, last};
+  // Cubes come in at most three kinds: the last (it holds the matrix's last tile row), and
+  // among the others those with floor(TM / cubes) + 1 rows and those with floor(TM / cubes).
+  auto add_cubes = [&](std::int64_t ncubes, std::int64_t rows, std::int64_t last) {
+    if (ncubes <= 0 || rows <= 0) return;
+    const Costs cost = cost_of(rows);
+    const std::int64_t mc[2] = {ncubes * (rows - last), ncubes * last};
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         const std::int64_t tiles = mc[a] * nc[b];
@@ -383,6 +384,15 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
           bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
         }
       }
+  };
+  {
+    const std::int64_t q = tm / g.cubes, bigger = tm % g.cubes;  // that many cubes have q + 1 rows
+    const TileRange last = gemm_rows_of(tm, g.cubes, g.cubes - 1);  // never empty: it ends at TM
+    const std::int64_t last_rows = last.hi - last.lo;
+    const std::int64_t others_bigger = bigger - (last_rows == q + 1 ? 1 : 0);
+    add_cubes(1, last_rows, 1);
+    add_cubes(others_bigger, q + 1, 0);
+    add_cubes(g.cubes - 1 - others_bigger, q, 0);
   }
   bound = sat_add(bound, r.matrix_busy_ps);
   if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
