@@ -99,7 +99,8 @@ struct LaunchGrid {
   std::int64_t sips = 1, cubes = 1, pes = 1;
 };
 
-// What one link direction carried in a run (links a run used, in the order first used).
+// What one link direction carried in a run (the links a run used, in the order their first
+// hop was issued).
 struct LinkUse {
   std::int64_t link;  // id in src/device/common/network.h
   std::string name;   // e.g. "sip0.cube0->cube1"
