@@ -65,7 +65,7 @@ TEST(Cli, BadTopologyInputs) {
 
 TEST(Cli, UnknownSubcommandAndBench) {
   expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, topo, plot)");
-  expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show)");
+  expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show, diagram)");
   const std::string out = fresh_dir("kb_unknown_bench");
   expect_input_error(run("run --bench no-such-bench --out '" + out + "'"),
                      "--bench no-such-bench: unknown bench (known: milestone-1h-gemm");
@@ -331,6 +331,55 @@ TEST(Cli, SweepGemmBadInput) {
   const std::string folder = fresh_dir("sweep_out_folder");
   fs::create_directories(folder);
   expect_input_error(run("sweep gemm --m 64 --n 64 --k 64 --out '" + folder + "'"), "is a folder");
+}
+
+}  // namespace
+
+namespace {
+
+// topo diagram: DOT with every cube, mesh link and SIP link labelled; rendered by dot.
+TEST(Cli, TopoDiagram) {
+  const std::string dir = fresh_dir("kb_diagram");
+  const Result r = run("topo diagram '" + kTopo + "/default.yaml' -o '" + dir + "/d.dot'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(dir + "/d.dot");
+  const std::string dot((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(dot.find("subgraph cluster_sip0"), std::string::npos);
+  std::size_t cubes = 0, mesh = 0;
+  for (std::size_t at = dot.find("<B>cube "); at != std::string::npos; at = dot.find("<B>cube ", at + 1)) ++cubes;
+  for (std::size_t at = dot.find("256 GB/s\\n50 ns"); at != std::string::npos; at = dot.find("256 GB/s\\n50 ns", at + 1)) ++mesh;
+  EXPECT_EQ(cubes, 8u);
+  EXPECT_EQ(mesh, 10u);  // a 2x4 mesh: 6 row links and 4 column links
+  EXPECT_NE(dot.find("pe7</TD>"), std::string::npos);
+  // SIP links by kind: a ring of 8, a switch of 3; --set reaches the drawing.
+  const Result ring = run("topo diagram '" + kTopo + "/ring8.yaml' -o '" + dir + "/r.dot'");
+  ASSERT_EQ(ring.code, 0) << ring.err;
+  std::ifstream rin(dir + "/r.dot");
+  const std::string rdot((std::istreambuf_iterator<char>(rin)), {});
+  std::size_t sip_links = 0;
+  for (std::size_t at = rdot.find("100 GB/s\\n1000 ns"); at != std::string::npos; at = rdot.find("100 GB/s\\n1000 ns", at + 1)) ++sip_links;
+  EXPECT_EQ(sip_links, 8u);
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz's dot is not installed (tools/setup.sh installs graphviz)";
+  for (const char* ext : {"png", "svg"}) {
+    const Result p = run("topo diagram '" + kTopo + "/default.yaml' --set system.sips=3 --set system.sip_link.topology=switch -o '" +
+                         dir + "/s." + ext + "'");
+    ASSERT_EQ(p.code, 0) << p.err;
+    EXPECT_GT(fs::file_size(dir + "/s." + ext), 1000u) << ext;
+  }
+  std::ifstream svg(dir + "/s.svg");
+  const std::string s((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(s.find("SIP switch"), std::string::npos);
+  EXPECT_EQ(std::count_if(fs::directory_iterator(dir), fs::directory_iterator(), [](const auto&) { return true; }), 4);  // no temporaries left
+}
+
+TEST(Cli, TopoDiagramBadInput) {
+  const std::string dir = fresh_dir("kb_diagram_bad");
+  expect_input_error(run("topo diagram '" + kTopo + "/default.yaml' -o '" + dir + "/d.pdf'"), "must be .dot, .svg or .png");
+  expect_input_error(run("topo diagram /nonexistent.yaml -o '" + dir + "/d.dot'"), "cannot open file");
+  expect_input_error(run("topo diagram '" + kTopo + "/default.yaml' --set sip.cube_rows=0 -o '" + dir + "/d.png'"),
+                     "sip.cube_rows: must be > 0");
+  expect_input_error(run("topo diagram '" + kTopo + "/default.yaml'"), "-o");
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "host/bench/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
+#include "host/topology/diagram.h"
 #include "host/topology/load.h"
 #include "host/topology/summary.h"
 
@@ -110,6 +111,11 @@ int cli_main(int argc, char** argv) {
   bool show_json = false;
   show_args.add(tshow, true);
   tshow->add_flag("--json", show_json, "machine-readable output");
+  auto* tdiagram = topo->add_subcommand("diagram", "draw a topology: SIPs, cube grids, PE grids and labelled links");
+  TopoArgs diagram_args;
+  std::string diagram_out;
+  diagram_args.add(tdiagram, true);
+  tdiagram->add_option("-o,--out", diagram_out, "OUT.dot (Graphviz source), OUT.svg or OUT.png (rendered with dot)")->required();
 
   auto* plot = app.add_subcommand("plot", "re-render a bench's figures from its JSON");
   std::string plot_bench, plot_in, plot_out;
@@ -175,6 +181,9 @@ int cli_main(int argc, char** argv) {
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
       std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
+    } else if (tdiagram->parsed()) {
+      write_topology_diagram(diagram_args.load(), diagram_out);
+      std::printf("wrote %s\n", diagram_out.c_str());
     } else if (tshow->parsed()) {
       const TopologySpec t = show_args.load();
       if (show_json) std::cout << topology_summary(t).dump(2) << "\n";

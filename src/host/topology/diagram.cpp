@@ -1,0 +1,163 @@
+#include "diagram.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "../common/error.h"
+#include "../common/output.h"
+
+extern char** environ;
+
+namespace kb {
+
+namespace {
+
+std::string link_label(const LinkSpec& l) {
+  return std::to_string(l.bandwidth_gbps) + " GB/s\\n" + std::to_string(l.latency_ns) + " ns";
+}
+
+std::string cube_node(std::int64_t sip, std::int64_t cube) { return "s" + std::to_string(sip) + "c" + std::to_string(cube); }
+
+// Cubes with at most this many PEs show each PE; larger ones say how many they hold.
+constexpr std::int64_t kMaxPeCells = 64;
+
+}  // namespace
+
+std::string topology_dot(const TopologySpec& t) {
+  std::string d = "graph topology {\n";
+  d += "  graph [compound=true, newrank=true, fontname=\"Helvetica\", labelloc=t, fontsize=18, label=\"" + t.name + ": " +
+       std::to_string(t.sips) + " SIP(s) x " + std::to_string(t.cube_rows) + "x" + std::to_string(t.cube_cols) +
+       " cubes x " + std::to_string(t.pe_rows) + "x" + std::to_string(t.pe_cols) + " PEs\"];\n";
+  d += "  node [shape=plaintext, fontname=\"Helvetica\", fontsize=10];\n";
+  d += "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\", fontcolor=\"#333333\"];\n";
+  const std::string pe_text = std::to_string(t.matrix_rows) + "x" + std::to_string(t.matrix_cols) + " " +
+                              to_string(t.dataflow) + ", " + std::to_string(t.sram_kib) + " KiB";
+  // Every SIP in detail up to two; beyond, SIP 0 in detail and the others as one box each
+  // (they are alike), so that the figure stays readable.
+  const std::int64_t detailed = t.sips <= 2 ? t.sips : 1;
+  for (std::int64_t s = detailed; s < t.sips; ++s)
+    d += "  sip" + std::to_string(s) + " [shape=box, style=\"rounded,filled\", fillcolor=\"#e8f1fa\", color=\"#1f77b4\", "
+         "fontsize=12, label=\"SIP " + std::to_string(s) + "\\n" + std::to_string(t.cube_rows) + "x" +
+         std::to_string(t.cube_cols) + " cubes, as SIP 0\"];\n";
+  for (std::int64_t s = 0; s < detailed; ++s) {
+    d += "  subgraph cluster_sip" + std::to_string(s) + " {\n";
+    d += "    label=\"SIP " + std::to_string(s) + "\"; style=rounded; color=\"#1f77b4\"; fontsize=14;\n";
+    for (std::int64_t r = 0; r < t.cube_rows; ++r) {
+      d += "    { rank=same;";
+      for (std::int64_t c = 0; c < t.cube_cols; ++c) d += " " + cube_node(s, r * t.cube_cols + c) + ";";
+      d += " }\n";
+    }
+    for (std::int64_t cube = 0; cube < t.cubes_per_sip(); ++cube) {
+      std::string cells;
+      if (t.pes_per_cube() <= kMaxPeCells) {
+        for (std::int64_t pr = 0; pr < t.pe_rows; ++pr) {
+          cells += "<TR>";
+          for (std::int64_t pc = 0; pc < t.pe_cols; ++pc)
+            cells += "<TD BGCOLOR=\"#e8f1fa\">pe" + std::to_string(pr * t.pe_cols + pc) + "</TD>";
+          cells += "</TR>";
+        }
+      } else {
+        cells = "<TR><TD COLSPAN=\"1\" BGCOLOR=\"#e8f1fa\">" + std::to_string(t.pe_rows) + "x" + std::to_string(t.pe_cols) +
+                " PEs</TD></TR>";
+      }
+      const std::int64_t span = t.pes_per_cube() <= kMaxPeCells ? t.pe_cols : 1;
+      d += "    " + cube_node(s, cube) + " [label=<<TABLE BORDER=\"1\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">" +
+           "<TR><TD COLSPAN=\"" + std::to_string(span) + "\" BGCOLOR=\"#c6dbef\"><B>cube " + std::to_string(cube) +
+           "</B> (" + std::to_string(cube / t.cube_cols) + "," + std::to_string(cube % t.cube_cols) + ")</TD></TR>" +
+           "<TR><TD COLSPAN=\"" + std::to_string(span) + "\">HBM " + std::to_string(t.hbm_bandwidth_gbps) + " GB/s, " +
+           std::to_string(t.hbm_capacity_mib) + " MiB</TD></TR>" + cells + "<TR><TD COLSPAN=\"" + std::to_string(span) +
+           "\">PE: " + pe_text + "</TD></TR><TR><TD COLSPAN=\"" + std::to_string(span) + "\">ipcq " +
+           std::to_string(t.ipcq.bandwidth_gbps) + " GB/s, " + std::to_string(t.ipcq.latency_ns) + " ns</TD></TR></TABLE>>];\n";
+    }
+    // Mesh links, each pair once (both directions have the same figures).
+    for (std::int64_t cube = 0; cube < t.cubes_per_sip(); ++cube) {
+      const std::int64_t r = cube / t.cube_cols, c = cube % t.cube_cols;
+      if (c + 1 < t.cube_cols)
+        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + 1) + " [label=\"" + link_label(t.cube_link) + "\"];\n";
+      if (r + 1 < t.cube_rows)
+        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + t.cube_cols) + " [label=\"" + link_label(t.cube_link) +
+             "\"];\n";
+    }
+    d += "  }\n";
+  }
+  // SIP links, between clusters (drawn from and to each SIP's cube 0).
+  const std::string sip_style = " color=\"#d62728\", fontcolor=\"#d62728\", penwidth=2";
+  // An end of a SIP link: a detailed SIP's cube 0 (clipped at its cluster), or a SIP's box.
+  auto end = [&](std::int64_t s) { return s < detailed ? cube_node(s, 0) : "sip" + std::to_string(s); };
+  auto clip = [&](const char* which, std::int64_t s) {
+    return s < detailed ? std::string(which) + "=cluster_sip" + std::to_string(s) + ", " : std::string();
+  };
+  auto sip_edge = [&](std::int64_t a, std::int64_t b) {
+    d += "  " + end(a) + " -- " + end(b) + " [" + clip("ltail", a) + clip("lhead", b) + "label=\"" +
+         link_label(t.sip_link) + "\"," + sip_style + "];\n";
+  };
+  if (t.sips > 1) {
+    if (t.sip_topology == SipTopology::switch_) {
+      d += "  switch [shape=box, style=filled, fillcolor=\"#fddbc7\", label=\"SIP switch\"];\n";
+      for (std::int64_t s = 0; s < t.sips; ++s)
+        d += "  " + end(s) + " -- switch [" + clip("ltail", s) + "label=\"" + link_label(t.sip_link) + "\"," + sip_style +
+             "];\n";
+    } else if (t.sip_topology == SipTopology::fully_connected) {
+      for (std::int64_t a = 0; a < t.sips; ++a)
+        for (std::int64_t b = a + 1; b < t.sips; ++b) sip_edge(a, b);
+    } else {
+      for (std::int64_t s = 0; s + 1 < t.sips; ++s) sip_edge(s, s + 1);
+      if (t.sips > 2) sip_edge(t.sips - 1, 0);
+    }
+  }
+  d += "}\n";
+  return d;
+}
+
+void write_topology_diagram(const TopologySpec& t, const std::string& out) {
+  const std::string ext = std::filesystem::path(out).extension().string();
+  if (ext != ".dot" && ext != ".svg" && ext != ".png")
+    throw InputError("-o " + out + ": the extension must be .dot, .svg or .png");
+  check_output_path("-o", out, "topology.png");
+  const std::string dot = topology_dot(t);
+  if (ext == ".dot") {
+    write_file_atomic(out, dot);
+    return;
+  }
+  // Rendered by Graphviz into a temporary file beside the output, then renamed.
+  const std::filesystem::path target(out);
+  std::error_code ec;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  const std::string src = out + ".tmp" + std::to_string(::getpid()) + ".dot", tmp = out + ".tmp" + std::to_string(::getpid());
+  write_file_atomic(src, dot);
+  const std::string format = "-T" + ext.substr(1), output = "-o" + tmp;
+  char* argv[] = {const_cast<char*>("dot"), const_cast<char*>(format.c_str()), const_cast<char*>(output.c_str()),
+                  const_cast<char*>(src.c_str()), nullptr};
+  // dot runs without a shell; what it says goes to a file, read only if it fails.
+  const std::string err = src + ".err";
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  int status = 0;
+  const int rc = ::posix_spawnp(&pid, "dot", &files, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&files);
+  if (rc == 0) ::waitpid(pid, &status, 0);
+  std::filesystem::remove(src, ec);
+  std::string said;
+  if (rc == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+    said = read_file(err);
+    said = said.substr(0, said.find('\n'));
+  }
+  std::filesystem::remove(err, ec);
+  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::filesystem::remove(tmp, ec);
+    if (rc != 0)
+      throw InputError("-o " + out + ": Graphviz's dot is not installed (apt-get install graphviz); a .dot file needs no renderer");
+    throw InternalError("dot could not render the topology diagram: " + said, __FILE__, __LINE__);
+  }
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) throw InputError("-o " + out + ": cannot rename into place");
+}
+
+}  // namespace kb
