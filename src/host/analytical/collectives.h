@@ -1,0 +1,33 @@
+// The alpha-beta-gamma cost model of allreduce (Thakur, Rabenseifner and Gropp, "Optimization
+// of Collective Communication Operations in MPICH", IJHPCA 19(1), 2005), kept apart from both
+// engines: the curve simulated latencies are compared with. For p ranks and n bytes:
+//   ring  2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
+//   hd    2 lg(p) a + 2((p-1)/p) n b + ((p-1)/p) n c        (p a power of two)
+//   tree  2 ceil(lg p) (a + n b) + ceil(lg p) n c
+// a: the latency of one step (ps), b: ps per byte moved, c: ps per byte reduced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kb::analytical {
+
+enum class AllreduceAlgo { ring, hd, tree };
+
+struct StepCosts {
+  double alpha_ps;          // a
+  double beta_ps_per_byte;  // b
+  double gamma_ps_per_byte; // c
+};
+
+// The model's latency in picoseconds, rounded to the nearest. Throws InputError for p < 2,
+// n < 1, or hd on a rank count that is not a power of two.
+std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t ranks, std::int64_t bytes, const StepCosts& k);
+
+// nccl-tests' bandwidths: algbw = bytes / time; busbw = algbw x 2(p-1)/p for allreduce.
+double algbw_gbps(std::int64_t bytes, std::int64_t latency_ps);
+double allreduce_busbw_gbps(std::int64_t bytes, std::int64_t latency_ps, std::int64_t ranks);
+
+const char* to_string(AllreduceAlgo a);
+
+}  // namespace kb::analytical
