@@ -14,7 +14,6 @@
 #include <thrust/reduce.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
-#include <thrust/unique.h>
 
 #include <algorithm>
 #include <cstring>
@@ -219,6 +218,13 @@ struct SameGroupCost {
   KB_HD bool operator()(const Keyed& a, const Keyed& b) const { return a.group == b.group && a.cost == b.cost; }
 };
 
+// Of configs sorted by (group, cost, ...), the first of each (group, cost): a stencil over
+// indices that never reads before the range (thrust::unique's head flags do, in Thrust 1.17).
+struct FirstOfRun {
+  const Keyed* p;
+  KB_HD bool operator()(std::int64_t i) const { return i == 0 || !SameGroupCost{}(p[i - 1], p[i]); }
+};
+
 // Valid and not beaten by a point of group `group`'s running front (sorted by cost, latency
 // strictly falling): the front point with the largest cost <= k.cost has the lowest latency
 // of all points that cost no more. Configs of other groups pass; the sort does the rest.
@@ -291,32 +297,16 @@ struct Extras {
       const std::size_t k = static_cast<std::size_t>(red.top_k);
       const FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
                                                 : FasterThan{sum.top.back().latency_ps, sum.top.back().index};
-      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), cut) - pick.begin();
-      thrust::sort(pol, pick.begin(), pick.begin() + n, ByLatency{});
+      const auto pk = pick.begin();
+      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pk, cut) - pk;
+      thrust::sort(pol, pk, pk + n, ByLatency{});
       std::vector<Keyed> best(std::min<std::size_t>(k, static_cast<std::size_t>(n)));
-      if (!best.empty()) thrust::copy(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(best.size()), best.begin());
+      if (!best.empty()) thrust::copy(pk, pk + static_cast<std::ptrdiff_t>(best.size()), best.begin());
       for (const Keyed& b : best) sum.top.push_back(Ranked{b.latency, b.index});
       std::sort(sum.top.begin(), sum.top.end(), [](const Ranked& a, const Ranked& b) {
         return a.latency_ps != b.latency_ps ? a.latency_ps < b.latency_ps : a.index < b.index;
       });
       if (sum.top.size() > k) sum.top.resize(k);
-    }
-    if (red.pareto != 0) {
-      // Group g0 may already have a front from earlier chunks: filter its configs by it.
-      const auto tail = std::lower_bound(sum.pareto.begin(), sum.pareto.end(), g0,
-                                         [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
-      front_dev.resize(static_cast<std::size_t>(sum.pareto.end() - tail));
-      if (tail != sum.pareto.end()) thrust::copy(tail, sum.pareto.end(), front_dev.begin());
-      const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(front_dev.size()), g0};
-      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pick.begin(), keep) - pick.begin();
-      thrust::sort(pol, pick.begin(), pick.begin() + n, ByGroupCost{});
-      const std::int64_t m = thrust::unique(pol, pick.begin(), pick.begin() + n, SameGroupCost{}) - pick.begin();
-      std::vector<Keyed> cand(static_cast<std::size_t>(m));
-      if (m > 0) thrust::copy(pick.begin(), pick.begin() + m, cand.begin());
-      std::vector<ParetoPoint> more;
-      more.reserve(cand.size());
-      for (const Keyed& c : cand) more.push_back(ParetoPoint{c.group, c.cost, c.latency, c.index});
-      merge_front(sum.pareto, more, g0);
     }
     if (red.histogram) {
       if (sum.histogram.empty()) sum.histogram.assign(static_cast<std::size_t>(kHistBins), 0);
@@ -335,6 +325,28 @@ struct Extras {
       for (std::size_t i = 0; i < used; ++i)
         if (keys[i] < kHistBins) sum.histogram[static_cast<std::size_t>(keys[i])] += counts[i];
     }
+    if (red.pareto != 0) {
+      // Group g0 may already have a front from earlier chunks: filter its configs by it.
+      const auto tail = std::lower_bound(sum.pareto.begin(), sum.pareto.end(), g0,
+                                         [](const ParetoPoint& p, std::int64_t g) { return p.group < g; });
+      front_dev.resize(static_cast<std::size_t>(sum.pareto.end() - tail));
+      if (tail != sum.pareto.end()) thrust::copy(tail, sum.pareto.end(), front_dev.begin());
+      const NotBeaten keep{thrust::raw_pointer_cast(front_dev.data()), static_cast<std::int64_t>(front_dev.size()), g0};
+      const auto pk = pick.begin();
+      const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pk, keep) - pk;
+      thrust::sort(pol, pk, pk + n, ByGroupCost{});
+      // The first of each (group, cost) run, written over the chunk's keyed configs: the
+      // Pareto step is their last reader.
+      thrust::counting_iterator<std::int64_t> idx(0);
+      const std::int64_t m =
+          thrust::copy_if(pol, pk, pk + n, idx, keyed, FirstOfRun{thrust::raw_pointer_cast(pick.data())}) - keyed;
+      std::vector<Keyed> cand(static_cast<std::size_t>(m));
+      if (m > 0) thrust::copy(keyed, keyed + m, cand.begin());
+      std::vector<ParetoPoint> more;
+      more.reserve(cand.size());
+      for (const Keyed& c : cand) more.push_back(ParetoPoint{c.group, c.cost, c.latency, c.index});
+      merge_front(sum.pareto, more, g0);
+    }
   }
 };
 
@@ -351,17 +363,18 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   sum.by_status.assign(static_cast<std::size_t>(N), 0);
   const std::int64_t total = space.size(), cap = std::min(chunk, total);
-  typename Sys::template vec<Keyed> keyed(static_cast<std::size_t>(cap));
+  typename Sys::template vec<Keyed> keyed_store(static_cast<std::size_t>(cap));
+  const auto keyed = keyed_store.begin();
   Extras<Sys> extras(red, cap);
   for (std::int64_t start = 0; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(pol, first, first + len, keyed.begin(), EvalIndex<Model>{view});
+    thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
     Sys::check();
-    add_tally(sum, thrust::transform_reduce(pol, keyed.begin(), keyed.begin() + len, TallyOf<N>{}, Tally<N>{},
+    add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},
                                             AddTally<N>{}));
-    merge(sum, best_of(keyed.begin(), start, len));
-    extras.chunk(pol, keyed.begin(), len, start / view.group_stride, sum);
+    merge(sum, best_of(keyed, start, len));
+    extras.chunk(pol, keyed, len, start / view.group_stride, sum);
     Sys::check();
     sum.evaluated += len;
     if (red.progress) red.progress(sum.evaluated);
