@@ -387,12 +387,16 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   };
   {
     const std::int64_t q = tm / g.cubes, bigger = tm % g.cubes;  // that many cubes have q + 1 rows
-    const TileRange last = gemm_rows_of(tm, g.cubes, g.cubes - 1);  // never empty: it ends at TM
-    const std::int64_t last_rows = last.hi - last.lo;
-    const std::int64_t others_bigger = bigger - (last_rows == q + 1 ? 1 : 0);
-    add_cubes(1, last_rows, 1);
-    add_cubes(others_bigger, q + 1, 0);
-    add_cubes(g.cubes - 1 - others_bigger, q, 0);
+    if (q >= 1 && q * tn >= g.pes) {
+      add_cubes(1, tm, 1);  // every cube gives work to all its PEs: one share for all, summed at once
+    } else {
+      const TileRange last = gemm_rows_of(tm, g.cubes, g.cubes - 1);  // never empty: it ends at TM
+      const std::int64_t last_rows = last.hi - last.lo;
+      const std::int64_t others_bigger = bigger - (last_rows == q + 1 ? 1 : 0);
+      add_cubes(1, last_rows, 1);
+      add_cubes(others_bigger, q + 1, 0);
+      add_cubes(g.cubes - 1 - others_bigger, q, 0);
+    }
   }
   bound = sat_add(bound, r.matrix_busy_ps);
   if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
