@@ -262,6 +262,34 @@ void RuntimeContext::free(SymBuf sym) {
   for (std::int32_t b : s.bufs) release(b);
 }
 
+namespace {
+const char* kNoData = "symmetric buffer values are only kept with enable_data";
+}
+
+void RuntimeContext::poke(SymBuf sym, const Rank& r, const std::vector<float>& src, std::int64_t offset, std::int64_t count) {
+  if (!opts_.enable_data) throw InputError(kNoData);
+  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError("poke: not a symmetric buffer");
+  const SymInfo& s = syms_[static_cast<std::size_t>(sym.id)];
+  const std::int64_t at = (r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe;
+  if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
+    throw InputError("poke: symmetric buffer '" + s.name + "' has no instance on " + rank_name(r));
+  BufInfo& b = bufs_[static_cast<std::size_t>(s.bufs[static_cast<std::size_t>(at)])];
+  if (offset < 0 || count < 0 || offset + count > static_cast<std::int64_t>(src.size()) ||
+      count > static_cast<std::int64_t>(b.data.size()))
+    throw InputError("poke: " + std::to_string(count) + " values do not fit symmetric buffer '" + s.name + "'");
+  for (std::int64_t i = 0; i < count; ++i)
+    b.data[static_cast<std::size_t>(i)] = round_to(b.dtype, src[static_cast<std::size_t>(offset + i)]);
+}
+
+std::vector<float> RuntimeContext::peek(SymBuf sym, const Rank& r) const {
+  if (!opts_.enable_data) throw InputError(kNoData);
+  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError("peek: not a symmetric buffer");
+  const SymInfo& s = syms_[static_cast<std::size_t>(sym.id)];
+  if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
+    throw InputError("peek: symmetric buffer '" + s.name + "' has no instance on " + rank_name(r));
+  return bufs_[static_cast<std::size_t>(s.bufs[static_cast<std::size_t>((r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe)])].data;
+}
+
 Channel RuntimeContext::channel(const std::string& name) {
   channels_.push_back(name);
   return Channel{static_cast<std::int32_t>(channels_.size() - 1)};

@@ -223,6 +223,10 @@ class RuntimeContext {
   // `bytes` of SRAM on every rank of `grid` (SIPs, cubes, PEs from 0), enforced per PE.
   SymBuf symmetric(std::int64_t bytes, DType dtype, LaunchGrid grid, const std::string& name);
   void free(SymBuf s);
+  // Data mode: writes values (rounded to its type) into a rank's instance of a symmetric
+  // buffer before run(), from src[offset, offset + count); and reads an instance back.
+  void poke(SymBuf s, const Rank& r, const std::vector<float>& src, std::int64_t offset, std::int64_t count);
+  std::vector<float> peek(SymBuf s, const Rank& r) const;
   Channel channel(const std::string& name);
 
   template <class Kernel, class... Args>
