@@ -372,6 +372,28 @@ TEST(Cli, TopoDiagram) {
   EXPECT_EQ(std::count_if(fs::directory_iterator(dir), fs::directory_iterator(), [](const auto&) { return true; }), 4);  // no temporaries left
 }
 
+// Names are escaped in DOT; beyond 16 SIPs the others are one box and one labelled edge.
+TEST(Cli, TopoDiagramNamesAndManySips) {
+  const std::string dir = fresh_dir("kb_diagram_names");
+  fs::create_directories(dir);
+  std::ifstream src(kTopo + "/tiny.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(src)), {});
+  yaml.replace(yaml.find("name: tiny"), 10, "name: \"my \\\"quoted\\\" topo \\\\N\"");
+  std::ofstream(dir + "/q.yaml") << yaml;
+  ASSERT_EQ(run("topo diagram '" + dir + "/q.yaml' -o '" + dir + "/q.dot'").code, 0);
+  std::ifstream in(dir + "/q.dot");
+  const std::string dot((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(dot.find("label=\"my \\\"quoted\\\" topo \\\\N: "), std::string::npos) << dot.substr(0, 300);
+  const Result big = run("topo diagram '" + kTopo + "/default.yaml' --set system.sips=4096 --set system.sip_link.topology=fully_connected "
+                         "--set sip.cube_rows=1 --set sip.cube_cols=1 -o '" + dir + "/big.dot'");
+  ASSERT_EQ(big.code, 0) << big.err;
+  EXPECT_LT(fs::file_size(dir + "/big.dot"), 10000u);
+  std::ifstream bin(dir + "/big.dot");
+  const std::string bdot((std::istreambuf_iterator<char>(bin)), {});
+  EXPECT_NE(bdot.find("SIPs 1..4095"), std::string::npos);
+  EXPECT_NE(bdot.find("fully_connected of 4096 SIPs"), std::string::npos);
+}
+
 TEST(Cli, TopoDiagramBadInput) {
   const std::string dir = fresh_dir("kb_diagram_bad");
   expect_input_error(run("topo diagram '" + kTopo + "/default.yaml' -o '" + dir + "/d.pdf'"), "must be .dot, .svg or .png");

@@ -729,6 +729,8 @@ TEST(Runtime, BufferMistakesAreInputErrors) {
                 p.copy(f, Rank{0, 1, 0}, p.at(s, Rank{0, 1, 0}), 64);
               }).find("holds f32 and the destination f16"), std::string::npos);
     EXPECT_NE(error_of([&](PeProgram& p) { p.load(Tensor{}, Region{0, 1, 0, 1}, p.local(s)); }).find("not a tensor"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.matmul(SramBuf{-1}, p.local(s), p.local(s), 1, 1, 1, false); }).find("matmul A: not an SRAM buffer"), std::string::npos);
+    EXPECT_NE(error_of([&](PeProgram& p) { p.matmul(p.local(s), SramBuf{999}, p.local(s), 1, 1, 1, false); }).find("matmul B: not an SRAM buffer"), std::string::npos);
     EXPECT_THROW(ctx.free(SymBuf{}), InputError);
     const Channel ch = ctx.channel("c");
     EXPECT_NE(error_of([&](PeProgram& p) { p.recv(ch, Rank{7, 0, 0}); }).find("does not exist"), std::string::npos);

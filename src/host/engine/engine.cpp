@@ -216,9 +216,8 @@ class Simulator {
 
   void arbitrate_round() {
     round_scheduled_ = false;
-    std::vector<ResourceId> round;
-    round.swap(pending_);
-    for (ResourceId res : round) {
+    round_.swap(pending_);  // pending_ fills again with what this round sets off
+    for (ResourceId res : round_) {
       const auto r = static_cast<std::size_t>(res);
       arbitrating_[r] = 0;
       if (busy_[r] || waiting_[r].empty()) continue;
@@ -227,6 +226,7 @@ class Simulator {
       waiting_[r].pop_back();
       start(next);
     }
+    round_.clear();
   }
 
   void complete(OpId id) {
@@ -335,6 +335,7 @@ class Simulator {
   std::vector<char> busy_;
   std::vector<char> arbitrated_, arbitrating_;
   std::vector<ResourceId> pending_;  // resources waiting for the next arbitration round
+  std::vector<ResourceId> round_;    // the round being decided
   bool round_scheduled_ = false;
   bool has_heads_ = false;
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap

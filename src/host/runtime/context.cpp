@@ -81,7 +81,7 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
   Block whole;
   for (int d = 0; d < kMaxDims; ++d) whole.len[d] = t.dim[d];
   const std::int64_t esize = dtype_bytes(dtype);
-  std::vector<std::int64_t> need(hbm_used_.size(), 0);  // charged only once every shard fits
+  std::vector<std::int64_t> need(static_cast<std::size_t>(pl.cubes), 0);  // per cube of the placement, charged once all fit
   for (std::int64_t c = 0; c < pl.cubes; ++c) {
     const Block cube_block = part(whole, pl.cube, cube_axis, c, pl.cubes);
     const std::int64_t cube = pl.sip * topo_.cubes_per_sip() + c;
@@ -91,17 +91,18 @@ Tensor RuntimeContext::make(std::vector<std::int64_t> shape, DType dtype, Placem
       const Block b = part(cube_block, pl.pe, pe_axis, q, parts);
       if (b.elements() == 0) continue;
       const std::int64_t bytes = b.elements() * esize;
-      const std::int64_t used = hbm_used_[static_cast<std::size_t>(cube)] + need[static_cast<std::size_t>(cube)];
+      const std::int64_t used = hbm_used_[static_cast<std::size_t>(cube)] + need[static_cast<std::size_t>(c)];
       if (used + bytes > topo_.hbm_capacity_bytes())
         throw InputError("out of HBM memory: tensor '" + name + "' needs " + std::to_string(bytes) + " bytes on sip" +
                          std::to_string(pl.sip) + ".cube" + std::to_string(c) + ", which has " +
                          std::to_string(topo_.hbm_capacity_bytes() - used) + " of " +
                          std::to_string(topo_.hbm_capacity_bytes()) + " bytes free");
-      need[static_cast<std::size_t>(cube)] += bytes;
+      need[static_cast<std::size_t>(c)] += bytes;
       t.shards.push_back(Shard{cube, pl.pe == Split::replicate ? -1 : q, b, bytes});
     }
   }
-  for (std::size_t c = 0; c < need.size(); ++c) hbm_used_[c] += need[c];
+  for (std::size_t c = 0; c < need.size(); ++c)
+    hbm_used_[static_cast<std::size_t>(pl.sip * topo_.cubes_per_sip()) + c] += need[c];
   if (opts_.enable_data) t.data.assign(static_cast<std::size_t>(elements), 0.0f);
   tensors_.push_back(std::move(t));
   return Tensor{static_cast<std::int32_t>(tensors_.size() - 1)};
@@ -181,7 +182,10 @@ void RuntimeContext::end_launch() {
     const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
     if (bytes != last_bytes) {
       last_bytes = bytes;
-      busy = shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
+      // A time past the int64 guard is left for the engine to report (its 2^61 error).
+      busy = bytes > kTimeLimitPs / (kPsPerNs * sharers)
+                 ? kTimeLimitPs + 1
+                 : shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
     }
     graph_.set_busy(h.op, busy);
   }
@@ -479,7 +483,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   // The buffer holds the block's elements in its own type (loads round to it).
   const auto& b = ctx_.use_buf(buf, rank_, 0, load ? "load" : "store");
   ctx_.use_buf(buf, rank_, g.elements() * dtype_bytes(b.dtype), load ? "load" : "store");
-  check_transfer(bytes, ctx_.topo_.pes_per_cube());
+  check_transfer(bytes, 1);  // at its HBM share, checked when the launch ends
   engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
@@ -502,9 +506,13 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
 OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
                        bool accumulate, Deps deps) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
-  ctx_.use_buf(a, rank_, m * k * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(a.id < 0 ? 0 : a.id)).dtype), "matmul A");
-  ctx_.use_buf(b, rank_, k * n * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(b.id < 0 ? 0 : b.id)).dtype), "matmul B");
-  ctx_.use_buf(c, rank_, m * n * dtype_bytes(ctx_.bufs_.at(static_cast<std::size_t>(c.id < 0 ? 0 : c.id)).dtype), "matmul C");
+  auto operand = [&](SramBuf x, std::int64_t elements, const char* what) {
+    const auto& info = ctx_.use_buf(x, rank_, 0, what);
+    ctx_.use_buf(x, rank_, elements * dtype_bytes(info.dtype), what);
+  };
+  operand(a, m * k, "matmul A");
+  operand(b, k * n, "matmul B");
+  operand(c, m * n, "matmul C");
   const auto& T = ctx_.topo_;
   engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
   op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
@@ -643,7 +651,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     bytes = b;
   }
   if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
-  check_transfer(bytes, src.hbm() || dst.hbm() ? T.pes_per_cube() : 1);
+  check_transfer(bytes, 1);  // hops at an HBM share are checked when the launch ends
   if (same && !src.hbm() && !dst.hbm()) throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
   // SRAM ends: the source on this PE, the destination on `to`, the bytes fitting both, and
   // one element type, so that data moves as it is timed.
@@ -701,7 +709,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));
   if (ctx_.opts_.enable_data) {
     // The source is read when the first hop completes and written at the destination when
-    // the last one does, rounded to the destination's type.
+    // the last one does (both ends hold one type).
     auto snapshot = std::make_shared<std::vector<float>>();
     RuntimeContext& ctx = ctx_;
     auto read = [&ctx, src, snapshot, bytes]() {

@@ -25,12 +25,28 @@ std::string cube_node(std::int64_t sip, std::int64_t cube) { return "s" + std::t
 
 // Cubes with at most this many PEs show each PE; larger ones say how many they hold.
 constexpr std::int64_t kMaxPeCells = 64;
+// Beyond this many SIPs the others are one box, their links one labelled edge.
+constexpr std::int64_t kMaxSipBoxes = 16;
+
+// Text inside a quoted DOT string: quotes and backslashes escaped (so no \N, \G, ... either).
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 }  // namespace
 
 std::string topology_dot(const TopologySpec& t) {
   std::string d = "graph topology {\n";
-  d += "  graph [compound=true, newrank=true, fontname=\"Helvetica\", labelloc=t, fontsize=18, label=\"" + t.name + ": " +
+  d += "  graph [compound=true, newrank=true, fontname=\"Helvetica\", labelloc=t, fontsize=18, label=\"" + escaped(t.name) + ": " +
        std::to_string(t.sips) + " SIP(s) x " + std::to_string(t.cube_rows) + "x" + std::to_string(t.cube_cols) +
        " cubes x " + std::to_string(t.pe_rows) + "x" + std::to_string(t.pe_cols) + " PEs\"];\n";
   d += "  node [shape=plaintext, fontname=\"Helvetica\", fontsize=10];\n";
@@ -40,7 +56,12 @@ std::string topology_dot(const TopologySpec& t) {
   // Every SIP in detail up to two; beyond, SIP 0 in detail and the others as one box each
   // (they are alike), so that the figure stays readable.
   const std::int64_t detailed = t.sips <= 2 ? t.sips : 1;
-  for (std::int64_t s = detailed; s < t.sips; ++s)
+  const bool crowd = t.sips > kMaxSipBoxes;  // the other SIPs as one box
+  if (crowd)
+    d += "  others [shape=box, style=\"rounded,filled\", fillcolor=\"#e8f1fa\", color=\"#1f77b4\", fontsize=12, "
+         "label=\"SIPs 1.." + std::to_string(t.sips - 1) + "\\n" + std::to_string(t.cube_rows) + "x" +
+         std::to_string(t.cube_cols) + " cubes each, as SIP 0\"];\n";
+  for (std::int64_t s = detailed; s < t.sips && !crowd; ++s)
     d += "  sip" + std::to_string(s) + " [shape=box, style=\"rounded,filled\", fillcolor=\"#e8f1fa\", color=\"#1f77b4\", "
          "fontsize=12, label=\"SIP " + std::to_string(s) + "\\n" + std::to_string(t.cube_rows) + "x" +
          std::to_string(t.cube_cols) + " cubes, as SIP 0\"];\n";
@@ -96,7 +117,10 @@ std::string topology_dot(const TopologySpec& t) {
     d += "  " + end(a) + " -- " + end(b) + " [" + clip("ltail", a) + clip("lhead", b) + "label=\"" +
          link_label(t.sip_link) + "\"," + sip_style + "];\n";
   };
-  if (t.sips > 1) {
+  if (crowd) {
+    d += "  " + cube_node(0, 0) + " -- others [ltail=cluster_sip0, label=\"" + to_string(t.sip_topology) + " of " +
+         std::to_string(t.sips) + " SIPs\\n" + link_label(t.sip_link) + "\"," + sip_style + "];\n";
+  } else if (t.sips > 1) {
     if (t.sip_topology == SipTopology::switch_) {
       d += "  switch [shape=box, style=filled, fillcolor=\"#fddbc7\", label=\"SIP switch\"];\n";
       for (std::int64_t s = 0; s < t.sips; ++s)
@@ -157,7 +181,10 @@ void write_topology_diagram(const TopologySpec& t, const std::string& out) {
     throw InternalError("dot could not render the topology diagram: " + said, __FILE__, __LINE__);
   }
   std::filesystem::rename(tmp, target, ec);
-  if (ec) throw InputError("-o " + out + ": cannot rename into place");
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError("-o " + out + ": cannot rename into place");
+  }
 }
 
 }  // namespace kb
