@@ -55,6 +55,16 @@ inline void expect_input_error(const Result& r, const std::string& fragment) {
   EXPECT_EQ(r.out, "");
 }
 
+// Writes `to`: the file `from` with its first `find` replaced by `replace`.
+inline void copy_edited(const std::string& from, const std::string& to, const std::string& find, const std::string& replace) {
+  std::ifstream in(from);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto at = text.find(find);
+  EXPECT_NE(at, std::string::npos) << find << " in " << from;
+  if (at != std::string::npos) text.replace(at, find.size(), replace);
+  std::ofstream(to) << text;
+}
+
 // The JSON a command that must succeed prints (null, with a failure, when it does not).
 inline nlohmann::json run_json(const std::string& args) {
   const Result r = run(args);

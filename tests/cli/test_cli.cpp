@@ -376,10 +376,7 @@ TEST(Cli, TopoDiagram) {
 TEST(Cli, TopoDiagramNamesAndManySips) {
   const std::string dir = fresh_dir("kb_diagram_names");
   fs::create_directories(dir);
-  std::ifstream src(kTopo + "/tiny.yaml");
-  std::string yaml((std::istreambuf_iterator<char>(src)), {});
-  yaml.replace(yaml.find("name: tiny"), 10, "name: \"my \\\"quoted\\\" topo \\\\N\"");
-  std::ofstream(dir + "/q.yaml") << yaml;
+  copy_edited(kTopo + "/tiny.yaml", dir + "/q.yaml", "name: tiny", "name: \"my \\\"quoted\\\" topo \\\\N\"");
   ASSERT_EQ(run("topo diagram '" + dir + "/q.yaml' -o '" + dir + "/q.dot'").code, 0);
   std::ifstream in(dir + "/q.dot");
   const std::string dot((std::istreambuf_iterator<char>(in)), {});

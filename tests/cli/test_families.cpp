@@ -226,10 +226,7 @@ TEST(Families, PlotRejectionIsAnInputError) {
     GTEST_SKIP() << "no Python with matplotlib here (tools/setup.sh installs python3-matplotlib)";
   const std::string in = fresh_dir("kb_plot_v9");
   fs::create_directories(in);
-  std::ifstream src(kData + "/gemm_sweep_sample.json");
-  std::string text((std::istreambuf_iterator<char>(src)), {});
-  text.replace(text.find("\"1.0.0\""), 7, "\"9.0.0\"");
-  std::ofstream(in + "/gemm_sweep.json") << text;
+  copy_edited(kData + "/gemm_sweep_sample.json", in + "/gemm_sweep.json", "\"1.0.0\"", "\"9.0.0\"");
   const Result r = run("plot --bench milestone-1h-gemm --in '" + in + "' --out '" + in + "/figs'");
   expect_input_error(r, "schema_version");
   EXPECT_EQ(r.err.find("exit 512"), std::string::npos) << r.err;
@@ -243,10 +240,7 @@ TEST(Families, DataDirFromEnvironmentAndInstalledLayout) {
   fs::create_directories(root + "/bin");
   fs::create_directories(root + "/share/kernbench-gpu/topologies");
   fs::copy_file(KB_CLI_EXE, root + "/bin/kernbench-gpu");
-  std::ifstream src(kTopo + "/tiny.yaml");
-  std::string yaml((std::istreambuf_iterator<char>(src)), {});
-  yaml.replace(yaml.find("name: tiny"), 10, "name: installed");
-  std::ofstream(root + "/share/kernbench-gpu/topologies/default.yaml") << yaml;
+  copy_edited(kTopo + "/tiny.yaml", root + "/share/kernbench-gpu/topologies/default.yaml", "name: tiny", "name: installed");
   const std::string eval = "eval gemm --m 16 --n 16 --k 16 --engine batched --backend omp --json";
   const std::string cmd = "'" + root + "/bin/kernbench-gpu' " + eval + " > '" + root + "/out.json' 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
