@@ -23,6 +23,20 @@ OpId send_to(PeProgram& p, SymBuf s, const Rank& to, std::int64_t bytes, std::in
   return p.copy(p.local(s), to, p.at(s, to), bytes, deps);
 }
 
+// `kernel` launched on cubes 0..2 of one SIP in rank order or, `reversed`, on cube 1 and
+// then on cube 0 alone (cube 1's ops added first).
+template <typename Kernel>
+void launch_cubes_0_and_1(RuntimeContext& ctx, bool reversed, Kernel&& kernel) {
+  if (!reversed) {
+    ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
+    return;
+  }
+  ctx.launch("one", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
+    if (p.rank().cube == 1) kernel(p);
+  });
+  ctx.launch("zero", LaunchGrid{1, 1, 1}, kernel);
+}
+
 TEST(Runtime, HbmCapacityIsEnforced) {
   RuntimeContext ctx(tiny());  // 1 MiB per cube
   ctx.zeros({512, 512}, DType::f16, Placement{}, "half");  // 512 KiB
@@ -278,14 +292,7 @@ TEST(Runtime, SharedLinkTiesGoToTheLowerSourceRank) {
       if (p.rank().cube == 0) from[0] = send_to(p, s, Rank{0, 2, 0}, 800);
       if (p.rank().cube == 1) from[1] = send_to(p, s, Rank{0, 2, 0}, 800, {p.vector_add(b, b, 40)});
     };
-    if (!reversed) {
-      ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
-    } else {  // cube 1 launched (and its ops added) first
-      ctx.launch("one", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
-        if (p.rank().cube == 1) kernel(p);
-      });
-      ctx.launch("zero", LaunchGrid{1, 1, 1}, kernel);
-    }
+    launch_cubes_0_and_1(ctx, reversed, kernel);
     const RunReport r = ctx.run();
     ASSERT_EQ(r.status, engine::Status::ok) << r.message;
     const auto& tm = r.result.timing;
@@ -670,14 +677,7 @@ TEST(Runtime, ZeroLatencyHeadsCompeteInTheNextRound) {
       const SramBuf b = p.sram(800, DType::f16);
       from[p.rank().cube] = send_to(p, s, Rank{0, 2, 0}, 800, {p.vector_add(b, b, 160)});  // ready at 40 ns
     };
-    if (!reversed) {
-      ctx.launch("both", LaunchGrid{1, 3, 1}, kernel);
-    } else {
-      ctx.launch("one", LaunchGrid{1, 2, 1}, [&](PeProgram& p) {
-        if (p.rank().cube == 1) kernel(p);
-      });
-      ctx.launch("zero", LaunchGrid{1, 1, 1}, kernel);
-    }
+    launch_cubes_0_and_1(ctx, reversed, kernel);
     const RunReport r = ctx.run();
     ASSERT_EQ(r.status, engine::Status::ok) << r.message;
     SCOPED_TRACE(reversed ? "cube 1 launched first" : "launch order");
