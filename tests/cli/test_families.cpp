@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -95,10 +96,12 @@ TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
         idle |= rows_of_cube > 0 && rows_of_cube * tn < pes;
       }
       std::string eval = "eval gemm --engine batched --backend omp --json " + sets;
-      for (const char* k : {"m", "n", "k", "pes", "cubes", "buffers", "array_rows", "array_cols"})
-        eval += std::string(" --") + (std::string(k) == "array_rows" ? "array-rows" : std::string(k) == "array_cols" ? "array-cols" : k) + " " + row[k].dump();
-      eval += " --tile-m " + row["tile_m"].dump() + " --tile-n " + row["tile_n"].dump() + " --tile-k " + row["tile_k"].dump() +
-              " --dataflow " + row["dataflow"].get<std::string>();
+      for (std::string k : {"m", "n", "k", "pes", "cubes", "buffers", "array_rows", "array_cols", "tile_m", "tile_n", "tile_k"}) {
+        const std::string value = row[k].dump();
+        std::replace(k.begin(), k.end(), '_', '-');
+        eval += " --" + k + " " + value;
+      }
+      eval += " --dataflow " + row["dataflow"].get<std::string>();
       const Result r = run(eval);
       ASSERT_EQ(r.code, 0) << r.err;
       const std::int64_t now = json::parse(r.out)["latency_ps"], then = row["latency_ps"];
