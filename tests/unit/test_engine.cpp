@@ -199,6 +199,7 @@ TEST(Engine, TimeOverflowIsAnErrorStatus) {
   const OpId b = g.add_op(op_on(r, 100), {a});
   const RunResult res = simulate(g);
   EXPECT_EQ(res.status, Status::error);
+  EXPECT_TRUE(res.time_overflow);
   EXPECT_NE(res.message.find("passes 2^61 ps"), std::string::npos) << res.message;
   EXPECT_NE(res.message.find(g.op_name(b)), std::string::npos) << res.message;
 }

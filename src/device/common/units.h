@@ -19,6 +19,12 @@ constexpr std::int64_t kTimeLimitPs = INT64_C(2305843009213693952);  // 2^61
 KB_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 KB_HD constexpr std::int64_t imax(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
 KB_HD constexpr std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+// ceil(log2(x)) for x >= 1.
+KB_HD constexpr std::int64_t ceil_log2(std::int64_t x) {
+  std::int64_t n = 0;
+  while ((INT64_C(1) << n) < x) ++n;
+  return n;
+}
 
 // Time to move `bytes` at `gbps` gigabytes per second (10^9 B/s): 1 byte at 1 GB/s is 1 ns.
 KB_HD constexpr ps_t transfer_ps(std::int64_t bytes, std::int64_t gbps) {

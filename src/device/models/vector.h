@@ -15,13 +15,6 @@ enum class VecOp : std::int32_t { add = 0, mul, max, scale, exp, row_sum, row_ma
 // lanes instead of one.
 constexpr std::int64_t kExpPasses = 4;
 
-// ceil(log2(x)) for x >= 1.
-KB_HD constexpr std::int64_t ceil_log2(std::int64_t x) {
-  std::int64_t n = 0;
-  while ((INT64_C(1) << n) < x) ++n;
-  return n;
-}
-
 // Cycles of op over `rows` x `cols` elements. Elementwise ops (add, mul, max, scale, exp)
 // treat them as rows·cols values. A row reduction adds (or takes the max of) each row's
 // values into the lanes, ceil(cols / lanes) cycles, then folds the lanes in a tree of

@@ -2,19 +2,10 @@
 
 #include <cmath>
 
+#include "../../device/common/units.h"
 #include "../common/error.h"
 
 namespace kb::analytical {
-
-namespace {
-
-std::int64_t ceil_log2(std::int64_t p) {
-  std::int64_t k = 0;
-  while ((INT64_C(1) << k) < p) ++k;
-  return k;
-}
-
-}  // namespace
 
 const char* to_string(AllreduceAlgo a) {
   return a == AllreduceAlgo::ring ? "ring" : a == AllreduceAlgo::hd ? "hd" : "tree";

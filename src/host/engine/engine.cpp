@@ -102,6 +102,7 @@ class Simulator {
     if (!error_.empty()) {
       r.status = Status::error;
       r.message = error_;
+      r.time_overflow = time_overflow_;
     } else if (completed_ != n) {
       r.status = Status::deadlock;
       r.message = describe_deadlock(r.timing);
@@ -167,8 +168,10 @@ class Simulator {
     // Durations are each below the limit, so these sums cannot wrap before the check.
     t.end = t.busy_end + op.latency_ps;
     if (op.busy_ps > kTimeLimitPs || op.latency_ps > kTimeLimitPs || t.end > kTimeLimitPs) {
-      if (error_.empty())
+      if (error_.empty()) {
         error_ = "simulated time passes 2^61 ps (int64 overflow guard) at " + g_.op_name(id);
+        time_overflow_ = true;
+      }
       return;
     }
     if (op.resource != kNoResource) {
@@ -348,6 +351,7 @@ class Simulator {
   std::int64_t event_count_ = 0;
   std::size_t completed_ = 0;
   std::string error_;
+  bool time_overflow_ = false;
 };
 
 }  // namespace

@@ -33,6 +33,7 @@ struct Summary {
 struct RunResult {
   Status status = Status::ok;
   std::string message;  // deadlock: the stuck ops and what they wait for; error: why
+  bool time_overflow = false;  // error: a time passed the 2^61 ps guard (kTimeLimitPs)
   std::vector<OpTiming> timing;
   std::vector<ps_t> resource_busy_ps;     // per resource
   std::vector<std::int64_t> resource_bytes;  // per resource: bytes its ops moved

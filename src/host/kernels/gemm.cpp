@@ -156,7 +156,7 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
   }
   GemmReference out;
   out.report = ctx.run();
-  if (out.report.status == engine::Status::error && out.report.message.find("2^61") != std::string::npos)
+  if (out.report.result.time_overflow)
     throw InputError("shape: the simulated time would overflow int64 picoseconds");
   if (out.report.status != engine::Status::ok)
     throw InternalError("GEMM reference run ended " + std::string(engine::to_string(out.report.status)) + ": " +

@@ -17,6 +17,14 @@ using engine::OpKind;
 using engine::ResourceClass;
 using engine::ResourceId;
 
+namespace {
+// Whether moving `bytes` at a share of `sharers` could take longer than int64 picoseconds
+// can hold.
+bool transfer_overflows(std::int64_t bytes, std::int64_t sharers) {
+  return bytes > kTimeLimitPs / (kPsPerNs * sharers);
+}
+}  // namespace
+
 const char* to_string(Split s) {
   return s == Split::replicate ? "replicate" : s == Split::row_wise ? "row_wise" : "col_wise";
 }
@@ -182,8 +190,8 @@ void RuntimeContext::end_launch() {
     const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
     if (bytes != last_bytes) {
       last_bytes = bytes;
-      // A time past the int64 guard is left for the engine to report (its 2^61 error).
-      busy = bytes > kTimeLimitPs / (kPsPerNs * sharers)
+      // A time past the int64 guard is left for the engine to report (time_overflow).
+      busy = transfer_overflows(bytes, sharers)
                  ? kTimeLimitPs + 1
                  : shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
     }
@@ -216,6 +224,12 @@ const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& ow
     throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
                      std::to_string(info.bytes));
   return info;
+}
+
+const RuntimeContext::BufInfo& RuntimeContext::use_elements(SramBuf b, const Rank& owner, std::int64_t elements,
+                                                          const char* what) const {
+  const BufInfo& info = use_buf(b, owner, 0, what);
+  return use_buf(b, owner, elements * dtype_bytes(info.dtype), what);
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -272,12 +286,8 @@ const char* kNoData = "symmetric buffer values are only kept with enable_data";
 
 void RuntimeContext::poke(SymBuf sym, const Rank& r, const std::vector<float>& src, std::int64_t offset, std::int64_t count) {
   if (!opts_.enable_data) throw InputError(kNoData);
-  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError("poke: not a symmetric buffer");
+  BufInfo& b = bufs_[static_cast<std::size_t>(sym_instance(sym, r, "poke: ", false))];
   const SymInfo& s = syms_[static_cast<std::size_t>(sym.id)];
-  const std::int64_t at = (r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe;
-  if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
-    throw InputError("poke: symmetric buffer '" + s.name + "' has no instance on " + rank_name(r));
-  BufInfo& b = bufs_[static_cast<std::size_t>(s.bufs[static_cast<std::size_t>(at)])];
   if (offset < 0 || count < 0 || offset + count > static_cast<std::int64_t>(src.size()) ||
       count > static_cast<std::int64_t>(b.data.size()))
     throw InputError("poke: " + std::to_string(count) + " values do not fit symmetric buffer '" + s.name + "'");
@@ -287,11 +297,16 @@ void RuntimeContext::poke(SymBuf sym, const Rank& r, const std::vector<float>& s
 
 std::vector<float> RuntimeContext::peek(SymBuf sym, const Rank& r) const {
   if (!opts_.enable_data) throw InputError(kNoData);
-  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError("peek: not a symmetric buffer");
+  return bufs_[static_cast<std::size_t>(sym_instance(sym, r, "peek: ", false))].data;
+}
+
+std::int32_t RuntimeContext::sym_instance(SymBuf sym, const Rank& r, const std::string& what, bool live) const {
+  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(syms_.size())) throw InputError(what + "not a symmetric buffer");
   const SymInfo& s = syms_[static_cast<std::size_t>(sym.id)];
+  if (live && s.freed) throw InputError(what + "symmetric buffer '" + s.name + "' was freed");
   if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
-    throw InputError("peek: symmetric buffer '" + s.name + "' has no instance on " + rank_name(r));
-  return bufs_[static_cast<std::size_t>(s.bufs[static_cast<std::size_t>((r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe)])].data;
+    throw InputError(what + "symmetric buffer '" + s.name + "' has no instance on " + rank_name(r));
+  return s.bufs[static_cast<std::size_t>((r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe)];
 }
 
 Channel RuntimeContext::channel(const std::string& name) {
@@ -379,8 +394,8 @@ RunReport RuntimeContext::run() {
 
 namespace {
 // A transfer whose time could not be represented in int64 picoseconds is refused.
-void check_transfer(std::int64_t bytes, std::int64_t sharers) {
-  if (bytes > kTimeLimitPs / (kPsPerNs * sharers))
+void check_transfer(std::int64_t bytes) {
+  if (transfer_overflows(bytes, 1))
     throw InputError("transfer of " + std::to_string(bytes) + " bytes: its time would overflow int64 picoseconds");
 }
 }  // namespace
@@ -413,12 +428,7 @@ void PeProgram::free(SramBuf buf) {
 SramBuf PeProgram::local(SymBuf s) const { return at(s, rank_); }
 
 SramBuf PeProgram::at(SymBuf sym, const Rank& r) const {
-  if (sym.id < 0 || sym.id >= static_cast<std::int32_t>(ctx_.syms_.size())) throw InputError("not a symmetric buffer");
-  const auto& s = ctx_.syms_[static_cast<std::size_t>(sym.id)];
-  if (s.freed) throw InputError("symmetric buffer '" + s.name + "' was freed");
-  if (r.sip < 0 || r.sip >= s.grid.sips || r.cube < 0 || r.cube >= s.grid.cubes || r.pe < 0 || r.pe >= s.grid.pes)
-    throw InputError("symmetric buffer '" + s.name + "' has no instance on " + ctx_.rank_name(r));
-  return SramBuf{s.bufs[static_cast<std::size_t>((r.sip * s.grid.cubes + r.cube) * s.grid.pes + r.pe)]};
+  return SramBuf{ctx_.sym_instance(sym, r, "", true)};
 }
 
 OpId PeProgram::send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
@@ -481,18 +491,14 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
   // The buffer holds the block's elements in its own type (loads round to it).
-  const auto& b = ctx_.use_buf(buf, rank_, 0, load ? "load" : "store");
-  ctx_.use_buf(buf, rank_, g.elements() * dtype_bytes(b.dtype), load ? "load" : "store");
-  check_transfer(bytes, 1);  // at its HBM share, checked when the launch ends
+  ctx_.use_elements(buf, rank_, g.elements(), load ? "load" : "store");
+  check_transfer(bytes);  // at its HBM share, checked when the launch ends
   engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   ctx_.hbm_access(id, rank_, 0);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
-    if (static_cast<std::int64_t>(ctx_.bufs_[static_cast<std::size_t>(buf.id)].data.size()) < g.elements())
-      throw InputError(std::string(load ? "load" : "store") + " of " + std::to_string(g.elements()) + " elements of '" +
-                       t.name + "' overflows its SRAM buffer");
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
       auto& B = ctx.bufs_[static_cast<std::size_t>(buf.id)];
@@ -506,13 +512,9 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
 OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
                        bool accumulate, Deps deps) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
-  auto operand = [&](SramBuf x, std::int64_t elements, const char* what) {
-    const auto& info = ctx_.use_buf(x, rank_, 0, what);
-    ctx_.use_buf(x, rank_, elements * dtype_bytes(info.dtype), what);
-  };
-  operand(a, m * k, "matmul A");
-  operand(b, k * n, "matmul B");
-  operand(c, m * n, "matmul C");
+  ctx_.use_elements(a, rank_, m * k, "matmul A");
+  ctx_.use_elements(b, rank_, k * n, "matmul B");
+  ctx_.use_elements(c, rank_, m * n, "matmul C");
   const auto& T = ctx_.topo_;
   engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
   op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
@@ -651,7 +653,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     bytes = b;
   }
   if (bytes <= 0) throw InputError("copy of " + std::to_string(bytes) + " bytes");
-  check_transfer(bytes, 1);  // hops at an HBM share are checked when the launch ends
+  check_transfer(bytes);  // hops at an HBM share are checked when the launch ends
   if (same && !src.hbm() && !dst.hbm()) throw InputError("copy from " + ctx_.rank_name(from) + " to itself");
   // SRAM ends: the source on this PE, the destination on `to`, the bytes fitting both, and
   // one element type, so that data moves as it is timed.

@@ -302,11 +302,16 @@ class RuntimeContext {
   void release(std::int32_t buf);
   // A buffer an op of `owner` uses for `bytes`: it must exist, be on that PE and be held.
   const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const;
+  // use_buf for `elements` values of the buffer's own type.
+  const BufInfo& use_elements(SramBuf b, const Rank& owner, std::int64_t elements, const char* what) const;
   const TensorInfo& tensor(Tensor t) const;
   std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
   std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
   std::string rank_name(const Rank& r) const;
+  // The buffer id of `sym`'s instance on `r`; errors start with `what`, and a freed buffer
+  // is one where `live`.
+  std::int32_t sym_instance(SymBuf sym, const Rank& r, const std::string& what, bool live) const;
   engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
   engine::ResourceId dma_in_resource(const Rank& r);
   engine::ResourceId link_resource(std::int64_t link);
