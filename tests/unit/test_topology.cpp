@@ -90,6 +90,10 @@ TEST(Topology, OneBadLine) {
       {"grid.yaml", "  pe_rows: 2", "  pe_rows: 0", ":18:12: cube.pe_rows: must be > 0 (got 0)"},
       {"big.yaml", "latency_ns: 120", "latency_ns: 9223372036854775",
        ":22:17: cube.hbm.latency_ns: must be <= 1000000000 (got 9223372036854775)"},
+      {"version2.yaml", "schema_version: 1", "schema_version: 2", ":3:17: schema_version: must be <= 1 (got 2)"},
+      {"version0.yaml", "schema_version: 1", "schema_version: 0", ":3:17: schema_version: must be > 0 (got 0)"},
+      {"versionx.yaml", "schema_version: 1", "schema_version: one",
+       ":3:17: schema_version: expected an integer (got 'one')"},
   };
   for (const Case& c : cases) {
     const std::string p = variant(c.file, c.from, c.to);
@@ -155,7 +159,9 @@ TEST(Topology, EveryFieldDocumented) {
       for (const auto& n : f.names) range += (range.empty() ? "`" : ", `") + n + "`";
     }
     EXPECT_NE(row.find("| " + range + " "), std::string::npos) << f.path << ": range " << range << " in " << row;
-    if (*f.unit) EXPECT_NE(row.find(std::string("| ") + f.unit + " |"), std::string::npos) << f.path << ": unit " << f.unit;
+    if (*f.unit) {
+      EXPECT_NE(row.find(std::string("| ") + f.unit + " |"), std::string::npos) << f.path << ": unit " << f.unit;
+    }
     EXPECT_NE(row.find(f.required ? "| required |" : "| "), std::string::npos) << row;
     EXPECT_TRUE(offsets.insert(f.offset).second) << f.path;
     EXPECT_FALSE(std::string(f.meaning).empty()) << f.path;

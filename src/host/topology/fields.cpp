@@ -99,6 +99,10 @@ bool HwField::parse(const std::string& s, std::int64_t* v, std::string* why) con
     *why = "expected one of " + range_text() + " (got '" + s + "')";
     return false;
   }
+  return parse_int_in(s, lo, hi, v, why);
+}
+
+bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why) {
   const char* c = s.c_str();
   char* end = nullptr;
   errno = 0;

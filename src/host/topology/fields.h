@@ -36,6 +36,9 @@ struct HwField {
   std::string range_text() const;  // "1..1000000" or "os|ws|is"
 };
 
+// Parses a decimal integer in lo..hi, as HwField::parse does an integer field.
+bool parse_int_in(const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why);
+
 const std::vector<HwField>& hw_fields();
 const HwField* find_hw_field(const std::string& path);
 

@@ -2,8 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -24,16 +22,6 @@ std::string where(const std::string& file, const YAML::Mark& m) {
 
 [[noreturn]] void fail(const std::string& loc, const std::string& path, const std::string& what) {
   throw InputError(loc + ": " + path + ": " + what);
-}
-
-std::int64_t parse_int(const std::string& text, const std::string& loc, const std::string& path) {
-  const char* s = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s, &end, 10);
-  if (text.empty() || end == s || *end != '\0') fail(loc, path, "expected an integer (got '" + text + "')");
-  if (errno == ERANGE) fail(loc, path, "value out of range (got '" + text + "')");
-  return v;
 }
 
 // Set of every section prefix ("system", "system.sip_link", ...) and every leaf path.
@@ -124,14 +112,6 @@ std::string file_stem(const std::string& path) {
 }  // namespace
 
 const char* to_string(Dataflow d) { return d == Dataflow::os ? "os" : d == Dataflow::ws ? "ws" : "is"; }
-bool parse_dataflow(const std::string& text, Dataflow* d) {
-  for (Dataflow x : {Dataflow::os, Dataflow::ws, Dataflow::is})
-    if (text == to_string(x)) {
-      *d = x;
-      return true;
-    }
-  return false;
-}
 const char* to_string(SipTopology t) {
   return t == SipTopology::ring ? "ring" : t == SipTopology::fully_connected ? "fully_connected" : "switch";
 }
@@ -176,9 +156,12 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
   Source src{root, path, overrides};
   std::string text, loc;
   if (!src.get(kSchemaVersion, text, loc)) fail(src.missing_loc(), kSchemaVersion, "required field is missing");
-  spec.schema_version = parse_int(text, loc, kSchemaVersion);
-  if (spec.schema_version < 1) fail(loc, kSchemaVersion, "must be > 0 (got " + text + ")");
-  if (spec.schema_version > 1) fail(loc, kSchemaVersion, "must be <= 1 (got " + text + ")");
+  {
+    std::int64_t v = 0;
+    std::string why;
+    if (!parse_int_in(text, 1, 1, &v, &why)) fail(loc, kSchemaVersion, why);
+    spec.schema_version = v;
+  }
   // The hash's text lists integer fields first, then enums, each in table order.
   std::string canon = std::string(kSchemaVersion) + "=" + std::to_string(spec.schema_version) + ";", enums;
   for (const HwField& f : hw_fields()) {
@@ -207,7 +190,7 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
     for (const char* c : counts) {
       if (!src.get(c, text, loc)) continue;
       const bool from_set = overrides.count(c) != 0;
-      const std::int64_t v = parse_int(text, loc, c);
+      const std::int64_t v = find_hw_field(c)->get(spec);
       if ((from_set && !blame_set) || (from_set == blame_set && v > blame_value)) {
         blame = c, blame_loc = loc, blame_value = v, blame_set = from_set;
       }

@@ -23,8 +23,6 @@ struct TopologySpec : HwConfig {
 };
 
 const char* to_string(Dataflow d);
-// "os", "ws" or "is"; false for anything else.
-bool parse_dataflow(const std::string& text, Dataflow* d);
 const char* to_string(SipTopology t);
 std::string hash_hex(std::uint64_t h);
 
