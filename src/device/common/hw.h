@@ -49,6 +49,18 @@ struct HwConfig {
   KB_HD constexpr std::int64_t dma_gbps() const { return dma_engines * dma_bandwidth_gbps; }
 };
 
+// The ranges a topology file allows, one per kind of field (the field table,
+// src/host/topology/fields.cpp, is made of them; a model checks the fields it reads).
+constexpr std::int64_t kMaxSips = 4096;
+constexpr std::int64_t kMaxGrid = 1024;                  // rows or columns of cubes or of PEs
+constexpr std::int64_t kMaxBandwidthGbps = 1000000;      // 1 PB/s: beyond any real link
+constexpr std::int64_t kMaxLatencyNs = 1000000000;       // 1 s
+constexpr std::int64_t kMaxCapacity = INT64_C(1) << 30;  // HBM MiB, SRAM KiB
+constexpr std::int64_t kMaxClockMhz = 100000;
+constexpr std::int64_t kMaxArray = 4096;  // systolic array rows or columns
+constexpr std::int64_t kMaxLanes = 65536;
+constexpr std::int64_t kMaxDmaEngines = 64;
+
 // The whole machine has at most this many PEs; with every field in its range, products of
 // counts and rates then stay far from int64 overflow.
 constexpr std::int64_t kMaxMachinePes = INT64_C(1) << 24;

@@ -298,14 +298,14 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
     return kGemmBadTile;
   // The ranges topology files allow, for the fields the model reads.
-  if (h.matrix_rows < 1 || h.matrix_rows > 4096 || h.matrix_cols < 1 || h.matrix_cols > 4096 ||
+  if (h.matrix_rows < 1 || h.matrix_rows > kMaxArray || h.matrix_cols < 1 || h.matrix_cols > kMaxArray ||
       static_cast<std::int64_t>(h.dataflow) < 0 || static_cast<std::int64_t>(h.dataflow) > 2 || h.clock_mhz < 1 ||
-      h.clock_mhz > 100000 || h.dma_engines < 1 || h.dma_engines > 64 || h.dma_bandwidth_gbps < 1 ||
-      h.dma_bandwidth_gbps > 1000000 || h.hbm_bandwidth_gbps < 1 || h.hbm_bandwidth_gbps > 1000000 ||
-      h.hbm_latency_ns < 0 || h.hbm_latency_ns > 1000000000 || h.pe_rows < 1 || h.pe_rows > 1024 || h.pe_cols < 1 ||
-      h.pe_cols > 1024 || h.cube_rows < 1 || h.cube_rows > 1024 || h.cube_cols < 1 || h.cube_cols > 1024 ||
-      h.sram_kib < 1 || h.sram_kib > (INT64_C(1) << 30) || h.hbm_capacity_mib < 1 ||
-      h.hbm_capacity_mib > (INT64_C(1) << 30) || h.sips < 1 || h.sips > 4096 || !hw_fits(h))
+      h.clock_mhz > kMaxClockMhz || h.dma_engines < 1 || h.dma_engines > kMaxDmaEngines || h.dma_bandwidth_gbps < 1 ||
+      h.dma_bandwidth_gbps > kMaxBandwidthGbps || h.hbm_bandwidth_gbps < 1 || h.hbm_bandwidth_gbps > kMaxBandwidthGbps ||
+      h.hbm_latency_ns < 0 || h.hbm_latency_ns > kMaxLatencyNs || h.pe_rows < 1 || h.pe_rows > kMaxGrid ||
+      h.pe_cols < 1 || h.pe_cols > kMaxGrid || h.cube_rows < 1 || h.cube_rows > kMaxGrid || h.cube_cols < 1 ||
+      h.cube_cols > kMaxGrid || h.sram_kib < 1 || h.sram_kib > kMaxCapacity || h.hbm_capacity_mib < 1 ||
+      h.hbm_capacity_mib > kMaxCapacity || h.sips < 1 || h.sips > kMaxSips || !hw_fits(h))
     return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;

@@ -7,10 +7,6 @@
 namespace kb {
 namespace {
 
-constexpr std::int64_t kMaxBandwidthGbps = 1000000;  // 1 PB/s: beyond any real link
-constexpr std::int64_t kMaxLatencyNs = 1000000000;   // 1 s
-constexpr std::int64_t kMaxGrid = 1024;
-
 #define KB_HW(member) offsetof(HwConfig, member)
 #define KB_LINK(link, member) (offsetof(HwConfig, link) + offsetof(LinkSpec, member))
 
@@ -18,7 +14,7 @@ constexpr std::int64_t kMaxGrid = 1024;
 
 const std::vector<HwField>& hw_fields() {
   static const std::vector<HwField> f = {
-      {"system.sips", KB_HW(sips), 1, 4096, true, 0, {}, "count",
+      {"system.sips", KB_HW(sips), 1, kMaxSips, true, 0, {}, "count",
        "number of packages (SIPs); a collective rank is one SIP"},
       {"system.sip_link.topology", KB_HW(sip_topology), 0, 2, true, 0, {"ring", "fully_connected", "switch"}, "",
        "how SIPs are joined"},
@@ -37,21 +33,21 @@ const std::vector<HwField>& hw_fields() {
       {"cube.hbm.bandwidth_gbps", KB_HW(hbm_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
        "HBM stack bandwidth, split evenly over the PEs a launch uses in the cube, GB/s"},
       {"cube.hbm.latency_ns", KB_HW(hbm_latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns", "HBM access latency, ns"},
-      {"cube.hbm.capacity_mib", KB_HW(hbm_capacity_mib), 1, INT64_C(1) << 30, true, 0, {}, "MiB",
+      {"cube.hbm.capacity_mib", KB_HW(hbm_capacity_mib), 1, kMaxCapacity, true, 0, {}, "MiB",
        "HBM stack capacity, MiB"},
       {"cube.ipcq.bandwidth_gbps", KB_LINK(ipcq, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
        "PE-to-PE copy queue bandwidth per direction, GB/s"},
       {"cube.ipcq.latency_ns", KB_LINK(ipcq, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
        "PE-to-PE copy latency, ns"},
-      {"pe.clock_mhz", KB_HW(clock_mhz), 1, 100000, true, 0, {}, "MHz", "PE clock, MHz"},
-      {"pe.matrix.rows", KB_HW(matrix_rows), 1, 4096, true, 0, {}, "MACs", "systolic array rows (fp16 MACs)"},
-      {"pe.matrix.cols", KB_HW(matrix_cols), 1, 4096, true, 0, {}, "MACs", "systolic array columns (fp16 MACs)"},
+      {"pe.clock_mhz", KB_HW(clock_mhz), 1, kMaxClockMhz, true, 0, {}, "MHz", "PE clock, MHz"},
+      {"pe.matrix.rows", KB_HW(matrix_rows), 1, kMaxArray, true, 0, {}, "MACs", "systolic array rows (fp16 MACs)"},
+      {"pe.matrix.cols", KB_HW(matrix_cols), 1, kMaxArray, true, 0, {}, "MACs", "systolic array columns (fp16 MACs)"},
       {"pe.matrix.dataflow", KB_HW(dataflow), 0, 2, false, 0, {"os", "ws", "is"}, "",
        "systolic dataflow: output, weight or input stationary"},
-      {"pe.vector.lanes", KB_HW(vector_lanes), 1, 65536, true, 0, {}, "elements/cycle",
+      {"pe.vector.lanes", KB_HW(vector_lanes), 1, kMaxLanes, true, 0, {}, "elements/cycle",
        "vector engine lanes (elements per cycle)"},
-      {"pe.sram_kib", KB_HW(sram_kib), 1, INT64_C(1) << 30, true, 0, {}, "KiB", "local SRAM per PE, KiB"},
-      {"pe.dma.engines", KB_HW(dma_engines), 1, 64, false, 1, {}, "count", "DMA engines per PE; their rates add up"},
+      {"pe.sram_kib", KB_HW(sram_kib), 1, kMaxCapacity, true, 0, {}, "KiB", "local SRAM per PE, KiB"},
+      {"pe.dma.engines", KB_HW(dma_engines), 1, kMaxDmaEngines, false, 1, {}, "count", "DMA engines per PE; their rates add up"},
       {"pe.dma.bandwidth_gbps", KB_HW(dma_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
        "bandwidth of one DMA engine, GB/s"},
   };
