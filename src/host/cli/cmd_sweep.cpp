@@ -171,10 +171,7 @@ void cmd_sweep(const SweepArgs& a) {
   const bool has_case = !sp.cases.empty();
   std::vector<Column> cols = {{"index", "", ColType::integer}};
   if (has_case) cols.push_back({"case", "", ColType::text});
-  for (const SpaceAxis& c : sp.columns) {
-    const bool plain = c.axis ? c.axis->names.empty() && c.axis->auto_value < 0 : !c.field->is_enum();
-    cols.push_back({c.name, c.field && !c.field->is_enum() ? c.field->unit : "", plain ? ColType::integer : ColType::any});
-  }
+  for (const SpaceAxis& c : sp.columns) cols.push_back(axis_column(c.name, c.axis, c.field));
   for (const Column& c : result_columns(f)) cols.push_back(c);
   auto row = [&](std::int64_t i) {
     load(i);

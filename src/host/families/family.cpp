@@ -101,14 +101,16 @@ std::vector<std::string> config_column_names(const Family& f) {
   return n;
 }
 
+Column axis_column(const std::string& name, const AxisDesc* axis, const HwField* field) {
+  if (axis) return {name, "", axis->names.empty() && axis->auto_value < 0 ? ColType::integer : ColType::any};
+  if (field && field->is_enum()) return {name, "", ColType::text};
+  return {name, field ? field->unit : "", ColType::integer};
+}
+
 std::vector<Column> config_columns(const Family& f) {
   std::vector<Column> c;
-  for (const AxisDesc& a : f.axes)
-    c.push_back({a.name, "", a.names.empty() && a.auto_value < 0 ? ColType::integer : ColType::any});
-  for (const HwAxisDesc& h : f.hw_axes) {
-    const HwField* field = find_hw_field(h.path);
-    c.push_back({h.name, field && !field->is_enum() ? field->unit : "", field && field->is_enum() ? ColType::text : ColType::integer});
-  }
+  for (const AxisDesc& a : f.axes) c.push_back(axis_column(a.name, &a, nullptr));
+  for (const HwAxisDesc& h : f.hw_axes) c.push_back(axis_column(h.name, nullptr, find_hw_field(h.path)));
   return c;
 }
 

@@ -100,6 +100,11 @@ void set_int(void* config, std::size_t offset, std::int64_t v);
 // An axis value as written in JSON: an enum by name, an automatic value as "auto".
 nlohmann::json axis_value_json(const AxisDesc& a, std::int64_t v);
 
+struct HwField;
+// The column of a config field: a family axis (`axis`) or a topology field (`field`).
+// Plain numbers are integer columns with the field's unit; enums and "auto" are not.
+Column axis_column(const std::string& name, const AxisDesc* axis, const HwField* field);
+
 // The config's columns: every axis, then every hardware axis (by its short name).
 std::vector<std::string> config_column_names(const Family& f);
 std::vector<Column> config_columns(const Family& f);
