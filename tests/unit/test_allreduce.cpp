@@ -1,12 +1,15 @@
-// The ring allreduce reference program: every rank ends with the elementwise sum, and on a
-// ring of SIPs with SRAM buffers and one chunk per rank the simulated latency is the
-// alpha-beta-gamma model's, within 2%.
+// Collectives on the reference runtime: every rank ends with the elementwise sum (the root,
+// for reduce) on every level, algorithm, buffer kind and chunking; the direct-launch ring
+// has the library ring's timeline op for op; where the alpha-beta-gamma formula is exact the
+// simulated latency is within 2% of it; invalid requests name their reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "host/analytical/collectives.h"
 #include "host/common/error.h"
+#include "host/families/allreduce_figures.h"
 #include "host/kernels/allreduce.h"
 #include "host/runtime/numeric.h"
 #include "host/topology/load.h"
@@ -14,50 +17,134 @@
 namespace kb {
 namespace {
 
-TopologySpec ring8() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"); }
+TopologySpec topo(const char* name) { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + name); }
 
-TEST(RingAllreduce, EveryRankEndsWithTheSum) {
-  for (std::int64_t p : {2, 3, 8}) {
-    const std::int64_t values = 64 * p;
-    std::vector<std::vector<float>> in(static_cast<std::size_t>(p));
-    for (std::int64_t r = 0; r < p; ++r)
-      for (std::int64_t i = 0; i < values; ++i)
-        in[static_cast<std::size_t>(r)].push_back(round_to(DType::f16, uniform_pm1(static_cast<std::uint64_t>(r + 1), static_cast<std::uint64_t>(i))));
-    const AllreduceResult res = run_ring_allreduce(ring8(), RingAllreduce{p, 2 * values}, in);
-    ASSERT_EQ(res.report.status, engine::Status::ok) << res.report.message;
-    for (std::int64_t i = 0; i < values; ++i) {
-      double sum = 0;
-      for (std::int64_t r = 0; r < p; ++r) sum += in[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
-      for (std::int64_t r = 0; r < p; ++r) {
-        const float got = res.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
-        // p - 1 additions, each rounded to f16: within p - 1 f16 units of the float64 sum.
-        EXPECT_NEAR(got, sum, (p - 1) * std::ldexp(1.0, -10) * std::max(1.0, std::fabs(sum))) << "p " << p << " rank " << r << " i " << i;
-        EXPECT_EQ(got, res.values[0][static_cast<std::size_t>(i)]);  // every rank the same bits
+AllreduceConfig config(const TopologySpec& t, CollLevel level, CollAlgo algo, std::int64_t ranks, std::int64_t bytes,
+                       CollBuffer buffer = CollBuffer::sram, CollOp op = CollOp::allreduce, std::int64_t chunks = 1) {
+  AllreduceConfig c{};
+  c.hw = t.hw();
+  c.bytes = bytes;
+  c.level = static_cast<std::int64_t>(level);
+  c.algo = static_cast<std::int64_t>(algo);
+  c.ranks = ranks;
+  c.buffer = static_cast<std::int64_t>(buffer);
+  c.op = static_cast<std::int64_t>(op);
+  c.chunks = chunks;
+  return c;
+}
+
+std::string name(const AllreduceConfig& c) {
+  return std::string(to_string(static_cast<CollLevel>(c.level))) + "/" + to_string(static_cast<CollAlgo>(c.algo)) +
+         " p" + std::to_string(c.ranks) + (c.buffer ? " hbm" : " sram") + (c.op ? " reduce" : " allreduce") + " chunks " +
+         std::to_string(c.chunks) + " bytes " + std::to_string(c.bytes);
+}
+
+// Every rank (the root, for reduce) holds the sum of the inputs, within the f16 rounding of
+// p - 1 additions; for allreduce every rank holds the same bits.
+void expect_sum(const AllreduceConfig& c, const CollectiveRun& run) {
+  const std::int64_t values = c.bytes / 2, root = coll_root(c);
+  double worst = 0;
+  for (std::int64_t i = 0; i < values; ++i) {
+    double sum = 0, mag = 0;
+    for (std::int64_t r = 0; r < c.ranks; ++r) {
+      sum += run.inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
+      mag += std::fabs(run.inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)]);
+    }
+    const double tol = static_cast<double>(c.ranks - 1) * std::ldexp(1.0, -10) * std::max(1.0, mag);
+    for (std::int64_t r = 0; r < c.ranks; ++r) {
+      if (c.op == static_cast<std::int64_t>(CollOp::reduce) && r != root) continue;
+      const double got = run.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
+      worst = std::max(worst, std::fabs(got - sum));
+      ASSERT_NEAR(got, sum, tol) << name(c) << " rank " << r << " value " << i;
+      if (c.op == static_cast<std::int64_t>(CollOp::allreduce)) {
+        ASSERT_EQ(got, run.values[static_cast<std::size_t>(root)][static_cast<std::size_t>(i)]) << name(c) << " rank " << r;
       }
     }
   }
 }
 
-TEST(RingAllreduce, MatchesTheAlphaBetaGammaModel) {
-  TopologySpec t = ring8();
-  const double a = static_cast<double>(t.sip_link.latency_ns) * 1000.0;
-  const double b = 1000.0 / static_cast<double>(t.sip_link.bandwidth_gbps);
-  // vector add: lanes values (2 bytes each) per cycle
-  const double c = 1e6 / static_cast<double>(t.clock_mhz) / static_cast<double>(t.vector_lanes) / 2.0;
+TEST(Collective, EveryRankEndsWithTheSum) {
+  const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
+  int runs = 0;
+  for (int level = 0; level < 3; ++level)
+    for (int algo = 0; algo < 5; ++algo)
+      for (std::int64_t p : {2, 3, 4, 8})
+        for (int buffer = 0; buffer < 2; ++buffer)
+          for (int op = 0; op < 2; ++op)
+            for (std::int64_t chunks : {1, 3}) {
+              const AllreduceConfig c = config(level == 2 ? ring8 : def, static_cast<CollLevel>(level),
+                                               static_cast<CollAlgo>(algo), p, 2 * 37 * p * chunks, static_cast<CollBuffer>(buffer),
+                                               static_cast<CollOp>(op), chunks);
+              if (allreduce_check(c) != kArOk) continue;
+              expect_sum(c, run_collective(c, true, 7));
+              ++runs;
+            }
+  EXPECT_GT(runs, 300);
+}
+
+TEST(Collective, RootIsTheGridCentre) {
+  const AllreduceConfig c = config(topo("default.yaml"), CollLevel::cube, CollAlgo::root, 8, 1024);
+  EXPECT_EQ(coll_root(c), 6);  // (rows / 2, cols / 2) = (1, 2) on the 2x4 grid
+}
+
+TEST(Collective, DirectLaunchRingHasTheLibraryTimeline) {
+  const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
+  for (int level = 0; level < 3; ++level)
+    for (std::int64_t p : {2, 5, 8})
+      for (std::int64_t chunks : {1, 2}) {
+        const AllreduceConfig c = config(level == 2 ? ring8 : def, static_cast<CollLevel>(level), CollAlgo::ring, p,
+                                         2 * 1000 * p, CollBuffer::sram, CollOp::allreduce, chunks);
+        ASSERT_EQ(allreduce_check(c), kArOk) << name(c);
+        const CollectiveRun lib = run_collective(c, true, 3, false);
+        const CollectiveRun direct = run_ring_direct(c, true, 3);
+        ASSERT_EQ(direct.report.status, engine::Status::ok) << direct.report.message;
+        EXPECT_EQ(lib.report.summary.latency_ps, direct.report.summary.latency_ps) << name(c);
+        EXPECT_EQ(lib.report.summary.link_bytes, direct.report.summary.link_bytes) << name(c);
+        EXPECT_EQ(lib.report.summary.busy_ps, direct.report.summary.busy_ps) << name(c);
+        EXPECT_EQ(lib.values, direct.values) << name(c);
+        // Op for op: every copy hop and vector add on the same resource, at the same picoseconds.
+        ASSERT_FALSE(lib.timeline.empty());
+        EXPECT_EQ(lib.timeline, direct.timeline) << name(c);
+      }
+}
+
+TEST(Collective, RingOfSipsMatchesTheAlphaBetaGammaModel) {
+  TopologySpec t = topo("ring8.yaml");
   for (std::int64_t p : {2, 4, 8})
-    for (std::int64_t bytes : {INT64_C(1) << 12, INT64_C(1) << 16, INT64_C(1) << 20}) {
+    for (std::int64_t bytes : {INT64_C(1) << 12, INT64_C(1) << 16, INT64_C(1) << 19}) {
       t.sips = p;  // the ranks are the whole ring: every step is one link
-      const AllreduceResult res = run_ring_allreduce(t, RingAllreduce{p, bytes});
-      ASSERT_EQ(res.report.status, engine::Status::ok) << res.report.message;
-      const auto model = analytical::allreduce_ps(analytical::AllreduceAlgo::ring, p, bytes, {a, b, c});
-      const double ratio = static_cast<double>(res.report.summary.latency_ps) / static_cast<double>(model);
-      EXPECT_NEAR(ratio, 1.0, 0.02) << "p " << p << " bytes " << bytes << ": " << res.report.summary.latency_ps << " vs " << model;
-      // Each rank sends 2(p-1) chunks of bytes/p over one ring link each.
-      EXPECT_EQ(res.report.summary.link_bytes[static_cast<std::size_t>(engine::LinkLevel::sip)], p * 2 * (p - 1) * (bytes / p));
+      const AllreduceConfig c = config(t, CollLevel::sip, CollAlgo::ring, p, bytes);
+      ASSERT_EQ(allreduce_check(c), kArOk) << name(c);
+      const CollectiveRun run = run_collective(c, false);
+      const double ratio =
+          static_cast<double>(run.report.summary.latency_ps) / static_cast<double>(collective_analytical_ps(c));
+      EXPECT_NEAR(ratio, 1.0, 0.02) << name(c) << ": " << run.report.summary.latency_ps;
+      // Each rank sends 2(p-1) pieces of bytes/p over one ring link each.
+      EXPECT_EQ(run.report.summary.link_bytes[static_cast<std::size_t>(engine::LinkLevel::sip)], p * 2 * (p - 1) * (bytes / p));
     }
-  t.sips = 8;
-  EXPECT_THROW(run_ring_allreduce(t, RingAllreduce{3, 100}), InputError);  // 50 values in 3 chunks
-  EXPECT_THROW(run_ring_allreduce(t, RingAllreduce{9, 1 << 12}), InputError);
+}
+
+TEST(Collective, InvalidRequestsNameTheirReason) {
+  const TopologySpec def = topo("default.yaml");
+  AllreduceConfig c = config(def, CollLevel::cube, CollAlgo::hd, 6, 1 << 12);
+  EXPECT_EQ(allreduce_check(c), kArBadAlgo);
+  EXPECT_NE(allreduce_status_message(kArBadAlgo, c).find("power-of-two"), std::string::npos);
+  EXPECT_THROW(run_collective(c, false), InputError);
+  c = config(def, CollLevel::cube, CollAlgo::mesh2d, 6, 1 << 12);  // 6 ranks on rows of 4
+  EXPECT_EQ(allreduce_check(c), kArBadAlgo);
+  c = config(def, CollLevel::cube, CollAlgo::ring, 9, 1 << 12);
+  EXPECT_EQ(allreduce_check(c), kArBadRanks);
+  c = config(def, CollLevel::sip, CollAlgo::ring, 2, 1 << 12);  // the default machine has one SIP
+  EXPECT_EQ(allreduce_check(c), kArBadRanks);
+  c = config(def, CollLevel::pe, CollAlgo::ring, 8, 8 * 2 - 2);
+  EXPECT_EQ(allreduce_check(c), kArBadSize);
+  c = config(def, CollLevel::pe, CollAlgo::tree, 8, 1 << 20);  // data and 3 inboxes: 4 MiB > 2 MiB SRAM
+  EXPECT_EQ(allreduce_check(c), kArSramOverflow);
+  EXPECT_NE(allreduce_status_message(kArSramOverflow, c).find("4194304 bytes of SRAM"), std::string::npos);
+  c = config(def, CollLevel::pe, CollAlgo::tree, 8, INT64_C(1) << 32, CollBuffer::hbm);
+  EXPECT_EQ(allreduce_check(c), kArHbmOverflow);
+  c = config(def, CollLevel::cube, CollAlgo::ring, 8, 1 << 20, CollBuffer::sram, CollOp::allreduce, 64);
+  EXPECT_EQ(allreduce_check(c), kArTooLarge);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm.h.
 #pragma once
 
+#include "../models/allreduce.h"
 #include "../models/gemm.h"
 
-#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel)
+#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel)

@@ -1,5 +1,6 @@
 #include "collectives.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "../../device/common/units.h"
@@ -8,7 +9,14 @@
 namespace kb::analytical {
 
 const char* to_string(AllreduceAlgo a) {
-  return a == AllreduceAlgo::ring ? "ring" : a == AllreduceAlgo::hd ? "hd" : "tree";
+  switch (a) {
+    case AllreduceAlgo::ring: return "ring";
+    case AllreduceAlgo::hd: return "hd";
+    case AllreduceAlgo::tree: return "tree";
+    case AllreduceAlgo::mesh2d: return "mesh2d";
+    case AllreduceAlgo::root: return "root";
+  }
+  return "?";
 }
 
 std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t p, std::int64_t n, const StepCosts& k) {
@@ -31,6 +39,48 @@ std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t p, std::int64_t n, co
     case AllreduceAlgo::tree:
       t = 2.0 * lg * (k.alpha_ps + bytes * k.beta_ps_per_byte) + lg * bytes * k.gamma_ps_per_byte;
       break;
+    case AllreduceAlgo::mesh2d:
+    case AllreduceAlgo::root:
+      throw InputError(std::string("allreduce ") + to_string(algo) + ": the model needs the grid (collective_ps)");
+  }
+  return std::llround(t);
+}
+
+std::int64_t collective_ps(AllreduceAlgo algo, bool reduce, std::int64_t rows, std::int64_t cols, std::int64_t n,
+                           const StepCosts& k) {
+  const std::int64_t p = rows * cols;
+  if (rows < 1 || cols < 1 || p < 2) throw InputError("collective: at least 2 ranks (got " + std::to_string(p) + ")");
+  if (n < 1) throw InputError("collective: at least 1 byte (got " + std::to_string(n) + ")");
+  const double a = k.alpha_ps, b = k.beta_ps_per_byte, c = k.gamma_ps_per_byte, bytes = static_cast<double>(n);
+  const double share = static_cast<double>(p - 1) / static_cast<double>(p);
+  // A ring reduce-scatter (or all-gather, without c) of m bytes over q ranks.
+  auto rs = [&](std::int64_t q, double m, bool add) {
+    const double f = static_cast<double>(q - 1) / static_cast<double>(q);
+    return static_cast<double>(q - 1) * a + f * m * (b + (add ? c : 0.0));
+  };
+  const double gather = a + share * bytes * b;  // p - 1 pieces into one rank, one after another
+  if (!reduce && algo != AllreduceAlgo::mesh2d && algo != AllreduceAlgo::root) return allreduce_ps(algo, p, n, k);
+  double t = 0;
+  switch (algo) {
+    case AllreduceAlgo::ring: t = rs(p, bytes, true) + gather; break;
+    case AllreduceAlgo::hd:
+      if ((p & (p - 1)) != 0)
+        throw InputError("reduce hd: recursive halving needs a power of two ranks (got " + std::to_string(p) + ")");
+      t = static_cast<double>(ceil_log2(p)) * a + share * bytes * (b + c) + gather;
+      break;
+    case AllreduceAlgo::tree: t = static_cast<double>(ceil_log2(p)) * (a + bytes * (b + c)); break;
+    case AllreduceAlgo::mesh2d: {
+      const double row = rs(cols, bytes, true), col = rs(rows, bytes / static_cast<double>(cols), true);
+      t = reduce ? row + col + gather
+                 : row + col + rs(rows, bytes / static_cast<double>(cols), false) + rs(cols, bytes, false);
+      break;
+    }
+    case AllreduceAlgo::root: {
+      const std::int64_t r0 = rows / 2, c0 = cols / 2;
+      const double steps = static_cast<double>(std::max(c0, cols - 1 - c0) + std::max(r0, rows - 1 - r0));
+      t = steps * (a + bytes * (b + c)) + (reduce ? 0.0 : steps * (a + bytes * b));
+      break;
+    }
   }
   return std::llround(t);
 }

@@ -4,6 +4,14 @@
 //   ring  2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
 //   hd    2 lg(p) a + 2((p-1)/p) n b + ((p-1)/p) n c        (p a power of two)
 //   tree  2 ceil(lg p) (a + n b) + ceil(lg p) n c
+// and, derived the same way (docs/model.md section 7), for p = rows x cols ranks on a grid:
+//   mesh2d  rows' ring reduce-scatter, columns' ring allreduce of 1/cols of the data, rows'
+//           all-gather: 2(cols-1)a + 2(rows-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
+//   root    chains toward the centre (rows/2, cols/2), L = max(c0, cols-1-c0) + max(r0, rows-1-r0)
+//           steps of a whole message: 2 L (a + n b) + L n c
+// For a reduce to one rank (op reduce): ring and hd reduce-scatter then gather the p - 1
+// other pieces into the root (one step; its (p-1)/p n bytes arrive one after another);
+// tree and root run only their reduce half; mesh2d reduce-scatters rows and columns, then gathers.
 // a: the latency of one step (ps), b: ps per byte moved, c: ps per byte reduced.
 #pragma once
 
@@ -12,7 +20,7 @@
 
 namespace kb::analytical {
 
-enum class AllreduceAlgo { ring, hd, tree };
+enum class AllreduceAlgo { ring, hd, tree, mesh2d, root };
 
 struct StepCosts {
   double alpha_ps;          // a
@@ -23,6 +31,11 @@ struct StepCosts {
 // The model's latency in picoseconds, rounded to the nearest. Throws InputError for p < 2,
 // n < 1, or hd on a rank count that is not a power of two.
 std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t ranks, std::int64_t bytes, const StepCosts& k);
+
+// Any algorithm, allreduce or (reduce = true) reduce to one rank; rows x cols = ranks is the
+// grid of mesh2d and root (ignored by the others).
+std::int64_t collective_ps(AllreduceAlgo algo, bool reduce, std::int64_t rows, std::int64_t cols, std::int64_t bytes,
+                           const StepCosts& k);
 
 // nccl-tests' bandwidths: algbw = bytes / time; busbw = algbw x 2(p-1)/p for allreduce.
 double algbw_gbps(std::int64_t bytes, std::int64_t latency_ps);

@@ -1,72 +1,385 @@
 #include "allreduce.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "../common/error.h"
 
 namespace kb {
 
-AllreduceResult run_ring_allreduce(const TopologySpec& topo, const RingAllreduce& a,
-                                   const std::vector<std::vector<float>>& inputs) {
-  const std::int64_t p = a.ranks;
-  if (p < 2 || p > topo.sips) throw InputError("ring allreduce: ranks must be in 2.." + std::to_string(topo.sips));
-  if (topo.sip_topology != SipTopology::ring) throw InputError("ring allreduce: the SIPs must form a ring");
-  const std::int64_t values = a.bytes / 2;
-  if (a.bytes < 2 * p || a.bytes % (2 * p) != 0)
-    throw InputError("ring allreduce: " + std::to_string(a.bytes) + " bytes are not " + std::to_string(p) +
-                     " chunks of whole f16 values");
-  const bool data = !inputs.empty();
-  if (data && (static_cast<std::int64_t>(inputs.size()) != p))
-    throw InputError("ring allreduce: one input per rank");
-  const std::int64_t chunk = values / p, chunk_bytes = 2 * chunk;
+const char* to_string(CollLevel l) {
+  switch (l) {
+    case CollLevel::pe: return "pe";
+    case CollLevel::cube: return "cube";
+    case CollLevel::sip: return "sip";
+  }
+  return "?";
+}
 
-  RuntimeContext ctx(topo, ContextOptions{data});
-  const LaunchGrid grid{p, 1, 1};
-  // Every rank holds its data as p chunk buffers, and one inbox per reduce-scatter step (a
-  // step's inbox is never rewritten, so no step waits for the previous one to be read).
-  std::vector<SymBuf> part, inbox;
-  for (std::int64_t c = 0; c < p; ++c) part.push_back(ctx.symmetric(chunk_bytes, DType::f16, grid, "chunk" + std::to_string(c)));
-  for (std::int64_t s = 0; s + 1 < p; ++s) inbox.push_back(ctx.symmetric(chunk_bytes, DType::f16, grid, "inbox" + std::to_string(s)));
-  const Channel ring = ctx.channel("ring");
-  auto rank_of = [](std::int64_t r) { return Rank{static_cast<std::int32_t>(r), 0, 0}; };
-  AllreduceResult res;
-  ctx.launch("ring allreduce", grid, [&](PeProgram& prog) {
-    const std::int64_t r = prog.rank().sip, next = (r + 1) % p, prev = (r + p - 1) % p;
-    std::vector<OpId> ready(static_cast<std::size_t>(p), engine::kNoOp);  // the last op that wrote each chunk here
-    // Reduce-scatter: in step s, send chunk (r - s), receive chunk (r - s - 1) and add it in.
-    for (std::int64_t s = 0; s + 1 < p; ++s) {
-      const std::int64_t send = ((r - s) % p + p) % p, recv = ((r - s - 1) % p + p) % p;
-      prog.send(ring, prog.local(part[static_cast<std::size_t>(send)]), rank_of(next),
-                prog.at(inbox[static_cast<std::size_t>(s)], rank_of(next)), chunk_bytes, {ready[static_cast<std::size_t>(send)]});
-      const OpId got = prog.recv(ring, rank_of(prev));
-      ready[static_cast<std::size_t>(recv)] =
-          prog.vector_add(prog.local(part[static_cast<std::size_t>(recv)]), prog.local(inbox[static_cast<std::size_t>(s)]),
-                          chunk, {got, ready[static_cast<std::size_t>(recv)]});
-    }
-    // All-gather: rank r now holds the sum of chunk (r + 1); in step s it sends chunk
-    // (r + 1 - s) into the next rank's copy of it, and waits for chunk (r - s).
-    for (std::int64_t s = 0; s + 1 < p; ++s) {
-      const std::int64_t send = ((r + 1 - s) % p + p) % p, recv = ((r - s) % p + p) % p;
-      prog.send(ring, prog.local(part[static_cast<std::size_t>(send)]), rank_of(next),
-                prog.at(part[static_cast<std::size_t>(send)], rank_of(next)), chunk_bytes, {ready[static_cast<std::size_t>(send)]});
-      ready[static_cast<std::size_t>(recv)] = prog.recv(ring, rank_of(prev));
-    }
-  });
-  if (data) {
-    // Inputs are placed straight into the chunk buffers (the runtime has no host writes; the
-    // collective's timing does not include loading them).
-    for (std::int64_t r = 0; r < p; ++r)
-      for (std::int64_t c = 0; c < p; ++c) ctx.poke(part[static_cast<std::size_t>(c)], rank_of(r), inputs[static_cast<std::size_t>(r)], c * chunk, chunk);
+const char* to_string(CollAlgo a) {
+  switch (a) {
+    case CollAlgo::ring: return "ring";
+    case CollAlgo::hd: return "hd";
+    case CollAlgo::tree: return "tree";
+    case CollAlgo::mesh2d: return "mesh2d";
+    case CollAlgo::root: return "root";
   }
-  res.report = ctx.run();
-  if (data) {
-    res.values.assign(static_cast<std::size_t>(p), std::vector<float>(static_cast<std::size_t>(values)));
-    for (std::int64_t r = 0; r < p; ++r)
-      for (std::int64_t c = 0; c < p; ++c) {
-        const std::vector<float> v = ctx.peek(part[static_cast<std::size_t>(c)], rank_of(r));
-        for (std::int64_t i = 0; i < chunk; ++i)
-          res.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(c * chunk + i)] = v[static_cast<std::size_t>(i)];
+  return "?";
+}
+
+TopologySpec collective_topology(const AllreduceConfig& c) {
+  TopologySpec topo;
+  topo.hw() = c.hw;
+  topo.schema_version = 1;
+  topo.name = "config";
+  return topo;
+}
+
+namespace {
+
+// One (step, chunk) group of the schedule at a time, as coll_schedule hands it out.
+struct Group {
+  std::vector<std::pair<std::int64_t, CollXfer>> xfers;
+  std::function<void(const std::vector<std::pair<std::int64_t, CollXfer>>&)> done;
+  void xfer(std::int64_t ch, const CollXfer& x) { xfers.emplace_back(ch, x); }
+  void flush() {
+    done(xfers);
+    xfers.clear();
+  }
+};
+
+Rank rank_of(const AllreduceConfig& c, std::int64_t r) {
+  const net::Node n = coll_node(c, r);
+  return Rank{static_cast<std::int32_t>(n.sip), static_cast<std::int32_t>(n.cube), static_cast<std::int32_t>(n.pe)};
+}
+
+std::int64_t index_of(const AllreduceConfig& c, const Rank& r) {
+  return c.level == 0 ? r.pe : c.level == 1 ? r.cube : r.sip;
+}
+
+LaunchGrid grid_of(const AllreduceConfig& c) {
+  if (c.level == 0) return LaunchGrid{1, 1, c.ranks};
+  if (c.level == 1) return LaunchGrid{1, c.ranks, 1};
+  return LaunchGrid{c.ranks, 1, 1};
+}
+
+// An op that completes when all of `ops` have (kNoOp when there are none).
+OpId all_of(PeProgram& prog, const std::vector<OpId>& ops) {
+  OpId acc = engine::kNoOp;
+  for (OpId o : ops) {
+    if (o == engine::kNoOp || o == acc) continue;
+    acc = acc == engine::kNoOp ? o : prog.wait({acc, o});
+  }
+  return acc;
+}
+
+// Where the values live: SRAM (a symmetric buffer and its inboxes) or HBM (per SIP, a tensor
+// of one row per rank on it, and one of `inboxes` rows per rank).
+struct Buffers {
+  bool hbm = false;
+  SymBuf data, inbox;
+  std::vector<Tensor> hdata, hinbox;  // per SIP used
+  std::int64_t values = 0, inboxes = 1;
+};
+
+// Data mode (`seed` > 0): HBM buffers start as random values from seed + the SIP.
+Buffers make_buffers(RuntimeContext& ctx, const AllreduceConfig& c, std::uint64_t seed) {
+  Buffers b;
+  b.hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  b.values = coll_values(c);
+  b.inboxes = coll_inboxes(c);
+  const LaunchGrid grid = grid_of(c);
+  if (!b.hbm) {
+    b.data = ctx.symmetric(c.bytes, DType::f16, grid, "data");
+    b.inbox = ctx.symmetric(b.inboxes * c.bytes, DType::f16, grid, "inbox");
+    return b;
+  }
+  // Rows: ranks on SIP 0 (pe, cube levels) or one per SIP (sip level).
+  const std::int64_t sips = c.level == 2 ? c.ranks : 1, rows = c.level == 2 ? 1 : c.ranks;
+  for (std::int64_t s = 0; s < sips; ++s) {
+    Placement pl;
+    pl.sip = static_cast<std::int32_t>(s);
+    if (c.level == 0) pl.pe = Split::row_wise, pl.pes = rows;
+    if (c.level == 1) pl.cube = Split::row_wise, pl.cubes = rows;
+    const std::string sfx = c.level == 2 ? " sip" + std::to_string(s) : "";
+    b.hdata.push_back(seed ? ctx.random({rows, 1, b.values}, DType::f16, pl, "data" + sfx, seed + static_cast<std::uint64_t>(s))
+                           : ctx.zeros({rows, 1, b.values}, DType::f16, pl, "data" + sfx));
+    b.hinbox.push_back(ctx.zeros({rows, b.inboxes, b.values}, DType::f16, pl, "inbox" + sfx));
+  }
+  return b;
+}
+
+// The HBM row of rank r: its tensor (per SIP) and its row in it.
+Box hbm_box(const AllreduceConfig& c, std::int64_t r, std::int64_t slot, std::int64_t lo, std::int64_t len) {
+  return Box{{c.level == 2 ? 0 : r, slot, lo}, {1, 1, len}};
+}
+
+// The library call: every rank walks the schedule and issues its part of each transfer; a
+// transfer's arrival is a signal the receiver waits on, whichever rank runs first.
+void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b) {
+  std::int64_t total = 0;
+  {
+    Group count;
+    count.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
+      total += static_cast<std::int64_t>(g.size());
+    };
+    coll_schedule(c, count);
+  }
+  std::vector<Signal> landed;
+  landed.reserve(static_cast<std::size_t>(total));
+  for (std::int64_t t = 0; t < total; ++t) landed.push_back(ctx.signal("transfer " + std::to_string(t)));
+
+  ctx.launch("allreduce", grid_of(c), [&](PeProgram& prog) {
+    const std::int64_t me = index_of(c, prog.rank());
+    const std::int64_t pieces = c.chunks * c.ranks;
+    std::vector<OpId> writer(static_cast<std::size_t>(pieces), engine::kNoOp);  // last op that wrote each piece here
+    auto writers = [&](std::int64_t ch, const CollXfer& x) {
+      std::vector<OpId> w;
+      for (std::int64_t k = x.k0; k < x.k1; ++k) w.push_back(writer[static_cast<std::size_t>(ch * c.ranks + k)]);
+      return all_of(prog, w);
+    };
+    auto wrote = [&](std::int64_t ch, const CollXfer& x, OpId op) {
+      for (std::int64_t k = x.k0; k < x.k1; ++k) writer[static_cast<std::size_t>(ch * c.ranks + k)] = op;
+    };
+    const SramBuf data = b.hbm ? SramBuf{} : prog.local(b.data), inbox = b.hbm ? SramBuf{} : prog.local(b.inbox);
+    std::int64_t t0 = 0;  // index of the group's first transfer
+    Group group;
+    group.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
+      for (std::size_t i = 0; i < g.size(); ++i) {  // sends first
+        const std::int64_t ch = g[i].first;
+        const CollXfer& x = g[i].second;
+        if (x.src != me) continue;
+        const std::int64_t lo = coll_piece_lo(c, ch, x.k0), len = coll_piece_lo(c, ch, x.k1) - lo;
+        const std::int64_t at = x.reduce ? x.slot * b.values + lo : lo;
+        const Rank to = rank_of(c, x.dst);
+        OpId op;
+        if (b.hbm) {
+          const std::size_t ts = static_cast<std::size_t>(c.level == 2 ? x.src : 0);
+          const std::size_t td = static_cast<std::size_t>(c.level == 2 ? x.dst : 0);
+          op = prog.copy(b.hdata[ts], hbm_box(c, x.src, 0, lo, len), to, x.reduce ? b.hinbox[td] : b.hdata[td],
+                         hbm_box(c, x.dst, x.reduce ? x.slot : 0, lo, len), {writers(ch, x)});
+        } else {
+          op = prog.copy(prog.slice(data, lo, len), to, prog.slice(prog.at(x.reduce ? b.inbox : b.data, to), at, len),
+                         2 * len, {writers(ch, x)});
+        }
+        prog.raise(landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))], op);
       }
+      for (std::size_t i = 0; i < g.size(); ++i) {  // then receives
+        const std::int64_t ch = g[i].first;
+        const CollXfer& x = g[i].second;
+        if (x.dst != me) continue;
+        const OpId got = prog.wait({landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))].op});
+        if (!x.reduce) {
+          wrote(ch, x, got);
+          continue;
+        }
+        const std::int64_t lo = coll_piece_lo(c, ch, x.k0), len = coll_piece_lo(c, ch, x.k1) - lo;
+        OpId sum;
+        if (b.hbm) {
+          const std::size_t td = static_cast<std::size_t>(c.level == 2 ? x.dst : 0);
+          sum = prog.add_hbm(b.hdata[td], hbm_box(c, x.dst, 0, lo, len), b.hinbox[td],
+                             hbm_box(c, x.dst, x.slot, lo, len), {got, writers(ch, x)});
+        } else {
+          sum = prog.vector_add(prog.slice(data, lo, len), prog.slice(inbox, x.slot * b.values + lo, len), len,
+                                {got, writers(ch, x)});
+        }
+        wrote(ch, x, sum);
+      }
+      t0 += static_cast<std::int64_t>(g.size());
+    };
+    coll_schedule(c, group);
+  });
+}
+
+// Every rank's values (data mode): its SRAM buffer, or its row of the HBM tensor.
+std::vector<std::vector<float>> read_back(const RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b) {
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(c.ranks));
+  for (std::int64_t r = 0; r < c.ranks; ++r) {
+    auto& v = out[static_cast<std::size_t>(r)];
+    if (!b.hbm) {
+      v = ctx.peek(b.data, rank_of(c, r));
+      continue;
+    }
+    const auto& all = ctx.values(b.hdata[static_cast<std::size_t>(c.level == 2 ? r : 0)]);
+    const std::int64_t row = c.level == 2 ? 0 : r;
+    v.assign(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
   }
-  return res;
+  return out;
+}
+
+// Data mode, SRAM buffers: every rank's buffer gets random values from seed + the rank.
+void fill(RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b, std::uint64_t seed) {
+  std::vector<float> in(static_cast<std::size_t>(b.values));
+  for (std::int64_t r = 0; r < c.ranks; ++r) {
+    for (std::int64_t i = 0; i < b.values; ++i)
+      in[static_cast<std::size_t>(i)] = uniform_pm1(seed + static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(i));
+    ctx.poke(b.data, rank_of(c, r), in, 0, b.values);
+  }
+}
+
+std::vector<std::tuple<std::string, ps_t, ps_t>> timeline_of(const RuntimeContext& ctx, const RunReport& r) {
+  std::vector<std::tuple<std::string, ps_t, ps_t>> out;
+  const engine::Graph& g = ctx.graph();
+  for (std::size_t i = 0; i < g.ops().size(); ++i) {
+    const auto& op = g.ops()[i];
+    if (op.resource == engine::kNoResource) continue;
+    out.emplace_back(g.resources()[static_cast<std::size_t>(op.resource)].name, r.result.timing[i].start,
+                     r.result.timing[i].end);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void check_valid(const AllreduceConfig& c) {
+  const std::int32_t s = allreduce_check(c);
+  if (s != kArOk) throw InputError(allreduce_status_message(s, c));
+}
+
+}  // namespace
+
+CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, bool trace) {
+  check_valid(c);
+  RuntimeContext ctx(collective_topology(c), ContextOptions{data});
+  CollectiveRun out;
+  Buffers b;
+  // The request was validated: anything the runtime rejects from here on is a bug of the
+  // collective library, not the user's input.
+  try {
+    b = make_buffers(ctx, c, data ? seed : 0);
+    if (data) {
+      if (!b.hbm) fill(ctx, c, b, seed);
+      out.inputs = read_back(ctx, c, b);
+    }
+    launch_collective(ctx, c, b);
+  } catch (const InputError& e) {
+    throw InternalError(std::string("the collective library's program was rejected by the runtime: ") + e.what(),
+                        __FILE__, __LINE__);
+  }
+  out.report = ctx.run();
+  if (out.report.result.time_overflow) throw InputError("bytes: the simulated time would overflow int64 picoseconds");
+  if (out.report.status != engine::Status::ok)
+    throw InternalError("collective run ended " + std::string(engine::to_string(out.report.status)) + ": " +
+                            out.report.message,
+                        __FILE__, __LINE__);
+  if (data) out.values = read_back(ctx, c, b);
+  out.timeline = timeline_of(ctx, out.report);
+  if (trace) out.trace = ctx.trace_json(out.report);
+  return out;
+}
+
+// The direct launch: the ring allreduce written out by hand (reduce-scatter, then
+// all-gather; in every step and chunk each rank sends one piece run to the next rank and
+// adds what the previous one sent), with channels, not the library's schedule.
+CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed) {
+  if (c.algo != static_cast<std::int64_t>(CollAlgo::ring) || c.buffer != static_cast<std::int64_t>(CollBuffer::sram) ||
+      c.op != static_cast<std::int64_t>(CollOp::allreduce))
+    throw InputError("the direct launch is the ring allreduce over SRAM buffers");
+  check_valid(c);
+  const std::int64_t p = c.ranks, V = coll_values(c);
+  RuntimeContext ctx(collective_topology(c), ContextOptions{data});
+  const LaunchGrid grid = grid_of(c);
+  const SymBuf buf = ctx.symmetric(c.bytes, DType::f16, grid, "data");
+  const SymBuf inbox = ctx.symmetric(c.bytes, DType::f16, grid, "inbox");
+  const Channel ring = ctx.channel("ring");
+  CollectiveRun out;
+  Buffers b;
+  b.data = buf, b.values = V;
+  if (data) {
+    fill(ctx, c, b, seed);
+    out.inputs = read_back(ctx, c, b);
+  }
+  ctx.launch("ring allreduce (direct)", grid, [&](PeProgram& prog) {
+    const std::int64_t r = index_of(c, prog.rank());
+    const Rank next = rank_of(c, (r + 1) % p), prev = rank_of(c, (r + p - 1) % p);
+    std::vector<OpId> ready(static_cast<std::size_t>(c.chunks * p), engine::kNoOp);  // per (chunk, piece)
+    auto lo = [&](std::int64_t ch, std::int64_t k) { return coll_piece_lo(c, ch, k); };
+    auto mod = [&](std::int64_t a) { return ((a % p) + p) % p; };
+    for (int phase = 0; phase < 2; ++phase)  // 0: reduce-scatter, 1: all-gather
+      for (std::int64_t s = 0; s + 1 < p; ++s)
+        for (std::int64_t ch = 0; ch < c.chunks; ++ch) {
+          const std::int64_t send = mod(phase == 0 ? r - s : r + 1 - s), recv = mod(phase == 0 ? r - s - 1 : r - s);
+          const std::int64_t s0 = lo(ch, send), sn = lo(ch, send + 1) - s0;
+          OpId& dep = ready[static_cast<std::size_t>(ch * p + send)];
+          prog.send(ring, prog.slice(prog.local(buf), s0, sn), next,
+                    prog.slice(prog.at(phase == 0 ? inbox : buf, next), s0, sn), 2 * sn, {dep});
+          const OpId got = prog.recv(ring, prev);
+          const std::int64_t r0 = lo(ch, recv), rn = lo(ch, recv + 1) - r0;
+          OpId& have = ready[static_cast<std::size_t>(ch * p + recv)];
+          have = phase == 0 ? prog.vector_add(prog.slice(prog.local(buf), r0, rn), prog.slice(prog.local(inbox), r0, rn),
+                                              rn, {got, have})
+                            : got;
+        }
+  });
+  out.report = ctx.run();
+  if (out.report.status != engine::Status::ok)
+    throw InternalError("direct ring run ended " + std::string(engine::to_string(out.report.status)) + ": " +
+                            out.report.message,
+                        __FILE__, __LINE__);
+  if (data) out.values = read_back(ctx, c, b);
+  out.timeline = timeline_of(ctx, out.report);
+  return out;
+}
+
+AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace) {
+  const CollectiveRun run = run_collective(c, false, 1, trace != nullptr);
+  const engine::Summary& s = run.report.summary;
+  AllreduceResult r{};
+  r.status = kArOk;
+  r.latency_ps = s.latency_ps;
+  r.link_bytes_pe = s.link_bytes[0], r.link_bytes_cube = s.link_bytes[1], r.link_bytes_sip = s.link_bytes[2];
+  r.copies_pe = s.link_copies[0], r.copies_cube = s.link_copies[1], r.copies_sip = s.link_copies[2];
+  r.hbm_read_bytes = s.hbm_read_bytes;
+  r.hbm_write_bytes = s.hbm_write_bytes;
+  r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
+  // Messages: every copy whose last hop is an in-port, a cube link into its destination, a
+  // SIP link or an HBM write; counted from the graph as ops the library issued as copies.
+  std::int64_t transfers = 0;
+  {
+    Group count;
+    count.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
+      transfers += static_cast<std::int64_t>(g.size());
+    };
+    coll_schedule(c, count);
+  }
+  r.transfers = transfers;
+  if (trace) *trace = run.trace;
+  return r;
+}
+
+std::string allreduce_status_message(std::int32_t status, const AllreduceConfig& c) {
+  const std::string level = to_string(static_cast<CollLevel>(c.level));
+  switch (static_cast<AllreduceStatus>(status)) {
+    case kArOk: return "valid";
+    case kArBadField: return "level, algo, buffer or op out of range, or chunks outside 1.." + std::to_string(kCollMaxChunks);
+    case kArBadRanks:
+      return "ranks: " + std::to_string(c.ranks) + " is outside 2.." +
+             std::to_string(imin(kCollMaxRanks, coll_level_size(c.hw, c.level))) + " for level " + level;
+    case kArBadAlgo:
+      if (c.algo == static_cast<std::int64_t>(CollAlgo::hd))
+        return "algo: hd needs a power-of-two number of ranks; " + std::to_string(c.ranks) + " is not";
+      return std::string("algo: ") + to_string(static_cast<CollAlgo>(c.algo)) + " needs the ranks to fill whole rows of " +
+             std::to_string(coll_cols(c)) + "; " + std::to_string(c.ranks) + " do not";
+    case kArBadSize:
+      return "bytes: " + std::to_string(c.bytes) + " must be even, at most 2^32, and give every rank's " +
+             std::to_string(c.chunks) + " chunk(s) at least " + std::to_string(c.ranks) + " f16 values";
+    case kArSramOverflow:
+      return "buffer: the data and " + std::to_string(coll_inboxes(c)) + " inbox(es) need " +
+             std::to_string(coll_sram_bytes(c)) + " bytes of SRAM per PE, which has " + std::to_string(c.hw.sram_bytes());
+    case kArHbmOverflow:
+      return "buffer: the data and " + std::to_string(coll_inboxes(c)) + " inbox(es) need " +
+             std::to_string((c.level == 0 ? c.ranks : 1) * coll_hbm_bytes_per_rank(c)) + " bytes of HBM per cube, which has " +
+             std::to_string(c.hw.hbm_capacity_bytes());
+    case kArTooLarge: {
+      std::int64_t ops = 0;
+      allreduce_check(c, &ops);
+      return "the collective needs " + std::to_string(ops) + " ops (ranks x chunks x ranks = " +
+             std::to_string(c.ranks * c.chunks * c.ranks) + "); the batched model holds " + std::to_string(kCollMaxOps) +
+             " ops and " + std::to_string(kCollMaxPieces) + " pieces: use fewer chunks or ranks";
+    }
+    case kArTimeOverflow: return "bytes: the simulated time would overflow int64 picoseconds";
+    case kArBadHardware: return "the hardware is outside the ranges a topology file allows";
+    default: return "unknown status";
+  }
 }
 
 }  // namespace kb

@@ -1,28 +1,47 @@
-// Reference collective programs on the runtime. The first: ring allreduce (sum) over the SIPs
-// of a machine, a rank per SIP (its cube 0, PE 0), the data in SRAM: reduce-scatter then
-// all-gather, p - 1 steps each; in every step each rank sends one of its p chunks to the next
-// rank (one ring link) and the receiver adds it into its own copy on the vector engine.
+// Collectives on the reference runtime. The library call (`launch_collective`) issues the
+// op graph of any config of src/device/models/collective.h: ranks at one level (PEs of a
+// cube, cubes of a SIP, SIPs), any algorithm, buffers in SRAM or HBM, chunked. The direct
+// launch (`run_ring_direct`) is a hand-written ring allreduce over SRAM with explicit copies
+// and vector adds, no library call: the original tool's parity reference, whose timeline the
+// library's ring must match op for op.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "../../device/models/allreduce.h"
 #include "../runtime/context.h"
 
 namespace kb {
 
-struct RingAllreduce {
-  std::int64_t ranks = 0;  // SIPs 0..ranks-1
-  std::int64_t bytes = 0;  // per rank, f16; a whole number of values per chunk
-};
-
-struct AllreduceResult {
+struct CollectiveRun {
   RunReport report;
-  std::vector<std::vector<float>> values;  // per rank, after the allreduce (data mode)
+  std::vector<std::vector<float>> inputs;  // data mode: per rank, the values it started with
+  std::vector<std::vector<float>> values;  // data mode: per rank, its buffer afterwards
+  std::string trace;                       // Chrome trace, when asked for
+  // Every op that occupied a resource: (resource, start, end), sorted.
+  std::vector<std::tuple<std::string, ps_t, ps_t>> timeline;
 };
 
-// Runs the ring allreduce on `topo` (a ring of at least `ranks` SIPs); with `inputs` (one
-// vector of bytes/2 values per rank) in data mode, else timing only.
-AllreduceResult run_ring_allreduce(const TopologySpec& topo, const RingAllreduce& a,
-                                   const std::vector<std::vector<float>>& inputs = {});
+// The topology a config's hardware describes.
+TopologySpec collective_topology(const AllreduceConfig& c);
+
+// Runs the config (which allreduce_check must accept) through the library call; data mode
+// fills every rank's buffer with random values from `seed`.
+CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed = 1, bool trace = false);
+
+// The direct-launch ring allreduce (SRAM buffers, any level and chunking).
+CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed = 1);
+
+// The family's reference: the figures of run_collective, as the model reports them.
+AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace);
+
+// The one-line reason a status names, for `eval allreduce`.
+std::string allreduce_status_message(std::int32_t status, const AllreduceConfig& c);
+
+const char* to_string(CollLevel l);
+const char* to_string(CollAlgo a);
 
 }  // namespace kb

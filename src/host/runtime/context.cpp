@@ -219,7 +219,7 @@ const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& ow
   const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
   if (info.pe != global_pe(owner))
     throw InputError(std::string(what) + ": the buffer is on another PE than " + rank_name(owner));
-  if (!info.held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
+  if (!(info.base >= 0 ? bufs_[static_cast<std::size_t>(info.base)] : info).held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
   if (bytes > info.bytes)
     throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
                      std::to_string(info.bytes));
@@ -420,12 +420,38 @@ SramBuf PeProgram::sram(std::int64_t bytes, DType dtype) {
 
 void PeProgram::free(SramBuf buf) {
   const auto& b = ctx_.use_buf(buf, rank_, 0, "free");
+  if (b.base >= 0) throw InputError("free: the buffer is a slice of another; free that one");
   if (b.launch != ctx_.launches_)
     throw InputError("free: " + ctx_.rank_name(rank_) + " frees a buffer it did not allocate in this launch");
   ctx_.release(buf.id);
 }
 
 SramBuf PeProgram::local(SymBuf s) const { return at(s, rank_); }
+
+SramBuf PeProgram::slice(SramBuf buf, std::int64_t offset, std::int64_t count) {
+  if (buf.id < 0 || buf.id >= static_cast<std::int32_t>(ctx_.bufs_.size())) throw InputError("slice: not an SRAM buffer");
+  const auto& b = ctx_.bufs_[static_cast<std::size_t>(buf.id)];
+  const std::int64_t n = b.bytes / dtype_bytes(b.dtype);
+  if (offset < 0 || count < 1 || offset > n || count > n - offset)
+    throw InputError("slice: values " + std::to_string(offset) + ".." + std::to_string(offset + count) +
+                     " do not lie in a buffer of " + std::to_string(n));
+  RuntimeContext::BufInfo v{b.pe, count * dtype_bytes(b.dtype), b.dtype, {}};
+  v.held = false;
+  v.base = b.base >= 0 ? b.base : buf.id;
+  v.offset = b.offset + offset;
+  ctx_.bufs_.push_back(std::move(v));
+  return SramBuf{static_cast<std::int32_t>(ctx_.bufs_.size() - 1)};
+}
+
+float* RuntimeContext::vals(std::int32_t buf) {
+  BufInfo& b = bufs_[static_cast<std::size_t>(buf)];
+  return b.base >= 0 ? bufs_[static_cast<std::size_t>(b.base)].data.data() + b.offset : b.data.data();
+}
+
+std::size_t RuntimeContext::nvals(std::int32_t buf) const {
+  const BufInfo& b = bufs_[static_cast<std::size_t>(buf)];
+  return static_cast<std::size_t>(b.bytes / dtype_bytes(b.dtype));
+}
 
 SramBuf PeProgram::at(SymBuf sym, const Rank& r) const {
   return SramBuf{ctx_.sym_instance(sym, r, "", true)};
@@ -501,9 +527,10 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
-      auto& B = ctx.bufs_[static_cast<std::size_t>(buf.id)];
-      if (load) for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { B.data[k] = round_to(B.dtype, T.data[at]); });
-      else for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { T.data[at] = round_to(T.dtype, B.data[k]); });
+      const DType bt = ctx.bufs_[static_cast<std::size_t>(buf.id)].dtype;
+      float* B = ctx.vals(buf.id);
+      if (load) for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { B[k] = round_to(bt, T.data[at]); });
+      else for_each_element(T.dim, g, [&](std::size_t at, std::size_t k) { T.data[at] = round_to(T.dtype, B[k]); });
     });
   }
   return id;
@@ -523,9 +550,9 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, a, b, c, m, n, k, accumulate]() {
-      const auto& A = ctx.bufs_[static_cast<std::size_t>(a.id)].data;
-      const auto& B = ctx.bufs_[static_cast<std::size_t>(b.id)].data;
-      auto& C = ctx.bufs_[static_cast<std::size_t>(c.id)].data;
+      const float* A = ctx.vals(a.id);
+      const float* B = ctx.vals(b.id);
+      float* C = ctx.vals(c.id);
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
           float acc = accumulate ? C[static_cast<std::size_t>(i * n + j)] : 0.0f;
@@ -556,20 +583,21 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s]() {
-      auto& D = ctx.bufs_[static_cast<std::size_t>(dst.id)];
-      const std::vector<float>* S = kind == VecOp::scale || kind == VecOp::exp ? nullptr : &ctx.bufs_[static_cast<std::size_t>(src.id)].data;
-      auto at = [](std::vector<float>& v, std::int64_t i) -> float& { return v[static_cast<std::size_t>(i)]; };
-      auto in = [&](std::int64_t i) { return (*S)[static_cast<std::size_t>(i)]; };
+      const DType dt = ctx.bufs_[static_cast<std::size_t>(dst.id)].dtype;
+      float* D = ctx.vals(dst.id);
+      const float* S = kind == VecOp::scale || kind == VecOp::exp ? nullptr : ctx.vals(src.id);
+      auto at = [](float* v, std::int64_t i) -> float& { return v[i]; };
+      auto in = [&](std::int64_t i) { return S[i]; };
       if (kind == VecOp::row_sum || kind == VecOp::row_max) {
         for (std::int64_t r = 0; r < rows; ++r) {
           float acc = in(r * cols);
           for (std::int64_t c = 1; c < cols; ++c) acc = kind == VecOp::row_sum ? acc + in(r * cols + c) : std::max(acc, in(r * cols + c));
-          at(D.data, r) = round_to(D.dtype, acc);
+          at(D, r) = round_to(dt, acc);
         }
         return;
       }
       for (std::int64_t i = 0; i < rows * cols; ++i) {
-        float& d = at(D.data, i);
+        float& d = at(D, i);
         float v = 0.0f;
         switch (kind) {
           case VecOp::add: v = d + in(i); break;
@@ -579,7 +607,7 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
           case VecOp::exp: v = std::exp(d); break;
           default: break;
         }
-        d = round_to(D.dtype, v);
+        d = round_to(dt, v);
       }
     });
   }
@@ -721,8 +749,9 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
         for_each_element(t.dim, src.block, [&](std::size_t at, std::size_t k) { (*snapshot)[k] = t.data[at]; });
       } else {
         const auto& b = ctx.bufs_[static_cast<std::size_t>(src.buf.id)];
-        const auto n = static_cast<std::size_t>(bytes / dtype_bytes(b.dtype));
-        snapshot->assign(b.data.begin(), b.data.begin() + static_cast<std::ptrdiff_t>(std::min(n, b.data.size())));
+        const auto n = std::min(static_cast<std::size_t>(bytes / dtype_bytes(b.dtype)), ctx.nvals(src.buf.id));
+        const float* v = ctx.vals(src.buf.id);
+        snapshot->assign(v, v + n);
       }
     };
     auto write = [&ctx, dst, snapshot]() {
@@ -732,8 +761,9 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
           if (k < snapshot->size()) t.data[at] = round_to(t.dtype, (*snapshot)[k]);
         });
       } else {
-        auto& b = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)];
-        for (std::size_t i = 0; i < snapshot->size() && i < b.data.size(); ++i) b.data[i] = round_to(b.dtype, (*snapshot)[i]);
+        const DType bt = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)].dtype;
+        float* v = ctx.vals(dst.buf.id);
+        for (std::size_t i = 0; i < snapshot->size() && i < ctx.nvals(dst.buf.id); ++i) v[i] = round_to(bt, (*snapshot)[i]);
       }
     };
     if (first == prev) {
@@ -747,6 +777,49 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     }
   }
   return prev;
+}
+
+OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& src_box, Deps deps) {
+  const auto& T = ctx_.topo_;
+  const Block bd = block_of(dst, dst_box), bs = block_of(src, src_box);
+  const auto& td = ctx_.tensor(dst);
+  const auto& ts = ctx_.tensor(src);
+  ctx_.local_shard(td, rank_, bd);
+  ctx_.local_shard(ts, rank_, bs);
+  if (bd.elements() != bs.elements())
+    throw InputError("add_hbm: the destination holds " + std::to_string(bd.elements()) + " values, the source " +
+                     std::to_string(bs.elements()));
+  if (td.dtype != ts.dtype) throw InputError("add_hbm: the operands hold different types");
+  const std::int64_t elements = bd.elements(), bytes = elements * dtype_bytes(td.dtype);
+  check_transfer(2 * bytes);
+  const ps_t hbm_latency = T.hbm_latency_ns * kPsPerNs;
+  engine::Op rd = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
+  rd.bytes = 2 * bytes;
+  rd.latency_ps = hbm_latency;
+  const OpId r = ctx_.graph_.add_op(rd, deps);
+  ctx_.hbm_access(r, rank_, 0);
+  engine::Op ad = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
+  ad.cycles = vector_cycles(VecOp::add, 1, elements, T.vector_lanes);
+  ad.busy_ps = cycles_ps(ad.cycles, T.clock_mhz);
+  const OpId a = ctx_.graph_.add_op(ad, {});
+  ctx_.graph_.add_head_dep(a, r);
+  engine::Op wr = base(OpKind::dma_store, ctx_.dma_in_resource(rank_));
+  wr.bytes = bytes;
+  wr.latency_ps = hbm_latency;
+  const OpId w = ctx_.graph_.add_op(wr, {});
+  ctx_.graph_.add_head_dep(w, a);
+  ctx_.hbm_access(w, rank_, 1);
+  ctx_.chains_.push_back({r, a, w});
+  if (ctx_.opts_.enable_data) {
+    ctx_.graph_.set_action(w, [&ctx = ctx_, dst, src, bd, bs]() {
+      auto& D = ctx.tensors_[static_cast<std::size_t>(dst.id)];
+      const auto& S = ctx.tensors_[static_cast<std::size_t>(src.id)];
+      std::vector<float> in(static_cast<std::size_t>(bs.elements()));
+      for_each_element(S.dim, bs, [&](std::size_t at, std::size_t k) { in[k] = S.data[at]; });
+      for_each_element(D.dim, bd, [&](std::size_t at, std::size_t k) { D.data[at] = round_to(D.dtype, D.data[at] + in[k]); });
+    });
+  }
+  return w;
 }
 
 OpId PeProgram::wait(Deps deps) {

@@ -136,6 +136,9 @@ class PeProgram {
   // This rank's instance of a symmetric buffer, and a peer's.
   SramBuf local(SymBuf s) const;
   SramBuf at(SymBuf s, const Rank& peer) const;
+  // `count` values of `buf` from value `offset`, as a buffer of its own (a view: it holds no
+  // SRAM and lives as long as `buf`); `buf` may be a peer's (from at()) or a view.
+  SramBuf slice(SramBuf buf, std::int64_t offset, std::int64_t count);
   // HBM (this PE's cube) -> SRAM, and back; the region must lie in a shard on this cube.
   OpId load(Tensor src, Region region, SramBuf dst, Deps deps = {});
   OpId store(SramBuf src, Tensor dst, Region region, Deps deps = {});
@@ -168,6 +171,10 @@ class PeProgram {
   OpId copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps = {});
   OpId copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps = {});
   OpId copy(Tensor src, const Box& src_box, const Rank& to, Tensor dst, const Box& dst_box, Deps deps = {});
+  // dst[dst_box] += src[src_box], both in this PE's cube HBM, streamed through the PE: a DMA
+  // read of both operands on its queue, the vector engine's add and the write of the sum
+  // through its HBM write port, one cut-through chain held for its slowest stage (ADR 0007).
+  OpId add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& src_box, Deps deps = {});
   // A copy to `to` on channel `ch`; and an op that completes when the matching send from
   // `from` has landed here.
   OpId send(Channel ch, SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
@@ -283,7 +290,12 @@ class RuntimeContext {
     std::vector<float> data;
     std::int32_t launch = -1;  // the launch it belongs to (-1: symmetric)
     bool held = true;          // its bytes still count against the PE's SRAM
+    std::int32_t base = -1;    // a view (PeProgram::slice): the buffer it lies in; it holds no SRAM of its own
+    std::int64_t offset = 0;   // a view's first value in its base
   };
+  // A buffer's values (data mode): its own, or its base's from the view's offset.
+  float* vals(std::int32_t buf);
+  std::size_t nvals(std::int32_t buf) const;
   struct SymInfo {
     std::string name;
     LaunchGrid grid;

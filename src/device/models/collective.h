@@ -1,0 +1,385 @@
+// Collectives, defined once for both engines: the config, which node each rank is, how a
+// rank's buffer is cut, and the list of transfers each algorithm makes (who sends which
+// values to whom, and whether the receiver adds them in or takes them). The transfer list is
+// the algorithm, as routes are the network (src/device/common/network.h); each engine turns
+// it into its own timing: the reference runtime into an op graph (src/host/kernels/
+// allreduce.cpp), the batched model into its own simulation (allreduce.h). docs/model.md
+// section 7 states every formula; docs/adr/0009-collective-schedules.md why it is shared.
+//
+// A rank's buffer holds `bytes / 2` f16 values, cut into `chunks` chunks (the pipelining
+// unit: each chunk is reduced by the algorithm on its own, and a rank's program interleaves
+// the chunks step by step), each chunk into `ranks` pieces (value j of a chunk of L values is
+// in piece floor(j * ranks / L)). Every transfer moves a run of whole pieces of one chunk.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/network.h"
+#include "../common/units.h"
+
+namespace kb {
+
+enum class CollLevel : std::int64_t { pe = 0, cube = 1, sip = 2 };
+enum class CollAlgo : std::int64_t { ring = 0, hd = 1, tree = 2, mesh2d = 3, root = 4 };
+enum class CollBuffer : std::int64_t { sram = 0, hbm = 1 };
+enum class CollOp : std::int64_t { allreduce = 0, reduce = 1 };
+constexpr std::int64_t kCollLevels = 3, kCollAlgos = 5, kCollBuffers = 2, kCollOps = 2;
+
+// Every field an int64 (sweep axes set fields by offset).
+struct AllreduceConfig {
+  HwConfig hw;
+  std::int64_t bytes;   // per rank: bytes / 2 f16 values
+  std::int64_t level;   // CollLevel: what a rank is
+  std::int64_t algo;    // CollAlgo
+  std::int64_t ranks;   // 2..the level's count
+  std::int64_t buffer;  // CollBuffer: where the values live
+  std::int64_t op;      // CollOp
+  std::int64_t chunks;  // pipelining: 1..kCollMaxChunks
+};
+
+constexpr std::int64_t kCollMaxRanks = 64;
+constexpr std::int64_t kCollMaxChunks = 64;
+constexpr std::int64_t kCollMaxBytes = INT64_C(1) << 32;  // 4 GiB: a buffer row stays within 2^31 values
+// What the batched model holds (src/device/models/allreduce.h): a config needing more is
+// too_large on both engines.
+constexpr std::int64_t kCollMaxOps = 1024;
+constexpr std::int64_t kCollMaxPieces = 4096;  // ranks x chunks x ranks: who last wrote each piece
+
+// The statuses, once: X(enumerator, name in reports). 0 is the valid one.
+#define KB_ALLREDUCE_STATUSES(X)                                                                            \
+  X(kArOk, "valid")                                                                                         \
+  X(kArBadField, "bad_field")            /* level, algo, buffer or op out of range; chunks outside 1..64 */      \
+  X(kArBadRanks, "bad_ranks")            /* ranks outside 2..the level's count (at most 64) */              \
+  X(kArBadAlgo, "bad_algo")              /* hd on ranks not a power of two; a grid algo on a partial row */ \
+  X(kArBadSize, "bad_size")              /* bytes odd, above 2^32, or fewer values per chunk than ranks */  \
+  X(kArSramOverflow, "sram_overflow")    /* the buffer and its inboxes do not fit a PE's SRAM */            \
+  X(kArHbmOverflow, "hbm_overflow")      /* the buffers do not fit a cube's HBM */                          \
+  X(kArTooLarge, "too_large")            /* more ops than the batched model holds */                        \
+  X(kArTimeOverflow, "time_overflow")    /* times would exceed int64 picoseconds */                         \
+  X(kArBadHardware, "bad_hardware")      /* hardware no topology file could hold */
+
+enum AllreduceStatus : std::int32_t {
+#define KB_AR_ENUM(e, name) e,
+  KB_ALLREDUCE_STATUSES(KB_AR_ENUM)
+#undef KB_AR_ENUM
+  kArStatusCount
+};
+#define KB_AR_NAME(e, name) name,
+constexpr const char* kArStatusNames[] = {KB_ALLREDUCE_STATUSES(KB_AR_NAME)};
+#undef KB_AR_NAME
+
+// ---- geometry ----------------------------------------------------------------------------
+
+// How many ranks a level has: PEs of a cube, cubes of a SIP, SIPs.
+KB_HD inline std::int64_t coll_level_size(const HwConfig& h, std::int64_t level) {
+  return level == 0 ? h.pes_per_cube() : level == 1 ? h.cubes_per_sip() : h.sips;
+}
+
+// Rank r: PE r of cube 0 of SIP 0 (pe), PE 0 of cube r of SIP 0 (cube), PE 0 of cube 0 of SIP r
+// (sip). PEs and cubes are numbered row-major in their grids.
+KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
+  if (c.level == 0) return net::Node{0, 0, r};
+  if (c.level == 1) return net::Node{0, r, 0};
+  return net::Node{r, 0, 0};
+}
+
+// The ranks as a grid (rows x cols, row-major) for mesh2d and root: the level's own grid
+// (PEs of a cube, cubes of a SIP), fewer ranks than a grid row filling part of the first
+// row; SIPs form one row.
+KB_HD inline std::int64_t coll_cols(const AllreduceConfig& c) {
+  const std::int64_t g = c.level == 0 ? c.hw.pe_cols : c.level == 1 ? c.hw.cube_cols : c.ranks;
+  return imax(1, c.ranks < g ? c.ranks : g);  // at least 1, so that a config being rejected divides safely
+}
+KB_HD inline std::int64_t coll_rows(const AllreduceConfig& c) { return c.ranks / coll_cols(c); }
+
+// The rank a reduce leaves the sum on: the grid's centre (rows / 2, cols / 2) for root,
+// rank 0 for the others.
+KB_HD inline std::int64_t coll_root(const AllreduceConfig& c) {
+  if (c.algo != static_cast<std::int64_t>(CollAlgo::root)) return 0;
+  const std::int64_t cols = coll_cols(c);
+  return (coll_rows(c) / 2) * cols + cols / 2;
+}
+
+KB_HD inline std::int64_t coll_values(const AllreduceConfig& c) { return c.bytes / 2; }
+// First value of chunk k (k = chunks: the end).
+KB_HD inline std::int64_t coll_chunk_lo(const AllreduceConfig& c, std::int64_t k) {
+  return k * coll_values(c) / c.chunks;
+}
+// First value of piece `piece` of chunk `chunk` (piece = ranks: the chunk's end).
+KB_HD inline std::int64_t coll_piece_lo(const AllreduceConfig& c, std::int64_t chunk, std::int64_t piece) {
+  const std::int64_t lo = coll_chunk_lo(c, chunk), len = coll_chunk_lo(c, chunk + 1) - lo;
+  return lo + piece * len / c.ranks;
+}
+
+// Inbox levels: how many copies of the buffer a rank keeps for values it receives to add
+// (a transfer's `slot`); a level is never written twice over the same values in one run.
+KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
+  const std::int64_t p = c.ranks, rows = coll_rows(c), cols = coll_cols(c);
+  switch (static_cast<CollAlgo>(c.algo)) {
+    case CollAlgo::ring: return 1;
+    case CollAlgo::hd: return ceil_log2(p);
+    case CollAlgo::tree: return ceil_log2(p);
+    case CollAlgo::mesh2d: return imax(1, (cols > 1) + (rows > 1));
+    default: {
+      const std::int64_t r0 = rows / 2, c0 = cols / 2;
+      return imax(1, (c0 > 0) + (c0 < cols - 1) + (r0 > 0) + (r0 < rows - 1));
+    }
+  }
+}
+
+// ---- the transfers -----------------------------------------------------------------------
+
+// Rank `src` sends pieces [k0, k1) of chunk `chunk` of its buffer to rank `dst`, which adds
+// them into its own (`reduce`, received in inbox `slot`) or takes them as they are.
+struct CollXfer {
+  std::int32_t src, dst, k0, k1, reduce, slot;
+};
+
+namespace coll_detail {
+
+// A ring over the m members of a group: member i is rank rank_of(i); block j of the group is
+// pieces block_of(j). Reduce-scatter step s: member i sends block (i - s) mod m to member
+// i + 1, which adds it in; afterwards member i holds the sum of block (i + 1) mod m.
+// All-gather step s: member i sends block (i + 1 - s) mod m, which member i + 1 takes.
+// Group kinds: 0 all ranks; 1 each grid row (blocks: groups of `rows` pieces);
+// 2 each grid column (sub-blocks of the block the row reduce-scatter left the column with).
+struct Groups {
+  std::int32_t kind;
+  std::int64_t p, rows, cols;
+  KB_HD std::int64_t count() const { return kind == 0 ? 1 : kind == 1 ? rows : cols; }
+  KB_HD std::int64_t size() const { return kind == 0 ? p : kind == 1 ? cols : rows; }
+  KB_HD std::int64_t rank(std::int64_t g, std::int64_t i) const {
+    return kind == 0 ? i : kind == 1 ? g * cols + i : i * cols + g;
+  }
+  // Pieces [*k0, *k1) of block j of group g.
+  KB_HD void block(std::int64_t g, std::int64_t j, std::int64_t* k0, std::int64_t* k1) const {
+    if (kind == 0) {
+      *k0 = j, *k1 = j + 1;
+    } else if (kind == 1) {
+      *k0 = j * rows, *k1 = (j + 1) * rows;
+    } else {
+      const std::int64_t b = (g + 1) % cols;  // the row block column g holds after the rows' reduce-scatter
+      *k0 = b * rows + j, *k1 = *k0 + 1;
+    }
+  }
+};
+
+KB_HD inline std::int64_t mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
+
+}  // namespace coll_detail
+
+// Calls sink.xfer(chunk, CollXfer) for every transfer, and sink.flush() after each step's
+// transfers of one chunk: steps in order, and in each step the chunks in order. A rank's
+// program is this sequence: in each (step, chunk) group, first the transfers it sends, then
+// those it receives. Call only on a config coll_check accepts up to its size checks.
+template <class Sink>
+KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
+  using namespace coll_detail;
+  const std::int64_t p = c.ranks, rows = coll_rows(c), cols = coll_cols(c), C = c.chunks;
+  const bool all = c.op == static_cast<std::int64_t>(CollOp::allreduce);
+  const std::int64_t root = coll_root(c);
+  auto emit = [&](std::int64_t ch, std::int64_t src, std::int64_t dst, std::int64_t k0, std::int64_t k1, bool reduce,
+                  std::int64_t slot) {
+    sink.xfer(ch, CollXfer{static_cast<std::int32_t>(src), static_cast<std::int32_t>(dst), static_cast<std::int32_t>(k0),
+                           static_cast<std::int32_t>(k1), reduce ? 1 : 0, static_cast<std::int32_t>(slot)});
+  };
+  // Ring reduce-scatter (rs) or all-gather over groups.
+  auto ring = [&](const Groups& g, bool rs, std::int64_t slot) {
+    const std::int64_t m = g.size();
+    for (std::int64_t s = 0; s + 1 < m; ++s)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t gi = 0; gi < g.count(); ++gi)
+          for (std::int64_t i = 0; i < m; ++i) {
+            std::int64_t k0, k1;
+            g.block(gi, mod(rs ? i - s : i + 1 - s, m), &k0, &k1);
+            emit(ch, g.rank(gi, i), g.rank(gi, (i + 1) % m), k0, k1, rs, slot);
+          }
+        sink.flush();
+      }
+  };
+  // The reduce's last step: every rank sends the pieces it holds the sum of to the root.
+  auto gather = [&](auto&& owned) {
+    for (std::int64_t ch = 0; ch < C; ++ch) {
+      for (std::int64_t r = 0; r < p; ++r) {
+        if (r == root) continue;
+        std::int64_t k0, k1;
+        owned(r, &k0, &k1);
+        emit(ch, r, root, k0, k1, false, 0);
+      }
+      sink.flush();
+    }
+  };
+  switch (static_cast<CollAlgo>(c.algo)) {
+    case CollAlgo::ring: {
+      const Groups g{0, p, rows, cols};
+      ring(g, true, 0);
+      if (all) ring(g, false, 0);
+      else gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = (r + 1) % p, *k1 = *k0 + 1; });
+      break;
+    }
+    case CollAlgo::hd: {
+      // Recursive halving: in step j (half h = p >> (j + 1)) rank i and its partner i ^ h
+      // split their current range [i & ~(2h - 1), + 2h); the one with bit h clear keeps the
+      // lower half. Afterwards rank i holds the sum of piece i. Recursive doubling gathers
+      // back in the reverse order.
+      const std::int64_t steps = ceil_log2(p);
+      for (std::int64_t j = 0; j < steps; ++j) {
+        const std::int64_t h = p >> (j + 1);
+        for (std::int64_t ch = 0; ch < C; ++ch) {
+          for (std::int64_t i = 0; i < p; ++i) {
+            const std::int64_t base = i & ~(2 * h - 1);
+            const std::int64_t send0 = (i & h) ? base : base + h;
+            emit(ch, i, i ^ h, send0, send0 + h, true, j);
+          }
+          sink.flush();
+        }
+      }
+      if (all) {
+        for (std::int64_t j = steps - 1; j >= 0; --j) {
+          const std::int64_t h = p >> (j + 1);
+          for (std::int64_t ch = 0; ch < C; ++ch) {
+            for (std::int64_t i = 0; i < p; ++i) {
+              const std::int64_t lo = i & ~(h - 1);
+              emit(ch, i, i ^ h, lo, lo + h, false, 0);
+            }
+            sink.flush();
+          }
+        }
+      } else {
+        gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = r, *k1 = r + 1; });
+      }
+      break;
+    }
+    case CollAlgo::tree: {
+      // Binomial: in reduce step j (d = 2^j) rank i with i mod 2d = d sends the whole chunk
+      // to i - d, which adds it in; the broadcast runs the steps backwards.
+      const std::int64_t steps = ceil_log2(p);
+      for (std::int64_t j = 0; j < steps; ++j) {
+        const std::int64_t d = INT64_C(1) << j;
+        for (std::int64_t ch = 0; ch < C; ++ch) {
+          for (std::int64_t i = d; i < p; i += 2 * d) emit(ch, i, i - d, 0, p, true, j);
+          sink.flush();
+        }
+      }
+      if (all)
+        for (std::int64_t j = steps - 1; j >= 0; --j) {
+          const std::int64_t d = INT64_C(1) << j;
+          for (std::int64_t ch = 0; ch < C; ++ch) {
+            for (std::int64_t i = 0; i + d < p; i += 2 * d) emit(ch, i, i + d, 0, p, false, 0);
+            sink.flush();
+          }
+        }
+      break;
+    }
+    case CollAlgo::mesh2d: {
+      // Rows reduce-scatter (blocks of `rows` pieces), then columns reduce-scatter the block
+      // each holds; allreduce: columns all-gather, rows all-gather; reduce: gather to rank 0.
+      const Groups rg{1, p, rows, cols}, cg{2, p, rows, cols};
+      const std::int64_t col_slot = cols > 1 ? 1 : 0;
+      ring(rg, true, 0);
+      ring(cg, true, col_slot);
+      if (all) {
+        ring(cg, false, 0);
+        ring(rg, false, 0);
+      } else {
+        gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) {
+          const std::int64_t row = r / cols, col = r % cols;
+          *k0 = ((col + 1) % cols) * rows + (row + 1) % rows, *k1 = *k0 + 1;
+        });
+      }
+      break;
+    }
+    case CollAlgo::root: {
+      // Each row reduces toward the root column from both ends (a chain: each rank adds what
+      // it received before passing the sum on), then the root column toward the root row;
+      // allreduce broadcasts back along the same links outward.
+      const std::int64_t r0 = rows / 2, c0 = cols / 2;
+      const std::int64_t left = c0 > 0, right_slot = left, row_slots = left + (c0 < cols - 1);
+      const std::int64_t top_slot = row_slots, bottom_slot = row_slots + (r0 > 0);
+      const std::int64_t row_steps = imax(c0, cols - 1 - c0), col_steps = imax(r0, rows - 1 - r0);
+      for (std::int64_t t = 0; t < row_steps; ++t)
+        for (std::int64_t ch = 0; ch < C; ++ch) {
+          for (std::int64_t r = 0; r < rows; ++r) {
+            if (t < c0) emit(ch, r * cols + t, r * cols + t + 1, 0, p, true, 0);
+            if (t < cols - 1 - c0) emit(ch, r * cols + cols - 1 - t, r * cols + cols - 2 - t, 0, p, true, right_slot);
+          }
+          sink.flush();
+        }
+      for (std::int64_t t = 0; t < col_steps; ++t)
+        for (std::int64_t ch = 0; ch < C; ++ch) {
+          if (t < r0) emit(ch, t * cols + c0, (t + 1) * cols + c0, 0, p, true, top_slot);
+          if (t < rows - 1 - r0) emit(ch, (rows - 1 - t) * cols + c0, (rows - 2 - t) * cols + c0, 0, p, true, bottom_slot);
+          sink.flush();
+        }
+      if (all) {
+        for (std::int64_t t = 0; t < col_steps; ++t)
+          for (std::int64_t ch = 0; ch < C; ++ch) {
+            if (t < r0) emit(ch, (r0 - t) * cols + c0, (r0 - t - 1) * cols + c0, 0, p, false, 0);
+            if (t < rows - 1 - r0) emit(ch, (r0 + t) * cols + c0, (r0 + t + 1) * cols + c0, 0, p, false, 0);
+            sink.flush();
+          }
+        for (std::int64_t t = 0; t < row_steps; ++t)
+          for (std::int64_t ch = 0; ch < C; ++ch) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+              if (t < c0) emit(ch, r * cols + c0 - t, r * cols + c0 - t - 1, 0, p, false, 0);
+              if (t < cols - 1 - c0) emit(ch, r * cols + c0 + t, r * cols + c0 + t + 1, 0, p, false, 0);
+            }
+            sink.flush();
+          }
+      }
+      break;
+    }
+  }
+}
+
+// ---- validity ----------------------------------------------------------------------------
+
+KB_HD inline bool coll_hw_ok(const HwConfig& h) {
+  return h.clock_mhz >= 1 && h.clock_mhz <= kMaxClockMhz && h.vector_lanes >= 1 && h.vector_lanes <= kMaxLanes &&
+         h.dma_engines >= 1 && h.dma_engines <= kMaxDmaEngines && h.dma_bandwidth_gbps >= 1 &&
+         h.dma_bandwidth_gbps <= kMaxBandwidthGbps && h.hbm_bandwidth_gbps >= 1 &&
+         h.hbm_bandwidth_gbps <= kMaxBandwidthGbps && h.hbm_latency_ns >= 0 && h.hbm_latency_ns <= kMaxLatencyNs &&
+         h.pe_rows >= 1 && h.pe_rows <= kMaxGrid && h.pe_cols >= 1 && h.pe_cols <= kMaxGrid && h.cube_rows >= 1 &&
+         h.cube_rows <= kMaxGrid && h.cube_cols >= 1 && h.cube_cols <= kMaxGrid && h.sram_kib >= 1 &&
+         h.sram_kib <= kMaxCapacity && h.hbm_capacity_mib >= 1 && h.hbm_capacity_mib <= kMaxCapacity && h.sips >= 1 &&
+         h.sips <= kMaxSips && static_cast<std::int64_t>(h.sip_topology) >= 0 &&
+         static_cast<std::int64_t>(h.sip_topology) <= 2 && h.sip_link.bandwidth_gbps >= 1 &&
+         h.sip_link.bandwidth_gbps <= kMaxBandwidthGbps && h.sip_link.latency_ns >= 0 &&
+         h.sip_link.latency_ns <= kMaxLatencyNs && h.cube_link.bandwidth_gbps >= 1 &&
+         h.cube_link.bandwidth_gbps <= kMaxBandwidthGbps && h.cube_link.latency_ns >= 0 &&
+         h.cube_link.latency_ns <= kMaxLatencyNs && h.ipcq.bandwidth_gbps >= 1 &&
+         h.ipcq.bandwidth_gbps <= kMaxBandwidthGbps && h.ipcq.latency_ns >= 0 && h.ipcq.latency_ns <= kMaxLatencyNs &&
+         hw_fits(h);
+}
+
+// SRAM one rank's PE needs (SRAM buffers: the buffer and its inboxes; HBM buffers: none, the
+// reductions stream through the PE), and HBM one rank needs (HBM buffers: the same copies).
+KB_HD inline std::int64_t coll_sram_bytes(const AllreduceConfig& c) {
+  return c.buffer == static_cast<std::int64_t>(CollBuffer::sram) ? (1 + coll_inboxes(c)) * c.bytes : 0;
+}
+KB_HD inline std::int64_t coll_hbm_bytes_per_rank(const AllreduceConfig& c) {
+  return c.buffer == static_cast<std::int64_t>(CollBuffer::hbm) ? (1 + coll_inboxes(c)) * c.bytes : 0;
+}
+
+// The config's fields and memory (allreduce_check adds the model's capacity).
+KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
+  if (!coll_hw_ok(c.hw)) return kArBadHardware;
+  if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
+      c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
+    return kArBadField;
+  if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
+  const auto algo = static_cast<CollAlgo>(c.algo);
+  if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
+  if ((algo == CollAlgo::mesh2d || algo == CollAlgo::root) && c.ranks % coll_cols(c) != 0) return kArBadAlgo;
+  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
+  if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
+  // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
+  const std::int64_t per_cube = (c.level == 0 ? c.ranks : 1) * coll_hbm_bytes_per_rank(c);
+  if (per_cube > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
+  if (c.ranks * c.chunks * c.ranks > kCollMaxPieces) return kArTooLarge;
+  return kArOk;
+}
+
+}  // namespace kb

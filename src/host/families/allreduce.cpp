@@ -1,0 +1,102 @@
+// The allreduce family's descriptor: a collective (allreduce or reduce) over the ranks of one
+// level, by one algorithm, on SRAM or HBM buffers.
+#include <cstddef>
+#include <iterator>
+
+#include "../analytical/collectives.h"
+#include "../kernels/allreduce.h"
+#include "allreduce_figures.h"
+#include "family.h"
+
+namespace kb {
+
+namespace {
+
+using C = AllreduceConfig;
+using R = AllreduceResult;
+
+template <class F>
+std::function<nlohmann::json(const void*, const void*)> col(F f) {
+  return [f](const void* c, const void* r) -> nlohmann::json { return f(*static_cast<const C*>(c), *static_cast<const R*>(r)); };
+}
+
+Family make() {
+  Family f;
+  f.name = "allreduce";
+  f.description = "a collective (allreduce or reduce, f16 sum) over the ranks of one level: PEs, cubes or SIPs";
+  f.id = batched::Family::allreduce;
+  f.hw_offset = offsetof(C, hw);
+  f.axes = {
+      {"bytes", "--bytes", "bytes per rank (f16 values: bytes / 2)", offsetof(C, bytes), 2, kCollMaxBytes, nullptr, "", -1,
+       {}, true},
+      {"level", "--level", "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs)", offsetof(C, level), 0,
+       kCollLevels - 1, nullptr, "", -1, {"pe", "cube", "sip"}, true},
+      {"algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
+       offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, {"ring", "hd", "tree", "mesh2d", "root"}, false},
+      {"ranks", "--ranks", "ranks (2..the level's count, at most 64)", offsetof(C, ranks), 2, kCollMaxRanks, nullptr, "", -1,
+       {}, true},
+      {"buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer), 0, kCollBuffers - 1, nullptr, "",
+       -1, {"sram", "hbm"}, false},
+      {"op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op), 0,
+       kCollOps - 1, nullptr, "allreduce", -1, {"allreduce", "reduce"}, true},
+      {"chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks), 1, kCollMaxChunks, nullptr, "1",
+       -1, {}, false},
+  };
+  f.hw_axes = {
+      {"sip_link_gbps", "--sip-link-gbps", "system.sip_link.bandwidth_gbps", "SIP link bandwidth per direction, GB/s"},
+      {"cube_link_gbps", "--cube-link-gbps", "sip.cube_link.bandwidth_gbps", "cube mesh link bandwidth, GB/s"},
+      {"ipcq_gbps", "--ipcq-gbps", "cube.ipcq.bandwidth_gbps", "PE copy-queue bandwidth, GB/s"},
+  };
+  f.default_group = "bytes,level,ranks,op";
+  f.statuses.assign(std::begin(kArStatusNames), std::end(kArStatusNames));
+  f.status_message = [](std::int32_t s, const void* c) { return allreduce_status_message(s, *static_cast<const C*>(c)); };
+  f.costs = {{"ranks", "ranks taking part"},
+             {"link_bytes", "bytes over links, every level"},
+             {"hbm", "HBM bytes read and written"}};
+  f.default_cost = "ranks";
+  auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
+    return ColumnDesc{name, unit, help, ColType::integer, col([m](const C&, const R& r) { return r.*m; }), true, terminal};
+  };
+  f.columns = {
+      figure("latency_ps", "ps", "end-to-end time", &R::latency_ps, true),
+      {"analytical_ps", "ps", "the alpha-beta-gamma model's time (docs/model.md section 7)", ColType::integer,
+       col([](const C& c, const R&) { return collective_analytical_ps(c); }), false, true},
+      {"x_analytical", "", "latency / analytical", ColType::real, col([](const C& c, const R& r) {
+         const std::int64_t a = collective_analytical_ps(c);
+         return a > 0 ? static_cast<double>(r.latency_ps) / static_cast<double>(a) : 0.0;
+       }), false, true},
+      {"algbw_gbps", "GB/s", "bytes / latency (nccl-tests)", ColType::real,
+       col([](const C& c, const R& r) { return analytical::algbw_gbps(c.bytes, r.latency_ps); }), false, true},
+      {"busbw_gbps", "GB/s", "algbw x 2(ranks-1)/ranks (nccl-tests, allreduce)", ColType::real,
+       col([](const C& c, const R& r) { return analytical::allreduce_busbw_gbps(c.bytes, r.latency_ps, c.ranks); }), false,
+       true},
+      figure("link_bytes_pe", "bytes", "bytes over PE copy queues", &R::link_bytes_pe),
+      figure("link_bytes_cube", "bytes", "bytes over cube mesh links (each hop)", &R::link_bytes_cube),
+      figure("link_bytes_sip", "bytes", "bytes over SIP links (each hop)", &R::link_bytes_sip),
+      figure("copies_pe", "", "copies over PE copy queues", &R::copies_pe),
+      figure("copies_cube", "", "cube mesh link traversals", &R::copies_cube),
+      figure("copies_sip", "", "SIP link traversals", &R::copies_sip),
+      figure("hbm_read_bytes", "bytes", "HBM bytes read", &R::hbm_read_bytes),
+      figure("hbm_write_bytes", "bytes", "HBM bytes written", &R::hbm_write_bytes),
+      figure("vector_busy_ps", "ps", "vector engines' busy time, summed", &R::vector_busy_ps),
+      figure("transfers", "", "messages between ranks", &R::transfers),
+      {"sram_bytes", "bytes", "SRAM one rank's PE needs", ColType::integer,
+       col([](const C& c, const R&) { return coll_sram_bytes(c); })},
+      {"inboxes", "", "copies of the buffer a rank keeps for values to add", ColType::integer,
+       col([](const C& c, const R&) { return coll_inboxes(c); })},
+  };
+  f.check = [](const void* c) { return allreduce_check(*static_cast<const C*>(c)); };
+  f.reference = [](const void* c, void* r, std::string* trace) {
+    *static_cast<R*>(r) = allreduce_reference(*static_cast<const C*>(c), trace);
+  };
+  return f;
+}
+
+}  // namespace
+
+const Family& allreduce_family() {
+  static const Family f = make();
+  return f;
+}
+
+}  // namespace kb
