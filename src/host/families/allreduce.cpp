@@ -67,9 +67,11 @@ Family make() {
        }), false, true},
       {"algbw_gbps", "GB/s", "bytes / latency (nccl-tests)", ColType::real,
        col([](const C& c, const R& r) { return analytical::algbw_gbps(c.bytes, r.latency_ps); }), false, true},
-      {"busbw_gbps", "GB/s", "algbw x 2(ranks-1)/ranks (nccl-tests, allreduce)", ColType::real,
-       col([](const C& c, const R& r) { return analytical::allreduce_busbw_gbps(c.bytes, r.latency_ps, c.ranks); }), false,
-       true},
+      {"busbw_gbps", "GB/s", "nccl-tests' bus bandwidth: algbw x 2(ranks-1)/ranks for allreduce, algbw for reduce",
+       ColType::real, col([](const C& c, const R& r) {
+         return c.op == static_cast<std::int64_t>(CollOp::reduce) ? analytical::algbw_gbps(c.bytes, r.latency_ps)
+                                                                   : analytical::allreduce_busbw_gbps(c.bytes, r.latency_ps, c.ranks);
+       }), false, true},
       figure("link_bytes_pe", "bytes", "bytes over PE copy queues", &R::link_bytes_pe),
       figure("link_bytes_cube", "bytes", "bytes over cube mesh links (each hop)", &R::link_bytes_cube),
       figure("link_bytes_sip", "bytes", "bytes over SIP links (each hop)", &R::link_bytes_sip),

@@ -1,0 +1,197 @@
+// milestone-1h-ccl: allreduce over PEs of a cube, cubes of a SIP and SIPs of a ring, every
+// algorithm, 2 to 8 ranks, SRAM and HBM buffers, 1 KiB to 1 GiB; each point on both engines
+// (parity), against the alpha-beta-gamma model, with the direct-launch ring's timeline
+// checked against the library's, the best algorithm per level and size, and the topologies
+// drawn.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "host/bench/registry.h"
+#include "host/common/document.h"
+#include "host/common/error.h"
+#include "host/common/output.h"
+#include "host/common/table.h"
+#include "host/families/allreduce_figures.h"
+#include "host/families/family.h"
+#include "host/kernels/allreduce.h"
+#include "host/parity/figures.h"
+#include "host/topology/diagram.h"
+#include "host/topology/fields.h"
+#include "host/topology/load.h"
+#include "milestone_1h_ccl.h"
+
+namespace kb {
+
+std::vector<std::int64_t> ccl_milestone_sizes() {
+  std::vector<std::int64_t> s;
+  for (std::int64_t b = INT64_C(1) << 10; b <= INT64_C(1) << 30; b *= 4) s.push_back(b);
+  return s;
+}
+
+std::vector<AllreduceConfig> ccl_milestone_configs(const TopologySpec& topo, const TopologySpec& ring,
+                                                   std::vector<AllreduceConfig>* invalid) {
+  std::vector<AllreduceConfig> out;
+  for (std::int64_t level = 0; level < kCollLevels; ++level)
+    for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
+      for (std::int64_t ranks : {2, 4, 8})
+        for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer)
+          for (std::int64_t bytes : ccl_milestone_sizes()) {
+            AllreduceConfig c{};
+            c.hw = (level == static_cast<std::int64_t>(CollLevel::sip) ? ring : topo).hw();
+            c.bytes = bytes, c.level = level, c.algo = algo, c.ranks = ranks, c.buffer = buffer;
+            c.op = static_cast<std::int64_t>(CollOp::allreduce);
+            c.chunks = 1;
+            if (ranks > coll_level_size(c.hw, level)) continue;  // the level has fewer ranks
+            if (allreduce_check(c) == kArOk) out.push_back(c);
+            else if (invalid) invalid->push_back(c);
+          }
+  return out;
+}
+
+namespace {
+
+const char* kJson = "allreduce_sweep.json";
+const char* kPlot = "plot_ccl.py";
+
+std::string size_name(std::int64_t b) {
+  if (b >= INT64_C(1) << 30) return std::to_string(b >> 30) + " GiB";
+  if (b >= INT64_C(1) << 20) return std::to_string(b >> 20) + " MiB";
+  return std::to_string(b >> 10) + " KiB";
+}
+
+void run_ccl_milestone(BenchContext& ctx) {
+  std::ostream& out = *ctx.out;
+  const std::string json_path = ctx.out_dir + "/" + kJson;
+  if (ctx.fast) {
+    const std::string committed = data_dir() + "/docs/diagrams/" + kJson;
+    write_file_atomic(json_path, read_file(committed));
+    render_figures(kPlot, json_path, ctx.out_dir);
+    out << "milestone-1h-ccl: re-rendered figures from " << committed << " into " << ctx.out_dir << "\n";
+    return;
+  }
+  const auto t_start = std::chrono::steady_clock::now();
+  const Family& fam = family("allreduce");
+  const TopologySpec& topo = ctx.topology;
+  const TopologySpec ring = load_topology(data_dir() + "/topologies/ring8.yaml");
+  const BackendKind backend = resolve_backend(ctx.backend_request);
+  std::vector<AllreduceConfig> invalid;
+  const std::vector<AllreduceConfig> configs = ccl_milestone_configs(topo, ring, &invalid);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<AllreduceResult> results = eval<AllreduceModel>(backend, configs);
+  const auto t1 = std::chrono::steady_clock::now();
+
+  std::vector<Column> cols;
+  for (const Column& c : config_columns(fam)) cols.push_back(c);
+  for (const Column& c : result_columns(fam)) cols.push_back(c);
+  cols.push_back({"reference_latency_ps", "ps", ColType::integer});
+  cols.push_back({"parity", "", ColType::boolean});
+  Table table(cols);
+  std::size_t mismatches = 0, direct_checked = 0, direct_same = 0;
+  std::string first_mismatch;
+  double ref_s = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const AllreduceConfig& c = configs[i];
+    const AllreduceResult& r = results[i];
+    if (r.status != kArOk)
+      throw InternalError("batched model rejected a validated config: " + allreduce_status_message(r.status, c), __FILE__,
+                          __LINE__);
+    const auto r0 = std::chrono::steady_clock::now();
+    const AllreduceResult ref = allreduce_reference(c, nullptr);
+    ref_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+    const std::string diff = figures_diff(fam, c, ref, r);
+    if (!diff.empty() && mismatches++ == 0) first_mismatch = nlohmann::json(config_values(fam, &c)).dump() + ": " + diff;
+    // The direct-launch ring against the library's, op for op.
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram)) {
+      ++direct_checked;
+      direct_same += run_ring_direct(c, false).timeline == run_collective(c, false).timeline;
+    }
+    std::vector<nlohmann::json> row = config_values(fam, &c);
+    for (const ColumnDesc& col : fam.columns) row.push_back(col.get(&c, &r));
+    row.push_back(ref.latency_ps);
+    row.push_back(diff.empty());
+    table.add(row);
+  }
+
+  // The best (algorithm, buffer) per level and size at the most ranks, as size ranges.
+  nlohmann::json best = nlohmann::json::array();
+  Table best_table({{"level", "", ColType::text}, {"ranks", "", ColType::integer}, {"sizes", "", ColType::text},
+                    {"algo", "", ColType::text}, {"buffer", "", ColType::text}});
+  for (std::int64_t level = 0; level < kCollLevels; ++level) {
+    std::map<std::int64_t, std::size_t> winner;  // bytes -> config index
+    std::int64_t most = 0;
+    for (const AllreduceConfig& c : configs)
+      if (c.level == level) most = std::max(most, c.ranks);
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const AllreduceConfig& c = configs[i];
+      if (c.level != level || c.ranks != most) continue;
+      auto it = winner.find(c.bytes);
+      if (it == winner.end() || results[i].latency_ps < results[it->second].latency_ps) winner[c.bytes] = i;
+    }
+    const std::string lname = to_string(static_cast<CollLevel>(level));
+    for (auto it = winner.begin(); it != winner.end();) {
+      const AllreduceConfig& w = configs[it->second];
+      auto end = it;
+      std::int64_t last = it->first;
+      while (end != winner.end() && configs[end->second].algo == w.algo && configs[end->second].buffer == w.buffer)
+        last = end->first, ++end;
+      const std::string algo = to_string(static_cast<CollAlgo>(w.algo)), buffer = w.buffer ? "hbm" : "sram";
+      const std::string sizes = it->first == last ? size_name(last) : size_name(it->first) + " - " + size_name(last);
+      best.push_back({{"level", lname}, {"ranks", most}, {"from_bytes", it->first}, {"to_bytes", last}, {"algo", algo},
+                      {"buffer", buffer}});
+      best_table.add({lname, most, sizes, algo, buffer});
+      it = end;
+    }
+  }
+  out << "best algorithm per level and size range (allreduce, the most ranks):\n" << best_table.text("  ");
+
+  nlohmann::json doc = document("kernbench-gpu/allreduce-sweep", "1.0.0", topo);
+  doc["bench"] = "milestone-1h-ccl";
+  doc["sip_level_topology"] = topology_record(ring);
+  doc["backend"] = to_string(backend);
+  doc["sizes"] = ccl_milestone_sizes();
+  doc["parity"] = {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}};
+  doc["direct_launch"] = {{"checked", direct_checked}, {"identical", direct_same}, {"ok", direct_checked == direct_same}};
+  doc["best"] = best;
+  doc["analytical"] = "Thakur, Rabenseifner and Gropp 2005 (docs/model.md section 7)";
+  doc["configs"] = table.json();
+  nlohmann::json inv = nlohmann::json::array();
+  for (const AllreduceConfig& c : invalid) {
+    nlohmann::json j = nlohmann::json::object();
+    const auto names = config_column_names(fam);
+    const auto values = config_values(fam, &c);
+    for (std::size_t k = 0; k < names.size(); ++k) j[names[k]] = values[k];
+    j["status"] = fam.status_name(allreduce_check(c));
+    inv.push_back(j);
+  }
+  doc["invalid"] = inv;
+  write_file_atomic(json_path, doc.dump(2) + "\n");
+  write_file_atomic(ctx.out_dir + "/allreduce_sweep.csv", table.csv());
+  write_topology_diagram(topo, ctx.out_dir + "/ccl_topology_" + topo.name + ".png");
+  write_topology_diagram(ring, ctx.out_dir + "/ccl_topology_ring8.png");
+  const double eval_s = std::chrono::duration<double>(t1 - t0).count();
+  out << "parity: " << (configs.size() - mismatches) << "/" << configs.size()
+      << " points identical between the reference engine and the batched model (" << to_string(backend) << "); "
+      << invalid.size() << " points do not fit (listed under \"invalid\")\n";
+  out << "direct launch: " << direct_same << "/" << direct_checked
+      << " ring allreduce points with the library's timeline, op for op\n";
+  out << "time: batched " << eval_s * 1e3 << " ms for " << configs.size() << " points; reference "
+      << (configs.empty() ? 0.0 : ref_s * 1e3 / static_cast<double>(configs.size())) << " ms per point\n";
+  if (mismatches) throw InternalError("parity failure: " + first_mismatch, __FILE__, __LINE__);
+  if (direct_same != direct_checked)
+    throw InternalError("the direct-launch ring's timeline differs from the library ring's", __FILE__, __LINE__);
+  render_figures(kPlot, json_path, ctx.out_dir);
+  out << "wrote " << json_path << ", allreduce_sweep.csv, 2 topology diagrams and 4 figures to " << ctx.out_dir << " in "
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
+}
+
+}  // namespace
+
+KB_BENCH("milestone-1h-ccl",
+         "allreduce: every algorithm and level, 2-8 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, both engines, against "
+         "the alpha-beta-gamma model",
+         "ccl", kJson, kPlot, run_ccl_milestone, "level", "algo", "ranks", "buffer", "bytes");
+
+}  // namespace kb

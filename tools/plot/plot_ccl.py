@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Plot a kernbench-gpu allreduce sweep (milestone-1h-ccl).
+
+Usage:
+    plot_ccl.py --in FILE.json --out DIR
+
+Reads a ``kernbench-gpu/allreduce-sweep`` document (any schema_version 1.x.y)
+and writes four figures into DIR (created if missing), each with one panel per
+level (PEs of a cube, cubes of a SIP, SIPs of a ring) at the most ranks of the
+level:
+
+    ccl_latency_vs_size.png   simulated latency per algorithm against message
+                              size (log-log), SRAM and HBM buffers, with the
+                              alpha-beta-gamma model's curve dashed
+    ccl_busbw.png             bus bandwidth (nccl-tests) against size
+    ccl_hbm_vs_sram.png       latency with HBM buffers over latency with SRAM
+                              buffers, where both fit
+    ccl_engines.png           reference engine against batched model (every
+                              point), and simulated / analytical per size
+
+On a missing/unreadable file, wrong schema or malformed data it prints one line
+``error: FILE: <what is wrong>`` to stderr, exits 2 and writes nothing.  On
+success it prints ``wrote DIR/NAME.png`` for each figure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kbplot  # noqa: E402  (selects the Agg backend before pyplot is used)
+from kbplot import InputError, plt  # noqa: E402
+
+from matplotlib.lines import Line2D  # noqa: E402
+
+SCHEMA = "kernbench-gpu/allreduce-sweep"
+SCHEMA_MAJOR = 1
+
+FIG_LATENCY = "ccl_latency_vs_size.png"
+FIG_BUSBW = "ccl_busbw.png"
+FIG_BUFFERS = "ccl_hbm_vs_sram.png"
+FIG_ENGINES = "ccl_engines.png"
+
+LEVELS = ["pe", "cube", "sip"]
+LEVEL_TITLES = {"pe": "PEs of one cube", "cube": "cubes of one SIP", "sip": "SIPs on a ring"}
+ALGOS = ["ring", "hd", "tree", "mesh2d", "root"]
+COLORS = {"ring": "#1f77b4", "hd": "#d62728", "tree": "#2ca02c", "mesh2d": "#9467bd", "root": "#ff7f0e"}
+MARKERS = {"ring": "o", "hd": "s", "tree": "^", "mesh2d": "D", "root": "v"}
+
+
+@dataclass
+class Point:
+    level: str
+    algo: str
+    ranks: int
+    buffer: str
+    bytes: int
+    latency_ps: float
+    reference_ps: float
+    analytical_ps: float
+    busbw: float
+
+
+def parse(doc: dict, where: str) -> list[Point]:
+    points = []
+    for i, c in enumerate(kbplot.require_list(doc, "configs", "top level", where)):
+        ctx = f"configs[{i}]"
+        num = lambda key, **kw: kbplot.require_num(c, key, ctx, where, **kw)  # noqa: E731
+        level = kbplot.require_str(c, "level", ctx, where)
+        algo = kbplot.require_str(c, "algo", ctx, where)
+        buffer = kbplot.require_str(c, "buffer", ctx, where)
+        if level not in LEVELS:
+            raise InputError(where, f'{ctx}: level "{level}" is not one of {", ".join(LEVELS)}')
+        if algo not in ALGOS:
+            raise InputError(where, f'{ctx}: algo "{algo}" is not one of {", ".join(ALGOS)}')
+        if buffer not in ("sram", "hbm"):
+            raise InputError(where, f'{ctx}: buffer "{buffer}" is not sram or hbm')
+        points.append(Point(level, algo, int(num("ranks", positive=True)), buffer, int(num("bytes", positive=True)),
+                            num("latency_ps", positive=True), num("reference_latency_ps", positive=True),
+                            num("analytical_ps", min_value=0), num("busbw_gbps", min_value=0)))
+    return points
+
+
+def most_ranks(points: list[Point], level: str) -> int:
+    return max((p.ranks for p in points if p.level == level), default=0)
+
+
+def series(points, level, algo, buffer, ranks):
+    sel = sorted((p for p in points if p.level == level and p.algo == algo and p.buffer == buffer and p.ranks == ranks),
+                 key=lambda p: p.bytes)
+    return sel
+
+
+def size_axis(ax):
+    ax.set_xscale("log", base=2)
+    ticks = [2 ** k for k in range(10, 31, 4)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([_size(t) for t in ticks])
+    ax.set_xlabel("bytes per rank")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _size(b: int) -> str:
+    if b >= 1 << 30:
+        return f"{b >> 30} GiB"
+    if b >= 1 << 20:
+        return f"{b >> 20} MiB"
+    return f"{b >> 10} KiB"
+
+
+def panels(title: str, subtitle: str):
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.6))
+    fig.suptitle(title, fontsize=13, fontweight="bold")
+    fig.text(0.5, 0.905, subtitle, ha="center", fontsize=9, color="0.3")
+    return fig, axes
+
+
+def algo_legend(fig, extra):
+    handles = [Line2D([], [], color=COLORS[a], marker=MARKERS[a], label=a) for a in ALGOS] + extra
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.89))
+
+
+def fig_latency(points):
+    fig, axes = panels("Allreduce latency against message size",
+                       "solid: SRAM buffers; dotted, hollow: HBM buffers; dashed: alpha-beta-gamma model")
+    for ax, level in zip(axes, LEVELS):
+        ranks = most_ranks(points, level)
+        for algo in ALGOS:
+            for buffer, style, face in (("sram", "-", COLORS[algo]), ("hbm", ":", "white")):
+                s = series(points, level, algo, buffer, ranks)
+                if s:
+                    ax.plot([p.bytes for p in s], [p.latency_ps / 1e6 for p in s], linestyle=style, color=COLORS[algo],
+                            marker=MARKERS[algo], markersize=4, markerfacecolor=face)
+            a = series(points, level, algo, "hbm", ranks) or series(points, level, algo, "sram", ranks)
+            a = [p for p in a if p.analytical_ps > 0]
+            if a:
+                ax.plot([p.bytes for p in a], [p.analytical_ps / 1e6 for p in a], linestyle="--", linewidth=0.9,
+                        color=COLORS[algo], alpha=0.7)
+        size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency (us)")
+        ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
+    algo_legend(fig, [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
+                      Line2D([], [], color="0.3", linestyle=":", marker="o", markerfacecolor="white", label="HBM"),
+                      Line2D([], [], color="0.3", linestyle="--", label="analytical")])
+    return fig
+
+
+def fig_busbw(points):
+    fig, axes = panels("Allreduce bus bandwidth against message size",
+                       "busbw = bytes / latency x 2(ranks-1)/ranks (nccl-tests); solid: SRAM, dotted: HBM buffers")
+    for ax, level in zip(axes, LEVELS):
+        ranks = most_ranks(points, level)
+        for algo in ALGOS:
+            for buffer, style, face in (("sram", "-", COLORS[algo]), ("hbm", ":", "white")):
+                s = series(points, level, algo, buffer, ranks)
+                if s:
+                    ax.plot([p.bytes for p in s], [p.busbw for p in s], linestyle=style, color=COLORS[algo],
+                            marker=MARKERS[algo], markersize=4, markerfacecolor=face)
+        size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
+    algo_legend(fig, [])
+    return fig
+
+
+def fig_buffers(points):
+    fig, axes = panels("HBM buffers against SRAM buffers",
+                       "latency with the data in HBM / latency with it in SRAM, where both fit (1 = no cost)")
+    for ax, level in zip(axes, LEVELS):
+        ranks = most_ranks(points, level)
+        for algo in ALGOS:
+            sram = {p.bytes: p for p in series(points, level, algo, "sram", ranks)}
+            hbm = [p for p in series(points, level, algo, "hbm", ranks) if p.bytes in sram]
+            if hbm:
+                ax.plot([p.bytes for p in hbm], [p.latency_ps / sram[p.bytes].latency_ps for p in hbm], color=COLORS[algo],
+                        marker=MARKERS[algo], markersize=4)
+        size_axis(ax)
+        ax.axhline(1.0, color="0.5", linewidth=0.8)
+        ax.set_ylabel("HBM latency / SRAM latency")
+        ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
+    algo_legend(fig, [])
+    return fig
+
+
+def fig_engines(points, parity):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 6))
+    fig.suptitle("Reference engine, batched model and the analytical model", fontsize=13, fontweight="bold")
+    same = sum(1 for p in points if p.latency_ps == p.reference_ps)
+    for algo in ALGOS:
+        s = [p for p in points if p.algo == algo]
+        left.scatter([p.reference_ps / 1e6 for p in s], [p.latency_ps / 1e6 for p in s], s=12, color=COLORS[algo],
+                     marker=MARKERS[algo], label=algo)
+    lo = min(p.latency_ps for p in points) / 1e6
+    hi = max(p.latency_ps for p in points) / 1e6
+    left.plot([lo, hi], [lo, hi], color="0.4", linewidth=0.8, linestyle="--")
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("reference engine latency (us)")
+    left.set_ylabel("batched model latency (us)")
+    left.set_title(f"every point, both engines: {same}/{len(points)} identical latencies, "
+                   f"{parity} on every parity figure", fontsize=10)
+    left.grid(True, alpha=0.3)
+    left.legend(fontsize=9)
+    for level, mk in zip(LEVELS, ("o", "s", "^")):
+        for algo in ALGOS:
+            s = sorted((p for p in points if p.level == level and p.algo == algo and p.analytical_ps > 0
+                        and p.ranks == most_ranks(points, level)), key=lambda p: (p.buffer, p.bytes))
+            for buffer in ("sram", "hbm"):
+                b = [p for p in s if p.buffer == buffer]
+                if b:
+                    right.plot([p.bytes for p in b], [p.latency_ps / p.analytical_ps for p in b], color=COLORS[algo],
+                               marker=mk, markersize=4, linestyle="-" if buffer == "sram" else ":", linewidth=0.8,
+                               markerfacecolor=COLORS[algo] if buffer == "sram" else "white")
+    size_axis(right)
+    right.set_yscale("log")
+    right.axhline(1.0, color="0.4", linewidth=0.8)
+    right.set_ylabel("simulated / analytical")
+    right.set_title("simulated over the alpha-beta-gamma model, the most ranks of each level", fontsize=10)
+    handles = [Line2D([], [], color=COLORS[a], label=a) for a in ALGOS]
+    handles += [Line2D([], [], color="0.3", marker=m, linestyle="none", label=f"level {lv}")
+                for lv, m in zip(LEVELS, ("o", "s", "^"))]
+    handles += [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
+                Line2D([], [], color="0.3", linestyle=":", label="HBM")]
+    right.legend(handles=handles, fontsize=8, ncol=2)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig
+
+
+def main(argv=None) -> None:
+    args = kbplot.parse_args("Plot a kernbench-gpu allreduce sweep (schema "
+                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four PNG figures.", argv)
+    doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
+    points = parse(doc, args.input)
+    parity = kbplot.require_dict(doc, "parity", "top level", args.input)
+    ok = "identical" if parity.get("ok") is True else "NOT identical"
+    out = kbplot.ensure_out_dir(args.out)
+    figures = [
+        (fig_latency(points), os.path.join(out, FIG_LATENCY)),
+        (fig_busbw(points), os.path.join(out, FIG_BUSBW)),
+        (fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
+        (fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
+    ]
+    for path in kbplot.save_all_atomic(figures):
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    kbplot.run_main(main)
