@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "benches/milestone_1h_ccl.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
 #include "host/kernels/allreduce.h"
@@ -93,6 +94,18 @@ TEST_P(AllreduceParity, TenThousandRandomConfigs) {
     ASSERT_EQ(exec[i].status, kArOk) << describe(configs[i]);
     const AllreduceResult ref = allreduce_reference(configs[i], nullptr);
     ASSERT_EQ(figures_diff(family("allreduce"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+  }
+}
+
+TEST_P(AllreduceParity, EveryMilestonePoint) {
+  const TopologySpec def = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  const TopologySpec ring = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml");
+  const std::vector<AllreduceConfig> configs = ccl_milestone_configs(def, ring);
+  ASSERT_EQ(configs.size(), 741u);
+  const std::vector<AllreduceResult> exec = eval<AllreduceModel>(GetParam(), configs);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const AllreduceResult ref = allreduce_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("allreduce"), configs[i], ref, exec[i]), "") << describe(configs[i]);
   }
 }
 

@@ -1,0 +1,120 @@
+// The allreduce family through the command line: eval's figures and engines, sweep, the
+// milestone bench (numbers as committed, parity, the direct launch, figures, --fast and
+// plot), and invalid requests as one line with exit 2.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+using namespace kb::clitest;
+using nlohmann::json;
+
+const std::string kRoot = KB_TEST_DATA "/../..";
+
+json load(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+bool have_matplotlib() {
+  return std::system("python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
+}
+
+TEST(Collectives, EvalJsonHasEveryField) {
+  const std::string trace = fresh_dir("kb_ar_trace.json");
+  const json j = run_json("eval allreduce --bytes 65536 --level cube --algo ring --ranks 4 --buffer hbm --chunks 2"
+                          " --engine both --json --trace '" + trace + "'");
+  for (const char* f : {"latency_ps", "analytical_ps", "algbw_gbps", "busbw_gbps", "link_bytes_pe", "link_bytes_cube",
+                        "link_bytes_sip", "copies_pe", "copies_cube", "copies_sip", "hbm_read_bytes", "hbm_write_bytes"})
+    EXPECT_TRUE(j.contains(f)) << f;
+  EXPECT_EQ(j["parity"], true);
+  EXPECT_EQ(j["reference"]["latency_ps"], j["batched"]["latency_ps"]);
+  EXPECT_GT(j["link_bytes_cube"].get<std::int64_t>(), 0);
+  EXPECT_EQ(j["link_bytes_sip"], 0);
+  EXPECT_GT(j["hbm_read_bytes"].get<std::int64_t>(), j["hbm_write_bytes"].get<std::int64_t>());  // reductions read two operands
+  const double algbw = 65536.0 / j["latency_ps"].get<double>() * 1000.0;
+  EXPECT_NEAR(j["algbw_gbps"].get<double>(), algbw, 1e-9 * algbw);
+  EXPECT_NEAR(j["busbw_gbps"].get<double>(), algbw * 2 * 3 / 4, 1e-9 * algbw);
+  std::ifstream in(trace);
+  EXPECT_GT(json::parse(in)["traceEvents"].size(), 100u);
+}
+
+TEST(Collectives, EvalEveryLevelAndAlgorithmBothEngines) {
+  for (const char* level : {"pe", "cube"})
+    for (const char* algo : {"ring", "hd", "tree", "mesh2d", "root"})
+      for (const char* op : {"allreduce", "reduce"}) {
+        SCOPED_TRACE(std::string(level) + " " + algo + " " + op);
+        const json j = run_json(std::string("eval allreduce --bytes 4096 --level ") + level + " --algo " + algo +
+                                " --ranks 8 --buffer sram --op " + op + " --json");
+        EXPECT_EQ(j["parity"], true);
+      }
+  const json s = run_json("eval allreduce --bytes 4096 --level sip --algo hd --ranks 8 --buffer hbm --topology '" + kTopo +
+                          "/ring8.yaml' --json");
+  EXPECT_EQ(s["parity"], true);
+  EXPECT_GT(s["link_bytes_sip"].get<std::int64_t>(), 0);
+}
+
+TEST(Collectives, EvalInvalidRequests) {
+  const std::string base = "eval allreduce --bytes 4096 --buffer sram ";
+  expect_input_error(run(base + "--level cube --algo hd --ranks 6"), "hd needs a power-of-two number of ranks; 6 is not");
+  expect_input_error(run(base + "--level cube --algo mesh2d --ranks 6"), "mesh2d needs the ranks to fill whole rows of 4");
+  expect_input_error(run(base + "--level cube --algo ring --ranks 9"), "ranks: 9 is outside 2..8 for level cube");
+  expect_input_error(run(base + "--level sip --algo ring --ranks 2"), "outside 2..1 for level sip");
+  expect_input_error(run("eval allreduce --bytes 4194304 --buffer sram --level pe --algo ring --ranks 8"),
+                     "bytes of SRAM per PE, which has 2097152");
+  expect_input_error(run(base + "--level cube --algo ring --ranks 8 --chunks 64"), "the batched model holds 1024 ops");
+  expect_input_error(run(base + "--level cube --algo magic --ranks 8"), "--algo");
+  expect_input_error(run(base + "--level cube --algo ring"), "--ranks is required");
+  expect_input_error(run("eval allreduce --bytes 4097 --buffer sram --level cube --algo ring --ranks 8"), "bytes: 4097 must be even");
+}
+
+TEST(Collectives, SweepFindsTheBestAlgorithm) {
+  const json j = run_json("sweep allreduce --bytes 1024,1048576 --level cube --algo ring,hd,tree,mesh2d,root --ranks 8"
+                          " --buffer sram,hbm --chunks 1,2 --backend omp --json");
+  EXPECT_EQ(j["space"]["size"], 40);
+  EXPECT_EQ(j["best_per_group"].size(), 2u);
+  for (const auto& g : j["best_per_group"]) EXPECT_TRUE(g["best"].contains("algo"));
+}
+
+TEST(Collectives, MilestoneGivesTheCommittedNumbers) {
+  const std::string out = fresh_dir("kb_ccl");
+  const Result r = run("run --bench milestone-1h-ccl --backend omp --out '" + out + "'");
+  const bool plots = have_matplotlib();
+  if (plots) {
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  EXPECT_NE(r.out.find("parity: 741/741"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("direct launch: 54/54"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best algorithm per level and size range"), std::string::npos) << r.out;
+  const json doc = load(out + "/allreduce_sweep.json");
+  EXPECT_EQ(doc["schema"], "kernbench-gpu/allreduce-sweep");
+  EXPECT_EQ(doc["parity"]["ok"], true);
+  EXPECT_EQ(doc["direct_launch"]["ok"], true);
+  const json want = load(kRoot + "/docs/diagrams/allreduce_sweep.json");
+  ASSERT_EQ(doc["configs"].size(), want["configs"].size());
+  for (std::size_t i = 0; i < want["configs"].size(); ++i)
+    for (const auto& [key, value] : want["configs"][i].items())
+      EXPECT_EQ(doc["configs"][i][key], value) << i << " " << key;
+  EXPECT_EQ(doc["invalid"], want["invalid"]);
+  EXPECT_EQ(doc["best"], want["best"]);
+  EXPECT_TRUE(fs::exists(out + "/allreduce_sweep.csv"));
+  if (!plots) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
+  for (const char* f : {"ccl_latency_vs_size.png", "ccl_busbw.png", "ccl_hbm_vs_sram.png", "ccl_engines.png",
+                        "ccl_topology_default.png", "ccl_topology_ring8.png"})
+    EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
+  const std::string again = fresh_dir("kb_ccl_replot");
+  const Result p = run("plot --bench milestone-1h-ccl --in '" + out + "' --out '" + again + "'");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(fs::exists(fs::path(again) / "ccl_engines.png"));
+  const std::string fast = fresh_dir("kb_ccl_fast");
+  const Result f = run("run --bench milestone-1h-ccl --fast --out '" + fast + "'");
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(fs::exists(fs::path(fast) / "ccl_latency_vs_size.png"));
+}
+
+}  // namespace
