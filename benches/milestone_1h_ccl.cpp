@@ -155,7 +155,7 @@ void run_ccl_milestone(BenchContext& ctx) {
   doc["parity"] = {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}};
   doc["direct_launch"] = {{"checked", direct_checked}, {"identical", direct_same}, {"ok", direct_checked == direct_same}};
   doc["best"] = best;
-  doc["analytical"] = "Thakur, Rabenseifner and Gropp 2005 (docs/model.md section 7)";
+  doc["analytical"] = "Thakur, Rabenseifner and Gropp 2005 (docs/model.md section 11)";
   doc["configs"] = table.json();
   nlohmann::json inv = nlohmann::json::array();
   for (const AllreduceConfig& c : invalid) {

@@ -2,6 +2,7 @@
 // and configs/s of the reference engine, on the milestone shapes and a 2048-tile config.
 #include <benchmark/benchmark.h>
 
+#include "benches/milestone_1h_ccl.h"
 #include "benches/milestone_1h_gemm.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
@@ -98,6 +99,55 @@ void BM_ReferenceMilestone(benchmark::State& state) {
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
+
+// Allreduce: the 741 milestone-1h-ccl points (every level, algorithm, 2-8 ranks, both
+// buffer kinds, 1 KiB - 1 GiB), repeated.
+std::vector<AllreduceConfig> ccl_configs(std::size_t copies) {
+  const std::vector<AllreduceConfig> points =
+      ccl_milestone_configs(topo(), load_topology(data_dir() + "/topologies/ring8.yaml"));
+  std::vector<AllreduceConfig> c;
+  while (c.size() < copies) c.insert(c.end(), points.begin(), points.end());
+  c.resize(copies);
+  return c;
+}
+
+void run_batched_ccl(benchmark::State& state, BackendKind b, std::vector<AllreduceConfig> configs, int threads) {
+  std::vector<AllreduceResult> out(configs.size());
+  for (auto _ : state) {
+    eval_batch(b, batched::Family::allreduce, configs.data(), configs.size(), out.data(), threads);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+
+void BM_BatchedCclMilestoneOmp(benchmark::State& state) {
+  run_batched_ccl(state, BackendKind::omp, ccl_configs(1 << 14), static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_BatchedCclMilestoneOmp)->ArgName("threads")->Arg(1)->Arg(2)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_BatchedCclMilestoneCuda(benchmark::State& state) {
+  std::string why;
+  if (batched::cuda_device_count(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  run_batched_ccl(state, BackendKind::cuda, ccl_configs(1 << 18), 0);
+}
+BENCHMARK(BM_BatchedCclMilestoneCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Reference engine on every milestone-1h-ccl point, one after another.
+void BM_ReferenceCclMilestone(benchmark::State& state) {
+  const std::vector<AllreduceConfig> points = ccl_configs(741);
+  std::int64_t configs = 0;
+  for (auto _ : state)
+    for (const AllreduceConfig& c : points) {
+      benchmark::DoNotOptimize(allreduce_reference(c, nullptr));
+      ++configs;
+    }
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReferenceCclMilestone)->Unit(benchmark::kMillisecond);
 
 // Sweep: configs generated from a flat index and reduced to the best per shape.
 batched::Space sweep_space() {

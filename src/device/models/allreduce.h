@@ -70,9 +70,12 @@ struct Sim {
   std::int32_t pending[kOps], npending = 0, round_[kOps];
   bool round_scheduled = false;
   // events: a binary min-heap on (time, order)
-  ps_t ev_time[kEvents];
-  std::uint32_t ev_order[kEvents];
-  std::int32_t ev_op[kEvents];
+  struct Event {
+    ps_t time;
+    std::uint32_t order;  // type << 28 | sequence
+    std::int32_t op;
+  };
+  Event ev[kEvents];
   std::int32_t nev = 0;
   std::uint32_t seq = 0;
   ps_t now = 0;
@@ -267,37 +270,30 @@ struct Sim {
 
   // ---- the simulation (the rules of src/host/engine/engine.cpp, ADR 0007) ----
 
-  KB_HD bool before(std::int32_t a, std::int32_t b) const {
-    return ev_time[a] != ev_time[b] ? ev_time[a] < ev_time[b] : ev_order[a] < ev_order[b];
-  }
-  KB_HD void swap_ev(std::int32_t a, std::int32_t b) {
-    const ps_t t = ev_time[a];
-    ev_time[a] = ev_time[b], ev_time[b] = t;
-    const std::uint32_t o = ev_order[a];
-    ev_order[a] = ev_order[b], ev_order[b] = o;
-    const std::int32_t p = ev_op[a];
-    ev_op[a] = ev_op[b], ev_op[b] = p;
+  KB_HD static bool before(const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.order < b.order;
   }
   KB_HD void schedule(ps_t t, Ev type, std::int32_t o) {
+    const Event e{t, (static_cast<std::uint32_t>(type) << 28) | seq++, o};
     std::int32_t i = nev++;
-    ev_time[i] = t, ev_order[i] = (static_cast<std::uint32_t>(type) << 28) | seq++, ev_op[i] = o;
-    while (i > 0 && before(i, (i - 1) / 2)) {
-      swap_ev(i, (i - 1) / 2);
+    while (i > 0 && before(e, ev[(i - 1) / 2])) {
+      ev[i] = ev[(i - 1) / 2];
       i = (i - 1) / 2;
     }
+    ev[i] = e;
   }
   KB_HD void pop() {
-    swap_ev(0, --nev);
+    const Event last = ev[--nev];
     std::int32_t i = 0;
     for (;;) {
       const std::int32_t l = 2 * i + 1, r = l + 1;
-      std::int32_t m = i;
-      if (l < nev && before(l, m)) m = l;
-      if (r < nev && before(r, m)) m = r;
-      if (m == i) break;
-      swap_ev(i, m);
+      std::int32_t m = -1;
+      if (l < nev) m = r < nev && before(ev[r], ev[l]) ? r : l;
+      if (m < 0 || !before(ev[m], last)) break;
+      ev[i] = ev[m];
       i = m;
     }
+    ev[i] = last;
   }
 
   KB_HD void start_op(std::int32_t id) {
@@ -374,14 +370,19 @@ struct Sim {
   }
 
   KB_HD void simulate() {
-    // HBM shares: a cube's bandwidth over its PEs' HBM ports used in the launch.
+    // HBM shares: a cube's bandwidth over its PEs' HBM ports used in the launch (the ranks
+    // of the pe level share cube 0; every other rank has a cube of its own).
+    std::int64_t all_ports = 0;
+    for (std::int64_t r = 0; r < c->ranks; ++r) all_ports += port_used[2 * r] + port_used[2 * r + 1];
     for (std::int32_t i = 0; i < n; ++i) {
       if (hbm[i] < 0) continue;
-      const std::int64_t cube = hbm[i] / 2;
-      std::int64_t sharers = 0;
-      for (std::int64_t r = 0; r < c->ranks; ++r) {
-        const net::Node nd = coll_node(*c, r);
-        if (nd.sip * c->hw.cubes_per_sip() + nd.cube == cube) sharers += port_used[2 * r] + port_used[2 * r + 1];
+      std::int64_t sharers = all_ports;
+      if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
+        const net::Node nd = coll_node(*c, 0);
+        const std::int64_t r = c->level == static_cast<std::int64_t>(CollLevel::cube)
+                                   ? hbm[i] / 2 - nd.cube
+                                   : (hbm[i] / 2) / c->hw.cubes_per_sip();
+        sharers = port_used[2 * r] + port_used[2 * r + 1];
       }
       busy[i] = shared_transfer_ps(bytes[i], c->hw.dma_gbps(), c->hw.hbm_bandwidth_gbps, sharers);
     }
@@ -407,9 +408,9 @@ struct Sim {
     for (std::int32_t r = 0; r < nres; ++r) try_head(r);
     std::int32_t completed = 0;
     while (nev > 0 && status == kArOk) {
-      const ps_t t = ev_time[0];
-      const Ev type = static_cast<Ev>(ev_order[0] >> 28);
-      const std::int32_t o = ev_op[0];
+      const ps_t t = ev[0].time;
+      const Ev type = static_cast<Ev>(ev[0].order >> 28);
+      const std::int32_t o = ev[0].op;
       pop();
       now = t;
       switch (type) {

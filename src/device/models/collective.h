@@ -4,7 +4,7 @@
 // the algorithm, as routes are the network (src/device/common/network.h); each engine turns
 // it into its own timing: the reference runtime into an op graph (src/host/kernels/
 // allreduce.cpp), the batched model into its own simulation (allreduce.h). docs/model.md
-// section 7 states every formula; docs/adr/0009-collective-schedules.md why it is shared.
+// section 11 states every formula; docs/adr/0009-collective-schedules.md why it is shared.
 //
 // A rank's buffer holds `bytes / 2` f16 values, cut into `chunks` chunks (the pipelining
 // unit: each chunk is reduced by the algorithm on its own, and a rank's program interleaves

@@ -4,7 +4,7 @@
 //   ring  2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
 //   hd    2 lg(p) a + 2((p-1)/p) n b + ((p-1)/p) n c        (p a power of two)
 //   tree  2 ceil(lg p) (a + n b) + ceil(lg p) n c
-// and, derived the same way (docs/model.md section 7), for p = rows x cols ranks on a grid:
+// and, derived the same way (docs/model.md section 11), for p = rows x cols ranks on a grid:
 //   mesh2d  rows' ring reduce-scatter, columns' ring allreduce of 1/cols of the data, rows'
 //           all-gather: 2(cols-1)a + 2(rows-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
 //   root    chains toward the centre (rows/2, cols/2), L = max(c0, cols-1-c0) + max(r0, rows-1-r0)

@@ -59,7 +59,7 @@ Family make() {
   };
   f.columns = {
       figure("latency_ps", "ps", "end-to-end time", &R::latency_ps, true),
-      {"analytical_ps", "ps", "the alpha-beta-gamma model's time (docs/model.md section 7)", ColType::integer,
+      {"analytical_ps", "ps", "the alpha-beta-gamma model's time (docs/model.md section 11)", ColType::integer,
        col([](const C& c, const R&) { return collective_analytical_ps(c); }), false, true},
       {"x_analytical", "", "latency / analytical", ColType::real, col([](const C& c, const R& r) {
          const std::int64_t a = collective_analytical_ps(c);
