@@ -1,5 +1,6 @@
-// milestone-1h-ccl: allreduce over PEs of a cube, cubes of a SIP and SIPs of a ring, every
-// algorithm, 2 to 8 ranks, SRAM and HBM buffers, 1 KiB to 1 GiB; each point on both engines
+// milestone-1h-ccl: allreduce over PEs of a cube, cubes of a SIP, SIPs of a ring, and every PE
+// of 2 or 8 cubes level by level (hier); every algorithm, 2 to 8 ranks per level, SRAM and HBM
+// buffers, 1 KiB to 1 GiB; each point on both engines
 // (parity), against the alpha-beta-gamma model, with the direct-launch ring's timeline
 // checked against the library's, the best algorithm per level and size, and the topologies
 // drawn.
@@ -36,7 +37,8 @@ std::vector<AllreduceConfig> ccl_milestone_configs(const TopologySpec& topo, con
   std::vector<AllreduceConfig> out;
   for (std::int64_t level = 0; level < kCollLevels; ++level)
     for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
-      for (std::int64_t ranks : {2, 4, 8})
+      for (std::int64_t ranks : level == static_cast<std::int64_t>(CollLevel::hier) ? std::vector<std::int64_t>{16, 64}
+                                                                                    : std::vector<std::int64_t>{2, 4, 8})
         for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer)
           for (std::int64_t bytes : ccl_milestone_sizes()) {
             AllreduceConfig c{};
@@ -104,7 +106,8 @@ void run_ccl_milestone(BenchContext& ctx) {
     const std::string diff = figures_diff(fam, c, ref, r);
     if (!diff.empty() && mismatches++ == 0) first_mismatch = nlohmann::json(config_values(fam, &c)).dump() + ": " + diff;
     // The direct-launch ring against the library's, op for op.
-    if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram)) {
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram) &&
+        c.level != static_cast<std::int64_t>(CollLevel::hier)) {
       ++direct_checked;
       direct_same += run_ring_direct(c, false).timeline == run_collective(c, false).timeline;
     }
@@ -190,8 +193,8 @@ void run_ccl_milestone(BenchContext& ctx) {
 }  // namespace
 
 KB_BENCH("milestone-1h-ccl",
-         "allreduce: every algorithm and level, 2-8 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, both engines, against "
-         "the alpha-beta-gamma model",
+         "allreduce: every algorithm and level (pe, cube, sip, hier), 2-64 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, "
+         "both engines, against the alpha-beta-gamma model",
          "ccl", kJson, kPlot, run_ccl_milestone, "level", "algo", "ranks", "buffer", "bytes");
 
 }  // namespace kb

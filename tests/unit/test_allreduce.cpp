@@ -42,7 +42,7 @@ std::string name(const AllreduceConfig& c) {
 // Every rank (the root, for reduce) holds the sum of the inputs, within the f16 rounding of
 // p - 1 additions; for allreduce every rank holds the same bits.
 void expect_sum(const AllreduceConfig& c, const CollectiveRun& run) {
-  const std::int64_t values = c.bytes / 2, root = coll_root(c);
+  const std::int64_t values = c.bytes / 2, root = coll_final_root(c);
   double worst = 0;
   for (std::int64_t i = 0; i < values; ++i) {
     double sum = 0, mag = 0;
@@ -66,9 +66,9 @@ void expect_sum(const AllreduceConfig& c, const CollectiveRun& run) {
 TEST(Collective, EveryRankEndsWithTheSum) {
   const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
   int runs = 0;
-  for (int level = 0; level < 3; ++level)
+  for (int level = 0; level < 4; ++level)
     for (int algo = 0; algo < 5; ++algo)
-      for (std::int64_t p : {2, 3, 4, 8})
+      for (std::int64_t p : level == 3 ? std::vector<std::int64_t>{3, 8, 16, 24, 64} : std::vector<std::int64_t>{2, 3, 4, 8})
         for (int buffer = 0; buffer < 2; ++buffer)
           for (int op = 0; op < 2; ++op)
             for (std::int64_t chunks : {1, 3}) {
@@ -79,7 +79,42 @@ TEST(Collective, EveryRankEndsWithTheSum) {
               expect_sum(c, run_collective(c, true, 7));
               ++runs;
             }
-  EXPECT_GT(runs, 300);
+  EXPECT_GT(runs, 400);
+}
+
+TEST(Collective, HierAcrossSips) {
+  // Every PE of four SIPs of ring8 (256 ranks): inside cubes, across cubes, across SIPs, back.
+  TopologySpec t = topo("ring8.yaml");
+  t.sips = 4;
+  for (int algo : {0, 2, 4})
+    for (int op = 0; op < 2; ++op) {
+      const AllreduceConfig c = config(t, CollLevel::hier, static_cast<CollAlgo>(algo), 256, 2 * 256, CollBuffer::sram,
+                                       static_cast<CollOp>(op));
+      ASSERT_EQ(allreduce_check(c), kArOk) << name(c);
+      const CollectiveRun run = run_collective(c, true, 11);
+      expect_sum(c, run);
+      EXPECT_GT(run.report.summary.link_bytes[2], 0);
+    }
+}
+
+TEST(Collective, HierPhases) {
+  const TopologySpec def = topo("default.yaml");
+  // 24 PEs: 3 whole cubes of 8; a reduce inside each cube, across the 3 cubes, and back.
+  AllreduceConfig c = config(def, CollLevel::hier, CollAlgo::ring, 24, 4096);
+  CollPhase ph[5];
+  ASSERT_EQ(coll_hier_phases(c, ph), 3);
+  EXPECT_EQ(ph[0].sub.level, 0);
+  EXPECT_EQ(ph[0].sub.op, static_cast<std::int64_t>(CollOp::reduce));
+  EXPECT_EQ(ph[1].sub.level, 1);
+  EXPECT_EQ(ph[1].sub.ranks, 3);
+  EXPECT_EQ(ph[1].sub.op, static_cast<std::int64_t>(CollOp::allreduce));
+  EXPECT_EQ(ph[2].sub.op, static_cast<std::int64_t>(CollOp::bcast));
+  EXPECT_EQ(coll_total_inboxes(c), 2);  // one for the cube's ring, one for the cubes' ring
+  c.ranks = 20;  // not whole cubes
+  EXPECT_EQ(allreduce_check(c), kArBadRanks);
+  EXPECT_NE(allreduce_status_message(kArBadRanks, c).find("whole cubes of a SIP"), std::string::npos);
+  c = config(def, CollLevel::hier, CollAlgo::hd, 24, 4096);  // 3 cubes: not a power of two
+  EXPECT_EQ(allreduce_check(c), kArBadAlgo);
 }
 
 TEST(Collective, RootIsTheGridCentre) {

@@ -6,8 +6,8 @@ Usage:
 
 Reads a ``kernbench-gpu/allreduce-sweep`` document (any schema_version 1.x.y)
 and writes four figures into DIR (created if missing), each with one panel per
-level (PEs of a cube, cubes of a SIP, SIPs of a ring) at the most ranks of the
-level:
+level (PEs of a cube, cubes of a SIP, SIPs of a ring, every PE of several cubes
+level by level) at the most ranks of the level:
 
     ccl_latency_vs_size.png   simulated latency per algorithm against message
                               size (log-log), SRAM and HBM buffers, with the
@@ -44,8 +44,9 @@ FIG_BUSBW = "ccl_busbw.png"
 FIG_BUFFERS = "ccl_hbm_vs_sram.png"
 FIG_ENGINES = "ccl_engines.png"
 
-LEVELS = ["pe", "cube", "sip"]
-LEVEL_TITLES = {"pe": "PEs of one cube", "cube": "cubes of one SIP", "sip": "SIPs on a ring"}
+LEVELS = ["pe", "cube", "sip", "hier"]
+LEVEL_TITLES = {"pe": "PEs of one cube", "cube": "cubes of one SIP", "sip": "SIPs on a ring",
+                "hier": "hier: every PE, level by level"}
 ALGOS = ["ring", "hd", "tree", "mesh2d", "root"]
 COLORS = {"ring": "#1f77b4", "hd": "#d62728", "tree": "#2ca02c", "mesh2d": "#9467bd", "root": "#ff7f0e"}
 MARKERS = {"ring": "o", "hd": "s", "tree": "^", "mesh2d": "D", "root": "v"}
@@ -112,7 +113,7 @@ def _size(b: int) -> str:
 
 
 def panels(title: str, subtitle: str):
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.6))
+    fig, axes = plt.subplots(1, len(LEVELS), figsize=(22, 5.6))
     fig.suptitle(title, fontsize=13, fontweight="bold")
     fig.text(0.5, 0.905, subtitle, ha="center", fontsize=9, color="0.3")
     return fig, axes
@@ -207,7 +208,7 @@ def fig_engines(points, parity):
                    f"{parity} on every parity figure", fontsize=10)
     left.grid(True, alpha=0.3)
     left.legend(fontsize=9)
-    for level, mk in zip(LEVELS, ("o", "s", "^")):
+    for level, mk in zip(LEVELS, ("o", "s", "^", "P")):
         for algo in ALGOS:
             s = sorted((p for p in points if p.level == level and p.algo == algo and p.analytical_ps > 0
                         and p.ranks == most_ranks(points, level)), key=lambda p: (p.buffer, p.bytes))
@@ -224,7 +225,7 @@ def fig_engines(points, parity):
     right.set_title("simulated over the alpha-beta-gamma model, the most ranks of each level", fontsize=10)
     handles = [Line2D([], [], color=COLORS[a], label=a) for a in ALGOS]
     handles += [Line2D([], [], color="0.3", marker=m, linestyle="none", label=f"level {lv}")
-                for lv, m in zip(LEVELS, ("o", "s", "^"))]
+                for lv, m in zip(LEVELS, ("o", "s", "^", "P"))]
     handles += [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
                 Line2D([], [], color="0.3", linestyle=":", label="HBM")]
     right.legend(handles=handles, fontsize=8, ncol=2)

@@ -7,3 +7,11 @@
 #else
 #define KB_HD
 #endif
+
+// A large model function that device code should call, not inline into every kernel that
+// evaluates the model (each inlined copy costs the device compiler minutes).
+#if defined(__CUDACC__)
+#define KB_NOINLINE __noinline__
+#else
+#define KB_NOINLINE
+#endif

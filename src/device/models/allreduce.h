@@ -48,7 +48,12 @@ enum Ev : std::uint32_t { kComplete = 0, kHead = 1, kRelease = 2, kArbitrate = 3
 // The ops of one config and their simulation. Every array is sized for kCollMaxOps
 // (allreduce_check refuses a config with more ops).
 struct Sim {
-  const AllreduceConfig* c;
+  const AllreduceConfig* c;    // the collective simulated: one level (a phase, for hier)
+  const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
+  std::int64_t la = 0, lb = 0;  // hier: leader PE of a cube, leader cube of a SIP
+  bool hier = false;
+  std::int8_t hier_port[2 * kCollMaxHierRanks];  // hier: per hier rank, HBM ports used in the whole launch
+  ps_t done[kCollMaxRanks];  // per rank: when its last op, or the last transfer into it, ends
   bool store;
   std::int32_t status = kArOk;
   // ops
@@ -57,6 +62,7 @@ struct Sim {
   ps_t busy[kOps], lat[kOps], ready_t[kOps];
   std::int64_t bytes[kOps];
   std::int32_t res[kOps], key[kOps], issue[kOps], remaining[kOps], head_next[kOps], next_in_res[kOps];
+  std::int32_t who[kOps], land[kOps];  // the issuing rank; the rank a transfer's last hop lands on (or -1)
   std::int32_t hbm[kOps];    // global cube * 2 + port of an HBM access, or -1
   std::int32_t chain[kOps];  // on a chain's first op: its length; else 0
   std::int32_t dep_begin[kOps + 1], dependents[kEdges];
@@ -88,15 +94,17 @@ struct Sim {
   std::int32_t ngroup = 0, arrival[kGroup];
   AllreduceResult out{};
 
-  KB_HD std::int32_t gpe(std::int64_t r) const {
-    return static_cast<std::int32_t>(net::global_pe(c->hw, coll_node(*c, r)));
+  // Where rank r is: its level's node, or for a hier phase its group 0's PE.
+  KB_HD net::Node node(std::int64_t r) const {
+    return hier ? coll_node(*top, coll_hier_rank(*top, *c, 0, r, la, lb)) : coll_node(*c, r);
   }
+  KB_HD std::int32_t gpe(std::int64_t r) const { return static_cast<std::int32_t>(net::global_pe(c->hw, node(r))); }
   KB_HD std::int32_t wslot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
     return static_cast<std::int32_t>((r * c->chunks + ch) * c->ranks + k);
   }
 
   // A resource by key (net link ids, then 3 per PE: vector, DMA queue, HBM write port).
-  KB_HD std::int32_t resource(std::int64_t k, bool arbitrated, bool vector) {
+  KB_HD KB_NOINLINE std::int32_t resource(std::int64_t k, bool arbitrated, bool vector) {
     std::uint64_t h = static_cast<std::uint64_t>(k) * UINT64_C(0x9E3779B97F4A7C15);
     std::int32_t i = static_cast<std::int32_t>(h >> 40) & (kHash - 1);
     while (hkey[i] != -1 && hkey[i] != k) i = (i + 1) & (kHash - 1);
@@ -130,7 +138,7 @@ struct Sim {
     ++edges;
   }
   // Adds an op issued by rank `by` on resource `r`.
-  KB_HD std::int32_t op(std::int64_t by, std::int32_t r, ps_t b, ps_t l, std::int64_t nbytes) {
+  KB_HD KB_NOINLINE std::int32_t op(std::int64_t by, std::int32_t r, ps_t b, ps_t l, std::int64_t nbytes) {
     const std::int32_t id = n++;
     if (!store || id >= kOps) {
       if (store) status = kArTooLarge;
@@ -138,6 +146,7 @@ struct Sim {
     }
     busy[id] = b, lat[id] = l, bytes[id] = nbytes;
     res[id] = r, key[id] = gpe(by), issue[id] = issued[by]++;
+    who[id] = static_cast<std::int32_t>(by), land[id] = -1;
     head_next[id] = -1, next_in_res[id] = -1, hbm[id] = -1, chain[id] = 0;
     if (!res_arb[r]) {  // in-order: queued in program order
       if (res_qtail[r] >= 0) next_in_res[res_qtail[r]] = id;
@@ -165,7 +174,7 @@ struct Sim {
   KB_HD void hbm_access(std::int32_t o, std::int64_t rank, std::int32_t port) {
     port_used[2 * rank + port] = 1;
     if (store && o < kOps) {
-      const net::Node nd = coll_node(*c, rank);
+      const net::Node nd = node(rank);
       hbm[o] = static_cast<std::int32_t>((nd.sip * c->hw.cubes_per_sip() + nd.cube) * 2 + port);
     }
   }
@@ -175,7 +184,7 @@ struct Sim {
 
   // The sender's half of a transfer: its ops, in its program order; returns the last (the
   // data has landed when it completes).
-  KB_HD std::int32_t send(std::int64_t ch, const CollXfer& x) {
+  KB_HD KB_NOINLINE std::int32_t send(std::int64_t ch, const CollXfer& x) {
     const std::int64_t nb = xfer_bytes(ch, x);
     const bool hbm_end = hbm_mode();
     std::int32_t first = -1, prev = -1;
@@ -194,7 +203,7 @@ struct Sim {
       out.hbm_read_bytes += nb;
       add(o);
     }
-    net::for_each_hop(c->hw, coll_node(*c, x.src), coll_node(*c, x.dst), [&](const net::Hop& h) {
+    net::for_each_hop(c->hw, node(x.src), node(x.dst), [&](const net::Hop& h) {
       const std::int32_t o = op(x.src, resource(h.link, true, false), transfer_ps(nb, h.bandwidth_gbps),
                                 h.latency_ns * kPsPerNs, nb);
       add(o);
@@ -213,12 +222,13 @@ struct Sim {
       mark_chain(first, prev - first + 1);
     }
     ++out.transfers;
+    if (store && prev < kOps) land[prev] = x.dst;
     return prev;
   }
 
   // The receiver's half: it adds the values in (on its vector engine, or streamed from HBM
   // through it) or takes them as they landed.
-  KB_HD void receive(std::int64_t ch, const CollXfer& x, std::int32_t landed) {
+  KB_HD KB_NOINLINE void receive(std::int64_t ch, const CollXfer& x, std::int32_t landed) {
     if (!x.reduce) {
       wrote(landed, x.dst, ch, x.k0, x.k1);
       return;
@@ -255,13 +265,13 @@ struct Sim {
     group_chunk[ngroup] = ch;
     ++ngroup;
   }
-  KB_HD void flush() {
+  KB_HD KB_NOINLINE void flush() {
     for (std::int32_t i = 0; i < ngroup; ++i) arrival[i] = send(group_chunk[i], group[i]);
     for (std::int32_t i = 0; i < ngroup; ++i) receive(group_chunk[i], group[i], arrival[i]);
     ngroup = 0;
   }
 
-  KB_HD void build() {
+  KB_HD KB_NOINLINE void build() {
     for (std::int32_t i = 0; i < kHash; ++i) hkey[i] = -1;
     for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
     for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0, port_used[2 * i] = port_used[2 * i + 1] = 0;
@@ -273,7 +283,7 @@ struct Sim {
   KB_HD static bool before(const Event& a, const Event& b) {
     return a.time != b.time ? a.time < b.time : a.order < b.order;
   }
-  KB_HD void schedule(ps_t t, Ev type, std::int32_t o) {
+  KB_HD KB_NOINLINE void schedule(ps_t t, Ev type, std::int32_t o) {
     const Event e{t, (static_cast<std::uint32_t>(type) << 28) | seq++, o};
     std::int32_t i = nev++;
     while (i > 0 && before(e, ev[(i - 1) / 2])) {
@@ -282,7 +292,7 @@ struct Sim {
     }
     ev[i] = e;
   }
-  KB_HD void pop() {
+  KB_HD KB_NOINLINE void pop() {
     const Event last = ev[--nev];
     std::int32_t i = 0;
     for (;;) {
@@ -296,7 +306,7 @@ struct Sim {
     ev[i] = last;
   }
 
-  KB_HD void start_op(std::int32_t id) {
+  KB_HD KB_NOINLINE void start_op(std::int32_t id) {
     const ps_t busy_end = now + busy[id], end = busy_end + lat[id];
     if (busy[id] > kTimeLimitPs || lat[id] > kTimeLimitPs || end > kTimeLimitPs) {
       status = kArTimeOverflow;
@@ -305,15 +315,17 @@ struct Sim {
     res_busy[res[id]] = 1;
     if (res_vector[res[id]]) out.vector_busy_ps += busy[id];
     if (end > out.latency_ps) out.latency_ps = end;
+    done[who[id]] = imax(done[who[id]], end);
+    if (land[id] >= 0) done[land[id]] = imax(done[land[id]], end);
     schedule(busy_end, kRelease, id);
     if (head_next[id] >= 0) schedule(now + lat[id], kHead, id);
     schedule(end, kComplete, id);
   }
-  KB_HD void try_head(std::int32_t r) {
+  KB_HD KB_NOINLINE void try_head(std::int32_t r) {
     if (res_busy[r] || res_qhead[r] < 0) return;
     if (remaining[res_qhead[r]] == 0) start_op(res_qhead[r]);
   }
-  KB_HD void request_arbitration(std::int32_t r) {
+  KB_HD KB_NOINLINE void request_arbitration(std::int32_t r) {
     if (res_busy[r] || res_arbitrating[r] || res_wait[r] < 0) return;
     res_arbitrating[r] = 1;
     pending[npending++] = r;
@@ -322,7 +334,7 @@ struct Sim {
       schedule(now, kArbitrate, -1);
     }
   }
-  KB_HD void make_ready(std::int32_t id) {
+  KB_HD KB_NOINLINE void make_ready(std::int32_t id) {
     ready_t[id] = now;
     next_in_res[id] = res_wait[res[id]];  // arbitrated ops are never queued in order
     res_wait[res[id]] = id;
@@ -335,7 +347,7 @@ struct Sim {
     if (issue[a] != issue[b]) return issue[a] < issue[b];
     return a < b;
   }
-  KB_HD void arbitrate_round() {
+  KB_HD KB_NOINLINE void arbitrate_round() {
     round_scheduled = false;
     const std::int32_t m = npending;
     for (std::int32_t i = 0; i < m; ++i) round_[i] = pending[i];
@@ -352,13 +364,13 @@ struct Sim {
       start_op(best);
     }
   }
-  KB_HD void dep_done(std::int32_t d) {
+  KB_HD KB_NOINLINE void dep_done(std::int32_t d) {
     if (--remaining[d] != 0) return;
     const std::int32_t r = res[d];
     if (res_arb[r]) make_ready(d);
     else if (res_qhead[r] == d) try_head(r);
   }
-  KB_HD void release(std::int32_t id) {
+  KB_HD KB_NOINLINE void release(std::int32_t id) {
     const std::int32_t r = res[id];
     res_busy[r] = 0;
     if (res_arb[r]) {
@@ -369,7 +381,7 @@ struct Sim {
     try_head(r);
   }
 
-  KB_HD void simulate() {
+  KB_HD KB_NOINLINE void simulate() {
     // HBM shares: a cube's bandwidth over its PEs' HBM ports used in the launch (the ranks
     // of the pe level share cube 0; every other rank has a cube of its own).
     std::int64_t all_ports = 0;
@@ -377,7 +389,16 @@ struct Sim {
     for (std::int32_t i = 0; i < n; ++i) {
       if (hbm[i] < 0) continue;
       std::int64_t sharers = all_ports;
-      if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
+      if (hier) {  // the ports of the cube's PEs over the whole hier launch
+        CollHier d;
+        coll_hier_dims(*top, &d);
+        const std::int64_t cube = hbm[i] / 2, sip = cube / c->hw.cubes_per_sip(), q = cube % c->hw.cubes_per_sip();
+        sharers = 0;
+        for (std::int64_t pe = 0; pe < d.pes; ++pe) {
+          const std::int64_t g = (sip * d.cubes + q) * d.pes + pe;
+          sharers += hier_port[2 * g] + hier_port[2 * g + 1];
+        }
+      } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
         const net::Node nd = coll_node(*c, 0);
         const std::int64_t r = c->level == static_cast<std::int64_t>(CollLevel::cube)
                                    ? hbm[i] / 2 - nd.cube
@@ -429,12 +450,10 @@ struct Sim {
 
 }  // namespace ar_detail
 
-// The status of the validity check alone (both engines use it): the config's fields, its
-// memory, and whether the model can hold its ops. `ops` gets the model's op count.
-KB_HD inline std::int32_t allreduce_check(const AllreduceConfig& c, std::int64_t* ops = nullptr) {
-  const std::int32_t s = coll_check(c);
-  if (s != kArOk) return s;
-  // Counting needs only the writers' table; the rest of Sim is untouched.
+namespace ar_detail {
+
+// Ops of one single-level collective as the model expands it (against kCollMaxOps).
+KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
   struct Count {
     const AllreduceConfig* c;
     std::int64_t ops = 0;
@@ -446,25 +465,111 @@ KB_HD inline std::int32_t allreduce_check(const AllreduceConfig& c, std::int64_t
     KB_HD void flush() {}
   } count{&c};
   coll_schedule(c, count);
-  if (ops) *ops = count.ops;
-  return count.ops > kCollMaxOps ? kArTooLarge : kArOk;
+  return count.ops;
 }
 
-// The model. `sim` is scratch for one evaluation (large: keep one per thread).
-KB_HD inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
-  AllreduceResult r{};
-  r.status = allreduce_check(c);
-  if (r.status != kArOk) return r;
+}  // namespace ar_detail
+
+// The status of the validity check alone (both engines use it): the config's fields, its
+// memory, and whether the model can hold its ops (hier: each phase's). `ops` gets the
+// model's op count (hier: the largest phase's).
+KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, std::int64_t* ops = nullptr) {
+  const std::int32_t s = coll_check(c);
+  if (s != kArOk) return s;
+  std::int64_t most = 0;
+  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
+    CollPhase ph[5];
+    const int n = coll_hier_phases(c, ph);
+    for (int k = 0; k < n; ++k) most = imax(most, ar_detail::count_ops(ph[k].sub));
+  } else {
+    most = ar_detail::count_ops(c);
+  }
+  if (ops) *ops = most;
+  return most > kCollMaxOps ? kArTooLarge : kArOk;
+}
+
+namespace ar_detail {
+
+// One single-level collective on the scratch: its figures, and per rank `done`.
+KB_HD inline void run_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
   sim.c = &c;
+  sim.top = &top;
   sim.store = true;
   sim.status = kArOk;
   sim.n = 0, sim.edges = 0, sim.nres = 0, sim.npending = 0, sim.nev = 0, sim.seq = 0, sim.now = 0, sim.ngroup = 0;
   sim.round_scheduled = false;
   sim.out = AllreduceResult{};
+  for (std::int64_t r = 0; r < c.ranks; ++r) sim.done[r] = 0;
   sim.build();
   if (sim.status == kArOk) sim.simulate();
-  r = sim.out;
-  r.status = sim.status;
+}
+
+// Marks the HBM ports each hier rank uses anywhere in the launch (the static HBM share).
+struct PortMarks {
+  const AllreduceConfig* c;
+  std::int8_t* port;
+  KB_HD void phase(const AllreduceConfig&) {}
+  KB_HD void barrier() {}
+  KB_HD void flush() {}
+  KB_HD void xfer(std::int64_t, const CollXfer& x) {
+    port[2 * x.src] = 1;  // the sender's DMA read
+    port[2 * x.dst + 1] = 1;  // the receiver's HBM write
+    if (x.reduce) port[2 * x.dst] = 1;  // its streamed add reads both operands
+  }
+};
+
+}  // namespace ar_detail
+
+// The model. `sim` is scratch for one evaluation (large: keep one per thread).
+KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
+  AllreduceResult r{};
+  r.status = allreduce_check(c);
+  if (r.status != kArOk) return r;
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
+    sim.hier = false;
+    ar_detail::run_level(sim, c, c);
+    r = sim.out;
+    r.status = sim.status;
+  } else {
+    // Phase by phase (ADR 0009): the groups of a phase are alike and start together, and a
+    // rank starts a phase once everything it did in the one before is done, so the whole
+    // run is the phases one after another, each from the time its ranks are free.
+    for (std::int64_t i = 0; i < 2 * c.ranks; ++i) sim.hier_port[i] = 0;
+    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
+      ar_detail::PortMarks marks{&c, sim.hier_port};
+      coll_schedule_all(c, marks);
+    }
+    CollPhase ph[5];
+    std::int64_t la = 0, lb = 0;
+    const int n = coll_hier_phases(c, ph, &la, &lb);
+    sim.hier = true, sim.la = la, sim.lb = lb;
+    ps_t start = 0;
+    r.status = kArOk;
+    for (int k = 0; k < n && r.status == kArOk; ++k) {
+      ar_detail::run_level(sim, ph[k].sub, c);
+      if (sim.status != kArOk) {
+        r.status = sim.status;
+        break;
+      }
+      const AllreduceResult& o = sim.out;
+      const std::int64_t g = ph[k].groups;
+      r.latency_ps = imax(r.latency_ps, start + o.latency_ps);
+      r.link_bytes_pe += g * o.link_bytes_pe, r.link_bytes_cube += g * o.link_bytes_cube;
+      r.link_bytes_sip += g * o.link_bytes_sip;
+      r.copies_pe += g * o.copies_pe, r.copies_cube += g * o.copies_cube, r.copies_sip += g * o.copies_sip;
+      r.hbm_read_bytes += g * o.hbm_read_bytes, r.hbm_write_bytes += g * o.hbm_write_bytes;
+      r.vector_busy_ps += g * o.vector_busy_ps;
+      r.transfers += g * o.transfers;
+      ps_t next = 0;
+      if (ph[k].up) {
+        next = sim.done[coll_root(ph[k].sub)];
+      } else {
+        for (std::int64_t i = 0; i < ph[k].sub.ranks; ++i) next = imax(next, sim.done[i]);
+      }
+      start += next;
+      if (start > kTimeLimitPs) r.status = kArTimeOverflow;
+    }
+  }
   if (r.status != kArOk) {
     const std::int32_t s = r.status;
     r = AllreduceResult{};
@@ -479,7 +584,8 @@ struct AllreduceModel {
   using Result = AllreduceResult;
   static constexpr int kStatuses = kArStatusCount;
   KB_HD static void complete(Config&) {}
-  KB_HD static Result evaluate(const Config& c) {
+  // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
+  KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
     ar_detail::Sim sim;
     return allreduce_model(c, sim);
   }

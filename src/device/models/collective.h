@@ -21,11 +21,12 @@
 
 namespace kb {
 
-enum class CollLevel : std::int64_t { pe = 0, cube = 1, sip = 2 };
+enum class CollLevel : std::int64_t { pe = 0, cube = 1, sip = 2, hier = 3 };
 enum class CollAlgo : std::int64_t { ring = 0, hd = 1, tree = 2, mesh2d = 3, root = 4 };
 enum class CollBuffer : std::int64_t { sram = 0, hbm = 1 };
-enum class CollOp : std::int64_t { allreduce = 0, reduce = 1 };
-constexpr std::int64_t kCollLevels = 3, kCollAlgos = 5, kCollBuffers = 2, kCollOps = 2;
+// bcast: a broadcast from the root, only as a phase of `hier` (not a config's op).
+enum class CollOp : std::int64_t { allreduce = 0, reduce = 1, bcast = 2 };
+constexpr std::int64_t kCollLevels = 4, kCollAlgos = 5, kCollBuffers = 2, kCollOps = 2;
 
 // Every field an int64 (sweep axes set fields by offset).
 struct AllreduceConfig {
@@ -39,7 +40,8 @@ struct AllreduceConfig {
   std::int64_t chunks;  // pipelining: 1..kCollMaxChunks
 };
 
-constexpr std::int64_t kCollMaxRanks = 64;
+constexpr std::int64_t kCollMaxRanks = 64;        // per level (each phase of hier)
+constexpr std::int64_t kCollMaxHierRanks = 4096;  // hier: every PE of the launch
 constexpr std::int64_t kCollMaxChunks = 64;
 constexpr std::int64_t kCollMaxBytes = INT64_C(1) << 32;  // 4 GiB: a buffer row stays within 2^31 values
 // What the batched model holds (src/device/models/allreduce.h): a config needing more is
@@ -72,23 +74,43 @@ constexpr const char* kArStatusNames[] = {KB_ALLREDUCE_STATUSES(KB_AR_NAME)};
 
 // ---- geometry ----------------------------------------------------------------------------
 
-// How many ranks a level has: PEs of a cube, cubes of a SIP, SIPs.
+// How many ranks a level has: PEs of a cube, cubes of a SIP, SIPs; hier: every PE.
 KB_HD inline std::int64_t coll_level_size(const HwConfig& h, std::int64_t level) {
-  return level == 0 ? h.pes_per_cube() : level == 1 ? h.cubes_per_sip() : h.sips;
+  return level == 0 ? h.pes_per_cube() : level == 1 ? h.cubes_per_sip() : level == 2 ? h.sips : h.total_pes();
+}
+
+// The launch of a hier collective: SIPs x cubes x PEs from 0, `ranks` in all: the first
+// `ranks` PEs of cube 0 (ranks <= PEs per cube), whole cubes of SIP 0, or whole SIPs.
+struct CollHier {
+  std::int64_t sips = 1, cubes = 1, pes = 1;
+};
+KB_HD inline bool coll_hier_dims(const AllreduceConfig& c, CollHier* d) {
+  const std::int64_t ppc = c.hw.pes_per_cube(), pps = ppc * c.hw.cubes_per_sip(), r = c.ranks;
+  if (r < 2 || r > kCollMaxHierRanks) return false;
+  if (r <= ppc) *d = CollHier{1, 1, r};
+  else if (r % ppc == 0 && r <= pps) *d = CollHier{1, r / ppc, ppc};
+  else if (r % pps == 0 && r / pps <= c.hw.sips) *d = CollHier{r / pps, c.hw.cubes_per_sip(), ppc};
+  else return false;
+  return true;
 }
 
 // Rank r: PE r of cube 0 of SIP 0 (pe), PE 0 of cube r of SIP 0 (cube), PE 0 of cube 0 of SIP r
-// (sip). PEs and cubes are numbered row-major in their grids.
+// (sip); hier: PE r mod pes of cube (r / pes) mod cubes of SIP r / (cubes x pes), the launch's
+// PEs in (sip, cube, pe) order. PEs and cubes are numbered row-major in their grids.
 KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
   if (c.level == 0) return net::Node{0, 0, r};
   if (c.level == 1) return net::Node{0, r, 0};
-  return net::Node{r, 0, 0};
+  if (c.level == 2) return net::Node{r, 0, 0};
+  CollHier d;
+  coll_hier_dims(c, &d);
+  return net::Node{r / (d.cubes * d.pes), (r / d.pes) % d.cubes, r % d.pes};
 }
 
 // The ranks as a grid (rows x cols, row-major) for mesh2d and root: the level's own grid
 // (PEs of a cube, cubes of a SIP), fewer ranks than a grid row filling part of the first
 // row; SIPs form one row.
 KB_HD inline std::int64_t coll_cols(const AllreduceConfig& c) {
+  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) return imax(1, c.ranks);  // a phase's own grid counts
   const std::int64_t g = c.level == 0 ? c.hw.pe_cols : c.level == 1 ? c.hw.cube_cols : c.ranks;
   return imax(1, c.ranks < g ? c.ranks : g);  // at least 1, so that a config being rejected divides safely
 }
@@ -127,6 +149,88 @@ KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
       return imax(1, (c0 > 0) + (c0 < cols - 1) + (r0 > 0) + (r0 < rows - 1));
     }
   }
+}
+
+// ---- hier: phases of single-level collectives --------------------------------------------
+
+// A hier collective runs the algorithm level by level, each level a collective of its own over
+// one PE per group below (the leader: the root of the level below): inside every cube a
+// reduce to the cube's leader PE, across the cubes of every SIP a reduce to the SIP's leader
+// cube, across SIPs the collective itself, then back down by broadcasts (allreduce only). The
+// highest level present runs the config's op. Each rank starts a phase once everything it
+// did in the phase before is done (a barrier per rank, not a global one).
+struct CollPhase {
+  AllreduceConfig sub;     // the phase as a single-level collective (level pe, cube or sip)
+  std::int64_t groups;     // how many run side by side (cubes, SIPs, or one)
+  std::int64_t slot_base;  // its first inbox
+  bool up;                 // a reduce below the top: the next phase starts at its root
+};
+
+// The phases of a hier config whose dims are valid; returns how many (at most 5). `la` and
+// `lb` get the leader PE of a cube and the leader cube of a SIP.
+KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], std::int64_t* la = nullptr,
+                                  std::int64_t* lb = nullptr) {
+  CollHier d;
+  coll_hier_dims(c, &d);
+  const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
+  const std::int64_t top = has_s ? 2 : has_c ? 1 : 0;
+  const bool all = c.op == static_cast<std::int64_t>(CollOp::allreduce);
+  auto sub = [&](std::int64_t level, std::int64_t ranks, CollOp op) {
+    AllreduceConfig s = c;
+    s.level = level, s.ranks = ranks, s.op = static_cast<std::int64_t>(op);
+    return s;
+  };
+  const CollOp up = CollOp::reduce, user = static_cast<CollOp>(c.op);
+  int n = 0;
+  std::int64_t slots = 0;
+  auto add = [&](const AllreduceConfig& s, std::int64_t groups, bool is_up) {
+    out[n++] = CollPhase{s, groups, slots, is_up};
+    if (s.op != static_cast<std::int64_t>(CollOp::bcast)) slots += coll_inboxes(s);
+  };
+  if (has_p) add(sub(0, d.pes, top == 0 ? user : up), d.sips * d.cubes, top != 0);
+  if (has_c) add(sub(1, d.cubes, top == 1 ? user : up), d.sips, top != 1);
+  if (has_s) add(sub(2, d.sips, user), 1, false);
+  if (all && has_c && top > 1) add(sub(1, d.cubes, CollOp::bcast), d.sips, false);
+  if (all && has_p && top > 0) add(sub(0, d.pes, CollOp::bcast), d.sips * d.cubes, false);
+  if (la) *la = has_p ? coll_root(sub(0, d.pes, up)) : 0;
+  if (lb) *lb = has_c ? coll_root(sub(1, d.cubes, up)) : 0;
+  return n;
+}
+
+// The hier rank of rank i of group g of a phase (its sub's level), leaders `la`, `lb`.
+KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const AllreduceConfig& sub, std::int64_t g,
+                                         std::int64_t i, std::int64_t la, std::int64_t lb) {
+  CollHier d;
+  coll_hier_dims(c, &d);
+  if (sub.level == 0) return g * d.pes + i;
+  if (sub.level == 1) return (g * d.cubes + i) * d.pes + la;
+  return (i * d.cubes + lb) * d.pes + la;
+}
+
+// Inbox levels of any config (hier: every phase's, one after another).
+KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_inboxes(c);
+  CollPhase ph[5];
+  const int n = coll_hier_phases(c, ph);
+  std::int64_t total = 0;
+  for (int k = 0; k < n; ++k)
+    if (ph[k].sub.op != static_cast<std::int64_t>(CollOp::bcast)) total += coll_inboxes(ph[k].sub);
+  return imax(1, total);
+}
+
+// The rank a reduce leaves the sum on (hier: the top phase's root, as a hier rank).
+KB_HD inline std::int64_t coll_final_root(const AllreduceConfig& c) {
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_root(c);
+  CollPhase ph[5];
+  std::int64_t la = 0, lb = 0;
+  const int n = coll_hier_phases(c, ph, &la, &lb);
+  int top = 0;
+  for (int k = 0; k < n; ++k)
+    if (!ph[k].up) {
+      top = k;
+      break;
+    }
+  return coll_hier_rank(c, ph[top].sub, 0, coll_root(ph[top].sub), la, lb);
 }
 
 // ---- the transfers -----------------------------------------------------------------------
@@ -211,6 +315,18 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
       sink.flush();
     }
   };
+  const bool bcast = c.op == static_cast<std::int64_t>(CollOp::bcast);
+  if (bcast && c.algo != static_cast<std::int64_t>(CollAlgo::root)) {
+    // A broadcast from rank 0 (a phase of hier): the binomial tree's second half.
+    for (std::int64_t j = ceil_log2(p) - 1; j >= 0; --j) {
+      const std::int64_t d = INT64_C(1) << j;
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t i = 0; i + d < p; i += 2 * d) emit(ch, i, i + d, 0, p, false, 0);
+        sink.flush();
+      }
+    }
+    return;
+  }
   switch (static_cast<CollAlgo>(c.algo)) {
     case CollAlgo::ring: {
       const Groups g{0, p, rows, cols};
@@ -299,7 +415,7 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
       const std::int64_t left = c0 > 0, right_slot = left, row_slots = left + (c0 < cols - 1);
       const std::int64_t top_slot = row_slots, bottom_slot = row_slots + (r0 > 0);
       const std::int64_t row_steps = imax(c0, cols - 1 - c0), col_steps = imax(r0, rows - 1 - r0);
-      for (std::int64_t t = 0; t < row_steps; ++t)
+      for (std::int64_t t = 0; t < row_steps && !bcast; ++t)
         for (std::int64_t ch = 0; ch < C; ++ch) {
           for (std::int64_t r = 0; r < rows; ++r) {
             if (t < c0) emit(ch, r * cols + t, r * cols + t + 1, 0, p, true, 0);
@@ -307,13 +423,13 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
           }
           sink.flush();
         }
-      for (std::int64_t t = 0; t < col_steps; ++t)
+      for (std::int64_t t = 0; t < col_steps && !bcast; ++t)
         for (std::int64_t ch = 0; ch < C; ++ch) {
           if (t < r0) emit(ch, t * cols + c0, (t + 1) * cols + c0, 0, p, true, top_slot);
           if (t < rows - 1 - r0) emit(ch, (rows - 1 - t) * cols + c0, (rows - 2 - t) * cols + c0, 0, p, true, bottom_slot);
           sink.flush();
         }
-      if (all) {
+      if (all || bcast) {
         for (std::int64_t t = 0; t < col_steps; ++t)
           for (std::int64_t ch = 0; ch < C; ++ch) {
             if (t < r0) emit(ch, (r0 - t) * cols + c0, (r0 - t - 1) * cols + c0, 0, p, false, 0);
@@ -331,6 +447,43 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
       }
       break;
     }
+  }
+}
+
+// Every transfer of any config, hier included: sink.phase(sub) before each phase (its
+// single-level config: pieces and chunks are the phase's), transfers with hier ranks and
+// inbox slots counted from the phase's first, and sink.barrier() after each phase. A
+// single-level config is one phase.
+template <class Sink>
+KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
+    sink.phase(c);
+    coll_schedule(c, sink);
+    sink.barrier();
+    return;
+  }
+  CollPhase ph[5];
+  std::int64_t la = 0, lb = 0;
+  const int n = coll_hier_phases(c, ph, &la, &lb);
+  for (int k = 0; k < n; ++k) {
+    sink.phase(ph[k].sub);
+    for (std::int64_t g = 0; g < ph[k].groups; ++g) {
+      struct Remap {
+        Sink* s;
+        const AllreduceConfig* c;
+        const CollPhase* ph;
+        std::int64_t g, la, lb;
+        KB_HD void xfer(std::int64_t ch, CollXfer x) {
+          x.src = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.src, la, lb));
+          x.dst = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.dst, la, lb));
+          x.slot = static_cast<std::int32_t>(x.slot + ph->slot_base);
+          s->xfer(ch, x);
+        }
+        KB_HD void flush() { s->flush(); }
+      } remap{&sink, &c, &ph[k], g, la, lb};
+      coll_schedule(ph[k].sub, remap);
+    }
+    sink.barrier();
   }
 }
 
@@ -357,10 +510,19 @@ KB_HD inline bool coll_hw_ok(const HwConfig& h) {
 // SRAM one rank's PE needs (SRAM buffers: the buffer and its inboxes; HBM buffers: none, the
 // reductions stream through the PE), and HBM one rank needs (HBM buffers: the same copies).
 KB_HD inline std::int64_t coll_sram_bytes(const AllreduceConfig& c) {
-  return c.buffer == static_cast<std::int64_t>(CollBuffer::sram) ? (1 + coll_inboxes(c)) * c.bytes : 0;
+  return c.buffer == static_cast<std::int64_t>(CollBuffer::sram) ? (1 + coll_total_inboxes(c)) * c.bytes : 0;
 }
 KB_HD inline std::int64_t coll_hbm_bytes_per_rank(const AllreduceConfig& c) {
-  return c.buffer == static_cast<std::int64_t>(CollBuffer::hbm) ? (1 + coll_inboxes(c)) * c.bytes : 0;
+  return c.buffer == static_cast<std::int64_t>(CollBuffer::hbm) ? (1 + coll_total_inboxes(c)) * c.bytes : 0;
+}
+// Ranks that keep their buffers in one cube's HBM: all of them (pe), one (cube, sip), the
+// PEs of a cube (hier).
+KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
+  if (c.level == 0) return c.ranks;
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return 1;
+  CollHier d;
+  coll_hier_dims(c, &d);
+  return d.pes;
 }
 
 // The config's fields and memory (allreduce_check adds the model's capacity).
@@ -369,6 +531,26 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
   if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
       c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
     return kArBadField;
+  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
+    CollHier d;
+    if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
+      return kArBadRanks;
+    if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;
+    // Each phase as a collective of its own (its algorithm, sizes, pieces), then the memory of all.
+    CollPhase ph[5];
+    const int n = coll_hier_phases(c, ph);
+    for (int k = 0; k < n; ++k) {
+      AllreduceConfig sub = ph[k].sub;
+      sub.bytes = 2 * sub.chunks * sub.ranks;
+      sub.op = static_cast<std::int64_t>(CollOp::allreduce);
+      const std::int32_t s = coll_check(sub);  // fields, ranks, algorithm, pieces
+      if (s != kArOk) return s;
+      if (c.bytes / 2 < c.chunks * ph[k].sub.ranks) return kArBadSize;
+    }
+    if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
+    if (coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c) > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
+    return kArOk;
+  }
   if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
   const auto algo = static_cast<CollAlgo>(c.algo);
   if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
@@ -376,7 +558,7 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
   if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
   if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
   // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
-  const std::int64_t per_cube = (c.level == 0 ? c.ranks : 1) * coll_hbm_bytes_per_rank(c);
+  const std::int64_t per_cube = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
   if (per_cube > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
   if (c.ranks * c.chunks * c.ranks > kCollMaxPieces) return kArTooLarge;
   return kArOk;

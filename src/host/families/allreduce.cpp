@@ -29,12 +29,13 @@ Family make() {
   f.axes = {
       {"bytes", "--bytes", "bytes per rank (f16 values: bytes / 2)", offsetof(C, bytes), 2, kCollMaxBytes, nullptr, "", -1,
        {}, true},
-      {"level", "--level", "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs)", offsetof(C, level), 0,
-       kCollLevels - 1, nullptr, "", -1, {"pe", "cube", "sip"}, true},
+      {"level", "--level",
+       "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs), hier (every PE of the launch, level by level)",
+       offsetof(C, level), 0, kCollLevels - 1, nullptr, "", -1, {"pe", "cube", "sip", "hier"}, true},
       {"algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
        offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, {"ring", "hd", "tree", "mesh2d", "root"}, false},
-      {"ranks", "--ranks", "ranks (2..the level's count, at most 64)", offsetof(C, ranks), 2, kCollMaxRanks, nullptr, "", -1,
-       {}, true},
+      {"ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks), 2,
+       kCollMaxHierRanks, nullptr, "", -1, {}, true},
       {"buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer), 0, kCollBuffers - 1, nullptr, "",
        -1, {"sram", "hbm"}, false},
       {"op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op), 0,
@@ -85,7 +86,7 @@ Family make() {
       {"sram_bytes", "bytes", "SRAM one rank's PE needs", ColType::integer,
        col([](const C& c, const R&) { return coll_sram_bytes(c); })},
       {"inboxes", "", "copies of the buffer a rank keeps for values to add", ColType::integer,
-       col([](const C& c, const R&) { return coll_inboxes(c); })},
+       col([](const C& c, const R&) { return coll_total_inboxes(c); })},
   };
   f.check = [](const void* c) { return allreduce_check(*static_cast<const C*>(c)); };
   f.reference = [](const void* c, void* r, std::string* trace) {

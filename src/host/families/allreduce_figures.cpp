@@ -1,5 +1,8 @@
 #include "allreduce_figures.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace kb {
 
 analytical::StepCosts collective_step_costs(const AllreduceConfig& c) {
@@ -10,11 +13,33 @@ analytical::StepCosts collective_step_costs(const AllreduceConfig& c) {
           1e6 / clock / lanes / 2.0};
 }
 
+namespace {
+
+// One level's collective (a broadcast: the binomial tree's, or root's chains, second half).
+std::int64_t level_ps(const AllreduceConfig& c) {
+  const analytical::StepCosts k = collective_step_costs(c);
+  if (c.op == static_cast<std::int64_t>(CollOp::bcast)) {
+    const std::int64_t rows = coll_rows(c), cols = coll_cols(c);
+    const double steps = c.algo == static_cast<std::int64_t>(CollAlgo::root)
+                             ? static_cast<double>(std::max(cols / 2, cols - 1 - cols / 2) + std::max(rows / 2, rows - 1 - rows / 2))
+                             : static_cast<double>(ceil_log2(c.ranks));
+    return static_cast<std::int64_t>(std::llround(steps * (k.alpha_ps + static_cast<double>(c.bytes) * k.beta_ps_per_byte)));
+  }
+  return analytical::collective_ps(static_cast<analytical::AllreduceAlgo>(c.algo),
+                                   c.op == static_cast<std::int64_t>(CollOp::reduce), coll_rows(c), coll_cols(c), c.bytes, k);
+}
+
+}  // namespace
+
 std::int64_t collective_analytical_ps(const AllreduceConfig& c) {
   if (coll_check(c) != kArOk) return 0;
-  return analytical::collective_ps(static_cast<analytical::AllreduceAlgo>(c.algo),
-                                   c.op == static_cast<std::int64_t>(CollOp::reduce), coll_rows(c), coll_cols(c), c.bytes,
-                                   collective_step_costs(c));
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return level_ps(c);
+  // hier: its phases one after another, each at its own level's costs.
+  CollPhase ph[5];
+  const int n = coll_hier_phases(c, ph);
+  std::int64_t t = 0;
+  for (int k = 0; k < n; ++k) t += level_ps(ph[k].sub);
+  return t;
 }
 
 }  // namespace kb

@@ -9,7 +9,8 @@
 
 namespace kb {
 
-// a: one step's latency (one hop of the level: a PE copy queue, a cube link, a SIP link),
+// a: one step's latency (one hop of the level: a PE copy queue, a cube link, a SIP link;
+// hier: each phase its own level's),
 // b: ps per byte of that link, c: ps per byte of a vector-engine add (f16).
 analytical::StepCosts collective_step_costs(const AllreduceConfig& c);
 

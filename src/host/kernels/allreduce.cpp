@@ -12,6 +12,7 @@ const char* to_string(CollLevel l) {
     case CollLevel::pe: return "pe";
     case CollLevel::cube: return "cube";
     case CollLevel::sip: return "sip";
+    case CollLevel::hier: return "hier";
   }
   return "?";
 }
@@ -37,14 +38,21 @@ TopologySpec collective_topology(const AllreduceConfig& c) {
 
 namespace {
 
-// One (step, chunk) group of the schedule at a time, as coll_schedule hands it out.
+// One (step, chunk) group of the schedule at a time, as coll_schedule_all hands it out, with
+// the phase (its single-level config) it belongs to and the barriers between phases.
 struct Group {
   std::vector<std::pair<std::int64_t, CollXfer>> xfers;
   std::function<void(const std::vector<std::pair<std::int64_t, CollXfer>>&)> done;
+  std::function<void()> on_barrier;
+  AllreduceConfig sub{};
+  void phase(const AllreduceConfig& c) { sub = c; }
   void xfer(std::int64_t ch, const CollXfer& x) { xfers.emplace_back(ch, x); }
   void flush() {
     done(xfers);
     xfers.clear();
+  }
+  void barrier() {
+    if (on_barrier) on_barrier();
   }
 };
 
@@ -53,14 +61,18 @@ Rank rank_of(const AllreduceConfig& c, std::int64_t r) {
   return Rank{static_cast<std::int32_t>(n.sip), static_cast<std::int32_t>(n.cube), static_cast<std::int32_t>(n.pe)};
 }
 
-std::int64_t index_of(const AllreduceConfig& c, const Rank& r) {
-  return c.level == 0 ? r.pe : c.level == 1 ? r.cube : r.sip;
-}
-
 LaunchGrid grid_of(const AllreduceConfig& c) {
   if (c.level == 0) return LaunchGrid{1, 1, c.ranks};
   if (c.level == 1) return LaunchGrid{1, c.ranks, 1};
-  return LaunchGrid{c.ranks, 1, 1};
+  if (c.level == 2) return LaunchGrid{c.ranks, 1, 1};
+  CollHier d;
+  coll_hier_dims(c, &d);
+  return LaunchGrid{d.sips, d.cubes, d.pes};
+}
+
+std::int64_t index_of(const AllreduceConfig& c, const Rank& r) {
+  const LaunchGrid g = grid_of(c);
+  return (r.sip * g.cubes + r.cube) * g.pes + r.pe;
 }
 
 // An op that completes when all of `ops` have (kNoOp when there are none).
@@ -87,21 +99,21 @@ Buffers make_buffers(RuntimeContext& ctx, const AllreduceConfig& c, std::uint64_
   Buffers b;
   b.hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
   b.values = coll_values(c);
-  b.inboxes = coll_inboxes(c);
+  b.inboxes = coll_total_inboxes(c);
   const LaunchGrid grid = grid_of(c);
   if (!b.hbm) {
     b.data = ctx.symmetric(c.bytes, DType::f16, grid, "data");
     b.inbox = ctx.symmetric(b.inboxes * c.bytes, DType::f16, grid, "inbox");
     return b;
   }
-  // Rows: ranks on SIP 0 (pe, cube levels) or one per SIP (sip level).
-  const std::int64_t sips = c.level == 2 ? c.ranks : 1, rows = c.level == 2 ? 1 : c.ranks;
-  for (std::int64_t s = 0; s < sips; ++s) {
+  // Per SIP of the launch, one row per rank on it: split over its cubes, then their PEs.
+  const std::int64_t rows = grid.cubes * grid.pes;
+  for (std::int64_t s = 0; s < grid.sips; ++s) {
     Placement pl;
     pl.sip = static_cast<std::int32_t>(s);
-    if (c.level == 0) pl.pe = Split::row_wise, pl.pes = rows;
-    if (c.level == 1) pl.cube = Split::row_wise, pl.cubes = rows;
-    const std::string sfx = c.level == 2 ? " sip" + std::to_string(s) : "";
+    if (grid.cubes > 1) pl.cube = Split::row_wise, pl.cubes = grid.cubes;
+    if (grid.pes > 1) pl.pe = Split::row_wise, pl.pes = grid.pes;
+    const std::string sfx = grid.sips > 1 ? " sip" + std::to_string(s) : "";
     b.hdata.push_back(seed ? ctx.random({rows, 1, b.values}, DType::f16, pl, "data" + sfx, seed + static_cast<std::uint64_t>(s))
                            : ctx.zeros({rows, 1, b.values}, DType::f16, pl, "data" + sfx));
     b.hinbox.push_back(ctx.zeros({rows, b.inboxes, b.values}, DType::f16, pl, "inbox" + sfx));
@@ -109,9 +121,12 @@ Buffers make_buffers(RuntimeContext& ctx, const AllreduceConfig& c, std::uint64_
   return b;
 }
 
-// The HBM row of rank r: its tensor (per SIP) and its row in it.
+// Rank r's HBM tensors are those of its SIP, and its row in them.
+std::size_t hbm_tensor(const AllreduceConfig& c, std::int64_t r) { return static_cast<std::size_t>(coll_node(c, r).sip); }
 Box hbm_box(const AllreduceConfig& c, std::int64_t r, std::int64_t slot, std::int64_t lo, std::int64_t len) {
-  return Box{{c.level == 2 ? 0 : r, slot, lo}, {1, 1, len}};
+  const LaunchGrid g = grid_of(c);
+  const net::Node n = coll_node(c, r);
+  return Box{{n.cube * g.pes + n.pe, slot, lo}, {1, 1, len}};
 }
 
 // The library call: every rank walks the schedule and issues its part of each transfer; a
@@ -123,7 +138,7 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
     count.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
       total += static_cast<std::int64_t>(g.size());
     };
-    coll_schedule(c, count);
+    coll_schedule_all(c, count);
   }
   std::vector<Signal> landed;
   landed.reserve(static_cast<std::size_t>(total));
@@ -131,52 +146,66 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
 
   ctx.launch("allreduce", grid_of(c), [&](PeProgram& prog) {
     const std::int64_t me = index_of(c, prog.rank());
-    const std::int64_t pieces = c.chunks * c.ranks;
-    std::vector<OpId> writer(static_cast<std::size_t>(pieces), engine::kNoOp);  // last op that wrote each piece here
+    Group group;
+    // The last op that wrote each piece of the current phase here; at a barrier every piece's
+    // writer becomes one op that waits for all this rank did (the next phase's pieces differ).
+    std::vector<OpId> writer(static_cast<std::size_t>(c.chunks * kCollMaxRanks), engine::kNoOp), mine;
+    auto slot_of = [&](std::int64_t ch, std::int64_t k) { return static_cast<std::size_t>(ch * group.sub.ranks + k); };
     auto writers = [&](std::int64_t ch, const CollXfer& x) {
       std::vector<OpId> w;
-      for (std::int64_t k = x.k0; k < x.k1; ++k) w.push_back(writer[static_cast<std::size_t>(ch * c.ranks + k)]);
+      for (std::int64_t k = x.k0; k < x.k1; ++k) w.push_back(writer[slot_of(ch, k)]);
       return all_of(prog, w);
     };
     auto wrote = [&](std::int64_t ch, const CollXfer& x, OpId op) {
-      for (std::int64_t k = x.k0; k < x.k1; ++k) writer[static_cast<std::size_t>(ch * c.ranks + k)] = op;
+      for (std::int64_t k = x.k0; k < x.k1; ++k) writer[slot_of(ch, k)] = op;
+    };
+    group.on_barrier = [&]() {
+      std::vector<OpId> all(mine);
+      all.insert(all.end(), writer.begin(), writer.end());
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      const OpId bar = all_of(prog, all);
+      std::fill(writer.begin(), writer.end(), bar);
+      mine.clear();
     };
     const SramBuf data = b.hbm ? SramBuf{} : prog.local(b.data), inbox = b.hbm ? SramBuf{} : prog.local(b.inbox);
     std::int64_t t0 = 0;  // index of the group's first transfer
-    Group group;
     group.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
+      const AllreduceConfig& sub = group.sub;
       for (std::size_t i = 0; i < g.size(); ++i) {  // sends first
         const std::int64_t ch = g[i].first;
         const CollXfer& x = g[i].second;
         if (x.src != me) continue;
-        const std::int64_t lo = coll_piece_lo(c, ch, x.k0), len = coll_piece_lo(c, ch, x.k1) - lo;
+        const std::int64_t lo = coll_piece_lo(sub, ch, x.k0), len = coll_piece_lo(sub, ch, x.k1) - lo;
         const std::int64_t at = x.reduce ? x.slot * b.values + lo : lo;
         const Rank to = rank_of(c, x.dst);
         OpId op;
         if (b.hbm) {
-          const std::size_t ts = static_cast<std::size_t>(c.level == 2 ? x.src : 0);
-          const std::size_t td = static_cast<std::size_t>(c.level == 2 ? x.dst : 0);
-          op = prog.copy(b.hdata[ts], hbm_box(c, x.src, 0, lo, len), to, x.reduce ? b.hinbox[td] : b.hdata[td],
-                         hbm_box(c, x.dst, x.reduce ? x.slot : 0, lo, len), {writers(ch, x)});
+          const std::size_t td = hbm_tensor(c, x.dst);
+          op = prog.copy(b.hdata[hbm_tensor(c, x.src)], hbm_box(c, x.src, 0, lo, len), to,
+                         x.reduce ? b.hinbox[td] : b.hdata[td], hbm_box(c, x.dst, x.reduce ? x.slot : 0, lo, len),
+                         {writers(ch, x)});
         } else {
           op = prog.copy(prog.slice(data, lo, len), to, prog.slice(prog.at(x.reduce ? b.inbox : b.data, to), at, len),
                          2 * len, {writers(ch, x)});
         }
         prog.raise(landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))], op);
+        mine.push_back(op);
       }
       for (std::size_t i = 0; i < g.size(); ++i) {  // then receives
         const std::int64_t ch = g[i].first;
         const CollXfer& x = g[i].second;
         if (x.dst != me) continue;
         const OpId got = prog.wait({landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))].op});
+        mine.push_back(got);
         if (!x.reduce) {
           wrote(ch, x, got);
           continue;
         }
-        const std::int64_t lo = coll_piece_lo(c, ch, x.k0), len = coll_piece_lo(c, ch, x.k1) - lo;
+        const std::int64_t lo = coll_piece_lo(sub, ch, x.k0), len = coll_piece_lo(sub, ch, x.k1) - lo;
         OpId sum;
         if (b.hbm) {
-          const std::size_t td = static_cast<std::size_t>(c.level == 2 ? x.dst : 0);
+          const std::size_t td = hbm_tensor(c, x.dst);
           sum = prog.add_hbm(b.hdata[td], hbm_box(c, x.dst, 0, lo, len), b.hinbox[td],
                              hbm_box(c, x.dst, x.slot, lo, len), {got, writers(ch, x)});
         } else {
@@ -184,10 +213,11 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
                                 {got, writers(ch, x)});
         }
         wrote(ch, x, sum);
+        mine.push_back(sum);
       }
       t0 += static_cast<std::int64_t>(g.size());
     };
-    coll_schedule(c, group);
+    coll_schedule_all(c, group);
   });
 }
 
@@ -200,8 +230,8 @@ std::vector<std::vector<float>> read_back(const RuntimeContext& ctx, const Allre
       v = ctx.peek(b.data, rank_of(c, r));
       continue;
     }
-    const auto& all = ctx.values(b.hdata[static_cast<std::size_t>(c.level == 2 ? r : 0)]);
-    const std::int64_t row = c.level == 2 ? 0 : r;
+    const auto& all = ctx.values(b.hdata[hbm_tensor(c, r)]);
+    const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
     v.assign(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
   }
   return out;
@@ -339,7 +369,7 @@ AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace
     count.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
       transfers += static_cast<std::int64_t>(g.size());
     };
-    coll_schedule(c, count);
+    coll_schedule_all(c, count);
   }
   r.transfers = transfers;
   if (trace) *trace = run.trace;
@@ -352,6 +382,12 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
     case kArOk: return "valid";
     case kArBadField: return "level, algo, buffer or op out of range, or chunks outside 1.." + std::to_string(kCollMaxChunks);
     case kArBadRanks:
+      if (c.level == static_cast<std::int64_t>(CollLevel::hier))
+        return "ranks: " + std::to_string(c.ranks) + " PEs are not a hier launch: up to the " +
+               std::to_string(c.hw.pes_per_cube()) + " PEs of a cube, whole cubes of a SIP (multiples of " +
+               std::to_string(c.hw.pes_per_cube()) + " up to " + std::to_string(c.hw.pes_per_cube() * c.hw.cubes_per_sip()) +
+               "), or whole SIPs (multiples of " + std::to_string(c.hw.pes_per_cube() * c.hw.cubes_per_sip()) +
+               "), with at most " + std::to_string(kCollMaxRanks) + " ranks per level";
       return "ranks: " + std::to_string(c.ranks) + " is outside 2.." +
              std::to_string(imin(kCollMaxRanks, coll_level_size(c.hw, c.level))) + " for level " + level;
     case kArBadAlgo:
@@ -363,11 +399,11 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
       return "bytes: " + std::to_string(c.bytes) + " must be even, at most 2^32, and give every rank's " +
              std::to_string(c.chunks) + " chunk(s) at least " + std::to_string(c.ranks) + " f16 values";
     case kArSramOverflow:
-      return "buffer: the data and " + std::to_string(coll_inboxes(c)) + " inbox(es) need " +
+      return "buffer: the data and " + std::to_string(coll_total_inboxes(c)) + " inbox(es) need " +
              std::to_string(coll_sram_bytes(c)) + " bytes of SRAM per PE, which has " + std::to_string(c.hw.sram_bytes());
     case kArHbmOverflow:
-      return "buffer: the data and " + std::to_string(coll_inboxes(c)) + " inbox(es) need " +
-             std::to_string((c.level == 0 ? c.ranks : 1) * coll_hbm_bytes_per_rank(c)) + " bytes of HBM per cube, which has " +
+      return "buffer: the data and " + std::to_string(coll_total_inboxes(c)) + " inbox(es) need " +
+             std::to_string(coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c)) + " bytes of HBM per cube, which has " +
              std::to_string(c.hw.hbm_capacity_bytes());
     case kArTooLarge: {
       std::int64_t ops = 0;
