@@ -23,7 +23,9 @@ std::function<nlohmann::json(const void*, const void*)> col(F f) {
 Family make() {
   Family f;
   f.name = "allreduce";
-  f.description = "a collective (allreduce or reduce, f16 sum) over the ranks of one level: PEs, cubes or SIPs";
+  f.description =
+      "a collective (allreduce or reduce, f16 sum) over the ranks of one level (PEs, cubes or SIPs) or every PE level by "
+      "level (hier)";
   f.id = batched::Family::allreduce;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
