@@ -23,14 +23,6 @@ const char* kPlot = "plot_gemm.py";
 void run_gemm_milestone(BenchContext& ctx) {
   std::ostream& out = *ctx.out;
   const std::string json_path = ctx.out_dir + "/" + kJson;
-  if (ctx.fast) {
-    // Re-render the committed results: no simulation.
-    const std::string committed = data_dir() + "/docs/diagrams/" + kJson;
-    write_file_atomic(json_path, read_file(committed));
-    render_figures(kPlot, json_path, ctx.out_dir);
-    out << "milestone-1h-gemm: re-rendered figures from " << committed << " into " << ctx.out_dir << "\n";
-    return;
-  }
 
   const Family& fam = family("gemm");
   const TopologySpec& topo = ctx.topology;

@@ -125,17 +125,22 @@ def algo_legend(fig, extra):
     fig.tight_layout(rect=(0, 0.07, 1, 0.89))
 
 
+def plot_buffers(ax, points, level, algo, ranks, value):
+    """One algorithm's curve against size: SRAM buffers solid, HBM buffers dotted and hollow."""
+    for buffer, style, face in (("sram", "-", COLORS[algo]), ("hbm", ":", "white")):
+        s = series(points, level, algo, buffer, ranks)
+        if s:
+            ax.plot([p.bytes for p in s], [value(p) for p in s], linestyle=style, color=COLORS[algo],
+                    marker=MARKERS[algo], markersize=4, markerfacecolor=face)
+
+
 def fig_latency(points):
     fig, axes = panels("Allreduce latency against message size",
                        "solid: SRAM buffers; dotted, hollow: HBM buffers; dashed: alpha-beta-gamma model")
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
         for algo in ALGOS:
-            for buffer, style, face in (("sram", "-", COLORS[algo]), ("hbm", ":", "white")):
-                s = series(points, level, algo, buffer, ranks)
-                if s:
-                    ax.plot([p.bytes for p in s], [p.latency_ps / 1e6 for p in s], linestyle=style, color=COLORS[algo],
-                            marker=MARKERS[algo], markersize=4, markerfacecolor=face)
+            plot_buffers(ax, points, level, algo, ranks, lambda p: p.latency_ps / 1e6)
             a = series(points, level, algo, "hbm", ranks) or series(points, level, algo, "sram", ranks)
             a = [p for p in a if p.analytical_ps > 0]
             if a:
@@ -157,11 +162,7 @@ def fig_busbw(points):
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
         for algo in ALGOS:
-            for buffer, style, face in (("sram", "-", COLORS[algo]), ("hbm", ":", "white")):
-                s = series(points, level, algo, buffer, ranks)
-                if s:
-                    ax.plot([p.bytes for p in s], [p.busbw for p in s], linestyle=style, color=COLORS[algo],
-                            marker=MARKERS[algo], markersize=4, markerfacecolor=face)
+            plot_buffers(ax, points, level, algo, ranks, lambda p: p.busbw)
         size_axis(ax)
         ax.set_yscale("log")
         ax.set_ylabel("bus bandwidth (GB/s)")

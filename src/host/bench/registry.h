@@ -18,7 +18,6 @@ struct BenchContext {
   std::string topology_path;
   std::string out_dir;      // where results go (already includes the bench's domain)
   std::string backend_request;  // auto | cuda | omp
-  bool fast = false;        // re-render committed results without simulating
   std::ostream* out = nullptr;
 };
 
@@ -30,7 +29,8 @@ struct BenchInfo {
   std::vector<std::string> axes;
   std::string domain;  // output subfolder of benches/1H_milestone_output/
   BenchFn fn = nullptr;
-  std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"
+  std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"; `run --fast`
+                     // re-renders the committed copy in docs/diagrams/
   std::string plot;  // its script in tools/plot/, e.g. "plot_gemm.py"; "" when it has no figures
 };
 

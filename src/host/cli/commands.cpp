@@ -169,9 +169,18 @@ int cli_main(int argc, char** argv) {
       if (backend != "auto" && backend != "cuda" && backend != "omp")
         throw InputError("--backend " + backend + ": expected auto, cuda or omp");
       const char* env_fast = std::getenv("MILESTONE_FAST");
-      ctx.fast = fast || (env_fast && std::string(env_fast) == "1");
-      ctx.out = &std::cout;
-      b.fn(ctx);
+      if (fast || (env_fast && std::string(env_fast) == "1")) {
+        // Re-render the committed results (docs/diagrams/), without simulating.
+        if (b.plot.empty()) throw InputError("--fast: bench " + b.name + " has no figures to re-render");
+        const std::string committed = data_dir() + "/docs/diagrams/" + b.json;
+        const std::string json = ctx.out_dir + "/" + b.json;
+        write_file_atomic(json, read_file(committed));
+        render_figures(b.plot, json, ctx.out_dir);
+        std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
+      } else {
+        ctx.out = &std::cout;
+        b.fn(ctx);
+      }
     } else if (eval->parsed()) {
       for (std::size_t i = 0; i < eval_cmds.size(); ++i)
         if (eval_cmds[i]->parsed()) cmd_eval(*evals[i]);

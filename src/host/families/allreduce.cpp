@@ -17,7 +17,7 @@ using R = AllreduceResult;
 
 template <class F>
 std::function<nlohmann::json(const void*, const void*)> col(F f) {
-  return [f](const void* c, const void* r) -> nlohmann::json { return f(*static_cast<const C*>(c), *static_cast<const R*>(r)); };
+  return typed_getter<C, R>(f);
 }
 
 Family make() {
@@ -58,7 +58,7 @@ Family make() {
              {"hbm", "HBM bytes read and written"}};
   f.default_cost = "ranks";
   auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
-    return ColumnDesc{name, unit, help, ColType::integer, col([m](const C&, const R& r) { return r.*m; }), true, terminal};
+    return parity_figure<C, R>(name, unit, help, m, terminal);
   };
   f.columns = {
       figure("latency_ps", "ps", "end-to-end time", &R::latency_ps, true),
@@ -90,10 +90,8 @@ Family make() {
       {"inboxes", "", "copies of the buffer a rank keeps for values to add", ColType::integer,
        col([](const C& c, const R&) { return coll_total_inboxes(c); })},
   };
-  f.check = [](const void* c) { return allreduce_check(*static_cast<const C*>(c)); };
-  f.reference = [](const void* c, void* r, std::string* trace) {
-    *static_cast<R*>(r) = allreduce_reference(*static_cast<const C*>(c), trace);
-  };
+  set_engines<C, R>(
+      f, [](const C& c) { return allreduce_check(c); }, [](const C& c, std::string* trace) { return allreduce_reference(c, trace); });
   return f;
 }
 

@@ -85,6 +85,30 @@ struct Family {
   std::string status_name(std::int32_t s) const;
 };
 
+// Typed helpers for writing a descriptor: a column from a getter of the family's Config and
+// Result, an integer parity figure read from a Result member, and the validity check and
+// reference program from typed functions.
+template <class Config, class Result, class F>
+std::function<nlohmann::json(const void*, const void*)> typed_getter(F f) {
+  return [f](const void* c, const void* r) -> nlohmann::json {
+    return f(*static_cast<const Config*>(c), *static_cast<const Result*>(r));
+  };
+}
+template <class Config, class Result>
+ColumnDesc parity_figure(const char* name, const char* unit, const char* help, std::int64_t Result::*m,
+                         bool terminal = false) {
+  return ColumnDesc{name, unit, help, ColType::integer,
+                    typed_getter<Config, Result>([m](const Config&, const Result& r) { return r.*m; }), true, terminal};
+}
+// check(const Config&) -> status; reference(const Config&, std::string* trace) -> Result.
+template <class Config, class Result, class Check, class Reference>
+void set_engines(Family& f, Check check, Reference reference) {
+  f.check = [check](const void* c) { return check(*static_cast<const Config*>(c)); };
+  f.reference = [reference](const void* c, void* r, std::string* trace) {
+    *static_cast<Result*>(r) = reference(*static_cast<const Config*>(c), trace);
+  };
+}
+
 // Every family, in the order of families.h.
 const std::vector<const Family*>& families();
 // Throws InputError naming the known families.

@@ -12,10 +12,9 @@ namespace {
 using C = GemmConfig;
 using R = GemmResult;
 
-// A column from a typed getter.
 template <class F>
 std::function<nlohmann::json(const void*, const void*)> col(F f) {
-  return [f](const void* c, const void* r) -> nlohmann::json { return f(*static_cast<const C*>(c), *static_cast<const R*>(r)); };
+  return typed_getter<C, R>(f);
 }
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
@@ -54,7 +53,7 @@ Family make() {
   f.costs = {{"pes", "PEs used (pes x cubes)"}, {"sram", "SRAM bytes per PE"}, {"hbm", "HBM bytes read and written"}};
   f.default_cost = "pes";
   auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
-    return ColumnDesc{name, unit, help, ColType::integer, col([m](const C&, const R& r) { return r.*m; }), true, terminal};
+    return parity_figure<C, R>(name, unit, help, m, terminal);
   };
   f.columns = {
       figure("latency_ps", "ps", "end-to-end time", &R::latency_ps, true),
@@ -102,10 +101,8 @@ Family make() {
          return ceil_div(c.m, c.tile_m) * ceil_div(c.n, c.tile_n);
        })},
   };
-  f.check = [](const void* c) { return gemm_check(*static_cast<const C*>(c)); };
-  f.reference = [](const void* c, void* r, std::string* trace) {
-    *static_cast<R*>(r) = gemm_reference(*static_cast<const C*>(c), trace);
-  };
+  set_engines<C, R>(
+      f, [](const C& c) { return gemm_check(c); }, [](const C& c, std::string* trace) { return gemm_reference(c, trace); });
   return f;
 }
 

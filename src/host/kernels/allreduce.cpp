@@ -260,6 +260,17 @@ std::vector<std::tuple<std::string, ps_t, ps_t>> timeline_of(const RuntimeContex
   return out;
 }
 
+// Simulates the launch; a time past the int64 guard is the request's fault, anything else
+// that stops the run is the program's.
+RunReport run_checked(RuntimeContext& ctx, const char* what) {
+  RunReport r = ctx.run();
+  if (r.result.time_overflow) throw InputError("bytes: the simulated time would overflow int64 picoseconds");
+  if (r.status != engine::Status::ok)
+    throw InternalError(std::string(what) + " run ended " + engine::to_string(r.status) + ": " + r.message, __FILE__,
+                        __LINE__);
+  return r;
+}
+
 void check_valid(const AllreduceConfig& c) {
   const std::int32_t s = allreduce_check(c);
   if (s != kArOk) throw InputError(allreduce_status_message(s, c));
@@ -285,12 +296,7 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
     throw InternalError(std::string("the collective library's program was rejected by the runtime: ") + e.what(),
                         __FILE__, __LINE__);
   }
-  out.report = ctx.run();
-  if (out.report.result.time_overflow) throw InputError("bytes: the simulated time would overflow int64 picoseconds");
-  if (out.report.status != engine::Status::ok)
-    throw InternalError("collective run ended " + std::string(engine::to_string(out.report.status)) + ": " +
-                            out.report.message,
-                        __FILE__, __LINE__);
+  out.report = run_checked(ctx, "collective");
   if (data) out.values = read_back(ctx, c, b);
   out.timeline = timeline_of(ctx, out.report);
   if (trace) out.trace = ctx.trace_json(out.report);
@@ -340,11 +346,7 @@ CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t
                             : got;
         }
   });
-  out.report = ctx.run();
-  if (out.report.status != engine::Status::ok)
-    throw InternalError("direct ring run ended " + std::string(engine::to_string(out.report.status)) + ": " +
-                            out.report.message,
-                        __FILE__, __LINE__);
+  out.report = run_checked(ctx, "direct ring");
   if (data) out.values = read_back(ctx, c, b);
   out.timeline = timeline_of(ctx, out.report);
   return out;
