@@ -474,6 +474,7 @@ TEST(Runtime, VectorOpsMatchFloat64AndTheirCycleCosts) {
         case VecOp::exp: vec[i] = p.vector_exp(x, 32, {lx}); break;
         case VecOp::row_sum: vec[i] = p.row_sum(r, x, 4, 8, {lx}); break;
         case VecOp::row_max: vec[i] = p.row_max(r, x, 4, 8, {lx}); break;
+        default: break;
       }
       const bool reduce = ops[i] == VecOp::row_sum || ops[i] == VecOp::row_max;
       p.store(reduce ? r : x, outs[static_cast<std::size_t>(i)], reduce ? Region{0, 1, 0, 4} : Region{0, 4, 0, 8}, {vec[i]});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../models/allreduce.h"
+#include "../models/decode.h"
 #include "../models/gemm.h"
 
-#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel)
+#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel) X(decode, ::kb::DecodeModel)

@@ -9,14 +9,19 @@
 
 namespace kb {
 
-enum class VecOp : std::int32_t { add = 0, mul, max, scale, exp, row_sum, row_max };
+enum class VecOp : std::int32_t {
+  add = 0, mul, max, scale, exp, row_sum, row_max,
+  copy, sub,                 // dst = src; dst -= src
+  row_sub, row_mul, row_div  // dst[r, c] -= / *= / /= src[r]: one value per row, broadcast along it
+};
 
 // exp is range reduction, a polynomial and a scale by a power of two: four passes of the
 // lanes instead of one.
 constexpr std::int64_t kExpPasses = 4;
 
-// Cycles of op over `rows` x `cols` elements. Elementwise ops (add, mul, max, scale, exp)
-// treat them as rows·cols values. A row reduction adds (or takes the max of) each row's
+// Cycles of op over `rows` x `cols` elements. Elementwise ops (add, mul, max, scale, exp,
+// copy, sub) and the row-broadcast ops (row_sub, row_mul, row_div) treat them as rows·cols
+// values, one pass each (a divider is assumed pipelined like the other lanes' units). A row reduction adds (or takes the max of) each row's
 // values into the lanes, ceil(cols / lanes) cycles, then folds the lanes in a tree of
 // ceil(log2(min(lanes, cols))) cycles; rows one after another.
 KB_HD constexpr std::int64_t vector_cycles(VecOp op, std::int64_t rows, std::int64_t cols, std::int64_t lanes) {

@@ -28,6 +28,7 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
     if (!ax.fallback.empty() && ax.fallback != "auto") help += " [default: " + ax.fallback + "]";
     auto* opt = cmd->add_option(ax.flag, a.axes[ax.name], help);
     if (ax.fallback.empty()) opt->required();
+    if (f.bare.count(ax.name)) opt->expected(0, 1);
     a.given[ax.name] = opt;
   }
   for (const HwAxisDesc& h : f.hw_axes)
@@ -61,7 +62,8 @@ void cmd_eval(EvalArgs a) {
   std::vector<unsigned char> cfg = base_config(f, topo);
   for (const AxisDesc& ax : f.axes) {
     if (a.given[ax.name]->count() == 0) continue;
-    const std::string& text = a.axes[ax.name];
+    const auto bare = f.bare.find(ax.name);
+    const std::string& text = a.axes[ax.name].empty() && bare != f.bare.end() ? bare->second : a.axes[ax.name];
     std::int64_t v = 0;
     if (!ax.names.empty()) {
       const auto it = std::find(ax.names.begin(), ax.names.end(), text);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct Family {
   std::size_t hw_offset = 0;  // of the HwConfig inside the config
   std::vector<AxisDesc> axes;
   std::vector<HwAxisDesc> hw_axes;
+  // eval: axes whose flag may be given alone (`--allreduce`), and the value that means.
+  std::map<std::string, std::string> bare;
   std::string default_group;  // --group default, e.g. "m,n,k"
   std::vector<std::string> statuses;  // name of each status; statuses[0] is the valid one
   std::function<std::string(std::int32_t status, const void* config)> status_message;

@@ -570,11 +570,12 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   if (rows <= 0 || cols <= 0) throw InputError("vector op with no elements");
   const bool reduce = kind == VecOp::row_sum || kind == VecOp::row_max;
   const bool unary = kind == VecOp::scale || kind == VecOp::exp;
+  const bool broadcast = kind == VecOp::row_sub || kind == VecOp::row_mul || kind == VecOp::row_div;
   auto elements_of = [&](SramBuf b) {
     const auto& info = ctx_.use_buf(b, rank_, 0, "vector op");
     return info.bytes / dtype_bytes(info.dtype);
   };
-  if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < rows * cols))
+  if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < (broadcast ? rows : rows * cols)))
     throw InputError("vector op on " + ctx_.rank_name(rank_) + ": " + std::to_string(rows * cols) +
                      " elements do not fit its buffers");
   engine::Op op = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
@@ -605,6 +606,11 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
           case VecOp::max: v = std::max(d, in(i)); break;
           case VecOp::scale: v = d * s; break;
           case VecOp::exp: v = std::exp(d); break;
+          case VecOp::copy: v = in(i); break;
+          case VecOp::sub: v = d - in(i); break;
+          case VecOp::row_sub: v = d - in(i / cols); break;
+          case VecOp::row_mul: v = d * in(i / cols); break;
+          case VecOp::row_div: v = d / in(i / cols); break;
           default: break;
         }
         d = round_to(dt, v);
@@ -627,6 +633,21 @@ OpId PeProgram::vector_scale(SramBuf dst, std::int64_t n, float s, Deps deps) {
   return vector_op(VecOp::scale, dst, dst, 1, n, s, deps);
 }
 OpId PeProgram::vector_exp(SramBuf dst, std::int64_t n, Deps deps) { return vector_op(VecOp::exp, dst, dst, 1, n, 0.0f, deps); }
+OpId PeProgram::vector_copy(SramBuf dst, SramBuf src, std::int64_t n, Deps deps) {
+  return vector_op(VecOp::copy, dst, src, 1, n, 0.0f, deps);
+}
+OpId PeProgram::vector_sub(SramBuf dst, SramBuf src, std::int64_t n, Deps deps) {
+  return vector_op(VecOp::sub, dst, src, 1, n, 0.0f, deps);
+}
+OpId PeProgram::row_sub(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_sub, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::row_mul(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_mul, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::row_div(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_div, dst, src, rows, cols, 0.0f, deps);
+}
 OpId PeProgram::row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
   return vector_op(VecOp::row_sum, dst, src, rows, cols, 0.0f, deps);
 }

@@ -156,6 +156,13 @@ class PeProgram {
   // dst[i] *= s, and dst[i] = exp(dst[i]);
   OpId vector_scale(SramBuf dst, std::int64_t elements, float s, Deps deps = {});
   OpId vector_exp(SramBuf dst, std::int64_t elements, Deps deps = {});
+  // dst[i] = src[i], and dst[i] -= src[i];
+  OpId vector_copy(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  OpId vector_sub(SramBuf dst, SramBuf src, std::int64_t elements, Deps deps = {});
+  // dst[r * cols + c] -= src[r], *= src[r], /= src[r]: one value per row, for `rows` rows;
+  OpId row_sub(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  OpId row_mul(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  OpId row_div(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
   // dst[r] = sum over c (or max over c) of src[r * cols + c], for `rows` rows; sums are
   // accumulated left to right in f32.
   OpId row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});

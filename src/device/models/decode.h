@@ -1,0 +1,726 @@
+// Batched GQA decode-attention model: the latency and resource totals of the reference decode
+// kernels (src/host/kernels/decode.cpp), four ways of sharding the KV cache over the cubes and
+// PEs of SIP 0, without building a graph. Pure KB_HD code: no allocation, exceptions, virtual
+// calls or recursion.
+//
+// Each working PE runs flash decoding over its KV shard in chunks: a max-plus recurrence over
+// its steps (one step = one chunk of one work unit) on three in-order engines (DMA queue,
+// matrix, vector), jumped over once its state repeats, as the GEMM model does (gemm.h). The
+// partial results (m, l, O) are then merged up trees whose edges are the collectives' reduce
+// to the centre root (collective.h): every tree edge has a port pair or a mesh link of its
+// own, so the only contention is at one receiver's copy-queue in-port (children of one PE)
+// and, in case 1, on one mesh link (PE positions of one cube sending to the same cube); both
+// are single-server queues served ready-first, then by the sending PE, then in issue order,
+// which is the reference engine's arbitration (ADR 0007) when every copy of a queue is ready
+// at an instant set by an op's completion (docs/model.md section 12).
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+#include "collective.h"
+#include "systolic.h"
+#include "vector.h"
+
+namespace kb {
+
+// The four cases, numbered as in the study (docs/model.md section 12).
+enum class DecodeCase : std::int64_t { cube_sp_pe_tp = 1, cube_repl_pe_tp = 2, cube_repl_pe_sp = 3, cube_sp_pe_sp = 4 };
+
+constexpr std::int64_t kDecMaxSkv = INT64_C(1) << 24;
+constexpr std::int64_t kDecMaxBatch = 4096;
+constexpr std::int64_t kDecMaxHeads = 1024;
+constexpr std::int64_t kDecMaxDHead = 1024;
+constexpr std::int64_t kDecMaxGrid = 64;     // cubes of a SIP, PEs of a cube
+constexpr std::int64_t kDecMaxPes = 1024;    // PEs of a SIP
+constexpr std::int64_t kDecAutoChunk = 512;  // the longest automatic chunk
+constexpr std::int64_t kDecMinAutoChunk = 16;
+
+// Every field is an int64 (sweep axes set fields by offset).
+struct DecodeConfig {
+  HwConfig hw;
+  std::int64_t decode_case;  // 1..4 (DecodeCase)
+  std::int64_t s_kv, batch, h_q, h_kv, d_head;
+  std::int64_t chunk;      // KV positions per step; 0: automatic (decode_complete)
+  std::int64_t allreduce;  // case 4: 1 = every cube ends with the answer
+};
+
+#define KB_DECODE_STATUSES(X)                                                                             \
+  X(kDecOk, "valid")                                                                                      \
+  X(kDecBadCase, "bad_case")             /* case outside 1..4, or allreduce outside 0..1 */               \
+  X(kDecBadShape, "bad_shape")           /* a dimension out of range, or h_q not a multiple of h_kv */    \
+  X(kDecShortKv, "s_kv_too_short")       /* fewer KV positions than the case splits them into */          \
+  X(kDecBadChunk, "bad_chunk")           /* chunk outside 1..s_kv */                                      \
+  X(kDecBadAllreduce, "bad_allreduce")   /* allreduce asked of a case without a cross-cube reduce */      \
+  X(kDecTooLarge, "too_large")           /* more than 64 cubes or PEs per cube, or 1024 PEs */            \
+  X(kDecSramOverflow, "sram_overflow")   /* the buffers do not fit a PE's SRAM */                         \
+  X(kDecHbmOverflow, "hbm_overflow")     /* q, the KV shard and the output do not fit a cube's HBM */      \
+  X(kDecTimeOverflow, "time_overflow")   /* times could pass int64 picoseconds */                          \
+  X(kDecBadHardware, "bad_hardware")     /* hardware no topology file could hold */
+
+enum DecodeStatus : std::int32_t {
+#define KB_DECODE_ENUM(e, name) e,
+  KB_DECODE_STATUSES(KB_DECODE_ENUM)
+#undef KB_DECODE_ENUM
+  kDecStatusCount
+};
+#define KB_DECODE_NAME(e, name) name,
+constexpr const char* kDecStatusNames[] = {KB_DECODE_STATUSES(KB_DECODE_NAME)};
+#undef KB_DECODE_NAME
+
+enum DecodeCost : std::int32_t { kDecCostFootprint = 1, kDecCostLinkBytes, kDecCostPes };
+
+struct DecodeResult {
+  std::int32_t status;
+  std::int32_t reserved;  // explicit, zeroed padding: results compare bytewise
+  ps_t latency_ps;
+  std::int64_t mac_cycles, macs;
+  ps_t matrix_busy_ps, vector_busy_ps, dma_busy_ps;  // summed over PEs
+  std::int64_t hbm_read_bytes, hbm_write_bytes;
+  std::int64_t copies_pe, copies_cube, copies_sip;
+  std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;
+  std::int64_t kv_footprint_bytes, kv_max_cube_bytes;  // K and V in HBM: all cubes, the fullest cube
+  std::int64_t working_pes;                            // PEs that read a KV shard
+};
+
+// ---- geometry (shared with the reference kernel, like routes: no timing) ---------------------
+
+struct DecSpan {
+  std::int64_t lo, len;
+};
+// Part i of `parts` of [0, extent), as a placement split with granule 1 cuts it.
+KB_HD inline DecSpan dec_part(std::int64_t extent, std::int64_t parts, std::int64_t i) {
+  const std::int64_t lo = i * extent / parts;
+  return DecSpan{lo, (i + 1) * extent / parts - lo};
+}
+// Block i of `parts` of n units in blocks of ceil(n / parts): the first ranks work.
+KB_HD inline DecSpan dec_block(std::int64_t n, std::int64_t parts, std::int64_t i) {
+  const std::int64_t k = ceil_div(n, parts), lo = imin(n, i * k);
+  return DecSpan{lo, imin(n, lo + k) - lo};
+}
+
+KB_HD inline std::int64_t dec_units(const DecodeConfig& c) { return c.batch * c.h_kv; }
+KB_HD inline std::int64_t dec_group(const DecodeConfig& c) { return c.h_kv > 0 ? c.h_q / c.h_kv : 0; }
+KB_HD inline DecodeCase dec_case(const DecodeConfig& c) { return static_cast<DecodeCase>(c.decode_case); }
+
+// What PE `pe` of cube `cube` computes: work units (one (batch entry, KV head) pair each)
+// [units.lo, +len) over KV positions [kv.lo, +len). No work: a length of 0.
+struct DecWork {
+  DecSpan units, kv;
+};
+KB_HD inline DecWork dec_work(const DecodeConfig& c, std::int64_t cube, std::int64_t pe) {
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), S = c.s_kv;
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp: return DecWork{dec_block(U, P, pe), dec_part(S, C, cube)};
+    case DecodeCase::cube_repl_pe_tp: return DecWork{dec_block(U, C * P, cube * P + pe), DecSpan{0, S}};
+    case DecodeCase::cube_repl_pe_sp:
+      // Cubes split the units; with fewer units than cubes every cube computes unit cube mod U.
+      return DecWork{U >= C ? dec_block(U, C, cube) : DecSpan{cube % U, 1}, dec_part(S, P, pe)};
+    default: {
+      const DecSpan cs = dec_part(S, C, cube), ps = dec_part(cs.len, P, pe);
+      return DecWork{DecSpan{0, U}, DecSpan{cs.lo + ps.lo, ps.len}};
+    }
+  }
+}
+KB_HD inline bool dec_works(const DecWork& w) { return w.units.len > 0 && w.kv.len > 0; }
+
+// Case 3: whether cube `cube` writes its units (the lowest cube computing a unit does).
+KB_HD inline bool dec_writer(const DecodeConfig& c, std::int64_t cube) {
+  return dec_units(c) >= c.hw.cubes_per_sip() || cube < dec_units(c);
+}
+
+// KV positions the case splits S_kv into (each part needs one).
+KB_HD inline std::int64_t dec_kv_parts(const DecodeConfig& c) {
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp: return imax(1, c.hw.cubes_per_sip());
+    case DecodeCase::cube_repl_pe_tp: return 1;
+    case DecodeCase::cube_repl_pe_sp: return imax(1, c.hw.pes_per_cube());
+    default: return imax(1, c.hw.cubes_per_sip() * c.hw.pes_per_cube());
+  }
+}
+
+// The reduction trees: chains along each row toward the centre column, then along the centre
+// column toward the centre row: the edges of the collectives' reduce to the centre root
+// (coll_schedule, algo root). A node's children are merged in the order left, right, top,
+// bottom; each direction has an inbox slot of its own.
+struct DecTree {
+  std::int64_t rows, cols, r0, c0;
+  KB_HD static DecTree of(std::int64_t rows, std::int64_t cols) { return DecTree{rows, cols, rows / 2, cols / 2}; }
+  KB_HD std::int64_t root() const { return r0 * cols + c0; }
+  KB_HD std::int64_t size() const { return rows * cols; }
+  // The parent of node n (-1: the root), and the direction n lies in from it.
+  KB_HD std::int64_t parent(std::int64_t n, std::int64_t* dir = nullptr) const {
+    const std::int64_t r = n / cols, c = n % cols;
+    std::int64_t p = -1, d = 0;
+    if (c < c0) p = n + 1, d = 0;
+    else if (c > c0) p = n - 1, d = 1;
+    else if (r < r0) p = n + cols, d = 2;
+    else if (r > r0) p = n - cols, d = 3;
+    if (dir) *dir = d;
+    return p;
+  }
+  KB_HD bool has_dir(std::int64_t d) const {
+    return d == 0 ? c0 > 0 : d == 1 ? c0 < cols - 1 : d == 2 ? r0 > 0 : r0 < rows - 1;
+  }
+  // Inbox slot of direction d, and how many slots there are.
+  KB_HD std::int64_t slot(std::int64_t d) const {
+    std::int64_t s = 0;
+    for (std::int64_t k = 0; k < d; ++k) s += has_dir(k);
+    return s;
+  }
+  KB_HD std::int64_t slots() const { return slot(4); }
+  // Children of n in merge order (left, right, top, bottom); returns their count.
+  KB_HD int children(std::int64_t n, std::int64_t out[4], std::int64_t dirs[4]) const {
+    const std::int64_t r = n / cols, c = n % cols;
+    int k = 0;
+    auto add = [&](std::int64_t ch, std::int64_t d) {
+      out[k] = ch;
+      dirs[k] = d;
+      ++k;
+    };
+    if (c <= c0 && c > 0) add(n - 1, 0);
+    if (c >= c0 && c + 1 < cols) add(n + 1, 1);
+    if (c == c0 && r <= r0 && r > 0) add(n - cols, 2);
+    if (c == c0 && r >= r0 && r + 1 < rows) add(n + cols, 3);
+    return k;
+  }
+  // Node i of an order that visits every child before its parent: columns from the outside
+  // in, then the centre column from the outside in, the root last.
+  KB_HD std::int64_t order(std::int64_t i) const {
+    const std::int64_t steps = imax(c0, cols - 1 - c0);
+    for (std::int64_t k = steps; k >= 1; --k)
+      for (std::int64_t side = 0; side < 2; ++side) {
+        const std::int64_t c = side == 0 ? c0 - k : c0 + k;
+        if (c < 0 || c >= cols) continue;
+        if (i < rows) return i * cols + c;
+        i -= rows;
+      }
+    const std::int64_t rsteps = imax(r0, rows - 1 - r0);
+    for (std::int64_t k = rsteps; k >= 1; --k)
+      for (std::int64_t side = 0; side < 2; ++side) {
+        const std::int64_t r = side == 0 ? r0 - k : r0 + k;
+        if (r < 0 || r >= rows) continue;
+        if (i == 0) return r * cols + c0;
+        --i;
+      }
+    return root();
+  }
+};
+
+KB_HD inline DecTree dec_pe_tree(const DecodeConfig& c) { return DecTree::of(c.hw.pe_rows, c.hw.pe_cols); }
+KB_HD inline DecTree dec_cube_tree(const DecodeConfig& c) { return DecTree::of(c.hw.cube_rows, c.hw.cube_cols); }
+KB_HD inline bool dec_intra_reduce(const DecodeConfig& c) {
+  return dec_case(c) == DecodeCase::cube_repl_pe_sp || dec_case(c) == DecodeCase::cube_sp_pe_sp;
+}
+KB_HD inline bool dec_cross_reduce(const DecodeConfig& c) {
+  return dec_case(c) == DecodeCase::cube_sp_pe_tp || dec_case(c) == DecodeCase::cube_sp_pe_sp;
+}
+// Inbox slots every PE holds (symmetric buffers): the cross-cube reduce of case 4 reuses the
+// intra-cube slots once they are free.
+KB_HD inline std::int64_t dec_slots(const DecodeConfig& c) {
+  std::int64_t s = 0;
+  if (dec_intra_reduce(c)) s = dec_pe_tree(c).slots();
+  if (dec_cross_reduce(c)) s = imax(s, dec_cube_tree(c).slots());
+  return s;
+}
+// The cube holding the answer where a cross-cube reduce leaves it (-1: none).
+KB_HD inline std::int64_t dec_root_cube(const DecodeConfig& c) {
+  return dec_cross_reduce(c) ? dec_cube_tree(c).root() : -1;
+}
+
+// Rows (units x G) of the PE with the most units.
+KB_HD inline std::int64_t dec_max_rows(const DecodeConfig& c) {
+  const std::int64_t U = dec_units(c), C = imax(1, c.hw.cubes_per_sip()), P = imax(1, c.hw.pes_per_cube());
+  std::int64_t u = U;
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp: u = ceil_div(U, P); break;
+    case DecodeCase::cube_repl_pe_tp: u = ceil_div(U, C * P); break;
+    case DecodeCase::cube_repl_pe_sp: u = U >= C ? ceil_div(U, C) : 1; break;
+    default: break;
+  }
+  return u * dec_group(c);
+}
+// The longest KV shard of a PE.
+KB_HD inline std::int64_t dec_max_shard(const DecodeConfig& c) { return ceil_div(c.s_kv, dec_kv_parts(c)); }
+
+// SRAM of a working PE with R rows and chunk Lc (bytes): q (f16), K and V chunks (f16, two
+// each), scores (f32), a chunk's (m, l, O) and a scratch row, the accumulated (m, l, O) and a
+// scratch (f32); plus on every PE of the launch the inboxes (m, l, O per slot) and, with
+// allreduce, the answer.
+KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc) {
+  const std::int64_t d = c.d_head, G = dec_group(c), Rm = dec_max_rows(c);
+  const std::int64_t sym = dec_slots(c) * Rm * (2 + d) * 4 + (c.allreduce ? Rm * d * 4 : 0);
+  return sym + rows * d * 2 + 8 * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
+}
+
+// HBM bytes of K and V on one cube (the placement's shards).
+KB_HD inline std::int64_t dec_kv_cube_bytes(const DecodeConfig& c, std::int64_t cube) {
+  const std::int64_t per_pos = 2 * 2 * dec_units(c) * c.d_head;  // K and V, f16, every unit
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp:
+    case DecodeCase::cube_sp_pe_sp: return per_pos * dec_part(c.s_kv, c.hw.cubes_per_sip(), cube).len;
+    default: return per_pos * c.s_kv;
+  }
+}
+// HBM bytes of q and the output on each cube (both replicated; allreduce: one output per cube).
+KB_HD inline std::int64_t dec_qo_cube_bytes(const DecodeConfig& c) { return 2 * 2 * dec_units(c) * dec_group(c) * c.d_head; }
+// KV bytes cube `cube` reads (its PEs' shards, every unit they compute).
+KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t cube) {
+  std::int64_t b = 0;
+  for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {
+    const DecWork w = dec_work(c, cube, p);
+    if (dec_works(w)) b += 2 * 2 * w.units.len * w.kv.len * c.d_head;
+  }
+  return b;
+}
+
+// Bounds: the KV cache's bytes over every cube's HBM bandwidth (the best any sharding could
+// do), and the busiest cube's KV reads over its HBM bandwidth (this case's placement).
+KB_HD inline ps_t dec_lower_bound_ps(const DecodeConfig& c) {
+  return transfer_ps(2 * 2 * dec_units(c) * c.s_kv * c.d_head, c.hw.cubes_per_sip() * c.hw.hbm_bandwidth_gbps);
+}
+KB_HD inline ps_t dec_case_bound_ps(const DecodeConfig& c) {
+  std::int64_t most = 0;
+  for (std::int64_t q = 0; q < c.hw.cubes_per_sip(); ++q) most = imax(most, dec_kv_read_bytes(c, q));
+  return transfer_ps(most, c.hw.hbm_bandwidth_gbps);
+}
+
+namespace dec_detail {
+
+KB_HD inline std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b; }
+KB_HD inline std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
+}
+
+KB_HD inline ps_t vec_ps(const DecodeConfig& c, VecOp op, std::int64_t rows, std::int64_t cols) {
+  return cycles_ps(vector_cycles(op, rows, cols, c.hw.vector_lanes), c.hw.clock_mhz);
+}
+// The vector ops of merging R rows of partials (m, l, O) into an accumulator:
+// t = m1; t = max(t, m2); m1 = exp(m1 - t); m2 = exp(m2 - t); l1 = l1 m1 + l2 m2;
+// O1 = O1 m1 + O2 m2 (row broadcasts); m1 = t.
+KB_HD inline ps_t merge_ps(const DecodeConfig& c, std::int64_t R) {
+  const std::int64_t d = c.d_head;
+  return 2 * vec_ps(c, VecOp::copy, 1, R) + vec_ps(c, VecOp::max, 1, R) + 2 * vec_ps(c, VecOp::sub, 1, R) +
+         2 * vec_ps(c, VecOp::exp, 1, R) + 2 * vec_ps(c, VecOp::mul, 1, R) + vec_ps(c, VecOp::add, 1, R) +
+         2 * vec_ps(c, VecOp::row_mul, R, d) + vec_ps(c, VecOp::add, 1, R * d);
+}
+
+// One chunk step's costs.
+struct Chunk {
+  ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
+  std::int64_t cyc;                        // matrix cycles
+};
+KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, bool merges, std::int64_t sharers) {
+  const std::int64_t d = c.d_head, G = dec_group(c);
+  const HwConfig& h = c.hw;
+  Chunk k;
+  k.ldk = shared_transfer_ps(d * n * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+  k.ldv = k.ldk;
+  const std::int64_t c1 = systolic_cycles(G, n, d, h.matrix_rows, h.matrix_cols, h.dataflow);
+  const std::int64_t c2 = systolic_cycles(G, d, n, h.matrix_rows, h.matrix_cols, h.dataflow);
+  k.cyc = c1 + c2;
+  k.mm1 = cycles_ps(c1, h.clock_mhz);
+  k.mm2 = cycles_ps(c2, h.clock_mhz);
+  k.va = vec_ps(c, VecOp::scale, 1, G * n) + vec_ps(c, VecOp::row_max, G, n) + vec_ps(c, VecOp::row_sub, G, n) +
+         vec_ps(c, VecOp::exp, 1, G * n);
+  k.vb = vec_ps(c, VecOp::row_sum, G, n);
+  k.merge = merges ? merge_ps(c, G) : -1;
+  return k;
+}
+
+// The state after a step: the DMA queue's free time, the last two S = q K^T and O = P V ends
+// (the matrix engine is free at the last O's), the vector engine's free time, the last
+// row-sum's end.
+struct Pipe {
+  ps_t d, k1, k2, v1, v2, vec, rs;
+};
+
+KB_HD inline void step(Pipe& p, const Chunk& k, ps_t lat) {
+  const ps_t ks = imax(p.d, p.k2);  // K buffer of this slot free: S of two steps ago done
+  p.d = ks + k.ldk;
+  const ps_t kdone = p.d + lat;
+  const ps_t vs = imax(p.d, p.v2);  // V buffer: O of two steps ago done
+  p.d = vs + k.ldv;
+  const ps_t vdone = p.d + lat;
+  const ps_t m1 = imax(imax(p.v1, kdone), p.rs) + k.mm1;  // scores buffer: last row-sum done
+  const ps_t exp_end = imax(p.vec, m1) + k.va;
+  const ps_t rs = exp_end + k.vb;
+  const ps_t m2 = imax(imax(m1, exp_end), vdone) + k.mm2;
+  p.vec = k.merge >= 0 ? imax(rs, m2) + k.merge : rs;
+  p.k2 = p.k1;
+  p.k1 = m1;
+  p.v2 = p.v1;
+  p.v1 = m2;
+  p.rs = rs;
+}
+
+KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) {
+  return a.k1 - a.d == b.k1 - b.d && a.k2 - a.d == b.k2 - b.d && a.v1 - a.d == b.v1 - b.d &&
+         a.v2 - a.d == b.v2 - b.d && a.vec - a.d == b.vec - b.d && a.rs - a.d == b.rs - b.d;
+}
+KB_HD inline void shift(Pipe& p, ps_t x) {
+  p.d += x, p.k1 += x, p.k2 += x, p.v1 += x, p.v2 += x, p.vec += x, p.rs += x;
+}
+
+// Applies `block` `count` times, jumping once the state repeats with period 1 or 2 (the
+// step map is homogeneous: f(x + c) = f(x) + c).
+template <class Block>
+KB_HD void repeat(Pipe& p, std::int64_t count, const Block& block) {
+  Pipe prev1 = p, prev2 = p;
+  for (std::int64_t i = 0; i < count; ++i) {
+    block(p);
+    const std::int64_t rest = count - 1 - i;
+    if (rest == 0) return;
+    if (i >= 1 && same_shape(p, prev1)) {
+      shift(p, rest * (p.d - prev1.d));
+      return;
+    }
+    if (i >= 2 && same_shape(p, prev2)) {
+      shift(p, (rest / 2) * (p.d - prev2.d));
+      if (rest % 2) block(p);
+      return;
+    }
+    prev2 = prev1;
+    prev1 = p;
+  }
+}
+
+// One PE's compute phase: its end times and busy totals.
+struct PeRun {
+  std::int64_t units, len, sharers;  // the key
+  ps_t dma, mm, vec;                 // DMA queue free, last matmul end, vector free
+  ps_t matrix_busy, vector_busy, dma_busy;
+  std::int64_t cycles, macs, read_bytes;
+};
+
+KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_t len, std::int64_t sharers) {
+  const HwConfig& h = c.hw;
+  const std::int64_t d = c.d_head, G = dec_group(c), Lc = c.chunk, R = units * G;
+  const ps_t lat = h.hbm_latency_ns * kPsPerNs;
+  const std::int64_t J = ceil_div(len, Lc), first = imin(Lc, len), last = len - (J - 1) * Lc;
+  const Chunk kf = chunk(c, first, false, sharers), km = chunk(c, Lc, true, sharers), kl = chunk(c, last, true, sharers);
+  PeRun r{units, len, sharers, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const ps_t bq = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+  Pipe p{bq, 0, 0, 0, 0, 0, 0};
+  auto unit = [&](Pipe& s) {
+    step(s, kf, lat);
+    if (J >= 3) repeat(s, J - 2, [&](Pipe& t) { step(t, km, lat); });
+    if (J >= 2) step(s, kl, lat);
+  };
+  repeat(p, units, unit);
+  r.dma = p.d, r.mm = p.v1, r.vec = p.vec;
+  auto add = [&](std::int64_t count, const Chunk& k, std::int64_t n) {
+    r.matrix_busy += count * (k.mm1 + k.mm2);
+    r.vector_busy += count * (k.va + k.vb + (k.merge >= 0 ? k.merge : 0));
+    r.dma_busy += count * (k.ldk + k.ldv);
+    r.cycles += count * k.cyc;
+    r.macs += count * 2 * G * n * d;
+    r.read_bytes += count * 2 * n * d * 2;
+  };
+  add(units, kf, first);
+  if (J >= 3) add(units * (J - 2), km, Lc);
+  if (J >= 2) add(units, kl, last);
+  r.dma_busy += bq;
+  r.read_bytes += R * d * 2;
+  return r;
+}
+
+// A message into a single-server queue (a copy-queue in-port, or a mesh link).
+struct Msg {
+  ps_t ready;
+  std::int64_t pe, issue;  // tie order: the sending PE (one cube), then its issue order
+  ps_t busy;
+  std::int32_t who;  // index of the sender (child or position) it arrives for
+};
+// Serves `n` messages ready first, then by sender and issue order; returns nothing, sets
+// each message's ready to its completion (+ latency).
+KB_HD inline void serve(Msg* m, int n, ps_t latency) {
+  for (int i = 1; i < n; ++i) {  // insertion sort on (ready, pe, issue)
+    const Msg x = m[i];
+    int j = i - 1;
+    while (j >= 0 && (m[j].ready > x.ready || (m[j].ready == x.ready && (m[j].pe > x.pe ||
+                                                                         (m[j].pe == x.pe && m[j].issue > x.issue))))) {
+      m[j + 1] = m[j];
+      --j;
+    }
+    m[j + 1] = x;
+  }
+  ps_t free = 0;
+  for (int i = 0; i < n; ++i) {
+    const ps_t start = imax(free, m[i].ready);
+    free = start + m[i].busy;
+    m[i].ready = free + latency;
+  }
+}
+
+// Per PE of the SIP: where its partials stand.
+struct PeState {
+  ps_t dma, mm, vec;   // DMA queue free, last matmul end, vector engine free
+  ps_t send;           // when its (m, l, O) may leave (its last merge, or compute, done)
+  std::int64_t rows;   // R = units x G (0: no work)
+};
+
+}  // namespace dec_detail
+
+// Resolves an automatic chunk: the longest power of two from 512 down to 16 (and at most the
+// longest shard) whose buffers fit the SRAM; 16 (or the shard) when none does.
+KB_HD inline void decode_complete(DecodeConfig& c) {
+  if (c.chunk != 0) return;
+  if (c.s_kv < 1 || c.h_kv < 1 || c.h_q < 1 || c.batch < 1 || c.d_head < 1 || c.decode_case < 1 || c.decode_case > 4 ||
+      c.hw.pe_rows < 1 || c.hw.pe_cols < 1 || c.hw.cube_rows < 1 || c.hw.cube_cols < 1 || c.s_kv > kDecMaxSkv ||
+      c.batch > kDecMaxBatch || c.h_q > kDecMaxHeads || c.d_head > kDecMaxDHead || c.hw.pe_rows > kMaxGrid ||
+      c.hw.pe_cols > kMaxGrid || c.hw.cube_rows > kMaxGrid || c.hw.cube_cols > kMaxGrid) {
+    c.chunk = kDecAutoChunk;  // the check reports the real problem
+    return;
+  }
+  const std::int64_t shard = imax(1, dec_max_shard(c)), rows = dec_max_rows(c);
+  std::int64_t lc = kDecAutoChunk;
+  while (lc > kDecMinAutoChunk && (lc > shard * 2 || dec_sram_bytes(c, rows, imin(lc, shard)) > c.hw.sram_bytes()))
+    lc /= 2;
+  c.chunk = imin(lc, shard);
+}
+
+KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
+  const HwConfig& h = c.hw;
+  if (!coll_hw_ok(h) || h.matrix_rows < 1 || h.matrix_rows > kMaxArray || h.matrix_cols < 1 ||
+      h.matrix_cols > kMaxArray || static_cast<std::int64_t>(h.dataflow) < 0 || static_cast<std::int64_t>(h.dataflow) > 2)
+    return kDecBadHardware;
+  if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
+  if (c.s_kv < 1 || c.s_kv > kDecMaxSkv || c.batch < 1 || c.batch > kDecMaxBatch || c.h_q < 1 ||
+      c.h_q > kDecMaxHeads || c.h_kv < 1 || c.h_kv > c.h_q || c.h_q % c.h_kv != 0 || c.d_head < 1 ||
+      c.d_head > kDecMaxDHead)
+    return kDecBadShape;
+  if (h.cubes_per_sip() > kDecMaxGrid || h.pes_per_cube() > kDecMaxGrid || h.cubes_per_sip() * h.pes_per_cube() > kDecMaxPes)
+    return kDecTooLarge;
+  if (c.s_kv < dec_kv_parts(c)) return kDecShortKv;
+  if (c.chunk < 1 || c.chunk > c.s_kv) return kDecBadChunk;
+  if (c.allreduce && dec_case(c) != DecodeCase::cube_sp_pe_sp) return kDecBadAllreduce;
+  const std::int64_t rows = dec_max_rows(c), lc = imin(c.chunk, dec_max_shard(c));
+  if (dec_sram_bytes(c, rows, lc) > h.sram_bytes()) return kDecSramOverflow;
+  for (std::int64_t q = 0; q < h.cubes_per_sip(); ++q)
+    if (dec_kv_cube_bytes(c, q) + dec_qo_cube_bytes(c) > h.hbm_capacity_bytes()) return kDecHbmOverflow;
+  // Every op's time must be representable, and so the sum of every op's busy time and latency
+  // (a bound on any finish time): the largest transfer at the smallest share, the largest
+  // matmul and vector op, times the ops of the busiest PE, times the PEs.
+  using dec_detail::sat_add;
+  using dec_detail::sat_mul;
+  const std::int64_t d = c.d_head, P = h.pes_per_cube(), shard = dec_max_shard(c);
+  const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
+  if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;
+  const dec_detail::Chunk k = dec_detail::chunk(c, c.chunk, true, P);
+  const std::int64_t steps = sat_mul(ceil_div(rows, dec_group(c)), ceil_div(shard, c.chunk));
+  if (4 * dec_units(c) * c.s_kv * d > kTimeLimitPs / kPsPerNs) return kDecTimeOverflow;  // the bounds' bytes
+  ps_t per_step = k.ldk + k.ldv + k.mm1 + k.mm2 + k.va + k.vb + k.merge + 2 * h.hbm_latency_ns * kPsPerNs;
+  const ps_t comm = 4 * (transfer_ps(rows * (2 + d) * 4, imin(h.ipcq.bandwidth_gbps, h.cube_link.bandwidth_gbps)) +
+                         (h.ipcq.latency_ns + h.cube_link.latency_ns + h.hbm_latency_ns) * kPsPerNs) +
+                    dec_detail::merge_ps(c, rows) + dec_detail::vec_ps(c, VecOp::row_div, rows, d) +
+                    shared_transfer_ps(rows * d * 4, h.dma_gbps(), h.hbm_bandwidth_gbps, P);
+  const ps_t bound = sat_mul(sat_add(sat_mul(steps, per_step), comm), h.cubes_per_sip() * P + 1);
+  if (bound >= kTimeLimitPs) return kDecTimeOverflow;
+  return kDecOk;
+}
+
+KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
+  using namespace dec_detail;
+  DecodeResult r{};
+  r.status = decode_check(c);
+  if (r.status != kDecOk) return r;
+  const HwConfig& h = c.hw;
+  const std::int64_t C = h.cubes_per_sip(), P = h.pes_per_cube(), d = c.d_head, G = dec_group(c);
+  const ps_t lat = h.hbm_latency_ns * kPsPerNs;
+  const DecodeCase kase = dec_case(c);
+  PeState st[kDecMaxPes];
+  std::int64_t sharers_of[kDecMaxGrid];
+  // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation.
+  PeRun cache[4];
+  int ncache = 0, next = 0;
+  for (std::int64_t q = 0; q < C; ++q) {
+    std::int64_t sharers = 0;
+    for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(dec_work(c, q, p));
+    sharers_of[q] = sharers;
+    for (std::int64_t p = 0; p < P; ++p) {
+      PeState& s = st[q * P + p];
+      const DecWork w = dec_work(c, q, p);
+      s = PeState{0, 0, 0, 0, 0};
+      if (!dec_works(w)) continue;
+      int hit = -1;
+      for (int i = 0; i < ncache; ++i)
+        if (cache[i].units == w.units.len && cache[i].len == w.kv.len && cache[i].sharers == sharers) hit = i;
+      if (hit < 0) {
+        hit = next;
+        cache[hit] = run_pe(c, w.units.len, w.kv.len, sharers);
+        next = (next + 1) % 4;
+        if (ncache < 4) ++ncache;
+      }
+      const PeRun& e = cache[hit];
+      s = PeState{e.dma, e.mm, e.vec, imax(e.vec, e.mm), w.units.len * G};
+      r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
+      r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
+      r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
+      ++r.working_pes;
+    }
+  }
+  auto done = [&](ps_t t) { r.latency_ps = imax(r.latency_ps, t); };
+  const ps_t ipcq_lat = h.ipcq.latency_ns * kPsPerNs, link_lat = h.cube_link.latency_ns * kPsPerNs;
+  // Merges children into `s` in order, their partials arriving at arrival[i].
+  auto merge_into = [&](PeState& s, const ps_t* arrival, int n) {
+    const ps_t m = merge_ps(c, s.rows);
+    for (int i = 0; i < n; ++i) {
+      s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
+      r.vector_busy_ps += m;
+    }
+    s.send = imax(s.vec, s.mm);
+  };
+  // The answer: O / l on the PE, then (when it writes) a store of O (f16) through its DMA queue.
+  auto finish = [&](PeState& s, std::int64_t cube, bool writes) {
+    const ps_t div = vec_ps(c, VecOp::row_div, s.rows, d);
+    const ps_t end = imax(s.vec, s.mm) + div;
+    r.vector_busy_ps += div;
+    s.vec = end;
+    done(end);
+    if (!writes) return end;
+    const ps_t b = shared_transfer_ps(s.rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[cube]);
+    s.dma = imax(s.dma, end) + b;
+    r.dma_busy_ps += b;
+    r.hbm_write_bytes += s.rows * d * 2;
+    done(s.dma + lat);
+    return end;
+  };
+
+  // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE.
+  const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
+  if (dec_intra_reduce(c)) {
+    for (std::int64_t q = 0; q < C; ++q) {
+      if (st[q * P].rows == 0) continue;  // a cube without units (case 3)
+      for (std::int64_t i = 0; i < P; ++i) {
+        const std::int64_t n = pt.order(i);
+        PeState& x = st[q * P + n];
+        std::int64_t ch[4], dirs[4];
+        const int k = pt.children(n, ch, dirs);
+        if (k == 0) continue;
+        Msg m[12];
+        int nm = 0;
+        const std::int64_t R = x.rows;
+        const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
+        for (int j = 0; j < k; ++j) {
+          const ps_t t = st[q * P + ch[j]].send;  // its out-port sends m, l, O back to back
+          m[nm++] = Msg{t, ch[j], 0, bm, j};
+          m[nm++] = Msg{t + bm, ch[j], 1, bm, j};
+          m[nm++] = Msg{t + 2 * bm, ch[j], 2, bo, j};
+          r.copies_pe += 3;
+          r.link_bytes_pe += R * (2 + d) * 4;
+        }
+        serve(m, nm, ipcq_lat);
+        ps_t arrival[4] = {0, 0, 0, 0};
+        for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
+        merge_into(x, arrival, k);
+      }
+    }
+  }
+
+  const std::int64_t pr = pt.root();
+  if (kase == DecodeCase::cube_repl_pe_tp) {
+    for (std::int64_t g = 0; g < C * P; ++g)
+      if (st[g].rows > 0) finish(st[g], g / P, true);
+  } else if (kase == DecodeCase::cube_repl_pe_sp) {
+    for (std::int64_t q = 0; q < C; ++q)
+      if (st[q * P + pr].rows > 0) finish(st[q * P + pr], q, dec_writer(c, q));
+  } else {
+    // Cross-cube reduce (cases 1 and 4): PE position p of each cube to the centre cube's; in
+    // case 4 only the cubes' centre PEs, each waiting until the receiver's inboxes are free.
+    const bool flow = kase == DecodeCase::cube_sp_pe_sp;
+    ps_t free_at[kDecMaxGrid];  // case 4: when cube q's centre PE has merged its own cube
+    for (std::int64_t q = 0; q < C; ++q) free_at[q] = st[q * P + pr].send;
+    for (std::int64_t i = 0; i < C; ++i) {
+      const std::int64_t x = ct.order(i);
+      std::int64_t ch[4], dirs[4];
+      const int k = ct.children(x, ch, dirs);
+      if (k == 0) continue;
+      ps_t arrival[kDecMaxGrid][4];
+      for (int j = 0; j < k; ++j) {
+        Msg m[3 * kDecMaxGrid];
+        int nm = 0;
+        for (std::int64_t p = 0; p < P; ++p) {
+          if (flow && p != pr) continue;
+          const PeState& s = st[ch[j] * P + p];
+          if (s.rows == 0) continue;
+          const ps_t t = flow ? imax(s.send, free_at[x]) : s.send;
+          const std::int64_t R = s.rows;
+          const ps_t bm = transfer_ps(R * 4, h.cube_link.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+          m[nm++] = Msg{t, p, 0, bm, static_cast<std::int32_t>(p)};
+          m[nm++] = Msg{t, p, 1, bm, static_cast<std::int32_t>(p)};
+          m[nm++] = Msg{t, p, 2, bo, static_cast<std::int32_t>(p)};
+          r.copies_cube += 3;
+          r.link_bytes_cube += R * (2 + d) * 4;
+        }
+        serve(m, nm, link_lat);
+        for (std::int64_t p = 0; p < P; ++p) arrival[p][j] = 0;
+        for (int e = 0; e < nm; ++e) arrival[m[e].who][j] = imax(arrival[m[e].who][j], m[e].ready);
+      }
+      for (std::int64_t p = 0; p < P; ++p) {
+        PeState& s = st[x * P + p];
+        if (s.rows == 0 || (flow && p != pr)) continue;
+        merge_into(s, arrival[p], k);
+      }
+    }
+    const std::int64_t rc = ct.root();
+    if (kase == DecodeCase::cube_sp_pe_tp) {
+      for (std::int64_t p = 0; p < P; ++p)
+        if (st[rc * P + p].rows > 0) finish(st[rc * P + p], rc, true);
+    } else if (!c.allreduce) {
+      finish(st[rc * P + pr], rc, true);
+    } else {
+      // Broadcast O (f32) from the root cube down the tree; every cube stores its answer.
+      ps_t got[kDecMaxGrid];
+      got[rc] = finish(st[rc * P + pr], rc, false);
+      const std::int64_t R = st[rc * P + pr].rows;
+      const ps_t bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+      for (std::int64_t i = C - 1; i >= 0; --i) {  // parents before children
+        const std::int64_t x = ct.order(i);
+        std::int64_t ch[4], dirs[4];
+        const int k = ct.children(x, ch, dirs);
+        for (int j = 0; j < k; ++j) {
+          got[ch[j]] = got[x] + bo + link_lat;
+          r.copies_cube += 1;
+          r.link_bytes_cube += R * d * 4;
+          done(got[ch[j]]);
+        }
+      }
+      for (std::int64_t q = 0; q < C; ++q) {
+        PeState& s = st[q * P + pr];
+        const ps_t b = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[q]);
+        s.dma = imax(s.dma, got[q]) + b;
+        r.dma_busy_ps += b;
+        r.hbm_write_bytes += R * d * 2;
+        done(s.dma + lat);
+      }
+    }
+  }
+  for (std::int64_t q = 0; q < C; ++q) {
+    const std::int64_t kv = dec_kv_cube_bytes(c, q);
+    r.kv_footprint_bytes += kv;
+    r.kv_max_cube_bytes = imax(r.kv_max_cube_bytes, kv);
+  }
+  return r;
+}
+
+// The family as the generic sweep engine sees it (src/device/sweep/).
+struct DecodeModel {
+  using Config = DecodeConfig;
+  using Result = DecodeResult;
+  static constexpr int kStatuses = kDecStatusCount;
+  KB_HD static void complete(Config& c) { decode_complete(c); }
+  KB_HD static KB_NOINLINE Result evaluate(const Config& c) { return decode_model(c); }
+  KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
+    switch (kind) {
+      case kDecCostFootprint: return r.kv_footprint_bytes;
+      case kDecCostLinkBytes: return r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip;
+      case kDecCostPes: return r.working_pes;
+      default: (void)c; return 0;
+    }
+  }
+};
+
+}  // namespace kb

@@ -1,0 +1,46 @@
+// GQA decode attention on the reference runtime: flash decoding of one token against a KV
+// cache placed in HBM by one of four sharding cases (src/device/models/decode.h), each PE
+// working through its shard in chunks and the partial (m, l, O) merged up the trees of the
+// collectives' reduce to the centre root.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../device/models/decode.h"
+#include "../runtime/context.h"
+
+namespace kb {
+
+struct DecodeRun {
+  RunReport report;
+  // Data mode: the inputs (q [units x G, d], K [batch, h_kv, d, S], V [batch, h_kv, S, d])
+  // and the answer as written to HBM, [units x G, d]; with allreduce, one per cube.
+  std::vector<float> q, k, v;
+  std::vector<std::vector<float>> outputs;
+  std::string trace;
+  std::int64_t readers = 0;  // PEs that loaded from HBM
+};
+
+TopologySpec decode_topology(const DecodeConfig& c);
+
+// Runs the config (decode_check must accept it); data mode fills q, K and V with random
+// values from `seed`.
+DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, bool trace = false);
+
+// softmax(q K^T / sqrt(d)) V in float64, [units x G, d], from a run's inputs.
+std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run);
+
+// The family's reference: the figures of run_decode, as the model reports them.
+DecodeResult decode_reference(const DecodeConfig& c, std::string* trace);
+
+// The one-line reason a status names, for `eval decode`.
+std::string decode_status_message(std::int32_t status, const DecodeConfig& c);
+
+// The original study's panel name and kind of a case (1..4).
+const char* decode_panel(std::int64_t decode_case);
+const char* decode_kind(std::int64_t decode_case);
+const char* decode_case_name(std::int64_t decode_case);  // "cube-SP / PE-TP", ...
+
+}  // namespace kb
