@@ -95,7 +95,7 @@ TEST(Collectives, MilestoneGivesTheCommittedNumbers) {
   EXPECT_EQ(doc["schema"], "kernbench-gpu/allreduce-sweep");
   EXPECT_EQ(doc["parity"]["ok"], true);
   EXPECT_EQ(doc["direct_launch"]["ok"], true);
-  const json want = load(kRoot + "/docs/diagrams/allreduce_sweep.json");
+  const json want = load(kRoot + "/docs/diagrams/ccl/allreduce_sweep.json");
   ASSERT_EQ(doc["configs"].size(), want["configs"].size());
   for (std::size_t i = 0; i < want["configs"].size(); ++i)
     for (const auto& [key, value] : want["configs"][i].items())

@@ -30,7 +30,7 @@ struct BenchInfo {
   std::string domain;  // output subfolder of benches/1H_milestone_output/
   BenchFn fn = nullptr;
   std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"; `run --fast`
-                     // re-renders the committed copy in docs/diagrams/
+                     // re-renders the committed copy in docs/diagrams/<domain>/
   std::string plot;  // its script in tools/plot/, e.g. "plot_gemm.py"; "" when it has no figures
 };
 

@@ -170,9 +170,9 @@ int cli_main(int argc, char** argv) {
         throw InputError("--backend " + backend + ": expected auto, cuda or omp");
       const char* env_fast = std::getenv("MILESTONE_FAST");
       if (fast || (env_fast && std::string(env_fast) == "1")) {
-        // Re-render the committed results (docs/diagrams/), without simulating.
+        // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
         if (b.plot.empty()) throw InputError("--fast: bench " + b.name + " has no figures to re-render");
-        const std::string committed = data_dir() + "/docs/diagrams/" + b.json;
+        const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
         const std::string json = ctx.out_dir + "/" + b.json;
         write_file_atomic(json, read_file(committed));
         render_figures(b.plot, json, ctx.out_dir);

@@ -1,0 +1,124 @@
+// Parity of the decode family: for every backend, the batched model (exec) and the reference
+// engine (ref) agree exactly on every parity figure of the family's table, on every point of
+// milestone-gqa-decode-4cases and on random configs covering every case, ragged splits,
+// batches, head groupings, chunking, grids and hardware figures (zero latencies included).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "benches/milestone_gqa_decode.h"
+#include "host/families/family.h"
+#include "host/kernels/decode.h"
+#include "host/parity/figures.h"
+#include "host/sweep/backend.h"
+#include "host/topology/load.h"
+
+namespace kb {
+
+inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
+
+namespace {
+
+std::string describe(const DecodeConfig& c) {
+  std::ostringstream o;
+  o << "case " << c.decode_case << " s_kv=" << c.s_kv << " batch=" << c.batch << " h_q=" << c.h_q << " h_kv=" << c.h_kv
+    << " d=" << c.d_head << " chunk=" << c.chunk << " allreduce=" << c.allreduce << " cubes=" << c.hw.cube_rows << "x"
+    << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x" << c.hw.pe_cols << " array=" << c.hw.matrix_rows << "x"
+    << c.hw.matrix_cols << " df=" << static_cast<int>(c.hw.dataflow) << " lanes=" << c.hw.vector_lanes;
+  return o.str();
+}
+
+// Random valid configs whose reference run stays small; `counts` tallies them per case and
+// whether a PE works through more than one chunk.
+std::vector<DecodeConfig> random_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
+  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const std::int64_t arrays[] = {1, 2, 3, 4, 8, 16, 32};
+  const std::int64_t heads[] = {1, 2, 3, 8, 16, 32, 64, 128};
+  std::vector<DecodeConfig> out;
+  counts->assign(10, 0);
+  while (static_cast<int>(out.size()) < count) {
+    DecodeConfig c{};
+    c.hw = base.hw();
+    HwConfig& h = c.hw;
+    h.cube_rows = pick(1, 3), h.cube_cols = pick(1, 4);
+    h.pe_rows = pick(1, 3), h.pe_cols = pick(1, 4);
+    auto link = [&](LinkSpec& l) {
+      l.bandwidth_gbps = pick(1, 400);
+      l.latency_ns = pick(0, 3) ? pick(0, 800) : 0;
+    };
+    link(h.cube_link), link(h.ipcq);
+    h.hbm_bandwidth_gbps = pick(1, 1500);
+    h.hbm_latency_ns = pick(0, 3) ? pick(0, 300) : 0;
+    h.dma_engines = pick(1, 4);
+    h.dma_bandwidth_gbps = pick(1, 400);
+    h.clock_mhz = pick(100, 3000);
+    h.vector_lanes = pick(1, 128);
+    h.matrix_rows = arrays[pick(0, 6)], h.matrix_cols = arrays[pick(0, 6)];
+    h.dataflow = static_cast<Dataflow>(pick(0, 2));
+    h.sram_kib = pick(0, 3) ? 2048 : pick(16, 512);
+    h.hbm_capacity_mib = pick(1, 64);
+    c.decode_case = pick(1, 4);
+    c.batch = pick(0, 2) ? 1 : pick(2, 6);
+    c.h_kv = pick(0, 2) ? 1 : pick(2, 3);
+    c.h_q = c.h_kv * pick(1, 8);
+    c.d_head = heads[pick(0, 7)];
+    DecodeConfig probe = c;
+    probe.s_kv = 1, probe.chunk = 1;
+    const std::int64_t parts = dec_kv_parts(probe);
+    c.s_kv = parts * pick(1, pick(0, 3) ? 12 : 200) + pick(0, parts - 1);
+    c.chunk = pick(0, 1) ? 0 : pick(1, std::min<std::int64_t>(c.s_kv, 64));
+    c.allreduce = c.decode_case == 4 ? pick(0, 1) : 0;
+    decode_complete(c);
+    if (decode_check(c) != kDecOk) continue;
+    // Keep the reference small: the busiest PE's steps times the PEs.
+    const std::int64_t steps = ceil_div(dec_max_rows(c), dec_group(c)) * ceil_div(dec_max_shard(c), c.chunk);
+    if (steps * h.cubes_per_sip() * h.pes_per_cube() > 6000) continue;
+    ++(*counts)[static_cast<std::size_t>((c.decode_case - 1) * 2 + (ceil_div(dec_max_shard(c), c.chunk) > 1))];
+    ++(*counts)[8 + static_cast<std::size_t>(c.allreduce)];
+    out.push_back(c);
+  }
+  return out;
+}
+
+class DecodeParity : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
+      GTEST_SKIP() << "CUDA backend not run: " << why;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, DecodeParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
+                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+
+TEST_P(DecodeParity, TenThousandRandomConfigs) {
+  std::vector<int> counts;
+  const std::vector<DecodeConfig> configs = random_configs(10000, 20261130, &counts);
+  for (std::size_t i = 0; i < counts.size(); ++i) EXPECT_GT(counts[i], 100) << "combination " << i << " barely covered";
+  const std::vector<DecodeResult> exec = eval<DecodeModel>(GetParam(), configs);
+  ASSERT_EQ(exec.size(), configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kDecOk) << describe(configs[i]);
+    const DecodeResult ref = decode_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+  }
+}
+
+TEST_P(DecodeParity, EveryMilestonePoint) {
+  const TopologySpec def = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  const std::vector<DecodeConfig> configs = decode_milestone_configs(def);
+  ASSERT_GE(configs.size(), 4u);
+  const std::vector<DecodeResult> exec = eval<DecodeModel>(GetParam(), configs);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kDecOk) << describe(configs[i]);
+    const DecodeResult ref = decode_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "") << describe(configs[i]);
+  }
+}
+
+}  // namespace
+}  // namespace kb
