@@ -1,0 +1,210 @@
+// GQA decode attention on the reference runtime: every case's answer matches a float64
+// dense attention within fp16 accuracy; the structure the study describes (who works, the
+// copies per level, the root cube, the memory footprint) holds; the reduction trees are the
+// collectives' reduce to the centre root; the vector ops the merges use compute and cost
+// what they say.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <set>
+#include <utility>
+
+#include "benches/milestone_gqa_decode.h"
+#include "host/common/error.h"
+#include "device/models/allreduce.h"
+#include "host/kernels/decode.h"
+#include "host/runtime/numeric.h"
+#include "host/topology/load.h"
+
+namespace kb {
+namespace {
+
+TopologySpec topo(const char* name) { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + name); }
+
+DecodeConfig small(std::int64_t k, std::int64_t s_kv, std::int64_t batch, std::int64_t h_q, std::int64_t h_kv,
+                   std::int64_t d, std::int64_t chunk, bool allreduce = false) {
+  DecodeConfig c{};
+  c.hw = topo("default.yaml").hw();
+  c.decode_case = k, c.s_kv = s_kv, c.batch = batch, c.h_q = h_q, c.h_kv = h_kv, c.d_head = d, c.chunk = chunk;
+  c.allreduce = allreduce;
+  decode_complete(c);
+  return c;
+}
+
+// Normwise relative error: max |out - ref| over max |ref|.
+double max_rel_error(const std::vector<float>& out, const std::vector<double>& ref) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(out[i]) - ref[i]));
+    scale = std::max(scale, std::fabs(ref[i]));
+  }
+  return err / scale;
+}
+
+TEST(Decode, EveryCaseMatchesDenseAttentionInFloat64) {
+  // Ragged shards and chunks, several units per PE, groups of 4 queries per KV head.
+  struct Shape {
+    std::int64_t s_kv, batch, h_q, h_kv, d, chunk;
+  };
+  const Shape shapes[] = {{1000, 1, 8, 1, 64, 48}, {700, 3, 8, 2, 32, 0}, {4099, 2, 4, 1, 16, 33}};
+  double worst = 0;
+  for (const Shape& s : shapes)
+    for (std::int64_t k = 1; k <= 4; ++k)
+      for (bool ar : {false, true}) {
+        if (ar && k != 4) continue;
+        const DecodeConfig c = small(k, s.s_kv, s.batch, s.h_q, s.h_kv, s.d, s.chunk, ar);
+        ASSERT_EQ(decode_check(c), kDecOk) << decode_status_message(decode_check(c), c);
+        const DecodeRun run = run_decode(c, true, 11 + static_cast<std::uint64_t>(k));
+        const std::vector<double> ref = decode_dense_reference(c, run);
+        ASSERT_EQ(run.outputs.size(), ar ? static_cast<std::size_t>(c.hw.cubes_per_sip()) : 1u);
+        for (std::size_t q = 0; q < run.outputs.size(); ++q) {
+          const double e = max_rel_error(run.outputs[q], ref);
+          worst = std::max(worst, e);
+          // fp16 storage of the answer (2^-11) plus f16 inputs through f32 arithmetic.
+          EXPECT_LT(e, 4e-3) << "case " << k << " s_kv " << s.s_kv << " batch " << s.batch << " cube " << q;
+        }
+      }
+  std::cout << "decode: max relative error against float64 dense attention: " << worst << "\n";
+  RecordProperty("max_relative_error", std::to_string(worst));
+}
+
+TEST(Decode, TheStudysStructure) {
+  const TopologySpec t = topo("default.yaml");
+  struct Want {
+    std::int64_t pes, copies_pe, copies_cube, root_cube, footprint_mib;
+  };
+  const Want want[] = {{8, 0, 21, 6, 64}, {1, 0, 0, -1, 512}, {64, 168, 0, -1, 512}, {64, 168, 21, 6, 64}};
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    const DecodeConfig c = decode_headline(t, k);
+    const DecodeResult r = decode_reference(c, nullptr);
+    const Want& w = want[k - 1];
+    EXPECT_EQ(r.working_pes, w.pes) << k;
+    EXPECT_EQ(r.copies_pe, w.copies_pe) << k;
+    EXPECT_EQ(r.copies_cube, w.copies_cube) << k;
+    EXPECT_EQ(r.copies_sip, 0) << k;
+    EXPECT_EQ(dec_root_cube(c), w.root_cube) << k;
+    EXPECT_EQ(r.kv_footprint_bytes, w.footprint_mib << 20) << k;
+    EXPECT_EQ(r.hbm_write_bytes, 8 * 128 * 2) << k;  // one answer, written once
+    EXPECT_GE(r.latency_ps, dec_case_bound_ps(c)) << k;
+    EXPECT_GE(dec_case_bound_ps(c), dec_lower_bound_ps(c)) << k;
+  }
+  // Case 4 with allreduce: the answer travels back over the 7 tree edges and every cube writes it.
+  DecodeConfig ar = decode_headline(t, 4);
+  ar.allreduce = 1;
+  const DecodeResult r = decode_reference(ar, nullptr);
+  EXPECT_EQ(r.copies_cube, 21 + 7);
+  EXPECT_EQ(r.hbm_write_bytes, 8 * 8 * 128 * 2);
+  // The centre of a 2 x 4 grid is (1, 2): cube 6, and PE 6 of each cube.
+  EXPECT_EQ(dec_cube_tree(ar).root(), 6);
+  EXPECT_EQ(dec_pe_tree(ar).root(), 6);
+}
+
+// The trees' edges are the collectives' reduce to the centre root (algo root, op reduce).
+TEST(Decode, TreesAreTheCollectivesReduceToRoot) {
+  for (std::int64_t rows = 1; rows <= 4; ++rows)
+    for (std::int64_t cols = 1; cols <= 4; ++cols) {
+      if (rows * cols < 2) continue;
+      AllreduceConfig a{};
+      a.hw = topo("default.yaml").hw();
+      a.hw.pe_rows = rows, a.hw.pe_cols = cols;
+      a.level = static_cast<std::int64_t>(CollLevel::pe);
+      a.algo = static_cast<std::int64_t>(CollAlgo::root);
+      a.op = static_cast<std::int64_t>(CollOp::reduce);
+      a.ranks = rows * cols, a.chunks = 1, a.bytes = 2 * a.ranks * 4, a.buffer = 0;
+      ASSERT_EQ(allreduce_check(a), kArOk);
+      struct Sink {
+        std::set<std::pair<std::int64_t, std::int64_t>> edges;
+        void xfer(std::int64_t, const CollXfer& x) { edges.emplace(x.src, x.dst); }
+        void flush() {}
+      } sink;
+      coll_schedule(a, sink);
+      std::set<std::pair<std::int64_t, std::int64_t>> ours;
+      const DecTree t = DecTree::of(rows, cols);
+      EXPECT_EQ(t.root(), coll_root(a));
+      for (std::int64_t n = 0; n < rows * cols; ++n) {
+        const std::int64_t p = t.parent(n);
+        if (p >= 0) ours.emplace(n, p);
+        // Children are exactly the nodes whose parent this is, and the order visits them first.
+        std::int64_t ch[4], dirs[4];
+        const int k = t.children(n, ch, dirs);
+        for (int j = 0; j < k; ++j) EXPECT_EQ(t.parent(ch[j]), n);
+      }
+      EXPECT_EQ(ours, sink.edges) << rows << "x" << cols;
+      std::set<std::int64_t> seen;
+      for (std::int64_t i = 0; i < rows * cols; ++i) {
+        const std::int64_t n = t.order(i);
+        std::int64_t ch[4], dirs[4];
+        const int k = t.children(n, ch, dirs);
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(seen.count(ch[j])) << rows << "x" << cols << " node " << n;
+        seen.insert(n);
+      }
+      EXPECT_EQ(static_cast<std::int64_t>(seen.size()), rows * cols);
+    }
+}
+
+TEST(Decode, AutomaticChunkFitsTheSramAndBadRequestsNameTheirReason) {
+  DecodeConfig c = small(4, 131072, 64, 8, 1, 128, 0);
+  EXPECT_EQ(decode_check(c), kDecOk);
+  EXPECT_LE(dec_sram_bytes(c, dec_max_rows(c), c.chunk), c.hw.sram_bytes());
+  c = small(2, 131072, 1, 8, 1, 128, 131072);
+  EXPECT_EQ(decode_check(c), kDecSramOverflow);
+  EXPECT_NE(decode_status_message(kDecSramOverflow, c).find("bytes of SRAM"), std::string::npos);
+  EXPECT_EQ(decode_check(small(4, 63, 1, 8, 1, 128, 0)), kDecShortKv);
+  EXPECT_EQ(decode_check(small(4, 64, 1, 8, 3, 128, 0)), kDecBadShape);
+  EXPECT_EQ(decode_check(small(2, 1024, 1, 8, 1, 128, 0, true)), kDecBadAllreduce);
+  EXPECT_EQ(decode_check(small(2, INT64_C(1) << 24, 64, 64, 8, 128, 0)), kDecHbmOverflow);
+  EXPECT_THROW(run_decode(small(5, 1024, 1, 8, 1, 128, 0), false), InputError);
+}
+
+// The vector ops the merges use: values in f32 stored to the buffer's type, and one pass of
+// the lanes each (tiny: 4 lanes at 1 GHz).
+TEST(Decode, CopySubAndRowBroadcastOps) {
+  RuntimeContext ctx(topo("tiny.yaml"), ContextOptions{true});
+  const Tensor a = ctx.random({4, 8}, DType::f32, Placement{}, "a", 5);
+  const Tensor v = ctx.random({4, 1}, DType::f32, Placement{}, "v", 6);
+  const VecOp ops[] = {VecOp::copy, VecOp::sub, VecOp::row_sub, VecOp::row_mul, VecOp::row_div};
+  std::vector<Tensor> outs;
+  std::vector<OpId> id(5);
+  for (int i = 0; i < 5; ++i) outs.push_back(ctx.zeros({4, 8}, DType::f32, Placement{}, "o" + std::to_string(i)));
+  ctx.launch("vec", LaunchGrid{}, [&](PeProgram& p) {
+    for (int i = 0; i < 5; ++i) {
+      const SramBuf x = p.sram(128, DType::f32), y = p.sram(128, DType::f32), r = p.sram(16, DType::f32);
+      const OpId lx = p.load(a, Region{0, 4, 0, 8}, x), lr = p.load(v, Region{0, 4, 0, 1}, r);
+      const OpId ly = p.load(a, Region{0, 4, 0, 8}, y);
+      switch (ops[i]) {
+        case VecOp::copy: id[i] = p.vector_copy(x, r, 4, {lx, lr}); break;
+        case VecOp::sub: id[i] = p.vector_sub(x, y, 32, {lx, ly}); break;
+        case VecOp::row_sub: id[i] = p.row_sub(x, r, 4, 8, {lx, lr}); break;
+        case VecOp::row_mul: id[i] = p.row_mul(x, r, 4, 8, {lx, lr}); break;
+        default: id[i] = p.row_div(x, r, 4, 8, {lx, lr}); break;
+      }
+      p.store(x, outs[static_cast<std::size_t>(i)], Region{0, 4, 0, 8}, {id[i]});
+    }
+  });
+  const RunReport rep = ctx.run();
+  ASSERT_EQ(rep.status, engine::Status::ok) << rep.message;
+  const auto& A = ctx.values(a);
+  const auto& V = ctx.values(v);
+  for (int i = 0; i < 5; ++i) {
+    const auto& o = ctx.values(outs[static_cast<std::size_t>(i)]);
+    for (int e = 0; e < 32; ++e) {
+      const float x = A[static_cast<std::size_t>(e)], r = V[static_cast<std::size_t>(e / 8)];
+      float want = 0;
+      switch (ops[i]) {
+        case VecOp::copy: want = e < 4 ? V[static_cast<std::size_t>(e)] : x; break;
+        case VecOp::sub: want = 0.0f; break;
+        case VecOp::row_sub: want = x - r; break;
+        case VecOp::row_mul: want = x * r; break;
+        default: want = x / r; break;
+      }
+      EXPECT_EQ(o[static_cast<std::size_t>(e)], want) << i << " " << e;
+    }
+    const auto& tm = rep.result.timing[static_cast<std::size_t>(id[i])];
+    EXPECT_EQ(tm.busy_end - tm.start, (ops[i] == VecOp::copy ? 1 : 8) * 1000) << i;
+  }
+}
+
+}  // namespace
+}  // namespace kb
