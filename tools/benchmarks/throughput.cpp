@@ -4,6 +4,7 @@
 
 #include "benches/milestone_1h_ccl.h"
 #include "benches/milestone_1h_gemm.h"
+#include "benches/milestone_gqa_decode.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
 #include "host/sweep/backend.h"
@@ -149,6 +150,49 @@ void BM_ReferenceCclMilestone(benchmark::State& state) {
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReferenceCclMilestone)->Unit(benchmark::kMillisecond);
+
+// Decode: the 77 milestone-gqa-decode-4cases points (four cases at the headline shape, case 4
+// with allreduce, S_kv 1K-1M and batch 1-64 per case), repeated.
+std::vector<DecodeConfig> decode_configs(std::size_t copies) {
+  const std::vector<DecodeConfig> points = decode_milestone_configs(topo());
+  std::vector<DecodeConfig> c;
+  while (c.size() < copies) c.insert(c.end(), points.begin(), points.end());
+  c.resize(copies);
+  return c;
+}
+
+void run_batched_decode(benchmark::State& state, BackendKind b, std::vector<DecodeConfig> configs, int threads) {
+  std::vector<DecodeResult> out(configs.size());
+  for (auto _ : state) {
+    eval_batch(b, batched::Family::decode, configs.data(), configs.size(), out.data(), threads);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+
+void BM_BatchedDecodeMilestoneOmp(benchmark::State& state) {
+  run_batched_decode(state, BackendKind::omp, decode_configs(1 << 16), static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_BatchedDecodeMilestoneOmp)->ArgName("threads")->Arg(1)->Arg(2)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_BatchedDecodeMilestoneCuda(benchmark::State& state) {
+  std::string why;
+  if (batched::cuda_device_count(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  run_batched_decode(state, BackendKind::cuda, decode_configs(1 << 20), 0);
+}
+BENCHMARK(BM_BatchedDecodeMilestoneCuda)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Reference engine on each case's headline panel (range(0) = the case).
+void BM_ReferenceDecodeCase(benchmark::State& state) {
+  const DecodeConfig c = decode_headline(topo(), state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(decode_reference(c, nullptr));
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReferenceDecodeCase)->ArgName("case")->DenseRange(1, 4)->Unit(benchmark::kMillisecond);
 
 // Sweep: configs generated from a flat index and reduced to the best per shape.
 batched::Space sweep_space() {

@@ -112,17 +112,32 @@ struct DecWork {
 };
 KB_HD inline DecWork dec_work(const DecodeConfig& c, std::int64_t cube, std::int64_t pe) {
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), S = c.s_kv;
+  DecWork w;
   switch (dec_case(c)) {
-    case DecodeCase::cube_sp_pe_tp: return DecWork{dec_block(U, P, pe), dec_part(S, C, cube)};
-    case DecodeCase::cube_repl_pe_tp: return DecWork{dec_block(U, C * P, cube * P + pe), DecSpan{0, S}};
+    case DecodeCase::cube_sp_pe_tp:
+      w.units = dec_block(U, P, pe);
+      w.kv = dec_part(S, C, cube);
+      break;
+    case DecodeCase::cube_repl_pe_tp:
+      w.units = dec_block(U, C * P, cube * P + pe);
+      w.kv.lo = 0, w.kv.len = S;
+      break;
     case DecodeCase::cube_repl_pe_sp:
       // Cubes split the units; with fewer units than cubes every cube computes unit cube mod U.
-      return DecWork{U >= C ? dec_block(U, C, cube) : DecSpan{cube % U, 1}, dec_part(S, P, pe)};
+      if (U >= C) {
+        w.units = dec_block(U, C, cube);
+      } else {
+        w.units.lo = cube % U, w.units.len = 1;
+      }
+      w.kv = dec_part(S, P, pe);
+      break;
     default: {
       const DecSpan cs = dec_part(S, C, cube), ps = dec_part(cs.len, P, pe);
-      return DecWork{DecSpan{0, U}, DecSpan{cs.lo + ps.lo, ps.len}};
+      w.units.lo = 0, w.units.len = U;
+      w.kv.lo = cs.lo + ps.lo, w.kv.len = ps.len;
     }
   }
+  return w;
 }
 KB_HD inline bool dec_works(const DecWork& w) { return w.units.len > 0 && w.kv.len > 0; }
 
