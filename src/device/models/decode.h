@@ -607,8 +607,29 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
   // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE.
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) {
+    // Cubes whose PEs finish their compute alike reduce alike: the last such cube's outcome
+    // is copied (cases 3 and 4 on an even split: every cube).
+    PeState before[kDecMaxGrid];
+    bool have = false;
+    std::int64_t last = -1, d_copies = 0, d_bytes = 0;
+    ps_t d_vec = 0;
+    auto same = [](const PeState& a, const PeState& b) {
+      return a.dma == b.dma && a.mm == b.mm && a.vec == b.vec && a.send == b.send && a.rows == b.rows;
+    };
     for (std::int64_t q = 0; q < C; ++q) {
       if (st[q * P].rows == 0) continue;  // a cube without units (case 3)
+      bool alike = have;
+      for (std::int64_t p = 0; alike && p < P; ++p) alike = same(before[p], st[q * P + p]);
+      if (alike) {
+        for (std::int64_t p = 0; p < P; ++p) st[q * P + p] = st[last * P + p];
+        r.copies_pe += d_copies, r.link_bytes_pe += d_bytes, r.vector_busy_ps += d_vec;
+        continue;
+      }
+      for (std::int64_t p = 0; p < P; ++p) before[p] = st[q * P + p];
+      have = true;
+      last = q;
+      const std::int64_t c0 = r.copies_pe, b0 = r.link_bytes_pe;
+      const ps_t v0 = r.vector_busy_ps;
       for (std::int64_t i = 0; i < P; ++i) {
         const std::int64_t n = pt.order(i);
         PeState& x = st[q * P + n];
@@ -632,6 +653,7 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
         for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
         merge_into(x, arrival, k);
       }
+      d_copies = r.copies_pe - c0, d_bytes = r.link_bytes_pe - b0, d_vec = r.vector_busy_ps - v0;
     }
   }
 
