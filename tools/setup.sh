@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
-      libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache)
+      libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -65,6 +65,17 @@ inline void copy_edited(const std::string& from, const std::string& to, const st
   std::ofstream(to) << text;
 }
 
+// A JSON file's contents.
+inline nlohmann::json load(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// Whether a Python with matplotlib is here (the figures' tests need it).
+inline bool have_matplotlib() {
+  return std::system("python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
+}
+
 // The JSON a command that must succeed prints (null, with a failure, when it does not).
 inline nlohmann::json run_json(const std::string& args) {
   const Result r = run(args);

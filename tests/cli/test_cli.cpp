@@ -64,7 +64,7 @@ TEST(Cli, BadTopologyInputs) {
 }
 
 TEST(Cli, UnknownSubcommandAndBench) {
-  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, topo, plot)");
+  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, merge, topo, plot)");
   expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show, diagram)");
   const std::string out = fresh_dir("kb_unknown_bench");
   expect_input_error(run("run --bench no-such-bench --out '" + out + "'"),

@@ -16,15 +16,6 @@ using nlohmann::json;
 
 const std::string kRoot = KB_TEST_DATA "/../..";
 
-json load(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-bool have_matplotlib() {
-  return std::system("python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
-}
-
 TEST(Collectives, EvalJsonHasEveryField) {
   const std::string trace = fresh_dir("kb_ar_trace.json");
   const json j = run_json("eval allreduce --bytes 65536 --level cube --algo ring --ranks 4 --buffer hbm --chunks 2"

@@ -16,15 +16,6 @@ using nlohmann::json;
 
 const std::string kRoot = KB_TEST_DATA "/../..";
 
-json load(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-bool have_matplotlib() {
-  return std::system("python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
-}
-
 TEST(DecodeCli, EvalJsonHasEveryFieldForEveryCase) {
   for (int k = 1; k <= 4; ++k) {
     SCOPED_TRACE(k);

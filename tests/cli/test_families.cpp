@@ -17,11 +17,6 @@ namespace {
 using namespace kb::clitest;
 using nlohmann::json;
 
-json load(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
 const std::string kData = KB_TEST_DATA;
 const std::vector<std::string> kConfigColumns = {"m",       "n",       "k",        "tile_m",     "tile_n",    "tile_k",
                                                  "pes",     "cubes",   "buffers",  "dataflow",   "array_rows", "array_cols"};

@@ -80,6 +80,9 @@ SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t c
 // returns 0 (and says why) when no usable device is present.
 bool cuda_built();
 int cuda_device_count(std::string* why);
+// Makes device `which` mod the device count this process's current device (MPI: one GPU per
+// rank of a node, by its local rank).
+void cuda_use_device(int which);
 void eval_cuda(Family f, const void* configs, std::size_t n, void* results);
 SweepSummary sweep_cuda(const Space& space, const Reductions& red, std::int64_t chunk);
 

@@ -12,6 +12,8 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
+void cuda_use_device(int) {}
+
 void eval_cuda(Family, const void*, std::size_t, void*) {
   throw std::logic_error("eval_cuda called in a build without the CUDA backend");
 }

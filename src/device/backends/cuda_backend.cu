@@ -69,6 +69,12 @@ int cuda_device_count(std::string* why) {
   return n;
 }
 
+void cuda_use_device(int which) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) cudaSetDevice(which % n);
+  cudaGetLastError();
+}
+
 namespace {
 
 // Latency with invalid configs last; ties keep the lowest index because CUB's ArgMin

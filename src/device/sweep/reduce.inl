@@ -362,11 +362,12 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   SweepSummary sum;
   sum.best.assign(static_cast<std::size_t>(space.groups()), GroupBest{});
   sum.by_status.assign(static_cast<std::size_t>(N), 0);
-  const std::int64_t total = space.size(), cap = std::min(chunk, total);
+  const std::int64_t total = red.end < 0 ? space.size() : red.end;
+  const std::int64_t cap = std::max<std::int64_t>(1, std::min(chunk, total - red.begin));
   typename Sys::template vec<Keyed> keyed_store(static_cast<std::size_t>(cap));
   const auto keyed = keyed_store.begin();
   Extras<Sys> extras(red, cap);
-  for (std::int64_t start = 0; start < total; start += chunk) {
+  for (std::int64_t start = red.begin; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     thrust::counting_iterator<std::int64_t> first(start);
     thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});

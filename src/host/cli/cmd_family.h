@@ -44,11 +44,22 @@ struct SweepArgs {
   bool json = false;
   std::string out, csv;
   TopoArgs topo;
+  std::string shard;       // "I/N": evaluate shard I of N and write its mergeable summary
+  int recheck = 10;        // re-run the N fastest configs on the reference engine (0: none)
+  double progress_every = 10;  // seconds between progress lines when stderr is not a terminal
+};
+
+struct MergeArgs {
+  std::vector<std::string> files;
+  bool json = false;
+  std::string out, csv;
 };
 
 CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a);
 CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a);
 void cmd_eval(EvalArgs a);
 void cmd_sweep(const SweepArgs& a);
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& a);
+void cmd_merge(const MergeArgs& a);
 
 }  // namespace kb

@@ -14,7 +14,10 @@
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
+#include "host/parity/figures.h"
+#include "host/sweep/merge.h"
 #include "host/sweep/space.h"
+#include "mpi.h"
 
 namespace kb {
 
@@ -57,6 +60,16 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();
   cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  cmd->add_option("--shard", a.shard,
+                  "I/N: evaluate shard I (from 0) of N, a contiguous slice of the space, and write its mergeable "
+                  "summary with --out or --json (kernbench-gpu merge combines them); under mpirun each rank takes one");
+  cmd->add_option("--recheck", a.recheck,
+                  "re-run the N fastest configs on the reference engine after the sweep (0..1024, 0: none); a "
+                  "difference is exit 3")
+      ->capture_default_str();
+  cmd->add_option("--progress-every", a.progress_every,
+                  "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none")
+      ->capture_default_str();
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
   cmd->add_option("--csv", a.csv,
                   "also write the reported configs to FILE as CSV: a row per best, top and Pareto config, with the "
@@ -85,67 +98,83 @@ std::string us(ps_t ps) {
 
 }  // namespace
 
-void cmd_sweep(const SweepArgs& a) {
-  const Family& f = *a.family;
-  const TopologySpec topo = a.topo.load();
+// Everything a sweep's output is made from: its space, how it ran and its summary (one
+// run, a shard, or the merge of shards).
+struct SweepOutcome {
+  const Family* f = nullptr;
+  TopologySpec topo;
   SweepRequest req;
-  for (const AxisDesc& ax : f.axes)
-    if (a.given.at(ax.name)->count() > 0) req.axes[ax.name] = a.axes.at(ax.name);
-  for (const HwAxisDesc& h : f.hw_axes)
-    if (a.given.at(h.name)->count() > 0) req.hw.push_back({h.flag, h.path, a.hw_axes.at(h.name)});
-  for (const std::string& h : a.hw) {
-    const auto eq = h.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InputError("--hw " + h + ": expected PATH=LIST, e.g. cube.hbm.bandwidth_gbps=410,819,1638");
-    req.hw.push_back({"--hw", h.substr(0, eq), h.substr(eq + 1)});
-  }
-  req.zips = a.zips;
-  req.group = a.group;
-  const BuiltSpace sp = build_space(f, topo, req);
-  check_output_path("--out", a.out, "sweep.json");
-  check_output_path("--csv", a.csv, "sweep.csv");
-  batched::Reductions red;
-  red.top_k = a.top;
-  const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
-  red.pareto = parse_pareto(f, pareto_name);
-  red.histogram = !a.no_histogram;
-  if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30))
-    throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
-  const BackendKind backend = resolve_backend(a.backend);
-  const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
-  validate_sweep(sp.space, chunk, red);  // before anything is printed
+  BuiltSpace sp;
+  batched::Reductions red;  // as run: top_k is the longer of --top and --recheck
+  int top = 10, recheck = 10;
+  std::string pareto_name;
+  BackendKind backend = BackendKind::omp;
+  batched::SweepSummary sum;
+  double seconds = 0;
+  std::int64_t shard_i = -1, shard_n = 0;  // a shard's output
+  nlohmann::json merged;                   // merge and MPI: the shards it is made of
+};
 
-  std::string topo_text = topo.name;
-  for (const auto& set : topo.overrides) topo_text += " --set " + set;
-  const std::string group_text = a.group.empty() ? f.default_group : a.group;
-  if (!a.json) {  // the size first: a space too large to wait for can be stopped at once
-    std::printf("sweep %s: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", f.name.c_str(),
-                (long long)sp.space.size(), sp.space.axes.size(), (long long)sp.space.groups(), to_string(backend),
-                topo_text.c_str());
-    std::fflush(stdout);
+namespace {
+
+// The request as data: what `merge` rebuilds the space from.
+nlohmann::json request_json(const SweepOutcome& o) {
+  nlohmann::json hw = nlohmann::json::array();
+  for (const HwList& h : o.req.hw) hw.push_back({h.flag, h.path, h.list});
+  return {{"family", o.f->name}, {"axes", o.req.axes}, {"hw", hw}, {"zips", o.req.zips}, {"group", o.req.group},
+          {"top", o.top}, {"recheck", o.recheck}, {"pareto", o.pareto_name}, {"histogram", o.red.histogram},
+          {"top_k", o.red.top_k}};
+}
+
+// Re-runs the fastest configs on the reference engine; a figure that differs is exit 3.
+nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decode) {
+  const Family& f = *o.f;
+  nlohmann::json checked = nlohmann::json::array();
+  std::vector<unsigned char> cfg(f.config_size()), res(f.result_size()), ref(f.result_size());
+  const std::size_t n = std::min<std::size_t>(o.sum.top.size(), static_cast<std::size_t>(o.recheck));
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t i = o.sum.top[k].index;
+    decode(i, cfg.data());
+    batched::evaluate_host(f.id, cfg.data(), res.data());
+    f.reference(cfg.data(), ref.data(), nullptr);
+    const std::string diff = figures_diff(f, cfg.data(), ref.data(), res.data());
+    if (!diff.empty())
+      throw InternalError("re-check: config " + std::to_string(i) + " " + nlohmann::json(config_values(f, cfg.data())).dump() +
+                              ": the reference engine differs from the batched model: " + diff,
+                          __FILE__, __LINE__);
+    const ColumnDesc* lat = f.column("latency_ps");
+    checked.push_back({{"index", i}, {"latency_ps", lat->get(cfg.data(), res.data())},
+                       {"reference_latency_ps", lat->get(cfg.data(), ref.data())}, {"identical", true}});
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  // On a terminal, a progress line on stderr at most once a second.
-  auto last = t0;
-  bool shown_progress = false;
-  if (!a.json && ::isatty(STDERR_FILENO)) {
-    red.progress = [&, total = sp.space.size()](std::int64_t done) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last < std::chrono::seconds(1) || done >= total) return;
-      last = now;
-      shown_progress = true;
-      const double spent = std::chrono::duration<double>(now - t0).count();
-      std::fprintf(stderr, "\r  %5.1f%% of %lld configs, about %.0f s left   ",
-                   100.0 * static_cast<double>(done) / static_cast<double>(total), (long long)total,
-                   spent * static_cast<double>(total - done) / static_cast<double>(done));
-    };
-  }
-  const batched::SweepSummary sum = sweep(backend, sp.space, chunk, 0, red);
-  if (shown_progress) std::fprintf(stderr, "\r%60s\r", "");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {{"asked", o.recheck}, {"checked", checked}, {"ok", true}};
+}
+
+}  // namespace
+
+void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out) {
+  const Family& f = *o.f;
+  const BuiltSpace& sp = o.sp;
+  const batched::SweepSummary& sum = o.sum;
+  const batched::Reductions& red = o.red;
+  const TopologySpec& topo = o.topo;
+  const BackendKind backend = o.backend;
+  const double seconds = o.seconds;
+  const std::string& pareto_name = o.pareto_name;
+  const std::string group_text = o.req.group.empty() ? f.default_group : o.req.group;
+  const bool shard = o.shard_n > 0;
+  struct Args {
+    bool json;
+    std::string out, csv;
+  } a{json_out, out, csv_out};
+  // The top list as asked for (the summary may hold more, for the re-check).
+  std::vector<batched::Ranked> top_shown(sum.top.begin(), sum.top.begin() + std::min<std::ptrdiff_t>(
+                                                                              static_cast<std::ptrdiff_t>(sum.top.size()), o.top));
+  const std::int64_t evaluated_size = shard ? sum.evaluated : sp.space.size();
   const std::int64_t size = sp.space.size();
+  (void)evaluated_size;
   const std::int64_t group_stride = size / sp.space.groups();
   const batched::SpaceDecoder decode(sp.space);
+  const nlohmann::json rechecked = shard || o.recheck == 0 ? nlohmann::json() : recheck(o, decode);
   std::vector<unsigned char> cfg(f.config_size()), res(f.result_size());
   auto load = [&](std::int64_t i) {
     decode(i, cfg.data());
@@ -221,7 +250,7 @@ void cmd_sweep(const SweepArgs& a) {
     };
     for (std::size_t g = 0; g < sum.best.size(); ++g)
       if (sum.best[g].index >= 0) add("best", static_cast<std::int64_t>(g), nullptr, sum.best[g].index);
-    for (const auto& t : sum.top) add("top", t.index / group_stride, nullptr, t.index);
+    for (const auto& t : top_shown) add("top", t.index / group_stride, nullptr, t.index);
     for (const auto& p : sum.pareto) add("pareto", p.group, p.cost, p.index);
     write_file_atomic(a.csv, csv.csv());
   }
@@ -267,7 +296,15 @@ void cmd_sweep(const SweepArgs& a) {
       if (sum.by_status[st] > 0) invalid[f.status_name(static_cast<std::int32_t>(st))] = sum.by_status[st];
     j["invalid"] = invalid;
     j["latency_checksum"] = sum.latency_checksum;
-    j["timing"] = {{"seconds", seconds}, {"configs_per_s", seconds > 0 ? static_cast<double>(size) / seconds : 0.0}};
+    j["timing"] = {{"seconds", seconds},
+                   {"configs_per_s", seconds > 0 ? static_cast<double>(sum.evaluated) / seconds : 0.0}};
+    if (shard) {
+      j["shard"] = {{"index", o.shard_i}, {"count", o.shard_n}, {"begin", o.red.begin}, {"end", o.red.end},
+                    {"request", request_json(o)}, {"summary", summary_json(sum)}};
+    } else if (o.recheck > 0) {
+      j["recheck"] = rechecked;
+    }
+    if (!o.merged.is_null()) j["merged"] = o.merged;
     nlohmann::json best = nlohmann::json::array();
     for (std::size_t g = 0; g < sum.best.size(); ++g) {
       const auto& b = sum.best[g];
@@ -278,7 +315,7 @@ void cmd_sweep(const SweepArgs& a) {
     }
     j["best_per_group"] = best;
     nlohmann::json top = nlohmann::json::array();
-    for (const auto& t : sum.top) top.push_back(row_json(t.index));
+    for (const auto& t : top_shown) top.push_back(row_json(t.index));
     j["top"] = top;
     if (red.pareto != 0) {
       nlohmann::json fronts = nlohmann::json::array();
@@ -308,16 +345,23 @@ void cmd_sweep(const SweepArgs& a) {
     }
   }
 
+  const std::int64_t ev = sum.evaluated;
   std::printf("  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
-              size > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(size) : 0.0, seconds,
-              seconds > 0 ? static_cast<double>(size) / seconds : 0.0);
+              ev > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(ev) : 0.0, seconds,
+              seconds > 0 ? static_cast<double>(ev) / seconds : 0.0);
+  if (shard)
+    std::printf("  shard %lld/%lld: configs %lld..%lld of %lld (merge the shards with `kernbench-gpu merge`)\n",
+                (long long)o.shard_i, (long long)o.shard_n, (long long)o.red.begin, (long long)o.red.end - 1,
+                (long long)size);
+  if (!shard && o.recheck > 0)
+    std::printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
   if (sum.valid == 0) std::printf("  no valid config in the space\n");
-  if (sum.valid < size) {
+  if (sum.valid < ev) {
     std::string why;
     for (std::size_t st = 1; st < sum.by_status.size(); ++st)
       if (sum.by_status[st] > 0)
         why += (why.empty() ? "" : ", ") + f.status_name(static_cast<std::int32_t>(st)) + " " + std::to_string(sum.by_status[st]);
-    std::printf("  invalid %lld: %s\n", (long long)(size - sum.valid), why.c_str());
+    std::printf("  invalid %lld: %s\n", (long long)(ev - sum.valid), why.c_str());
   }
   bool mixed = false;  // does a problem axis vary inside a group?
   std::string problem;
@@ -340,10 +384,10 @@ void cmd_sweep(const SweepArgs& a) {
       std::printf("  group %s: no valid config (the first: %s)\n", group_key(static_cast<std::int64_t>(g)).dump().c_str(),
                   first_reason(static_cast<std::int64_t>(g)).c_str());
   if (shown < sum.best.size()) std::printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
-  if (!sum.top.empty()) {
-    std::printf("\ntop %zu of the whole space:\n", sum.top.size());
+  if (!top_shown.empty()) {
+    std::printf("\ntop %zu of the %s:\n", top_shown.size(), shard ? "shard" : "whole space");
     std::vector<std::int64_t> idx;
-    for (const auto& t : sum.top) idx.push_back(t.index);
+    for (const auto& t : top_shown) idx.push_back(t.index);
     std::printf("%s", terminal(idx, {}, "").c_str());
   }
   if (red.pareto != 0 && !sum.pareto.empty()) {
@@ -380,6 +424,294 @@ void cmd_sweep(const SweepArgs& a) {
   }
   if (!a.out.empty()) std::printf("\nwrote %s\n", a.out.c_str());
   if (!a.csv.empty()) std::printf("wrote %s\n", a.csv.c_str());
+}
+
+void cmd_sweep(const SweepArgs& a) {
+  const Family& f = *a.family;
+  const TopologySpec topo = a.topo.load();
+  SweepRequest req;
+  for (const AxisDesc& ax : f.axes)
+    if (a.given.at(ax.name)->count() > 0) req.axes[ax.name] = a.axes.at(ax.name);
+  for (const HwAxisDesc& h : f.hw_axes)
+    if (a.given.at(h.name)->count() > 0) req.hw.push_back({h.flag, h.path, a.hw_axes.at(h.name)});
+  for (const std::string& h : a.hw) {
+    const auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("--hw " + h + ": expected PATH=LIST, e.g. cube.hbm.bandwidth_gbps=410,819,1638");
+    req.hw.push_back({"--hw", h.substr(0, eq), h.substr(eq + 1)});
+  }
+  req.zips = a.zips;
+  req.group = a.group;
+  const BuiltSpace sp = build_space(f, topo, req);
+  check_output_path("--out", a.out, "sweep.json");
+  check_output_path("--csv", a.csv, "sweep.csv");
+  batched::Reductions red;
+  if (a.recheck < 0 || a.recheck > batched::kMaxTopK)
+    throw InputError("--recheck " + std::to_string(a.recheck) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
+  red.top_k = std::max(a.top, a.recheck);
+  if (a.top < 0 || a.top > batched::kMaxTopK) red.top_k = a.top;  // validate_sweep names --top
+  const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
+  red.pareto = parse_pareto(f, pareto_name);
+  red.histogram = !a.no_histogram;
+  if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30))
+    throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
+  const BackendKind backend = resolve_backend(a.backend);
+  const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
+  std::int64_t shard_i = -1, shard_n = 0;
+  if (!a.shard.empty()) {
+    parse_shard("--shard", a.shard, &shard_i, &shard_n);
+    if (a.out.empty() && !a.json) throw InputError("--shard: a shard's summary is its JSON: give --out FILE or --json");
+  }
+  const int ranks = mpi_size();
+  if (ranks > 1) {
+    if (shard_n > 0) throw InputError("--shard: under MPI each rank takes its own shard; leave --shard out");
+    shard_i = mpi_rank(), shard_n = ranks;
+    if (backend == BackendKind::cuda) batched::cuda_use_device(mpi_local_rank());  // one GPU per rank of a node
+  }
+  if (shard_n > 0) {
+    const ShardRange r = shard_range(sp.space.size(), shard_i, shard_n);
+    red.begin = r.begin, red.end = r.end;
+  }
+  validate_sweep(sp.space, chunk, red);  // before anything is printed
+  const bool quiet = ranks > 1 && mpi_rank() != 0;  // under MPI rank 0 speaks for the job
+
+  std::string topo_text = topo.name;
+  for (const auto& set : topo.overrides) topo_text += " --set " + set;
+  const std::string group_text = a.group.empty() ? f.default_group : a.group;
+  if (!a.json && !quiet) {  // the size first: a space too large to wait for can be stopped at once
+    std::printf("sweep %s: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", f.name.c_str(),
+                (long long)sp.space.size(), sp.space.axes.size(), (long long)sp.space.groups(), to_string(backend),
+                topo_text.c_str());
+    if (ranks > 1) std::printf("  over %d MPI ranks, each a shard of about %lld configs\n", ranks, (long long)(red.end - red.begin));
+    else if (shard_n > 0)
+      std::printf("  shard %lld/%lld: %lld configs\n", (long long)shard_i, (long long)shard_n, (long long)(red.end - red.begin));
+    std::fflush(stdout);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  // Progress on stderr: on a terminal a live line, at most once a second; otherwise (a log,
+  // CI, MPI) one line every --progress-every seconds. Under MPI rank 0 reports for the job,
+  // its shard standing for all of them (shards are equal to within one config).
+  auto last = t0;
+  bool shown_progress = false;
+  const bool tty = ::isatty(STDERR_FILENO) && ranks == 1;
+  const std::int64_t mine = (red.end < 0 ? sp.space.size() : red.end) - red.begin;
+  const std::int64_t job = ranks > 1 ? sp.space.size() : mine;
+  if (!quiet && (tty ? !a.json : a.progress_every > 0)) {
+    red.progress = [&, mine, job](std::int64_t done_mine) {
+      const auto now = std::chrono::steady_clock::now();
+      const auto every = tty ? std::chrono::duration<double>(1) : std::chrono::duration<double>(a.progress_every);
+      if (now - last < every || done_mine >= mine) return;
+      last = now;
+      shown_progress = tty;
+      const double spent = std::chrono::duration<double>(now - t0).count();
+      const double frac = static_cast<double>(done_mine) / static_cast<double>(mine);
+      const double done = frac * static_cast<double>(job), rate = done / spent, left = spent * (1 - frac) / frac;
+      if (tty)
+        std::fprintf(stderr, "\r  %5.1f%% of %lld configs, about %.0f s left   ", 100.0 * frac, (long long)job, left);
+      else
+        std::fprintf(stderr, "progress: %.0f/%lld configs (%.1f%%), %.3g configs/s, ETA %.0f s\n", done, (long long)job,
+                     100.0 * frac, rate, left);
+      std::fflush(stderr);
+    };
+  }
+  const batched::SweepSummary sum = sweep(backend, sp.space, chunk, 0, red);
+  if (shown_progress) std::fprintf(stderr, "\r%60s\r", "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SweepOutcome o;
+  o.f = &f;
+  o.topo = topo;
+  o.req = req;
+  o.sp = sp;
+  o.red = red;
+  o.red.progress = nullptr;
+  o.top = a.top;
+  o.recheck = a.recheck;
+  o.pareto_name = pareto_name;
+  o.backend = backend;
+  o.sum = sum;
+  o.seconds = seconds;
+  if (ranks > 1) {
+    // Every rank's summary to rank 0, which merges them and speaks for the job.
+    const std::vector<std::string> all = mpi_gather(summary_json(sum).dump());
+    const double slowest = mpi_max(seconds);
+    if (quiet) return;
+    batched::SweepSummary merged;
+    nlohmann::json parts = nlohmann::json::array();
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      const batched::SweepSummary s = summary_from_json(nlohmann::json::parse(all[r]), sp.space.groups(),
+                                                        static_cast<int>(f.statuses.size()), "MPI rank " + std::to_string(r));
+      merge_summary(merged, s, red.top_k);
+      const ShardRange sr = shard_range(sp.space.size(), static_cast<std::int64_t>(r), ranks);
+      parts.push_back({{"rank", r}, {"begin", sr.begin}, {"end", sr.end}, {"evaluated", s.evaluated}});
+    }
+    o.sum = std::move(merged);
+    o.seconds = slowest;
+    o.red.begin = 0, o.red.end = -1;
+    o.merged = {{"mpi_ranks", ranks}, {"shards", parts}};
+  } else {
+    o.shard_i = shard_i, o.shard_n = shard_n;
+  }
+  report_sweep(o, a.json, a.out, a.csv);
+}
+
+namespace {
+
+// The first place two JSON values differ ("request.axes.m"), or "" when they are equal.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& at) {
+  if (a.type() != b.type()) return at;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string here = at + (at.empty() ? "" : ".") + it.key();
+      if (!b.contains(it.key())) return here;
+      const std::string d = first_difference(it.value(), b[it.key()], here);
+      if (!d.empty()) return d;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key())) return at + (at.empty() ? "" : ".") + it.key();
+    return "";
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return at;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string d = first_difference(a[i], b[i], at + "[" + std::to_string(i) + "]");
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  return a == b ? "" : at;
+}
+
+// The topology a result document records (every field's value, its name, source and hash).
+TopologySpec topology_from_record(const nlohmann::json& rec, const std::string& where) {
+  TopologySpec t;
+  try {
+    t.name = rec.at("name").get<std::string>();
+    t.source = rec.at("source").get<std::string>();
+    t.hash = std::stoull(rec.at("hash").get<std::string>(), nullptr, 16);
+    t.overrides = rec.at("overrides").get<std::vector<std::string>>();
+    t.schema_version = rec.at("schema_version").get<std::int64_t>();
+    const nlohmann::json& fields = rec.at("fields");
+    for (const HwField& f : hw_fields()) {
+      const nlohmann::json& v = fields.at(f.path);
+      std::int64_t x = 0;
+      std::string why;
+      if (!f.parse(v.is_string() ? v.get<std::string>() : v.dump(), &x, &why))
+        throw InputError(where + ": topology.fields." + f.path + ": " + why);
+      f.set(t.hw(), x);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(where + ": topology: malformed (" + std::string(e.what()) + ")");
+  } catch (const std::logic_error&) {
+    throw InputError(where + ": topology.hash: not a hexadecimal hash");
+  }
+  return t;
+}
+
+}  // namespace
+
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
+  auto* cmd = app.add_subcommand(
+      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
+  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
+  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  cmd->add_option("--out", a.out, "also write the JSON to FILE");
+  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
+  return cmd;
+}
+
+void cmd_merge(const MergeArgs& a) {
+  check_output_path("--out", a.out, "sweep.json");
+  check_output_path("--csv", a.csv, "sweep.csv");
+  struct Part {
+    std::string file;
+    nlohmann::json doc;
+    std::int64_t index, count;
+  };
+  std::vector<Part> parts;
+  for (const std::string& file : a.files) {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(read_file(file));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
+    }
+    const std::string schema = doc.value("schema", "");
+    if (!doc.is_object() || schema.size() < 12 || schema.compare(schema.size() - 12, 12, "-space-sweep") != 0 ||
+        !doc.contains("shard") || !doc["shard"].is_object())
+      throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
+    try {
+      parts.push_back({file, doc, doc["shard"].at("index").get<std::int64_t>(), doc["shard"].at("count").get<std::int64_t>()});
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(file + ": shard: malformed (" + std::string(e.what()) + ")");
+    }
+  }
+  // One sweep: the same request, topology, program version and space; every shard once.
+  const Part& p0 = parts.front();
+  auto identity = [](const Part& p) {
+    return nlohmann::json{{"schema", p.doc["schema"]},
+                          {"generator", p.doc.value("generator", nlohmann::json())},
+                          {"topology", p.doc.value("topology", nlohmann::json())},
+                          {"space", p.doc.value("space", nlohmann::json())},
+                          {"request", p.doc["shard"].value("request", nlohmann::json())},
+                          {"count", p.count}};
+  };
+  const nlohmann::json id0 = identity(p0);
+  for (const Part& p : parts) {
+    const std::string d = first_difference(id0, identity(p), "");
+    if (!d.empty())
+      throw InputError(p.file + ": a shard of another sweep than " + p0.file + ": they differ in " + d);
+  }
+  std::vector<const Part*> by_index(static_cast<std::size_t>(p0.count), nullptr);
+  for (const Part& p : parts) {
+    if (p.index < 0 || p.index >= p0.count) throw InputError(p.file + ": shard " + std::to_string(p.index) + " of " + std::to_string(p0.count) + "?");
+    const Part*& slot = by_index[static_cast<std::size_t>(p.index)];
+    if (slot) throw InputError(p.file + " and " + slot->file + " are both shard " + std::to_string(p.index) + "/" + std::to_string(p0.count));
+    slot = &p;
+  }
+  std::string missing;
+  for (std::size_t i = 0; i < by_index.size(); ++i)
+    if (!by_index[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  if (!missing.empty())
+    throw InputError("shard(s) " + missing + " of " + std::to_string(p0.count) + " missing: merge needs every shard once");
+
+  // The space again, from the request and the topology the shards record.
+  const nlohmann::json& rq = p0.doc["shard"]["request"];
+  SweepOutcome o;
+  try {
+    o.f = &family(rq.at("family").get<std::string>());
+    o.topo = topology_from_record(p0.doc.at("topology"), p0.file);
+    o.req.axes = rq.at("axes").get<std::map<std::string, std::string>>();
+    for (const auto& h : rq.at("hw")) o.req.hw.push_back({h.at(0).get<std::string>(), h.at(1).get<std::string>(), h.at(2).get<std::string>()});
+    o.req.zips = rq.at("zips").get<std::vector<std::string>>();
+    o.req.group = rq.at("group").get<std::string>();
+    o.top = rq.at("top").get<int>();
+    o.recheck = rq.at("recheck").get<int>();
+    o.pareto_name = rq.at("pareto").get<std::string>();
+    o.red.histogram = rq.at("histogram").get<bool>();
+    o.red.top_k = rq.at("top_k").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(p0.file + ": shard.request: malformed (" + std::string(e.what()) + ")");
+  }
+  o.sp = build_space(*o.f, o.topo, o.req);
+  if (o.sp.space.size() != p0.doc["space"].value("size", INT64_C(-1)))
+    throw InputError(p0.file + ": the space its request builds has " + std::to_string(o.sp.space.size()) +
+                     " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
+  o.red.pareto = parse_pareto(*o.f, o.pareto_name);
+  o.backend = p0.doc.value("backend", "omp") == std::string("cuda") ? BackendKind::cuda : BackendKind::omp;
+  nlohmann::json shards = nlohmann::json::array();
+  for (const Part* p : by_index) {
+    const batched::SweepSummary s = summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
+                                                      static_cast<int>(o.f->statuses.size()), p->file);
+    const ShardRange r = shard_range(o.sp.space.size(), p->index, p->count);
+    if (s.evaluated != r.end - r.begin)
+      throw InputError(p->file + ": shard " + std::to_string(p->index) + " evaluated " + std::to_string(s.evaluated) +
+                       " configs; its slice holds " + std::to_string(r.end - r.begin));
+    merge_summary(o.sum, s, o.red.top_k);
+    o.seconds = std::max(o.seconds, p->doc.value("timing", nlohmann::json::object()).value("seconds", 0.0));
+    shards.push_back({{"file", p->file}, {"index", p->index}, {"begin", r.begin}, {"end", r.end}, {"evaluated", s.evaluated}});
+  }
+  o.merged = {{"shards", shards}};
+  report_sweep(o, a.json, a.out, a.csv);
 }
 
 }  // namespace kb

@@ -100,6 +100,8 @@ int cli_main(int argc, char** argv) {
     sweeps.back()->family = f;
     sweep_cmds.push_back(add_sweep_command(sweep, *sweeps.back()));
   }
+  MergeArgs merge_args;
+  auto* merge = add_merge_command(app, merge_args);
 
   auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
   topo->require_subcommand(1);
@@ -187,6 +189,8 @@ int cli_main(int argc, char** argv) {
     } else if (sweep->parsed()) {
       for (std::size_t i = 0; i < sweep_cmds.size(); ++i)
         if (sweep_cmds[i]->parsed()) cmd_sweep(*sweeps[i]);
+    } else if (merge->parsed()) {
+      cmd_merge(merge_args);
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
       std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());

@@ -44,6 +44,8 @@ void validate_sweep(const batched::Space& space, std::int64_t chunk, const batch
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");
   if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
+  if (red.begin < 0 || red.begin > space.size() || (red.end >= 0 && (red.end < red.begin || red.end > space.size())))
+    throw InputError("sweep: the index range is not part of the space");
   if (red.top_k < 0 || red.top_k > batched::kMaxTopK)
     throw InputError("--top " + std::to_string(red.top_k) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
 }

@@ -1,0 +1,31 @@
+// Sweep summaries as data: written into a shard's output, read back, and merged. Every
+// reduction of a sweep is exact and associative (counts add, bests and the top k keep the
+// lowest (latency, index), Pareto fronts are the front of their union, histograms add,
+// checksums add modulo 2^64), so the merge of the shards of a space equals one run over it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "../../device/sweep/summary.h"
+
+namespace kb {
+
+// Shard i of n of a space of `size` configs: the flat indices [size * i / n, size * (i + 1) / n).
+struct ShardRange {
+  std::int64_t begin, end;
+};
+ShardRange shard_range(std::int64_t size, std::int64_t i, std::int64_t n);
+// Parses "I/N" (0 <= I < N <= 2^20); throws InputError naming `flag`.
+void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n);
+
+nlohmann::json summary_json(const batched::SweepSummary& s);
+// Throws InputError("WHERE: ...") when `j` is not a summary of `groups` groups and `statuses` statuses.
+batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t groups, int statuses,
+                                        const std::string& where);
+
+// Folds `s` into `acc` (both of the same space and reductions; top_k: the top list's length).
+void merge_summary(batched::SweepSummary& acc, const batched::SweepSummary& s, int top_k);
+
+}  // namespace kb
