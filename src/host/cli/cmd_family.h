@@ -44,6 +44,7 @@ struct SweepArgs {
   bool json = false;
   std::string out, csv;
   TopoArgs topo;
+  std::string space;       // a space file (src/host/sweep/space_file.h)
   std::string shard;       // "I/N": evaluate shard I of N and write its mergeable summary
   int recheck = 10;        // re-run the N fastest configs on the reference engine (0: none)
   double progress_every = 10;  // seconds between progress lines when stderr is not a terminal

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cmd_family.h"
 #include "host/common/document.h"
@@ -17,6 +18,7 @@
 #include "host/parity/figures.h"
 #include "host/sweep/merge.h"
 #include "host/sweep/space.h"
+#include "host/sweep/space_file.h"
 #include "mpi.h"
 
 namespace kb {
@@ -60,6 +62,9 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();
   cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  cmd->add_option("--space", a.space,
+                  "FILE.yaml: the space written down (axes, zips, group, objectives, reductions, topology; "
+                  "docs/spaces.md); `sweep --space FILE` takes the family from the file");
   cmd->add_option("--shard", a.shard,
                   "I/N: evaluate shard I (from 0) of N, a contiguous slice of the space, and write its mergeable "
                   "summary with --out or --json (kernbench-gpu merge combines them); under mpirun each rank takes one");
@@ -426,8 +431,31 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
   if (!a.csv.empty()) std::printf("wrote %s\n", a.csv.c_str());
 }
 
-void cmd_sweep(const SweepArgs& a) {
-  const Family& f = *a.family;
+void cmd_sweep(const SweepArgs& args) {
+  const Family& f = *args.family;
+  SweepArgs a = args;
+  std::optional<SpaceFile> file;
+  if (!a.space.empty()) {
+    // A space file sets the axes, zips and group; its objectives and reductions replace the
+    // defaults, and its topology is used unless --topology is given.
+    file = load_space_file(a.space);
+    if (file->family != f.name)
+      throw InputError(a.space + ": family " + file->family + ": the file is a " + file->family + " space, not " + f.name);
+    std::string flag;
+    for (const AxisDesc& ax : f.axes)
+      if (a.given.at(ax.name)->count() > 0) flag = ax.flag;
+    for (const HwAxisDesc& h : f.hw_axes)
+      if (a.given.at(h.name)->count() > 0) flag = h.flag;
+    if (!a.hw.empty()) flag = "--hw";
+    if (!a.zips.empty()) flag = "--zip";
+    if (!a.group.empty()) flag = "--group";
+    if (!flag.empty()) throw InputError("--space " + a.space + ": the file sets the space; " + flag + " cannot be given too");
+    if (file->top) a.top = *file->top;
+    if (file->recheck) a.recheck = *file->recheck;
+    if (file->pareto) a.pareto = *file->pareto;
+    if (file->histogram) a.no_histogram = !*file->histogram;
+    if (a.topo.path.empty() && !file->topology.empty()) a.topo.path = file->topology;
+  }
   const TopologySpec topo = a.topo.load();
   SweepRequest req;
   for (const AxisDesc& ax : f.axes)
@@ -442,7 +470,8 @@ void cmd_sweep(const SweepArgs& a) {
   }
   req.zips = a.zips;
   req.group = a.group;
-  const BuiltSpace sp = build_space(f, topo, req);
+  if (file) req = file->req;
+  const BuiltSpace sp = file ? build_space_from_file(f, topo, *file) : build_space(f, topo, req);
   check_output_path("--out", a.out, "sweep.json");
   check_output_path("--csv", a.csv, "sweep.csv");
   batched::Reductions red;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cmd_family.h"
+#include "host/sweep/space_file.h"
 #include "host/bench/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
@@ -146,7 +147,28 @@ int cli_main(int argc, char** argv) {
   }
 
   try {
-    app.parse(argc, argv);
+    // `sweep --space FILE ...` without a family: the family is the file's.
+    std::vector<std::string> words(argv, argv + argc);
+    if (argc >= 3 && words[1] == "sweep") {
+      bool named = false;
+      for (const Family* f : families()) named |= words[2] == f->name;
+      std::string space;
+      for (int i = 2; i < argc && !named; ++i) {
+        if (words[static_cast<std::size_t>(i)] == "--space" && i + 1 < argc) space = words[static_cast<std::size_t>(i) + 1];
+        else if (words[static_cast<std::size_t>(i)].rfind("--space=", 0) == 0) space = words[static_cast<std::size_t>(i)].substr(8);
+      }
+      if (!named && !space.empty()) {
+        try {
+          words.insert(words.begin() + 2, space_file_family(space));
+        } catch (const InputError& e) {
+          std::fprintf(stderr, "error: %s\n", e.what());
+          return 2;
+        }
+      }
+    }
+    std::vector<char*> wargv;
+    for (std::string& w : words) wargv.push_back(w.data());
+    app.parse(static_cast<int>(wargv.size()), wargv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
