@@ -96,4 +96,21 @@ TEST(Spaces, MistakesNameTheirLine) {
   expect_input_error(run("sweep --space '" + fresh_dir("kb_no_such_space.yaml") + "'"), "kb_no_such_space.yaml");
 }
 
+TEST(Spaces, PlotDrawsASweep) {
+  const std::string dir = fresh_dir("kb_plot_sweep");
+  const Result r = run("sweep --space '" + kSpaces + "/decode-sharding-crossover.yaml' --backend omp --recheck 0 --out '" +
+                       dir + "/crossover.json'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ofstream(dir + "/bad.json") << "{\"schema\": \"kernbench-gpu/gemm-sweep\", \"schema_version\": \"1.0.0\"}";
+  if (!have_matplotlib()) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
+  const Result p = run("plot --sweep '" + dir + "/crossover.json'");
+  ASSERT_EQ(p.code, 0) << p.err;
+  for (const char* f : {"sweep_pareto.png", "sweep_histogram.png", "sweep_best.png"})
+    EXPECT_GT(fs::file_size(fs::path(dir) / f), 1000u) << f;
+  expect_input_error(run("plot --sweep '" + dir + "/bad.json' --out '" + dir + "/o'"), "expected \"kernbench-gpu/FAMILY-space-sweep\"");
+  EXPECT_FALSE(fs::exists(dir + "/o/sweep_best.png"));
+  expect_input_error(run("plot --sweep '" + dir + "/none.json'"), "none.json");
+  expect_input_error(run("plot"), "give --bench NAME or --sweep FILE");
+}
+
 }  // namespace

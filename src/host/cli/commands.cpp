@@ -120,9 +120,13 @@ int cli_main(int argc, char** argv) {
   diagram_args.add(tdiagram, true);
   tdiagram->add_option("-o,--out", diagram_out, "OUT.dot (Graphviz source), OUT.svg or OUT.png (rendered with dot)")->required();
 
-  auto* plot = app.add_subcommand("plot", "re-render a bench's figures from its JSON");
-  std::string plot_bench, plot_in, plot_out;
-  plot->add_option("--bench", plot_bench, "bench name")->required();
+  auto* plot = app.add_subcommand("plot", "re-render a bench's figures from its JSON, or draw a sweep's");
+  std::string plot_bench, plot_in, plot_out, plot_sweep;
+  auto* plot_bench_opt = plot->add_option("--bench", plot_bench, "bench name");
+  auto* plot_sweep_opt = plot->add_option(
+      "--sweep", plot_sweep,
+      "a sweep's JSON (sweep --out/--json, merge): its Pareto fronts, latency histogram and best config per group");
+  plot_bench_opt->excludes(plot_sweep_opt);
   plot->add_option("--in", plot_in, "folder holding the bench's JSON (default: its output folder)");
   plot->add_option("--out", plot_out, "folder for the figures (default: --in)");
 
@@ -223,7 +227,14 @@ int cli_main(int argc, char** argv) {
       const TopologySpec t = show_args.load();
       if (show_json) std::cout << topology_summary(t).dump(2) << "\n";
       else std::cout << topology_summary_text(t);
+    } else if (plot->parsed() && !plot_sweep.empty()) {
+      if (!plot_in.empty()) throw InputError("--in: --sweep names the file itself");
+      read_file(plot_sweep);  // a missing file is a clear input error
+      const std::string out = plot_out.empty() ? std::filesystem::path(plot_sweep).parent_path().string() : plot_out;
+      render_figures("plot_sweep.py", plot_sweep, out.empty() ? "." : out);
+      std::printf("rendered the figures of %s into %s\n", plot_sweep.c_str(), out.empty() ? "." : out.c_str());
     } else if (plot->parsed()) {
+      if (plot_bench.empty()) throw InputError("plot: give --bench NAME or --sweep FILE");
       const BenchInfo& b = bench_or_error(plot_bench);
       if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
       const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;

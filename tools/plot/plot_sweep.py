@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Plot a kernbench-gpu sweep (`sweep NAME --json/--out`, `merge`), any family.
+
+Usage:
+    plot_sweep.py --in FILE.json --out DIR
+
+Reads a ``kernbench-gpu/FAMILY-space-sweep`` document (schema_version 2.x.y) and writes
+into DIR (created if missing):
+
+    sweep_pareto.png      per group, the Pareto front of latency against the sweep's
+                          cost (scatter and steps, one colour per group; with --pareto)
+    sweep_histogram.png   the latency histogram of the valid configs (8 bins per
+                          octave; unless the sweep had --no-histogram)
+    sweep_best.png        the best config of each group as a table (the first 40)
+
+On a missing/unreadable file, wrong schema or malformed data it prints one line
+``error: FILE: <what is wrong>`` to stderr, exits 2 and writes nothing.  On success it
+prints ``wrote DIR/NAME.png`` for each figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kbplot  # noqa: E402  (selects the Agg backend before pyplot is used)
+from kbplot import InputError, plt  # noqa: E402
+
+SCHEMA_MAJOR = 2
+MAX_ROWS = 40
+
+
+def family_schema(path: str) -> str:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "kernbench-gpu/FAMILY-space-sweep"  # load_json says what is wrong
+    s = doc.get("schema") if isinstance(doc, dict) else None
+    if isinstance(s, str) and re.fullmatch(r"kernbench-gpu/[a-z0-9_]+-space-sweep", s):
+        return s
+    raise InputError(path, f"schema is {json.dumps(s)}, expected \"kernbench-gpu/FAMILY-space-sweep\"")
+
+
+def group_label(group) -> str:
+    if isinstance(group, dict):
+        return ", ".join(f"{k}={v}" for k, v in group.items()) or "all"
+    return str(group)
+
+
+def fig_pareto(doc: dict, where: str):
+    par = kbplot.require_dict(doc, "pareto", "top level", where)
+    fronts = kbplot.require_list(par, "fronts", "pareto", where, nonempty=False)
+    cost = kbplot.require_str(par, "cost", "pareto", where)
+    meaning = par.get("meaning", cost)
+    fig, ax = kbplot.new_figure()
+    cmap = plt.get_cmap("tab10" if len(fronts) <= 10 else "tab20")
+    for i, fr in enumerate(fronts):
+        ctx = f"pareto.fronts[{i}]"
+        if not isinstance(fr, dict):
+            raise InputError(f"{ctx}: expected an object", where)
+        pts = kbplot.require_list(fr, "points", ctx, where)
+        xs, ys = [], []
+        for k, p in enumerate(pts):
+            if not isinstance(p, dict):
+                raise InputError(f"{ctx}.points[{k}]: expected an object", where)
+            xs.append(kbplot.require_num(p, "cost", f"{ctx}.points[{k}]", where))
+            ys.append(kbplot.require_num(p, "latency_ps", f"{ctx}.points[{k}]", where) / 1e6)
+        color = cmap(i % cmap.N)
+        ax.step(xs, ys, where="post", color=color, linewidth=1, alpha=0.7)
+        ax.scatter(xs, ys, color=color, s=18, label=group_label(fr.get("group")) if len(fronts) <= 12 else None, zorder=3)
+    ax.set_xlabel(f"{cost}: {meaning}")
+    ax.set_ylabel("latency (us)")
+    if any(True for _ in fronts):
+        ax.set_yscale("log")
+    ax.set_title(f"Pareto fronts per group: latency against {cost}  ({len(fronts)} groups)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    if 0 < len(fronts) <= 12:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def fig_histogram(doc: dict, where: str):
+    h = kbplot.require_dict(doc, "histogram", "top level", where)
+    bins = kbplot.require_list(h, "bins", "histogram", where, nonempty=False)
+    fig, ax = kbplot.new_figure()
+    for i, b in enumerate(bins):
+        ctx = f"histogram.bins[{i}]"
+        if not isinstance(b, dict):
+            raise InputError(f"{ctx}: expected an object", where)
+        lo = kbplot.require_num(b, "lo_ps", ctx, where) / 1e6
+        hi = kbplot.require_num(b, "hi_ps", ctx, where) / 1e6
+        n = kbplot.require_num(b, "count", ctx, where)
+        ax.bar(lo, n, width=hi - lo, align="edge", color="#4c72b0", edgecolor="white", linewidth=0.3)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (us, log; 8 bins per octave)")
+    ax.set_ylabel("valid configs")
+    ax.set_title(f"latency of the {doc.get('valid', '?')} valid configs of {doc.get('space', {}).get('size', '?')}",
+                 fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def fig_best(doc: dict, where: str):
+    best = kbplot.require_list(doc, "best_per_group", "top level", where)
+    space = kbplot.require_dict(doc, "space", "top level", where)
+    axes = kbplot.require_list(space, "axes", "space", where, nonempty=False)
+    # The columns: every swept axis (its members for a zip), then the latency.
+    names = []
+    for i, a in enumerate(axes):
+        if not isinstance(a, dict):
+            raise InputError(f"space.axes[{i}]: expected an object", where)
+        if len(a.get("values", [])) > 1 or i == 0:
+            names += a.get("names", [kbplot.require_str(a, "name", f"space.axes[{i}]", where)])
+    cols = [n for n in names if n] + ["latency_us"]
+    if any(isinstance(g, dict) and isinstance(g.get("best"), dict) and "case" in g["best"] for g in best):
+        cols = ["case"] + [c for c in cols if c != "case"]
+    rows = []
+    for i, g in enumerate(best[:MAX_ROWS]):
+        if not isinstance(g, dict):
+            raise InputError(f"best_per_group[{i}]: expected an object", where)
+        b = g.get("best")
+        if not isinstance(b, dict):
+            rows.append([str(g.get("group", ""))[:40]] + [""] * (len(cols) - 2) + ["no valid config"])
+            continue
+        row = []
+        for c in cols[:-1]:
+            v = b.get(c, "")
+            row.append(str(v))
+        row.append(f"{kbplot.require_num(b, 'latency_ps', f'best_per_group[{i}].best', where) / 1e6:.3f}")
+        rows.append(row)
+    height = 0.8 + 0.26 * (len(rows) + 1)
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(cols)), height))
+    ax.axis("off")
+    if rows:
+        t = ax.table(cellText=rows, colLabels=cols, loc="center", cellLoc="right")
+        t.auto_set_font_size(False)
+        t.set_fontsize(8)
+        t.auto_set_column_width(list(range(len(cols))))
+        t.scale(1, 1.25)
+    more = f" (first {MAX_ROWS} of {len(best)})" if len(best) > MAX_ROWS else ""
+    ax.set_title(f"best config per group{more}; group: {', '.join(map(str, space.get('group', []))) or 'none'}",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None) -> None:
+    args = kbplot.parse_args("Plot a kernbench-gpu sweep (schema kernbench-gpu/FAMILY-space-sweep 2.x.y).", argv)
+    doc = kbplot.load_json(args.input, family_schema(args.input), SCHEMA_MAJOR)
+    out = kbplot.ensure_out_dir(args.out)
+    figures = [(fig_best(doc, args.input), os.path.join(out, "sweep_best.png"))]
+    if "pareto" in doc:
+        figures.insert(0, (fig_pareto(doc, args.input), os.path.join(out, "sweep_pareto.png")))
+    if "histogram" in doc:
+        figures.insert(1, (fig_histogram(doc, args.input), os.path.join(out, "sweep_histogram.png")))
+    for path in kbplot.save_all_atomic(figures):
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    kbplot.run_main(main)
