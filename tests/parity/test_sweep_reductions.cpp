@@ -9,6 +9,7 @@
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/sweep/backend.h"
+#include "host/sweep/merge.h"
 #include "host/topology/load.h"
 #include "sweep_space.h"
 
@@ -212,4 +213,40 @@ TEST(SweepReductions, TopKOutOfRangeIsAnInputError) {
 }
 
 }  // namespace
+// Shards: interleaved blocks cover the space once, and the summaries of any split, folded
+// in any order (through their JSON, as `merge` reads them), equal the summary of the whole.
+TEST(SweepShards, BlocksCoverTheSpaceOnce) {
+  for (std::int64_t size : {INT64_C(1), INT64_C(7), INT64_C(100), INT64_C(7776), INT64_C(1) << 24, (INT64_C(1) << 40) + 3})
+    for (std::int64_t n : {1, 2, 3, 8, 1000}) {
+      std::int64_t total = 0;
+      for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 1000); ++i) total += shard_configs(size, i, n);
+      EXPECT_EQ(total, size) << size << " " << n;
+      EXPECT_LE(shard_block(size, n), INT64_C(1) << 20);
+    }
+}
+
+TEST(SweepShards, FoldedShardsEqualTheWholeSweep) {
+  const batched::Space s = testing::reduction_space(load_topology(data_dir() + "/topologies/default.yaml"));
+  const batched::Reductions red{7, kGemmCostHbm, true, {}};
+  const batched::SweepSummary whole = sweep(BackendKind::omp, s, 100, 2, red);
+  for (std::int64_t n : {2, 3, 5}) {
+    SCOPED_TRACE(n);
+    std::vector<batched::SweepSummary> parts;
+    for (std::int64_t i = 0; i < n; ++i) {
+      batched::SweepSummary part = empty_summary(s.groups(), kGemmStatusCount, true);
+      const std::int64_t block = shard_block(s.size(), n);
+      for (std::int64_t b = i; b * block < s.size(); b += n) {
+        batched::Reductions r = red;
+        r.begin = b * block, r.end = std::min(s.size(), (b + 1) * block);
+        merge_summary(part, sweep(BackendKind::omp, s, 64, 1, r), red.top_k);
+      }
+      EXPECT_EQ(part.evaluated, shard_configs(s.size(), i, n));
+      parts.push_back(summary_from_json(nlohmann::json::parse(summary_json(part).dump()), s.groups(), kGemmStatusCount, "t"));
+    }
+    batched::SweepSummary folded = empty_summary(s.groups(), kGemmStatusCount, true);
+    for (std::size_t k = parts.size(); k-- > 0;) merge_summary(folded, parts[k], red.top_k);  // backwards
+    testing::expect_same_summary(whole, folded);
+  }
+}
+
 }  // namespace kb

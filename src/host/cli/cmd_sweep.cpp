@@ -304,7 +304,8 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
     j["timing"] = {{"seconds", seconds},
                    {"configs_per_s", seconds > 0 ? static_cast<double>(sum.evaluated) / seconds : 0.0}};
     if (shard) {
-      j["shard"] = {{"index", o.shard_i}, {"count", o.shard_n}, {"begin", o.red.begin}, {"end", o.red.end},
+      j["shard"] = {{"index", o.shard_i}, {"count", o.shard_n}, {"block", shard_block(size, o.shard_n)},
+                    {"configs", shard_configs(size, o.shard_i, o.shard_n)},
                     {"request", request_json(o)}, {"summary", summary_json(sum)}};
     } else if (o.recheck > 0) {
       j["recheck"] = rechecked;
@@ -355,9 +356,8 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
               ev > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(ev) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(ev) / seconds : 0.0);
   if (shard)
-    std::printf("  shard %lld/%lld: configs %lld..%lld of %lld (merge the shards with `kernbench-gpu merge`)\n",
-                (long long)o.shard_i, (long long)o.shard_n, (long long)o.red.begin, (long long)o.red.end - 1,
-                (long long)size);
+    std::printf("  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
+                (long long)o.shard_i, (long long)o.shard_n, (long long)sum.evaluated, (long long)size);
   if (!shard && o.recheck > 0)
     std::printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
   if (sum.valid == 0) std::printf("  no valid config in the space\n");
@@ -497,10 +497,6 @@ void cmd_sweep(const SweepArgs& args) {
     shard_i = mpi_rank(), shard_n = ranks;
     if (backend == BackendKind::cuda) batched::cuda_use_device(mpi_local_rank());  // one GPU per rank of a node
   }
-  if (shard_n > 0) {
-    const ShardRange r = shard_range(sp.space.size(), shard_i, shard_n);
-    red.begin = r.begin, red.end = r.end;
-  }
   validate_sweep(sp.space, chunk, red);  // before anything is printed
   const bool quiet = ranks > 1 && mpi_rank() != 0;  // under MPI rank 0 speaks for the job
 
@@ -511,9 +507,12 @@ void cmd_sweep(const SweepArgs& args) {
     std::printf("sweep %s: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", f.name.c_str(),
                 (long long)sp.space.size(), sp.space.axes.size(), (long long)sp.space.groups(), to_string(backend),
                 topo_text.c_str());
-    if (ranks > 1) std::printf("  over %d MPI ranks, each a shard of about %lld configs\n", ranks, (long long)(red.end - red.begin));
+    if (ranks > 1)
+      std::printf("  over %d MPI ranks, each a shard of about %lld configs (blocks of %lld, interleaved)\n", ranks,
+                  (long long)shard_configs(sp.space.size(), 0, ranks), (long long)shard_block(sp.space.size(), ranks));
     else if (shard_n > 0)
-      std::printf("  shard %lld/%lld: %lld configs\n", (long long)shard_i, (long long)shard_n, (long long)(red.end - red.begin));
+      std::printf("  shard %lld/%lld: %lld configs (blocks of %lld, interleaved)\n", (long long)shard_i, (long long)shard_n,
+                  (long long)shard_configs(sp.space.size(), shard_i, shard_n), (long long)shard_block(sp.space.size(), shard_n));
     std::fflush(stdout);
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -523,10 +522,12 @@ void cmd_sweep(const SweepArgs& args) {
   auto last = t0;
   bool shown_progress = false;
   const bool tty = ::isatty(STDERR_FILENO) && ranks == 1;
-  const std::int64_t mine = (red.end < 0 ? sp.space.size() : red.end) - red.begin;
+  const std::int64_t mine = shard_n > 0 ? shard_configs(sp.space.size(), shard_i, shard_n) : sp.space.size();
+  std::int64_t before = 0;  // configs of this shard's earlier blocks
   const std::int64_t job = ranks > 1 ? sp.space.size() : mine;
   if (!quiet && (tty ? !a.json : a.progress_every > 0)) {
-    red.progress = [&, mine, job](std::int64_t done_mine) {
+    red.progress = [&, mine, job](std::int64_t done_block) {
+      const std::int64_t done_mine = before + done_block;
       const auto now = std::chrono::steady_clock::now();
       const auto every = tty ? std::chrono::duration<double>(1) : std::chrono::duration<double>(a.progress_every);
       if (now - last < every || done_mine >= mine) return;
@@ -543,7 +544,19 @@ void cmd_sweep(const SweepArgs& args) {
       std::fflush(stderr);
     };
   }
-  const batched::SweepSummary sum = sweep(backend, sp.space, chunk, 0, red);
+  batched::SweepSummary sum;
+  if (shard_n == 0) {
+    sum = sweep(backend, sp.space, chunk, 0, red);
+  } else {  // this shard's blocks, one after another, folded as merge folds shards
+    sum = empty_summary(sp.space.groups(), static_cast<int>(f.statuses.size()), red.histogram);
+    const std::int64_t size = sp.space.size(), block = shard_block(size, shard_n);
+    for (std::int64_t b = shard_i; b * block < size; b += shard_n) {
+      red.begin = b * block, red.end = std::min(size, (b + 1) * block);
+      merge_summary(sum, sweep(backend, sp.space, chunk, 0, red), red.top_k);
+      before += red.end - red.begin;
+    }
+    red.begin = 0, red.end = -1;
+  }
   if (shown_progress) std::fprintf(stderr, "\r%60s\r", "");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   SweepOutcome o;
@@ -570,12 +583,10 @@ void cmd_sweep(const SweepArgs& args) {
       const batched::SweepSummary s = summary_from_json(nlohmann::json::parse(all[r]), sp.space.groups(),
                                                         static_cast<int>(f.statuses.size()), "MPI rank " + std::to_string(r));
       merge_summary(merged, s, red.top_k);
-      const ShardRange sr = shard_range(sp.space.size(), static_cast<std::int64_t>(r), ranks);
-      parts.push_back({{"rank", r}, {"begin", sr.begin}, {"end", sr.end}, {"evaluated", s.evaluated}});
+      parts.push_back({{"rank", r}, {"evaluated", s.evaluated}});
     }
     o.sum = std::move(merged);
     o.seconds = slowest;
-    o.red.begin = 0, o.red.end = -1;
     o.merged = {{"mpi_ranks", ranks}, {"shards", parts}};
   } else {
     o.shard_i = shard_i, o.shard_n = shard_n;
@@ -731,13 +742,13 @@ void cmd_merge(const MergeArgs& a) {
   for (const Part* p : by_index) {
     const batched::SweepSummary s = summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
                                                       static_cast<int>(o.f->statuses.size()), p->file);
-    const ShardRange r = shard_range(o.sp.space.size(), p->index, p->count);
-    if (s.evaluated != r.end - r.begin)
+    const std::int64_t want = shard_configs(o.sp.space.size(), p->index, p->count);
+    if (s.evaluated != want)
       throw InputError(p->file + ": shard " + std::to_string(p->index) + " evaluated " + std::to_string(s.evaluated) +
-                       " configs; its slice holds " + std::to_string(r.end - r.begin));
+                       " configs; its blocks hold " + std::to_string(want));
     merge_summary(o.sum, s, o.red.top_k);
     o.seconds = std::max(o.seconds, p->doc.value("timing", nlohmann::json::object()).value("seconds", 0.0));
-    shards.push_back({{"file", p->file}, {"index", p->index}, {"begin", r.begin}, {"end", r.end}, {"evaluated", s.evaluated}});
+    shards.push_back({{"file", p->file}, {"index", p->index}, {"evaluated", s.evaluated}});
   }
   o.merged = {{"shards", shards}};
   report_sweep(o, a.json, a.out, a.csv);

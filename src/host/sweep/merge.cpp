@@ -7,13 +7,25 @@
 
 namespace kb {
 
-ShardRange shard_range(std::int64_t size, std::int64_t i, std::int64_t n) {
-  // floor(size * k / n) without forming size * k (size < 2^50, n <= 2^20).
-  auto cut = [&](std::int64_t k) {
-    const std::int64_t q = size / n, r = size % n;
-    return q * k + r * k / n;
-  };
-  return ShardRange{cut(i), cut(i + 1)};
+std::int64_t shard_block(std::int64_t size, std::int64_t n) {
+  const std::int64_t b = (size + 8 * n - 1) / (8 * n);
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(b, INT64_C(1) << 20));
+}
+
+std::int64_t shard_configs(std::int64_t size, std::int64_t i, std::int64_t n) {
+  const std::int64_t block = shard_block(size, n), blocks = (size + block - 1) / block;
+  if (i >= blocks) return 0;
+  const std::int64_t mine = (blocks - 1 - i) / n + 1;  // blocks i, i + n, ...
+  const std::int64_t last = i + (mine - 1) * n;         // the space's last block may be short
+  return mine * block - (last == blocks - 1 ? blocks * block - size : 0);
+}
+
+batched::SweepSummary empty_summary(std::int64_t groups, int statuses, bool histogram) {
+  batched::SweepSummary s;
+  s.best.assign(static_cast<std::size_t>(groups), batched::GroupBest{});
+  s.by_status.assign(static_cast<std::size_t>(statuses), 0);
+  if (histogram) s.histogram.assign(static_cast<std::size_t>(batched::kHistBins), 0);
+  return s;
 }
 
 void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n) {

@@ -12,11 +12,15 @@
 
 namespace kb {
 
-// Shard i of n of a space of `size` configs: the flat indices [size * i / n, size * (i + 1) / n).
-struct ShardRange {
-  std::int64_t begin, end;
-};
-ShardRange shard_range(std::int64_t size, std::int64_t i, std::int64_t n);
+// Shards interleave blocks of the flat index, so that each gets a fair mix of the space (the
+// first axes vary slowest: contiguous slices would give one shard all the large problems).
+// Block b, [b * block, (b + 1) * block), belongs to shard b mod n; a block holds
+// clamp(ceil(size / (8 n)), 1, 2^20) configs.
+std::int64_t shard_block(std::int64_t size, std::int64_t n);
+// The configs of shard i of n.
+std::int64_t shard_configs(std::int64_t size, std::int64_t i, std::int64_t n);
+// A summary of no configs of a space of `groups` groups and `statuses` statuses.
+batched::SweepSummary empty_summary(std::int64_t groups, int statuses, bool histogram);
 // Parses "I/N" (0 <= I < N <= 2^20); throws InputError naming `flag`.
 void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n);
 
