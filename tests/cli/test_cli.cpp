@@ -168,8 +168,26 @@ TEST(Cli, MilestoneFastRerendersCommittedResults) {
   const std::string out = fresh_dir("kb_gemm_fast");
   const Result r = run("run --bench milestone-1h-gemm --fast --out '" + out + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* f : {"gemm_sweep.json", "gemm_latency_vs_roofline.png", "gemm_mac_util.png", "gemm_roofline.png"})
+  for (const char* f : {"gemm_sweep.json", "gemm_sweep.csv", "gemm_latency_vs_roofline.png", "gemm_mac_util.png",
+                        "gemm_roofline.png"})
     EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
+  // MILESTONE_FAST takes the usual true words (and false ones); any other value is an error.
+  for (const char* word : {"1", "true", "Yes", "ON"}) {
+    const std::string o = fresh_dir(std::string("kb_gemm_fast_") + word);
+    const Result e = run("run --bench milestone-1h-gemm --out '" + o + "'", std::string("MILESTONE_FAST=") + word + " ");
+    EXPECT_EQ(e.code, 0) << word << e.err;
+    EXPECT_NE(e.out.find("re-rendered figures from"), std::string::npos) << word;
+    EXPECT_TRUE(fs::exists(fs::path(o) / "gemm_sweep.csv")) << word;
+  }
+  const std::string none = fresh_dir("kb_gemm_fast_bad");
+  expect_input_error(run("run --bench milestone-1h-gemm --out '" + none + "'", "MILESTONE_FAST=maybe "),
+                     "MILESTONE_FAST=maybe: expected 1, true, yes or on");
+  expect_input_error(run("run --bench milestone-1h-gemm --fast --set pe.sram_kib=1024 --out '" + none + "'"),
+                     "--fast: the committed results are for the default topology");
+  expect_input_error(run("run --bench milestone-1h-gemm --out '" + none + "' --topology '" + kTopo + "/tiny.yaml'",
+                         "MILESTONE_FAST=yes "),
+                     "MILESTONE_FAST: the committed results are for the default topology");
+  EXPECT_FALSE(fs::exists(none));
   const std::string again = fresh_dir("kb_gemm_replot");
   const Result p = run("plot --bench milestone-1h-gemm --in '" + out + "' --out '" + again + "'");
   ASSERT_EQ(p.code, 0) << p.err;

@@ -68,9 +68,11 @@ TEST(Families, SweepGemmGivesThePublishedResults) {
   }
 }
 
-// The configs first published (0.1.0) whose PEs all have work keep their latency exactly;
-// since a cube's HBM is shared only by the PEs that access it, configs with idle PEs are
-// faster (docs/adr/0007-communication-timing.md).
+// The configs first published (0.1.0) on the weight- and input-stationary dataflows whose
+// PEs all have work keep their latency exactly; since a cube's HBM is shared only by the PEs
+// that access it, configs with idle PEs are faster (docs/adr/0007-communication-timing.md),
+// and output-stationary folds are a row of the array shorter (SCALE-Sim v2: T + R + C - 2,
+// docs/model.md section 3), so those configs are faster too.
 TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
   const json sweeps = load(kData + "/expected/sweep_gemm_0.1.0.json")["sweeps"];
   int same = 0, faster = 0;
@@ -100,7 +102,7 @@ TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
       const Result r = run(eval);
       ASSERT_EQ(r.code, 0) << r.err;
       const std::int64_t now = json::parse(r.out)["latency_ps"], then = row["latency_ps"];
-      if (!idle) {
+      if (!idle && row["dataflow"] != "os") {
         EXPECT_EQ(now, then) << eval;
         ++same;
       } else {
@@ -109,8 +111,8 @@ TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
       }
     }
   }
-  EXPECT_GT(same, 50);
-  EXPECT_GT(faster, 5);
+  EXPECT_GE(same, 5);     // the published ws and is configs with every PE working
+  EXPECT_GT(faster, 50);  // the os configs, and those with idle PEs
 }
 
 // A hardware axis: for every value, the group's best config and latency are those of a

@@ -62,6 +62,21 @@ const BenchInfo& bench_or_error(const std::string& name) {
   throw InputError("--bench " + name + ": unknown bench (known: " + known + ")");
 }
 
+// A user's text in a one-line message: control characters written as \xNN.
+std::string escape_text(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -196,13 +211,29 @@ int cli_main(int argc, char** argv) {
       ctx.backend_request = backend;
       if (backend != "auto" && backend != "cuda" && backend != "omp")
         throw InputError("--backend " + backend + ": expected auto, cuda or omp");
-      const char* env_fast = std::getenv("MILESTONE_FAST");
-      if (fast || (env_fast && std::string(env_fast) == "1")) {
+      // MILESTONE_FAST: the usual true and false words; anything else is a mistake.
+      bool env_is_fast = false;
+      if (const char* env_fast = std::getenv("MILESTONE_FAST"); env_fast && *env_fast) {
+        std::string v(env_fast);
+        for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (v == "1" || v == "true" || v == "yes" || v == "on") env_is_fast = true;
+        else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
+          throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
+      }
+      if (fast || env_is_fast) {
         // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
-        if (b.plot.empty()) throw InputError("--fast: bench " + b.name + " has no figures to re-render");
+        const char* how = fast ? "--fast" : "MILESTONE_FAST";
+        if (b.plot.empty()) throw InputError(std::string(how) + ": bench " + b.name + " has no figures to re-render");
+        if (!run_topo.path.empty() || !run_topo.sets.empty())
+          throw InputError(std::string(how) + ": the committed results are for the default topology; --topology and --set "
+                           "need a full run");
         const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
         const std::string json = ctx.out_dir + "/" + b.json;
-        write_file_atomic(json, read_file(committed));
+        const std::string stem = b.json.substr(0, b.json.rfind('.'));
+        const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + stem + ".csv";
+        const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
+        write_file_atomic(json, json_text);
+        write_file_atomic(ctx.out_dir + "/" + stem + ".csv", csv_text);
         render_figures(b.plot, json, ctx.out_dir);
         std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
       } else {
