@@ -223,6 +223,19 @@ struct Costs {
   }
 };
 
+// The four tiles of a cube's schedule, by (last tile row?, last tile column?): their steps'
+// costs computed once per cube rather than per run of tiles (the divisions in the transfer
+// and cycle helpers dominated the model's time).
+struct TileKinds {
+  TileBlock t[2][2];
+  KB_HD static TileKinds of(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
+    TileKinds k;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) k.t[a][b] = cost.tile(a ? m_last : g.tile_m, b ? n_last : g.tile_n);
+    return k;
+  }
+};
+
 // A PE's tiles [lo, hi) in row-major order are: part of a first tile row, some whole
 // middle rows (all alike, never the ragged last row of the matrix), and part of a last
 // row. Calls visit(count, row, j0, j1) for each such run of `count` identical rows
@@ -244,39 +257,36 @@ struct Busy {
 };
 
 // Busy times of one PE that computes tiles [lo, hi), by counting its tiles of each size.
-KB_HD inline Busy worker_busy(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
+KB_HD inline Busy worker_busy(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
                               std::int64_t tiles_n) {
   const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
-  const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
   Busy b{0, 0};
-  auto add_tiles = [&](std::int64_t count, std::int64_t mi, std::int64_t nj) {
-    const TileBlock t = cost.tile(mi, nj);
+  auto add_tiles = [&](std::int64_t count, const TileBlock& t) {
     b.matrix += count * ((t.kt - 1) * t.body.mm + t.last.mm);
     b.dma += count * ((t.kt - 1) * t.body.load + t.last.load + t.last.store);
   };
   auto add_row = [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    const std::int64_t mi = i == m_tiles - 1 ? g.m - i * g.tile_m : g.tile_m;
+    const int last = i == m_tiles - 1;
     const bool edge = j1 == tiles_n - 1;
-    add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), mi, g.tile_n);
-    if (edge) add_tiles(count, mi, n_last);
+    add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), tk.t[last][0]);
+    if (edge) add_tiles(count, tk.t[last][1]);
   };
   for_each_row_run(lo, hi, tiles_n, add_row);
   return b;
 }
 
 // Finish time of one PE that computes tiles [lo, hi).
-KB_HD inline ps_t worker_latency(const GemmConfig& g, const Costs& cost, std::int64_t lo, std::int64_t hi,
+KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
                                  std::int64_t tiles_n) {
   const Ctx c{g.buffers, g.hw.hbm_latency_ns * kPsPerNs};
   Pipe p{0, 0, 0, -1, -1};
-  const std::int64_t n_last = g.n - (tiles_n - 1) * g.tile_n;
   const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
   // Only the last tile row of the matrix can be ragged in m.
   auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    const std::int64_t mi = i == m_tiles - 1 ? g.m - i * g.tile_m : g.tile_m;
+    const int last = i == m_tiles - 1;
     RowBlock rb;
-    rb.regular = cost.tile(mi, g.tile_n);
-    rb.edge = cost.tile(mi, n_last);
+    rb.regular = tk.t[last][0];
+    rb.edge = tk.t[last][1];
     rb.has_edge = j1 == tiles_n - 1;
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
     return rb;
@@ -421,6 +431,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     if (rows.hi <= rows.lo) continue;
     if (rows.hi - rows.lo != seen_rows) {
       const Costs cost = cost_of(rows.hi - rows.lo);
+      const TileKinds tk = TileKinds::of(g, cost, m_last, n_last);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
       std::int64_t seen_col = -1, seen_len = -1;
@@ -433,8 +444,8 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         const bool one_row = t.lo / tn == (t.hi - 1) / tn, at_edge = (t.hi - 1) % tn == tn - 1;
         const std::int64_t col = one_row && !at_edge ? 0 : t.lo % tn, len = t.hi - t.lo;
         if (col != seen_col || len != seen_len) {
-          latency = worker_latency(g, cost, t.lo, t.hi, tn);
-          busy = worker_busy(g, cost, t.lo, t.hi, tn);
+          latency = worker_latency(g, tk, t.lo, t.hi, tn);
+          busy = worker_busy(g, tk, t.lo, t.hi, tn);
           seen_col = ragged_m && (t.hi - 1) / tn == tm - 1 ? -1 : col;
           seen_len = len;
         }
