@@ -57,6 +57,9 @@ void cmd_eval(EvalArgs a) {
   }
   if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
     throw InputError("--engine " + a.engine + ": expected reference, batched or both");
+  if (a.backend != "auto" && a.backend != "cuda" && a.backend != "omp")  // even when no batched run uses it
+    throw InputError("--backend " + a.backend + ": expected auto, cuda or omp");
+  check_output_path("--trace", a.trace, "trace.json");
   const TopologySpec topo = a.topo.load();
 
   std::vector<unsigned char> cfg = base_config(f, topo);

@@ -15,6 +15,7 @@ namespace kb {
 struct TopoArgs {
   std::string path;
   std::vector<std::string> sets;
+  CLI::Option* given = nullptr;  // --topology, to tell an empty path from none
   void add(CLI::App* app, bool positional);
   TopologySpec load() const;
 };

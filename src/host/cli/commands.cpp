@@ -28,12 +28,15 @@ const char* kDefaultOutRoot = "benches/1H_milestone_output";
 std::string default_topology() { return data_dir() + "/topologies/default.yaml"; }
 
 void TopoArgs::add(CLI::App* app, bool positional) {
-  if (positional) app->add_option("file", path, "topology YAML file")->required();
-  else app->add_option("--topology", path, "topology YAML file (default: topologies/default.yaml)");
+  if (positional) given = app->add_option("file", path, "topology YAML file")->required();
+  else given = app->add_option("--topology", path, "topology YAML file (default: topologies/default.yaml)");
   app->add_option("--set", sets, "override a field, PATH=VALUE (repeatable)")->take_all()->allow_extra_args(false);
 }
 
-TopologySpec TopoArgs::load() const { return load_topology(path.empty() ? default_topology() : path, sets); }
+TopologySpec TopoArgs::load() const {
+  if (given && given->count() > 0 && path.empty()) throw InputError("--topology: empty path (leave the flag out for the default)");
+  return load_topology(path.empty() ? default_topology() : path, sets);
+}
 
 namespace {
 

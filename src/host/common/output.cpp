@@ -1,8 +1,12 @@
 #include "output.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -41,27 +45,77 @@ std::string data_dir() {
                    "that holds them");
 }
 
+namespace {
+// The temporary file being written, removed if SIGINT or SIGTERM arrives meanwhile.
+char g_tmp[4096];
+volatile sig_atomic_t g_tmp_set = 0;
+extern "C" void remove_tmp_and_die(int sig) {
+  if (g_tmp_set) ::unlink(g_tmp);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+struct TmpGuard {
+  struct sigaction old_int {}, old_term {};
+  explicit TmpGuard(const std::string& tmp) {
+    std::strncpy(g_tmp, tmp.c_str(), sizeof g_tmp - 1);
+    g_tmp[sizeof g_tmp - 1] = '\0';
+    g_tmp_set = 1;
+    struct sigaction sa {};
+    sa.sa_handler = remove_tmp_and_die;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int);
+    ::sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~TmpGuard() {
+    g_tmp_set = 0;
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const fs::path p(path);
   std::error_code ec;
+  // Only regular files are replaced: a device, a FIFO or a folder at `path` is refused,
+  // never swapped for a regular file.
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw InputError(path + ": not a regular file (a folder, device or FIFO); refusing to replace it");
+  // Folders created for this file are removed again if it cannot be written.
+  fs::path created;
   if (p.has_parent_path()) {
+    for (fs::path q = p.parent_path(); !q.empty() && !fs::exists(q, ec); q = q.parent_path()) {
+      created = q;
+      if (q == q.root_path() || q.parent_path() == q) break;
+    }
     fs::create_directories(p.parent_path(), ec);
     if (ec) throw InputError(p.parent_path().string() + ": cannot create folder: " + ec.message());
   }
+  auto undo_folders = [&] {
+    std::error_code ignore;
+    if (!created.empty()) fs::remove_all(created, ignore);
+  };
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  TmpGuard guard(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot write file");
+    if (!out) {
+      undo_folders();
+      throw InputError(path + ": cannot write file");
+    }
     out << content;
     out.close();
     if (!out) {
       fs::remove(tmp, ec);
+      undo_folders();
       throw InputError(path + ": write failed");
     }
   }
   fs::rename(tmp, p, ec);
   if (ec) {
     fs::remove(tmp, ec);
+    undo_folders();
     throw InputError(path + ": cannot rename into place");
   }
 }
@@ -71,6 +125,8 @@ void check_output_path(const std::string& flag, const std::string& path, const s
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw InputError(flag + " " + path + ": is a folder; give a file name, e.g. " + path + "/" + example);
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw InputError(flag + " " + path + ": not a regular file (a device or FIFO); refusing to replace it");
   // The nearest folder that exists must let us create what is missing below it.
   fs::path p = fs::absolute(fs::path(path), ec).parent_path();
   while (!p.empty() && !fs::exists(p, ec) && p != p.root_path()) p = p.parent_path();
@@ -92,9 +148,31 @@ std::string read_file(const std::string& path) {
 }
 
 namespace {
+// Runs a program with these arguments (searched on PATH, no shell): standard output to
+// /dev/null, standard error to `err` (or /dev/null). Returns its wait status, or -1 when it
+// could not be started.
+int run_program(const std::vector<std::string>& args, const std::string& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.empty() ? "/dev/null" : err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return status;
+}
+
 bool can_plot(const std::string& python) {
-  const std::string cmd = "'" + python + "' -c 'import matplotlib' >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0;
+  const int status = run_program({python, "-c", "import matplotlib"}, "");
+  return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 }  // namespace
 
@@ -115,9 +193,8 @@ void render_figures(const std::string& script, const std::string& json_path, con
                      "(numbers were written to " + out_dir + ")");
   std::error_code ec;
   const std::string err = (fs::temp_directory_path(ec) / ("kernbench-plot-" + std::to_string(::getpid()) + ".err")).string();
-  const std::string cmd = "'" + python + "' '" + data_dir() + "/tools/plot/" + script + "' --in '" + json_path +
-                          "' --out '" + out_dir + "' >/dev/null 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
+  // An argument vector, no shell: paths are data, whatever characters they hold.
+  const int status = run_program({python, data_dir() + "/tools/plot/" + script, "--in", json_path, "--out", out_dir}, err);
   std::string text;
   {
     std::ifstream in(err);
@@ -131,6 +208,7 @@ void render_figures(const std::string& script, const std::string& json_path, con
   while (!text.empty() && text.back() == '\n') text.pop_back();
   const std::string line = text.substr(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
   const std::string said = line.rfind("error: ", 0) == 0 ? line.substr(7) : line;
+  if (status < 0) throw EnvironmentError("figures: cannot start " + python);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(said.empty() ? script + ": rejected its input" : said);
   const std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
                                             : "signal " + std::to_string(WTERMSIG(status));

@@ -1,0 +1,55 @@
+// Hostile input: paths are never parsed by a shell, outputs never replace special files, and
+// flags that do nothing in a run are still checked.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+using namespace kb::clitest;
+
+const std::string kRoot = KB_TEST_DATA "/../..";
+
+TEST(Reliability, PathsReachThePlotScriptAsData) {
+  if (!have_matplotlib()) GTEST_SKIP() << "not run: no Python with matplotlib here (tools/setup.sh installs it)";
+  const std::string cwd = fresh_dir("kb_inject_cwd");
+  fs::create_directories(cwd);
+  const std::string dir = cwd + "/i'; touch INJECTED; echo '";
+  fs::create_directories(dir);
+  fs::copy_file(kRoot + "/docs/diagrams/gemm/gemm_sweep.json", dir + "/gemm_sweep.json");
+  // The folder name as one shell-quoted argument: '...'\''...'
+  std::string quoted = "'";
+  for (char c : dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const Result r = run("plot --bench milestone-1h-gemm --in " + quoted, "cd '" + cwd + "' && ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir + "/gemm_roofline.png"));
+  EXPECT_FALSE(fs::exists(cwd + "/INJECTED"));
+  EXPECT_FALSE(fs::exists(dir + "/INJECTED"));
+}
+
+TEST(Reliability, OutputsNeverReplaceSpecialFiles) {
+  const std::string dir = fresh_dir("kb_fifo");
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --out '" + fifo + "'"),
+                     "not a regular file (a device or FIFO); refusing to replace it");
+  expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --trace '" + fifo + "'"), "refusing to replace it");
+  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --csv /dev/null"), "refusing to replace it");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
+TEST(Reliability, UnusedFlagsAreStillChecked) {
+  expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --engine reference --backend bogus"),
+                     "--backend bogus: expected auto, cuda or omp");
+  expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --topology ''"), "--topology: empty path");
+  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --topology ''"), "--topology: empty path");
+}
+
+}  // namespace
