@@ -52,4 +52,30 @@ TEST(Reliability, UnusedFlagsAreStillChecked) {
   expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --topology ''"), "--topology: empty path");
 }
 
+// The same text means the same thing everywhere: a topology key is one name and appears
+// once; an integer is decimal digits and nothing else; a value's control characters are
+// escaped so that the error stays one line; an input file is at most 16 MiB.
+TEST(Reliability, StrictInput) {
+  const std::string dir = fresh_dir("kb_strict");
+  fs::create_directories(dir);
+  const std::string def = kTopo + "/default.yaml";
+  copy_edited(def, dir + "/dup.yaml", "schema_version: 1\n", "schema_version: 1\nschema_version: 1\n");
+  const Result dup = run("topo check '" + dir + "/dup.yaml'");
+  expect_input_error(dup, "schema_version: given twice (first at line");
+  EXPECT_NE(dup.err.find(dir + "/dup.yaml:"), std::string::npos);
+  copy_edited(def, dir + "/dot.yaml", "schema_version: 1\n", "schema_version: 1\nsystem.sips: 4\n");
+  expect_input_error(run("topo check '" + dir + "/dot.yaml'"), "system.sips: unknown key (nest it");
+  copy_edited(def, dir + "/space.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: \" 819\"");
+  expect_input_error(run("topo check '" + dir + "/space.yaml'"), "cube.hbm.bandwidth_gbps: expected an integer (got ' 819')");
+  copy_edited(def, dir + "/nul.yaml", "bandwidth_gbps: 819", "bandwidth_gbps: \"15\\0abc\"");
+  expect_input_error(run("topo check '" + dir + "/nul.yaml'"), "cube.hbm.bandwidth_gbps: expected an integer");
+  expect_input_error(run("topo check '" + def + "' --set 'cube.hbm.bandwidth_gbps=+819'"), "expected an integer (got '+819')");
+  // A newline in a value: one line, the newline written as \x0a.
+  const Result nl = run("topo check '" + def + "' --set \"cube.hbm.bandwidth_gbps=$(printf '8\\n19x')\"");
+  EXPECT_EQ(nl.code, 2);
+  EXPECT_EQ(std::count(nl.err.begin(), nl.err.end(), '\n'), 1) << nl.err;
+  EXPECT_NE(nl.err.find("8\\x0a19x"), std::string::npos) << nl.err;
+  expect_input_error(run("topo check /dev/zero"), "larger than 16 MiB");
+}
+
 }  // namespace

@@ -183,7 +183,7 @@ int cli_main(int argc, char** argv) {
         try {
           words.insert(words.begin() + 2, space_file_family(space));
         } catch (const InputError& e) {
-          std::fprintf(stderr, "error: %s\n", e.what());
+          std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
           return 2;
         }
       }
@@ -198,7 +198,7 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see kernbench-gpu --help)\n", e.what());
+    std::fprintf(stderr, "error: %s (see kernbench-gpu --help)\n", escape_text(e.what()).c_str());
     return 2;
   }
 
@@ -280,16 +280,19 @@ int cli_main(int argc, char** argv) {
       std::printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
     }
   } catch (const InputError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
     return 2;
   } catch (const EnvironmentError& e) {
-    std::fprintf(stderr, "error: environment: %s\n", e.what());
+    std::fprintf(stderr, "error: environment: %s\n", escape_text(e.what()).c_str());
     return 4;
   } catch (const InternalError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory: the request needs more memory than this machine gives it\n");
     return 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    std::fprintf(stderr, "error: internal: %s\n", escape_text(e.what()).c_str());
     return 3;
   }
   return 0;

@@ -142,9 +142,17 @@ void check_output_path(const std::string& flag, const std::string& path, const s
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ":1:1: (file): cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(path + ":1:1: (file): is a folder, expected a file");
+  // At most kMaxInputBytes: a path naming an endless device is not read without bound.
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxInputBytes)
+      throw InputError(path + ":1:1: (file): larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB; not an input file");
+  }
+  return text;
 }
 
 namespace {

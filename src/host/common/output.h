@@ -1,6 +1,7 @@
 // Writing results: atomic files, and the Python that renders figures.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,9 @@ namespace kb {
 // Writes `content` to `path` through a temporary file in the same folder and a rename,
 // creating folders as needed; readers never see a half-written file.
 void write_file_atomic(const std::string& path, const std::string& content);
+// The whole file; InputError ("FILE:1:1: ...") when it cannot be read or holds more than
+// kMaxInputBytes (a topology, space or result file is far smaller; /dev/zero is endless).
+constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
 std::string read_file(const std::string& path);
 // Throws InputError, before any work, when `path` could not be written later: a folder, or
 // under a folder that exists but cannot be written. `example` names a file for the hint.

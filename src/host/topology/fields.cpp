@@ -99,11 +99,14 @@ bool HwField::parse(const std::string& s, std::int64_t* v, std::string* why) con
 }
 
 bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why) {
+  // Decimal digits only, an optional '-' first: no spaces, signs, prefixes or NULs.
+  bool digits = !s.empty() && s != "-";
+  for (std::size_t i = 0; i < s.size() && digits; ++i) digits = (s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-');
   const char* c = s.c_str();
   char* end = nullptr;
   errno = 0;
-  const long long x = std::strtoll(c, &end, 10);
-  if (s.empty() || end == c || *end != '\0') {
+  const long long x = digits ? std::strtoll(c, &end, 10) : 0;
+  if (!digits || end == c || *end != '\0') {
     *why = "expected an integer (got '" + s + "')";
     return false;
   }

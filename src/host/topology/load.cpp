@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../common/error.h"
+#include "../common/output.h"
 #include "fields.h"
 
 namespace kb {
@@ -46,9 +47,16 @@ const Schema& schema() {
 // Rejects unknown keys and non-mapping sections, recursively.
 void check_keys(const YAML::Node& node, const std::string& prefix, const std::string& file) {
   if (!node.IsMap()) fail(where(file, node.Mark()), prefix.empty() ? "(document)" : prefix, "expected a mapping");
+  std::map<std::string, YAML::Mark> seen;
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     const std::string path = prefix.empty() ? key : prefix + "." + key;
+    // A key is one name: `system.sips: 4` at the top is not `system: {sips: 4}`.
+    if (key.empty() || key.find('.') != std::string::npos)
+      fail(where(file, kv.first.Mark()), path, "unknown key (nest it: a key is one name, not a path)");
+    if (!seen.emplace(key, kv.first.Mark()).second)
+      fail(where(file, kv.first.Mark()), path,
+           "given twice (first at line " + std::to_string(seen[key].line + 1) + ")");
     auto it = schema().nodes.find(path);
     if (it == schema().nodes.end()) fail(where(file, kv.first.Mark()), path, "unknown key");
     if (!it->second) {
@@ -135,13 +143,10 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
     overrides[key] = arg.substr(eq + 1);
   }
 
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ":1:1: (file): cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
+  const std::string file_text = read_file(path);  // capped: an endless device is an error, not a hang
   YAML::Node root;
   try {
-    root = YAML::Load(buf.str());
+    root = YAML::Load(file_text);
   } catch (const YAML::Exception& e) {
     throw InputError(where(path, e.mark) + ": (document): not valid YAML: " + e.msg);
   }
