@@ -129,4 +129,17 @@ TEST(Shards, ProgressLinesWhenStderrIsAFile) {
   EXPECT_EQ(quiet.err, "");
 }
 
+TEST(Shards, ASpaceTooLongToWaitForIsRefusedFirst) {
+  const std::string space = "sweep gemm --m 8:8192:*2 --n 1024:16384:*2 --k 1024:8192:*2 --tile-m 8,32,128 --tile-n 32:256:*2"
+                            " --pes 1:8 --cubes 1:8 --buffers 1,2 --dataflow os,ws,is --backend omp --recheck 0 --top 0"
+                            " --no-histogram";
+  const Result r = run(space + " --max-hours 0.000001 --json");
+  expect_input_error(r, "it would take about");
+  EXPECT_NE(r.err.find("past --max-hours 1e-06"), std::string::npos) << r.err;
+  const Result ok = run(space + " --chunk 1048576");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("  estimate: about "), std::string::npos) << ok.out;
+  expect_input_error(run(space + " --max-hours -1"), "--max-hours: must be >= 0");
+}
+
 }  // namespace

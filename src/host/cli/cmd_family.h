@@ -49,6 +49,7 @@ struct SweepArgs {
   std::string shard;       // "I/N": evaluate shard I of N and write its mergeable summary
   int recheck = 10;        // re-run the N fastest configs on the reference engine (0: none)
   double progress_every = 10;  // seconds between progress lines when stderr is not a terminal
+  double max_hours = 24;       // refuse a space whose estimated time is longer (0: no limit)
 };
 
 struct MergeArgs {

@@ -72,6 +72,9 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
                   "re-run the N fastest configs on the reference engine after the sweep (0..1024, 0: none); a "
                   "difference is exit 3")
       ->capture_default_str();
+  cmd->add_option("--max-hours", a.max_hours,
+                  "refuse a space whose estimated time (measured on a sample of it) is longer; 0: no limit")
+      ->capture_default_str();
   cmd->add_option("--progress-every", a.progress_every,
                   "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none")
       ->capture_default_str();
@@ -499,7 +502,43 @@ void cmd_sweep(const SweepArgs& args) {
   }
   validate_sweep(sp.space, chunk, red);  // before anything is printed
   const bool quiet = ranks > 1 && mpi_rank() != 0;  // under MPI rank 0 speaks for the job
+  if (!(a.max_hours >= 0)) throw InputError("--max-hours: must be >= 0 (0: no limit)");
 
+  // The time it will take, from the rate on a sample of the space (16 blocks spread over it):
+  // announced before the sweep starts, and a space whose estimate passes --max-hours refused.
+  const std::int64_t total_configs = sp.space.size();
+  const std::int64_t mine_configs = shard_n > 0 ? shard_configs(total_configs, shard_i, shard_n) : total_configs;
+  double rate = 0, estimate_s = 0;
+  std::int64_t sampled = 0;
+  const std::int64_t block = backend == BackendKind::cuda ? INT64_C(1) << 18 : INT64_C(1) << 14;
+  if (total_configs > 16 * block) {
+    batched::Reductions probe;
+    const auto s0 = std::chrono::steady_clock::now();
+    for (std::int64_t k = 0; k < 16; ++k) {
+      probe.begin = k * (total_configs / 16);
+      probe.end = probe.begin + block;
+      sampled += sweep(backend, sp.space, chunk, 0, probe).evaluated;
+    }
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+    rate = static_cast<double>(sampled) / std::max(spent, 1e-9);
+    estimate_s = static_cast<double>(mine_configs) / rate;
+  }
+  auto duration_text = [](double s) {
+    char b[64];
+    if (s < 120) std::snprintf(b, sizeof b, "%.0f s", s);
+    else if (s < 7200) std::snprintf(b, sizeof b, "%.0f min", s / 60);
+    else std::snprintf(b, sizeof b, "%.1f h", s / 3600);
+    return std::string(b);
+  };
+  if (a.max_hours > 0 && estimate_s > a.max_hours * 3600)
+    throw InputError("the space has " + std::to_string(total_configs) + " configs; at " + std::to_string(static_cast<long long>(rate)) +
+                     " configs/s (measured on " + std::to_string(sampled) + " of them) it would take about " +
+                     duration_text(estimate_s) + ", past --max-hours " + [&] {
+                       char b[32];
+                       std::snprintf(b, sizeof b, "%g", a.max_hours);
+                       return std::string(b);
+                     }() +
+                     ": shrink the space, split it (--shard, mpirun) or raise --max-hours");
   std::string topo_text = topo.name;
   for (const auto& set : topo.overrides) topo_text += " --set " + set;
   const std::string group_text = a.group.empty() ? f.default_group : a.group;
@@ -515,6 +554,13 @@ void cmd_sweep(const SweepArgs& args) {
                   (long long)shard_configs(sp.space.size(), shard_i, shard_n), (long long)shard_block(sp.space.size(), shard_n));
     std::fflush(stdout);
   }
+  if (sampled > 0 && !quiet) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  estimate: about %s at %.3g configs/s (measured on %lld configs)\n",
+                  duration_text(estimate_s).c_str(), rate, (long long)sampled);
+    std::fputs(line, a.json ? stderr : stdout);  // the JSON alone on stdout
+  }
+
   const auto t0 = std::chrono::steady_clock::now();
   // Progress on stderr: on a terminal a live line, at most once a second; otherwise (a log,
   // CI, MPI) one line every --progress-every seconds. Under MPI rank 0 reports for the job,
