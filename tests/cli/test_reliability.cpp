@@ -78,4 +78,15 @@ TEST(Reliability, StrictInput) {
   expect_input_error(run("topo check /dev/zero"), "larger than 16 MiB");
 }
 
+// A place results cannot go is an error before any work, not after it.
+TEST(Reliability, UnwritableOutputIsFoundFirst) {
+  const Result r = run("run --bench milestone-1h-gemm --out /proc/kb-results");
+  expect_input_error(r, "--out /proc/kb-results/gemm_sweep.json: cannot write in /proc");
+  EXPECT_EQ(r.out.find("parity"), std::string::npos);
+  const std::string file = fresh_dir("kb_out_is_a_file");
+  std::ofstream(file) << "x";
+  expect_input_error(run("run --bench milestone-gqa-decode-4cases --out '" + file + "'"), "is not a folder");
+  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --out /proc/kb.json"), "cannot write in /proc");
+}
+
 }  // namespace

@@ -214,6 +214,8 @@ int cli_main(int argc, char** argv) {
       ctx.backend_request = backend;
       if (backend != "auto" && backend != "cuda" && backend != "omp")
         throw InputError("--backend " + backend + ": expected auto, cuda or omp");
+      // A folder the results could not be written to is found now, not after the bench ran.
+      check_output_path("--out", ctx.out_dir + "/" + b.json, b.json);
       // MILESTONE_FAST: the usual true and false words; anything else is a mistake.
       bool env_is_fast = false;
       if (const char* env_fast = std::getenv("MILESTONE_FAST"); env_fast && *env_fast) {
