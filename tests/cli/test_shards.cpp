@@ -94,7 +94,9 @@ TEST(Shards, TwoMpiRanksGiveTheSingleProcessOutput) {
   const std::string mpiexec = KB_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "not run: this build has no MPI (tools/setup.sh installs Open MPI)";
   const json one = run_json(std::string(kGemm) + " --json");
-  const std::string cmd = "'" + mpiexec + "' --allow-run-as-root --oversubscribe -np 2 ";
+  // Under the asan preset: Open MPI's plugins leak at exit, unloaded before LeakSanitizer
+  // could name them; leaks of the program itself are checked by every other test.
+  const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 '" + mpiexec + "' --allow-run-as-root --oversubscribe -np 2 ";
   const std::string tag = ::testing::TempDir() + "/kb_mpi_" + std::to_string(::getpid());
   const int rc = std::system((cmd + "'" + KB_CLI_EXE + "' " + kGemm + " --json >'" + tag + ".out' 2>'" + tag + ".err'").c_str());
   ASSERT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0);

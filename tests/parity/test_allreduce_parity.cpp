@@ -68,12 +68,15 @@ std::vector<AllreduceConfig> random_configs(int count, std::uint64_t seed, std::
                 : kind == 1 ? ppc * pick(2, std::max<std::int64_t>(2, h.cubes_per_sip()))
                             : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, 100 / pps)));
     } else {
+      if (coll_level_size(h, c.level) < 2) continue;  // a level of one rank (and pick(lo, hi) needs lo <= hi)
       c.ranks = pick(2, std::min<std::int64_t>(12, coll_level_size(h, c.level)));
     }
     c.buffer = pick(0, 1);
     c.op = pick(0, 1);
     c.chunks = pick(0, 2) ? 1 : pick(2, 4);
-    c.bytes = 2 * pick(c.chunks * c.ranks, pick(0, 1) ? 4096 : 64);
+    const std::int64_t least = c.chunks * c.ranks, most = pick(0, 1) ? 4096 : 64;
+    if (least > most) continue;  // no size fits (and pick(lo, hi) needs lo <= hi)
+    c.bytes = 2 * pick(least, most);
     if (allreduce_check(c) != kArOk) continue;
     ++(*counts)[static_cast<std::size_t>((c.level * kCollAlgos + c.algo) * kCollBuffers + c.buffer)];
     out.push_back(c);
