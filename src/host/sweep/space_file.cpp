@@ -63,7 +63,29 @@ bool boolean(const std::string& file, const YAML::Node& n, const std::string& fi
 
 }  // namespace
 
+static std::string space_file_family_of(const std::string& path);
+static SpaceFile load_space_file_of(const std::string& path);
+
+// yaml-cpp's own errors inside a valid document (a key that is not a name, a value of the
+// wrong kind) as FILE:LINE:COL input errors.
+template <class F>
+auto yaml_errors(const std::string& path, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const YAML::Exception& e) {
+    throw InputError(where(path, e.mark) + ": (document): " + e.msg);
+  }
+}
+
 std::string space_file_family(const std::string& path) {
+  return yaml_errors(path, [&] { return space_file_family_of(path); });
+}
+
+SpaceFile load_space_file(const std::string& path) {
+  return yaml_errors(path, [&] { return load_space_file_of(path); });
+}
+
+static std::string space_file_family_of(const std::string& path) {
   const YAML::Node root = parse(path);
   const YAML::Node f = root["family"];
   if (!f.IsDefined()) throw InputError(where(path, root.Mark()) + ": family: required field is missing");
@@ -76,11 +98,11 @@ std::string space_file_family(const std::string& path) {
   return name;
 }
 
-SpaceFile load_space_file(const std::string& path) {
+static SpaceFile load_space_file_of(const std::string& path) {
   const YAML::Node root = parse(path);
   SpaceFile s;
   s.path = path;
-  s.family = space_file_family(path);
+  s.family = space_file_family_of(path);
   const Family& fam = family(s.family);
   static const char* kKeys[] = {"family", "topology", "axes", "zip", "group", "objectives", "reductions", "description"};
   for (const auto& kv : root) {
