@@ -43,4 +43,11 @@ KB_HD constexpr ps_t cycles_ps(std::int64_t cycles, std::int64_t clock_mhz) {
   return ceil_div(cycles * INT64_C(1000000), clock_mhz);
 }
 
+// Sums and products of non-negative times and counts that stop at kTimeLimitPs instead of
+// overflowing (bounds a model compares against the limit).
+KB_HD constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b; }
+KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
+}
+
 }  // namespace kb

@@ -304,10 +304,6 @@ KB_HD inline ps_t dec_case_bound_ps(const DecodeConfig& c) {
 
 namespace dec_detail {
 
-KB_HD inline std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b; }
-KB_HD inline std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
-}
 
 KB_HD inline ps_t vec_ps(const DecodeConfig& c, VecOp op, std::int64_t rows, std::int64_t cols) {
   return cycles_ps(vector_cycles(op, rows, cols, c.hw.vector_lanes), c.hw.clock_mhz);
@@ -519,8 +515,6 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   // Every op's time must be representable, and so the sum of every op's busy time and latency
   // (a bound on any finish time): the largest transfer at the smallest share, the largest
   // matmul and vector op, times the ops of the busiest PE, times the PEs.
-  using dec_detail::sat_add;
-  using dec_detail::sat_mul;
   const std::int64_t d = c.d_head, P = h.pes_per_cube(), shard = dec_max_shard(c);
   const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
   if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;

@@ -99,12 +99,6 @@ KB_HD inline TileRange gemm_tiles_of(std::int64_t tiles_m, std::int64_t tiles_n,
 
 namespace gemm_detail {
 
-KB_HD inline std::int64_t sat_add(std::int64_t a, std::int64_t b) {
-  return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b;
-}
-KB_HD inline std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
-}
 
 struct Step {
   ps_t load;   // busy time of the A and B loads

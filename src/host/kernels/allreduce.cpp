@@ -28,13 +28,6 @@ const char* to_string(CollAlgo a) {
   return "?";
 }
 
-TopologySpec collective_topology(const AllreduceConfig& c) {
-  TopologySpec topo;
-  topo.hw() = c.hw;
-  topo.schema_version = 1;
-  topo.name = "config";
-  return topo;
-}
 
 namespace {
 
@@ -280,7 +273,7 @@ void check_valid(const AllreduceConfig& c) {
 
 CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, bool trace) {
   check_valid(c);
-  RuntimeContext ctx(collective_topology(c), ContextOptions{data});
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   CollectiveRun out;
   Buffers b;
   // The request was validated: anything the runtime rejects from here on is a bug of the
@@ -312,7 +305,7 @@ CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t
     throw InputError("the direct launch is the ring allreduce over SRAM buffers");
   check_valid(c);
   const std::int64_t p = c.ranks, V = coll_values(c);
-  RuntimeContext ctx(collective_topology(c), ContextOptions{data});
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   const LaunchGrid grid = grid_of(c);
   const SymBuf buf = ctx.symmetric(c.bytes, DType::f16, grid, "data");
   const SymBuf inbox = ctx.symmetric(c.bytes, DType::f16, grid, "inbox");

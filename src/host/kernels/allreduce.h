@@ -25,8 +25,6 @@ struct CollectiveRun {
   std::vector<std::tuple<std::string, ps_t, ps_t>> timeline;
 };
 
-// The topology a config's hardware describes.
-TopologySpec collective_topology(const AllreduceConfig& c);
 
 // Runs the config (which allreduce_check must accept) through the library call; data mode
 // fills every rank's buffer with random values from `seed`.

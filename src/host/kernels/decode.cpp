@@ -37,14 +37,6 @@ const char* decode_case_name(std::int64_t k) {
   }
 }
 
-TopologySpec decode_topology(const DecodeConfig& c) {
-  TopologySpec topo;
-  topo.hw() = c.hw;
-  topo.schema_version = 1;
-  topo.name = "config";
-  return topo;
-}
-
 namespace {
 
 Rank rank(std::int64_t cube, std::int64_t pe) { return Rank{0, static_cast<std::int32_t>(cube), static_cast<std::int32_t>(pe)}; }
@@ -268,7 +260,7 @@ RunReport run_checked(RuntimeContext& ctx) {
 DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, bool trace) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
-  RuntimeContext ctx(decode_topology(c), ContextOptions{data});
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
   const std::int64_t d = c.d_head, S = c.s_kv;
   const DecodeCase kase = dec_case(c);

@@ -23,8 +23,6 @@ struct DecodeRun {
   std::int64_t readers = 0;  // PEs that loaded from HBM
 };
 
-TopologySpec decode_topology(const DecodeConfig& c);
-
 // Runs the config (decode_check must accept it); data mode fills q, K and V with random
 // values from `seed`.
 DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, bool trace = false);

@@ -167,11 +167,7 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
 }
 
 GemmResult gemm_reference(const GemmConfig& c, std::string* trace) {
-  TopologySpec topo;
-  topo.hw() = c.hw;
-  topo.schema_version = 1;
-  topo.name = "config";
-  const GemmReference ref = run_gemm_reference(topo, gemm_params(c), trace != nullptr);
+  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace != nullptr);
   const engine::Summary& s = ref.report.summary;
   GemmResult r{};
   r.status = kGemmOk;

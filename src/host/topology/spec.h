@@ -22,6 +22,15 @@ struct TopologySpec : HwConfig {
   HwConfig& hw() { return *this; }
 };
 
+// The topology a config's flattened hardware describes (what a reference program runs on).
+inline TopologySpec topology_of(const HwConfig& h) {
+  TopologySpec topo;
+  topo.hw() = h;
+  topo.schema_version = 1;
+  topo.name = "config";
+  return topo;
+}
+
 const char* to_string(Dataflow d);
 const char* to_string(SipTopology t);
 std::string hash_hex(std::uint64_t h);
