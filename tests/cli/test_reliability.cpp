@@ -1,5 +1,7 @@
 // Hostile input: paths are never parsed by a shell, outputs never replace special files, and
 // flags that do nothing in a run are still checked.
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -87,6 +89,44 @@ TEST(Reliability, UnwritableOutputIsFoundFirst) {
   std::ofstream(file) << "x";
   expect_input_error(run("run --bench milestone-gqa-decode-4cases --out '" + file + "'"), "is not a folder");
   expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --out /proc/kb.json"), "cannot write in /proc");
+}
+
+// A sweep with many groups writes its document row by row, and merge drops a shard's rows
+// as it reads them: memory stays far below the document's size (a 2^20-group document
+// held whole needed 11.7 GB; these 2^16-group shards, about 1.2 GB each).
+TEST(Reliability, LargeSweepDocumentsAreStreamed) {
+  const std::string dir = fresh_dir("kb_large_sweep");
+  fs::create_directories(dir);
+  const std::string sweep = "sweep gemm --m 1:256 --n 1:256 --k 64 --group m,n --recheck 0 --progress-every 0 ";
+  for (int i = 0; i < 2; ++i) {
+    const Result r = run(sweep + "--shard " + std::to_string(i) + "/2 --out '" + dir + "/s" + std::to_string(i) + ".json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const Result m = run("merge '" + dir + "/s0.json' '" + dir + "/s1.json' --out '" + dir + "/m.json'");
+  ASSERT_EQ(m.code, 0) << m.err;
+  struct rusage ru {};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &ru), 0);
+  const long peak_mib = ru.ru_maxrss / 1024;
+  std::error_code ec;
+  const auto bytes = fs::file_size(dir + "/m.json", ec);
+  EXPECT_GT(bytes, std::uintmax_t{100} << 20);  // the merged document: one row per group
+#if defined(__SANITIZE_ADDRESS__)
+  const long bound_mib = 1536;  // ASan's quarantine of freed blocks and its shadow memory come on top
+#else
+  const long bound_mib = 400;
+#endif
+  EXPECT_LT(peak_mib, bound_mib) << "peak resident memory of a sweep or the merge, MiB";
+  // Every group is in it, in order, and the file is whole.
+  std::ifstream in(dir + "/m.json");
+  std::string line, last;
+  std::int64_t groups = 0;
+  while (std::getline(in, line)) {
+    if (line == "      \"group\": {") ++groups;
+    last = line;
+  }
+  EXPECT_EQ(groups, 65536);
+  EXPECT_EQ(last, "}");
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace

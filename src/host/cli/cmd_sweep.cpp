@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "cmd_family.h"
 #include "host/common/document.h"
 #include "host/common/error.h"
+#include "host/common/json_stream.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
 #include "host/parity/figures.h"
@@ -22,6 +24,8 @@
 #include "mpi.h"
 
 namespace kb {
+
+namespace fs = std::filesystem;
 
 CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   const Family& f = *a.family;
@@ -265,6 +269,7 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
   // The JSON (one model evaluation per reported config) only when it is asked for.
   if (a.json || !a.out.empty()) {
     nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", topo);
+    LazyArrays lazy;  // the arrays too large to hold, made as they are written
     j["family"] = f.name;
     j["backend"] = to_string(backend);
     // topology.fields holds the base values; these fields take each value of their axis.
@@ -309,35 +314,48 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
     if (shard) {
       j["shard"] = {{"index", o.shard_i}, {"count", o.shard_n}, {"block", shard_block(size, o.shard_n)},
                     {"configs", shard_configs(size, o.shard_i, o.shard_n)},
-                    {"request", request_json(o)}, {"summary", summary_json(sum)}};
+                    {"request", request_json(o)}, {"summary", summary_json(sum, false)}};
+      j["shard"]["summary"]["best"] = nullptr;
+      lazy["/shard/summary/best"] = {static_cast<std::int64_t>(sum.best.size()), [&](std::int64_t g) {
+                                       return summary_best_json(sum.best[static_cast<std::size_t>(g)]);
+                                     }};
     } else if (o.recheck > 0) {
       j["recheck"] = rechecked;
     }
     if (!o.merged.is_null()) j["merged"] = o.merged;
-    nlohmann::json best = nlohmann::json::array();
-    for (std::size_t g = 0; g < sum.best.size(); ++g) {
-      const auto& b = sum.best[g];
-      nlohmann::json entry{{"group", group_key(static_cast<std::int64_t>(g))},
-                           {"best", b.index < 0 ? nlohmann::json() : row_json(b.index)}};
-      if (b.index < 0) entry["reason"] = "no valid config; the first: " + first_reason(static_cast<std::int64_t>(g));
-      best.push_back(entry);
-    }
-    j["best_per_group"] = best;
+    // Per group and per Pareto point (up to 2^20 groups) the rows are made as they are
+    // written, so the document is never whole in memory.
+    j["best_per_group"] = nullptr;
+    lazy["/best_per_group"] = {static_cast<std::int64_t>(sum.best.size()), [&](std::int64_t g) {
+                                 const auto& b = sum.best[static_cast<std::size_t>(g)];
+                                 nlohmann::json entry{{"group", group_key(g)},
+                                                      {"best", b.index < 0 ? nlohmann::json() : row_json(b.index)}};
+                                 if (b.index < 0) entry["reason"] = "no valid config; the first: " + first_reason(g);
+                                 return entry;
+                               }};
     nlohmann::json top = nlohmann::json::array();
     for (const auto& t : top_shown) top.push_back(row_json(t.index));
     j["top"] = top;
     if (red.pareto != 0) {
-      nlohmann::json fronts = nlohmann::json::array();
-      for (const auto& p : sum.pareto) {
-        if (fronts.empty() || fronts.back()["group_index"] != p.group)
-          fronts.push_back({{"group_index", p.group}, {"group", group_key(p.group)}, {"points", nlohmann::json::array()}});
-        nlohmann::json c = row_json(p.index);
-        c["cost"] = p.cost;
-        fronts.back()["points"].push_back(c);
-      }
+      std::vector<std::size_t> front_at;  // where each group's front starts in sum.pareto
+      for (std::size_t k = 0; k < sum.pareto.size(); ++k)
+        if (k == 0 || sum.pareto[k].group != sum.pareto[k - 1].group) front_at.push_back(k);
+      front_at.push_back(sum.pareto.size());
       j["pareto"] = {{"cost", pareto_name},
                      {"meaning", f.costs[static_cast<std::size_t>(red.pareto - 1)].meaning},
-                     {"fronts", fronts}};
+                     {"fronts", nullptr}};
+      lazy["/pareto/fronts"] = {static_cast<std::int64_t>(front_at.size()) - 1, [&, front_at](std::int64_t i) {
+                                  const std::size_t from = front_at[static_cast<std::size_t>(i)];
+                                  const std::int64_t group = sum.pareto[from].group;
+                                  nlohmann::json points = nlohmann::json::array();
+                                  for (std::size_t k = from; k < front_at[static_cast<std::size_t>(i) + 1]; ++k) {
+                                    nlohmann::json c = row_json(sum.pareto[k].index);
+                                    c["cost"] = sum.pareto[k].cost;
+                                    points.push_back(c);
+                                  }
+                                  return nlohmann::json{{"group_index", group}, {"group", group_key(group)},
+                                                        {"points", points}};
+                                }};
     }
     if (red.histogram) {
       nlohmann::json bins = nlohmann::json::array();
@@ -347,9 +365,14 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
                           {"count", sum.histogram[static_cast<std::size_t>(b)]}});
       j["histogram"] = {{"bins_per_octave", batched::kHistBinsPerOctave}, {"bins", bins}};
     }
-    if (!a.out.empty()) write_file_atomic(a.out, j.dump(2) + "\n");
+    auto write = [&](std::ostream& os) {
+      write_json(os, j, lazy);
+      os << "\n";
+    };
+    if (!a.out.empty()) write_file_atomic(a.out, write);
     if (a.json) {
-      std::cout << j.dump(2) << "\n";
+      write(std::cout);
+      std::cout.flush();
       return;
     }
   }
@@ -716,8 +739,23 @@ void cmd_merge(const MergeArgs& a) {
   std::vector<Part> parts;
   for (const std::string& file : a.files) {
     nlohmann::json doc;
+    // A shard's rows (one per group, up to 2^20) are not needed here: they are dropped as
+    // they are read, so a shard of any size merges in the memory of its summary. A regular
+    // file is read as it is parsed; anything else (a FIFO, a device) through read_file's cap.
+    const nlohmann::json::parser_callback_t keep = [](int depth, nlohmann::json::parse_event_t event,
+                                                      nlohmann::json& parsed) {
+      return !(depth == 1 && event == nlohmann::json::parse_event_t::key &&
+               (parsed == "best_per_group" || parsed == "top" || parsed == "pareto" || parsed == "histogram"));
+    };
     try {
-      doc = nlohmann::json::parse(read_file(file));
+      std::error_code ec;
+      if (fs::is_regular_file(file, ec)) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) throw InputError(file + ":1:1: (file): cannot open file");
+        doc = nlohmann::json::parse(in, keep);
+      } else {
+        doc = nlohmann::json::parse(read_file(file), keep);
+      }
     } catch (const nlohmann::json::exception& e) {
       throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
     }

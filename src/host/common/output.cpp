@@ -75,6 +75,10 @@ struct TmpGuard {
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& content) {
+  write_file_atomic(path, [&](std::ostream& out) { out << content; });
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path p(path);
   std::error_code ec;
   // Only regular files are replaced: a device, a FIFO or a folder at `path` is refused,
@@ -104,7 +108,14 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       undo_folders();
       throw InputError(path + ": cannot write file");
     }
-    out << content;
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      fs::remove(tmp, ec);
+      undo_folders();
+      throw;
+    }
     out.close();
     if (!out) {
       fs::remove(tmp, ec);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,9 @@ namespace kb {
 // Writes `content` to `path` through a temporary file in the same folder and a rename,
 // creating folders as needed; readers never see a half-written file.
 void write_file_atomic(const std::string& path, const std::string& content);
+// The same, the content written by `write` piece by piece (a document too large to hold
+// whole); when `write` throws, nothing is left behind and the exception goes on.
+void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 // The whole file; InputError ("FILE:1:1: ...") when it cannot be read or holds more than
 // kMaxInputBytes (a topology, space or result file is far smaller; /dev/zero is endless).
 constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;

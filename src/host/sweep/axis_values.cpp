@@ -1,5 +1,6 @@
 #include "axis_values.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <unordered_set>
@@ -43,13 +44,54 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
   };
   if (text.empty()) fail("", "expected a list of values, e.g. 32,64,128 or 32:512:*2");
   std::vector<std::int64_t> values;
-  std::unordered_set<std::int64_t> seen;
-  auto push = [&](const std::string& item, std::int64_t v) {
+  // A value is kept where it first appears. `sorted` holds the kept values in order of size,
+  // but those in `pending`, the single values since the last merge; a range is checked
+  // against `sorted` in one walk, as both ascend, so nothing is hashed value by value.
+  std::vector<std::int64_t> sorted, fresh;
+  std::unordered_set<std::int64_t> pending;  // merged in before a range, or past 1/8 of `sorted`
+  const char* too_many = "more than 2^20 values on one axis";
+  auto check_bounds = [&](const std::string& item, std::int64_t v) {
     if (v != auto_value && (v < lo_limit || v > hi_limit))
       fail(item, std::to_string(v) + " is outside " + std::to_string(lo_limit) + ".." + std::to_string(hi_limit));
-    if (!seen.insert(v).second) return;
-    if (static_cast<std::int64_t>(values.size()) >= kMaxAxisValues) fail(item, "more than 2^20 values on one axis");
+  };
+  auto keep = [&](const std::string& item, std::int64_t v) {
+    if (static_cast<std::int64_t>(values.size()) >= kMaxAxisValues) fail(item, too_many);
     values.push_back(v);
+  };
+  auto merge_in = [&](std::vector<std::int64_t>& ascending) {
+    const std::size_t mid = sorted.size();
+    sorted.insert(sorted.end(), ascending.begin(), ascending.end());
+    std::inplace_merge(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(mid), sorted.end());
+    ascending.clear();
+  };
+  auto flush = [&] {
+    fresh.assign(pending.begin(), pending.end());
+    pending.clear();
+    std::sort(fresh.begin(), fresh.end());
+    merge_in(fresh);
+  };
+  auto push = [&](const std::string& item, std::int64_t v) {
+    check_bounds(item, v);
+    if (std::binary_search(sorted.begin(), sorted.end(), v) || pending.count(v) > 0) return;
+    keep(item, v);
+    pending.insert(v);
+    if (pending.size() > 64 + sorted.size() / 8) flush();
+  };
+  // LO, LO + STEP, ... up to HI: push's walk, with one pointer into `sorted`.
+  auto push_range = [&](const std::string& item, std::int64_t lo, std::int64_t hi, std::int64_t step) {
+    flush();
+    std::size_t at = 0;
+    for (std::int64_t v = lo;;) {  // the check before each step keeps v <= hi, so no overflow
+      check_bounds(item, v);
+      while (at < sorted.size() && sorted[at] < v) ++at;
+      if (at == sorted.size() || sorted[at] != v) {
+        keep(item, v);
+        fresh.push_back(v);
+      }
+      if (v > hi - step) break;
+      v += step;
+    }
+    merge_in(fresh);
   };
   for (const std::string& item : split_list(text, ',')) {
     const std::vector<std::string> f = split_list(item, ':');
@@ -73,10 +115,18 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
     }
     if (op == '+' && step < 1) fail(item, "the step must be >= 1");
     if (op == '*' && (step < 2 || lo < 1)) fail(item, "a geometric range needs FACTOR >= 2 and LO >= 1");
-    for (std::int64_t v = lo;;) {  // the checks before each step keep v <= hi, so no overflow
+    // One range's values are distinct: when its first 2^20 + 1 are in bounds, the walk would
+    // stop on the count within this item, so say so without walking.
+    if (op == '+' && (hi - lo) / step >= kMaxAxisValues && lo >= lo_limit && lo + kMaxAxisValues * step <= hi_limit)
+      fail(item, too_many);
+    if (op == '+') {
+      push_range(item, lo, hi, step);
+      continue;
+    }
+    for (std::int64_t v = lo;;) {  // at most 40 values; the check before each step keeps v <= hi
       push(item, v);
-      if (op == '+' ? v > hi - step : v > hi / step) break;
-      v = op == '+' ? v + step : v * step;
+      if (v > hi / step) break;
+      v *= step;
     }
   }
   return values;

@@ -48,10 +48,13 @@ bool pareto_order(const batched::ParetoPoint& a, const batched::ParetoPoint& b) 
 }
 }  // namespace
 
-nlohmann::json summary_json(const batched::SweepSummary& s) {
+nlohmann::json summary_best_json(const batched::GroupBest& b) { return {b.latency_ps, b.index}; }
+
+nlohmann::json summary_json(const batched::SweepSummary& s, bool with_best) {
   nlohmann::json best = nlohmann::json::array(), top = nlohmann::json::array(), pareto = nlohmann::json::array(),
                  hist = nlohmann::json::array();
-  for (const auto& b : s.best) best.push_back({b.latency_ps, b.index});
+  if (with_best)
+    for (const auto& b : s.best) best.push_back(summary_best_json(b));
   for (const auto& t : s.top) top.push_back({t.latency_ps, t.index});
   for (const auto& p : s.pareto) pareto.push_back({p.group, p.cost, p.latency_ps, p.index});
   for (std::size_t b = 0; b < s.histogram.size(); ++b)

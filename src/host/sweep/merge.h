@@ -24,7 +24,10 @@ batched::SweepSummary empty_summary(std::int64_t groups, int statuses, bool hist
 // Parses "I/N" (0 <= I < N <= 2^20); throws InputError naming `flag`.
 void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n);
 
-nlohmann::json summary_json(const batched::SweepSummary& s);
+// `with_best` false leaves "best" (one entry per group) empty, for a writer that streams it
+// from summary_best_json.
+nlohmann::json summary_json(const batched::SweepSummary& s, bool with_best = true);
+nlohmann::json summary_best_json(const batched::GroupBest& b);
 // Throws InputError("WHERE: ...") when `j` is not a summary of `groups` groups and `statuses` statuses.
 batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t groups, int statuses,
                                         const std::string& where);
