@@ -274,10 +274,9 @@ void run_decode_milestone(BenchContext& ctx) {
   // One Perfetto trace per case (the panels).
   nlohmann::json traces = nlohmann::json::array();
   for (std::int64_t k = 1; k <= 4; ++k) {
-    std::string trace;
-    decode_reference(decode_headline(topo, k), &trace);
     const std::string name = std::string("trace_case") + std::to_string(k) + ".json";
-    write_file_atomic(ctx.out_dir + "/" + name, trace);
+    const std::string path = ctx.out_dir + "/" + name;
+    decode_reference(decode_headline(topo, k), &path);
     traces.push_back(name);
   }
   doc["traces"] = traces;

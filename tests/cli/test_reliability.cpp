@@ -91,6 +91,54 @@ TEST(Reliability, UnwritableOutputIsFoundFirst) {
   expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --out /proc/kb.json"), "cannot write in /proc");
 }
 
+// The peak resident memory of any child this test process has waited for, MiB.
+long children_peak_mib() {
+  struct rusage ru {};
+  EXPECT_EQ(::getrusage(RUSAGE_CHILDREN, &ru), 0);
+  return ru.ru_maxrss / 1024;
+}
+
+// eval --trace writes the trace event by event: a 200,000-op reference run with its trace
+// needs about what it needs without one (it held 3.5 KB per op, 700 MB here).
+TEST(Reliability, TracesAreStreamed) {
+  const std::string dir = fresh_dir("kb_large_trace");
+  fs::create_directories(dir);
+  const Result r = run("eval gemm --m 2048 --n 2048 --k 4096 --tile-m 64 --tile-n 64 --tile-k 64 --engine reference "
+                       "--trace '" + dir + "/t.json'");
+  ASSERT_EQ(r.code, 0) << r.err;
+#if defined(__SANITIZE_ADDRESS__)
+  const long bound_mib = 1536;  // ASan's quarantine and shadow memory come on top
+#else
+  const long bound_mib = 300;
+#endif
+  EXPECT_LT(children_peak_mib(), bound_mib);
+  const nlohmann::json t = load(dir + "/t.json");
+  std::int64_t ops = 0;
+  for (const auto& e : t.at("traceEvents")) ops += e.at("ph") == "X";
+  EXPECT_GT(ops, 190000);
+  EXPECT_EQ(t.at("displayTimeUnit"), "ns");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Out of memory anywhere is exit 3 with one line saying so, never an abort, and leaves no
+// file behind.
+TEST(Reliability, OutOfMemoryIsExitThree) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under ASan an address-space limit stops the sanitizer's own reservations, not the program's";
+#else
+  // 25 million ops of reference run need several GB; 1 GB of address space is plenty to start.
+  const std::string dir = fresh_dir("kb_oom");
+  const Result r = run("eval gemm --m 16384 --n 16384 --k 8192 --tile-m 64 --tile-n 64 --tile-k 64 --engine reference "
+                       "--trace '" + dir + "/t.json'",
+                       "ulimit -v 1000000; ");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(r.err, "error: out of memory: the request needs more memory than this machine gives it\n");
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fs::exists(dir));
+#endif
+}
+
 // A sweep with many groups writes its document row by row, and merge drops a shard's rows
 // as it reads them: memory stays far below the document's size (a 2^20-group document
 // held whole needed 11.7 GB; these 2^16-group shards, about 1.2 GB each).
@@ -104,9 +152,7 @@ TEST(Reliability, LargeSweepDocumentsAreStreamed) {
   }
   const Result m = run("merge '" + dir + "/s0.json' '" + dir + "/s1.json' --out '" + dir + "/m.json'");
   ASSERT_EQ(m.code, 0) << m.err;
-  struct rusage ru {};
-  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &ru), 0);
-  const long peak_mib = ru.ru_maxrss / 1024;
+  const long peak_mib = children_peak_mib();
   std::error_code ec;
   const auto bytes = fs::file_size(dir + "/m.json", ec);
   EXPECT_GT(bytes, std::uintmax_t{100} << 20);  // the merged document: one row per group

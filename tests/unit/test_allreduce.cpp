@@ -130,7 +130,7 @@ TEST(Collective, DirectLaunchRingHasTheLibraryTimeline) {
         const AllreduceConfig c = config(level == 2 ? ring8 : def, static_cast<CollLevel>(level), CollAlgo::ring, p,
                                          2 * 1000 * p, CollBuffer::sram, CollOp::allreduce, chunks);
         ASSERT_EQ(allreduce_check(c), kArOk) << name(c);
-        const CollectiveRun lib = run_collective(c, true, 3, false);
+        const CollectiveRun lib = run_collective(c, true, 3);
         const CollectiveRun direct = run_ring_direct(c, true, 3);
         ASSERT_EQ(direct.report.status, engine::Status::ok) << direct.report.message;
         EXPECT_EQ(lib.report.summary.latency_ps, direct.report.summary.latency_ps) << name(c);

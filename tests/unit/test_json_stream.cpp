@@ -1,5 +1,5 @@
 // write_json: a document written with some arrays made element by element is the same
-// text as dump(2) of the whole document.
+// text as dump() of the whole document, pretty (any indent) or compact.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -61,14 +61,15 @@ TEST(JsonStream, SameTextAsDump) {
   for (int trial = 0; trial < 3000; ++trial) {
     nlohmann::json doc = nlohmann::json::object();
     for (unsigned n = 1 + rng() % 5, i = 0; i < n; ++i) doc["m" + std::to_string(i)] = random_value(rng, 0);
-    const std::string want = doc.dump(2);
+    const int indent = trial % 3 == 0 ? -1 : 1 + trial % 4;
+    const std::string want = doc.dump(indent);
     std::vector<nlohmann::json> keep;
     keep.reserve(1000);
     LazyArrays lazy;
     make_lazy(rng, doc, "", lazy, keep);
     with_lazy += !lazy.empty();
     std::ostringstream os;
-    write_json(os, doc, lazy);
+    write_json(os, doc, lazy, indent);
     ASSERT_EQ(os.str(), want) << "trial " << trial;
   }
   EXPECT_GT(with_lazy, 500);

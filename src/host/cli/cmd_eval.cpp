@@ -97,10 +97,8 @@ void cmd_eval(EvalArgs a) {
     std::memcpy(&status, rb.data(), sizeof status);  // every Result starts with its status
     if (status != 0) throw InputError(f.status_message(status, cfg.data()));
   }
-  std::string trace;
-  if (want_ref) f.reference(cfg.data(), rr.data(), a.trace.empty() ? nullptr : &trace);
+  if (want_ref) f.reference(cfg.data(), rr.data(), a.trace.empty() ? nullptr : &a.trace);
   const std::string diff = want_ref && want_batched ? figures_diff(f, cfg.data(), rr.data(), rb.data()) : "";
-  if (!a.trace.empty()) write_file_atomic(a.trace, trace);
   const void* primary = want_ref ? rr.data() : rb.data();
 
   // The config and each engine's figures as rows of the family's tables.

@@ -21,15 +21,28 @@ namespace {
 struct Writer {
   std::ostream& os;
   const LazyArrays& lazy;
+  int indent;  // < 0: compact, as dump()
   std::size_t used = 0;
 
   void pad(int depth) {
-    for (int i = 0; i < depth; ++i) os << "  ";
+    if (indent < 0) return;
+    for (int i = 0; i < depth * indent; ++i) os.put(' ');
+  }
+  // Between an opening bracket and the first member, between members, and before the close.
+  void open(char c) {
+    os.put(c);
+    if (indent >= 0) os.put('\n');
+  }
+  void next() { os << (indent >= 0 ? ",\n" : ","); }
+  void close(char c, int depth) {
+    if (indent >= 0) os.put('\n');
+    pad(depth);
+    os.put(c);
   }
   // dump(2) of `v` placed at `depth`: every line after the first moves right with it (a
   // newline inside the text is always a line break; in strings it is escaped).
   void put(const nlohmann::json& v, int depth) {
-    const std::string text = v.dump(2);
+    const std::string text = v.dump(indent);
     std::size_t from = 0;
     for (std::size_t at; (at = text.find('\n', from)) != std::string::npos; from = at + 1) {
       os.write(text.data() + from, static_cast<std::streamsize>(at + 1 - from));
@@ -51,15 +64,13 @@ struct Writer {
         os << "[]";
         return;
       }
-      os << "[\n";
+      open('[');
       for (std::int64_t i = 0; i < a.size; ++i) {
-        if (i > 0) os << ",\n";
+        if (i > 0) next();
         pad(depth + 1);
         put(a.element(i), depth + 1);
       }
-      os << "\n";
-      pad(depth);
-      os << "]";
+      close(']', depth);
       return;
     }
     if (!v.is_structured() || v.empty() || !lazy_below(ptr)) {
@@ -67,24 +78,22 @@ struct Writer {
       return;
     }
     const bool object = v.is_object();
-    os << (object ? "{\n" : "[\n");
+    open(object ? '{' : '[');
     std::size_t k = 0;
     for (auto m = v.begin(); m != v.end(); ++m, ++k) {
-      if (k > 0) os << ",\n";
+      if (k > 0) next();
       pad(depth + 1);
-      if (object) os << nlohmann::json(m.key()).dump() << ": ";
+      if (object) os << nlohmann::json(m.key()).dump() << (indent >= 0 ? ": " : ":");
       write(*m, ptr + "/" + (object ? pointer_token(m.key()) : std::to_string(k)), depth + 1);
     }
-    os << "\n";
-    pad(depth);
-    os << (object ? "}" : "]");
+    close(object ? '}' : ']', depth);
   }
 };
 
 }  // namespace
 
-void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& lazy) {
-  Writer w{os, lazy};
+void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& lazy, int indent) {
+  Writer w{os, lazy, indent};
   w.write(doc, "", 0);
   KB_INTERNAL_CHECK(w.used == lazy.size(), "write_json: a placeholder is missing from the document");
 }

@@ -1,6 +1,6 @@
 // Writing a JSON document too large to hold whole: the document is a nlohmann::json in
 // which some arrays are placeholders named by JSON pointer, each made one element at a
-// time as it is written. The text is exactly nlohmann::json::dump(2) of the whole document.
+// time as it is written. The text is exactly nlohmann::json::dump() of the whole document.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,8 +23,8 @@ using LazyArrays = std::map<std::string, LazyArray>;
 // "a/b~c" as one JSON pointer token: "a~1b~0c".
 std::string pointer_token(const std::string& key);
 
-// `doc` with each placeholder replaced by its array, as dump(2) would write it; every
-// placeholder must be present in `doc` (InternalError otherwise).
-void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& lazy);
+// `doc` with each placeholder replaced by its array, as dump(indent) would write it (< 0:
+// compact); every placeholder must be present in `doc` (InternalError otherwise).
+void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& lazy, int indent = 2);
 
 }  // namespace kb

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct RunResult {
 RunResult simulate(const Graph& g);
 
 // Chrome trace event format (opens in Perfetto / chrome://tracing): one track per resource.
+// Written event by event; the string form is for small runs.
+void write_chrome_trace(std::ostream& os, const Graph& g, const RunResult& r);
 std::string chrome_trace_json(const Graph& g, const RunResult& r);
 
 }  // namespace kb::engine

@@ -91,7 +91,7 @@ Family make() {
        col([](const C& c, const R&) { return coll_total_inboxes(c); })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return allreduce_check(c); }, [](const C& c, std::string* trace) { return allreduce_reference(c, trace); });
+      f, [](const C& c) { return allreduce_check(c); }, [](const C& c, const std::string* trace_path) { return allreduce_reference(c, trace_path); });
   return f;
 }
 

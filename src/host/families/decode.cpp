@@ -103,7 +103,7 @@ Family make() {
        })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return decode_check(c); }, [](const C& c, std::string* trace) { return decode_reference(c, trace); });
+      f, [](const C& c) { return decode_check(c); }, [](const C& c, const std::string* trace_path) { return decode_reference(c, trace_path); });
   return f;
 }
 

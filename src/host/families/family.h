@@ -78,8 +78,8 @@ struct Family {
   // The status of a config's validity check only (no timing): what the reference path may share.
   std::function<std::int32_t(const void* config)> check;
   // The figures of a config from the reference engine, written into a Result; a Chrome
-  // trace when `trace` is not null.
-  std::function<void(const void* config, void* result, std::string* trace)> reference;
+  // trace written to the file `trace_path` names, when it is not null.
+  std::function<void(const void* config, void* result, const std::string* trace_path)> reference;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }
@@ -103,12 +103,12 @@ ColumnDesc parity_figure(const char* name, const char* unit, const char* help, s
   return ColumnDesc{name, unit, help, ColType::integer,
                     typed_getter<Config, Result>([m](const Config&, const Result& r) { return r.*m; }), true, terminal};
 }
-// check(const Config&) -> status; reference(const Config&, std::string* trace) -> Result.
+// check(const Config&) -> status; reference(const Config&, const std::string* trace_path) -> Result.
 template <class Config, class Result, class Check, class Reference>
 void set_engines(Family& f, Check check, Reference reference) {
   f.check = [check](const void* c) { return check(*static_cast<const Config*>(c)); };
-  f.reference = [reference](const void* c, void* r, std::string* trace) {
-    *static_cast<Result*>(r) = reference(*static_cast<const Config*>(c), trace);
+  f.reference = [reference](const void* c, void* r, const std::string* trace_path) {
+    *static_cast<Result*>(r) = reference(*static_cast<const Config*>(c), trace_path);
   };
 }
 

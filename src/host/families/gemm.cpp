@@ -102,7 +102,7 @@ Family make() {
        })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return gemm_check(c); }, [](const C& c, std::string* trace) { return gemm_reference(c, trace); });
+      f, [](const C& c) { return gemm_check(c); }, [](const C& c, const std::string* trace_path) { return gemm_reference(c, trace_path); });
   return f;
 }
 

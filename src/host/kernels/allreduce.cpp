@@ -271,7 +271,7 @@ void check_valid(const AllreduceConfig& c) {
 
 }  // namespace
 
-CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, bool trace) {
+CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
   check_valid(c);
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   CollectiveRun out;
@@ -292,7 +292,7 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
   out.report = run_checked(ctx, "collective");
   if (data) out.values = read_back(ctx, c, b);
   out.timeline = timeline_of(ctx, out.report);
-  if (trace) out.trace = ctx.trace_json(out.report);
+  if (trace_path) ctx.write_trace(*trace_path, out.report);
   return out;
 }
 
@@ -345,8 +345,8 @@ CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t
   return out;
 }
 
-AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace) {
-  const CollectiveRun run = run_collective(c, false, 1, trace != nullptr);
+AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string* trace_path) {
+  const CollectiveRun run = run_collective(c, false, 1, trace_path);
   const engine::Summary& s = run.report.summary;
   AllreduceResult r{};
   r.status = kArOk;
@@ -367,7 +367,6 @@ AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace
     coll_schedule_all(c, count);
   }
   r.transfers = transfers;
-  if (trace) *trace = run.trace;
   return r;
 }
 

@@ -20,7 +20,6 @@ struct CollectiveRun {
   RunReport report;
   std::vector<std::vector<float>> inputs;  // data mode: per rank, the values it started with
   std::vector<std::vector<float>> values;  // data mode: per rank, its buffer afterwards
-  std::string trace;                       // Chrome trace, when asked for
   // Every op that occupied a resource: (resource, start, end), sorted.
   std::vector<std::tuple<std::string, ps_t, ps_t>> timeline;
 };
@@ -28,13 +27,14 @@ struct CollectiveRun {
 
 // Runs the config (which allreduce_check must accept) through the library call; data mode
 // fills every rank's buffer with random values from `seed`.
-CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed = 1, bool trace = false);
+CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed = 1,
+                             const std::string* trace_path = nullptr);
 
 // The direct-launch ring allreduce (SRAM buffers, any level and chunking).
 CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed = 1);
 
 // The family's reference: the figures of run_collective, as the model reports them.
-AllreduceResult allreduce_reference(const AllreduceConfig& c, std::string* trace);
+AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string* trace_path);
 
 // The one-line reason a status names, for `eval allreduce`.
 std::string allreduce_status_message(std::int32_t status, const AllreduceConfig& c);

@@ -257,7 +257,7 @@ RunReport run_checked(RuntimeContext& ctx) {
 
 }  // namespace
 
-DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, bool trace) {
+DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
@@ -306,7 +306,7 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, bool 
     const std::size_t one = static_cast<std::size_t>(U * G * d);
     for (std::size_t at = 0; at < o.size(); at += one) out.outputs.emplace_back(o.begin() + static_cast<std::ptrdiff_t>(at), o.begin() + static_cast<std::ptrdiff_t>(at + one));
   }
-  if (trace) out.trace = ctx.trace_json(out.report);
+  if (trace_path) ctx.write_trace(*trace_path, out.report);
   // PEs that read HBM: the ranks of the graph's loads.
   std::set<std::tuple<std::int32_t, std::int32_t, std::int32_t>> readers;
   for (const engine::Op& op : ctx.graph().ops())
@@ -346,8 +346,8 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
   return o;
 }
 
-DecodeResult decode_reference(const DecodeConfig& c, std::string* trace) {
-  const DecodeRun run = run_decode(c, false, 1, trace != nullptr);
+DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path) {
+  const DecodeRun run = run_decode(c, false, 1, trace_path);
   const engine::Summary& s = run.report.summary;
   DecodeResult r{};
   r.status = kDecOk;
@@ -369,7 +369,6 @@ DecodeResult decode_reference(const DecodeConfig& c, std::string* trace) {
     r.kv_max_cube_bytes = std::max(r.kv_max_cube_bytes, kv);
   }
   r.working_pes = run.readers;
-  if (trace) *trace = run.trace;
   return r;
 }
 

@@ -19,19 +19,18 @@ struct DecodeRun {
   // and the answer as written to HBM, [units x G, d]; with allreduce, one per cube.
   std::vector<float> q, k, v;
   std::vector<std::vector<float>> outputs;
-  std::string trace;
   std::int64_t readers = 0;  // PEs that loaded from HBM
 };
 
 // Runs the config (decode_check must accept it); data mode fills q, K and V with random
 // values from `seed`.
-DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, bool trace = false);
+DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, const std::string* trace_path = nullptr);
 
 // softmax(q K^T / sqrt(d)) V in float64, [units x G, d], from a run's inputs.
 std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run);
 
 // The family's reference: the figures of run_decode, as the model reports them.
-DecodeResult decode_reference(const DecodeConfig& c, std::string* trace);
+DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path);
 
 // The one-line reason a status names, for `eval decode`.
 std::string decode_status_message(std::int32_t status, const DecodeConfig& c);

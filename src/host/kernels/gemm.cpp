@@ -136,7 +136,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   }
 }
 
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, bool want_trace) {
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path) {
   validate_gemm(topo, p);
   const std::int64_t ops =
       ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
@@ -162,12 +162,12 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
     throw InternalError("GEMM reference run ended " + std::string(engine::to_string(out.report.status)) + ": " +
                             out.report.message,
                         __FILE__, __LINE__);
-  if (want_trace) out.trace = ctx.trace_json(out.report);
+  if (trace_path) ctx.write_trace(*trace_path, out.report);
   return out;
 }
 
-GemmResult gemm_reference(const GemmConfig& c, std::string* trace) {
-  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace != nullptr);
+GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path) {
+  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace_path);
   const engine::Summary& s = ref.report.summary;
   GemmResult r{};
   r.status = kGemmOk;
@@ -182,7 +182,6 @@ GemmResult gemm_reference(const GemmConfig& c, std::string* trace) {
   r.hbm_write_bytes = s.hbm_write_bytes;
   r.ops = s.ops;
   gemm_roofline(c, r);  // closed-form bounds of the problem, not the schedule's timing
-  if (trace) *trace = ref.trace;
   return r;
 }
 

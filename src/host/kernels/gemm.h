@@ -36,13 +36,12 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t);
 
 struct GemmReference {
   RunReport report;
-  std::string trace;  // Chrome trace JSON, when requested
 };
 // Builds, launches and simulates the GEMM on the reference engine.
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, bool want_trace = false);
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path = nullptr);
 // The family's reference program: the figures of a config from the reference engine (and
 // its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
-GemmResult gemm_reference(const GemmConfig& c, std::string* trace = nullptr);
+GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path = nullptr);
 
 // Ops the reference engine may simulate in one run before the request is refused.
 constexpr std::int64_t kMaxReferenceOps = INT64_C(1) << 26;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "../common/error.h"
+#include "../common/output.h"
 
 namespace kb {
 
@@ -373,6 +374,10 @@ void for_each_element(const std::int64_t* dim, const Block& b, F&& f) {
         for (at[3] = b.lo[3]; at[3] < b.lo[3] + b.len[3]; ++at[3]) f(static_cast<std::size_t>(index(at)), static_cast<std::size_t>(k++));
 }
 }  // namespace
+
+void RuntimeContext::write_trace(const std::string& path, const RunReport& report) const {
+  write_file_atomic(path, [&](std::ostream& os) { engine::write_chrome_trace(os, graph_, report.result); });
+}
 
 RunReport RuntimeContext::run() {
   RunReport rep;

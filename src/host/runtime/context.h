@@ -269,6 +269,8 @@ class RuntimeContext {
   }
   RunReport run();
   std::string trace_json(const RunReport& report) const { return engine::chrome_trace_json(graph_, report.result); }
+  // The trace written to `path` (atomically), event by event.
+  void write_trace(const std::string& path, const RunReport& report) const;
   const engine::Graph& graph() const { return graph_; }
 
  private:
