@@ -1,6 +1,10 @@
 // Hostile input: paths are never parsed by a shell, outputs never replace special files, and
 // flags that do nothing in a run are still checked.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -137,6 +141,43 @@ TEST(Reliability, OutOfMemoryIsExitThree) {
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(dir));
 #endif
+}
+
+// SIGTERM while a sweep writes its document: the temporary file and the folders made for it
+// are removed, and the signal still ends the program.
+TEST(Reliability, ASignalMidWriteLeavesNothing) {
+  const std::string dir = fresh_dir("kb_signal");
+  fs::create_directories(dir);
+  const std::string folder = dir + "/new/deeper", out = folder + "/s.json";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(KB_CLI_EXE, KB_CLI_EXE, "sweep", "gemm", "--m", "1:512", "--n", "1:256", "--k", "64", "--group", "m,n",
+            "--recheck", "0", "--progress-every", "0", "--out", out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until the temporary file is being written (a 322 MB document: seconds).
+  bool writing = false;
+  int status = 0;
+  for (int ms = 0; ms < 120000 && !writing; ++ms) {
+    std::error_code ec;
+    if (fs::is_directory(folder, ec))
+      for (const auto& e : fs::directory_iterator(folder, ec))
+        writing |= e.path().filename().string().rfind("s.json.tmp", 0) == 0;
+    if (!writing) {
+      ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the sweep ended before its write was seen";
+      ::usleep(1000);
+    }
+  }
+  ASSERT_TRUE(writing);
+  ::kill(pid, SIGTERM);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_FALSE(fs::exists(dir + "/new")) << "the folders made for the output are removed";
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 // A sweep with many groups writes its document row by row, and merge drops a shard's rows

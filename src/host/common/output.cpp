@@ -46,19 +46,38 @@ std::string data_dir() {
 }
 
 namespace {
-// The temporary file being written, removed if SIGINT or SIGTERM arrives meanwhile.
+// The temporary file being written, and the folders made for it (the file's folder, up to
+// and including the outermost one created), removed if SIGINT or SIGTERM arrives meanwhile.
 char g_tmp[4096];
+char g_dir[4096];         // the file's folder, when it was created for it
+std::size_t g_top = 0;    // length of the outermost created folder's path within g_dir
 volatile sig_atomic_t g_tmp_set = 0;
 extern "C" void remove_tmp_and_die(int sig) {
-  if (g_tmp_set) ::unlink(g_tmp);
+  if (g_tmp_set) {
+    ::unlink(g_tmp);
+    // rmdir each created folder, innermost first: only string work and system calls here.
+    for (std::size_t n = std::strlen(g_dir); g_top > 0 && n >= g_top;) {
+      g_dir[n] = '\0';
+      if (::rmdir(g_dir) != 0) break;
+      while (n > 0 && g_dir[n - 1] != '/') --n;
+      if (n > 0) --n;  // drop the '/'
+    }
+  }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
+void copy_bounded(char* to, std::size_t size, const std::string& from) {
+  std::strncpy(to, from.c_str(), size - 1);
+  to[size - 1] = '\0';
+}
 struct TmpGuard {
   struct sigaction old_int {}, old_term {};
-  explicit TmpGuard(const std::string& tmp) {
-    std::strncpy(g_tmp, tmp.c_str(), sizeof g_tmp - 1);
-    g_tmp[sizeof g_tmp - 1] = '\0';
+  // `dir`: the file's folder and `created`: the outermost folder made for it (both empty
+  // when none was made).
+  TmpGuard(const std::string& tmp, const std::string& dir, const std::string& created) {
+    copy_bounded(g_tmp, sizeof g_tmp, tmp);
+    copy_bounded(g_dir, sizeof g_dir, dir);
+    g_top = created.empty() || dir.size() >= sizeof g_dir ? 0 : created.size();
     g_tmp_set = 1;
     struct sigaction sa {};
     sa.sa_handler = remove_tmp_and_die;
@@ -101,7 +120,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
     if (!created.empty()) fs::remove_all(created, ignore);
   };
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  TmpGuard guard(tmp);
+  TmpGuard guard(tmp, created.empty() ? "" : p.parent_path().string(), created.string());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
