@@ -253,17 +253,6 @@ std::vector<std::tuple<std::string, ps_t, ps_t>> timeline_of(const RuntimeContex
   return out;
 }
 
-// Simulates the launch; a time past the int64 guard is the request's fault, anything else
-// that stops the run is the program's.
-RunReport run_checked(RuntimeContext& ctx, const char* what) {
-  RunReport r = ctx.run();
-  if (r.result.time_overflow) throw InputError("bytes: the simulated time would overflow int64 picoseconds");
-  if (r.status != engine::Status::ok)
-    throw InternalError(std::string(what) + " run ended " + engine::to_string(r.status) + ": " + r.message, __FILE__,
-                        __LINE__);
-  return r;
-}
-
 void check_valid(const AllreduceConfig& c) {
   const std::int32_t s = allreduce_check(c);
   if (s != kArOk) throw InputError(allreduce_status_message(s, c));
@@ -289,7 +278,7 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
     throw InternalError(std::string("the collective library's program was rejected by the runtime: ") + e.what(),
                         __FILE__, __LINE__);
   }
-  out.report = run_checked(ctx, "collective");
+  out.report = ctx.run_checked("bytes", "collective");
   if (data) out.values = read_back(ctx, c, b);
   out.timeline = timeline_of(ctx, out.report);
   if (trace_path) ctx.write_trace(*trace_path, out.report);
@@ -339,7 +328,7 @@ CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t
                             : got;
         }
   });
-  out.report = run_checked(ctx, "direct ring");
+  out.report = ctx.run_checked("bytes", "direct ring");
   if (data) out.values = read_back(ctx, c, b);
   out.timeline = timeline_of(ctx, out.report);
   return out;

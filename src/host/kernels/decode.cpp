@@ -246,15 +246,6 @@ class DecodeKernel {
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, Signal> signals_;
 };
 
-RunReport run_checked(RuntimeContext& ctx) {
-  RunReport r = ctx.run();
-  if (r.result.time_overflow) throw InputError("decode: the simulated time would overflow int64 picoseconds");
-  if (r.status != engine::Status::ok)
-    throw InternalError(std::string("decode run ended ") + engine::to_string(r.status) + ": " + r.message, __FILE__,
-                        __LINE__);
-  return r;
-}
-
 }  // namespace
 
 DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
@@ -299,7 +290,7 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
   } catch (const InputError& e) {
     throw InternalError(std::string("the decode kernel was rejected by the runtime: ") + e.what(), __FILE__, __LINE__);
   }
-  out.report = run_checked(ctx);
+  out.report = ctx.run_checked("decode", "decode");
   if (data) {
     out.q = ctx.values(t.q), out.k = ctx.values(t.k), out.v = ctx.values(t.v);
     const auto& o = ctx.values(t.o);

@@ -155,13 +155,7 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
                         __LINE__);
   }
   GemmReference out;
-  out.report = ctx.run();
-  if (out.report.result.time_overflow)
-    throw InputError("shape: the simulated time would overflow int64 picoseconds");
-  if (out.report.status != engine::Status::ok)
-    throw InternalError("GEMM reference run ended " + std::string(engine::to_string(out.report.status)) + ": " +
-                            out.report.message,
-                        __FILE__, __LINE__);
+  out.report = ctx.run_checked("shape", "GEMM reference");
   if (trace_path) ctx.write_trace(*trace_path, out.report);
   return out;
 }

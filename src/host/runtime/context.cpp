@@ -379,6 +379,14 @@ void RuntimeContext::write_trace(const std::string& path, const RunReport& repor
   write_file_atomic(path, [&](std::ostream& os) { engine::write_chrome_trace(os, graph_, report.result); });
 }
 
+RunReport RuntimeContext::run_checked(const std::string& field, const std::string& program) {
+  RunReport r = run();
+  if (r.result.time_overflow) throw InputError(field + ": the simulated time would overflow int64 picoseconds");
+  if (r.status != engine::Status::ok)
+    throw InternalError(program + " run ended " + engine::to_string(r.status) + ": " + r.message, __FILE__, __LINE__);
+  return r;
+}
+
 RunReport RuntimeContext::run() {
   RunReport rep;
   rep.result = engine::simulate(graph_);

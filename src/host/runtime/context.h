@@ -268,6 +268,10 @@ class RuntimeContext {
     hbm_ops_.reserve(ops);
   }
   RunReport run();
+  // run(), with a time overflow as the user's error ("FIELD: the simulated time would
+  // overflow int64 picoseconds") and any other unfinished run as an internal error of the
+  // shipped `program`.
+  RunReport run_checked(const std::string& field, const std::string& program);
   std::string trace_json(const RunReport& report) const { return engine::chrome_trace_json(graph_, report.result); }
   // The trace written to `path` (atomically), event by event.
   void write_trace(const std::string& path, const RunReport& report) const;
