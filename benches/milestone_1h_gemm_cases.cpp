@@ -21,7 +21,8 @@ const std::vector<Variant>& gemm_milestone_variants() {
     {"1pe-double", 1, 1, 2, "one PE, double-buffered: loads of the next k-slice overlap compute"},
     {"1cube-8pe", 8, 1, 2, "the 8 PEs of one cube share its HBM stack"},
     {"8cube-64pe", 8, 8, 2,
-       "64 PEs over 8 cubes (8 HBM stacks); tile rows are split over cubes, so a decode GEMM of one tile row uses one cube"},
+       "64 PEs over 8 cubes (8 HBM stacks); blocks of tile rows go to cubes, or of tile columns when there are fewer "
+       "tile rows than cubes (decode)"},
 };
   return variants;
 }

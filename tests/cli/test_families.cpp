@@ -18,8 +18,8 @@ using namespace kb::clitest;
 using nlohmann::json;
 
 const std::string kData = KB_TEST_DATA;
-const std::vector<std::string> kConfigColumns = {"m",       "n",       "k",        "tile_m",     "tile_n",    "tile_k",
-                                                 "pes",     "cubes",   "buffers",  "dataflow",   "array_rows", "array_cols"};
+const std::vector<std::string> kConfigColumns = {"m",   "n",     "k",       "tile_m", "tile_n",   "tile_k",    "pes",
+                                                 "cubes", "buffers", "split", "dataflow", "array_rows", "array_cols"};
 
 TEST(Families, MilestoneGivesThePublishedNumbers) {
   const std::string out = fresh_dir("kb_ms_expected");
@@ -98,7 +98,7 @@ TEST(Families, PublishedConfigsWithEveryPeWorkingAreUnchanged) {
         std::replace(k.begin(), k.end(), '_', '-');
         eval += " --" + k + " " + value;
       }
-      eval += " --dataflow " + row["dataflow"].get<std::string>();
+      eval += " --dataflow " + row["dataflow"].get<std::string>() + " --split rows";  // 0.1.0 split tile rows only
       const Result r = run(eval);
       ASSERT_EQ(r.code, 0) << r.err;
       const std::int64_t now = json::parse(r.out)["latency_ps"], then = row["latency_ps"];

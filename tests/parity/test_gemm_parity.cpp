@@ -73,15 +73,21 @@ TEST_P(GemmParity, EveryMilestoneConfig) {
 TEST_P(GemmParity, TenThousandRandomConfigs) {
   const auto cases = testing::random_cases(default_topo(), 10000, 20261129, 1500);
   std::vector<GemmConfig> configs;
-  int multi_pe = 0, ragged = 0;
+  int multi_pe = 0, ragged = 0, by[3] = {0, 0, 0}, auto_cols = 0;
   for (const auto& c : cases) {
     configs.push_back(gemm_config(c.topo, c.params));
     const GemmParams& p = c.params;
     multi_pe += p.pes * p.cubes > 1;
     ragged += p.m % p.tile_m != 0 || p.n % p.tile_n != 0 || p.k % p.tile_k != 0;
+    const std::int64_t split = gemm_split_of(p.split, ceil_div(p.m, p.tile_m), ceil_div(p.n, p.tile_n), p.cubes);
+    if (p.cubes > 1) ++by[split];
+    auto_cols += p.split == kGemmSplitAuto && split == kGemmSplitCols && p.cubes > 1;
   }
   EXPECT_GT(multi_pe, 5000);
   EXPECT_GT(ragged, 5000);
+  EXPECT_GT(by[kGemmSplitRows], 2000);  // multi-cube configs of each split, as asked or chosen
+  EXPECT_GT(by[kGemmSplitCols], 2000);
+  EXPECT_GT(auto_cols, 300);
   expect_equivalent_to_ref(configs);
 }
 
@@ -97,14 +103,18 @@ TEST_P(GemmParity, LongRegularRuns) {
       p.m = 1000, p.n = 1030, p.k = 2050;
       p.tile_m = 64, p.tile_n = 32, p.tile_k = 64;
       p.pes = 3, p.cubes = 2, p.buffers = buffers;
-      configs.push_back(gemm_config(t, p));
+      for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols}) {
+        p.split = split;
+        configs.push_back(gemm_config(t, p));
+      }
     }
   expect_equivalent_to_ref(configs);
 }
 
-// PEs whose tile ranges have the same shape, and cubes with the same number of tile rows,
-// share one evaluation in the model. Every split of small grids of tiles over cubes and
-// PEs, with and without ragged last rows and columns, checks that sharing against the engine.
+// PEs whose tile ranges have the same shape, and cubes with blocks of the same shape, share
+// one evaluation in the model. Every split of small grids of tiles over cubes (by rows and
+// by columns) and PEs, with and without ragged last rows and columns, checks that sharing
+// against the engine.
 TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
   TopologySpec t = default_topo();
   t.hbm_latency_ns = 7;  // a latency and bandwidths that leave the PEs' finish times uneven
@@ -114,8 +124,10 @@ TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
     for (std::int64_t tn = 1; tn <= 5; ++tn)
       for (int ragged = 0; ragged < 4; ++ragged)
         for (std::int64_t cubes = 1; cubes <= t.cubes_per_sip(); ++cubes)
-          for (std::int64_t pes = 1; pes <= t.pes_per_cube(); ++pes) {
+          for (std::int64_t pes = 1; pes <= t.pes_per_cube(); ++pes)
+            for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols}) {
             GemmParams p;
+            p.split = split;
             p.tile_m = 3, p.tile_n = 2, p.tile_k = 2;
             p.m = tm * 3 - (ragged & 1 ? 1 : 0);
             p.n = tn * 2 - (ragged & 2 ? 1 : 0);
@@ -123,7 +135,7 @@ TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
             p.pes = pes, p.cubes = cubes;
             if (p.tile_m <= p.m && p.tile_n <= p.n) configs.push_back(gemm_config(t, p));  // one-tile grids cannot be ragged
           }
-  EXPECT_EQ(configs.size(), static_cast<std::size_t>((12 * 5 * 4 - 5 * 2 - 12 * 2 + 1) * 64));
+  EXPECT_EQ(configs.size(), static_cast<std::size_t>((12 * 5 * 4 - 5 * 2 - 12 * 2 + 1) * 64 * 2));
   expect_equivalent_to_ref(configs);
 }
 

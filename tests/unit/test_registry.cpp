@@ -50,7 +50,7 @@ TEST(Families, DescriptorsAgreeWithTheirModels) {
       EXPECT_FALSE(m.empty());
     }
   }
-  EXPECT_EQ(family("gemm").statuses.back(), "bad_hardware");
+  EXPECT_EQ(family("gemm").statuses.back(), "bad_split");
   EXPECT_THROW(family("nope"), InputError);
 }
 

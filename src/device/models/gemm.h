@@ -31,7 +31,12 @@ struct GemmConfig {
   std::int64_t pes;    // PEs per cube
   std::int64_t cubes;  // cubes of SIP 0
   std::int64_t buffers;  // 1 or 2 SRAM buffer sets
+  std::int64_t split;    // GemmSplit: how output tiles go to cubes
 };
+// Output tiles go to cubes in contiguous blocks of whole tile rows (rows) or of whole tile
+// columns (cols); auto takes cols when there are fewer tile rows than cubes and more tile
+// columns than rows (a skinny GEMM, e.g. decode), rows otherwise.
+enum GemmSplit : std::int32_t { kGemmSplitAuto = 0, kGemmSplitRows, kGemmSplitCols };
 constexpr std::int64_t kGemmAutoTile = 128;
 
 // The statuses, once: X(enumerator, name in reports). 0 is the valid one.
@@ -45,7 +50,8 @@ constexpr std::int64_t kGemmAutoTile = 128;
   X(kGemmSramOverflow, "sram_overflow")        /* the tile buffers do not fit the SRAM */      \
   X(kGemmHbmOverflow, "hbm_overflow")          /* A, B and the C shard do not fit the HBM */   \
   X(kGemmTimeOverflow, "time_overflow")        /* times would exceed int64 picoseconds */      \
-  X(kGemmBadHardware, "bad_hardware")          /* hardware no topology file could hold */
+  X(kGemmBadHardware, "bad_hardware")          /* hardware no topology file could hold */ \
+  X(kGemmBadSplit, "bad_split")                /* split not auto, rows or cols */
 
 enum GemmStatus : std::int32_t {
 #define KB_GEMM_ENUM(e, name) e,
@@ -80,21 +86,35 @@ KB_HD constexpr std::int64_t gemm_sram_bytes(const GemmConfig& c) {
   return c.buffers * (2 * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) + 4 * c.tile_m * c.tile_n);
 }
 
-// Which output tiles a PE computes: tile rows are split over cubes in contiguous blocks
-// (C is placed row-wise at tile granularity), then each cube's tiles, in row-major order,
-// are split over its PEs in contiguous blocks.
+KB_HD inline std::int64_t gemm_split_of(std::int64_t split, std::int64_t tiles_m, std::int64_t tiles_n,
+                                        std::int64_t cubes) {
+  if (split == kGemmSplitRows || split == kGemmSplitCols) return split;
+  return tiles_m < cubes && tiles_n > tiles_m ? kGemmSplitCols : kGemmSplitRows;
+}
+
+// Which output tiles a PE computes: the tile grid is split over cubes in contiguous blocks
+// of tile rows or of tile columns (C is placed the same way, at tile granularity); each
+// cube's block, in row-major order, is split over its PEs in contiguous runs.
 struct TileRange {
   std::int64_t lo, hi;
 };
-// Tile rows [lo, hi) of one cube.
-KB_HD inline TileRange gemm_rows_of(std::int64_t tiles_m, std::int64_t cubes, std::int64_t cube) {
-  return TileRange{cube * tiles_m / cubes, (cube + 1) * tiles_m / cubes};
+// A cube's block: tile rows [r0, r1) x tile columns [c0, c1).
+struct CubeTiles {
+  std::int64_t r0, r1, c0, c1;
+  KB_HD std::int64_t rows() const { return r1 - r0; }
+  KB_HD std::int64_t cols() const { return c1 - c0; }
+};
+// `split` resolved (gemm_split_of).
+KB_HD inline CubeTiles gemm_cube_tiles(std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t cubes,
+                                       std::int64_t split, std::int64_t cube) {
+  if (split == kGemmSplitCols) return CubeTiles{0, tiles_m, cube * tiles_n / cubes, (cube + 1) * tiles_n / cubes};
+  return CubeTiles{cube * tiles_m / cubes, (cube + 1) * tiles_m / cubes, 0, tiles_n};
 }
-KB_HD inline TileRange gemm_tiles_of(std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t cubes,
-                                     std::int64_t pes, std::int64_t cube, std::int64_t pe) {
-  const TileRange rows = gemm_rows_of(tiles_m, cubes, cube);
-  const std::int64_t count = (rows.hi - rows.lo) * tiles_n, base = rows.lo * tiles_n;
-  return TileRange{base + pe * count / pes, base + (pe + 1) * count / pes};
+// A PE's tiles as indices into its cube's block, row-major: tile t is (r0 + t / cols,
+// c0 + t % cols).
+KB_HD inline TileRange gemm_tiles_of(const CubeTiles& b, std::int64_t pes, std::int64_t pe) {
+  const std::int64_t count = b.rows() * b.cols();
+  return TileRange{pe * count / pes, (pe + 1) * count / pes};
 }
 
 namespace gemm_detail {
@@ -250,42 +270,47 @@ struct Busy {
   ps_t matrix, dma;
 };
 
-// Busy times of one PE that computes tiles [lo, hi), by counting its tiles of each size.
-KB_HD inline Busy worker_busy(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
-                              std::int64_t tiles_n) {
-  const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
+// A cube's block as a PE's walk sees it: `width` tile columns; the local row that is the
+// matrix's last tile row and the local column that is its last tile column (-1: not in
+// this block), where tiles may be ragged.
+struct BlockShape {
+  std::int64_t width, last_row, last_col;
+};
+
+// Busy times of one PE that computes tiles [lo, hi) of its cube's block, by counting its
+// tiles of each size.
+KB_HD inline Busy worker_busy(const TileKinds& tk, std::int64_t lo, std::int64_t hi, const BlockShape& blk) {
   Busy b{0, 0};
   auto add_tiles = [&](std::int64_t count, const TileBlock& t) {
     b.matrix += count * ((t.kt - 1) * t.body.mm + t.last.mm);
     b.dma += count * ((t.kt - 1) * t.body.load + t.last.load + t.last.store);
   };
   auto add_row = [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    const int last = i == m_tiles - 1;
-    const bool edge = j1 == tiles_n - 1;
+    const int last = i == blk.last_row;
+    const bool edge = j1 == blk.last_col;
     add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), tk.t[last][0]);
     if (edge) add_tiles(count, tk.t[last][1]);
   };
-  for_each_row_run(lo, hi, tiles_n, add_row);
+  for_each_row_run(lo, hi, blk.width, add_row);
   return b;
 }
 
-// Finish time of one PE that computes tiles [lo, hi).
+// Finish time of one PE that computes tiles [lo, hi) of its cube's block.
 KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
-                                 std::int64_t tiles_n) {
+                                 const BlockShape& blk) {
   const Ctx c{g.buffers, g.hw.hbm_latency_ns * kPsPerNs};
   Pipe p{0, 0, 0, -1, -1};
-  const std::int64_t m_tiles = (g.m + g.tile_m - 1) / g.tile_m;
-  // Only the last tile row of the matrix can be ragged in m.
+  // Only the last tile row of the matrix can be ragged in m, and its last column in n.
   auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    const int last = i == m_tiles - 1;
+    const int last = i == blk.last_row;
     RowBlock rb;
     rb.regular = tk.t[last][0];
     rb.edge = tk.t[last][1];
-    rb.has_edge = j1 == tiles_n - 1;
+    rb.has_edge = j1 == blk.last_col;
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
     return rb;
   };
-  for_each_row_run(lo, hi, tiles_n, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
+  for_each_row_run(lo, hi, blk.width, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
     if (count == 1) row(i, j0, j1)(p, c);
     else repeat(p, count, row(i, j0, j1), c);
   });
@@ -315,10 +340,13 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;
   if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
-  // Every cube holds A and B whole and its block of C's tile rows.
-  const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m;
-  const std::int64_t c_rows = imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
-  if (2 * (g.m * g.k + g.k * g.n + c_rows * g.n) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
+  if (g.split < kGemmSplitAuto || g.split > kGemmSplitCols) return kGemmBadSplit;
+  // Every cube holds A and B whole and its block of C's tile rows or columns.
+  const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m, tiles_n = (g.n + g.tile_n - 1) / g.tile_n;
+  const bool by_cols = gemm_split_of(g.split, tiles_m, tiles_n, g.cubes) == kGemmSplitCols;
+  const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
+  const std::int64_t c_cols = by_cols ? imin(g.n, ((tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
+  if (2 * (g.m * g.k + g.k * g.n + c_rows * c_cols) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
   // One op's time must be representable: the largest transfer through the shared HBM
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
   // count itself below 2^61).
@@ -352,24 +380,28 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
   const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
   const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
+  const std::int64_t split = gemm_split_of(g.split, tm, tn, g.cubes);
   // A cube's PEs split its HBM bandwidth; only those with tiles access HBM, and a cube
-  // with `rows` tile rows gives a tile to min(pes, rows x tn) of them.
-  auto cost_of = [&](std::int64_t rows) { return Costs{&g, kt, k_last, imin(g.pes, rows * tn)}; };
+  // with a block of `tiles` tiles gives a tile to min(pes, tiles) of them.
+  auto cost_of = [&](std::int64_t tiles) { return Costs{&g, kt, k_last, imin(g.pes, tiles)}; };
 
   // Totals by counting, per cube: its tile rows (full ones, and the matrix's last row if it
   // holds it), tile columns and k-slices each come in a full and a last size, so a cube's
   // schedule holds at most eight kinds of step.
   const std::int64_t ms[2] = {g.tile_m, m_last};
-  const std::int64_t ns[2] = {g.tile_n, n_last}, nc[2] = {tn - 1, 1};
+  const std::int64_t ns[2] = {g.tile_n, n_last};
   const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
   const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
-  // Cubes come in at most three kinds: the last (it holds the matrix's last tile row), and
-  // among the others those with floor(TM / cubes) + 1 rows and those with floor(TM / cubes).
-  auto add_cubes = [&](std::int64_t ncubes, std::int64_t rows, std::int64_t last) {
-    if (ncubes <= 0 || rows <= 0) return;
-    const Costs cost = cost_of(rows);
-    const std::int64_t mc[2] = {ncubes * (rows - last), ncubes * last};
+  // Cubes come in at most three kinds along the split dimension: the last (it holds the
+  // matrix's last tile row or column), and among the others those with floor(T / cubes) + 1
+  // rows or columns and those with floor(T / cubes). The other dimension is whole.
+  auto add_cubes = [&](std::int64_t ncubes, std::int64_t rows, std::int64_t last_r, std::int64_t cols,
+                       std::int64_t last_c) {
+    if (ncubes <= 0 || rows <= 0 || cols <= 0) return;
+    const Costs cost = cost_of(rows * cols);
+    const std::int64_t mc[2] = {ncubes * (rows - last_r), ncubes * last_r};
+    const std::int64_t nc[2] = {cols - last_c, last_c};
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         const std::int64_t tiles = mc[a] * nc[b];
@@ -390,16 +422,23 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       }
   };
   {
-    const std::int64_t q = tm / g.cubes, bigger = tm % g.cubes;  // that many cubes have q + 1 rows
-    if (q >= 1 && q * tn >= g.pes) {
-      add_cubes(1, tm, 1);  // every cube gives work to all its PEs: one share for all, summed at once
+    const bool by_cols = split == kGemmSplitCols;
+    const std::int64_t total = by_cols ? tn : tm, other = by_cols ? tm : tn;
+    // Blocks of `len` along the split dimension, `last`: whether they hold its last tile.
+    auto add = [&](std::int64_t ncubes, std::int64_t len, std::int64_t last) {
+      if (by_cols) add_cubes(ncubes, other, 1, len, last);
+      else add_cubes(ncubes, len, last, other, 1);
+    };
+    const std::int64_t q = total / g.cubes, bigger = total % g.cubes;  // that many cubes have q + 1
+    if (q >= 1 && q * other >= g.pes) {
+      add(1, total, 1);  // every cube gives work to all its PEs: one share for all, summed at once
     } else {
-      const TileRange last = gemm_rows_of(tm, g.cubes, g.cubes - 1);  // never empty: it ends at TM
-      const std::int64_t last_rows = last.hi - last.lo;
-      const std::int64_t others_bigger = bigger - (last_rows == q + 1 ? 1 : 0);
-      add_cubes(1, last_rows, 1);
-      add_cubes(others_bigger, q + 1, 0);
-      add_cubes(g.cubes - 1 - others_bigger, q, 0);
+      const CubeTiles last = gemm_cube_tiles(tm, tn, g.cubes, split, g.cubes - 1);  // never empty: it ends at T
+      const std::int64_t last_len = by_cols ? last.cols() : last.rows();
+      const std::int64_t others_bigger = bigger - (last_len == q + 1 ? 1 : 0);
+      add(1, last_len, 1);
+      add(others_bigger, q + 1, 0);
+      add(g.cubes - 1 - others_bigger, q, 0);
     }
   }
   bound = sat_add(bound, r.matrix_busy_ps);
@@ -414,17 +453,20 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
 
   // A PE's schedule depends only on the shape of its tile range (where it starts in a tile
   // row, how many tiles), unless the range reaches a ragged last tile row; and the ranges
-  // inside a cube depend only on the cube's number of tile rows. So cubes alike share one
-  // evaluation, and inside a cube PEs alike share one walk.
-  const bool ragged_m = m_last != g.tile_m;
-  std::int64_t seen_rows = -1;
+  // inside a cube depend only on its block's shape. So cubes alike share one evaluation,
+  // and inside a cube PEs alike share one walk.
+  const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
+  std::int64_t seen_rows = -1, seen_cols = -1;
   Busy cube_busy{0, 0};
   ps_t cube_latency = 0;
   for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
-    const TileRange rows = gemm_rows_of(tm, g.cubes, cube);
-    if (rows.hi <= rows.lo) continue;
-    if (rows.hi - rows.lo != seen_rows) {
-      const Costs cost = cost_of(rows.hi - rows.lo);
+    const CubeTiles ct = gemm_cube_tiles(tm, tn, g.cubes, split, cube);
+    if (ct.rows() <= 0 || ct.cols() <= 0) continue;
+    const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
+    if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
+      const std::int64_t w = ct.cols();
+      const BlockShape blk{w, has_last_row ? ct.rows() - 1 : -1, has_last_col ? w - 1 : -1};
+      const Costs cost = cost_of(ct.rows() * w);
       const TileKinds tk = TileKinds::of(g, cost, m_last, n_last);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
@@ -432,22 +474,25 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       ps_t latency = 0;
       Busy busy{0, 0};
       for (std::int64_t pe = 0; pe < g.pes; ++pe) {
-        const TileRange t = gemm_tiles_of(tm, tn, g.cubes, g.pes, cube, pe);
+        const TileRange t = gemm_tiles_of(ct, g.pes, pe);
         if (t.hi <= t.lo) continue;
-        // Where a range starts matters only when it spans rows or reaches the ragged column.
-        const bool one_row = t.lo / tn == (t.hi - 1) / tn, at_edge = (t.hi - 1) % tn == tn - 1;
-        const std::int64_t col = one_row && !at_edge ? 0 : t.lo % tn, len = t.hi - t.lo;
+        // Where a range starts matters only when it spans rows or reaches the block's last column.
+        const bool one_row = t.lo / w == (t.hi - 1) / w, at_edge = (t.hi - 1) % w == w - 1;
+        const std::int64_t col = one_row && !at_edge ? 0 : t.lo % w, len = t.hi - t.lo;
         if (col != seen_col || len != seen_len) {
-          latency = worker_latency(g, tk, t.lo, t.hi, tn);
-          busy = worker_busy(g, tk, t.lo, t.hi, tn);
-          seen_col = ragged_m && (t.hi - 1) / tn == tm - 1 ? -1 : col;
+          latency = worker_latency(g, tk, t.lo, t.hi, blk);
+          busy = worker_busy(tk, t.lo, t.hi, blk);
+          seen_col = ragged_m && blk.last_row >= 0 && (t.hi - 1) / w == blk.last_row ? -1 : col;
           seen_len = len;
         }
         cube_latency = imax(cube_latency, latency);
         cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
         cube_busy.dma = imax(cube_busy.dma, busy.dma);
       }
-      seen_rows = ragged_m && rows.hi == tm ? -1 : rows.hi - rows.lo;
+      // A block that holds a ragged last row or column is unlike the blocks after it.
+      const bool unlike = (ragged_m && has_last_row) || (ragged_n && has_last_col);
+      seen_rows = unlike ? -1 : ct.rows();
+      seen_cols = unlike ? -1 : ct.cols();
     }
     r.latency_ps = imax(r.latency_ps, cube_latency);
     r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, cube_busy.matrix);
@@ -458,11 +503,14 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   return r;
 }
 
-// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension).
+// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension); and the
+// automatic split from the tile grid (gemm_split_of).
 KB_HD inline void gemm_complete(GemmConfig& c) {
   if (c.tile_m == 0) c.tile_m = c.m < kGemmAutoTile ? c.m : kGemmAutoTile;
   if (c.tile_n == 0) c.tile_n = c.n < kGemmAutoTile ? c.n : kGemmAutoTile;
   if (c.tile_k == 0) c.tile_k = c.k < kGemmAutoTile ? c.k : kGemmAutoTile;
+  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
+    c.split = gemm_split_of(c.split, (c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, c.cubes);
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).

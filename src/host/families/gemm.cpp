@@ -41,6 +41,10 @@ Family make() {
       {"cubes", "--cubes", "cubes (1..the SIP's cubes)", offsetof(C, cubes), 1, 0,
        [](const HwConfig& h) { return h.cubes_per_sip(); }, "1", -1, {}, false},
       {"buffers", "--buffers", "SRAM buffer sets (1 or 2)", offsetof(C, buffers), 1, 2, nullptr, "2", -1, {}, false},
+      {"split", "--split",
+       "output tiles to cubes in blocks of tile rows or tile columns; auto: cols when there are fewer tile rows than "
+       "cubes (and more tile columns than rows), else rows",
+       offsetof(C, split), 0, 2, nullptr, "auto", 0, {"auto", "rows", "cols"}, false},
   };
   f.hw_axes = {
       {"dataflow", "--dataflow", "pe.matrix.dataflow", "systolic dataflow: os, ws or is"},

@@ -18,6 +18,9 @@ GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
   c.pes = p.pes;
   c.cubes = p.cubes;
   c.buffers = p.buffers;
+  c.split = p.split;
+  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
+    c.split = gemm_split_of(c.split, ceil_div(c.m, c.tile_m), ceil_div(c.n, c.tile_n), c.cubes);  // as reported
   return c;
 }
 
@@ -25,7 +28,7 @@ GemmParams gemm_params(const GemmConfig& c) {
   GemmParams p;
   p.m = c.m, p.n = c.n, p.k = c.k;
   p.tile_m = c.tile_m, p.tile_n = c.tile_n, p.tile_k = c.tile_k;
-  p.pes = c.pes, p.cubes = c.cubes, p.buffers = c.buffers;
+  p.pes = c.pes, p.cubes = c.cubes, p.buffers = c.buffers, p.split = c.split;
   return p;
 }
 
@@ -50,6 +53,7 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
     case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
     case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
     case kGemmBadHardware: return "hardware: a figure is outside the ranges a topology file allows";
+    case kGemmBadSplit: return "split: must be auto, rows or cols (got " + s(c.split) + ")";
   }
   return "unknown status " + s(status);
 }
@@ -62,7 +66,10 @@ void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
 
 GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed) {
   Placement rep{Split::replicate, p.cubes, 1, 0};
-  Placement rows{Split::row_wise, p.cubes, p.tile_m, 0};
+  const bool by_cols =
+      gemm_split_of(p.split, ceil_div(p.m, p.tile_m), ceil_div(p.n, p.tile_n), p.cubes) == kGemmSplitCols;
+  const Placement blocks = by_cols ? Placement{Split::col_wise, p.cubes, p.tile_n, 0}
+                                   : Placement{Split::row_wise, p.cubes, p.tile_m, 0};
   GemmTensors t;
   if (seed != 0) {
     t.a = ctx.random({p.m, p.k}, DType::f16, rep, "A", seed);
@@ -71,14 +78,16 @@ GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t
     t.a = ctx.empty({p.m, p.k}, DType::f16, rep, "A");
     t.b = ctx.empty({p.k, p.n}, DType::f16, rep, "B");
   }
-  t.c = ctx.zeros({p.m, p.n}, DType::f16, rows, "C");
+  t.c = ctx.zeros({p.m, p.n}, DType::f16, blocks, "C");
   return t;
 }
 
 void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   const std::int64_t tiles_m = ceil_div(p.m, p.tile_m), tiles_n = ceil_div(p.n, p.tile_n);
   const std::int64_t kt = ceil_div(p.k, p.tile_k);
-  const TileRange mine = gemm_tiles_of(tiles_m, tiles_n, p.cubes, p.pes, prog.rank().cube, prog.rank().pe);
+  const CubeTiles block = gemm_cube_tiles(tiles_m, tiles_n, p.cubes, gemm_split_of(p.split, tiles_m, tiles_n, p.cubes),
+                                         prog.rank().cube);
+  const TileRange mine = gemm_tiles_of(block, p.pes, prog.rank().pe);
   const std::int64_t steps = (mine.hi - mine.lo) * kt;
   if (steps == 0) return;
 
@@ -94,8 +103,8 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
     std::int64_t i, j, kk;  // tile row, tile column, k-slice
   };
   auto slice = [&](std::int64_t s) {
-    const std::int64_t tile = mine.lo + s / kt;
-    return Slice{tile / tiles_n, tile % tiles_n, s % kt};
+    const std::int64_t tile = mine.lo + s / kt;  // in the cube's block, row-major
+    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), s % kt};
   };
   auto extent = [](std::int64_t idx, std::int64_t tile, std::int64_t total) {
     return imin(tile, total - idx * tile);

@@ -14,6 +14,7 @@ struct GemmParams {
   std::int64_t pes = 1;    // per cube
   std::int64_t cubes = 1;  // of SIP 0
   std::int64_t buffers = 2;
+  std::int64_t split = kGemmSplitAuto;  // GemmSplit
 };
 
 // The flat config of the batched model for these params on this topology.
@@ -28,8 +29,8 @@ struct GemmTensors {
   Tensor a, b, c;
 };
 
-// Places A and B (replicated in each used cube) and C (row-wise over the used cubes in
-// whole tile rows), random inputs when `seed` is non-zero.
+// Places A and B (replicated in each used cube) and C (over the used cubes in whole tile
+// rows or tile columns, as the split says), random inputs when `seed` is non-zero.
 GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed);
 // The program of one PE rank.
 void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t);
