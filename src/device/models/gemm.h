@@ -225,27 +225,33 @@ struct Costs {
   KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
     return systolic_cycles(mi, nj, kc, g->hw.matrix_rows, g->hw.matrix_cols, g->hw.dataflow);
   }
-  KB_HD Step step(std::int64_t mi, std::int64_t nj, std::int64_t kc, bool last) const {
+  // A step of `cyc` matrix-engine cycles.
+  KB_HD Step step(std::int64_t mi, std::int64_t nj, std::int64_t kc, bool last, std::int64_t cyc) const {
     Step s;
     s.load = xfer(2 * mi * kc) + xfer(2 * kc * nj);
-    s.mm = cycles_ps(cycles(mi, nj, kc), g->hw.clock_mhz);
+    s.mm = cycles_ps(cyc, g->hw.clock_mhz);
     s.store = last ? xfer(2 * mi * nj) : -1;
     return s;
   }
-  KB_HD TileBlock tile(std::int64_t mi, std::int64_t nj) const {
-    return TileBlock{step(mi, nj, g->tile_k, false), step(mi, nj, k_last, true), kt};
-  }
 };
 
-// The four tiles of a cube's schedule, by (last tile row?, last tile column?): their steps'
-// costs computed once per cube rather than per run of tiles (the divisions in the transfer
-// and cycle helpers dominated the model's time).
+// The four tiles of a cube's schedule, by (last tile row?, last tile column?), and the
+// matrix-engine cycles of their full and last k-slices: computed once per HBM share (the
+// number of PEs a cube's block keeps busy) for the totals and the walks alike, rather than
+// per run of tiles (the divisions in the transfer and cycle helpers dominated the model).
 struct TileKinds {
   TileBlock t[2][2];
+  std::int64_t cycles[2][2][2];  // [last row][last column][last k-slice]
   KB_HD static TileKinds of(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
     TileKinds k;
     for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b) k.t[a][b] = cost.tile(a ? m_last : g.tile_m, b ? n_last : g.tile_n);
+      for (int b = 0; b < 2; ++b) {
+        const std::int64_t mi = a ? m_last : g.tile_m, nj = b ? n_last : g.tile_n;
+        k.cycles[a][b][0] = cost.cycles(mi, nj, g.tile_k);
+        k.cycles[a][b][1] = cost.cycles(mi, nj, cost.k_last);
+        k.t[a][b] = TileBlock{cost.step(mi, nj, g.tile_k, false, k.cycles[a][b][0]),
+                              cost.step(mi, nj, cost.k_last, true, k.cycles[a][b][1]), cost.kt};
+      }
     return k;
   }
 };
@@ -384,13 +390,21 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   // A cube's PEs split its HBM bandwidth; only those with tiles access HBM, and a cube
   // with a block of `tiles` tiles gives a tile to min(pes, tiles) of them.
   auto cost_of = [&](std::int64_t tiles) { return Costs{&g, kt, k_last, imin(g.pes, tiles)}; };
+  // The tile kinds of the last HBM share asked for (cubes alike ask for the same one).
+  std::int64_t kinds_share = -1;
+  TileKinds kinds{};
+  auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
+    if (imin(g.pes, tiles) != kinds_share) {
+      kinds = TileKinds::of(g, cost_of(tiles), m_last, n_last);
+      kinds_share = imin(g.pes, tiles);
+    }
+    return kinds;
+  };
 
   // Totals by counting, per cube: its tile rows (full ones, and the matrix's last row if it
   // holds it), tile columns and k-slices each come in a full and a last size, so a cube's
   // schedule holds at most eight kinds of step.
-  const std::int64_t ms[2] = {g.tile_m, m_last};
-  const std::int64_t ns[2] = {g.tile_n, n_last};
-  const std::int64_t ks[2] = {g.tile_k, k_last}, kc[2] = {kt - 1, 1};
+  const std::int64_t kc[2] = {kt - 1, 1};
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
   const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
   // Cubes come in at most three kinds along the split dimension: the last (it holds the
@@ -399,25 +413,25 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   auto add_cubes = [&](std::int64_t ncubes, std::int64_t rows, std::int64_t last_r, std::int64_t cols,
                        std::int64_t last_c) {
     if (ncubes <= 0 || rows <= 0 || cols <= 0) return;
-    const Costs cost = cost_of(rows * cols);
+    const TileKinds& tk = kinds_of(rows * cols);
     const std::int64_t mc[2] = {ncubes * (rows - last_r), ncubes * last_r};
     const std::int64_t nc[2] = {cols - last_c, last_c};
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         const std::int64_t tiles = mc[a] * nc[b];
         if (tiles == 0) continue;
-        const ps_t st = cost.xfer(2 * ms[a] * ns[b]);
+        const TileBlock& t = tk.t[a][b];
+        const ps_t st = t.last.store;
         r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, st));
         bound = sat_add(bound, sat_mul(tiles, st + lat));
         for (int q = 0; q < 2; ++q) {
           const std::int64_t steps = tiles * kc[q];
           if (steps == 0) continue;
-          const std::int64_t cyc = cost.cycles(ms[a], ns[b], ks[q]);
-          const ps_t ld = cost.xfer(2 * ms[a] * ks[q]) + cost.xfer(2 * ks[q] * ns[b]);
-          r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, cyc));
-          r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, cycles_ps(cyc, g.hw.clock_mhz)));
-          r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, ld));
-          bound = sat_add(bound, sat_mul(steps, ld + 2 * lat));
+          const Step& s = q ? t.last : t.body;
+          r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, tk.cycles[a][b][q]));
+          r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, s.mm));
+          r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, s.load));
+          bound = sat_add(bound, sat_mul(steps, s.load + 2 * lat));
         }
       }
   };
@@ -466,8 +480,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
       const std::int64_t w = ct.cols();
       const BlockShape blk{w, has_last_row ? ct.rows() - 1 : -1, has_last_col ? w - 1 : -1};
-      const Costs cost = cost_of(ct.rows() * w);
-      const TileKinds tk = TileKinds::of(g, cost, m_last, n_last);
+      const TileKinds& tk = kinds_of(ct.rows() * w);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
       std::int64_t seen_col = -1, seen_len = -1;
