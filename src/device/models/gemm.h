@@ -502,8 +502,9 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
         cube_busy.dma = imax(cube_busy.dma, busy.dma);
       }
-      // A block that holds a ragged last row or column is unlike the blocks after it.
-      const bool unlike = (ragged_m && has_last_row) || (ragged_n && has_last_col);
+      // A block that holds the ragged last tiles along the split dimension is unlike the
+      // blocks after it (every block holds the other dimension's last tile alike).
+      const bool unlike = split == kGemmSplitCols ? ragged_n && has_last_col : ragged_m && has_last_row;
       seen_rows = unlike ? -1 : ct.rows();
       seen_cols = unlike ? -1 : ct.cols();
     }

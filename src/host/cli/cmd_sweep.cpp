@@ -371,7 +371,12 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
     };
     if (!a.out.empty()) write_file_atomic(a.out, write);
     if (a.json) {
-      write(std::cout);
+      if (a.out.empty()) {
+        write(std::cout);
+      } else {  // the file just written, rather than every row evaluated again
+        std::ifstream in(a.out, std::ios::binary);
+        std::cout << in.rdbuf();
+      }
       std::cout.flush();
       return;
     }

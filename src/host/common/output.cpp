@@ -82,6 +82,8 @@ struct TmpGuard {
     struct sigaction sa {};
     sa.sa_handler = remove_tmp_and_die;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);  // one handler at a time: the other signal waits
+    sigaddset(&sa.sa_mask, SIGTERM);
     ::sigaction(SIGINT, &sa, &old_int);
     ::sigaction(SIGTERM, &sa, &old_term);
   }

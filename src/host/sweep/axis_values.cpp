@@ -80,7 +80,7 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
   // LO, LO + STEP, ... up to HI: push's walk, with one pointer into `sorted`.
   auto push_range = [&](const std::string& item, std::int64_t lo, std::int64_t hi, std::int64_t step) {
     flush();
-    std::size_t at = 0;
+    auto at = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), lo) - sorted.begin());
     for (std::int64_t v = lo;;) {  // the check before each step keeps v <= hi, so no overflow
       check_bounds(item, v);
       while (at < sorted.size() && sorted[at] < v) ++at;
@@ -119,8 +119,17 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
     // stop on the count within this item, so say so without walking.
     if (op == '+' && (hi - lo) / step >= kMaxAxisValues && lo >= lo_limit && lo + kMaxAxisValues * step <= hi_limit)
       fail(item, too_many);
-    if (op == '+') {
+    // A short range goes value by value, like single values: merging it into `sorted` at
+    // once would cost the size of `sorted` for each of many short ranges.
+    if (op == '+' && (hi - lo) / step >= 64 + static_cast<std::int64_t>(sorted.size() / 8)) {
       push_range(item, lo, hi, step);
+      continue;
+    }
+    if (op == '+') {
+      for (std::int64_t v = lo;; v += step) {  // the check before each step keeps v <= hi
+        push(item, v);
+        if (v > hi - step) break;
+      }
       continue;
     }
     for (std::int64_t v = lo;;) {  // at most 40 values; the check before each step keeps v <= hi
