@@ -95,6 +95,17 @@ TEST(Reliability, UnwritableOutputIsFoundFirst) {
   expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --recheck 0 --out /proc/kb.json"), "cannot write in /proc");
 }
 
+// A bound on a child's peak memory, MiB: `plain`, or more under ASan, whose quarantine of
+// freed blocks and shadow memory come on top.
+long memory_bound_mib(long plain) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)plain;
+  return 1536;
+#else
+  return plain;
+#endif
+}
+
 // The peak resident memory of any child this test process has waited for, MiB.
 long children_peak_mib() {
   struct rusage ru {};
@@ -110,12 +121,7 @@ TEST(Reliability, TracesAreStreamed) {
   const Result r = run("eval gemm --m 2048 --n 2048 --k 4096 --tile-m 64 --tile-n 64 --tile-k 64 --engine reference "
                        "--trace '" + dir + "/t.json'");
   ASSERT_EQ(r.code, 0) << r.err;
-#if defined(__SANITIZE_ADDRESS__)
-  const long bound_mib = 1536;  // ASan's quarantine and shadow memory come on top
-#else
-  const long bound_mib = 300;
-#endif
-  EXPECT_LT(children_peak_mib(), bound_mib);
+  EXPECT_LT(children_peak_mib(), memory_bound_mib(300));
   const nlohmann::json t = load(dir + "/t.json");
   std::int64_t ops = 0;
   for (const auto& e : t.at("traceEvents")) ops += e.at("ph") == "X";
@@ -197,12 +203,7 @@ TEST(Reliability, LargeSweepDocumentsAreStreamed) {
   std::error_code ec;
   const auto bytes = fs::file_size(dir + "/m.json", ec);
   EXPECT_GT(bytes, std::uintmax_t{100} << 20);  // the merged document: one row per group
-#if defined(__SANITIZE_ADDRESS__)
-  const long bound_mib = 1536;  // ASan's quarantine of freed blocks and its shadow memory come on top
-#else
-  const long bound_mib = 400;
-#endif
-  EXPECT_LT(peak_mib, bound_mib) << "peak resident memory of a sweep or the merge, MiB";
+  EXPECT_LT(peak_mib, memory_bound_mib(400)) << "peak resident memory of a sweep or the merge, MiB";
   // Every group is in it, in order, and the file is whole.
   std::ifstream in(dir + "/m.json");
   std::string line, last;

@@ -517,14 +517,18 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   return r;
 }
 
-// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension); and the
-// automatic split from the tile grid (gemm_split_of).
+// Resolves the automatic split from the tile grid (gemm_split_of), when the grid is defined.
+KB_HD inline void gemm_resolve_split(GemmConfig& c) {
+  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
+    c.split = gemm_split_of(c.split, (c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, c.cubes);
+}
+
+// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension); then the split.
 KB_HD inline void gemm_complete(GemmConfig& c) {
   if (c.tile_m == 0) c.tile_m = c.m < kGemmAutoTile ? c.m : kGemmAutoTile;
   if (c.tile_n == 0) c.tile_n = c.n < kGemmAutoTile ? c.n : kGemmAutoTile;
   if (c.tile_k == 0) c.tile_k = c.k < kGemmAutoTile ? c.k : kGemmAutoTile;
-  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
-    c.split = gemm_split_of(c.split, (c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, c.cubes);
+  gemm_resolve_split(c);
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).

@@ -19,8 +19,7 @@ GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
   c.cubes = p.cubes;
   c.buffers = p.buffers;
   c.split = p.split;
-  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
-    c.split = gemm_split_of(c.split, ceil_div(c.m, c.tile_m), ceil_div(c.n, c.tile_n), c.cubes);  // as reported
+  gemm_resolve_split(c);  // as every output reports it
   return c;
 }
 
