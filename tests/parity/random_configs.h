@@ -1,5 +1,6 @@
 // Random GEMM configurations for parity tests: ragged shapes, every dataflow,
-// rectangular arrays, 1..64 PEs, single and double buffering, varied hardware figures.
+// rectangular arrays, 1..64 PEs, single and double buffering, every split, varied hardware
+// figures.
 #pragma once
 
 #include <random>
@@ -33,6 +34,9 @@ inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count,
     t.hbm_latency_ns = pick(0, 300);
     t.dma_engines = pick(1, 4);
     t.dma_bandwidth_gbps = pick(1, 400);
+    t.ipcq.bandwidth_gbps = pick(1, 400);
+    t.ipcq.latency_ns = pick(0, 100);
+    t.vector_lanes = pick(1, 128);
     GemmParams& p = c.params;
     p.m = pick(1, pick(0, 3) ? 300 : 40);
     p.n = pick(1, 300);
@@ -43,7 +47,7 @@ inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count,
     p.pes = pick(1, t.pes_per_cube());
     p.cubes = pick(1, t.cubes_per_sip());
     p.buffers = pick(1, 2);
-    p.split = pick(0, 2);  // auto, rows, cols
+    p.split = pick(0, 4);  // auto, rows, cols, rows-k, cols-k
     const std::int64_t ops = ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
     if (ops > max_ops || gemm_check(gemm_config(t, p)) != kGemmOk) continue;
     out.push_back(c);

@@ -73,21 +73,28 @@ TEST_P(GemmParity, EveryMilestoneConfig) {
 TEST_P(GemmParity, TenThousandRandomConfigs) {
   const auto cases = testing::random_cases(default_topo(), 10000, 20261129, 1500);
   std::vector<GemmConfig> configs;
-  int multi_pe = 0, ragged = 0, by[3] = {0, 0, 0}, auto_cols = 0;
+  int multi_pe = 0, ragged = 0, by[5] = {0, 0, 0, 0, 0}, auto_cols = 0, auto_k = 0, reduced = 0;
   for (const auto& c : cases) {
     configs.push_back(gemm_config(c.topo, c.params));
     const GemmParams& p = c.params;
     multi_pe += p.pes * p.cubes > 1;
     ragged += p.m % p.tile_m != 0 || p.n % p.tile_n != 0 || p.k % p.tile_k != 0;
-    const std::int64_t split = gemm_split_of(p.split, ceil_div(p.m, p.tile_m), ceil_div(p.n, p.tile_n), p.cubes);
-    if (p.cubes > 1) ++by[split];
-    auto_cols += p.split == kGemmSplitAuto && split == kGemmSplitCols && p.cubes > 1;
+    const std::int64_t split = configs.back().split;
+    ASSERT_TRUE(split >= kGemmSplitRows && split <= kGemmSplitColsK) << describe(configs.back());
+    if (p.cubes > 1 || (gemm_split_k(split) && p.pes > 1)) ++by[split];
+    auto_cols += p.split == kGemmSplitAuto && gemm_split_by_cols(split) && p.cubes > 1;
+    auto_k += p.split == kGemmSplitAuto && gemm_split_k(split);
+    // Configs where some tile's partial sums are added across PEs: more ops than the tiles'.
+    const GemmGrid g = gemm_grid(configs.back());
+    reduced += gemm_model(configs.back()).ops > g.tiles_m * g.tiles_n * (3 * g.kt + 1);
   }
   EXPECT_GT(multi_pe, 5000);
   EXPECT_GT(ragged, 5000);
-  EXPECT_GT(by[kGemmSplitRows], 2000);  // multi-cube configs of each split, as asked or chosen
-  EXPECT_GT(by[kGemmSplitCols], 2000);
-  EXPECT_GT(auto_cols, 300);
+  for (int s = kGemmSplitRows; s <= kGemmSplitColsK; ++s)  // configs where each split matters, as asked or chosen
+    EXPECT_GT(by[s], 1500) << kGemmSplitNames[s];
+  EXPECT_GT(auto_cols, 200);
+  EXPECT_GT(auto_k, 200);
+  EXPECT_GT(reduced, 2000);
   expect_equivalent_to_ref(configs);
 }
 
@@ -103,7 +110,7 @@ TEST_P(GemmParity, LongRegularRuns) {
       p.m = 1000, p.n = 1030, p.k = 2050;
       p.tile_m = 64, p.tile_n = 32, p.tile_k = 64;
       p.pes = 3, p.cubes = 2, p.buffers = buffers;
-      for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols}) {
+      for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols, kGemmSplitRowsK, kGemmSplitColsK}) {
         p.split = split;
         configs.push_back(gemm_config(t, p));
       }
@@ -111,10 +118,35 @@ TEST_P(GemmParity, LongRegularRuns) {
   expect_equivalent_to_ref(configs);
 }
 
+// Split-K where one tile's k-slices go to many PEs: every PE's partial lands on one owner's
+// copy-queue in-port, which serves them in the order they are ready, and the owner adds
+// them in PE order. Slow and fast ports, narrow and wide vector engines, 1 to 32 PEs.
+TEST_P(GemmParity, ManyPartialSumsToOneOwner) {
+  std::vector<GemmConfig> configs;
+  for (std::int64_t pes = 1; pes <= 32; ++pes)
+    for (std::int64_t k : {37, 64, 100, 191})
+      for (std::int64_t port : {1, 16, 400})
+        for (std::int64_t lanes : {1, 64}) {
+          TopologySpec t = default_topo();
+          t.pe_rows = 4, t.pe_cols = 8;
+          t.ipcq.bandwidth_gbps = port;
+          t.ipcq.latency_ns = port == 16 ? 0 : 30;
+          t.vector_lanes = lanes;
+          t.hbm_latency_ns = 11;
+          GemmParams p;
+          p.m = 8 + pes % 3, p.n = 16 + pes % 5, p.k = k;
+          p.tile_m = 8, p.tile_n = 16, p.tile_k = 3 + pes % 4;
+          p.pes = pes, p.cubes = 1 + pes % 2, p.buffers = 1 + pes % 2;
+          p.split = pes % 2 ? kGemmSplitRowsK : kGemmSplitColsK;
+          configs.push_back(gemm_config(t, p));
+        }
+  expect_equivalent_to_ref(configs);
+}
+
 // PEs whose tile ranges have the same shape, and cubes with blocks of the same shape, share
 // one evaluation in the model. Every split of small grids of tiles over cubes (by rows and
-// by columns) and PEs, with and without ragged last rows and columns, checks that sharing
-// against the engine.
+// by columns, with and without split-K) and PEs, with and without ragged last rows and
+// columns, checks that sharing against the engine; split-K with k-slices of three sizes.
 TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
   TopologySpec t = default_topo();
   t.hbm_latency_ns = 7;  // a latency and bandwidths that leave the PEs' finish times uneven
@@ -125,17 +157,17 @@ TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
       for (int ragged = 0; ragged < 4; ++ragged)
         for (std::int64_t cubes = 1; cubes <= t.cubes_per_sip(); ++cubes)
           for (std::int64_t pes = 1; pes <= t.pes_per_cube(); ++pes)
-            for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols}) {
+            for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols, kGemmSplitRowsK, kGemmSplitColsK}) {
             GemmParams p;
             p.split = split;
             p.tile_m = 3, p.tile_n = 2, p.tile_k = 2;
             p.m = tm * 3 - (ragged & 1 ? 1 : 0);
             p.n = tn * 2 - (ragged & 2 ? 1 : 0);
-            p.k = 3;
+            p.k = gemm_split_k(split) ? 2 + (tm + tn + pes) % 5 : 3;  // 1 to 3 k-slices, ragged or not
             p.pes = pes, p.cubes = cubes;
             if (p.tile_m <= p.m && p.tile_n <= p.n) configs.push_back(gemm_config(t, p));  // one-tile grids cannot be ragged
           }
-  EXPECT_EQ(configs.size(), static_cast<std::size_t>((12 * 5 * 4 - 5 * 2 - 12 * 2 + 1) * 64 * 2));
+  EXPECT_EQ(configs.size(), static_cast<std::size_t>((12 * 5 * 4 - 5 * 2 - 12 * 2 + 1) * 64 * 4));
   expect_equivalent_to_ref(configs);
 }
 

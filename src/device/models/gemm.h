@@ -16,6 +16,7 @@
 #include "../common/kb_hd.h"
 #include "../common/units.h"
 #include "systolic.h"
+#include "vector.h"
 
 namespace kb {
 
@@ -34,9 +35,15 @@ struct GemmConfig {
   std::int64_t split;    // GemmSplit: how output tiles go to cubes
 };
 // Output tiles go to cubes in contiguous blocks of whole tile rows (rows) or of whole tile
-// columns (cols); auto takes cols when there are fewer tile rows than cubes and more tile
-// columns than rows (a skinny GEMM, e.g. decode), rows otherwise.
-enum GemmSplit : std::int32_t { kGemmSplitAuto = 0, kGemmSplitRows, kGemmSplitCols };
+// columns (cols). Inside a cube, the plain splits give each PE a contiguous run of whole
+// output tiles; the -k splits (rows-k, cols-k) split the cube's work evenly at k-slice
+// granularity instead (stream-K): a tile whose k-slices fall to several PEs is owned by the
+// PE holding its first slice, which adds the others' fp32 partial sums, copied to it PE to
+// PE, before storing it. auto: see gemm_split_of.
+enum GemmSplit : std::int32_t { kGemmSplitAuto = 0, kGemmSplitRows, kGemmSplitCols, kGemmSplitRowsK, kGemmSplitColsK };
+constexpr const char* kGemmSplitNames[] = {"auto", "rows", "cols", "rows-k", "cols-k"};
+KB_HD constexpr bool gemm_split_by_cols(std::int64_t split) { return split == kGemmSplitCols || split == kGemmSplitColsK; }
+KB_HD constexpr bool gemm_split_k(std::int64_t split) { return split == kGemmSplitRowsK || split == kGemmSplitColsK; }
 constexpr std::int64_t kGemmAutoTile = 128;
 
 // The statuses, once: X(enumerator, name in reports). 0 is the valid one.
@@ -51,7 +58,7 @@ constexpr std::int64_t kGemmAutoTile = 128;
   X(kGemmHbmOverflow, "hbm_overflow")          /* A, B and the C shard do not fit the HBM */   \
   X(kGemmTimeOverflow, "time_overflow")        /* times would exceed int64 picoseconds */      \
   X(kGemmBadHardware, "bad_hardware")          /* hardware no topology file could hold */ \
-  X(kGemmBadSplit, "bad_split")                /* split not auto, rows or cols */
+  X(kGemmBadSplit, "bad_split")                /* split not auto, rows, cols, rows-k or cols-k */
 
 enum GemmStatus : std::int32_t {
 #define KB_GEMM_ENUM(e, name) e,
@@ -80,16 +87,80 @@ struct GemmResult {
   ps_t compute_roof_ps, hbm_roof_ps, roofline_ps;
 };
 
-// Bytes of SRAM one PE needs: `buffers` sets of an A tile, a B tile (fp16) and a C
-// accumulator (fp32).
-KB_HD constexpr std::int64_t gemm_sram_bytes(const GemmConfig& c) {
+// Bytes of SRAM one PE needs for its tiles: `buffers` sets of an A tile, a B tile (fp16)
+// and a C accumulator (fp32).
+KB_HD constexpr std::int64_t gemm_tile_sram_bytes(const GemmConfig& c) {
   return c.buffers * (2 * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) + 4 * c.tile_m * c.tile_n);
 }
 
-KB_HD inline std::int64_t gemm_split_of(std::int64_t split, std::int64_t tiles_m, std::int64_t tiles_n,
-                                        std::int64_t cubes) {
-  if (split == kGemmSplitRows || split == kGemmSplitCols) return split;
-  return tiles_m < cubes && tiles_n > tiles_m ? kGemmSplitCols : kGemmSplitRows;
+// The tile grid: tile rows, tile columns, k-slices per tile.
+struct GemmGrid {
+  std::int64_t tiles_m, tiles_n, kt;
+};
+KB_HD inline GemmGrid gemm_grid(const GemmConfig& c) {
+  return GemmGrid{(c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, (c.k + c.tile_k - 1) / c.tile_k};
+}
+
+// Stream-K: a block of `tiles` output tiles is tiles·kt units (tile-major, k-slice minor);
+// PE p of `pes` gets units [start(p), start(p+1)), start(p) = floor(p·units / pes), computed
+// without overflow.
+KB_HD inline std::int64_t gemm_unit_start(std::int64_t units, std::int64_t pes, std::int64_t pe) {
+  const std::int64_t q = units / pes, r = units % pes;
+  return pe * q + (pe * r) / pes;
+}
+// The PE whose units hold unit u: the last p with start(p) <= u.
+KB_HD inline std::int64_t gemm_pe_of_unit(std::int64_t units, std::int64_t pes, std::int64_t u) {
+  std::int64_t lo = 0, hi = pes - 1;
+  while (lo < hi) {
+    const std::int64_t mid = (lo + hi + 1) / 2;
+    if (gemm_unit_start(units, pes, mid) <= u) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Slots of fp32 C tiles each PE holds for split-K partial sums: one for the partial it
+// sends, and one per partial it may receive. The PEs that send to one owner start inside
+// the owner's tile, at least floor(units / pes) units apart in the smallest block, so they
+// are at most ceil((kt - 1) / that) (and at most kt - 1 and pes - 1).
+KB_HD inline std::int64_t gemm_k_slots(const GemmConfig& c, const GemmGrid& g, bool by_cols) {
+  const std::int64_t total = by_cols ? g.tiles_n : g.tiles_m, other = by_cols ? g.tiles_m : g.tiles_n;
+  const std::int64_t shortest = total / c.cubes < 1 ? 1 : total / c.cubes;
+  const std::int64_t least = shortest * other * g.kt / c.pes;  // units per PE in the smallest block
+  std::int64_t senders = imin(c.pes - 1, g.kt - 1);
+  if (least >= 1) senders = imin(senders, (g.kt - 1 + least - 1) / least);
+  return 1 + senders;
+}
+
+// The split a config runs with: rows, cols, rows-k or cols-k. auto takes cols when there
+// are fewer tile rows than cubes and more tile columns than tile rows (a skinny GEMM, e.g.
+// decode), rows otherwise; and splits k too (rows-k, cols-k) when that cuts the k-slices of
+// the busiest PE of the largest block by more than a tenth (whole tiles: ceil(tiles / pes)
+// · kt; split-K: ceil(tiles · kt / pes)) and the partial-sum slots fit the SRAM. Needs a
+// valid shape and tiling.
+KB_HD inline bool gemm_grid_defined(const GemmConfig& c) {
+  return c.m >= 1 && c.n >= 1 && c.k >= 1 && c.m <= kGemmMaxDim && c.n <= kGemmMaxDim && c.k <= kGemmMaxDim &&
+         c.tile_m >= 1 && c.tile_n >= 1 && c.tile_k >= 1 && c.tile_m <= c.m && c.tile_n <= c.n && c.tile_k <= c.k &&
+         c.pes >= 1 && c.pes <= kMaxMachinePes && c.cubes >= 1 && c.cubes <= kMaxMachinePes;
+}
+KB_HD inline std::int64_t gemm_split_of(const GemmConfig& c) {
+  if (c.split != kGemmSplitAuto || !gemm_grid_defined(c)) return c.split;
+  const GemmGrid g = gemm_grid(c);
+  const bool by_cols = g.tiles_m < c.cubes && g.tiles_n > g.tiles_m;
+  const std::int64_t total = by_cols ? g.tiles_n : g.tiles_m, other = by_cols ? g.tiles_m : g.tiles_n;
+  const std::int64_t largest = (total + c.cubes - 1) / c.cubes * other;  // tiles of the largest block
+  const std::int64_t whole = (largest + c.pes - 1) / c.pes * g.kt, split = (largest * g.kt + c.pes - 1) / c.pes;
+  if (split + whole / 10 < whole &&
+      gemm_tile_sram_bytes(c) + gemm_k_slots(c, g, by_cols) * 4 * c.tile_m * c.tile_n <= c.hw.sram_bytes())
+    return by_cols ? kGemmSplitColsK : kGemmSplitRowsK;
+  return by_cols ? kGemmSplitCols : kGemmSplitRows;
+}
+
+// Bytes of SRAM one PE needs: its tile buffers, and with split-K its partial-sum slots.
+KB_HD inline std::int64_t gemm_sram_bytes(const GemmConfig& c) {
+  const std::int64_t split = gemm_split_of(c);
+  if (!gemm_split_k(split) || !gemm_grid_defined(c)) return gemm_tile_sram_bytes(c);
+  return gemm_tile_sram_bytes(c) + gemm_k_slots(c, gemm_grid(c), gemm_split_by_cols(split)) * 4 * c.tile_m * c.tile_n;
 }
 
 // Which output tiles a PE computes: the tile grid is split over cubes in contiguous blocks
@@ -107,7 +178,7 @@ struct CubeTiles {
 // `split` resolved (gemm_split_of).
 KB_HD inline CubeTiles gemm_cube_tiles(std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t cubes,
                                        std::int64_t split, std::int64_t cube) {
-  if (split == kGemmSplitCols) return CubeTiles{0, tiles_m, cube * tiles_n / cubes, (cube + 1) * tiles_n / cubes};
+  if (gemm_split_by_cols(split)) return CubeTiles{0, tiles_m, cube * tiles_n / cubes, (cube + 1) * tiles_n / cubes};
   return CubeTiles{cube * tiles_m / cubes, (cube + 1) * tiles_m / cubes, 0, tiles_n};
 }
 // A PE's tiles as indices into its cube's block, row-major: tile t is (r0 + t / cols,
@@ -151,9 +222,11 @@ KB_HD inline void apply_step(Pipe& p, const Step& s, const Ctx& c) {
   p.st1 = s.store;
 }
 
-KB_HD inline void finish(Pipe& p, const Ctx& c) {
+// The stores still owed at the end; the last waits for `gate` too (split-K: the partial
+// sums added into its tile).
+KB_HD inline void finish(Pipe& p, const Ctx& c, ps_t gate = 0) {
   if (c.buffers == 2 && p.st2 >= 0) p.dfree = imax(p.dfree, p.mm2) + p.st2;
-  if (p.st1 >= 0) p.dfree = imax(p.dfree, p.mm1) + p.st1;
+  if (p.st1 >= 0) p.dfree = imax(p.dfree, imax(p.mm1, gate)) + p.st1;
 }
 
 KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) {
@@ -242,8 +315,10 @@ struct Costs {
 struct TileKinds {
   TileBlock t[2][2];
   std::int64_t cycles[2][2][2];  // [last row][last column][last k-slice]
+  std::int64_t mi[2], nj[2];     // tile rows by [last row], tile columns by [last column]
   KB_HD static TileKinds of(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
     TileKinds k;
+    k.mi[0] = g.tile_m, k.mi[1] = m_last, k.nj[0] = g.tile_n, k.nj[1] = n_last;
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         const std::int64_t mi = a ? m_last : g.tile_m, nj = b ? n_last : g.tile_n;
@@ -301,11 +376,9 @@ KB_HD inline Busy worker_busy(const TileKinds& tk, std::int64_t lo, std::int64_t
   return b;
 }
 
-// Finish time of one PE that computes tiles [lo, hi) of its cube's block.
-KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
-                                 const BlockShape& blk) {
-  const Ctx c{g.buffers, g.hw.hbm_latency_ns * kPsPerNs};
-  Pipe p{0, 0, 0, -1, -1};
+// Walks tiles [lo, hi) of a cube's block, in order, from state p.
+KB_HD inline void walk_tiles(Pipe& p, const Ctx& c, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
+                             const BlockShape& blk) {
   // Only the last tile row of the matrix can be ragged in m, and its last column in n.
   auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const int last = i == blk.last_row;
@@ -320,8 +393,148 @@ KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::
     if (count == 1) row(i, j0, j1)(p, c);
     else repeat(p, count, row(i, j0, j1), c);
   });
+}
+
+KB_HD inline Ctx ctx_of(const GemmConfig& g) { return Ctx{g.buffers, g.hw.hbm_latency_ns * kPsPerNs}; }
+
+// Finish time of one PE that computes tiles [lo, hi) of its cube's block.
+KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
+                                 const BlockShape& blk) {
+  const Ctx c = ctx_of(g);
+  Pipe p{0, 0, 0, -1, -1};
+  walk_tiles(p, c, tk, lo, hi, blk);
   finish(p, c);
   return p.dfree + c.hbm_lat;
+}
+
+// Split-K (stream-K) inside one cube's block of `tiles` tiles: PE p holds units
+// [start(p), start(p+1)) (gemm_unit_start). Its units are: maybe the tail of a tile another
+// PE owns (slices a..e of its first tile: it sends that fp32 partial sum to the owner), whole
+// tiles, and maybe the head of a tile it owns (slices 0..b of its last tile: it receives the
+// other PEs' partials of it, adds them on its vector engine, and stores the tile).
+struct KRange {
+  std::int64_t ft, a, lt, b;  // first tile and its first slice; last tile and one past its last slice
+  KB_HD bool sends() const { return a > 0; }
+  KB_HD bool owns_partial(std::int64_t kt) const { return b < kt && (a == 0 || lt > ft); }
+  // Whole tiles [whole_lo, whole_hi).
+  KB_HD std::int64_t whole_lo() const { return a > 0 ? ft + 1 : ft; }
+  KB_HD std::int64_t whole_hi(std::int64_t kt) const { return b == kt ? lt + 1 : lt; }
+};
+KB_HD inline KRange k_range(std::int64_t lo, std::int64_t hi, std::int64_t kt) {
+  return KRange{lo / kt, lo % kt, (hi - 1) / kt, (hi - 1) % kt + 1};
+}
+
+// The costs of the reduction of one tile kind's partial sums.
+struct KCosts {
+  ps_t copy;  // each PE-to-PE port holds the fp32 partial this long
+  ps_t lat;   // the copy queue's latency
+  ps_t add;   // the vector add of one partial
+};
+KB_HD inline KCosts k_costs(const GemmConfig& g, std::int64_t mi, std::int64_t nj) {
+  return KCosts{transfer_ps(4 * mi * nj, g.hw.ipcq.bandwidth_gbps), g.hw.ipcq.latency_ns * kPsPerNs,
+                cycles_ps(vector_cycles(VecOp::add, mi, nj, g.hw.vector_lanes), g.hw.clock_mhz)};
+}
+
+// Slices [s0, s1) of one tile; `store`: whether the walk's last step owes the tile's store.
+KB_HD inline void walk_partial(Pipe& p, const Ctx& c, const TileBlock& t, std::int64_t s0, std::int64_t s1,
+                               bool store) {
+  repeat(p, s1 - s0 - 1, StepBlock{t.body}, c);
+  Step last = s1 == t.kt ? t.last : t.body;
+  last.store = store ? t.last.store : -1;
+  apply_step(p, last, c);
+}
+
+KB_HD inline Busy partial_busy(const TileBlock& t, std::int64_t s0, std::int64_t s1, bool store) {
+  const Step& last = s1 == t.kt ? t.last : t.body;
+  return Busy{(s1 - s0 - 1) * t.body.mm + last.mm, (s1 - s0 - 1) * t.body.load + last.load + (store ? t.last.store : 0)};
+}
+
+struct KBlock {
+  ps_t latency;
+  Busy busiest;  // the busiest PE's matrix and DMA times
+  std::int64_t sends;
+};
+
+// One block under split-K: the latest finish of its PEs, their busiest engines, and the
+// number of partial sums sent. Every PE of the block is walked; a tile's owner finishes
+// after its partials have arrived (in the order they were ready: the owner's copy-queue
+// in-port serves them one at a time, ties to the lower PE) and been added (in PE order).
+KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64_t tiles, std::int64_t kt,
+                            const BlockShape& blk) {
+  const Ctx c = ctx_of(g);
+  const std::int64_t units = tiles * kt;
+  KBlock out{0, Busy{0, 0}, 0};
+  auto kind = [&](std::int64_t t) -> const TileBlock& {
+    return tk.t[t / blk.width == blk.last_row][t % blk.width == blk.last_col];
+  };
+  for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+    const std::int64_t lo = gemm_unit_start(units, g.pes, pe), hi = gemm_unit_start(units, g.pes, pe + 1);
+    if (hi <= lo) continue;
+    const KRange r = k_range(lo, hi, kt);
+    Pipe p{0, 0, 0, -1, -1};
+    Busy busy{0, 0};
+    if (r.sends()) {
+      const std::int64_t e = r.ft == r.lt ? r.b : kt;
+      walk_partial(p, c, kind(r.ft), r.a, e, false);
+      const Busy b = partial_busy(kind(r.ft), r.a, e, false);
+      busy.matrix += b.matrix, busy.dma += b.dma;
+      ++out.sends;
+    }
+    const std::int64_t w0 = r.whole_lo(), w1 = r.whole_hi(kt);
+    if (w1 > w0) {
+      walk_tiles(p, c, tk, w0, w1, blk);
+      const Busy b = worker_busy(tk, w0, w1, blk);
+      busy.matrix += b.matrix, busy.dma += b.dma;
+    }
+    ps_t gate = 0;  // when the last tile's sum is complete
+    if (r.owns_partial(kt)) {
+      const TileBlock& t = kind(r.lt);
+      walk_partial(p, c, t, 0, r.b, true);
+      const Busy b = partial_busy(t, 0, r.b, true);
+      busy.matrix += b.matrix, busy.dma += b.dma;
+      // The senders: the next PEs with units, up to the tile's end. Each sent its first
+      // units, walked from the start; the ready times take few values (a sender holds
+      // floor or ceil of units / pes, or the tile's last slices), so they are served by
+      // value, lowest first, and each value's senders in PE order.
+      const std::int64_t tile_end = (r.lt + 1) * kt;
+      const std::int64_t first = pe + 1, last = gemm_pe_of_unit(units, g.pes, tile_end - 1);
+      auto ready = [&](std::int64_t q) {
+        const std::int64_t q0 = gemm_unit_start(units, g.pes, q), q1 = imin(gemm_unit_start(units, g.pes, q + 1), tile_end);
+        Pipe s{0, 0, 0, -1, -1};
+        walk_partial(s, c, t, q0 - r.lt * kt, q1 - r.lt * kt, false);
+        return s.mm1;
+      };
+      auto has_units = [&](std::int64_t q) { return gemm_unit_start(units, g.pes, q + 1) > gemm_unit_start(units, g.pes, q); };
+      std::int64_t senders = 0;
+      for (std::int64_t q = first; q <= last; ++q) senders += has_units(q);
+      const KCosts kc = k_costs(g, tk.mi[r.lt / blk.width == blk.last_row], tk.nj[r.lt % blk.width == blk.last_col]);
+      ps_t port = 0, prev = -1;
+      gate = p.mm1 + senders * kc.add;  // the adds wait for the owner's own last matmul
+      for (;;) {
+        ps_t value = -1;
+        for (std::int64_t q = first; q <= last; ++q)
+          if (has_units(q)) {
+            const ps_t rq = ready(q);
+            if (rq > prev && (value < 0 || rq < value)) value = rq;
+          }
+        if (value < 0) break;
+        std::int64_t pos = 0;  // the sender's place in PE order: its add is the pos-th
+        for (std::int64_t q = first; q <= last; ++q) {
+          if (!has_units(q)) continue;
+          ++pos;
+          if (ready(q) != value) continue;
+          port = imax(port, value) + kc.copy;
+          gate = imax(gate, port + kc.lat + (senders - pos + 1) * kc.add);
+        }
+        prev = value;
+      }
+    }
+    finish(p, c, gate);
+    out.latency = imax(out.latency, imax(p.dfree + c.hbm_lat, p.mm1));
+    out.busiest.matrix = imax(out.busiest.matrix, busy.matrix);
+    out.busiest.dma = imax(out.busiest.dma, busy.dma);
+  }
+  return out;
 }
 
 }  // namespace gemm_detail
@@ -340,16 +553,18 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
       h.hbm_latency_ns < 0 || h.hbm_latency_ns > kMaxLatencyNs || h.pe_rows < 1 || h.pe_rows > kMaxGrid ||
       h.pe_cols < 1 || h.pe_cols > kMaxGrid || h.cube_rows < 1 || h.cube_rows > kMaxGrid || h.cube_cols < 1 ||
       h.cube_cols > kMaxGrid || h.sram_kib < 1 || h.sram_kib > kMaxCapacity || h.hbm_capacity_mib < 1 ||
-      h.hbm_capacity_mib > kMaxCapacity || h.sips < 1 || h.sips > kMaxSips || !hw_fits(h))
+      h.hbm_capacity_mib > kMaxCapacity || h.sips < 1 || h.sips > kMaxSips || h.vector_lanes < 1 ||
+      h.vector_lanes > kMaxLanes || h.ipcq.bandwidth_gbps < 1 || h.ipcq.bandwidth_gbps > kMaxBandwidthGbps ||
+      h.ipcq.latency_ns < 0 || h.ipcq.latency_ns > kMaxLatencyNs || !hw_fits(h))
     return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;
+  if (g.split < kGemmSplitAuto || g.split > kGemmSplitColsK) return kGemmBadSplit;
   if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
-  if (g.split < kGemmSplitAuto || g.split > kGemmSplitCols) return kGemmBadSplit;
   // Every cube holds A and B whole and its block of C's tile rows or columns.
   const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m, tiles_n = (g.n + g.tile_n - 1) / g.tile_n;
-  const bool by_cols = gemm_split_of(g.split, tiles_m, tiles_n, g.cubes) == kGemmSplitCols;
+  const bool by_cols = gemm_split_by_cols(gemm_split_of(g));
   const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
   const std::int64_t c_cols = by_cols ? imin(g.n, ((tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
   if (2 * (g.m * g.k + g.k * g.n + c_rows * c_cols) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
@@ -386,17 +601,20 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
   const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
   const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
-  const std::int64_t split = gemm_split_of(g.split, tm, tn, g.cubes);
-  // A cube's PEs split its HBM bandwidth; only those with tiles access HBM, and a cube
-  // with a block of `tiles` tiles gives a tile to min(pes, tiles) of them.
-  auto cost_of = [&](std::int64_t tiles) { return Costs{&g, kt, k_last, imin(g.pes, tiles)}; };
+  const std::int64_t split = gemm_split_of(g);
+  const bool by_cols = gemm_split_by_cols(split), split_k = gemm_split_k(split);
+  // Work is handed out in whole tiles, or with split-K in k-slices of tiles ("units").
+  const std::int64_t unit = split_k ? kt : 1;
+  // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
+  // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
+  auto share_of = [&](std::int64_t tiles) { return imin(g.pes, tiles * unit); };
   // The tile kinds of the last HBM share asked for (cubes alike ask for the same one).
   std::int64_t kinds_share = -1;
   TileKinds kinds{};
   auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
-    if (imin(g.pes, tiles) != kinds_share) {
-      kinds = TileKinds::of(g, cost_of(tiles), m_last, n_last);
-      kinds_share = imin(g.pes, tiles);
+    if (share_of(tiles) != kinds_share) {
+      kinds_share = share_of(tiles);
+      kinds = TileKinds::of(g, Costs{&g, kt, k_last, kinds_share}, m_last, n_last);
     }
     return kinds;
   };
@@ -436,7 +654,6 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       }
   };
   {
-    const bool by_cols = split == kGemmSplitCols;
     const std::int64_t total = by_cols ? tn : tm, other = by_cols ? tm : tn;
     // Blocks of `len` along the split dimension, `last`: whether they hold its last tile.
     auto add = [&](std::int64_t ncubes, std::int64_t len, std::int64_t last) {
@@ -444,7 +661,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       else add_cubes(ncubes, len, last, other, 1);
     };
     const std::int64_t q = total / g.cubes, bigger = total % g.cubes;  // that many cubes have q + 1
-    if (q >= 1 && q * other >= g.pes) {
+    if (q >= 1 && q * other * unit >= g.pes) {
       add(1, total, 1);  // every cube gives work to all its PEs: one share for all, summed at once
     } else {
       const CubeTiles last = gemm_cube_tiles(tm, tn, g.cubes, split, g.cubes - 1);  // never empty: it ends at T
@@ -456,6 +673,10 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     }
   }
   bound = sat_add(bound, r.matrix_busy_ps);
+  if (split_k) {  // at most one partial sent per PE, each copied, waited for and added
+    const KCosts kc = k_costs(g, g.tile_m, g.tile_n);
+    bound = sat_add(bound, sat_mul(g.pes * g.cubes, 2 * kc.copy + kc.lat + kc.add));
+  }
   if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
     r.status = kGemmTimeOverflow;
     return r;
@@ -473,6 +694,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   std::int64_t seen_rows = -1, seen_cols = -1;
   Busy cube_busy{0, 0};
   ps_t cube_latency = 0;
+  std::int64_t cube_sends = 0, sends = 0;
   for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
     const CubeTiles ct = gemm_cube_tiles(tm, tn, g.cubes, split, cube);
     if (ct.rows() <= 0 || ct.cols() <= 0) continue;
@@ -483,10 +705,16 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       const TileKinds& tk = kinds_of(ct.rows() * w);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
+      if (split_k) {
+        const KBlock kb = k_block(g, tk, ct.rows() * w, kt, blk);
+        cube_latency = kb.latency;
+        cube_busy = kb.busiest;
+        cube_sends = kb.sends;
+      }
       std::int64_t seen_col = -1, seen_len = -1;
       ps_t latency = 0;
       Busy busy{0, 0};
-      for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+      for (std::int64_t pe = 0; pe < (split_k ? 0 : g.pes); ++pe) {
         const TileRange t = gemm_tiles_of(ct, g.pes, pe);
         if (t.hi <= t.lo) continue;
         // Where a range starts matters only when it spans rows or reaches the block's last column.
@@ -504,24 +732,24 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       }
       // A block that holds the ragged last tiles along the split dimension is unlike the
       // blocks after it (every block holds the other dimension's last tile alike).
-      const bool unlike = split == kGemmSplitCols ? ragged_n && has_last_col : ragged_m && has_last_row;
+      const bool unlike = by_cols ? ragged_n && has_last_col : ragged_m && has_last_row;
       seen_rows = unlike ? -1 : ct.rows();
       seen_cols = unlike ? -1 : ct.cols();
     }
     r.latency_ps = imax(r.latency_ps, cube_latency);
+    sends += cube_sends;
     r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, cube_busy.matrix);
     r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, cube_busy.dma);
   }
+  // A partial sum sent is a copy over two ports, the receiver's signal and wait, and an add.
+  r.ops += 5 * sends;
 
   gemm_roofline(g, r);
   return r;
 }
 
-// Resolves the automatic split from the tile grid (gemm_split_of), when the grid is defined.
-KB_HD inline void gemm_resolve_split(GemmConfig& c) {
-  if (c.split == kGemmSplitAuto && c.m >= 1 && c.n >= 1 && c.tile_m >= 1 && c.tile_n >= 1 && c.cubes >= 1)
-    c.split = gemm_split_of(c.split, (c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, c.cubes);
-}
+// Resolves the automatic split (gemm_split_of), when the shape and tiling are defined.
+KB_HD inline void gemm_resolve_split(GemmConfig& c) { c.split = gemm_split_of(c); }
 
 // Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension); then the split.
 KB_HD inline void gemm_complete(GemmConfig& c) {

@@ -42,9 +42,12 @@ Family make() {
        [](const HwConfig& h) { return h.cubes_per_sip(); }, "1", -1, {}, false},
       {"buffers", "--buffers", "SRAM buffer sets (1 or 2)", offsetof(C, buffers), 1, 2, nullptr, "2", -1, {}, false},
       {"split", "--split",
-       "output tiles to cubes in blocks of tile rows or tile columns; auto: cols when there are fewer tile rows than "
-       "cubes (and more tile columns than rows), else rows",
-       offsetof(C, split), 0, 2, nullptr, "auto", 0, {"auto", "rows", "cols"}, false},
+       "output tiles to cubes in blocks of tile rows or tile columns, and inside a cube whole tiles per PE or, with "
+       "-k, an even share of k-slices (partial sums added by the tile's owner); auto: cols when there are fewer tile "
+       "rows than cubes (and more tile columns than rows), else rows; with -k when that cuts the busiest PE's "
+       "k-slices by over 10%",
+       offsetof(C, split), 0, kGemmSplitColsK, nullptr, "auto", 0,
+       std::vector<std::string>(std::begin(kGemmSplitNames), std::end(kGemmSplitNames)), false},
   };
   f.hw_axes = {
       {"dataflow", "--dataflow", "pe.matrix.dataflow", "systolic dataflow: os, ws or is"},

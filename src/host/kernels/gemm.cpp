@@ -65,11 +65,12 @@ void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
 
 GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed) {
   Placement rep{Split::replicate, p.cubes, 1, 0};
-  const bool by_cols =
-      gemm_split_of(p.split, ceil_div(p.m, p.tile_m), ceil_div(p.n, p.tile_n), p.cubes) == kGemmSplitCols;
+  const GemmConfig c = gemm_config(ctx.topology(), p);
+  const bool by_cols = gemm_split_by_cols(c.split);
+  GemmTensors t;
+  t.split = c.split;
   const Placement blocks = by_cols ? Placement{Split::col_wise, p.cubes, p.tile_n, 0}
                                    : Placement{Split::row_wise, p.cubes, p.tile_m, 0};
-  GemmTensors t;
   if (seed != 0) {
     t.a = ctx.random({p.m, p.k}, DType::f16, rep, "A", seed);
     t.b = ctx.random({p.k, p.n}, DType::f16, rep, "B", seed + 1);
@@ -78,17 +79,34 @@ GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t
     t.b = ctx.empty({p.k, p.n}, DType::f16, rep, "B");
   }
   t.c = ctx.zeros({p.m, p.n}, DType::f16, blocks, "C");
+  if (gemm_split_k(c.split)) {
+    t.split_k = true;
+    t.partials = ctx.symmetric(gemm_k_slots(c, gemm_grid(c), by_cols) * 4 * p.tile_m * p.tile_n, DType::f32,
+                               LaunchGrid{1, p.cubes, p.pes}, "partials");
+    t.sums = ctx.channel("partials");
+  }
   return t;
 }
 
 void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   const std::int64_t tiles_m = ceil_div(p.m, p.tile_m), tiles_n = ceil_div(p.n, p.tile_n);
   const std::int64_t kt = ceil_div(p.k, p.tile_k);
-  const CubeTiles block = gemm_cube_tiles(tiles_m, tiles_n, p.cubes, gemm_split_of(p.split, tiles_m, tiles_n, p.cubes),
-                                         prog.rank().cube);
-  const TileRange mine = gemm_tiles_of(block, p.pes, prog.rank().pe);
-  const std::int64_t steps = (mine.hi - mine.lo) * kt;
-  if (steps == 0) return;
+  const CubeTiles block = gemm_cube_tiles(tiles_m, tiles_n, p.cubes, t.split, prog.rank().cube);
+  // This PE's units (k-slices of tiles of its cube's block, tile-major): whole tiles, or
+  // with split-K an even share of the units (gemm_unit_start).
+  const std::int64_t units = block.rows() * block.cols() * kt;
+  const std::int64_t pe = prog.rank().pe;
+  std::int64_t lo, hi;
+  if (t.split_k) {
+    lo = gemm_unit_start(units, p.pes, pe), hi = gemm_unit_start(units, p.pes, pe + 1);
+  } else {
+    const TileRange mine = gemm_tiles_of(block, p.pes, pe);
+    lo = mine.lo * kt, hi = mine.hi * kt;
+  }
+  const std::int64_t steps = hi - lo;
+  if (steps <= 0) return;
+  const std::int64_t first_tile = lo / kt, ntiles = (hi - 1) / kt - first_tile + 1;
+  const bool sends = lo % kt != 0;  // the first tile's first slices are another PE's: send it our partial
 
   const std::int64_t nb = p.buffers;
   std::vector<SramBuf> abuf, bbuf, cbuf;
@@ -100,18 +118,28 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
 
   struct Slice {
     std::int64_t i, j, kk;  // tile row, tile column, k-slice
+    std::int64_t local;     // the tile's index among this PE's tiles
   };
   auto slice = [&](std::int64_t s) {
-    const std::int64_t tile = mine.lo + s / kt;  // in the cube's block, row-major
-    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), s % kt};
+    const std::int64_t tile = (lo + s) / kt;  // in the cube's block, row-major
+    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), (lo + s) % kt, tile - first_tile};
   };
   auto extent = [](std::int64_t idx, std::int64_t tile, std::int64_t total) {
     return imin(tile, total - idx * tile);
   };
+  // Split-K partial sums: slot 0 of this PE's `partials` holds the one it sends, slot n the
+  // n-th one it receives (in PE order).
+  const std::int64_t slot = p.tile_m * p.tile_n;
+  auto rank_of = [&](std::int64_t q) {
+    return Rank{prog.rank().sip, prog.rank().cube, static_cast<std::int32_t>(q)};
+  };
+  auto has_units = [&](std::int64_t q) {
+    return gemm_unit_start(units, p.pes, q + 1) > gemm_unit_start(units, p.pes, q);
+  };
 
   std::vector<OpId> load_a(static_cast<std::size_t>(steps)), load_b(static_cast<std::size_t>(steps));
   std::vector<OpId> mm(static_cast<std::size_t>(steps));
-  std::vector<OpId> store(static_cast<std::size_t>(mine.hi - mine.lo));
+  std::vector<OpId> store(static_cast<std::size_t>(ntiles), engine::kNoOp);
 
   // Loads of slice s reuse buffer s % nb, so they wait for the matmul of slice s - nb.
   auto issue_loads = [&](std::int64_t s) {
@@ -129,23 +157,47 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
     const Slice sl = slice(s);
     const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
     const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);
-    const std::int64_t local_tile = s / kt;
-    const bool first = sl.kk == 0, last = sl.kk == kt - 1;
+    const bool first = sl.kk == 0 || s == 0, last = sl.kk == kt - 1 || s == steps - 1;
+    const bool sent = sends && sl.local == 0;
     // The accumulator of tile j is reused by tile j + nb: its store must be done.
-    const OpId acc_free = first && local_tile >= nb ? store[static_cast<std::size_t>(local_tile - nb)] : engine::kNoOp;
+    const OpId acc_free = first && sl.local >= nb ? store[static_cast<std::size_t>(sl.local - nb)] : engine::kNoOp;
     const std::size_t b = static_cast<std::size_t>(s % nb);
-    const SramBuf acc = cbuf[static_cast<std::size_t>(local_tile % nb)];
+    const SramBuf acc =
+        sent ? prog.slice(prog.local(t.partials), 0, mi * nj) : cbuf[static_cast<std::size_t>(sl.local % nb)];
     mm[static_cast<std::size_t>(s)] = prog.matmul(abuf[b], bbuf[b], acc, mi, nj, kc, !first,
                                                   {load_a[static_cast<std::size_t>(s)], load_b[static_cast<std::size_t>(s)], acc_free});
-    if (last)
-      store[static_cast<std::size_t>(local_tile)] =
-          prog.store(acc, t.c, Region{sl.i * p.tile_m, mi, sl.j * p.tile_n, nj}, {mm[static_cast<std::size_t>(s)]});
+    if (last) {
+      const OpId done = mm[static_cast<std::size_t>(s)];
+      const std::int64_t tile_end = (lo + s) / kt * kt + kt;  // one past the tile's last unit
+      if (sent) {
+        // To the tile's owner, into the slot of this PE's place among its senders.
+        const std::int64_t owner = gemm_pe_of_unit(units, p.pes, tile_end - kt);
+        std::int64_t place = 1;
+        for (std::int64_t q = owner + 1; q < pe; ++q) place += has_units(q);
+        prog.send(t.sums, acc, rank_of(owner), prog.slice(prog.at(t.partials, rank_of(owner)), place * slot, mi * nj),
+                  4 * mi * nj, {done});
+      } else {
+        OpId sum = done;
+        if (sl.kk != kt - 1) {  // this PE owns the tile and holds its first slices: add the others' partials
+          std::int64_t place = 0;
+          for (std::int64_t q = pe + 1; q < p.pes && gemm_unit_start(units, p.pes, q) < tile_end; ++q) {
+            if (!has_units(q)) continue;
+            ++place;
+            const OpId got = prog.recv(t.sums, rank_of(q));
+            sum = prog.vector_add(acc, prog.slice(prog.local(t.partials), place * slot, mi * nj), mi * nj, {got, done});
+          }
+        }
+        store[static_cast<std::size_t>(sl.local)] =
+            prog.store(acc, t.c, Region{sl.i * p.tile_m, mi, sl.j * p.tile_n, nj}, {sum});
+      }
+    }
     if (s + nb < steps) issue_loads(s + nb);
   }
 }
 
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path) {
-  validate_gemm(topo, p);
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& asked, const std::string* trace_path) {
+  validate_gemm(topo, asked);
+  const GemmParams p = gemm_params(gemm_config(topo, asked));  // the split resolved
   const std::int64_t ops =
       ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
   if (ops > kMaxReferenceOps)

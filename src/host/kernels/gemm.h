@@ -27,10 +27,15 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c);
 
 struct GemmTensors {
   Tensor a, b, c;
+  std::int64_t split = kGemmSplitRows;  // resolved (gemm_split_of)
+  bool split_k = false;  // with split-K: each PE's partial-sum slots, and the channel they travel on
+  SymBuf partials;
+  Channel sums;
 };
 
 // Places A and B (replicated in each used cube) and C (over the used cubes in whole tile
-// rows or tile columns, as the split says), random inputs when `seed` is non-zero.
+// rows or tile columns, as the split says), random inputs when `seed` is non-zero; with
+// split-K, allocates the partial-sum slots (gemm_k_slots) on every PE of the launch.
 GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed);
 // The program of one PE rank.
 void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t);
