@@ -46,7 +46,10 @@ KB_HD constexpr ps_t cycles_ps(std::int64_t cycles, std::int64_t clock_mhz) {
 // Sums and products of non-negative times and counts that stop at kTimeLimitPs instead of
 // overflowing (bounds a model compares against the limit).
 KB_HD constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b; }
+// a·b > kTimeLimitPs exactly when b > floor(kTimeLimitPs / a); factors below 2^31 take no
+// division (their product fits), which is the common case in the models' sums.
 KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  if (((a | b) >> 31) == 0) return a * b > kTimeLimitPs ? kTimeLimitPs : a * b;
   return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
 }
 

@@ -268,23 +268,41 @@ struct StepBlock {
 };
 
 // One output tile: kt-1 full k-slices, then the last (possibly ragged) one with the store.
+// A tile remembers the last state shape it was applied to and what it made of it: the map
+// is homogeneous, so a state of that shape gives the same result shifted (rows of a PE's
+// walk, and PEs alike, meet the same shapes again).
+struct TileMemo {
+  bool valid;
+  ps_t in1, in2, in_st1, in_st2;  // mm1 - dfree, mm2 - dfree, st1, st2 before
+  ps_t advance, out1, out2, out_st1, out_st2;  // dfree's advance; the shape after
+};
 struct TileBlock {
   Step body, last;
   std::int64_t kt;
+  mutable TileMemo memo;
   KB_HD void operator()(Pipe& p, const Ctx& c) const {
+    const ps_t in1 = p.mm1 - p.dfree, in2 = p.mm2 - p.dfree, in_st1 = p.st1, in_st2 = p.st2;
+    if (memo.valid && memo.in1 == in1 && memo.in2 == in2 && memo.in_st1 == in_st1 && memo.in_st2 == in_st2) {
+      p.dfree += memo.advance;
+      p.mm1 = p.dfree + memo.out1, p.mm2 = p.dfree + memo.out2, p.st1 = memo.out_st1, p.st2 = memo.out_st2;
+      return;
+    }
+    const ps_t start = p.dfree;
     repeat(p, kt - 1, StepBlock{body}, c);
     apply_step(p, last, c);
+    memo = TileMemo{true, in1, in2, in_st1, in_st2, p.dfree - start, p.mm1 - p.dfree, p.mm2 - p.dfree, p.st1, p.st2};
   }
 };
 
 // A run of tiles in one tile row: `regular` full-width tiles, then maybe the ragged one.
 struct RowBlock {
-  TileBlock regular, edge;
+  const TileBlock* regular;  // the PE's tile kinds (their memos are shared by every row)
+  const TileBlock* edge;
   std::int64_t nregular;
   bool has_edge;
   KB_HD void operator()(Pipe& p, const Ctx& c) const {
-    repeat(p, nregular, regular, c);
-    if (has_edge) edge(p, c);
+    repeat(p, nregular, *regular, c);
+    if (has_edge) (*edge)(p, c);
   }
 };
 
@@ -298,14 +316,6 @@ struct Costs {
   KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
     return systolic_cycles(mi, nj, kc, g->hw.matrix_rows, g->hw.matrix_cols, g->hw.dataflow);
   }
-  // A step of `cyc` matrix-engine cycles.
-  KB_HD Step step(std::int64_t mi, std::int64_t nj, std::int64_t kc, bool last, std::int64_t cyc) const {
-    Step s;
-    s.load = xfer(2 * mi * kc) + xfer(2 * kc * nj);
-    s.mm = cycles_ps(cyc, g->hw.clock_mhz);
-    s.store = last ? xfer(2 * mi * nj) : -1;
-    return s;
-  }
 };
 
 // The four tiles of a cube's schedule, by (last tile row?, last tile column?), and the
@@ -316,16 +326,42 @@ struct TileKinds {
   TileBlock t[2][2];
   std::int64_t cycles[2][2][2];  // [last row][last column][last k-slice]
   std::int64_t mi[2], nj[2];     // tile rows by [last row], tile columns by [last column]
+  // Sizes that are not ragged repeat the full ones: each transfer and cycle count is
+  // computed once per distinct size (64-bit divisions dominate this costing).
   KB_HD static TileKinds of(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
     TileKinds k;
     k.mi[0] = g.tile_m, k.mi[1] = m_last, k.nj[0] = g.tile_n, k.nj[1] = n_last;
+    const std::int64_t kc[2] = {g.tile_k, cost.k_last};
+    const bool same_m = m_last == g.tile_m, same_n = n_last == g.tile_n, same_k = cost.k_last == g.tile_k;
+    ps_t load_a[2][2], load_b[2][2], store[2][2];  // [mi][kc], [kc][nj], [mi][nj]
+    for (int a = 0; a < 2; ++a)
+      for (int q = 0; q < 2; ++q) {
+        load_a[a][q] = a && same_m ? load_a[0][q] : q && same_k ? load_a[a][0] : cost.xfer(2 * k.mi[a] * kc[q]);
+        load_b[q][a] = a && same_n ? load_b[q][0] : q && same_k ? load_b[0][a] : cost.xfer(2 * kc[q] * k.nj[a]);
+      }
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        store[a][b] = a && same_m ? store[0][b] : b && same_n ? store[a][0] : cost.xfer(2 * k.mi[a] * k.nj[b]);
+    ps_t mm[2][2][2];
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        for (int q = 0; q < 2; ++q) {
+          const bool again = (a && same_m) || (b && same_n) || (q && same_k);
+          const int a0 = a && same_m ? 0 : a, b0 = b && same_n ? 0 : b, q0 = q && same_k ? 0 : q;
+          k.cycles[a][b][q] = again ? k.cycles[a0][b0][q0] : cost.cycles(k.mi[a], k.nj[b], kc[q]);
+          mm[a][b][q] = again ? mm[a0][b0][q0] : cycles_ps(k.cycles[a][b][q], g.hw.clock_mhz);
+        }
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
-        const std::int64_t mi = a ? m_last : g.tile_m, nj = b ? n_last : g.tile_n;
-        k.cycles[a][b][0] = cost.cycles(mi, nj, g.tile_k);
-        k.cycles[a][b][1] = cost.cycles(mi, nj, cost.k_last);
-        k.t[a][b] = TileBlock{cost.step(mi, nj, g.tile_k, false, k.cycles[a][b][0]),
-                              cost.step(mi, nj, cost.k_last, true, k.cycles[a][b][1]), cost.kt};
+        TileBlock& t = k.t[a][b];
+        t.memo.valid = false;
+        for (int q = 0; q < 2; ++q) {
+          Step& st = q ? t.last : t.body;
+          st.load = load_a[a][q] + load_b[q][b];
+          st.mm = mm[a][b][q];
+          st.store = q ? store[a][b] : -1;
+        }
+        t.kt = cost.kt;
       }
     return k;
   }
@@ -383,8 +419,8 @@ KB_HD inline void walk_tiles(Pipe& p, const Ctx& c, const TileKinds& tk, std::in
   auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const int last = i == blk.last_row;
     RowBlock rb;
-    rb.regular = tk.t[last][0];
-    rb.edge = tk.t[last][1];
+    rb.regular = &tk.t[last][0];
+    rb.edge = &tk.t[last][1];
     rb.has_edge = j1 == blk.last_col;
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
     return rb;
@@ -444,6 +480,41 @@ KB_HD inline void walk_partial(Pipe& p, const Ctx& c, const TileBlock& t, std::i
   apply_step(p, last, c);
 }
 
+// Partial-tile walks remembered by tile kind, slice count, whether they end the tile, the
+// store they owe and the state's shape (the map is homogeneous, as for TileMemo): PEs of a
+// block with alike ranges, and each owner's look at its senders' walks, meet them again.
+struct PartialMemo {
+  struct Entry {
+    const TileBlock* t;
+    std::int64_t n;
+    bool ends, store;
+    ps_t in1, in2, in_st1, in_st2, advance, out1, out2, out_st1, out_st2;
+  };
+  static constexpr int kEntries = 4;
+  Entry e[kEntries];
+  int used = 0, next = 0;
+  KB_HD void walk(Pipe& p, const Ctx& c, const TileBlock& t, std::int64_t s0, std::int64_t s1, bool store) {
+    const std::int64_t n = s1 - s0;
+    const bool ends = s1 == t.kt;
+    const ps_t in1 = p.mm1 - p.dfree, in2 = p.mm2 - p.dfree, in_st1 = p.st1, in_st2 = p.st2;
+    for (int i = 0; i < used; ++i) {
+      const Entry& x = e[i];
+      if (x.t == &t && x.n == n && x.ends == ends && x.store == store && x.in1 == in1 && x.in2 == in2 &&
+          x.in_st1 == in_st1 && x.in_st2 == in_st2) {
+        p.dfree += x.advance;
+        p.mm1 = p.dfree + x.out1, p.mm2 = p.dfree + x.out2, p.st1 = x.out_st1, p.st2 = x.out_st2;
+        return;
+      }
+    }
+    const ps_t start = p.dfree;
+    walk_partial(p, c, t, s0, s1, store);
+    e[next] = Entry{&t, n, ends, store, in1, in2, in_st1, in_st2, p.dfree - start, p.mm1 - p.dfree, p.mm2 - p.dfree,
+                    p.st1, p.st2};
+    next = (next + 1) % kEntries;
+    if (used < kEntries) ++used;
+  }
+};
+
 KB_HD inline Busy partial_busy(const TileBlock& t, std::int64_t s0, std::int64_t s1, bool store) {
   const Step& last = s1 == t.kt ? t.last : t.body;
   return Busy{(s1 - s0 - 1) * t.body.mm + last.mm, (s1 - s0 - 1) * t.body.load + last.load + (store ? t.last.store : 0)};
@@ -464,6 +535,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
   const Ctx c = ctx_of(g);
   const std::int64_t units = tiles * kt;
   KBlock out{0, Busy{0, 0}, 0};
+  PartialMemo memo;
   auto kind = [&](std::int64_t t) -> const TileBlock& {
     return tk.t[t / blk.width == blk.last_row][t % blk.width == blk.last_col];
   };
@@ -475,7 +547,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
     Busy busy{0, 0};
     if (r.sends()) {
       const std::int64_t e = r.ft == r.lt ? r.b : kt;
-      walk_partial(p, c, kind(r.ft), r.a, e, false);
+      memo.walk(p, c, kind(r.ft), r.a, e, false);
       const Busy b = partial_busy(kind(r.ft), r.a, e, false);
       busy.matrix += b.matrix, busy.dma += b.dma;
       ++out.sends;
@@ -489,7 +561,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
     ps_t gate = 0;  // when the last tile's sum is complete
     if (r.owns_partial(kt)) {
       const TileBlock& t = kind(r.lt);
-      walk_partial(p, c, t, 0, r.b, true);
+      memo.walk(p, c, t, 0, r.b, true);
       const Busy b = partial_busy(t, 0, r.b, true);
       busy.matrix += b.matrix, busy.dma += b.dma;
       // The senders: the next PEs with units, up to the tile's end. Each sent its first
@@ -498,10 +570,19 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       // value, lowest first, and each value's senders in PE order.
       const std::int64_t tile_end = (r.lt + 1) * kt;
       const std::int64_t first = pe + 1, last = gemm_pe_of_unit(units, g.pes, tile_end - 1);
+      // A sender's walk depends only on its slices' count and whether they end the tile: the
+      // last two are remembered.
+      std::int64_t memo_key[2] = {-1, -1};
+      ps_t memo_ready[2] = {0, 0};
       auto ready = [&](std::int64_t q) {
         const std::int64_t q0 = gemm_unit_start(units, g.pes, q), q1 = imin(gemm_unit_start(units, g.pes, q + 1), tile_end);
+        const std::int64_t key = 2 * (q1 - q0) + (q1 == tile_end ? 1 : 0);
+        if (key == memo_key[0]) return memo_ready[0];
+        if (key == memo_key[1]) return memo_ready[1];
         Pipe s{0, 0, 0, -1, -1};
-        walk_partial(s, c, t, q0 - r.lt * kt, q1 - r.lt * kt, false);
+        memo.walk(s, c, t, q0 - r.lt * kt, q1 - r.lt * kt, false);
+        memo_key[1] = memo_key[0], memo_ready[1] = memo_ready[0];
+        memo_key[0] = key, memo_ready[0] = s.mm1;
         return s.mm1;
       };
       auto has_units = [&](std::int64_t q) { return gemm_unit_start(units, g.pes, q + 1) > gemm_unit_start(units, g.pes, q); };
@@ -610,7 +691,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   auto share_of = [&](std::int64_t tiles) { return imin(g.pes, tiles * unit); };
   // The tile kinds of the last HBM share asked for (cubes alike ask for the same one).
   std::int64_t kinds_share = -1;
-  TileKinds kinds{};
+  TileKinds kinds;  // set before any use (kinds_share starts unmatched)
   auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
     if (share_of(tiles) != kinds_share) {
       kinds_share = share_of(tiles);
@@ -695,8 +776,17 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   Busy cube_busy{0, 0};
   ps_t cube_latency = 0;
   std::int64_t cube_sends = 0, sends = 0;
+  // The cubes' blocks of gemm_cube_tiles, [c·T / cubes, (c+1)·T / cubes) along the split
+  // dimension, with the floor carried as a remainder rather than divided per cube.
+  const std::int64_t along = by_cols ? tn : tm, per_cube = along / g.cubes, left = along % g.cubes;
+  std::int64_t block_lo = 0, block_carry = 0;
   for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
-    const CubeTiles ct = gemm_cube_tiles(tm, tn, g.cubes, split, cube);
+    block_carry += left;
+    const bool wider = block_carry >= g.cubes;
+    if (wider) block_carry -= g.cubes;
+    const std::int64_t block_hi = block_lo + per_cube + (wider ? 1 : 0);
+    const CubeTiles ct = by_cols ? CubeTiles{0, tm, block_lo, block_hi} : CubeTiles{block_lo, block_hi, 0, tn};
+    block_lo = block_hi;
     if (ct.rows() <= 0 || ct.cols() <= 0) continue;
     const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
     if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
@@ -714,21 +804,37 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       std::int64_t seen_col = -1, seen_len = -1;
       ps_t latency = 0;
       Busy busy{0, 0};
+      // The PEs' ranges [lo, hi) of gemm_tiles_of, walked without dividing per PE: hi =
+      // (pe+1)·q + floor((pe+1)·r / pes), the floor carried as a remainder; and the row and
+      // column of lo and of hi - 1, advanced by a range's length (q or q + 1 tiles, whose
+      // rows and columns are divided out once).
+      const std::int64_t count = ct.rows() * w, q = count / g.pes, rq = count % g.pes;
+      const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
+      std::int64_t lo = 0, carry = 0, lo_row = 0, lo_col = 0;
       for (std::int64_t pe = 0; pe < (split_k ? 0 : g.pes); ++pe) {
-        const TileRange t = gemm_tiles_of(ct, g.pes, pe);
-        if (t.hi <= t.lo) continue;
+        carry += rq;
+        const bool longer = carry >= g.pes;
+        if (longer) carry -= g.pes;
+        const std::int64_t len = q + (longer ? 1 : 0);
+        if (len == 0) continue;
+        const std::int64_t hi = lo + len;
+        std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
+        if (end_col >= w) end_col -= w, ++end_row;
         // Where a range starts matters only when it spans rows or reaches the block's last column.
-        const bool one_row = t.lo / w == (t.hi - 1) / w, at_edge = (t.hi - 1) % w == w - 1;
-        const std::int64_t col = one_row && !at_edge ? 0 : t.lo % w, len = t.hi - t.lo;
+        const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
+        const std::int64_t col = one_row && !at_edge ? 0 : lo_col;
         if (col != seen_col || len != seen_len) {
-          latency = worker_latency(g, tk, t.lo, t.hi, blk);
-          busy = worker_busy(tk, t.lo, t.hi, blk);
-          seen_col = ragged_m && blk.last_row >= 0 && (t.hi - 1) / w == blk.last_row ? -1 : col;
+          latency = worker_latency(g, tk, lo, hi, blk);
+          busy = worker_busy(tk, lo, hi, blk);
+          seen_col = ragged_m && blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
           seen_len = len;
         }
         cube_latency = imax(cube_latency, latency);
         cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
         cube_busy.dma = imax(cube_busy.dma, busy.dma);
+        lo = hi;
+        lo_row = end_row, lo_col = end_col + 1;
+        if (lo_col == w) lo_col = 0, ++lo_row;
       }
       // A block that holds the ragged last tiles along the split dimension is unlike the
       // blocks after it (every block holds the other dimension's last tile alike).
