@@ -7,7 +7,9 @@
 // Identical blocks of steps (k-slices of a tile, tiles of a row, rows of a PE's share) are
 // applied until the state, taken relative to the DMA clock, repeats; from then on each
 // block only adds a constant, so the rest of the run is one multiplication. The jump is
-// exact because the step map is homogeneous: f(x + c) = f(x) + c.
+// exact because the step map is homogeneous: f(x + c) = f(x) + c. For the same reason a tile
+// remembers the last state shape it met and its result, and single-buffered k-slices are in
+// closed form (run_steps). With split-K every PE of a block is walked; see k_block.
 #pragma once
 
 #include <cstdint>
@@ -267,6 +269,27 @@ struct StepBlock {
   KB_HD void operator()(Pipe& p, const Ctx& c) const { apply_step(p, s, c); }
 };
 
+// `count` k-slices of one step kind that owe no store. Single-buffered, the run is in
+// closed form after its first step: that step leaves the matmul end A >= the DMA's free
+// time, so every later step loads from A (dfree = A + load) and computes at once
+// (A' = A + load + latency + mm): a period of one step, from the second on. Double
+// buffering has a longer transient; the generic jump finds its period.
+KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ctx& c) {
+  if (count <= 0) return;
+  if (c.buffers == 1 && s.store < 0) {
+    apply_step(p, s, c);
+    if (count >= 2) {
+      const ps_t d = s.load + c.hbm_lat + s.mm, a1 = p.mm1;
+      p.mm2 = a1 + (count - 2) * d;
+      p.dfree = p.mm2 + s.load;
+      p.mm1 = p.mm2 + d;
+      p.st1 = p.st2 = -1;
+    }
+    return;
+  }
+  repeat(p, count, StepBlock{s}, c);
+}
+
 // One output tile: kt-1 full k-slices, then the last (possibly ragged) one with the store.
 // A tile remembers the last state shape it was applied to and what it made of it: the map
 // is homogeneous, so a state of that shape gives the same result shifted (rows of a PE's
@@ -288,7 +311,7 @@ struct TileBlock {
       return;
     }
     const ps_t start = p.dfree;
-    repeat(p, kt - 1, StepBlock{body}, c);
+    run_steps(p, kt - 1, body, c);
     apply_step(p, last, c);
     memo = TileMemo{true, in1, in2, in_st1, in_st2, p.dfree - start, p.mm1 - p.dfree, p.mm2 - p.dfree, p.st1, p.st2};
   }
@@ -328,8 +351,9 @@ struct TileKinds {
   std::int64_t mi[2], nj[2];     // tile rows by [last row], tile columns by [last column]
   // Sizes that are not ragged repeat the full ones: each transfer and cycle count is
   // computed once per distinct size (64-bit divisions dominate this costing).
-  KB_HD static TileKinds of(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
-    TileKinds k;
+  // Filled in place (the struct is large enough that returning it by value showed in profiles).
+  KB_HD void set(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
+    TileKinds& k = *this;
     k.mi[0] = g.tile_m, k.mi[1] = m_last, k.nj[0] = g.tile_n, k.nj[1] = n_last;
     const std::int64_t kc[2] = {g.tile_k, cost.k_last};
     const bool same_m = m_last == g.tile_m, same_n = n_last == g.tile_n, same_k = cost.k_last == g.tile_k;
@@ -363,7 +387,6 @@ struct TileKinds {
         }
         t.kt = cost.kt;
       }
-    return k;
   }
 };
 
@@ -474,7 +497,7 @@ KB_HD inline KCosts k_costs(const GemmConfig& g, std::int64_t mi, std::int64_t n
 // Slices [s0, s1) of one tile; `store`: whether the walk's last step owes the tile's store.
 KB_HD inline void walk_partial(Pipe& p, const Ctx& c, const TileBlock& t, std::int64_t s0, std::int64_t s1,
                                bool store) {
-  repeat(p, s1 - s0 - 1, StepBlock{t.body}, c);
+  run_steps(p, s1 - s0 - 1, t.body, c);
   Step last = s1 == t.kt ? t.last : t.body;
   last.store = store ? t.last.store : -1;
   apply_step(p, last, c);
@@ -695,7 +718,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
     if (share_of(tiles) != kinds_share) {
       kinds_share = share_of(tiles);
-      kinds = TileKinds::of(g, Costs{&g, kt, k_last, kinds_share}, m_last, n_last);
+      kinds.set(g, Costs{&g, kt, k_last, kinds_share}, m_last, n_last);
     }
     return kinds;
   };
