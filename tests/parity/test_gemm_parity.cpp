@@ -3,6 +3,7 @@
 // built once per backend; CUDA cases skip, saying why, where no device is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -139,7 +140,20 @@ TEST_P(GemmParity, ManyPartialSumsToOneOwner) {
           p.pes = pes, p.cubes = 1 + pes % 2, p.buffers = 1 + pes % 2;
           p.split = pes % 2 ? kGemmSplitRowsK : kGemmSplitColsK;
           configs.push_back(gemm_config(t, p));
+          // One tile, its k-slices over every PE: pes - 1 partials into one in-port.
+          p.m = p.tile_m, p.n = p.tile_n, p.cubes = 1;
+          configs.push_back(gemm_config(t, p));
         }
+  // The most partials any one tile receives: the PEs after its owner that start inside it.
+  std::int64_t most = 0;
+  for (const GemmConfig& c : configs) {
+    const GemmGrid g = gemm_grid(c);
+    const std::int64_t units = g.tiles_m * g.tiles_n / c.cubes * g.kt;  // the first cube's block, when even
+    if ((g.tiles_m * g.tiles_n) % c.cubes == 0)
+      for (std::int64_t t = 0; t < units / g.kt; ++t)
+        most = std::max(most, gemm_pe_of_unit(units, c.pes, t * g.kt + g.kt - 1) - gemm_pe_of_unit(units, c.pes, t * g.kt));
+  }
+  EXPECT_EQ(most, 31);
   expect_equivalent_to_ref(configs);
 }
 
