@@ -16,7 +16,13 @@ constexpr std::int64_t kPsPerNs = 1000;
 // a factor of four of headroom below INT64_MAX for sums of already-checked terms.
 constexpr std::int64_t kTimeLimitPs = INT64_C(2305843009213693952);  // 2^61
 
-KB_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// a / b, through a 32-bit division when both fit one (several times cheaper than a 64-bit
+// one on CPUs, and native rather than emulated on GPUs); the same quotient either way.
+KB_HD constexpr std::int64_t div_fast(std::int64_t a, std::int64_t b) {
+  return ((a | b) >> 32) == 0 ? static_cast<std::int64_t>(static_cast<std::uint32_t>(a) / static_cast<std::uint32_t>(b))
+                              : a / b;
+}
+KB_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return div_fast(a + b - 1, b); }
 KB_HD constexpr std::int64_t imax(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
 KB_HD constexpr std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 // ceil(log2(x)) for x >= 1.

@@ -45,8 +45,8 @@ KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Confi
   typename Model::Config c = s.base;
   for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
     const std::int64_t* axis = s.data + 3 * a;
-    const std::int64_t width = axis[0], d = i % axis[1];
-    i /= axis[1];
+    const std::int64_t width = axis[0], next = div_fast(i, axis[1]), d = i - next * axis[1];
+    i = next;
     const std::int64_t* offsets = s.data + axis[2];
     const std::int64_t* values = offsets + width + d * width;
     for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
@@ -75,7 +75,7 @@ struct EvalIndex {
     const typename Model::Config c = decode<Model>(s, i);
     const typename Model::Result r = Model::evaluate(c);
     const bool ok = r.status == 0;
-    return Keyed{i / s.group_stride, ok ? r.latency_ps : INT64_MAX, i,
+    return Keyed{div_fast(i, s.group_stride), ok ? r.latency_ps : INT64_MAX, i,
                  ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
   }
 };
