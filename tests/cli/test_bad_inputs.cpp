@@ -99,6 +99,9 @@ TEST(BadInputs, EveryOneIsOneLineExitTwoAndWritesNothing) {
       "sweep gemm --m 16 --n 16 --k 16 --max-hours -1",
       "sweep gemm --m 16 --n 16 --k 16 --recheck 5000",
       "sweep gemm --m 16 --n 16 --k 16 --top 5000",
+      "eval gemm --m 16 --n 16 --k 16 --split diag",
+      "sweep gemm --m 16 --n 16 --k 16 --split rows,cols-k,x",
+      "eval gemm --m 64 --n 64 --k 256 --tile-m 64 --tile-n 64 --tile-k 64 --pes 2 --split rows-k --set pe.sram_kib=64",
   };
   // Every axis of every family, with each kind of malformed value, in eval and in sweep.
   const std::map<std::string, std::map<std::string, std::string>> families = {

@@ -75,6 +75,19 @@ TEST(GemmKernel, InvalidRequestsAreErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bytes of SRAM; a PE has 65536"), std::string::npos) << e.what();
   }
+  // Split-K adds partial-sum slots: 64x64 tiles fill the 64 KiB double-buffered, so two
+  // 16 KiB slots do not fit (one tile of 4 k-slices over 2 PEs: one to send, one to receive).
+  GemmParams k = params(64, 64, 256, 64, 2, 1, 2);
+  validate_gemm(t, k);
+  k.split = kGemmSplitRowsK;
+  try {
+    validate_gemm(t, k);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("and 2 fp32 partial-sum slot(s) need 98304 bytes of SRAM; a PE has 65536"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Data mode: the simulated kernel computes the product; compare with float64. Returns the

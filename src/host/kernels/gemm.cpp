@@ -45,10 +45,16 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
       return "pes: must be in 1.." + s(c.hw.pes_per_cube()) + ", the PEs of one cube (got " + s(c.pes) + ")";
     case kGemmBadCubes:
       return "cubes: must be in 1.." + s(c.hw.cubes_per_sip()) + ", the cubes of one SIP (got " + s(c.cubes) + ")";
-    case kGemmSramOverflow:
+    case kGemmSramOverflow: {
+      const std::int64_t split = gemm_split_of(c);
+      const std::string slots =
+          gemm_split_k(split) && gemm_grid_defined(c)
+              ? " and " + s(gemm_k_slots(c, gemm_grid(c), gemm_split_by_cols(split))) + " fp32 partial-sum slot(s)"
+              : "";
       return "tiles: " + s(c.buffers) + " buffer set(s) of " + s(c.tile_m) + "x" + s(c.tile_k) + " A, " +
-             s(c.tile_k) + "x" + s(c.tile_n) + " B and fp32 C tiles need " + s(gemm_sram_bytes(c)) +
+             s(c.tile_k) + "x" + s(c.tile_n) + " B and fp32 C tiles" + slots + " need " + s(gemm_sram_bytes(c)) +
              " bytes of SRAM; a PE has " + s(c.hw.sram_bytes());
+    }
     case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
     case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
     case kGemmBadHardware: return "hardware: a figure is outside the ranges a topology file allows";
