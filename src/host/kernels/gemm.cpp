@@ -58,7 +58,7 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
     case kGemmHbmOverflow: return "shape: A, B and the C shard do not fit one cube's HBM";
     case kGemmTimeOverflow: return "shape: the simulated time would overflow int64 picoseconds";
     case kGemmBadHardware: return "hardware: a figure is outside the ranges a topology file allows";
-    case kGemmBadSplit: return "split: must be auto, rows or cols (got " + s(c.split) + ")";
+    case kGemmBadSplit: return "split: must be auto, rows, cols, rows-k or cols-k (got " + s(c.split) + ")";
   }
   return "unknown status " + s(status);
 }
