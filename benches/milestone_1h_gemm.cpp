@@ -76,7 +76,7 @@ void run_gemm_milestone(BenchContext& ctx) {
   for (const Variant& v : gemm_milestone_variants())
     variants.push_back({{"name", v.name}, {"pes", v.pes}, {"cubes", v.cubes}, {"buffers", v.buffers},
                         {"description", v.description}});
-  nlohmann::json doc = document("kernbench-gpu/gemm-sweep", "1.2.0", topo);
+  nlohmann::json doc = document("kernbench-gpu/gemm-sweep", "1.3.0", topo);
   doc["bench"] = "milestone-1h-gemm";
   doc["machine"] = {{"pe_peak_tflops", 2.0 * static_cast<double>(topo.matrix_rows * topo.matrix_cols * topo.clock_mhz) / 1e6},
                     {"cube_hbm_gbps", topo.hbm_bandwidth_gbps}};

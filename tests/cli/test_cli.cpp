@@ -155,7 +155,7 @@ TEST(Cli, MilestoneWithoutMatplotlibWritesNumbersThenFails) {
   EXPECT_NE(r.out.find("parity: 24/24"), std::string::npos) << r.out;
   std::ifstream in(out + "/gemm_sweep.json");
   const auto doc = nlohmann::json::parse(in);
-  EXPECT_EQ(doc["schema_version"], "1.2.0");
+  EXPECT_EQ(doc["schema_version"], "1.3.0");
   EXPECT_EQ(doc["configs"].size(), 24u);
   EXPECT_EQ(doc["parity"]["ok"], true);
   EXPECT_TRUE(fs::exists(out + "/gemm_sweep.csv"));
