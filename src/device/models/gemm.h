@@ -98,10 +98,35 @@ KB_HD constexpr std::int64_t gemm_tile_sram_bytes(const GemmConfig& c) {
 // The tile grid: tile rows, tile columns, k-slices per tile.
 struct GemmGrid {
   std::int64_t tiles_m, tiles_n, kt;
+  // Tiles along the dimension split over cubes, and across it.
+  KB_HD std::int64_t along(bool by_cols) const { return by_cols ? tiles_n : tiles_m; }
+  KB_HD std::int64_t across(bool by_cols) const { return by_cols ? tiles_m : tiles_n; }
 };
 KB_HD inline GemmGrid gemm_grid(const GemmConfig& c) {
   return GemmGrid{(c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, (c.k + c.tile_k - 1) / c.tile_k};
 }
+
+// `total` items over `parts` in contiguous runs, part p getting [floor(p·total / parts),
+// floor((p+1)·total / parts)) (cubes' blocks, PEs' tiles and PEs' split-K units alike),
+// visited in order with the floor carried as a remainder: no division per part, and no
+// product that could overflow.
+struct Span {
+  std::int64_t lo, hi;
+};
+struct EvenSplit {
+  std::int64_t per, left, parts;  // total = per·parts + left
+  std::int64_t lo = 0, carry = 0;
+  KB_HD EvenSplit(std::int64_t total, std::int64_t parts_) : per(total / parts_), left(total % parts_), parts(parts_) {}
+  // The next part, in order.
+  KB_HD Span next() {
+    carry += left;
+    const bool longer = carry >= parts;
+    if (longer) carry -= parts;
+    const Span part{lo, lo + per + (longer ? 1 : 0)};
+    lo = part.hi;
+    return part;
+  }
+};
 
 // Stream-K: a block of `tiles` output tiles is tiles·kt units (tile-major, k-slice minor);
 // PE p of `pes` gets units [start(p), start(p+1)), start(p) = floor(p·units / pes), computed
@@ -109,6 +134,9 @@ KB_HD inline GemmGrid gemm_grid(const GemmConfig& c) {
 KB_HD inline std::int64_t gemm_unit_start(std::int64_t units, std::int64_t pes, std::int64_t pe) {
   const std::int64_t q = units / pes, r = units % pes;
   return pe * q + (pe * r) / pes;
+}
+KB_HD inline bool gemm_pe_has_units(std::int64_t units, std::int64_t pes, std::int64_t pe) {
+  return gemm_unit_start(units, pes, pe + 1) > gemm_unit_start(units, pes, pe);
 }
 // The PE whose units hold unit u: the last p with start(p) <= u.
 KB_HD inline std::int64_t gemm_pe_of_unit(std::int64_t units, std::int64_t pes, std::int64_t u) {
@@ -126,31 +154,30 @@ KB_HD inline std::int64_t gemm_pe_of_unit(std::int64_t units, std::int64_t pes, 
 // the owner's tile, at least floor(units / pes) units apart in the smallest block, so they
 // are at most ceil((kt - 1) / that) (and at most kt - 1 and pes - 1).
 KB_HD inline std::int64_t gemm_k_slots(const GemmConfig& c, const GemmGrid& g, bool by_cols) {
-  const std::int64_t total = by_cols ? g.tiles_n : g.tiles_m, other = by_cols ? g.tiles_m : g.tiles_n;
-  const std::int64_t shortest = total / c.cubes < 1 ? 1 : total / c.cubes;
-  const std::int64_t least = shortest * other * g.kt / c.pes;  // units per PE in the smallest block
+  const std::int64_t shortest = imax(1, g.along(by_cols) / c.cubes);
+  const std::int64_t least = shortest * g.across(by_cols) * g.kt / c.pes;  // units per PE in the smallest block
   std::int64_t senders = imin(c.pes - 1, g.kt - 1);
   if (least >= 1) senders = imin(senders, (g.kt - 1 + least - 1) / least);
   return 1 + senders;
 }
 
-// The split a config runs with: rows, cols, rows-k or cols-k. auto takes cols when there
-// are fewer tile rows than cubes and more tile columns than tile rows (a skinny GEMM, e.g.
-// decode), rows otherwise; and splits k too (rows-k, cols-k) when that cuts the k-slices of
-// the busiest PE of the largest block by more than a tenth (whole tiles: ceil(tiles / pes)
-// · kt; split-K: ceil(tiles · kt / pes)) and the partial-sum slots fit the SRAM. Needs a
-// valid shape and tiling.
+// Whether the shape, tiling and counts are in range, so that the grid and split are defined.
 KB_HD inline bool gemm_grid_defined(const GemmConfig& c) {
   return c.m >= 1 && c.n >= 1 && c.k >= 1 && c.m <= kGemmMaxDim && c.n <= kGemmMaxDim && c.k <= kGemmMaxDim &&
          c.tile_m >= 1 && c.tile_n >= 1 && c.tile_k >= 1 && c.tile_m <= c.m && c.tile_n <= c.n && c.tile_k <= c.k &&
          c.pes >= 1 && c.pes <= kMaxMachinePes && c.cubes >= 1 && c.cubes <= kMaxMachinePes;
 }
+// The split a config runs with: rows, cols, rows-k or cols-k. auto takes cols when there
+// are fewer tile rows than cubes and more tile columns than tile rows (a skinny GEMM, e.g.
+// decode), rows otherwise; and splits k too (rows-k, cols-k) when that cuts the k-slices of
+// the busiest PE of the largest block by more than a tenth (whole tiles: ceil(tiles / pes)
+// · kt; split-K: ceil(tiles · kt / pes)) and the partial-sum slots fit the SRAM. Needs a
+// valid shape and tiling (gemm_grid_defined).
 KB_HD inline std::int64_t gemm_split_of(const GemmConfig& c) {
   if (c.split != kGemmSplitAuto || !gemm_grid_defined(c)) return c.split;
   const GemmGrid g = gemm_grid(c);
   const bool by_cols = g.tiles_m < c.cubes && g.tiles_n > g.tiles_m;
-  const std::int64_t total = by_cols ? g.tiles_n : g.tiles_m, other = by_cols ? g.tiles_m : g.tiles_n;
-  const std::int64_t largest = (total + c.cubes - 1) / c.cubes * other;  // tiles of the largest block
+  const std::int64_t largest = (g.along(by_cols) + c.cubes - 1) / c.cubes * g.across(by_cols);  // tiles of the largest block
   const std::int64_t whole = (largest + c.pes - 1) / c.pes * g.kt, split = (largest * g.kt + c.pes - 1) / c.pes;
   if (split + whole / 10 < whole &&
       gemm_tile_sram_bytes(c) + gemm_k_slots(c, g, by_cols) * 4 * c.tile_m * c.tile_n <= c.hw.sram_bytes())
@@ -231,10 +258,29 @@ KB_HD inline void finish(Pipe& p, const Ctx& c, ps_t gate = 0) {
   if (p.st1 >= 0) p.dfree = imax(p.dfree, imax(p.mm1, gate)) + p.st1;
 }
 
-KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) {
-  return a.mm1 - a.dfree == b.mm1 - b.dfree && a.mm2 - a.dfree == b.mm2 - b.dfree && a.st1 == b.st1 &&
-         a.st2 == b.st2;
-}
+// A state relative to the DMA clock: what a homogeneous map's result depends on.
+struct Shape {
+  ps_t mm1, mm2, st1, st2;
+  KB_HD static Shape of(const Pipe& p) { return Shape{p.mm1 - p.dfree, p.mm2 - p.dfree, p.st1, p.st2}; }
+  KB_HD bool operator==(const Shape& o) const { return mm1 == o.mm1 && mm2 == o.mm2 && st1 == o.st1 && st2 == o.st2; }
+};
+
+KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) { return Shape::of(a) == Shape::of(b); }
+
+// What a homogeneous map made of a state of shape `in`: dfree advanced by `advance`, the
+// state of shape `out`. Replaying it on any state of shape `in` is exact.
+struct Replay {
+  Shape in;
+  ps_t advance;
+  Shape out;
+  KB_HD static Replay of(const Shape& in, ps_t start, const Pipe& after) {
+    return Replay{in, after.dfree - start, Shape::of(after)};
+  }
+  KB_HD void apply(Pipe& p) const {
+    p.dfree += advance;
+    p.mm1 = p.dfree + out.mm1, p.mm2 = p.dfree + out.mm2, p.st1 = out.st1, p.st2 = out.st2;
+  }
+};
 
 KB_HD inline void shift(Pipe& p, ps_t d) {
   p.dfree += d;
@@ -294,26 +340,22 @@ KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ct
 // A tile remembers the last state shape it was applied to and what it made of it: the map
 // is homogeneous, so a state of that shape gives the same result shifted (rows of a PE's
 // walk, and PEs alike, meet the same shapes again).
-struct TileMemo {
-  bool valid;
-  ps_t in1, in2, in_st1, in_st2;  // mm1 - dfree, mm2 - dfree, st1, st2 before
-  ps_t advance, out1, out2, out_st1, out_st2;  // dfree's advance; the shape after
-};
 struct TileBlock {
   Step body, last;
   std::int64_t kt;
-  mutable TileMemo memo;
+  mutable bool remembered;
+  mutable Replay memo;
   KB_HD void operator()(Pipe& p, const Ctx& c) const {
-    const ps_t in1 = p.mm1 - p.dfree, in2 = p.mm2 - p.dfree, in_st1 = p.st1, in_st2 = p.st2;
-    if (memo.valid && memo.in1 == in1 && memo.in2 == in2 && memo.in_st1 == in_st1 && memo.in_st2 == in_st2) {
-      p.dfree += memo.advance;
-      p.mm1 = p.dfree + memo.out1, p.mm2 = p.dfree + memo.out2, p.st1 = memo.out_st1, p.st2 = memo.out_st2;
+    const Shape in = Shape::of(p);
+    if (remembered && memo.in == in) {
+      memo.apply(p);
       return;
     }
     const ps_t start = p.dfree;
     run_steps(p, kt - 1, body, c);
     apply_step(p, last, c);
-    memo = TileMemo{true, in1, in2, in_st1, in_st2, p.dfree - start, p.mm1 - p.dfree, p.mm2 - p.dfree, p.st1, p.st2};
+    memo = Replay::of(in, start, p);
+    remembered = true;
   }
 };
 
@@ -378,7 +420,7 @@ struct TileKinds {
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         TileBlock& t = k.t[a][b];
-        t.memo.valid = false;
+        t.remembered = false;
         for (int q = 0; q < 2; ++q) {
           Step& st = q ? t.last : t.body;
           st.load = load_a[a][q] + load_b[q][b];
@@ -511,7 +553,7 @@ struct PartialMemo {
     const TileBlock* t;
     std::int64_t n;
     bool ends, store;
-    ps_t in1, in2, in_st1, in_st2, advance, out1, out2, out_st1, out_st2;
+    Replay replay;
   };
   static constexpr int kEntries = 4;
   Entry e[kEntries];
@@ -519,20 +561,17 @@ struct PartialMemo {
   KB_HD void walk(Pipe& p, const Ctx& c, const TileBlock& t, std::int64_t s0, std::int64_t s1, bool store) {
     const std::int64_t n = s1 - s0;
     const bool ends = s1 == t.kt;
-    const ps_t in1 = p.mm1 - p.dfree, in2 = p.mm2 - p.dfree, in_st1 = p.st1, in_st2 = p.st2;
+    const Shape in = Shape::of(p);
     for (int i = 0; i < used; ++i) {
       const Entry& x = e[i];
-      if (x.t == &t && x.n == n && x.ends == ends && x.store == store && x.in1 == in1 && x.in2 == in2 &&
-          x.in_st1 == in_st1 && x.in_st2 == in_st2) {
-        p.dfree += x.advance;
-        p.mm1 = p.dfree + x.out1, p.mm2 = p.dfree + x.out2, p.st1 = x.out_st1, p.st2 = x.out_st2;
+      if (x.t == &t && x.n == n && x.ends == ends && x.store == store && x.replay.in == in) {
+        x.replay.apply(p);
         return;
       }
     }
     const ps_t start = p.dfree;
     walk_partial(p, c, t, s0, s1, store);
-    e[next] = Entry{&t, n, ends, store, in1, in2, in_st1, in_st2, p.dfree - start, p.mm1 - p.dfree, p.mm2 - p.dfree,
-                    p.st1, p.st2};
+    e[next] = Entry{&t, n, ends, store, Replay::of(in, start, p)};
     next = (next + 1) % kEntries;
     if (used < kEntries) ++used;
   }
@@ -562,8 +601,10 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
   auto kind = [&](std::int64_t t) -> const TileBlock& {
     return tk.t[t / blk.width == blk.last_row][t % blk.width == blk.last_col];
   };
+  EvenSplit ranges(units, g.pes);  // gemm_unit_start, walked
   for (std::int64_t pe = 0; pe < g.pes; ++pe) {
-    const std::int64_t lo = gemm_unit_start(units, g.pes, pe), hi = gemm_unit_start(units, g.pes, pe + 1);
+    const Span part = ranges.next();
+    const std::int64_t lo = part.lo, hi = part.hi;
     if (hi <= lo) continue;
     const KRange r = k_range(lo, hi, kt);
     Pipe p{0, 0, 0, -1, -1};
@@ -593,22 +634,15 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       // value, lowest first, and each value's senders in PE order.
       const std::int64_t tile_end = (r.lt + 1) * kt;
       const std::int64_t first = pe + 1, last = gemm_pe_of_unit(units, g.pes, tile_end - 1);
-      // A sender's walk depends only on its slices' count and whether they end the tile: the
-      // last two are remembered.
-      std::int64_t memo_key[2] = {-1, -1};
-      ps_t memo_ready[2] = {0, 0};
+      // (PartialMemo remembers their walks: a sender's depends only on its slice count and
+      // whether they end the tile.)
       auto ready = [&](std::int64_t q) {
         const std::int64_t q0 = gemm_unit_start(units, g.pes, q), q1 = imin(gemm_unit_start(units, g.pes, q + 1), tile_end);
-        const std::int64_t key = 2 * (q1 - q0) + (q1 == tile_end ? 1 : 0);
-        if (key == memo_key[0]) return memo_ready[0];
-        if (key == memo_key[1]) return memo_ready[1];
         Pipe s{0, 0, 0, -1, -1};
         memo.walk(s, c, t, q0 - r.lt * kt, q1 - r.lt * kt, false);
-        memo_key[1] = memo_key[0], memo_ready[1] = memo_ready[0];
-        memo_key[0] = key, memo_ready[0] = s.mm1;
         return s.mm1;
       };
-      auto has_units = [&](std::int64_t q) { return gemm_unit_start(units, g.pes, q + 1) > gemm_unit_start(units, g.pes, q); };
+      auto has_units = [&](std::int64_t q) { return gemm_pe_has_units(units, g.pes, q); };
       std::int64_t senders = 0;
       for (std::int64_t q = first; q <= last; ++q) senders += has_units(q);
       const KCosts kc = k_costs(g, tk.mi[r.lt / blk.width == blk.last_row], tk.nj[r.lt % blk.width == blk.last_col]);
@@ -667,10 +701,10 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   if (g.split < kGemmSplitAuto || g.split > kGemmSplitColsK) return kGemmBadSplit;
   if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
   // Every cube holds A and B whole and its block of C's tile rows or columns.
-  const std::int64_t tiles_m = (g.m + g.tile_m - 1) / g.tile_m, tiles_n = (g.n + g.tile_n - 1) / g.tile_n;
+  const GemmGrid grid = gemm_grid(g);
   const bool by_cols = gemm_split_by_cols(gemm_split_of(g));
-  const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
-  const std::int64_t c_cols = by_cols ? imin(g.n, ((tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
+  const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((grid.tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
+  const std::int64_t c_cols = by_cols ? imin(g.n, ((grid.tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
   if (2 * (g.m * g.k + g.k * g.n + c_rows * c_cols) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
   // One op's time must be representable: the largest transfer through the shared HBM
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
@@ -699,9 +733,8 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   r.status = gemm_check(g);
   if (r.status != kGemmOk) return r;
 
-  const std::int64_t tm = (g.m + g.tile_m - 1) / g.tile_m;
-  const std::int64_t tn = (g.n + g.tile_n - 1) / g.tile_n;
-  const std::int64_t kt = (g.k + g.tile_k - 1) / g.tile_k;
+  const GemmGrid grid = gemm_grid(g);
+  const std::int64_t tm = grid.tiles_m, tn = grid.tiles_n, kt = grid.kt;
   const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
   const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
   const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
@@ -758,7 +791,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       }
   };
   {
-    const std::int64_t total = by_cols ? tn : tm, other = by_cols ? tm : tn;
+    const std::int64_t total = grid.along(by_cols), other = grid.across(by_cols);
     // Blocks of `len` along the split dimension, `last`: whether they hold its last tile.
     auto add = [&](std::int64_t ncubes, std::int64_t len, std::int64_t last) {
       if (by_cols) add_cubes(ncubes, other, 1, len, last);
@@ -799,17 +832,11 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   Busy cube_busy{0, 0};
   ps_t cube_latency = 0;
   std::int64_t cube_sends = 0, sends = 0;
-  // The cubes' blocks of gemm_cube_tiles, [c·T / cubes, (c+1)·T / cubes) along the split
-  // dimension, with the floor carried as a remainder rather than divided per cube.
-  const std::int64_t along = by_cols ? tn : tm, per_cube = along / g.cubes, left = along % g.cubes;
-  std::int64_t block_lo = 0, block_carry = 0;
+  // The cubes' blocks of gemm_cube_tiles, walked.
+  EvenSplit blocks(grid.along(by_cols), g.cubes);
   for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
-    block_carry += left;
-    const bool wider = block_carry >= g.cubes;
-    if (wider) block_carry -= g.cubes;
-    const std::int64_t block_hi = block_lo + per_cube + (wider ? 1 : 0);
-    const CubeTiles ct = by_cols ? CubeTiles{0, tm, block_lo, block_hi} : CubeTiles{block_lo, block_hi, 0, tn};
-    block_lo = block_hi;
+    const Span b = blocks.next();
+    const CubeTiles ct = by_cols ? CubeTiles{0, tm, b.lo, b.hi} : CubeTiles{b.lo, b.hi, 0, tn};
     if (ct.rows() <= 0 || ct.cols() <= 0) continue;
     const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
     if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
@@ -827,20 +854,18 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       std::int64_t seen_col = -1, seen_len = -1;
       ps_t latency = 0;
       Busy busy{0, 0};
-      // The PEs' ranges [lo, hi) of gemm_tiles_of, walked without dividing per PE: hi =
-      // (pe+1)·q + floor((pe+1)·r / pes), the floor carried as a remainder; and the row and
-      // column of lo and of hi - 1, advanced by a range's length (q or q + 1 tiles, whose
-      // rows and columns are divided out once).
-      const std::int64_t count = ct.rows() * w, q = count / g.pes, rq = count % g.pes;
+      // The PEs' ranges [lo, hi) of gemm_tiles_of, walked; and the row and column of lo and
+      // of hi - 1, advanced by a range's length (q or q + 1 tiles, whose rows and columns are
+      // divided out once).
+      EvenSplit ranges(ct.rows() * w, g.pes);
+      const std::int64_t q = ranges.per;
       const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
-      std::int64_t lo = 0, carry = 0, lo_row = 0, lo_col = 0;
+      std::int64_t lo_row = 0, lo_col = 0;
       for (std::int64_t pe = 0; pe < (split_k ? 0 : g.pes); ++pe) {
-        carry += rq;
-        const bool longer = carry >= g.pes;
-        if (longer) carry -= g.pes;
-        const std::int64_t len = q + (longer ? 1 : 0);
+        const Span t = ranges.next();
+        const std::int64_t lo = t.lo, hi = t.hi, len = hi - lo;
+        const int longer = len > q ? 1 : 0;
         if (len == 0) continue;
-        const std::int64_t hi = lo + len;
         std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
         if (end_col >= w) end_col -= w, ++end_row;
         // Where a range starts matters only when it spans rows or reaches the block's last column.
@@ -855,7 +880,6 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         cube_latency = imax(cube_latency, latency);
         cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
         cube_busy.dma = imax(cube_busy.dma, busy.dma);
-        lo = hi;
         lo_row = end_row, lo_col = end_col + 1;
         if (lo_col == w) lo_col = 0, ++lo_row;
       }

@@ -139,9 +139,6 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   auto rank_of = [&](std::int64_t q) {
     return Rank{prog.rank().sip, prog.rank().cube, static_cast<std::int32_t>(q)};
   };
-  auto has_units = [&](std::int64_t q) {
-    return gemm_unit_start(units, p.pes, q + 1) > gemm_unit_start(units, p.pes, q);
-  };
 
   std::vector<OpId> load_a(static_cast<std::size_t>(steps)), load_b(static_cast<std::size_t>(steps));
   std::vector<OpId> mm(static_cast<std::size_t>(steps));
@@ -179,7 +176,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
         // To the tile's owner, into the slot of this PE's place among its senders.
         const std::int64_t owner = gemm_pe_of_unit(units, p.pes, tile_end - kt);
         std::int64_t place = 1;
-        for (std::int64_t q = owner + 1; q < pe; ++q) place += has_units(q);
+        for (std::int64_t q = owner + 1; q < pe; ++q) place += gemm_pe_has_units(units, p.pes, q);
         prog.send(t.sums, acc, rank_of(owner), prog.slice(prog.at(t.partials, rank_of(owner)), place * slot, mi * nj),
                   4 * mi * nj, {done});
       } else {
@@ -187,7 +184,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
         if (sl.kk != kt - 1) {  // this PE owns the tile and holds its first slices: add the others' partials
           std::int64_t place = 0;
           for (std::int64_t q = pe + 1; q < p.pes && gemm_unit_start(units, p.pes, q) < tile_end; ++q) {
-            if (!has_units(q)) continue;
+            if (!gemm_pe_has_units(units, p.pes, q)) continue;
             ++place;
             const OpId got = prog.recv(t.sums, rank_of(q));
             sum = prog.vector_add(acc, prog.slice(prog.local(t.partials), place * slot, mi * nj), mi * nj, {got, done});
