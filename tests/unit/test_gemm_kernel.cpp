@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "host/common/error.h"
 #include "host/kernels/gemm.h"
@@ -154,6 +155,23 @@ TEST(GemmKernel, SplitKDataModeMatchesFloat64) {
 namespace kb {
 namespace {
 
+// docs/model.md, section 8 (M = N = 8, K = 12, tiles 4 x 4 x 8: four tiles of two steps):
+// 184 000 ps double-buffered; single-buffered the PE is serial (9.3), its busy times plus
+// a latency per step and one more: 96 000 + 112 000 + 9 * 10 000 = 298 000 ps. The model's
+// closed form and the reference engine's op-by-op run agree.
+TEST(GemmModel, WorkedExampleBothBufferings) {
+  for (const auto& [buffers, latency] : {std::pair<std::int64_t, std::int64_t>{2, 184000}, {1, 298000}}) {
+    GemmParams p = params(8, 8, 12, 4, 1, 1, buffers);
+    p.tile_k = 8;
+    const GemmResult r = gemm_model(gemm_config(tiny(), p));
+    ASSERT_EQ(r.status, kGemmOk);
+    EXPECT_EQ(r.latency_ps, latency) << "buffers " << buffers;
+    EXPECT_EQ(r.matrix_busy_ps, 96000);
+    EXPECT_EQ(r.dma_busy_ps, 112000);
+    EXPECT_EQ(run_gemm_reference(tiny(), p).report.summary.latency_ps, latency) << "buffers " << buffers;
+  }
+}
+
 TEST(GemmModel, BadHardwareInABatchIsAStatus) {
   GemmParams p = params(64, 64, 64, 32);
   GemmConfig c = gemm_config(tiny(), p);
@@ -176,7 +194,10 @@ TEST(GemmModel, TimesThatWouldOverflowAreRefused) {
   EXPECT_THROW(validate_gemm(t, big), InputError);
   // Many small steps whose sum overflows.
   GemmParams many = params(1 << 20, 1 << 20, 1 << 20, 1);
-  EXPECT_EQ(gemm_model(gemm_config(t, many)).status, kGemmTimeOverflow);
+  const GemmResult r = gemm_model(gemm_config(t, many));
+  EXPECT_EQ(r.status, kGemmTimeOverflow);
+  EXPECT_EQ(r.mac_cycles, 0);  // an invalid config's result is its status alone
+  EXPECT_EQ(r.matrix_busy_ps, 0);
   // Below the limit everything is representable and both engines agree.
   const GemmParams ok = params(64, 64, 64, 16);
   EXPECT_EQ(gemm_model(gemm_config(t, ok)).status, kGemmOk);

@@ -7,9 +7,10 @@
 // Identical blocks of steps (k-slices of a tile, tiles of a row, rows of a PE's share) are
 // applied until the state, taken relative to the DMA clock, repeats; from then on each
 // block only adds a constant, so the rest of the run is one multiplication. The jump is
-// exact because the step map is homogeneous: f(x + c) = f(x) + c. For the same reason a tile
-// remembers the last state shape it met and its result, and single-buffered k-slices are in
-// closed form (run_steps). With split-K every PE of a block is walked; see k_block.
+// exact because the step map is homogeneous: f(x + c) = f(x) + c. For the same reason tiles
+// and middle rows remember the last two state shapes they met and their results (Memo2).
+// Single-buffered, a PE is serial and its finish time is in closed form (worker_latency).
+// With split-K every PE of a block is walked; see k_block.
 #pragma once
 
 #include <cstdint>
@@ -220,6 +221,10 @@ KB_HD inline TileRange gemm_tiles_of(const CubeTiles& b, std::int64_t pes, std::
 namespace gemm_detail {
 
 
+struct Busy {
+  ps_t matrix, dma;
+};
+
 struct Step {
   ps_t load;   // busy time of the A and B loads
   ps_t mm;     // matrix engine time
@@ -336,26 +341,73 @@ KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ct
   repeat(p, count, StepBlock{s}, c);
 }
 
+// The last two state shapes a homogeneous map met and what it made of them: a state of
+// either shape gives the same result shifted. Walks meet two shapes per map again and again
+// (a run's first application, then its steady state), and PEs alike meet the same ones.
+struct Memo2 {
+  int used, next;  // entries filled, and the one to replace next
+  Replay e[2];
+  KB_HD void clear() { used = 0, next = 0; }
+  // Applies the map to p (`compute` applies it when neither entry has p's shape); returns
+  // the entry that holds what it made of p's shape.
+  template <class Compute>
+  KB_HD const Replay& apply(Pipe& p, const Compute& compute) {
+    const Shape in = Shape::of(p);
+    for (int i = 0; i < used; ++i)
+      if (e[i].in == in) {
+        e[i].apply(p);
+        return e[i];
+      }
+    const ps_t start = p.dfree;
+    compute(p);
+    const int i = next;
+    e[i] = Replay::of(in, start, p);
+    next ^= 1;
+    if (used < 2) ++used;
+    return e[i];
+  }
+  // The map `count` times, jumping once the shape is one it maps to itself (the rest only
+  // adds advances) or one of two it alternates between.
+  template <class Compute>
+  KB_HD void run(Pipe& p, std::int64_t count, const Compute& compute) {
+    while (count > 0) {
+      const Replay& x = apply(p, compute);
+      if (--count == 0) return;
+      if (x.out == x.in) {
+        shift(p, count * x.advance);
+        return;
+      }
+      const Replay& y = e[&x == &e[0] ? 1 : 0];
+      if (used == 2 && y.in == x.out && y.out == x.in) {
+        shift(p, (count / 2) * (x.advance + y.advance));
+        if (count % 2) y.apply(p);
+        return;
+      }
+    }
+  }
+};
+
 // One output tile: kt-1 full k-slices, then the last (possibly ragged) one with the store.
-// A tile remembers the last state shape it was applied to and what it made of it: the map
-// is homogeneous, so a state of that shape gives the same result shifted (rows of a PE's
-// walk, and PEs alike, meet the same shapes again).
 struct TileBlock {
   Step body, last;
   std::int64_t kt;
-  mutable bool remembered;
-  mutable Replay memo;
-  KB_HD void operator()(Pipe& p, const Ctx& c) const {
-    const Shape in = Shape::of(p);
-    if (remembered && memo.in == in) {
-      memo.apply(p);
-      return;
-    }
-    const ps_t start = p.dfree;
+  // Of the whole tile, saturating at kTimeLimitPs: its matrix and DMA times, its
+  // matrix-engine cycles, and its part of the model's bound on finish times (busy DMA
+  // time and an HBM latency per op).
+  Busy busy;
+  std::int64_t cycles;
+  ps_t bound;
+  mutable Memo2 memo;
+  KB_HD void compute(Pipe& p, const Ctx& c) const {
     run_steps(p, kt - 1, body, c);
     apply_step(p, last, c);
-    memo = Replay::of(in, start, p);
-    remembered = true;
+  }
+  KB_HD void operator()(Pipe& p, const Ctx& c) const {
+    memo.apply(p, [&](Pipe& q) { compute(q, c); });
+  }
+  // `count` tiles of this kind in a row.
+  KB_HD void run(Pipe& p, std::int64_t count, const Ctx& c) const {
+    memo.run(p, count, [&](Pipe& q) { compute(q, c); });
   }
 };
 
@@ -366,7 +418,7 @@ struct RowBlock {
   std::int64_t nregular;
   bool has_edge;
   KB_HD void operator()(Pipe& p, const Ctx& c) const {
-    repeat(p, nregular, *regular, c);
+    regular->run(p, nregular, c);
     if (has_edge) (*edge)(p, c);
   }
 };
@@ -374,6 +426,7 @@ struct RowBlock {
 struct Costs {
   const GemmConfig* g;
   std::int64_t kt, k_last;
+  ps_t lat;  // HBM latency
   std::int64_t sharers;  // PEs of the cube that access its HBM: those with at least one tile
   KB_HD ps_t xfer(std::int64_t bytes) const {
     return shared_transfer_ps(bytes, g->hw.dma_gbps(), g->hw.hbm_bandwidth_gbps, sharers);
@@ -420,7 +473,7 @@ struct TileKinds {
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         TileBlock& t = k.t[a][b];
-        t.remembered = false;
+        t.memo.clear();
         for (int q = 0; q < 2; ++q) {
           Step& st = q ? t.last : t.body;
           st.load = load_a[a][q] + load_b[q][b];
@@ -428,29 +481,38 @@ struct TileKinds {
           st.store = q ? store[a][b] : -1;
         }
         t.kt = cost.kt;
+        const std::int64_t body = cost.kt - 1;
+        t.busy = Busy{sat_add(sat_mul(body, t.body.mm), t.last.mm),
+                      sat_add(sat_add(sat_mul(body, t.body.load), t.last.load), t.last.store)};
+        t.cycles = sat_add(sat_mul(body, k.cycles[a][b][0]), k.cycles[a][b][1]);
+        t.bound = sat_add(t.busy.dma, sat_mul(2 * cost.kt + 1, cost.lat));
       }
   }
 };
 
-// A PE's tiles [lo, hi) in row-major order are: part of a first tile row, some whole
-// middle rows (all alike, never the ragged last row of the matrix), and part of a last
-// row. Calls visit(count, row, j0, j1) for each such run of `count` identical rows
-// covering tile columns j0..j1.
-template <class Visit>
-KB_HD void for_each_row_run(std::int64_t lo, std::int64_t hi, std::int64_t tiles_n, Visit&& visit) {
-  const std::int64_t first_row = lo / tiles_n, last_row = (hi - 1) / tiles_n;
-  if (first_row == last_row) {
-    visit(std::int64_t{1}, first_row, lo % tiles_n, (hi - 1) % tiles_n);
-    return;
-  }
-  visit(std::int64_t{1}, first_row, lo % tiles_n, tiles_n - 1);
-  if (last_row - first_row > 1) visit(last_row - first_row - 1, first_row + 1, std::int64_t{0}, tiles_n - 1);
-  visit(std::int64_t{1}, last_row, std::int64_t{0}, (hi - 1) % tiles_n);
+// A PE's tiles in row-major order, by position: from (first_row, lo_col) to (last_row,
+// hi_col), both ends included.
+struct RowSpan {
+  std::int64_t first_row, lo_col, last_row, hi_col;
+};
+// Tiles [lo, hi) of a block `width` tiles wide.
+KB_HD inline RowSpan row_span(std::int64_t lo, std::int64_t hi, std::int64_t width) {
+  return RowSpan{lo / width, lo % width, (hi - 1) / width, (hi - 1) % width};
 }
 
-struct Busy {
-  ps_t matrix, dma;
-};
+// A PE's tiles are: part of a first tile row, some whole middle rows (all alike, never the
+// ragged last row of the matrix), and part of a last row. Calls visit(count, row, j0, j1)
+// for each such run of `count` identical rows covering tile columns j0..j1.
+template <class Visit>
+KB_HD void for_each_row_run(const RowSpan& r, std::int64_t width, Visit&& visit) {
+  if (r.first_row == r.last_row) {
+    visit(std::int64_t{1}, r.first_row, r.lo_col, r.hi_col);
+    return;
+  }
+  visit(std::int64_t{1}, r.first_row, r.lo_col, width - 1);
+  if (r.last_row - r.first_row > 1) visit(r.last_row - r.first_row - 1, r.first_row + 1, std::int64_t{0}, width - 1);
+  visit(std::int64_t{1}, r.last_row, std::int64_t{0}, r.hi_col);
+}
 
 // A cube's block as a PE's walk sees it: `width` tile columns; the local row that is the
 // matrix's last tile row and the local column that is its last tile column (-1: not in
@@ -459,51 +521,44 @@ struct BlockShape {
   std::int64_t width, last_row, last_col;
 };
 
-// Busy times of one PE that computes tiles [lo, hi) of its cube's block, by counting its
-// tiles of each size.
-KB_HD inline Busy worker_busy(const TileKinds& tk, std::int64_t lo, std::int64_t hi, const BlockShape& blk) {
-  Busy b{0, 0};
-  auto add_tiles = [&](std::int64_t count, const TileBlock& t) {
-    b.matrix += count * ((t.kt - 1) * t.body.mm + t.last.mm);
-    b.dma += count * ((t.kt - 1) * t.body.load + t.last.load + t.last.store);
-  };
-  auto add_row = [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    const int last = i == blk.last_row;
-    const bool edge = j1 == blk.last_col;
-    add_tiles(count * (j1 - j0 + (edge ? 0 : 1)), tk.t[last][0]);
-    if (edge) add_tiles(count, tk.t[last][1]);
-  };
-  for_each_row_run(lo, hi, blk.width, add_row);
-  return b;
-}
-
-// Walks tiles [lo, hi) of a cube's block, in order, from state p.
-KB_HD inline void walk_tiles(Pipe& p, const Ctx& c, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
-                             const BlockShape& blk) {
+// Adds the busy times of a PE's tiles of a cube's block (counted by tile kind) to `busy`,
+// and, unless `p` is null, walks them in order from state *p. `rows`: the block's memo of
+// whole middle rows (one kind per block), shared by its PEs.
+KB_HD inline void walk_tiles(Pipe* p, const Ctx& c, const TileKinds& tk, const RowSpan& span, const BlockShape& blk,
+                             Memo2& rows, Busy& busy) {
   // Only the last tile row of the matrix can be ragged in m, and its last column in n.
-  auto row = [&](std::int64_t i, std::int64_t j0, std::int64_t j1) {
+  for_each_row_run(span, blk.width, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const int last = i == blk.last_row;
     RowBlock rb;
     rb.regular = &tk.t[last][0];
     rb.edge = &tk.t[last][1];
     rb.has_edge = j1 == blk.last_col;
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
-    return rb;
-  };
-  for_each_row_run(lo, hi, blk.width, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
-    if (count == 1) row(i, j0, j1)(p, c);
-    else repeat(p, count, row(i, j0, j1), c);
+    const std::int64_t regular = count * rb.nregular;
+    busy.matrix += regular * rb.regular->busy.matrix;
+    busy.dma += regular * rb.regular->busy.dma;
+    if (rb.has_edge) busy.matrix += count * rb.edge->busy.matrix, busy.dma += count * rb.edge->busy.dma;
+    if (!p) return;
+    if (count == 1) rb(*p, c);
+    else rows.run(*p, count, [&](Pipe& q) { rb(q, c); });
   });
 }
 
 KB_HD inline Ctx ctx_of(const GemmConfig& g) { return Ctx{g.buffers, g.hw.hbm_latency_ns * kPsPerNs}; }
 
-// Finish time of one PE that computes tiles [lo, hi) of its cube's block.
-KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, std::int64_t lo, std::int64_t hi,
-                                 const BlockShape& blk) {
+// Finish time of one PE whose `tiles` tiles of its cube's block are `span`; adds its busy
+// times. Single-buffered, a PE is serial (every load waits for the matmul before it, which
+// waits for its own loads), so it finishes after its busy times and one HBM latency per
+// step and one more for the last store: closed form, no walk (docs/model.md, 7.6).
+KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, const RowSpan& span, const BlockShape& blk,
+                                 std::int64_t tiles, Memo2& rows, Busy& busy) {
   const Ctx c = ctx_of(g);
+  if (c.buffers == 1) {
+    walk_tiles(nullptr, c, tk, span, blk, rows, busy);
+    return busy.matrix + busy.dma + (tiles * tk.t[0][0].kt + 1) * c.hbm_lat;
+  }
   Pipe p{0, 0, 0, -1, -1};
-  walk_tiles(p, c, tk, lo, hi, blk);
+  walk_tiles(&p, c, tk, span, blk, rows, busy);
   finish(p, c);
   return p.dfree + c.hbm_lat;
 }
@@ -546,7 +601,7 @@ KB_HD inline void walk_partial(Pipe& p, const Ctx& c, const TileBlock& t, std::i
 }
 
 // Partial-tile walks remembered by tile kind, slice count, whether they end the tile, the
-// store they owe and the state's shape (the map is homogeneous, as for TileMemo): PEs of a
+// store they owe and the state's shape (the map is homogeneous, as for Memo2): PEs of a
 // block with alike ranges, and each owner's look at its senders' walks, meet them again.
 struct PartialMemo {
   struct Entry {
@@ -598,6 +653,8 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
   const std::int64_t units = tiles * kt;
   KBlock out{0, Busy{0, 0}, 0};
   PartialMemo memo;
+  Memo2 rows;
+  rows.clear();
   auto kind = [&](std::int64_t t) -> const TileBlock& {
     return tk.t[t / blk.width == blk.last_row][t % blk.width == blk.last_col];
   };
@@ -617,11 +674,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       ++out.sends;
     }
     const std::int64_t w0 = r.whole_lo(), w1 = r.whole_hi(kt);
-    if (w1 > w0) {
-      walk_tiles(p, c, tk, w0, w1, blk);
-      const Busy b = worker_busy(tk, w0, w1, blk);
-      busy.matrix += b.matrix, busy.dma += b.dma;
-    }
+    if (w1 > w0) walk_tiles(&p, c, tk, row_span(w0, w1, blk.width), blk, rows, busy);
     ps_t gate = 0;  // when the last tile's sum is complete
     if (r.owns_partial(kt)) {
       const TileBlock& t = kind(r.lt);
@@ -751,17 +804,15 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
     if (share_of(tiles) != kinds_share) {
       kinds_share = share_of(tiles);
-      kinds.set(g, Costs{&g, kt, k_last, kinds_share}, m_last, n_last);
+      kinds.set(g, Costs{&g, kt, k_last, g.hw.hbm_latency_ns * kPsPerNs, kinds_share}, m_last, n_last);
     }
     return kinds;
   };
 
   // Totals by counting, per cube: its tile rows (full ones, and the matrix's last row if it
-  // holds it), tile columns and k-slices each come in a full and a last size, so a cube's
-  // schedule holds at most eight kinds of step.
-  const std::int64_t kc[2] = {kt - 1, 1};
+  // holds it) and tile columns each come in a full and a last size, so a cube's schedule
+  // holds at most four kinds of tile.
   ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
-  const ps_t lat = g.hw.hbm_latency_ns * kPsPerNs;
   // Cubes come in at most three kinds along the split dimension: the last (it holds the
   // matrix's last tile row or column), and among the others those with floor(T / cubes) + 1
   // rows or columns and those with floor(T / cubes). The other dimension is whole.
@@ -776,18 +827,10 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         const std::int64_t tiles = mc[a] * nc[b];
         if (tiles == 0) continue;
         const TileBlock& t = tk.t[a][b];
-        const ps_t st = t.last.store;
-        r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, st));
-        bound = sat_add(bound, sat_mul(tiles, st + lat));
-        for (int q = 0; q < 2; ++q) {
-          const std::int64_t steps = tiles * kc[q];
-          if (steps == 0) continue;
-          const Step& s = q ? t.last : t.body;
-          r.mac_cycles = sat_add(r.mac_cycles, sat_mul(steps, tk.cycles[a][b][q]));
-          r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(steps, s.mm));
-          r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(steps, s.load));
-          bound = sat_add(bound, sat_mul(steps, s.load + 2 * lat));
-        }
+        r.mac_cycles = sat_add(r.mac_cycles, sat_mul(tiles, t.cycles));
+        r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(tiles, t.busy.matrix));
+        r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, t.busy.dma));
+        bound = sat_add(bound, sat_mul(tiles, t.bound));
       }
   };
   {
@@ -815,6 +858,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     bound = sat_add(bound, sat_mul(g.pes * g.cubes, 2 * kc.copy + kc.lat + kc.add));
   }
   if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
+    r = GemmResult{};  // an invalid config's result is its status
     r.status = kGemmTimeOverflow;
     return r;
   }
@@ -852,6 +896,8 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         cube_sends = kb.sends;
       }
       std::int64_t seen_col = -1, seen_len = -1;
+      Memo2 rows;
+      rows.clear();
       ps_t latency = 0;
       Busy busy{0, 0};
       // The PEs' ranges [lo, hi) of gemm_tiles_of, walked; and the row and column of lo and
@@ -872,8 +918,8 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
         const std::int64_t col = one_row && !at_edge ? 0 : lo_col;
         if (col != seen_col || len != seen_len) {
-          latency = worker_latency(g, tk, lo, hi, blk);
-          busy = worker_busy(tk, lo, hi, blk);
+          busy = Busy{0, 0};
+          latency = worker_latency(g, tk, RowSpan{lo_row, lo_col, end_row, end_col}, blk, len, rows, busy);
           seen_col = ragged_m && blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
           seen_len = len;
         }
