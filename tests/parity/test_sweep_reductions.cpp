@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 #include "host/common/error.h"
@@ -11,6 +12,7 @@
 #include "host/sweep/backend.h"
 #include "host/sweep/merge.h"
 #include "host/topology/load.h"
+#include "device/sweep/keyed.h"
 #include "sweep_space.h"
 
 namespace kb {
@@ -118,8 +120,10 @@ TEST(SweepReductions, ZippedAxesDecodeToTheirTuples) {
 TEST(SweepReductions, MatchBruteForceForEveryCost) {
   const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
   for (int zipped : {0, 1})
-  for (int group_axes : {zipped ? 1 : 3, 0})
+  for (int grouping : {zipped ? 1 : 3, 0, -1})  // -1: by every axis, a group per config
     for (ParetoCost kind : {ParetoCost::pes, ParetoCost::sram, ParetoCost::hbm}) {
+      const int group_axes =
+          grouping >= 0 ? grouping : static_cast<int>((zipped ? zipped_space(topo) : testing::reduction_space(topo)).axes.size());
       SCOPED_TRACE("zipped " + std::to_string(zipped) + ", group_axes " + std::to_string(group_axes) + ", cost " +
                    std::to_string(static_cast<int>(kind)));
       batched::Space space = zipped ? zipped_space(topo) : testing::reduction_space(topo);
@@ -137,6 +141,17 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
       EXPECT_EQ(s.by_status, by_status);
       EXPECT_GT(by_status[kGemmBadTile], 0);
       ASSERT_GT(pts.size(), 1000u);
+
+      std::vector<batched::GroupBest> best(static_cast<std::size_t>(space.groups()));
+      for (const Point& p : pts) {
+        batched::GroupBest& b = best[static_cast<std::size_t>(p.group)];
+        if (b.index < 0 || p.latency < b.latency_ps) b = {p.latency, p.index};  // pts in index order
+      }
+      ASSERT_EQ(s.best.size(), best.size());
+      for (std::size_t g = 0; g < best.size(); ++g) {
+        EXPECT_EQ(s.best[g].index, best[g].index) << g;
+        EXPECT_EQ(s.best[g].latency_ps, best[g].latency_ps) << g;
+      }
 
       std::vector<Point> ranked = pts;
       std::sort(ranked.begin(), ranked.end(), [](const Point& a, const Point& b) {
@@ -162,6 +177,58 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
       for (const Point& p : pts) ++hist[static_cast<std::size_t>(batched::hist_bin(p.latency))];
       EXPECT_EQ(s.histogram, hist);
     }
+}
+
+// The filter an OpenMP block applies before the chunk's Pareto step marks only configs off
+// their group's front; and while its running front has room (fewer than 16 costs), exactly
+// the configs an earlier config of their group beats. Random blocks with many ties,
+// several groups, invalid configs, and fronts longer than the filter keeps.
+TEST(SweepReductions, BlockFilterMarksOnlyConfigsOffTheFront) {
+  std::mt19937_64 rng(20261130);
+  std::int64_t marked_total = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 256);
+    const bool long_fronts = trial % 2 == 1;  // latency falls with cost: fronts of up to 40 points
+    std::vector<batched::detail::Keyed> k(static_cast<std::size_t>(n));
+    std::int64_t group = static_cast<std::int64_t>(rng() % 5);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (rng() % 40 == 0) ++group;
+      const bool valid = rng() % 6 != 0;
+      const std::int64_t cost = static_cast<std::int64_t>(rng() % (long_fronts ? 40 : 6));
+      const std::int64_t latency = long_fronts ? 1000 - 20 * cost + static_cast<std::int64_t>(rng() % 30)
+                                               : static_cast<std::int64_t>(rng() % 12);
+      k[static_cast<std::size_t>(i)] = {group, valid ? latency : INT64_MAX, 500 + i, valid ? cost : 3};
+    }
+    std::vector<batched::detail::Keyed> m = k;
+    batched::detail::mark_beaten(m.data(), n);
+    std::vector<Point> pts;
+    for (const auto& x : k)
+      if (x.latency != INT64_MAX) pts.push_back({x.index, x.group, x.cost, x.latency});
+    std::set<std::int64_t> front;
+    for (const auto& p : brute_front(pts)) front.insert(p.index);
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      const bool marked = m[i].cost == batched::detail::kBeaten;
+      if (!marked) {
+        EXPECT_TRUE(m[i].group == k[i].group && m[i].latency == k[i].latency && m[i].index == k[i].index &&
+                    m[i].cost == k[i].cost);
+      }
+      if (k[i].latency == INT64_MAX) {
+        EXPECT_FALSE(marked) << "trial " << trial << ": an invalid config marked";
+        continue;
+      }
+      if (marked) {
+        EXPECT_EQ(front.count(k[i].index), 0u) << "trial " << trial << ": a front point marked";
+      }
+      marked_total += marked;
+      if (long_fronts) continue;
+      bool beaten_earlier = false;
+      for (std::size_t j = 0; j < i; ++j)
+        beaten_earlier |= k[j].latency != INT64_MAX && k[j].group == k[i].group && k[j].cost <= k[i].cost &&
+                          k[j].latency <= k[i].latency;
+      EXPECT_EQ(marked, beaten_earlier) << "trial " << trial << ", config " << i;
+    }
+  }
+  EXPECT_GT(marked_total, 100000);
 }
 
 // Ties: an axis listing a value twice makes pairs of identical configs, and the lower index

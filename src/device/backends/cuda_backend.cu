@@ -87,6 +87,7 @@ struct CudaSys {
   template <class T>
   using vec = thrust::cuda::vector<T>;
   static void check() { KB_CUDA_CALL(cudaGetLastError()); }
+  static constexpr std::int64_t kEvalBlock = 1;  // one config per GPU thread
 };
 
 // Offset of group boundary g inside the chunk [start, start+len).

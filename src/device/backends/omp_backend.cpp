@@ -26,6 +26,7 @@ struct OmpSys {
   template <class T>
   using vec = thrust::omp::vector<T>;
   static void check() {}
+  static constexpr std::int64_t kEvalBlock = 256;
 };
 
 template <class Model>

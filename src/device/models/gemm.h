@@ -323,8 +323,12 @@ struct StepBlock {
 // `count` k-slices of one step kind that owe no store. Single-buffered, the run is in
 // closed form after its first step: that step leaves the matmul end A >= the DMA's free
 // time, so every later step loads from A (dfree = A + load) and computes at once
-// (A' = A + load + latency + mm): a period of one step, from the second on. Double
-// buffering has a longer transient; the generic jump finds its period.
+// (A' = A + load + latency + mm): a period of one step, from the second on.
+// Double-buffered, after any step the state is (D, E1 = D + max(λ, v) + X, E2 = D + v):
+// one number, v = E2 − D, and once the owed stores are issued (two steps) a step maps it
+// to f(v) = max(λ, v) + X − max(0, v) − L and advances D by max(0, v) + L. f is constant
+// for v >= λ and for v < 0 and a reflection in between, so v repeats with period one or
+// two within a few steps (docs/model.md, 9.2); the run is iterated on v alone until then.
 KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ctx& c) {
   if (count <= 0) return;
   if (c.buffers == 1 && s.store < 0) {
@@ -338,7 +342,36 @@ KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ct
     }
     return;
   }
-  repeat(p, count, StepBlock{s}, c);
+  if (c.buffers != 2 || s.store >= 0 || count <= 2) {
+    repeat(p, count, StepBlock{s}, c);
+    return;
+  }
+  apply_step(p, s, c);
+  apply_step(p, s, c);
+  const ps_t L = s.load, X = s.mm, lat = c.hbm_lat;
+  auto advance = [&](ps_t v) { return imax(0, v) + L; };
+  auto f = [&](ps_t v) { return imax(lat, v) + X - imax(0, v) - L; };
+  ps_t v = p.mm2 - p.dfree, d = 0, v1 = 0, v2 = 0;  // v1, v2: v one and two steps back
+  for (std::int64_t i = 0, rest = count - 2; i < rest; ++i) {
+    if (i >= 1 && v == v1) {  // period one
+      d += (rest - i) * advance(v);
+      break;
+    }
+    if (i >= 2 && v == v2) {  // period two: v, v1, v, v1, ...
+      d += ((rest - i) / 2) * (advance(v) + advance(v1));
+      if ((rest - i) % 2) {
+        d += advance(v);
+        v = v1;
+      }
+      break;
+    }
+    d += advance(v);
+    v2 = v1, v1 = v;
+    v = f(v);
+  }
+  p.dfree += d;
+  p.mm2 = p.dfree + v;
+  p.mm1 = p.dfree + imax(lat, v) + X;
 }
 
 // The last two state shapes a homogeneous map met and what it made of them: a state of
@@ -428,8 +461,11 @@ struct Costs {
   std::int64_t kt, k_last;
   ps_t lat;  // HBM latency
   std::int64_t sharers;  // PEs of the cube that access its HBM: those with at least one tile
+  // shared_transfer_ps with one division: which of the two rates is the lower does not
+  // depend on the size, and the ceiling keeps the order of the exact quotients.
   KB_HD ps_t xfer(std::int64_t bytes) const {
-    return shared_transfer_ps(bytes, g->hw.dma_gbps(), g->hw.hbm_bandwidth_gbps, sharers);
+    const std::int64_t port = g->hw.dma_gbps(), shared = g->hw.hbm_bandwidth_gbps;
+    return port * sharers <= shared ? transfer_ps(bytes, port) : ceil_div(bytes * kPsPerNs * sharers, shared);
   }
   KB_HD std::int64_t cycles(std::int64_t mi, std::int64_t nj, std::int64_t kc) const {
     return systolic_cycles(mi, nj, kc, g->hw.matrix_rows, g->hw.matrix_cols, g->hw.dataflow);
@@ -515,8 +551,8 @@ KB_HD void for_each_row_run(const RowSpan& r, std::int64_t width, Visit&& visit)
 }
 
 // A cube's block as a PE's walk sees it: `width` tile columns; the local row that is the
-// matrix's last tile row and the local column that is its last tile column (-1: not in
-// this block), where tiles may be ragged.
+// matrix's ragged last tile row and the local column that is its ragged last tile column
+// (-1: not in this block, or not ragged).
 struct BlockShape {
   std::int64_t width, last_row, last_col;
 };
@@ -526,6 +562,13 @@ struct BlockShape {
 // whole middle rows (one kind per block), shared by its PEs.
 KB_HD inline void walk_tiles(Pipe* p, const Ctx& c, const TileKinds& tk, const RowSpan& span, const BlockShape& blk,
                              Memo2& rows, Busy& busy) {
+  if (blk.last_row < 0 && blk.last_col < 0) {  // every tile alike: one run
+    const TileBlock& t = tk.t[0][0];
+    const std::int64_t n = (span.last_row - span.first_row) * blk.width + span.hi_col - span.lo_col + 1;
+    busy.matrix += n * t.busy.matrix, busy.dma += n * t.busy.dma;
+    if (p) t.run(*p, n, c);
+    return;
+  }
   // Only the last tile row of the matrix can be ragged in m, and its last column in n.
   for_each_row_run(span, blk.width, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const int last = i == blk.last_row;
@@ -681,43 +724,47 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       memo.walk(p, c, t, 0, r.b, true);
       const Busy b = partial_busy(t, 0, r.b, true);
       busy.matrix += b.matrix, busy.dma += b.dma;
-      // The senders: the next PEs with units, up to the tile's end. Each sent its first
+      // The senders: the next PEs with units that start inside the tile (their ranges
+      // follow this PE's: a copy of the split walker visits them). Each sent its first
       // units, walked from the start; the ready times take few values (a sender holds
       // floor or ceil of units / pes, or the tile's last slices), so they are served by
-      // value, lowest first, and each value's senders in PE order.
-      const std::int64_t tile_end = (r.lt + 1) * kt;
-      const std::int64_t first = pe + 1, last = gemm_pe_of_unit(units, g.pes, tile_end - 1);
+      // value, lowest first, and each value's senders in PE order: one pass per value.
       // (PartialMemo remembers their walks: a sender's depends only on its slice count and
       // whether they end the tile.)
-      auto ready = [&](std::int64_t q) {
-        const std::int64_t q0 = gemm_unit_start(units, g.pes, q), q1 = imin(gemm_unit_start(units, g.pes, q + 1), tile_end);
-        Pipe s{0, 0, 0, -1, -1};
-        memo.walk(s, c, t, q0 - r.lt * kt, q1 - r.lt * kt, false);
-        return s.mm1;
-      };
-      auto has_units = [&](std::int64_t q) { return gemm_pe_has_units(units, g.pes, q); };
-      std::int64_t senders = 0;
-      for (std::int64_t q = first; q <= last; ++q) senders += has_units(q);
-      const KCosts kc = k_costs(g, tk.mi[r.lt / blk.width == blk.last_row], tk.nj[r.lt % blk.width == blk.last_col]);
-      ps_t port = 0, prev = -1;
-      gate = p.mm1 + senders * kc.add;  // the adds wait for the owner's own last matmul
-      for (;;) {
-        ps_t value = -1;
-        for (std::int64_t q = first; q <= last; ++q)
-          if (has_units(q)) {
-            const ps_t rq = ready(q);
-            if (rq > prev && (value < 0 || rq < value)) value = rq;
-          }
-        if (value < 0) break;
-        std::int64_t pos = 0;  // the sender's place in PE order: its add is the pos-th
-        for (std::int64_t q = first; q <= last; ++q) {
-          if (!has_units(q)) continue;
-          ++pos;
-          if (ready(q) != value) continue;
-          port = imax(port, value) + kc.copy;
-          gate = imax(gate, port + kc.lat + (senders - pos + 1) * kc.add);
+      const std::int64_t tile_start = r.lt * kt, tile_end = tile_start + kt;
+      // visit(ready time) for each sender, in PE order.
+      auto for_each_sender = [&](auto&& visit) {
+        for (EvenSplit q = ranges;;) {
+          const Span u = q.next();
+          if (u.lo >= tile_end) return;
+          if (u.hi == u.lo) continue;
+          Pipe s{0, 0, 0, -1, -1};
+          memo.walk(s, c, t, u.lo - tile_start, imin(u.hi, tile_end) - tile_start, false);
+          visit(s.mm1);
         }
-        prev = value;
+      };
+      std::int64_t senders = 0;
+      ps_t value = -1;  // the lowest ready time not yet served
+      for_each_sender([&](ps_t rq) {
+        ++senders;
+        if (value < 0 || rq < value) value = rq;
+      });
+      const KCosts kc = k_costs(g, tk.mi[r.lt / blk.width == blk.last_row], tk.nj[r.lt % blk.width == blk.last_col]);
+      ps_t port = 0;
+      gate = p.mm1 + senders * kc.add;  // the adds wait for the owner's own last matmul
+      while (value >= 0) {
+        ps_t next = -1;
+        std::int64_t pos = 0;  // the sender's place in PE order: its add is the pos-th
+        for_each_sender([&](ps_t rq) {
+          ++pos;
+          if (rq == value) {
+            port = imax(port, value) + kc.copy;
+            gate = imax(gate, port + kc.lat + (senders - pos + 1) * kc.add);
+          } else if (rq > value && (next < 0 || rq < next)) {
+            next = rq;
+          }
+        });
+        value = next;
       }
     }
     finish(p, c, gate);
@@ -885,7 +932,8 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
     const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
     if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
       const std::int64_t w = ct.cols();
-      const BlockShape blk{w, has_last_row ? ct.rows() - 1 : -1, has_last_col ? w - 1 : -1};
+      // (Tiles of the last row or column that are not ragged are regular ones.)
+      const BlockShape blk{w, has_last_row && ragged_m ? ct.rows() - 1 : -1, has_last_col && ragged_n ? w - 1 : -1};
       const TileKinds& tk = kinds_of(ct.rows() * w);
       cube_busy = Busy{0, 0};
       cube_latency = 0;
@@ -914,13 +962,14 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         if (len == 0) continue;
         std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
         if (end_col >= w) end_col -= w, ++end_row;
-        // Where a range starts matters only when it spans rows or reaches the block's last column.
+        // Where a range starts matters only when the block has a ragged last column and the
+        // range spans rows or reaches that column.
         const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
-        const std::int64_t col = one_row && !at_edge ? 0 : lo_col;
+        const std::int64_t col = (one_row && !at_edge) || blk.last_col < 0 ? 0 : lo_col;
         if (col != seen_col || len != seen_len) {
           busy = Busy{0, 0};
           latency = worker_latency(g, tk, RowSpan{lo_row, lo_col, end_row, end_col}, blk, len, rows, busy);
-          seen_col = ragged_m && blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
+          seen_col = blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
           seen_len = len;
         }
         cube_latency = imax(cube_latency, latency);

@@ -1,12 +1,14 @@
 // The generic sweep engine, written once against Thrust for every family and instantiated
 // per system (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu) and per
 // family (families.h). A backend describes its system as `Sys`: Sys::vec<T>, its vector
-// type, and Sys::check(), run after kernels. A family is a Model (src/device/models/gemm.h):
+// type, Sys::check(), run after kernels, and Sys::kEvalBlock, the consecutive configs one
+// thread evaluates in a row (1: one per thread). A family is a Model (src/device/models/gemm.h):
 // Config and Result PODs (Result has `status`, 0 = valid, and `latency_ps`), kStatuses,
 // complete(Config&), evaluate(Config) and cost(kind, Config, Result).
 #pragma once
 
 #include <thrust/copy.h>
+#include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/constant_iterator.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -20,6 +22,7 @@
 #include <iterator>
 
 #include "../backends/backends.h"
+#include "keyed.h"
 
 namespace kb::batched::detail {
 
@@ -60,14 +63,6 @@ struct EvalOne {
   KB_HD typename Model::Result operator()(const typename Model::Config& c) const { return Model::evaluate(c); }
 };
 
-// Per config of a chunk: its group and a sortable key (latency, index), invalid last.
-struct Keyed {
-  std::int64_t group;
-  std::int64_t latency;  // INT64_MAX when invalid
-  std::int64_t index;
-  std::int64_t cost;  // the Pareto cost when one is asked for; for an invalid config, its status
-};
-
 template <class Model>
 struct EvalIndex {
   SpaceView<typename Model::Config> s;
@@ -79,6 +74,79 @@ struct EvalIndex {
                  ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
   }
 };
+
+// The same keys, a block of consecutive indices per work item: the item decodes its first
+// index and counts on like an odometer, rewriting only the axes that change (decoding
+// costs one division per axis). Items visit the chunk's blocks in a scattered order,
+// block (j·stride) mod blocks with stride coprime to blocks: a static schedule hands each
+// thread a contiguous range of items, and regions of a space differ widely in cost (small
+// shapes with invalid tilings are cheap), so contiguous blocks would leave threads idle.
+// For systems whose threads are plentiful and cheap (CUDA: EvalIndex, one index each).
+template <class Model>
+struct EvalBlock {
+  SpaceView<typename Model::Config> s;
+  std::int64_t start, len;      // the chunk: indices [start, start + len)
+  std::int64_t block, blocks;   // indices per work item; items (= ceil(len / block))
+  std::int64_t stride;          // coprime to blocks
+  Keyed* out;                   // out[i - start]
+  void operator()(std::int64_t j) const {
+    const std::int64_t b = j * stride % blocks;  // j, stride < blocks <= 2^30
+    std::int64_t i = start + b * block;
+    const std::int64_t end = imin(i + block, start + len);
+    typename Model::Config raw = s.base;
+    std::int64_t digit[64];  // the sweep engine accepts at most 64 axes (validate_sweep)
+    std::int64_t rest = i;
+    for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
+      const std::int64_t* axis = s.data + 3 * a;
+      const std::int64_t next = div_fast(rest, axis[1]);
+      digit[a] = rest - next * axis[1];
+      rest = next;
+      set_axis(raw, a, digit[a]);
+    }
+    const std::int64_t first = i;
+    std::int64_t group = div_fast(i, s.group_stride), in_group = i - group * s.group_stride;
+    for (;;) {
+      typename Model::Config c = raw;
+      Model::complete(c);
+      const typename Model::Result r = Model::evaluate(c);
+      const bool ok = r.status == 0;
+      out[i - start] = Keyed{group, ok ? r.latency_ps : INT64_MAX, i,
+                             ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+      if (++i == end) break;
+      if (++in_group == s.group_stride) ++group, in_group = 0;
+      for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
+        const bool carry = ++digit[a] == s.data[3 * a + 1];
+        if (carry) digit[a] = 0;
+        set_axis(raw, a, digit[a]);
+        if (!carry) break;
+      }
+    }
+    if (s.pareto) mark_beaten(out + (first - start), end - first);
+  }
+  // Sets axis a's fields of c to its value number d.
+  void set_axis(typename Model::Config& c, std::int32_t a, std::int64_t d) const {
+    const std::int64_t* axis = s.data + 3 * a;
+    const std::int64_t width = axis[0];
+    const std::int64_t* offsets = s.data + axis[2];
+    const std::int64_t* values = offsets + width + d * width;
+    for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
+  }
+};
+
+// A stride coprime to n near n·0.618 (a golden-ratio step scatters consecutive items).
+inline std::int64_t scatter_stride(std::int64_t n) {
+  std::int64_t st = n * 618 / 1000;
+  auto gcd = [](std::int64_t a, std::int64_t b) {
+    while (b != 0) {
+      const std::int64_t t = a % b;
+      a = b, b = t;
+    }
+    return a;
+  };
+  if (st < 1) st = 1;
+  while (gcd(st, n) != 1) ++st;
+  return st;
+}
 
 struct BetterOf {
   KB_HD Keyed operator()(const Keyed& a, const Keyed& b) const {
@@ -232,7 +300,7 @@ struct NotBeaten {
   const ParetoPoint* front;
   std::int64_t size, group;
   KB_HD bool operator()(const Keyed& k) const {
-    if (k.latency == INT64_MAX) return false;
+    if (k.latency == INT64_MAX || k.cost == kBeaten) return false;
     if (k.group != group) return true;
     std::int64_t lo = 0, hi = size;  // first point with cost > k.cost
     while (lo < hi) {
@@ -369,8 +437,16 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   Extras<Sys> extras(red, cap);
   for (std::int64_t start = red.begin; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
-    thrust::counting_iterator<std::int64_t> first(start);
-    thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
+    if constexpr (Sys::kEvalBlock > 1) {
+      const std::int64_t blocks = (len + Sys::kEvalBlock - 1) / Sys::kEvalBlock;
+      thrust::counting_iterator<std::int64_t> items(0);
+      thrust::for_each(pol, items, items + blocks,
+                       EvalBlock<Model>{view, start, len, Sys::kEvalBlock, blocks, scatter_stride(blocks),
+                                        thrust::raw_pointer_cast(&*keyed)});
+    } else {
+      thrust::counting_iterator<std::int64_t> first(start);
+      thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
+    }
     Sys::check();
     add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},
                                             AddTally<N>{}));
