@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "host/common/error.h"
 #include "host/common/output.h"
@@ -161,6 +162,15 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
       for (std::size_t i = 0; i < 25; ++i) {
         EXPECT_EQ(s.top[i].index, ranked[i].index) << i;
         EXPECT_EQ(s.top[i].latency_ps, ranked[i].latency) << i;
+      }
+      // A top k no larger than the chunk's OpenMP blocks (their fastest configs bound it);
+      // with one block per chunk and k = 1 that bound is the chunk's own fastest.
+      for (const auto& [k, chunk] : {std::pair<int, std::int64_t>{3, 4096}, {1, 256}}) {
+        GemmReductions few;
+        few.top_k = k;
+        const GemmSweepSummary f = sweep(BackendKind::omp, space, chunk, 2, few);
+        ASSERT_EQ(f.top.size(), static_cast<std::size_t>(k));
+        for (std::size_t i = 0; i < f.top.size(); ++i) EXPECT_EQ(f.top[i].index, ranked[i].index) << i;
       }
 
       const auto front = brute_front(pts);

@@ -43,6 +43,22 @@ KB_HD inline void set_at(Config& c, std::int64_t offset, std::int64_t v) {
   memcpy(reinterpret_cast<unsigned char*>(&c) + offset, &v, sizeof v);
 }
 
+// dst = src, word by word: GCC turns a struct copy of this size (and a plain loop, which
+// it recognises as one) into `rep movsq`, whose start-up cost was a fifth of the OpenMP
+// block's own time in profiles; kept a loop, it becomes vector moves.
+#if defined(__GNUC__) && !defined(__clang__)
+#define KB_PLAIN_COPY_LOOP __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define KB_PLAIN_COPY_LOOP
+#endif
+template <class Config>
+KB_PLAIN_COPY_LOOP inline void copy_words(Config& dst, const Config& src) {
+  static_assert(sizeof(Config) % 8 == 0, "a Config is int64 fields");
+  auto* d = reinterpret_cast<std::int64_t*>(&dst);
+  const auto* s = reinterpret_cast<const std::int64_t*>(&src);
+  for (std::size_t i = 0; i < sizeof(Config) / 8; ++i) d[i] = s[i];
+}
+
 template <class Model>
 KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Config>& s, std::int64_t i) {
   typename Model::Config c = s.base;
@@ -75,6 +91,19 @@ struct EvalIndex {
   }
 };
 
+// Where an OpenMP chunk's blocks also put what the GPU computes in passes of their own over
+// the keyed configs: counts by status and the latency checksum, the latency histogram
+// (both summed with relaxed atomics, once per block), and each block's winners.
+struct BlockSums {
+  std::int64_t* by_status;  // [kMaxStatuses]
+  std::uint64_t* checksum;  // the sum of valid latencies, mod 2^64
+  std::int64_t* histogram;  // [kHistBins], or null when not asked for
+  // Per block: the best config of its first group and of its last (latency INT64_MAX:
+  // none). Null when groups are shorter than a block (a block would have more winners).
+  Keyed *first_best, *last_best;
+  Keyed* fastest;  // per block: its fastest config (a bound for the top k)
+};
+
 // The same keys, a block of consecutive indices per work item: the item decodes its first
 // index and counts on like an odometer, rewriting only the axes that change (decoding
 // costs one division per axis). Items visit the chunk's blocks in a scattered order,
@@ -82,13 +111,16 @@ struct EvalIndex {
 // thread a contiguous range of items, and regions of a space differ widely in cost (small
 // shapes with invalid tilings are cheap), so contiguous blocks would leave threads idle.
 // For systems whose threads are plentiful and cheap (CUDA: EvalIndex, one index each).
-template <class Model>
+// Host code (OpenMP); it also marks the configs its block keeps off the Pareto front and
+// adds to `sums`.
+template <class Model, int N>
 struct EvalBlock {
   SpaceView<typename Model::Config> s;
   std::int64_t start, len;      // the chunk: indices [start, start + len)
   std::int64_t block, blocks;   // indices per work item; items (= ceil(len / block))
   std::int64_t stride;          // coprime to blocks
   Keyed* out;                   // out[i - start]
+  BlockSums sums;
   void operator()(std::int64_t j) const {
     const std::int64_t b = j * stride % blocks;  // j, stride < blocks <= 2^30
     std::int64_t i = start + b * block;
@@ -105,15 +137,37 @@ struct EvalBlock {
     }
     const std::int64_t first = i;
     std::int64_t group = div_fast(i, s.group_stride), in_group = i - group * s.group_stride;
+    std::int64_t by_status[N] = {};
+    std::uint64_t checksum = 0;
+    std::int32_t hist[kHistBins];
+    if (sums.histogram) std::memset(hist, 0, sizeof hist);
+    const Keyed none{0, INT64_MAX, 0, 0};
+    Keyed best = none;  // of the current group
+    Keyed fastest = none;
+    bool first_group = true;
     for (;;) {
-      typename Model::Config c = raw;
+      typename Model::Config c;
+      copy_words(c, raw);
       Model::complete(c);
       const typename Model::Result r = Model::evaluate(c);
       const bool ok = r.status == 0;
-      out[i - start] = Keyed{group, ok ? r.latency_ps : INT64_MAX, i,
-                             ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+      const Keyed k{group, ok ? r.latency_ps : INT64_MAX, i,
+                    ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+      out[i - start] = k;
+      ++by_status[ok ? 0 : r.status];
+      if (ok) {
+        checksum += static_cast<std::uint64_t>(r.latency_ps);
+        if (sums.histogram) ++hist[hist_bin(r.latency_ps)];
+        if (k.latency < best.latency) best = k;  // indices rise: ties keep the first
+        if (k.latency < fastest.latency) fastest = k;
+      }
       if (++i == end) break;
-      if (++in_group == s.group_stride) ++group, in_group = 0;
+      if (++in_group == s.group_stride) {
+        if (sums.first_best && first_group) sums.first_best[b] = best;
+        first_group = false;
+        best = none;
+        ++group, in_group = 0;
+      }
       for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
         const bool carry = ++digit[a] == s.data[3 * a + 1];
         if (carry) digit[a] = 0;
@@ -121,7 +175,18 @@ struct EvalBlock {
         if (!carry) break;
       }
     }
+    if (sums.first_best) {
+      if (first_group) sums.first_best[b] = best, sums.last_best[b] = none;
+      else sums.last_best[b] = best;
+    }
+    sums.fastest[b] = fastest;
     if (s.pareto) mark_beaten(out + (first - start), end - first);
+    for (int x = 0; x < N; ++x)
+      if (by_status[x]) __atomic_fetch_add(&sums.by_status[x], by_status[x], __ATOMIC_RELAXED);
+    __atomic_fetch_add(sums.checksum, checksum, __ATOMIC_RELAXED);
+    if (sums.histogram)
+      for (int x = 0; x < kHistBins; ++x)
+        if (hist[x]) __atomic_fetch_add(&sums.histogram[x], static_cast<std::int64_t>(hist[x]), __ATOMIC_RELAXED);
   }
   // Sets axis a's fields of c to its value number d.
   void set_axis(typename Model::Config& c, std::int32_t a, std::int64_t d) const {
@@ -349,9 +414,10 @@ struct Extras {
   typename Sys::template vec<std::int32_t> bins, bin_keys;
   typename Sys::template vec<std::int64_t> bin_counts;
 
-  Extras(const Reductions& r, std::int64_t cap) : red(r) {
+  // own_histogram: the histogram is counted here (else the evaluation counts it).
+  Extras(const Reductions& r, std::int64_t cap, bool own_histogram) : red(r) {
     if (red.top_k > 0 || red.pareto != 0) pick.resize(static_cast<std::size_t>(cap));
-    if (red.histogram) {
+    if (red.histogram && own_histogram) {
       bins.resize(static_cast<std::size_t>(cap));
       bin_keys.resize(static_cast<std::size_t>(kHistBins) + 1);
       bin_counts.resize(static_cast<std::size_t>(kHistBins) + 1);
@@ -360,11 +426,23 @@ struct Extras {
 
   // One chunk: `len` keyed configs from `keyed`, whose first group is g0.
   template <class Policy, class It>
-  void chunk(const Policy& pol, It keyed, std::int64_t len, std::int64_t g0, SweepSummary& sum) {
+  // histogram_done: the chunk's latencies are already in sum.histogram.
+  // known: some of the chunk's configs (the OpenMP blocks' fastest), or none: the k-th
+  // fastest of them bounds the chunk's k-th, so only configs up to it can enter the top k.
+  void chunk(const Policy& pol, It keyed, std::int64_t len, std::int64_t g0, SweepSummary& sum, bool histogram_done,
+             std::vector<Keyed> known) {
     if (red.top_k > 0) {
       const std::size_t k = static_cast<std::size_t>(red.top_k);
-      const FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
-                                                : FasterThan{sum.top.back().latency_ps, sum.top.back().index};
+      FasterThan cut = sum.top.size() < k ? FasterThan{INT64_MAX, 0}
+                                          : FasterThan{sum.top.back().latency_ps, sum.top.back().index};
+      known.erase(std::remove_if(known.begin(), known.end(), [](const Keyed& x) { return x.latency == INT64_MAX; }),
+                  known.end());
+      if (known.size() >= k) {
+        std::nth_element(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(k - 1), known.end(), ByLatency{});
+        const Keyed& kth = known[k - 1];
+        if (kth.latency < cut.latency || (kth.latency == cut.latency && kth.index < cut.index))
+          cut = FasterThan{kth.latency, kth.index + 1};  // the k-th itself stays in
+      }
       const auto pk = pick.begin();
       const std::int64_t n = thrust::copy_if(pol, keyed, keyed + len, pk, cut) - pk;
       thrust::sort(pol, pk, pk + n, ByLatency{});
@@ -376,7 +454,7 @@ struct Extras {
       });
       if (sum.top.size() > k) sum.top.resize(k);
     }
-    if (red.histogram) {
+    if (red.histogram && !histogram_done) {
       if (sum.histogram.empty()) sum.histogram.assign(static_cast<std::size_t>(kHistBins), 0);
       thrust::transform(pol, keyed, keyed + len, bins.begin(), BinOf{});
       thrust::sort(pol, bins.begin(), bins.begin() + len);
@@ -434,24 +512,48 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   const std::int64_t cap = std::max<std::int64_t>(1, std::min(chunk, total - red.begin));
   typename Sys::template vec<Keyed> keyed_store(static_cast<std::size_t>(cap));
   const auto keyed = keyed_store.begin();
-  Extras<Sys> extras(red, cap);
+  Extras<Sys> extras(red, cap, Sys::kEvalBlock == 1);
   for (std::int64_t start = red.begin; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
-    if constexpr (Sys::kEvalBlock > 1) {
+    bool histogram_done = false;
+    std::vector<Keyed> fastest;  // OpenMP: each block's fastest config
+    if constexpr (Sys::kEvalBlock > 1) {  // one pass: evaluation, tally, winners, histogram
       const std::int64_t blocks = (len + Sys::kEvalBlock - 1) / Sys::kEvalBlock;
+      std::vector<std::int64_t> by_status(kMaxStatuses, 0), hist(red.histogram ? kHistBins : 0, 0);
+      std::uint64_t checksum = 0;
+      const bool winners = view.group_stride >= Sys::kEvalBlock;  // at most two groups per block
+      std::vector<Keyed> firsts(winners ? static_cast<std::size_t>(blocks) : 0), lasts(firsts.size());
+      fastest.resize(static_cast<std::size_t>(blocks));
+      const BlockSums sums{by_status.data(), &checksum, red.histogram ? hist.data() : nullptr,
+                           winners ? firsts.data() : nullptr, winners ? lasts.data() : nullptr, fastest.data()};
       thrust::counting_iterator<std::int64_t> items(0);
       thrust::for_each(pol, items, items + blocks,
-                       EvalBlock<Model>{view, start, len, Sys::kEvalBlock, blocks, scatter_stride(blocks),
-                                        thrust::raw_pointer_cast(&*keyed)});
+                       EvalBlock<Model, N>{view, start, len, Sys::kEvalBlock, blocks, scatter_stride(blocks),
+                                           thrust::raw_pointer_cast(&*keyed), sums});
+      Tally<N> t{};
+      for (int x = 0; x < N; ++x) t.by_status[x] = by_status[static_cast<std::size_t>(x)];
+      t.checksum = checksum;
+      add_tally(sum, t);
+      if (winners) {
+        merge(sum, firsts);
+        merge(sum, lasts);
+      } else {
+        merge(sum, best_of(keyed, start, len));
+      }
+      if (red.histogram) {
+        if (sum.histogram.empty()) sum.histogram.assign(static_cast<std::size_t>(kHistBins), 0);
+        for (std::size_t x = 0; x < hist.size(); ++x) sum.histogram[x] += hist[x];
+        histogram_done = true;
+      }
     } else {
       thrust::counting_iterator<std::int64_t> first(start);
       thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
+      Sys::check();
+      add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},
+                                              AddTally<N>{}));
+      merge(sum, best_of(keyed, start, len));
     }
-    Sys::check();
-    add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},
-                                            AddTally<N>{}));
-    merge(sum, best_of(keyed, start, len));
-    extras.chunk(pol, keyed, len, start / view.group_stride, sum);
+    extras.chunk(pol, keyed, len, start / view.group_stride, sum, histogram_done, fastest);
     Sys::check();
     sum.evaluated += len;
     if (red.progress) red.progress(sum.evaluated);
