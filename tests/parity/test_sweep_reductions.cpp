@@ -190,7 +190,7 @@ TEST(SweepReductions, MatchBruteForceForEveryCost) {
 }
 
 // The filter an OpenMP block applies before the chunk's Pareto step marks only configs off
-// their group's front; and while its running front has room (fewer than 16 costs), exactly
+// their group's front; and while its running front has room (fewer than 32 costs), exactly
 // the configs an earlier config of their group beats. Random blocks with many ties,
 // several groups, invalid configs, and fronts longer than the filter keeps.
 TEST(SweepReductions, BlockFilterMarksOnlyConfigsOffTheFront) {

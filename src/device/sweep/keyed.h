@@ -28,7 +28,7 @@ constexpr std::int64_t kBeaten = INT64_MIN;
 // Exact whatever it misses: unmarked configs go on to the chunk's own front. Host code
 // (the OpenMP blocks).
 inline void mark_beaten(Keyed* k, std::int64_t n) {
-  constexpr int kFront = 16;
+  constexpr int kFront = 32;
   std::int64_t cost[kFront], lat[kFront];
   int size = 0;
   std::int64_t group = -1;

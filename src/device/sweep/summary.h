@@ -46,10 +46,22 @@ struct ParetoPoint {
   std::int64_t index;
 };
 
+// floor(log2(x)) for x >= 1.
+KB_HD inline std::int32_t floor_log2(std::uint64_t x) {
+#if defined(__CUDA_ARCH__)
+  return 63 - __clzll(static_cast<long long>(x));
+#elif defined(__GNUC__) || defined(__clang__)
+  return 63 - __builtin_clzll(x);
+#else
+  std::int32_t e = 0;
+  while (x >>= 1) ++e;
+  return e;
+#endif
+}
+
 KB_HD inline std::int32_t hist_bin(ps_t latency) {
   if (latency < 1) return 0;
-  std::int32_t e = 0;
-  while (e < 60 && (latency >> (e + 1)) != 0) ++e;
+  const std::int32_t e = static_cast<std::int32_t>(imin(60, floor_log2(static_cast<std::uint64_t>(latency))));
   const std::int64_t sub = e >= 3 ? (latency >> (e - 3)) & 7 : (latency << (3 - e)) & 7;
   return e * kHistBinsPerOctave + static_cast<std::int32_t>(sub);
 }
