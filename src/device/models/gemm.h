@@ -477,50 +477,45 @@ struct Costs {
 // number of PEs a cube's block keeps busy) for the totals and the walks alike, rather than
 // per run of tiles (the divisions in the transfer and cycle helpers dominated the model).
 struct TileKinds {
-  TileBlock t[2][2];
-  std::int64_t cycles[2][2][2];  // [last row][last column][last k-slice]
-  std::int64_t mi[2], nj[2];     // tile rows by [last row], tile columns by [last column]
-  // Sizes that are not ragged repeat the full ones: each transfer and cycle count is
-  // computed once per distinct size (64-bit divisions dominate this costing).
+  TileBlock t[2][2];          // filled where the last row or column is ragged; see at()
+  std::int64_t mi[2], nj[2];  // tile rows by [last row], tile columns by [last column]
+  bool ragged_m, ragged_n;
+  // The tile of the last row (a) or not, and of the last column (b) or not: last rows and
+  // columns that are not ragged hold regular tiles.
+  KB_HD const TileBlock& at(int a, int b) const { return t[a && ragged_m][b && ragged_n]; }
+  // Only the distinct tiles are filled, and each transfer and cycle count is computed once
+  // per distinct size (64-bit divisions dominate this costing).
   // Filled in place (the struct is large enough that returning it by value showed in profiles).
   KB_HD void set(const GemmConfig& g, const Costs& cost, std::int64_t m_last, std::int64_t n_last) {
     TileKinds& k = *this;
     k.mi[0] = g.tile_m, k.mi[1] = m_last, k.nj[0] = g.tile_n, k.nj[1] = n_last;
+    k.ragged_m = m_last != g.tile_m, k.ragged_n = n_last != g.tile_n;
+    const int na = k.ragged_m ? 2 : 1, nb = k.ragged_n ? 2 : 1, nq = cost.k_last != g.tile_k ? 2 : 1;
     const std::int64_t kc[2] = {g.tile_k, cost.k_last};
-    const bool same_m = m_last == g.tile_m, same_n = n_last == g.tile_n, same_k = cost.k_last == g.tile_k;
-    ps_t load_a[2][2], load_b[2][2], store[2][2];  // [mi][kc], [kc][nj], [mi][nj]
-    for (int a = 0; a < 2; ++a)
-      for (int q = 0; q < 2; ++q) {
-        load_a[a][q] = a && same_m ? load_a[0][q] : q && same_k ? load_a[a][0] : cost.xfer(2 * k.mi[a] * kc[q]);
-        load_b[q][a] = a && same_n ? load_b[q][0] : q && same_k ? load_b[0][a] : cost.xfer(2 * kc[q] * k.nj[a]);
-      }
-    for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b)
-        store[a][b] = a && same_m ? store[0][b] : b && same_n ? store[a][0] : cost.xfer(2 * k.mi[a] * k.nj[b]);
-    ps_t mm[2][2][2];
-    for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b)
-        for (int q = 0; q < 2; ++q) {
-          const bool again = (a && same_m) || (b && same_n) || (q && same_k);
-          const int a0 = a && same_m ? 0 : a, b0 = b && same_n ? 0 : b, q0 = q && same_k ? 0 : q;
-          k.cycles[a][b][q] = again ? k.cycles[a0][b0][q0] : cost.cycles(k.mi[a], k.nj[b], kc[q]);
-          mm[a][b][q] = again ? mm[a0][b0][q0] : cycles_ps(k.cycles[a][b][q], g.hw.clock_mhz);
-        }
-    for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b) {
+    ps_t load_a[2][2], load_b[2][2];  // [mi][kc], [kc][nj]
+    for (int q = 0; q < nq; ++q) {
+      for (int a = 0; a < na; ++a) load_a[a][q] = cost.xfer(2 * k.mi[a] * kc[q]);
+      for (int b = 0; b < nb; ++b) load_b[q][b] = cost.xfer(2 * kc[q] * k.nj[b]);
+    }
+    for (int a = 0; a < na; ++a)
+      for (int b = 0; b < nb; ++b) {
         TileBlock& t = k.t[a][b];
         t.memo.clear();
-        for (int q = 0; q < 2; ++q) {
+        std::int64_t cycles[2];
+        for (int q = 0; q < nq; ++q) {
           Step& st = q ? t.last : t.body;
+          cycles[q] = cost.cycles(k.mi[a], k.nj[b], kc[q]);
           st.load = load_a[a][q] + load_b[q][b];
-          st.mm = mm[a][b][q];
-          st.store = q ? store[a][b] : -1;
+          st.mm = cycles_ps(cycles[q], g.hw.clock_mhz);
         }
+        if (nq == 1) t.last = t.body, cycles[1] = cycles[0];  // the last k-slice is a full one
+        t.body.store = -1;
+        t.last.store = cost.xfer(2 * k.mi[a] * k.nj[b]);
         t.kt = cost.kt;
         const std::int64_t body = cost.kt - 1;
         t.busy = Busy{sat_add(sat_mul(body, t.body.mm), t.last.mm),
                       sat_add(sat_add(sat_mul(body, t.body.load), t.last.load), t.last.store)};
-        t.cycles = sat_add(sat_mul(body, k.cycles[a][b][0]), k.cycles[a][b][1]);
+        t.cycles = sat_add(sat_mul(body, cycles[0]), cycles[1]);
         t.bound = sat_add(t.busy.dma, sat_mul(2 * cost.kt + 1, cost.lat));
       }
   }
@@ -573,8 +568,8 @@ KB_HD inline void walk_tiles(Pipe* p, const Ctx& c, const TileKinds& tk, const R
   for_each_row_run(span, blk.width, [&](std::int64_t count, std::int64_t i, std::int64_t j0, std::int64_t j1) {
     const int last = i == blk.last_row;
     RowBlock rb;
-    rb.regular = &tk.t[last][0];
-    rb.edge = &tk.t[last][1];
+    rb.regular = &tk.at(last, 0);
+    rb.edge = &tk.at(last, 1);
     rb.has_edge = j1 == blk.last_col;
     rb.nregular = j1 - j0 + (rb.has_edge ? 0 : 1);
     const std::int64_t regular = count * rb.nregular;
@@ -699,7 +694,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
   Memo2 rows;
   rows.clear();
   auto kind = [&](std::int64_t t) -> const TileBlock& {
-    return tk.t[t / blk.width == blk.last_row][t % blk.width == blk.last_col];
+    return tk.at(t / blk.width == blk.last_row, t % blk.width == blk.last_col);
   };
   EvenSplit ranges(units, g.pes);  // gemm_unit_start, walked
   for (std::int64_t pe = 0; pe < g.pes; ++pe) {
@@ -873,7 +868,7 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
       for (int b = 0; b < 2; ++b) {
         const std::int64_t tiles = mc[a] * nc[b];
         if (tiles == 0) continue;
-        const TileBlock& t = tk.t[a][b];
+        const TileBlock& t = tk.at(a, b);
         r.mac_cycles = sat_add(r.mac_cycles, sat_mul(tiles, t.cycles));
         r.matrix_busy_ps = sat_add(r.matrix_busy_ps, sat_mul(tiles, t.busy.matrix));
         r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, t.busy.dma));
