@@ -121,10 +121,12 @@ TEST(SweepReductions, ZippedAxesDecodeToTheirTuples) {
 TEST(SweepReductions, MatchBruteForceForEveryCost) {
   const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
   for (int zipped : {0, 1})
-  for (int grouping : {zipped ? 1 : 3, 0, -1})  // -1: by every axis, a group per config
+  // -1: by every axis, a group per config; -2: by all but the last axis, groups
+  // shorter than an OpenMP block (several per block)
+  for (int grouping : {zipped ? 1 : 3, 0, -1, -2})
     for (ParetoCost kind : {ParetoCost::pes, ParetoCost::sram, ParetoCost::hbm}) {
-      const int group_axes =
-          grouping >= 0 ? grouping : static_cast<int>((zipped ? zipped_space(topo) : testing::reduction_space(topo)).axes.size());
+      const int naxes = static_cast<int>((zipped ? zipped_space(topo) : testing::reduction_space(topo)).axes.size());
+      const int group_axes = grouping >= 0 ? grouping : naxes + 1 + grouping;
       SCOPED_TRACE("zipped " + std::to_string(zipped) + ", group_axes " + std::to_string(group_axes) + ", cost " +
                    std::to_string(static_cast<int>(kind)));
       batched::Space space = zipped ? zipped_space(topo) : testing::reduction_space(topo);
@@ -287,6 +289,16 @@ TEST(SweepReductions, TopKOutOfRangeIsAnInputError) {
   GemmReductions red;
   red.top_k = batched::kMaxTopK + 1;
   EXPECT_THROW(sweep(BackendKind::omp, testing::reduction_space(topo), 4096, 2, red), InputError);
+}
+
+// A field set by two axes would decode differently from the OpenMP blocks' counting on
+// (only the axes that change are rewritten): refused, whatever builds the space.
+TEST(SweepReductions, TwoAxesOnOneFieldAreAnInputError) {
+  const TopologySpec topo = load_topology(data_dir() + "/topologies/default.yaml");
+  batched::Space space = testing::reduction_space(topo);
+  batched::Space::Axis again = space.axes[3];  // tile_m, swept a second time
+  space.axes.push_back(again);
+  EXPECT_THROW(sweep(BackendKind::omp, space, 4096, 2, GemmReductions{}), InputError);
 }
 
 }  // namespace

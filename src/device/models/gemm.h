@@ -472,10 +472,10 @@ struct Costs {
   }
 };
 
-// The four tiles of a cube's schedule, by (last tile row?, last tile column?), and the
-// matrix-engine cycles of their full and last k-slices: computed once per HBM share (the
-// number of PEs a cube's block keeps busy) for the totals and the walks alike, rather than
-// per run of tiles (the divisions in the transfer and cycle helpers dominated the model).
+// The tiles of a cube's schedule, by (last tile row?, last tile column?): their steps, busy
+// times and matrix-engine cycles, computed once per HBM share (the number of PEs a cube's
+// block keeps busy) for the totals and the walks alike, rather than per run of tiles (the
+// divisions in the transfer and cycle helpers dominated the model).
 struct TileKinds {
   TileBlock t[2][2];          // filled where the last row or column is ragged; see at()
   std::int64_t mi[2], nj[2];  // tile rows by [last row], tile columns by [last column]
@@ -508,8 +508,8 @@ struct TileKinds {
           st.load = load_a[a][q] + load_b[q][b];
           st.mm = cycles_ps(cycles[q], g.hw.clock_mhz);
         }
-        if (nq == 1) t.last = t.body, cycles[1] = cycles[0];  // the last k-slice is a full one
         t.body.store = -1;
+        if (nq == 1) t.last = t.body, cycles[1] = cycles[0];  // the last k-slice is a full one
         t.last.store = cost.xfer(2 * k.mi[a] * k.nj[b]);
         t.kt = cost.kt;
         const std::int64_t body = cost.kt - 1;
@@ -587,7 +587,7 @@ KB_HD inline Ctx ctx_of(const GemmConfig& g) { return Ctx{g.buffers, g.hw.hbm_la
 // Finish time of one PE whose `tiles` tiles of its cube's block are `span`; adds its busy
 // times. Single-buffered, a PE is serial (every load waits for the matmul before it, which
 // waits for its own loads), so it finishes after its busy times and one HBM latency per
-// step and one more for the last store: closed form, no walk (docs/model.md, 7.6).
+// step and one more for the last store: closed form, no walk (docs/model.md, 9.3).
 KB_HD inline ps_t worker_latency(const GemmConfig& g, const TileKinds& tk, const RowSpan& span, const BlockShape& blk,
                                  std::int64_t tiles, Memo2& rows, Busy& busy) {
   const Ctx c = ctx_of(g);
@@ -958,7 +958,11 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
         if (end_col >= w) end_col -= w, ++end_row;
         // Where a range starts matters only when the block has a ragged last column and the
-        // range spans rows or reaches that column.
+        // range spans rows or reaches that column. A range that reaches a ragged last row
+        // is walked unless it matches the previous PE's, whose result it may then take:
+        // its own is no larger (a ragged tile's every transfer and matmul is no longer, and
+        // the recurrence is monotone), and only the largest over the PEs is kept. The PE
+        // after it is always walked.
         const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
         const std::int64_t col = (one_row && !at_edge) || blk.last_col < 0 ? 0 : lo_col;
         if (col != seen_col || len != seen_len) {

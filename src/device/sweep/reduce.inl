@@ -54,9 +54,9 @@ KB_HD inline void set_at(Config& c, std::int64_t offset, std::int64_t v) {
 template <class Config>
 KB_PLAIN_COPY_LOOP inline void copy_words(Config& dst, const Config& src) {
   static_assert(sizeof(Config) % 8 == 0, "a Config is int64 fields");
-  auto* d = reinterpret_cast<std::int64_t*>(&dst);
-  const auto* s = reinterpret_cast<const std::int64_t*>(&src);
-  for (std::size_t i = 0; i < sizeof(Config) / 8; ++i) d[i] = s[i];
+  auto* d = reinterpret_cast<unsigned char*>(&dst);
+  const auto* s = reinterpret_cast<const unsigned char*>(&src);
+  for (std::size_t i = 0; i < sizeof(Config); i += 8) memcpy(d + i, s + i, 8);
 }
 
 template <class Model>

@@ -1,5 +1,7 @@
 #include "backend.h"
 
+#include <set>
+
 #include "../common/error.h"
 
 namespace kb {
@@ -41,6 +43,12 @@ void validate_sweep(const batched::Space& space, std::int64_t chunk, const batch
       if (o < 0 || o + 8 > static_cast<std::int64_t>(space.base.size()) || o % 8 != 0)
         throw InputError("sweep space: an axis sets no field of the config");
   }
+  // Each field set by one axis only: decoding an index and counting on from the previous
+  // one (the OpenMP blocks) must give the same config.
+  std::set<std::int64_t> fields;
+  for (const auto& a : space.axes)
+    for (std::int64_t o : a.offsets)
+      if (!fields.insert(o).second) throw InputError("sweep space: two axes set the same field");
   if (space.group_axes < 0 || space.group_axes > static_cast<int>(space.axes.size()))
     throw InputError("sweep space: group_axes out of range");
   if (chunk < 1 || chunk > (INT64_C(1) << 30)) throw InputError("sweep chunk must be in 1..2^30");
