@@ -270,8 +270,6 @@ struct Shape {
   KB_HD bool operator==(const Shape& o) const { return mm1 == o.mm1 && mm2 == o.mm2 && st1 == o.st1 && st2 == o.st2; }
 };
 
-KB_HD inline bool same_shape(const Pipe& a, const Pipe& b) { return Shape::of(a) == Shape::of(b); }
-
 // What a homogeneous map made of a state of shape `in`: dfree advanced by `advance`, the
 // state of shape `out`. Replaying it on any state of shape `in` is exact.
 struct Replay {
@@ -293,33 +291,6 @@ KB_HD inline void shift(Pipe& p, ps_t d) {
   p.mm2 += d;
 }
 
-// Applies `block` `count` times, jumping once the state repeats with period 1 or 2.
-template <class Block>
-KB_HD void repeat(Pipe& p, std::int64_t count, const Block& block, const Ctx& c) {
-  Pipe prev1 = p, prev2 = p;
-  for (std::int64_t i = 0; i < count; ++i) {
-    block(p, c);
-    const std::int64_t rest = count - 1 - i;
-    if (rest == 0) return;
-    if (i >= 1 && same_shape(p, prev1)) {
-      shift(p, rest * (p.dfree - prev1.dfree));
-      return;
-    }
-    if (i >= 2 && same_shape(p, prev2)) {
-      shift(p, (rest / 2) * (p.dfree - prev2.dfree));
-      if (rest % 2) block(p, c);
-      return;
-    }
-    prev2 = prev1;
-    prev1 = p;
-  }
-}
-
-struct StepBlock {
-  Step s;
-  KB_HD void operator()(Pipe& p, const Ctx& c) const { apply_step(p, s, c); }
-};
-
 // `count` k-slices of one step kind that owe no store. Single-buffered, the run is in
 // closed form after its first step: that step leaves the matmul end A >= the DMA's free
 // time, so every later step loads from A (dfree = A + load) and computes at once
@@ -329,10 +300,11 @@ struct StepBlock {
 // to f(v) = max(λ, v) + X − max(0, v) − L and advances D by max(0, v) + L. f is constant
 // for v >= λ and for v < 0 and a reflection in between, so v repeats with period one or
 // two within a few steps (docs/model.md, 9.2); the run is iterated on v alone until then.
+// (s.store < 0: a full k-slice; buffers is 1 or 2, gemm_check.)
 KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ctx& c) {
   if (count <= 0) return;
-  if (c.buffers == 1 && s.store < 0) {
-    apply_step(p, s, c);
+  apply_step(p, s, c);
+  if (c.buffers == 1) {
     if (count >= 2) {
       const ps_t d = s.load + c.hbm_lat + s.mm, a1 = p.mm1;
       p.mm2 = a1 + (count - 2) * d;
@@ -342,12 +314,8 @@ KB_HD inline void run_steps(Pipe& p, std::int64_t count, const Step& s, const Ct
     }
     return;
   }
-  if (c.buffers != 2 || s.store >= 0 || count <= 2) {
-    repeat(p, count, StepBlock{s}, c);
-    return;
-  }
-  apply_step(p, s, c);
-  apply_step(p, s, c);
+  if (count >= 2) apply_step(p, s, c);
+  if (count <= 2) return;
   const ps_t L = s.load, X = s.mm, lat = c.hbm_lat;
   auto advance = [&](ps_t v) { return imax(0, v) + L; };
   auto f = [&](ps_t v) { return imax(lat, v) + X - imax(0, v) - L; };

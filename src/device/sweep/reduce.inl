@@ -59,17 +59,33 @@ KB_PLAIN_COPY_LOOP inline void copy_words(Config& dst, const Config& src) {
   for (std::size_t i = 0; i < sizeof(Config); i += 8) memcpy(d + i, s + i, 8);
 }
 
+// Sets axis a's fields of c to its value number d.
+template <class Config>
+KB_HD inline void set_axis(const SpaceView<Config>& s, Config& c, std::int32_t a, std::int64_t d) {
+  const std::int64_t* axis = s.data + 3 * a;
+  const std::int64_t width = axis[0];
+  const std::int64_t* offsets = s.data + axis[2];
+  const std::int64_t* values = offsets + width + d * width;
+  for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
+}
+
+// The base config with index i's axis values; digit[a], when given, receives axis a's
+// value number.
+template <class Config>
+KB_HD inline Config decode_raw(const SpaceView<Config>& s, std::int64_t i, std::int64_t* digit = nullptr) {
+  Config c = s.base;
+  for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
+    const std::int64_t length = s.data[3 * a + 1], next = div_fast(i, length), d = i - next * length;
+    i = next;
+    if (digit) digit[a] = d;
+    set_axis(s, c, a, d);
+  }
+  return c;
+}
+
 template <class Model>
 KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Config>& s, std::int64_t i) {
-  typename Model::Config c = s.base;
-  for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
-    const std::int64_t* axis = s.data + 3 * a;
-    const std::int64_t width = axis[0], next = div_fast(i, axis[1]), d = i - next * axis[1];
-    i = next;
-    const std::int64_t* offsets = s.data + axis[2];
-    const std::int64_t* values = offsets + width + d * width;
-    for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
-  }
+  typename Model::Config c = decode_raw(s, i);
   Model::complete(c);
   return c;
 }
@@ -79,15 +95,20 @@ struct EvalOne {
   KB_HD typename Model::Result operator()(const typename Model::Config& c) const { return Model::evaluate(c); }
 };
 
+// Config i of group `group`, completed as c and evaluated as r, as the reductions see it.
+template <class Model>
+KB_HD inline Keyed keyed_of(const SpaceView<typename Model::Config>& s, std::int64_t group, std::int64_t i,
+                            const typename Model::Config& c, const typename Model::Result& r) {
+  const bool ok = r.status == 0;
+  return Keyed{group, ok ? r.latency_ps : INT64_MAX, i, ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+}
+
 template <class Model>
 struct EvalIndex {
   SpaceView<typename Model::Config> s;
   KB_HD Keyed operator()(std::int64_t i) const {
     const typename Model::Config c = decode<Model>(s, i);
-    const typename Model::Result r = Model::evaluate(c);
-    const bool ok = r.status == 0;
-    return Keyed{div_fast(i, s.group_stride), ok ? r.latency_ps : INT64_MAX, i,
-                 ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+    return keyed_of<Model>(s, div_fast(i, s.group_stride), i, c, Model::evaluate(c));
   }
 };
 
@@ -125,16 +146,8 @@ struct EvalBlock {
     const std::int64_t b = j * stride % blocks;  // j, stride < blocks <= 2^30
     std::int64_t i = start + b * block;
     const std::int64_t end = imin(i + block, start + len);
-    typename Model::Config raw = s.base;
     std::int64_t digit[64];  // the sweep engine accepts at most 64 axes (validate_sweep)
-    std::int64_t rest = i;
-    for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
-      const std::int64_t* axis = s.data + 3 * a;
-      const std::int64_t next = div_fast(rest, axis[1]);
-      digit[a] = rest - next * axis[1];
-      rest = next;
-      set_axis(raw, a, digit[a]);
-    }
+    typename Model::Config raw = decode_raw(s, i, digit);
     const std::int64_t first = i;
     std::int64_t group = div_fast(i, s.group_stride), in_group = i - group * s.group_stride;
     std::int64_t by_status[N] = {};
@@ -151,8 +164,7 @@ struct EvalBlock {
       Model::complete(c);
       const typename Model::Result r = Model::evaluate(c);
       const bool ok = r.status == 0;
-      const Keyed k{group, ok ? r.latency_ps : INT64_MAX, i,
-                    ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+      const Keyed k = keyed_of<Model>(s, group, i, c, r);
       out[i - start] = k;
       ++by_status[ok ? 0 : r.status];
       if (ok) {
@@ -171,7 +183,7 @@ struct EvalBlock {
       for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
         const bool carry = ++digit[a] == s.data[3 * a + 1];
         if (carry) digit[a] = 0;
-        set_axis(raw, a, digit[a]);
+        set_axis(s, raw, a, digit[a]);
         if (!carry) break;
       }
     }
@@ -187,14 +199,6 @@ struct EvalBlock {
     if (sums.histogram)
       for (int x = 0; x < kHistBins; ++x)
         if (hist[x]) __atomic_fetch_add(&sums.histogram[x], static_cast<std::int64_t>(hist[x]), __ATOMIC_RELAXED);
-  }
-  // Sets axis a's fields of c to its value number d.
-  void set_axis(typename Model::Config& c, std::int32_t a, std::int64_t d) const {
-    const std::int64_t* axis = s.data + 3 * a;
-    const std::int64_t width = axis[0];
-    const std::int64_t* offsets = s.data + axis[2];
-    const std::int64_t* values = offsets + width + d * width;
-    for (std::int64_t w = 0; w < width; ++w) set_at(c, offsets[w], values[w]);
   }
 };
 
