@@ -169,7 +169,7 @@ void run_ccl_milestone(BenchContext& ctx) {
   write_topology_diagram(ring, ctx.out_dir + "/ccl_topology_ring8.png");
   const double eval_s = std::chrono::duration<double>(t1 - t0).count();
   out << "parity: " << (configs.size() - mismatches) << "/" << configs.size()
-      << " points identical between the reference engine and the batched model (" << to_string(backend) << "); "
+      << " points identical between the reference engine and the batched model (batched backend: " << to_string(backend) << "); "
       << invalid.size() << " points do not fit (listed under \"invalid\")\n";
   out << "direct launch: " << direct_same << "/" << direct_checked
       << " ring allreduce points with the library's timeline, op for op\n";

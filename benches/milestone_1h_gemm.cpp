@@ -88,7 +88,7 @@ void run_gemm_milestone(BenchContext& ctx) {
   write_file_atomic(json_path, doc.dump(2) + "\n");
   write_file_atomic(ctx.out_dir + "/gemm_sweep.csv", table.csv());
   out << "parity: " << (configs.size() - mismatches) << "/" << configs.size()
-      << " configs identical between the reference engine and the batched model (" << to_string(backend) << ")\n";
+      << " configs identical between the reference engine and the batched model (batched backend: " << to_string(backend) << ")\n";
   if (mismatches) throw InternalError("parity failure: " + first_mismatch, __FILE__, __LINE__);
   render_figures(kPlot, json_path, ctx.out_dir);
   out << "wrote " << json_path << ", gemm_sweep.csv and 3 figures to " << ctx.out_dir << "\n";

@@ -287,7 +287,7 @@ void run_decode_milestone(BenchContext& ctx) {
       << "\n";
   const double eval_s = std::chrono::duration<double>(t1 - t0).count();
   out << "parity: " << (pts.size() - invalid) << "/" << (pts.size() - invalid)
-      << " points identical between the reference engine and the batched model (" << to_string(backend) << ")";
+      << " points identical between the reference engine and the batched model (batched backend: " << to_string(backend) << ")";
   if (invalid) out << "; " << invalid << " points do not fit the SRAM or HBM";
   out << "\ntime: batched " << eval_s * 1e3 << " ms for " << pts.size() << " points; reference per panel (ms):";
   for (int k = 1; k <= 4; ++k) out << " case " << k << " " << ref_s[k] * 1e3;

@@ -68,6 +68,8 @@ build_here() {
   if [ -n "${1:-}" ]; then
     extra=(-DCMAKE_PREFIX_PATH="$1/usr;$1/usr/lib/x86_64-linux-gnu/cmake;$1/usr/share/cmake")
   fi
+  # The presets use Ninja; a machine without it builds with make.
+  command -v ninja >/dev/null || extra+=(-G "Unix Makefiles")
   cmake --preset sm90 "${extra[@]}" > "$work/configure.log" 2>&1 || { tail -20 "$work/configure.log"; die "configure failed"; }
   cmake --build --preset sm90 -j"$(nproc)" --target kb_gpu_tests kb_benchmarks kernbench-gpu \
     > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; die "build failed"; }

@@ -3,7 +3,7 @@
 # everything is already there. The CUDA toolkit is optional and not installed here.
 set -euo pipefail
 
-pkgs=(cmake g++ make pkg-config libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
+pkgs=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
       libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache openmpi-bin libopenmpi-dev)
 
 missing=()

@@ -1,16 +1,13 @@
-// OpenMP backend: the generic Thrust code on thrust::omp, built by the host compiler, for
-// every family of families.h. Also the host-side helpers that need a family's types.
+// OpenMP backend: the dispatch to each family's unit (omp_family.h, instantiated per family
+// in generated units), and the host-side helpers that need a family's types.
 #include <omp.h>
-#include <thrust/reduce.h>
-#include <thrust/system/omp/execution_policy.h>
-#include <thrust/system/omp/vector.h>
-#include <thrust/transform_reduce.h>
 
 #include <cstddef>
 #include <stdexcept>
 #include <type_traits>
 
 #include "../sweep/reduce.inl"
+#include "family_units.h"
 
 namespace kb::batched {
 
@@ -22,29 +19,6 @@ struct ThreadScope {
   }
   ~ThreadScope() { omp_set_num_threads(saved); }
 };
-struct OmpSys {
-  template <class T>
-  using vec = thrust::omp::vector<T>;
-  static void check() {}
-  static constexpr std::int64_t kEvalBlock = 256;
-};
-
-template <class Model>
-void eval_impl(const void* configs, std::size_t n, void* results) {
-  const auto* in = static_cast<const typename Model::Config*>(configs);
-  thrust::transform(thrust::omp::par, in, in + n, static_cast<typename Model::Result*>(results),
-                    detail::EvalOne<Model>{});
-}
-
-template <class Model>
-SweepSummary sweep_impl(const Space& space, const Reductions& red, std::int64_t chunk) {
-  using namespace detail;
-  const std::vector<std::int64_t> flat = flatten_values(space);
-  BestByKey<OmpSys> best(std::min(chunk, space.size()), space.size() / space.groups());
-  return sweep_chunks<OmpSys, Model>(thrust::omp::par, space, flat.data(), red, chunk,
-                                     [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
-}
-
 [[noreturn]] void unknown_family() { throw std::logic_error("unknown workload family"); }
 }  // namespace
 
@@ -53,7 +27,7 @@ SweepSummary sweep_impl(const Space& space, const Reductions& red, std::int64_t 
 
 void eval_omp(Family f, const void* configs, std::size_t n, void* results, int threads) {
   ThreadScope scope(threads);
-#define CALL(Model) eval_impl<Model>(configs, n, results)
+#define CALL(Model) eval_omp_family<Model>(configs, n, results)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
   unknown_family();
@@ -61,7 +35,7 @@ void eval_omp(Family f, const void* configs, std::size_t n, void* results, int t
 
 SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t chunk, int threads) {
   ThreadScope scope(threads);
-#define CALL(Model) sweep_impl<Model>(space, red, chunk)
+#define CALL(Model) sweep_omp_family<Model>(space, red, chunk)
   switch (space.family) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
   unknown_family();
