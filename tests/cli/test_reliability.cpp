@@ -81,7 +81,13 @@ TEST(Reliability, StrictInput) {
   EXPECT_EQ(nl.code, 2);
   EXPECT_EQ(std::count(nl.err.begin(), nl.err.end(), '\n'), 1) << nl.err;
   EXPECT_NE(nl.err.find("8\\x0a19x"), std::string::npos) << nl.err;
-  expect_input_error(run("topo check /dev/zero"), "larger than 16 MiB");
+  expect_input_error(run("topo check /dev/zero"), "not a regular file");
+  {
+    const std::string big = fresh_dir("kb_big_input.yaml");
+    std::ofstream(big) << std::string((std::size_t{16} << 20) + 1, '#');
+    expect_input_error(run("topo check '" + big + "'"), "larger than 16 MiB");
+    std::filesystem::remove(big);
+  }
 }
 
 // A place results cannot go is an error before any work, not after it.

@@ -141,7 +141,7 @@ TEST(Shards, ASpaceTooLongToWaitForIsRefusedFirst) {
   const Result ok = run(space + " --chunk 1048576");
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("  estimate: about "), std::string::npos) << ok.out;
-  expect_input_error(run(space + " --max-hours -1"), "--max-hours: must be >= 0");
+  expect_input_error(run(space + " --max-hours -1"), "--max-hours -1: expected a number >= 0");
 }
 
 }  // namespace

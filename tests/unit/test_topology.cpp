@@ -65,7 +65,7 @@ TEST(Topology, OverrideChangesValueAndHash) {
 }
 
 TEST(Topology, MissingFile) {
-  EXPECT_EQ(error_of("/nonexistent/x.yaml"), "/nonexistent/x.yaml:1:1: (file): cannot open file");
+  EXPECT_EQ(error_of("/nonexistent/x.yaml"), "/nonexistent/x.yaml:1:1: (file): cannot open file (No such file or directory)");
 }
 
 TEST(Topology, NotYaml) {

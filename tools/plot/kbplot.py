@@ -142,10 +142,24 @@ def load_json(path: str, schema_name: str, major: int) -> dict:
     def _reject_constant(name: str) -> Any:
         raise ValueError(f"non-standard JSON constant {name}")
 
+    def _int64(digits: str) -> int:
+        v = int(digits)
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ValueError(f"the integer {digits[:24]}{'...' if len(digits) > 24 else ''} is outside int64")
+        return v
+
+    def _finite(digits: str) -> float:
+        v = float(digits)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"the number {digits[:24]} is not finite")
+        return v
+
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_int=_int64, parse_float=_finite)
     except json.JSONDecodeError as e:
         raise InputError(path, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise InputError(path, "invalid JSON: nested too deeply for a results document") from None
     except ValueError as e:
         raise InputError(path, f"invalid JSON: {e}") from None
 

@@ -38,7 +38,7 @@ def family_schema(path: str) -> str:
     try:
         with open(path, "r", encoding="utf-8") as f:
             doc = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return "kernbench-gpu/FAMILY-space-sweep"  # load_json says what is wrong
     s = doc.get("schema") if isinstance(doc, dict) else None
     if isinstance(s, str) and re.fullmatch(r"kernbench-gpu/[a-z0-9_]+-space-sweep", s):

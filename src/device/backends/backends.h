@@ -71,6 +71,14 @@ std::size_t hw_offset(Family f);       // offsetof(Model::Config, hw)
 // The family's `complete` (e.g. automatic tiles) and `evaluate`, on the host.
 void complete_config(Family f, void* config);
 void evaluate_host(Family f, const void* config, void* result);
+// What a sweep's reductions see of a (completed) config: its status, its latency, and its
+// cost of kind `pareto` (0: none), as the generic sweep engine computes them (keyed_of).
+struct HostFigures {
+  std::int32_t status;
+  std::int64_t latency_ps;  // INT64_MAX when status != 0
+  std::int64_t cost;        // 0 without a cost kind, the status when invalid
+};
+HostFigures figures_host(Family f, const void* config, int pareto);
 
 // OpenMP (Thrust's OpenMP system). threads <= 0: the OpenMP default.
 void eval_omp(Family f, const void* configs, std::size_t n, void* results, int threads);

@@ -92,6 +92,15 @@ void evaluate_impl(const void* config, void* result) {
   *static_cast<typename Model::Result*>(result) = Model::evaluate(*static_cast<const typename Model::Config*>(config));
 }
 template <class Model>
+HostFigures figures_impl(const void* config, int pareto) {
+  const auto& c = *static_cast<const typename Model::Config*>(config);
+  const typename Model::Result r = Model::evaluate(c);
+  detail::SpaceView<typename Model::Config> s{};
+  s.pareto = pareto;
+  const detail::Keyed k = detail::keyed_of<Model>(s, 0, 0, c, r);
+  return HostFigures{r.status, k.latency, k.cost};
+}
+template <class Model>
 void decode_impl(const Space& space, const std::int64_t* flat, std::int64_t i, void* config) {
   *static_cast<typename Model::Config*>(config) =
       detail::decode<Model>(detail::make_view<typename Model::Config>(space, flat), i);
@@ -107,6 +116,13 @@ void complete_config(Family f, void* config) {
 
 void evaluate_host(Family f, const void* config, void* result) {
 #define CALL(Model) evaluate_impl<Model>(config, result)
+  switch (f) { KB_FAMILIES(KB_DISPATCH) }
+#undef CALL
+  unknown_family();
+}
+
+HostFigures figures_host(Family f, const void* config, int pareto) {
+#define CALL(Model) figures_impl<Model>(config, pareto)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
   unknown_family();

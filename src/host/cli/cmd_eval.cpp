@@ -53,6 +53,7 @@ void cmd_eval(EvalArgs a) {
       throw InputError(h.flag + " " + a.hw_axes[h.name] + ": " + why + (a.hw_axes[h.name].find(',') != std::string::npos
                                                                             ? " (eval takes one value; sweep takes lists)"
                                                                             : ""));
+    a.topo.set_origin[a.topo.sets.size()] = h.flag + " " + a.hw_axes[h.name];
     a.topo.sets.push_back(h.path + "=" + a.hw_axes[h.name]);
   }
   if (a.engine != "reference" && a.engine != "batched" && a.engine != "both")
@@ -60,6 +61,7 @@ void cmd_eval(EvalArgs a) {
   if (a.backend != "auto" && a.backend != "cuda" && a.backend != "omp")  // even when no batched run uses it
     throw InputError("--backend " + a.backend + ": expected auto, cuda or omp");
   check_output_path("--trace", a.trace, "trace.json");
+  check_outputs_distinct({{"--topology", a.topo.path}}, {{"--trace", a.trace}});
   const TopologySpec topo = a.topo.load();
 
   std::vector<unsigned char> cfg = base_config(f, topo);
@@ -79,6 +81,8 @@ void cmd_eval(EvalArgs a) {
       const std::vector<std::int64_t> one = parse_axis_values(ax.flag, text);
       if (one.size() != 1) throw InputError(ax.flag + " " + text + ": expected one value (sweep " + f.name + " takes lists)");
       v = one[0];
+      if (ax.auto_value >= 0 && v == ax.auto_value && v < ax.lo)
+        throw InputError(ax.flag + " " + text + ": expected auto or a value from " + std::to_string(ax.lo));
     }
     set_int(cfg.data(), ax.offset, v);
   }

@@ -15,9 +15,14 @@ namespace kb {
 struct TopoArgs {
   std::string path;
   std::vector<std::string> sets;
+  // Where each entry of `sets` came from, when not --set ("--ipcq-gbps 5"): two entries
+  // for one field are refused, naming both.
+  std::map<std::size_t, std::string> set_origin;
   CLI::Option* given = nullptr;  // --topology, to tell an empty path from none
   void add(CLI::App* app, bool positional);
   TopologySpec load() const;
+  // The flag that set field `path` (e.g. "--set cube.hbm.bandwidth_gbps=819"), or "".
+  std::string setter_of(const std::string& path) const;
 };
 std::string default_topology();
 
@@ -36,20 +41,23 @@ struct SweepArgs {
   std::map<std::string, std::string> axes, hw_axes;
   std::map<std::string, CLI::Option*> given;
   std::vector<std::string> hw, zips;
+  // Numbers are taken as text and read by the one strict parser (decimal digits only);
+  // an option not given is empty, so that a space file's value applies unless it is.
   std::string group;
-  int top = 10;
+  std::string top;     // default 10
   std::string pareto;
   bool no_histogram = false;
   std::string backend = "auto";
-  std::int64_t chunk = 0;  // 0: 2^20 on OpenMP, 2^22 on CUDA
+  std::string chunk;   // 0 (default): 2^20 on OpenMP, 2^22 on CUDA
   bool json = false;
   std::string out, csv;
   TopoArgs topo;
   std::string space;       // a space file (src/host/sweep/space_file.h)
   std::string shard;       // "I/N": evaluate shard I of N and write its mergeable summary
-  int recheck = 10;        // re-run the N fastest configs on the reference engine (0: none)
-  double progress_every = 10;  // seconds between progress lines when stderr is not a terminal
-  double max_hours = 24;       // refuse a space whose estimated time is longer (0: no limit)
+  std::string recheck;         // re-run the N fastest configs on the reference engine (0: none); default 10
+  std::string progress_every;  // seconds between progress lines when stderr is not a terminal; default 10
+  std::string max_hours;       // refuse a space whose estimated time is longer (0: no limit); default 24
+  std::map<std::string, CLI::Option*> opt;  // the options above by flag, to tell given from not
 };
 
 struct MergeArgs {

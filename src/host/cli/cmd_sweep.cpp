@@ -54,17 +54,16 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
                   "(names: axes, hardware axes or topology paths; a tuple's values joined by '/'; repeatable)")
       ->take_all()
       ->allow_extra_args(false);
-  cmd->add_option("--group", a.group,
+  a.opt["--group"] = cmd->add_option("--group", a.group,
                   "axes whose values form a group with its own best config and Pareto front, or none [default: " +
                       f.default_group + "]");
-  cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024; ties: the order given)")
-      ->capture_default_str();
+  a.opt["--top"] = cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024; ties: the order given) [default: 10]");
   std::string costs;
   for (const CostDesc& c : f.costs) costs += c.name + ", ";
-  cmd->add_option("--pareto", a.pareto, "Pareto front of latency against: " + costs + "or none [default: " + f.default_cost + "]");
-  cmd->add_flag("--no-histogram", a.no_histogram, "skip the latency histogram (8 bins per octave)");
+  a.opt["--pareto"] = cmd->add_option("--pareto", a.pareto, "Pareto front of latency against: " + costs + "or none [default: " + f.default_cost + "]");
+  a.opt["--no-histogram"] = cmd->add_flag("--no-histogram", a.no_histogram, "skip the latency histogram (8 bins per octave)");
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();
-  cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
+  a.opt["--chunk"] = cmd->add_option("--chunk", a.chunk, "configs per device pass, 1..2^30; 0: 2^20 on OpenMP, 2^22 on CUDA");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   cmd->add_option("--space", a.space,
                   "FILE.yaml: the space written down (axes, zips, group, objectives, reductions, topology; "
@@ -72,16 +71,14 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_option("--shard", a.shard,
                   "I/N: evaluate shard I (from 0) of N, a contiguous slice of the space, and write its mergeable "
                   "summary with --out or --json (kernbench-gpu merge combines them); under mpirun each rank takes one");
-  cmd->add_option("--recheck", a.recheck,
+  a.opt["--recheck"] = cmd->add_option("--recheck", a.recheck,
                   "re-run the N fastest configs on the reference engine after the sweep (0..1024, 0: none); a "
-                  "difference is exit 3")
-      ->capture_default_str();
-  cmd->add_option("--max-hours", a.max_hours,
-                  "refuse a space whose estimated time (measured on a sample of it) is longer; 0: no limit")
-      ->capture_default_str();
-  cmd->add_option("--progress-every", a.progress_every,
-                  "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none")
-      ->capture_default_str();
+                  "difference is exit 3 [default: 10]");
+  a.opt["--max-hours"] = cmd->add_option("--max-hours", a.max_hours,
+                  "refuse a space whose estimated time (measured on a sample of it) is longer; 0: no limit [default: 24]");
+  a.opt["--progress-every"] = cmd->add_option("--progress-every", a.progress_every,
+                  "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none "
+                  "[default: 10]");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
   cmd->add_option("--csv", a.csv,
                   "also write the reported configs to FILE as CSV: a row per best, top and Pareto config, with the "
@@ -91,6 +88,31 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
 }
 
 namespace {
+
+// An integer option by the strict rule (decimal digits, in lo..hi), or `fallback` when not given.
+std::int64_t int_option(const SweepArgs& a, const char* flag, const std::string& text, std::int64_t lo, std::int64_t hi,
+                        std::int64_t fallback) {
+  if (a.opt.at(flag)->count() == 0) return fallback;
+  std::int64_t v = 0;
+  std::string why;
+  if (!parse_int_in(text, lo, hi, &v, &why)) throw InputError(std::string(flag) + " " + (text.empty() ? std::string("''") : text) + ": " + why);
+  return v;
+}
+
+// A number of hours or seconds: decimal digits with an optional fraction (no sign, exponent,
+// nan or inf), or `fallback` when not given.
+double decimal_option(const SweepArgs& a, const char* flag, const std::string& text, double fallback) {
+  if (a.opt.at(flag)->count() == 0) return fallback;
+  std::size_t i = 0, digits = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++digits;
+  }
+  if (text.empty() || digits == 0 || i != text.size() || text.size() > 32)
+    throw InputError(std::string(flag) + " " + (text.empty() ? std::string("''") : text) + ": expected a number >= 0 in decimal digits, e.g. 2 or 0.5");
+  return std::strtod(text.c_str(), nullptr);
+}
 
 int parse_pareto(const Family& f, const std::string& s) {
   if (s == "none") return 0;
@@ -479,14 +501,22 @@ void cmd_sweep(const SweepArgs& args) {
       if (a.given.at(h.name)->count() > 0) flag = h.flag;
     if (!a.hw.empty()) flag = "--hw";
     if (!a.zips.empty()) flag = "--zip";
-    if (!a.group.empty()) flag = "--group";
+    if (a.opt.at("--group")->count() > 0) flag = "--group";
     if (!flag.empty()) throw InputError("--space " + a.space + ": the file sets the space; " + flag + " cannot be given too");
-    if (file->top) a.top = *file->top;
-    if (file->recheck) a.recheck = *file->recheck;
-    if (file->pareto) a.pareto = *file->pareto;
-    if (file->histogram) a.no_histogram = !*file->histogram;
+    // The file's reductions apply where the command line is silent (docs/spaces.md).
+    if (file->pareto && a.opt.at("--pareto")->count() == 0) a.pareto = *file->pareto;
+    if (file->histogram && a.opt.at("--no-histogram")->count() == 0) a.no_histogram = !*file->histogram;
     if (a.topo.path.empty() && !file->topology.empty()) a.topo.path = file->topology;
   }
+  for (const char* flag : {"--group", "--pareto"})
+    if (a.opt.at(flag)->count() > 0 && (flag[2] == 'g' ? a.group : a.pareto).empty())
+      throw InputError(std::string(flag) + " '': an empty value; leave the option out for its default");
+  const int top = static_cast<int>(int_option(a, "--top", a.top, 0, batched::kMaxTopK, file && file->top ? *file->top : 10));
+  const int recheck =
+      static_cast<int>(int_option(a, "--recheck", a.recheck, 0, batched::kMaxTopK, file && file->recheck ? *file->recheck : 10));
+  const std::int64_t chunk_given = int_option(a, "--chunk", a.chunk, 0, INT64_C(1) << 30, 0);
+  const double max_hours = decimal_option(a, "--max-hours", a.max_hours, 24);
+  const double progress_every = decimal_option(a, "--progress-every", a.progress_every, 10);
   const TopologySpec topo = a.topo.load();
   SweepRequest req;
   for (const AxisDesc& ax : f.axes)
@@ -502,21 +532,23 @@ void cmd_sweep(const SweepArgs& args) {
   req.zips = a.zips;
   req.group = a.group;
   if (file) req = file->req;
+  for (const HwList& h : req.hw) {
+    const std::string setter = a.topo.setter_of(h.path);
+    if (!setter.empty())
+      throw InputError(h.flag + (h.flag == "--hw" ? " " + h.path + "=" : " ") + h.list + " and " + setter + " both set " + h.path +
+                       ": sweep it or set it, not both");
+  }
   const BuiltSpace sp = file ? build_space_from_file(f, topo, *file) : build_space(f, topo, req);
   check_output_path("--out", a.out, "sweep.json");
   check_output_path("--csv", a.csv, "sweep.csv");
+  check_outputs_distinct({{"--space", a.space}, {"--topology", a.topo.path}}, {{"--out", a.out}, {"--csv", a.csv}});
   batched::Reductions red;
-  if (a.recheck < 0 || a.recheck > batched::kMaxTopK)
-    throw InputError("--recheck " + std::to_string(a.recheck) + ": must be in 0.." + std::to_string(batched::kMaxTopK));
-  red.top_k = std::max(a.top, a.recheck);
-  if (a.top < 0 || a.top > batched::kMaxTopK) red.top_k = a.top;  // validate_sweep names --top
+  red.top_k = std::max(top, recheck);
   const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
   red.pareto = parse_pareto(f, pareto_name);
   red.histogram = !a.no_histogram;
-  if (a.chunk < 0 || a.chunk > (INT64_C(1) << 30))
-    throw InputError("--chunk " + std::to_string(a.chunk) + ": must be in 1..2^30 (or 0 for the default)");
   const BackendKind backend = resolve_backend(a.backend);
-  const std::int64_t chunk = a.chunk > 0 ? a.chunk : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
+  const std::int64_t chunk = chunk_given > 0 ? chunk_given : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
   std::int64_t shard_i = -1, shard_n = 0;
   if (!a.shard.empty()) {
     parse_shard("--shard", a.shard, &shard_i, &shard_n);
@@ -530,7 +562,6 @@ void cmd_sweep(const SweepArgs& args) {
   }
   validate_sweep(sp.space, chunk, red);  // before anything is printed
   const bool quiet = ranks > 1 && mpi_rank() != 0;  // under MPI rank 0 speaks for the job
-  if (!(a.max_hours >= 0)) throw InputError("--max-hours: must be >= 0 (0: no limit)");
 
   // The time it will take, from the rate on a sample of the space (16 blocks spread over it):
   // announced before the sweep starts, and a space whose estimate passes --max-hours refused.
@@ -558,12 +589,12 @@ void cmd_sweep(const SweepArgs& args) {
     else std::snprintf(b, sizeof b, "%.1f h", s / 3600);
     return std::string(b);
   };
-  if (a.max_hours > 0 && estimate_s > a.max_hours * 3600)
+  if (max_hours > 0 && estimate_s > max_hours * 3600)
     throw InputError("the space has " + std::to_string(total_configs) + " configs; at " + std::to_string(static_cast<long long>(rate)) +
                      " configs/s (measured on " + std::to_string(sampled) + " of them) it would take about " +
                      duration_text(estimate_s) + ", past --max-hours " + [&] {
                        char b[32];
-                       std::snprintf(b, sizeof b, "%g", a.max_hours);
+                       std::snprintf(b, sizeof b, "%g", max_hours);
                        return std::string(b);
                      }() +
                      ": shrink the space, split it (--shard, mpirun) or raise --max-hours");
@@ -599,11 +630,11 @@ void cmd_sweep(const SweepArgs& args) {
   const std::int64_t mine = shard_n > 0 ? shard_configs(sp.space.size(), shard_i, shard_n) : sp.space.size();
   std::int64_t before = 0;  // configs of this shard's earlier blocks
   const std::int64_t job = ranks > 1 ? sp.space.size() : mine;
-  if (!quiet && (tty ? !a.json : a.progress_every > 0)) {
+  if (!quiet && (tty ? !a.json : progress_every > 0)) {
     red.progress = [&, mine, job](std::int64_t done_block) {
       const std::int64_t done_mine = before + done_block;
       const auto now = std::chrono::steady_clock::now();
-      const auto every = tty ? std::chrono::duration<double>(1) : std::chrono::duration<double>(a.progress_every);
+      const auto every = tty ? std::chrono::duration<double>(1) : std::chrono::duration<double>(progress_every);
       if (now - last < every || done_mine >= mine) return;
       last = now;
       shown_progress = tty;
@@ -640,8 +671,8 @@ void cmd_sweep(const SweepArgs& args) {
   o.sp = sp;
   o.red = red;
   o.red.progress = nullptr;
-  o.top = a.top;
-  o.recheck = a.recheck;
+  o.top = top;
+  o.recheck = recheck;
   o.pareto_name = pareto_name;
   o.backend = backend;
   o.sum = sum;
@@ -736,6 +767,11 @@ CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
 void cmd_merge(const MergeArgs& a) {
   check_output_path("--out", a.out, "sweep.json");
   check_output_path("--csv", a.csv, "sweep.csv");
+  {
+    std::vector<FlagPath> inputs;
+    for (const std::string& file : a.files) inputs.push_back({"shard", file});
+    check_outputs_distinct(inputs, {{"--out", a.out}, {"--csv", a.csv}});
+  }
   struct Part {
     std::string file;
     nlohmann::json doc;
@@ -745,34 +781,49 @@ void cmd_merge(const MergeArgs& a) {
   for (const std::string& file : a.files) {
     nlohmann::json doc;
     // A shard's rows (one per group, up to 2^20) are not needed here: they are dropped as
-    // they are read, so a shard of any size merges in the memory of its summary. A regular
-    // file is read as it is parsed; anything else (a FIFO, a device) through read_file's cap.
-    const nlohmann::json::parser_callback_t keep = [](int depth, nlohmann::json::parse_event_t event,
-                                                      nlohmann::json& parsed) {
+    // they are read, so a shard of any size merges in the memory of its summary. Nesting
+    // deeper than any shard's is refused as it is read (a shard nests 5 levels).
+    constexpr int kMaxDepth = 16;
+    const nlohmann::json::parser_callback_t keep = [&file](int depth, nlohmann::json::parse_event_t event,
+                                                           nlohmann::json& parsed) {
+      if (depth > kMaxDepth && (event == nlohmann::json::parse_event_t::object_start ||
+                                event == nlohmann::json::parse_event_t::array_start))
+        throw InputError(file + ": nested more than " + std::to_string(kMaxDepth) + " levels deep: not a shard");
       return !(depth == 1 && event == nlohmann::json::parse_event_t::key &&
                (parsed == "best_per_group" || parsed == "top" || parsed == "pareto" || parsed == "histogram"));
     };
     try {
-      std::error_code ec;
-      if (fs::is_regular_file(file, ec)) {
-        std::ifstream in(file, std::ios::binary);
-        if (!in) throw InputError(file + ":1:1: (file): cannot open file");
-        doc = nlohmann::json::parse(in, keep);
-      } else {
-        doc = nlohmann::json::parse(read_file(file), keep);
-      }
+      check_input_file(file);
+      std::ifstream in(file, std::ios::binary);
+      if (!in) throw InputError(file + ":1:1: (file): cannot open file");
+      doc = nlohmann::json::parse(in, keep);
     } catch (const nlohmann::json::exception& e) {
       throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
     }
-    const std::string schema = doc.value("schema", "");
-    if (!doc.is_object() || schema.size() < 12 || schema.compare(schema.size() - 12, 12, "-space-sweep") != 0 ||
+    const auto* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
+    if (!schema || !schema->is_string() || schema->get<std::string>().size() < 12 ||
+        schema->get<std::string>().compare(schema->get<std::string>().size() - 12, 12, "-space-sweep") != 0 ||
         !doc.contains("shard") || !doc["shard"].is_object())
       throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
-    try {
-      parts.push_back({file, doc, doc["shard"].at("index").get<std::int64_t>(), doc["shard"].at("count").get<std::int64_t>()});
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(file + ": shard: malformed (" + std::string(e.what()) + ")");
+    for (const char* key : {"space", "topology", "shard"})
+      if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
+    if (!doc.contains("backend") || !doc["backend"].is_string() ||
+        (doc["backend"] != "omp" && doc["backend"] != "cuda"))
+      throw InputError(file + ": backend: expected \"omp\" or \"cuda\"");
+    if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
+                                   !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
+      throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
+    const nlohmann::json& sh = doc["shard"];
+    std::int64_t count = 0, index = 0;
+    for (const auto& [key, lo, hi, dst] : {std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t*>{"count", 1, INT64_C(1) << 20, &count},
+                                           {"index", 0, (INT64_C(1) << 20) - 1, &index}}) {
+      const auto it = sh.find(key);
+      if (it == sh.end() || !it->is_number_integer() || it->is_number_unsigned() != (it->get<std::int64_t>() >= 0) ||
+          it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+        throw InputError(file + ": shard." + key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+      *dst = it->get<std::int64_t>();
     }
+    parts.push_back({file, std::move(doc), index, count});
   }
   // One sweep: the same request, topology, program version and space; every shard once.
   const Part& p0 = parts.front();
@@ -813,11 +864,16 @@ void cmd_merge(const MergeArgs& a) {
     for (const auto& h : rq.at("hw")) o.req.hw.push_back({h.at(0).get<std::string>(), h.at(1).get<std::string>(), h.at(2).get<std::string>()});
     o.req.zips = rq.at("zips").get<std::vector<std::string>>();
     o.req.group = rq.at("group").get<std::string>();
-    o.top = rq.at("top").get<int>();
-    o.recheck = rq.at("recheck").get<int>();
+    for (const auto& [key, dst] : {std::pair<const char*, int*>{"top", &o.top}, {"recheck", &o.recheck}, {"top_k", &o.red.top_k}}) {
+      const nlohmann::json& v = rq.at(key);
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > batched::kMaxTopK)
+        throw InputError(p0.file + ": shard.request." + key + ": expected an integer from 0 to " + std::to_string(batched::kMaxTopK));
+      *dst = v.get<int>();
+    }
+    if (o.red.top_k != std::max(o.top, o.recheck))
+      throw InputError(p0.file + ": shard.request.top_k: not the larger of top and recheck");
     o.pareto_name = rq.at("pareto").get<std::string>();
     o.red.histogram = rq.at("histogram").get<bool>();
-    o.red.top_k = rq.at("top_k").get<int>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(p0.file + ": shard.request: malformed (" + std::string(e.what()) + ")");
   }
@@ -826,15 +882,18 @@ void cmd_merge(const MergeArgs& a) {
     throw InputError(p0.file + ": the space its request builds has " + std::to_string(o.sp.space.size()) +
                      " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
   o.red.pareto = parse_pareto(*o.f, o.pareto_name);
-  o.backend = p0.doc.value("backend", "omp") == std::string("cuda") ? BackendKind::cuda : BackendKind::omp;
+  o.backend = p0.doc["backend"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
   nlohmann::json shards = nlohmann::json::array();
+  // Every shard is read and checked before any is used.
+  std::vector<batched::SweepSummary> sums;
   for (const Part* p : by_index) {
-    const batched::SweepSummary s = summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
-                                                      static_cast<int>(o.f->statuses.size()), p->file);
-    const std::int64_t want = shard_configs(o.sp.space.size(), p->index, p->count);
-    if (s.evaluated != want)
-      throw InputError(p->file + ": shard " + std::to_string(p->index) + " evaluated " + std::to_string(s.evaluated) +
-                       " configs; its blocks hold " + std::to_string(want));
+    sums.push_back(summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
+                                     static_cast<int>(o.f->statuses.size()), p->file));
+    check_shard_summary(sums.back(), o.f->id, o.sp.space, o.red, p->index, p->count, p->file);
+  }
+  for (std::size_t k = 0; k < by_index.size(); ++k) {
+    const Part* p = by_index[k];
+    const batched::SweepSummary& s = sums[k];
     merge_summary(o.sum, s, o.red.top_k);
     o.seconds = std::max(o.seconds, p->doc.value("timing", nlohmann::json::object()).value("seconds", 0.0));
     shards.push_back({{"file", p->file}, {"index", p->index}, {"evaluated", s.evaluated}});

@@ -33,8 +33,29 @@ void TopoArgs::add(CLI::App* app, bool positional) {
   app->add_option("--set", sets, "override a field, PATH=VALUE (repeatable)")->take_all()->allow_extra_args(false);
 }
 
+std::string TopoArgs::setter_of(const std::string& field) const {
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const std::string& s = sets[i];
+    if (s.compare(0, s.find('='), field) == 0 && s.find('=') == field.size()) {
+      const auto o = set_origin.find(i);
+      return o != set_origin.end() ? o->second : "--set " + s;
+    }
+  }
+  return "";
+}
+
 TopologySpec TopoArgs::load() const {
   if (given && given->count() > 0 && path.empty()) throw InputError("--topology: empty path (leave the flag out for the default)");
+  // One value per field: a second one is a contradiction, not an override.
+  for (std::size_t j = 0; j < sets.size(); ++j) {
+    const std::string field = sets[j].substr(0, sets[j].find('='));
+    for (std::size_t i = 0; i < j; ++i)
+      if (sets[i].substr(0, sets[i].find('=')) == field) {
+        const auto oi = set_origin.find(i), oj = set_origin.find(j);
+        throw InputError((oi != set_origin.end() ? oi->second : "--set " + sets[i]) + " and " +
+                         (oj != set_origin.end() ? oj->second : "--set " + sets[j]) + " both set " + field + ": give it once");
+      }
+  }
   return load_topology(path.empty() ? default_topology() : path, sets);
 }
 
@@ -161,7 +182,7 @@ int cli_main(int argc, char** argv) {
         if (sub->get_name() == word) next = sub;
       }
       if (!next) {
-        std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", word.c_str(), known.c_str());
+        std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", escape_text(word).c_str(), escape_text(known).c_str());
         return 2;
       }
       level = next;
@@ -236,10 +257,12 @@ int cli_main(int argc, char** argv) {
         const std::string json = ctx.out_dir + "/" + b.json;
         const std::string stem = b.json.substr(0, b.json.rfind('.'));
         const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + stem + ".csv";
+        // Everything is checked before anything is written: the figure script reads (and
+        // validates) the committed file itself, so an error names it, not a copy.
         const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
+        render_figures(b.plot, committed, ctx.out_dir);
         write_file_atomic(json, json_text);
         write_file_atomic(ctx.out_dir + "/" + stem + ".csv", csv_text);
-        render_figures(b.plot, json, ctx.out_dir);
         std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
       } else {
         ctx.out = &std::cout;

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include <cstdio>
@@ -155,6 +157,14 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
 void check_output_path(const std::string& flag, const std::string& path, const std::string& example) {
   if (path.empty()) return;
   std::error_code ec;
+  // What the writer will need: a file name (not a folder's), short enough that its
+  // temporary sibling NAME.tmpPID fits the name limit, on a path the system accepts.
+  if (path.back() == '/') throw InputError(flag + " " + path + ": ends in '/', a folder; give a file name, e.g. " + path + example);
+  const std::string name = fs::path(path).filename().string();
+  if (name.size() + std::string(".tmp").size() + 10 > 255)
+    throw InputError(flag + " " + path.substr(0, 64) + "...: the file name is longer than " + std::to_string(255 - 14) + " bytes");
+  if (fs::absolute(fs::path(path), ec).string().size() + 14 >= 4096)
+    throw InputError(flag + " " + path.substr(0, 64) + "...: the path is longer than the system's limit (4096 bytes)");
   if (fs::is_directory(path, ec))
     throw InputError(flag + " " + path + ": is a folder; give a file name, e.g. " + path + "/" + example);
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
@@ -171,19 +181,100 @@ void check_output_path(const std::string& flag, const std::string& path, const s
   fs::remove(probe, ec);
 }
 
+namespace {
+// Opens `path` for reading without blocking (a FIFO with no writer would) and refuses
+// anything but a regular file: the descriptor, or InputError naming the file.
+int open_input(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ":1:1: (file): cannot open file (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw InputError(path + ":1:1: (file): " +
+                     (dir ? std::string("is a folder, expected a file") : std::string("not a regular file (a FIFO, device or socket); expected a file")));
+  }
+  return fd;
+}
+}  // namespace
+
+void check_input_file(const std::string& path) { ::close(open_input(path)); }
+
+void check_outputs_distinct(const std::vector<FlagPath>& inputs, const std::vector<FlagPath>& outputs) {
+  struct Id {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    std::string path;
+    bool operator==(const Id& o) const { return exists == o.exists && (exists ? dev == o.dev && ino == o.ino : path == o.path); }
+  };
+  auto id = [](const std::string& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) return Id{true, st.st_dev, st.st_ino, ""};
+    std::error_code ec;
+    return Id{false, 0, 0, fs::absolute(p, ec).lexically_normal().string()};
+  };
+  std::vector<std::pair<const FlagPath*, Id>> seen;
+  for (const FlagPath& in : inputs)
+    if (!in.second.empty()) seen.push_back({&in, id(in.second)});
+  const std::size_t n_inputs = seen.size();
+  for (const FlagPath& out : outputs) {
+    if (out.second.empty()) continue;
+    const Id o = id(out.second);
+    for (std::size_t k = 0; k < seen.size(); ++k)
+      if (seen[k].second == o)
+        throw InputError(out.first + " " + out.second + ": the same file as " +
+                         (k < n_inputs ? "the input " : "") + seen[k].first->first + " " + seen[k].first->second +
+                         (k < n_inputs ? "; write the output elsewhere" : "; give each output its own file"));
+    seen.push_back({&out, o});
+  }
+}
+
+void check_utf8(const std::string& path, const std::string& text) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && c != 0 && i + len <= text.size() && !(len == 2 && c < 0xc2) && !(len == 4 && c > 0xf4);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (!ok)
+      throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": (file): not UTF-8 text" +
+                       (c == 0 ? " (a NUL byte: UTF-16 or binary?)" : "") + "; input files are UTF-8");
+    if (c == '\n') ++line, col = 1;
+    else ++col;
+    i += len;
+  }
+}
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ":1:1: (file): cannot open file");
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError(path + ":1:1: (file): is a folder, expected a file");
-  // At most kMaxInputBytes: a path naming an endless device is not read without bound.
+  const int fd = open_input(path);
+  // At most kMaxInputBytes: a larger file is not an input file of this program.
   std::string text;
   char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxInputBytes)
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path + ":1:1: (file): cannot read file (" + std::strerror(err) + ")");
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxInputBytes) {
+      ::close(fd);
       throw InputError(path + ":1:1: (file): larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB; not an input file");
+    }
   }
+  ::close(fd);
   return text;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kb {
@@ -19,6 +20,17 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
 // kMaxInputBytes (a topology, space or result file is far smaller; /dev/zero is endless).
 constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
 std::string read_file(const std::string& path);
+// Throws InputError ("FILE:1:1: (file): ...") unless `path` names a regular file that can be
+// opened for reading: a folder, FIFO, device or socket is refused before it is read.
+void check_input_file(const std::string& path);
+// Throws InputError ("FILE:LINE:COL: (file): not UTF-8 text ...") unless `text` is UTF-8
+// without NUL bytes (a UTF-16 file, with or without its BOM, is refused).
+void check_utf8(const std::string& path, const std::string& text);
+// Throws InputError, before any work, when an output (flag, path) is one of the inputs, or
+// the same file as another output: by device and inode where the file exists, else by its
+// absolute, normalised path. Empty paths are skipped.
+using FlagPath = std::pair<std::string, std::string>;
+void check_outputs_distinct(const std::vector<FlagPath>& inputs, const std::vector<FlagPath>& outputs);
 // Throws InputError, before any work, when `path` could not be written later: a folder, or
 // under a folder that exists but cannot be written. `example` names a file for the hint.
 void check_output_path(const std::string& flag, const std::string& path, const std::string& example);

@@ -50,8 +50,10 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
   std::vector<std::int64_t> sorted, fresh;
   std::unordered_set<std::int64_t> pending;  // merged in before a range, or past 1/8 of `sorted`
   const char* too_many = "more than 2^20 values on one axis";
-  auto check_bounds = [&](const std::string& item, std::int64_t v) {
-    if (v != auto_value && (v < lo_limit || v > hi_limit))
+  // The number auto stands for is taken only as the word "auto" (a literal 0 for an axis
+  // whose auto is 0 means nothing).
+  auto check_bounds = [&](const std::string& item, std::int64_t v, bool is_auto = false) {
+    if (!is_auto && (v < lo_limit || v > hi_limit))
       fail(item, std::to_string(v) + " is outside " + std::to_string(lo_limit) + ".." + std::to_string(hi_limit));
   };
   auto keep = [&](const std::string& item, std::int64_t v) {
@@ -70,8 +72,8 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
     std::sort(fresh.begin(), fresh.end());
     merge_in(fresh);
   };
-  auto push = [&](const std::string& item, std::int64_t v) {
-    check_bounds(item, v);
+  auto push = [&](const std::string& item, std::int64_t v, bool is_auto = false) {
+    check_bounds(item, v, is_auto);
     if (std::binary_search(sorted.begin(), sorted.end(), v) || pending.count(v) > 0) return;
     keep(item, v);
     pending.insert(v);
@@ -96,7 +98,7 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
   for (const std::string& item : split_list(text, ',')) {
     const std::vector<std::string> f = split_list(item, ':');
     if (auto_value >= 0 && item == "auto") {
-      push(item, auto_value);
+      push(item, auto_value, true);
       continue;
     }
     if (f.size() == 1) {

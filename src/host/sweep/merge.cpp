@@ -1,9 +1,12 @@
 #include "merge.h"
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "../common/error.h"
 #include "../topology/fields.h"
+#include "../../device/backends/backends.h"
 
 namespace kb {
 
@@ -64,36 +67,182 @@ nlohmann::json summary_json(const batched::SweepSummary& s, bool with_best) {
           {"pareto", pareto}, {"histogram", hist}, {"has_histogram", !s.histogram.empty()}};
 }
 
+namespace {
+// Strict readers: a field of the wrong type, a float where an integer belongs, or an
+// integer outside int64 is an InputError naming the field.
+struct Reader {
+  std::string where;
+  InputError bad(const std::string& field, const std::string& what) const {
+    return InputError(where + ": " + field + ": " + what);
+  }
+  const nlohmann::json& at(const nlohmann::json& j, const char* key, const std::string& field) const {
+    if (!j.is_object()) throw bad(field, "expected an object");
+    const auto it = j.find(key);
+    if (it == j.end()) throw bad(field + "." + key, "missing");
+    return *it;
+  }
+  std::int64_t integer(const nlohmann::json& v, const std::string& field, std::int64_t lo, std::int64_t hi) const {
+    if (!v.is_number_integer()) throw bad(field, "expected an integer, got " + std::string(v.type_name()));
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      throw bad(field, "out of range");
+    const std::int64_t x = v.get<std::int64_t>();
+    if (x < lo || x > hi) throw bad(field, std::to_string(x) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    return x;
+  }
+  const nlohmann::json& array(const nlohmann::json& v, const std::string& field, std::size_t width = 0) const {
+    if (!v.is_array()) throw bad(field, "expected an array, got " + std::string(v.type_name()));
+    if (width && v.size() != width) throw bad(field, "expected " + std::to_string(width) + " elements, got " + std::to_string(v.size()));
+    return v;
+  }
+};
+}  // namespace
+
 batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t groups, int statuses,
                                         const std::string& where) {
-  auto bad = [&](const std::string& what) { return InputError(where + ": shard summary: " + what); };
+  const Reader r{where};
+  const std::string f = "shard.summary";
   batched::SweepSummary s;
-  try {
-    s.evaluated = j.at("evaluated").get<std::int64_t>();
-    s.valid = j.at("valid").get<std::int64_t>();
-    s.by_status = j.at("by_status").get<std::vector<std::int64_t>>();
-    s.latency_checksum = static_cast<std::int64_t>(j.at("latency_checksum").get<std::uint64_t>());
-    for (const auto& b : j.at("best")) s.best.push_back({b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>()});
-    for (const auto& t : j.at("top")) s.top.push_back({t.at(0).get<std::int64_t>(), t.at(1).get<std::int64_t>()});
-    for (const auto& p : j.at("pareto"))
-      s.pareto.push_back({p.at(0).get<std::int64_t>(), p.at(1).get<std::int64_t>(), p.at(2).get<std::int64_t>(),
-                          p.at(3).get<std::int64_t>()});
-    if (j.at("has_histogram").get<bool>()) {
-      s.histogram.assign(static_cast<std::size_t>(batched::kHistBins), 0);
-      for (const auto& h : j.at("histogram")) {
-        const std::int64_t b = h.at(0).get<std::int64_t>();
-        if (b < 0 || b >= batched::kHistBins) throw bad("a histogram bin outside 0.." + std::to_string(batched::kHistBins - 1));
-        s.histogram[static_cast<std::size_t>(b)] = h.at(1).get<std::int64_t>();
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("malformed (") + e.what() + ")");
+  r.array(r.at(j, "by_status", f), f + ".by_status", static_cast<std::size_t>(statuses));
+  s.evaluated = r.integer(r.at(j, "evaluated", f), f + ".evaluated", 0, INT64_MAX);
+  s.valid = r.integer(r.at(j, "valid", f), f + ".valid", 0, s.evaluated);
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < j["by_status"].size(); ++k) {
+    s.by_status.push_back(r.integer(j["by_status"][k], f + ".by_status[" + std::to_string(k) + "]", 0, s.evaluated));
+    total += s.by_status.back();
   }
-  if (static_cast<std::int64_t>(s.best.size()) != groups)
-    throw bad(std::to_string(s.best.size()) + " group bests for a space of " + std::to_string(groups) + " groups");
-  if (static_cast<int>(s.by_status.size()) != statuses)
-    throw bad(std::to_string(s.by_status.size()) + " status counts for a family of " + std::to_string(statuses));
+  if (total != s.evaluated) throw r.bad(f + ".by_status", "counts add up to " + std::to_string(total) + ", not the " +
+                                                             std::to_string(s.evaluated) + " configs evaluated");
+  if (s.by_status[0] != s.valid) throw r.bad(f + ".valid", "differs from by_status[0]");
+  const nlohmann::json& sum = r.at(j, "latency_checksum", f);
+  if (!sum.is_number_unsigned()) throw r.bad(f + ".latency_checksum", "expected an integer from 0 to 2^64-1");
+  s.latency_checksum = static_cast<std::int64_t>(sum.get<std::uint64_t>());
+  const nlohmann::json& best = r.array(r.at(j, "best", f), f + ".best");
+  if (static_cast<std::int64_t>(best.size()) != groups)
+    throw r.bad(f + ".best", std::to_string(best.size()) + " group bests for a space of " + std::to_string(groups) + " groups");
+  for (std::size_t g = 0; g < best.size(); ++g) {
+    const std::string bf = f + ".best[" + std::to_string(g) + "]";
+    r.array(best[g], bf, 2);
+    s.best.push_back({r.integer(best[g][0], bf + "[0]", -1, INT64_MAX), r.integer(best[g][1], bf + "[1]", -1, INT64_MAX)});
+  }
+  const nlohmann::json& top = r.array(r.at(j, "top", f), f + ".top");
+  for (std::size_t k = 0; k < top.size(); ++k) {
+    const std::string tf = f + ".top[" + std::to_string(k) + "]";
+    r.array(top[k], tf, 2);
+    s.top.push_back({r.integer(top[k][0], tf + "[0]", 0, INT64_MAX), r.integer(top[k][1], tf + "[1]", 0, INT64_MAX)});
+  }
+  const nlohmann::json& pareto = r.array(r.at(j, "pareto", f), f + ".pareto");
+  for (std::size_t k = 0; k < pareto.size(); ++k) {
+    const std::string pf = f + ".pareto[" + std::to_string(k) + "]";
+    r.array(pareto[k], pf, 4);
+    s.pareto.push_back({r.integer(pareto[k][0], pf + "[0]", 0, groups - 1), r.integer(pareto[k][1], pf + "[1]", INT64_MIN, INT64_MAX),
+                        r.integer(pareto[k][2], pf + "[2]", 0, INT64_MAX), r.integer(pareto[k][3], pf + "[3]", 0, INT64_MAX)});
+  }
+  const nlohmann::json& has = r.at(j, "has_histogram", f);
+  if (!has.is_boolean()) throw r.bad(f + ".has_histogram", "expected true or false");
+  const nlohmann::json& hist = r.array(r.at(j, "histogram", f), f + ".histogram");
+  if (has.get<bool>()) {
+    s.histogram.assign(static_cast<std::size_t>(batched::kHistBins), 0);
+    std::int64_t counted = 0;
+    for (std::size_t k = 0; k < hist.size(); ++k) {
+      const std::string hf = f + ".histogram[" + std::to_string(k) + "]";
+      r.array(hist[k], hf, 2);
+      const std::int64_t b = r.integer(hist[k][0], hf + "[0]", 0, batched::kHistBins - 1);
+      if (s.histogram[static_cast<std::size_t>(b)] != 0) throw r.bad(hf, "bin " + std::to_string(b) + " appears twice");
+      s.histogram[static_cast<std::size_t>(b)] = r.integer(hist[k][1], hf + "[1]", 1, s.valid);
+      counted += s.histogram[static_cast<std::size_t>(b)];
+    }
+    if (counted != s.valid)
+      throw r.bad(f + ".histogram", "counts add up to " + std::to_string(counted) + ", not the " + std::to_string(s.valid) + " valid configs");
+  } else if (!hist.empty()) {
+    throw r.bad(f + ".histogram", "bins given while has_histogram is false");
+  }
   return s;
+}
+
+void check_shard_summary(const batched::SweepSummary& s, batched::Family family, const batched::Space& space,
+                         const batched::Reductions& red, std::int64_t shard_i, std::int64_t shard_n,
+                         const std::string& where) {
+  const Reader r{where};
+  const std::string f = "shard.summary";
+  const std::int64_t size = space.size(), groups = space.groups(), stride = size / groups;
+  const std::int64_t block = shard_block(size, shard_n);
+  const std::int64_t want = shard_configs(size, shard_i, shard_n);
+  if (s.evaluated != want)
+    throw r.bad(f + ".evaluated", std::to_string(s.evaluated) + " configs; shard " + std::to_string(shard_i) + "/" +
+                                      std::to_string(shard_n) + "'s blocks hold " + std::to_string(want));
+  if (red.histogram != !s.histogram.empty())
+    throw r.bad(f + ".has_histogram", red.histogram ? "the request asks for a histogram" : "the request asks for no histogram");
+  if (s.valid == 0 && s.latency_checksum != 0) throw r.bad(f + ".latency_checksum", "not 0 with no valid config");
+  // Each config the summary names is one of this shard's, re-derived from its index: its
+  // status, latency and cost must be the ones reported.
+  const batched::SpaceDecoder decode(space);
+  std::vector<unsigned char> cfg(batched::config_size(family));
+  auto figures = [&](std::int64_t i, const std::string& field) {
+    if (i < 0 || i >= size) throw r.bad(field, "index " + std::to_string(i) + " is outside the space's 0.." + std::to_string(size - 1));
+    if ((i / block) % shard_n != shard_i)
+      throw r.bad(field, "index " + std::to_string(i) + " is not in shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n));
+    decode(i, cfg.data());
+    const batched::HostFigures h = batched::figures_host(family, cfg.data(), red.pareto);
+    if (h.status != 0) throw r.bad(field, "config " + std::to_string(i) + " is not a valid config");
+    return h;
+  };
+  std::int64_t with_best = 0;
+  for (std::size_t g = 0; g < s.best.size(); ++g) {
+    const batched::GroupBest& b = s.best[g];
+    const std::string bf = f + ".best[" + std::to_string(g) + "]";
+    if (b.index < 0 || b.latency_ps < 0) {
+      if (b.index != -1 || b.latency_ps != -1) throw r.bad(bf, "a group without a best is [-1, -1]");
+      continue;
+    }
+    ++with_best;
+    if (b.index / stride != static_cast<std::int64_t>(g)) throw r.bad(bf, "index " + std::to_string(b.index) + " is not in group " + std::to_string(g));
+    if (figures(b.index, bf).latency_ps != b.latency_ps) throw r.bad(bf, "the latency is not config " + std::to_string(b.index) + "'s");
+  }
+  if (with_best > s.valid) throw r.bad(f + ".best", "more groups with a best than valid configs");
+  const std::size_t top_len = static_cast<std::size_t>(std::min<std::int64_t>(red.top_k, s.valid));
+  if (s.top.size() != top_len)
+    throw r.bad(f + ".top", std::to_string(s.top.size()) + " entries; the shard's top " + std::to_string(red.top_k) + " has " + std::to_string(top_len));
+  for (std::size_t k = 0; k < s.top.size(); ++k) {
+    const std::string tf = f + ".top[" + std::to_string(k) + "]";
+    if (k > 0 && !faster(s.top[k - 1], s.top[k])) throw r.bad(tf, "not after the entry before it in (latency, index) order");
+    if (figures(s.top[k].index, tf).latency_ps != s.top[k].latency_ps)
+      throw r.bad(tf, "the latency is not config " + std::to_string(s.top[k].index) + "'s");
+  }
+  // The histogram holds no config faster than the fastest one reported, and a count in the
+  // bin of each reported config.
+  if (!s.histogram.empty()) {
+    ps_t fastest = INT64_MAX;
+    std::map<std::int32_t, std::int64_t> reported;  // bin -> distinct reported configs in it
+    std::vector<std::int64_t> seen;
+    auto note = [&](ps_t latency, std::int64_t index) {
+      fastest = std::min(fastest, latency);
+      if (std::find(seen.begin(), seen.end(), index) == seen.end()) seen.push_back(index), ++reported[batched::hist_bin(latency)];
+    };
+    for (const batched::GroupBest& b : s.best)
+      if (b.index >= 0) note(b.latency_ps, b.index);
+    for (const batched::Ranked& t : s.top) note(t.latency_ps, t.index);
+    for (const auto& [bin, n] : reported)
+      if (s.histogram[static_cast<std::size_t>(bin)] < n)
+        throw r.bad(f + ".histogram", "bin " + std::to_string(bin) + " counts fewer configs than the summary names in it");
+    if (fastest != INT64_MAX)
+      for (std::int32_t b = 0; b < batched::hist_bin(fastest); ++b)
+        if (s.histogram[static_cast<std::size_t>(b)] != 0)
+          throw r.bad(f + ".histogram", "bin " + std::to_string(b) + " counts configs faster than the fastest one");
+  }
+  if (red.pareto == 0 && !s.pareto.empty()) throw r.bad(f + ".pareto", "a front where the request asks for none");
+  for (std::size_t k = 0; k < s.pareto.size(); ++k) {
+    const batched::ParetoPoint& p = s.pareto[k];
+    const std::string pf = f + ".pareto[" + std::to_string(k) + "]";
+    if (k > 0) {
+      const batched::ParetoPoint& q = s.pareto[k - 1];
+      if (q.group > p.group || (q.group == p.group && !(q.cost < p.cost && q.latency_ps > p.latency_ps)))
+        throw r.bad(pf, "not on a front: by group, cost ascending and latency descending");
+    }
+    if (p.index / stride != p.group) throw r.bad(pf, "index " + std::to_string(p.index) + " is not in group " + std::to_string(p.group));
+    const batched::HostFigures h = figures(p.index, pf);
+    if (h.latency_ps != p.latency_ps || h.cost != p.cost)
+      throw r.bad(pf, "the cost or latency is not config " + std::to_string(p.index) + "'s");
+  }
 }
 
 void merge_summary(batched::SweepSummary& acc, const batched::SweepSummary& s, int top_k) {

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "../../device/backends/backends.h"
 #include "../../device/sweep/summary.h"
 
 namespace kb {
@@ -31,6 +32,15 @@ nlohmann::json summary_best_json(const batched::GroupBest& b);
 // Throws InputError("WHERE: ...") when `j` is not a summary of `groups` groups and `statuses` statuses.
 batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t groups, int statuses,
                                         const std::string& where);
+
+// Throws InputError("WHERE: shard.summary...: ...") unless `s` is a summary that shard
+// `shard_i` of `shard_n` of `space` could have produced under `red`: the right count, every
+// config it names inside the space, in the shard and in its group, with the status,
+// latency and cost that config has (re-derived from its index), lists in their order and
+// of their length, and a histogram exactly when one is asked for.
+void check_shard_summary(const batched::SweepSummary& s, batched::Family family, const batched::Space& space,
+                         const batched::Reductions& red, std::int64_t shard_i, std::int64_t shard_n,
+                         const std::string& where);
 
 // Folds `s` into `acc` (both of the same space and reductions; top_k: the top list's length).
 void merge_summary(batched::SweepSummary& acc, const batched::SweepSummary& s, int top_k);

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "../common/error.h"
 #include "../common/output.h"
@@ -18,16 +20,58 @@ std::string where(const std::string& file, const YAML::Mark& m) {
   throw InputError(where(file, n.Mark()) + ": " + field + ": " + what);
 }
 
+// A space file is small: larger text, or more nodes, is not one.
+constexpr std::size_t kMaxSpaceFileBytes = std::size_t{256} << 10;
+constexpr std::int64_t kMaxSpaceFileNodes = 65536;
+
+// Every mapping's keys are distinct, and the document holds at most kMaxSpaceFileNodes nodes.
+void check_nodes(const std::string& path, const YAML::Node& n, const std::string& at, std::int64_t& count, int depth) {
+  if (++count > kMaxSpaceFileNodes)
+    throw InputError(where(path, n.Mark()) + ": (document): more than " + std::to_string(kMaxSpaceFileNodes) + " YAML nodes; not a space file");
+  if (depth > 32) throw InputError(where(path, n.Mark()) + ": (document): nested more than 32 levels deep");
+  if (n.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) fail(path, kv.first, at.empty() ? "(document)" : at, "a key is a name, not a list or mapping");
+      const std::string key = kv.first.Scalar(), field = at.empty() ? key : at + "." + key;
+      const auto [it, fresh] = seen.emplace(key, kv.first.Mark());
+      if (!fresh)
+        fail(path, kv.first, field, "given twice (first at line " + std::to_string(it->second.line + 1) + ")");
+      check_nodes(path, kv.second, field, count, depth + 1);
+    }
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) check_nodes(path, n[i], at + "[" + std::to_string(i) + "]", count, depth + 1);
+  }
+}
+
+// The file's text, read once per process however often the file is parsed (a FIFO or a
+// pipe could not be read twice; read_file refuses them anyway).
+const std::string& space_text(const std::string& path) {
+  static std::map<std::string, std::string> texts;
+  auto it = texts.find(path);
+  if (it != texts.end()) return it->second;
+  std::string text = read_file(path);  // a missing file is an input error naming it
+  if (text.size() > kMaxSpaceFileBytes)
+    throw InputError(path + ":1:1: (file): larger than " + std::to_string(kMaxSpaceFileBytes >> 10) + " KiB; not a space file");
+  return texts.emplace(path, std::move(text)).first->second;
+}
+
 YAML::Node parse(const std::string& path) {
-  const std::string text = read_file(path);  // a missing file is an input error naming it
-  YAML::Node root;
+  const std::string& text = space_text(path);
+  check_utf8(path, text);
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw InputError(where(path, e.mark) + ": (document): not valid YAML: " + e.msg);
   }
+  if (docs.size() > 1)
+    throw InputError(where(path, docs[1].Mark()) + ": (document): a second YAML document (after '---'); a space file is one document");
+  const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   if (!root.IsDefined() || root.IsNull()) throw InputError(path + ":1:1: (document): empty file, expected a mapping");
   if (!root.IsMap()) fail(path, root, "(document)", "expected a mapping");
+  std::int64_t count = 0;
+  check_nodes(path, root, "", count, 0);
   return root;
 }
 
@@ -41,8 +85,14 @@ std::string scalar(const std::string& file, const YAML::Node& n, const std::stri
 std::string list_text(const std::string& file, const YAML::Node& n, const std::string& field) {
   if (n.IsScalar()) return scalar(file, n, field);
   if (!n.IsSequence() || n.size() == 0) fail(file, n, field, "expected a value, a list [v1, v2, ...] or a range string");
+  // Inside a YAML list each item is one value or range: the command line's ',' does not apply.
   std::string out;
-  for (const auto& v : n) out += (out.empty() ? "" : ",") + scalar(file, v, field);
+  for (const auto& v : n) {
+    const std::string item = scalar(file, v, field);
+    if (item.find(',') != std::string::npos)
+      fail(file, v, field, "'" + item + "': one value or range per list item (a ',' inside an item is not a list here)");
+    out += (out.empty() ? "" : ",") + item;
+  }
   return out;
 }
 
@@ -151,7 +201,12 @@ static SpaceFile load_space_file_of(const std::string& path) {
       auto tuple = [&](const YAML::Node& t, const std::string& f) {
         if (!t.IsSequence() || t.size() == 0) fail(path, t, f, "expected a tuple [v1, v2, ...]");
         std::string out;
-        for (const auto& v : t) out += (out.empty() ? "" : "/") + scalar(path, v, f);
+        for (const auto& v : t) {
+          const std::string item = scalar(path, v, f);
+          if (item.find_first_of(",/:") != std::string::npos)
+            fail(path, v, f, "'" + item + "': a tuple holds single values (no ',', '/' or ':' inside one)");
+          out += (out.empty() ? "" : "/") + item;
+        }
         return out;
       };
       const YAML::Node ts = z["tuples"];

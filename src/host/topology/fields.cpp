@@ -110,6 +110,12 @@ bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::i
     *why = "expected an integer (got '" + s + "')";
     return false;
   }
+  // A leading zero reads as octal elsewhere: 010 is refused, not taken as 10 or 8.
+  const std::size_t first = s[0] == '-' ? 1 : 0;
+  if (s.size() > first + 1 && s[first] == '0') {
+    *why = "a leading zero (got '" + s + "'); write the number without it";
+    return false;
+  }
   if (errno == ERANGE) {
     *why = "value out of range (got '" + s + "')";
     return false;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "../common/error.h"
 #include "../common/output.h"
@@ -144,9 +145,13 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
   }
 
   const std::string file_text = read_file(path);  // capped: an endless device is an error, not a hang
+  check_utf8(path, file_text);
   YAML::Node root;
   try {
-    root = YAML::Load(file_text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(file_text);
+    if (docs.size() > 1)
+      throw InputError(where(path, docs[1].Mark()) + ": (document): a second YAML document (after '---'); a topology is one document");
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::Exception& e) {
     throw InputError(where(path, e.mark) + ": (document): not valid YAML: " + e.msg);
   }

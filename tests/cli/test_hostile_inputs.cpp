@@ -1,0 +1,320 @@
+// The findings of the hostile-input probes: a shard is input, so every field of one that
+// merge reads is checked (types, ranges, counts that add up, each reported config
+// re-derived from its index) and a tampered shard is exit 2 with one line naming the file
+// and the field, nothing on stdout and nothing written; a tampered shard that merge accepts
+// gives the merge a real sweep gives. Also: inputs that are not regular files, strict
+// numbers in every sweep flag, space files as strict as topologies, contradictions
+// refused, the command line over a space file, outputs that would destroy an input.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+using namespace kb::clitest;
+using nlohmann::json;
+
+const char* kSpace =
+    "sweep gemm --m 8,32,2048 --n 1024,10240 --k 8192 --tile-m 8,32,128 --tile-n 64,128 --tile-k 128,512 --pes 1:8:*2"
+    " --cubes 1,2 --pareto pes --backend omp --top 6";
+
+struct Shards {
+  std::string dir, s0, s1;
+  json d0, d1;
+  json whole;  // the merge of the untouched shards
+};
+
+const Shards& shards() {
+  static const Shards s = [] {
+    Shards r;
+    r.dir = fresh_dir("kb_hostile_shards");
+    std::filesystem::create_directories(r.dir);
+    r.s0 = r.dir + "/s0.json", r.s1 = r.dir + "/s1.json";
+    EXPECT_EQ(run(std::string(kSpace) + " --shard 0/2 --out '" + r.s0 + "'").code, 0);
+    EXPECT_EQ(run(std::string(kSpace) + " --shard 1/2 --out '" + r.s1 + "'").code, 0);
+    r.d0 = load(r.s0), r.d1 = load(r.s1);
+    r.whole = run_json("merge '" + r.s0 + "' '" + r.s1 + "' --json");
+    return r;
+  }();
+  return s;
+}
+
+void write(const std::string& path, const json& j) { std::ofstream(path) << j.dump(); }
+
+void expect_refused(const std::string& args, const std::string& dir, const std::string& fragment = "") {
+  SCOPED_TRACE(args);
+  std::vector<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) before.push_back(e.path().string());
+  const Result r = run(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  if (!fragment.empty()) {
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+  std::vector<std::string> after;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) after.push_back(e.path().string());
+  std::sort(before.begin(), before.end());
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(before, after) << "files created or removed";
+}
+
+// A copy of shard 0 with one edit, merged with the untouched shard 1.
+void expect_tamper_refused(const std::string& name, const std::function<void(json&)>& edit, const std::string& fragment) {
+  const Shards& s = shards();
+  json d = s.d0;
+  edit(d);
+  const std::string f = s.dir + "/t_" + name + ".json";
+  write(f, d);
+  expect_refused("merge '" + f + "' '" + s.s1 + "' --out '" + s.dir + "/merged.json'", s.dir, fragment);
+  std::filesystem::remove(f);
+}
+
+TEST(HostileShards, EveryTamperedFieldIsOneLineNamingFileAndField) {
+  const Shards& s = shards();
+  ASSERT_FALSE(s.whole.is_null());
+  json& sum0 = const_cast<json&>(s.d0)["shard"]["summary"];
+  ASSERT_TRUE(sum0["has_histogram"].get<bool>());
+  ASSERT_FALSE(sum0["top"].empty());
+  ASSERT_FALSE(sum0["pareto"].empty());
+  auto at = [](json& d) -> json& { return d["shard"]["summary"]; };
+  const std::vector<std::tuple<std::string, std::function<void(json&)>, std::string>> cases = {
+      {"hist_negative", [&](json& d) { at(d)["histogram"] = json::array({{5, -3}}); }, "histogram"},
+      {"hist_sum", [&](json& d) { at(d)["histogram"][0][1] = at(d)["histogram"][0][1].get<std::int64_t>() + 1; }, "histogram"},
+      {"hist_dup", [&](json& d) { at(d)["histogram"].push_back(at(d)["histogram"][0]); }, "histogram"},
+      {"no_hist", [&](json& d) { at(d)["has_histogram"] = false, at(d)["histogram"] = json::array(); }, "has_histogram"},
+      {"top_negative", [&](json& d) { at(d)["top"][0][1] = -4; }, "top[0][1]"},
+      {"top_far", [&](json& d) { at(d)["top"][0][1] = INT64_C(1000000000000); }, "top[0]"},
+      {"top_float", [&](json& d) { at(d)["top"][0][1] = 0.9; }, "top[0][1]"},
+      {"top_latency", [&](json& d) { at(d)["top"][0][0] = at(d)["top"][0][0].get<std::int64_t>() - 1; }, "top[0]"},
+      {"top_short", [&](json& d) { at(d)["top"].erase(at(d)["top"].size() - 1); }, "top"},
+      {"top_order", [&](json& d) { std::swap(at(d)["top"][0], at(d)["top"][1]); }, "top[1]"},
+      {"pareto_negative", [&](json& d) { at(d)["pareto"][0][3] = -1; }, "pareto[0][3]"},
+      {"pareto_cost", [&](json& d) { at(d)["pareto"][0][1] = at(d)["pareto"][0][1].get<std::int64_t>() + 100; }, "pareto"},
+      {"best_far", [&](json& d) { at(d)["best"][0][1] = INT64_C(1000000000000); }, "best[0]"},
+      {"best_latency", [&](json& d) { at(d)["best"][0][0] = 1; }, "best[0]"},
+      {"valid_high", [&](json& d) { at(d)["valid"] = 1000; }, "valid"},
+      {"by_status_negative", [&](json& d) { at(d)["by_status"][1] = -1; }, "by_status"},
+      {"by_status_sum", [&](json& d) { at(d)["by_status"][1] = at(d)["by_status"][1].get<std::int64_t>() + 1; }, "by_status"},
+      {"evaluated_negative", [&](json& d) { at(d)["evaluated"] = -1; }, "evaluated"},
+      {"count_negative", [&](json& d) { d["shard"]["count"] = -1; }, "shard.count"},
+      {"count_huge", [&](json& d) { d["shard"]["count"] = INT64_C(1) << 40; }, "shard.count"},
+      {"count_large", [&](json& d) { d["shard"]["count"] = 100000000; }, "shard.count"},
+      {"index_float", [&](json& d) { d["shard"]["index"] = 0.5; }, "shard.index"},
+      {"top_k_negative", [&](json& d) { d["shard"]["request"]["top_k"] = -5; }, "top_k"},
+      {"schema_type", [&](json& d) { d["schema"] = 7; }, "not the output of a sweep's shard"},
+      {"timing_type", [&](json& d) { d["timing"] = "x"; }, "timing"},
+      {"backend_type", [&](json& d) { d["backend"] = json::array(); }, "backend"},
+      {"space_type", [&](json& d) { d["space"] = 5; }, "space"},
+      {"document_array", [&](json& d) { d = json::array(); }, "not the output"},
+      {"document_string", [&](json& d) { d = "x"; }, "not the output"},
+      {"document_null", [&](json& d) { d = nullptr; }, "not the output"},
+  };
+  for (const auto& [name, edit, fragment] : cases) {
+    SCOPED_TRACE(name);
+    expect_tamper_refused(name, edit, fragment);
+  }
+  // Deep nesting, in each place that is compared or parsed.
+  for (const std::string where : {"/space", "/shard/request", "/topology"}) {
+    json d = s.d0;
+    d[json::json_pointer(where)] = "@DEEP@";
+    std::string text = d.dump();
+    text.replace(text.find("\"@DEEP@\""), 8, std::string(60000, '[') + std::string(60000, ']'));
+    const std::string f = s.dir + "/deep.json";
+    std::ofstream(f) << text;
+    expect_refused("merge '" + f + "' '" + s.s1 + "'", s.dir, "nested");
+    std::filesystem::remove(f);
+  }
+}
+
+// Property: over many random single-field edits of a shard's summary and request, merge
+// either refuses the shard (exit 2, one line) or gives exactly the merge of the real
+// shards. What only a full re-run could check is left out: the sum of latencies, and in
+// which of the bins above the fastest config the histogram's counts lie.
+TEST(HostileShards, EveryAcceptedTamperingMergesAsARealSweep) {
+  const Shards& s = shards();
+  ASSERT_FALSE(s.whole.is_null());
+  std::vector<json::json_pointer> leaves;
+  std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& j, const json::json_pointer& p) {
+    if (j.is_object())
+      for (auto it = j.begin(); it != j.end(); ++it) walk(it.value(), p / it.key());
+    else if (j.is_array())
+      for (std::size_t i = 0; i < j.size(); ++i) walk(j[i], p / i);
+    else if (j.is_number_integer() || j.is_boolean())
+      leaves.push_back(p);
+  };
+  walk(s.d0["shard"]["summary"], json::json_pointer("/shard/summary"));
+  walk(s.d0["shard"]["request"], json::json_pointer("/shard/request"));
+  ASSERT_GT(leaves.size(), 50u);
+  std::mt19937_64 rng(20261201);
+  int refused = 0, accepted = 0;
+  for (int trial = 0; trial < 160; ++trial) {
+    json d = s.d0;
+    const json::json_pointer p = leaves[rng() % leaves.size()];
+    json& v = d[p];
+    if (v.is_boolean()) {
+      v = !v.get<bool>();
+    } else {
+      const std::int64_t x = v.get<std::int64_t>();
+      const json& o = d[leaves[rng() % leaves.size()]];
+      const std::int64_t other = o.is_number_integer() ? o.get<std::int64_t>() : 3;
+      const std::int64_t choices[] = {x + 1, x - 1, 0, -1, other, x * 2, INT64_C(1) << 40};
+      v = choices[rng() % 7];
+    }
+    if (d == s.d0) continue;
+    const std::string f = s.dir + "/p.json";
+    write(f, d);
+    const Result r = run("merge '" + f + "' '" + s.s1 + "' --json");
+    SCOPED_TRACE(p.to_string() + " = " + v.dump());
+    if (r.code == 2) {
+      ++refused;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+      continue;
+    }
+    ASSERT_EQ(r.code, 0) << r.err;
+    ++accepted;
+    json got = json::parse(r.out), want = s.whole;
+    // Where in the histogram counts lie cannot be checked without evaluating the shard
+    // again (only that they add up, and none lie below the fastest config): compare totals.
+    auto total = [](const json& j) {
+      std::int64_t n = 0;
+      for (const json& b : j["histogram"]["bins"]) n += b["count"].get<std::int64_t>();
+      return n;
+    };
+    EXPECT_EQ(total(got), total(want));
+    for (json* j : {&got, &want}) j->erase("timing"), j->erase("merged"), j->erase("latency_checksum"), j->erase("histogram");
+    EXPECT_EQ(got, want) << "accepted a tampered shard, and the merge differs from the real one";
+  }
+  EXPECT_GT(refused, 100);
+  std::printf("tampered shards: %d refused, %d accepted with the real merge\n", refused, accepted);
+}
+
+TEST(HostileInputs, NotRegularFilesAndStrictValuesAreOneLineErrors) {
+  const std::string d = fresh_dir("kb_hostile_inputs");
+  std::filesystem::create_directories(d);
+  ASSERT_EQ(::mkfifo((d + "/fifo").c_str(), 0600), 0);
+  const std::string q = "'" + d;
+  const std::string def = kTopo + "/default.yaml";
+  std::ofstream(d + "/dup.yaml") << "family: gemm\nfamily: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\n";
+  std::ofstream(d + "/dupaxes.yaml") << "family: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\naxes:\n  m: 32\n";
+  std::ofstream(d + "/duptop.yaml") << "family: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\nreductions:\n  top: 3\n  top: 4\n";
+  std::ofstream(d + "/twodocs.yaml") << "family: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\n---\nfamily: gemm\n";
+  std::ofstream(d + "/quoted.yaml") << "family: decode\naxes:\n  case: [\"1,2,3,4\"]\n";
+  std::ofstream(d + "/tuple.yaml") << "family: gemm\nzip:\n  - names: [m, n, k]\n    tuples: [[\"1024/8\", 8, 8]]\n";
+  std::ofstream(d + "/space.yaml") << "family: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\n";
+  {
+    // default.yaml in UTF-16LE, no BOM.
+    std::ifstream in(def, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(d + "/utf16.yaml", std::ios::binary);
+    for (char c : text) out.put(c).put('\0');
+  }
+  std::ofstream(d + "/twodocs-topo.yaml") << std::ifstream(def).rdbuf() << "---\nschema_version: 1\n";
+  const std::string gemm = "sweep gemm --m 16 --n 16 --k 16 ";
+  const std::vector<std::string> cases = {
+      "eval allreduce --bytes 4096 --level pe --algo ring --ranks 2 --buffer sram --topology " + q + "/fifo'",
+      "sweep --space " + q + "/fifo'",
+      "topo check " + q + "/fifo'",
+      "merge " + q + "/fifo'",
+      "sweep --space " + q + "/dup.yaml'",
+      "sweep --space " + q + "/dupaxes.yaml'",
+      "sweep --space " + q + "/duptop.yaml'",
+      "sweep --space " + q + "/twodocs.yaml'",
+      "sweep --space " + q + "/quoted.yaml'",
+      "sweep --space " + q + "/tuple.yaml'",
+      "topo check " + q + "/utf16.yaml'",
+      "topo check " + q + "/twodocs-topo.yaml'",
+      gemm + "--top 0x10",
+      gemm + "--top 010",
+      gemm + "--top ' 5'",
+      gemm + "--top +5",
+      gemm + "--top ''",
+      gemm + "--top -1",
+      gemm + "--chunk 0x10",
+      gemm + "--chunk ''",
+      gemm + "--recheck 1e3",
+      gemm + "--max-hours nan",
+      gemm + "--max-hours -inf",
+      gemm + "--max-hours 1e3",
+      gemm + "--max-hours ''",
+      gemm + "--progress-every inf",
+      gemm + "--progress-every -1",
+      gemm + "--group ''",
+      gemm + "--pareto ''",
+      "eval decode --case 1 --kv-chunk 0",
+      "sweep decode --case 1 --kv-chunk 0:4",
+      "eval allreduce --bytes 4096 --level pe --algo ring --ranks 2 --buffer sram --ipcq-gbps 5 --set cube.ipcq.bandwidth_gbps=7",
+      "eval gemm --m 16 --n 16 --k 16 --set pe.sram_kib=512 --set pe.sram_kib=1024",
+      gemm + "--hw cube.hbm.bandwidth_gbps=410,819 --set cube.hbm.bandwidth_gbps=819",
+      "eval \"$(printf 'allreduce\\nx')\"",
+      gemm + "--out " + q + "/o.json' --csv " + q + "/o.json'",
+      "sweep --space " + q + "/space.yaml' --out " + q + "/space.yaml'",
+      "eval gemm --m 16 --n 16 --k 16 --topology " + q + "/t.yaml' --trace " + q + "/t.yaml'",
+      gemm + "--out " + q + "/out.json/'",
+      gemm + "--out " + q + "/" + std::string(250, 'n') + "'",
+      gemm + "--out " + q + "/" + std::string(5000, 'p') + "'",
+  };
+  std::filesystem::copy_file(def, d + "/t.yaml");
+  for (const std::string& args : cases) expect_refused(args, d);
+  EXPECT_TRUE(std::filesystem::is_fifo(d + "/fifo"));
+  const Shards& s = shards();
+  expect_refused("merge '" + s.s0 + "' '" + s.s1 + "' --out '" + s.s0 + "'", s.dir, "the same file as the input");
+}
+
+// --fast re-renders the committed results: a corrupt committed file is found before
+// anything is written, and the error names it (not a copy of it).
+TEST(HostileInputs, FastModeChecksTheCommittedResultsBeforeWriting) {
+  if (!have_matplotlib()) GTEST_SKIP() << "no python3 with matplotlib: the figure scripts cannot run";
+  const std::string d = fresh_dir("kb_hostile_fast");
+  const std::string data = d + "/data", src = std::filesystem::path(kTopo).parent_path().string();
+  std::filesystem::create_directories(data + "/docs/diagrams/gemm");
+  std::filesystem::create_directories(data + "/tools");
+  std::filesystem::create_directory_symlink(src + "/topologies", data + "/topologies");
+  std::filesystem::create_directory_symlink(src + "/tools/plot", data + "/tools/plot");
+  const std::string committed = data + "/docs/diagrams/gemm/gemm_sweep.json";
+  std::filesystem::copy_file(src + "/docs/diagrams/gemm/gemm_sweep.csv", data + "/docs/diagrams/gemm/gemm_sweep.csv");
+  const std::string good = [&] {
+    std::ifstream in(src + "/docs/diagrams/gemm/gemm_sweep.json");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }();
+  for (const std::string& text : {std::string(""), good.substr(0, good.size() / 2), std::string("{\"schema\": 5}"),
+                                  std::string(100000, '[') + std::string(100000, ']')}) {
+    std::ofstream(committed) << text;
+    for (const char* how : {"--fast", ""}) {
+      const Result r = run(std::string("run --bench milestone-1h-gemm ") + how + " --out '" + d + "/o'",
+                           std::string("KERNBENCH_DATA_DIR='") + data + "' " + (*how ? "" : "MILESTONE_FAST=1 "));
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_NE(r.err.find(committed), std::string::npos) << r.err;
+      EXPECT_FALSE(std::filesystem::exists(d + "/o")) << "wrote output for a corrupt source";
+    }
+  }
+}
+
+TEST(HostileInputs, TheCommandLineOverridesTheSpaceFile) {
+  const std::string d = fresh_dir("kb_hostile_precedence");
+  std::filesystem::create_directories(d);
+  std::ofstream(d + "/s.yaml") << "family: gemm\naxes:\n  m: 64,128\n  n: 64\n  k: 64\n  pes: 1,2\n"
+                                  "reductions:\n  top: 3\n  recheck: 3\n  histogram: true\nobjectives:\n  pareto: pes\n";
+  const json file = run_json("sweep --space '" + d + "/s.yaml' --json");
+  ASSERT_FALSE(file.is_null());
+  EXPECT_EQ(file["recheck"]["checked"].size(), 3u);
+  const json cli = run_json("sweep --space '" + d + "/s.yaml' --recheck 0 --top 1 --no-histogram --pareto none --json");
+  ASSERT_FALSE(cli.is_null());
+  EXPECT_TRUE(file.contains("pareto") && file.contains("histogram"));
+  EXPECT_FALSE(cli.contains("recheck") && !cli["recheck"].is_null()) << cli["recheck"].dump();
+  EXPECT_EQ(cli["top"].size(), 1u);
+  EXPECT_FALSE(cli.contains("pareto")) << cli["pareto"].dump();
+  EXPECT_FALSE(cli.contains("histogram")) << cli["histogram"].dump();
+}
+
+}  // namespace
