@@ -39,6 +39,7 @@ inline Result run(const std::string& args, const std::string& env = "") {
 }
 
 inline const std::string kTopo = KB_TEST_TOPOLOGIES;
+inline const std::string kRoot = KB_TEST_DATA "/../..";  // the source tree
 
 inline std::string fresh_dir(const std::string& name) {
   const fs::path p = fs::path(::testing::TempDir()) / name;

@@ -14,7 +14,6 @@ namespace {
 using namespace kb::clitest;
 using nlohmann::json;
 
-const std::string kRoot = KB_TEST_DATA "/../..";
 
 TEST(Collectives, EvalJsonHasEveryField) {
   const std::string trace = fresh_dir("kb_ar_trace.json");

@@ -14,7 +14,6 @@ namespace {
 using namespace kb::clitest;
 using nlohmann::json;
 
-const std::string kRoot = KB_TEST_DATA "/../..";
 
 TEST(DecodeCli, EvalJsonHasEveryFieldForEveryCase) {
   for (int k = 1; k <= 4; ++k) {

@@ -34,7 +34,7 @@ struct Shards {
 const Shards& shards() {
   static const Shards s = [] {
     Shards r;
-    r.dir = fresh_dir("kb_hostile_shards");
+    r.dir = fresh_dir("kb_hostile_shards_" + std::to_string(::getpid()));  // tests run side by side
     std::filesystem::create_directories(r.dir);
     r.s0 = r.dir + "/s0.json", r.s1 = r.dir + "/s1.json";
     EXPECT_EQ(run(std::string(kSpace) + " --shard 0/2 --out '" + r.s0 + "'").code, 0);
@@ -46,7 +46,7 @@ const Shards& shards() {
   return s;
 }
 
-void write(const std::string& path, const json& j) { std::ofstream(path) << j.dump(); }
+void write_json(const std::string& path, const json& j) { std::ofstream(path) << j.dump(); }
 
 void expect_refused(const std::string& args, const std::string& dir, const std::string& fragment = "") {
   SCOPED_TRACE(args);
@@ -73,7 +73,7 @@ void expect_tamper_refused(const std::string& name, const std::function<void(jso
   json d = s.d0;
   edit(d);
   const std::string f = s.dir + "/t_" + name + ".json";
-  write(f, d);
+  write_json(f, d);
   expect_refused("merge '" + f + "' '" + s.s1 + "' --out '" + s.dir + "/merged.json'", s.dir, fragment);
   std::filesystem::remove(f);
 }
@@ -171,7 +171,7 @@ TEST(HostileShards, EveryAcceptedTamperingMergesAsARealSweep) {
     }
     if (d == s.d0) continue;
     const std::string f = s.dir + "/p.json";
-    write(f, d);
+    write_json(f, d);
     const Result r = run("merge '" + f + "' '" + s.s1 + "' --json");
     SCOPED_TRACE(p.to_string() + " = " + v.dump());
     if (r.code == 2) {

@@ -18,7 +18,6 @@ namespace {
 
 using namespace kb::clitest;
 
-const std::string kRoot = KB_TEST_DATA "/../..";
 
 TEST(Reliability, PathsReachThePlotScriptAsData) {
   if (!have_matplotlib()) GTEST_SKIP() << "not run: no Python with matplotlib here (tools/setup.sh installs it)";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "topologies.h"
 #include "host/analytical/collectives.h"
 #include "host/common/error.h"
 #include "host/families/allreduce_figures.h"
@@ -17,7 +18,8 @@
 namespace kb {
 namespace {
 
-TopologySpec topo(const char* name) { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + name); }
+using kb::unittest::topo;
+using kb::unittest::tiny;
 
 AllreduceConfig config(const TopologySpec& t, CollLevel level, CollAlgo algo, std::int64_t ranks, std::int64_t bytes,
                        CollBuffer buffer = CollBuffer::sram, CollOp op = CollOp::allreduce, std::int64_t chunks = 1) {

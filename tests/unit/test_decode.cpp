@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "topologies.h"
 #include "benches/milestone_gqa_decode.h"
 #include "host/common/error.h"
 #include "device/models/allreduce.h"
@@ -21,7 +22,8 @@
 namespace kb {
 namespace {
 
-TopologySpec topo(const char* name) { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + name); }
+using kb::unittest::topo;
+using kb::unittest::tiny;
 
 DecodeConfig small(std::int64_t k, std::int64_t s_kv, std::int64_t batch, std::int64_t h_q, std::int64_t h_kv,
                    std::int64_t d, std::int64_t chunk, bool allreduce = false) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "topologies.h"
 #include "host/common/error.h"
 #include "host/kernels/gemm.h"
 #include "host/topology/load.h"
@@ -10,7 +11,7 @@
 namespace kb {
 namespace {
 
-TopologySpec tiny() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/tiny.yaml"); }
+using kb::unittest::tiny;
 
 GemmParams params(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t t, std::int64_t pes = 1,
                   std::int64_t cubes = 1, std::int64_t buffers = 1) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topologies.h"
 #include "host/common/error.h"
 #include "host/runtime/context.h"
 #include "host/topology/load.h"
@@ -10,7 +11,7 @@ namespace {
 
 using engine::LinkLevel;
 
-TopologySpec tiny() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/tiny.yaml"); }
+using kb::unittest::tiny;
 
 // A buffer of `bytes` on every PE of the machine, for copies between any two ranks.
 SymBuf everywhere(RuntimeContext& ctx, std::int64_t bytes) {
