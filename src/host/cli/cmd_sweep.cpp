@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cmd_family.h"
+#include "sweep_report.h"
 #include "host/common/document.h"
 #include "host/common/error.h"
 #include "host/common/json_stream.h"
@@ -114,15 +115,6 @@ double decimal_option(const SweepArgs& a, const char* flag, const std::string& t
   return std::strtod(text.c_str(), nullptr);
 }
 
-int parse_pareto(const Family& f, const std::string& s) {
-  if (s == "none") return 0;
-  std::string names;
-  for (std::size_t i = 0; i < f.costs.size(); ++i) {
-    if (f.costs[i].name == s) return static_cast<int>(i) + 1;
-    names += f.costs[i].name + ", ";
-  }
-  throw InputError("--pareto " + s + ": expected " + names.substr(0, names.size() - 2) + " or none");
-}
 
 std::string us(ps_t ps) {
   char b[48];
@@ -132,22 +124,6 @@ std::string us(ps_t ps) {
 
 }  // namespace
 
-// Everything a sweep's output is made from: its space, how it ran and its summary (one
-// run, a shard, or the merge of shards).
-struct SweepOutcome {
-  const Family* f = nullptr;
-  TopologySpec topo;
-  SweepRequest req;
-  BuiltSpace sp;
-  batched::Reductions red;  // as run: top_k is the longer of --top and --recheck
-  int top = 10, recheck = 10;
-  std::string pareto_name;
-  BackendKind backend = BackendKind::omp;
-  batched::SweepSummary sum;
-  double seconds = 0;
-  std::int64_t shard_i = -1, shard_n = 0;  // a shard's output
-  nlohmann::json merged;                   // merge and MPI: the shards it is made of
-};
 
 namespace {
 
@@ -184,6 +160,16 @@ nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decod
 }
 
 }  // namespace
+
+int parse_pareto(const Family& f, const std::string& s) {
+  if (s == "none") return 0;
+  std::string names;
+  for (std::size_t i = 0; i < f.costs.size(); ++i) {
+    if (f.costs[i].name == s) return static_cast<int>(i) + 1;
+    names += f.costs[i].name + ", ";
+  }
+  throw InputError("--pareto " + s + ": expected " + names.substr(0, names.size() - 2) + " or none");
+}
 
 void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out) {
   const Family& f = *o.f;
@@ -696,209 +682,6 @@ void cmd_sweep(const SweepArgs& args) {
   } else {
     o.shard_i = shard_i, o.shard_n = shard_n;
   }
-  report_sweep(o, a.json, a.out, a.csv);
-}
-
-namespace {
-
-// The first place two JSON values differ ("request.axes.m"), or "" when they are equal.
-std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& at) {
-  if (a.type() != b.type()) return at;
-  if (a.is_object()) {
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      const std::string here = at + (at.empty() ? "" : ".") + it.key();
-      if (!b.contains(it.key())) return here;
-      const std::string d = first_difference(it.value(), b[it.key()], here);
-      if (!d.empty()) return d;
-    }
-    for (auto it = b.begin(); it != b.end(); ++it)
-      if (!a.contains(it.key())) return at + (at.empty() ? "" : ".") + it.key();
-    return "";
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return at;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const std::string d = first_difference(a[i], b[i], at + "[" + std::to_string(i) + "]");
-      if (!d.empty()) return d;
-    }
-    return "";
-  }
-  return a == b ? "" : at;
-}
-
-// The topology a result document records (every field's value, its name, source and hash).
-TopologySpec topology_from_record(const nlohmann::json& rec, const std::string& where) {
-  TopologySpec t;
-  try {
-    t.name = rec.at("name").get<std::string>();
-    t.source = rec.at("source").get<std::string>();
-    t.hash = std::stoull(rec.at("hash").get<std::string>(), nullptr, 16);
-    t.overrides = rec.at("overrides").get<std::vector<std::string>>();
-    t.schema_version = rec.at("schema_version").get<std::int64_t>();
-    const nlohmann::json& fields = rec.at("fields");
-    for (const HwField& f : hw_fields()) {
-      const nlohmann::json& v = fields.at(f.path);
-      std::int64_t x = 0;
-      std::string why;
-      if (!f.parse(v.is_string() ? v.get<std::string>() : v.dump(), &x, &why))
-        throw InputError(where + ": topology.fields." + f.path + ": " + why);
-      f.set(t.hw(), x);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(where + ": topology: malformed (" + std::string(e.what()) + ")");
-  } catch (const std::logic_error&) {
-    throw InputError(where + ": topology.hash: not a hexadecimal hash");
-  }
-  return t;
-}
-
-}  // namespace
-
-CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand(
-      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
-  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
-  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
-  cmd->add_option("--out", a.out, "also write the JSON to FILE");
-  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
-  return cmd;
-}
-
-void cmd_merge(const MergeArgs& a) {
-  check_output_path("--out", a.out, "sweep.json");
-  check_output_path("--csv", a.csv, "sweep.csv");
-  {
-    std::vector<FlagPath> inputs;
-    for (const std::string& file : a.files) inputs.push_back({"shard", file});
-    check_outputs_distinct(inputs, {{"--out", a.out}, {"--csv", a.csv}});
-  }
-  struct Part {
-    std::string file;
-    nlohmann::json doc;
-    std::int64_t index, count;
-  };
-  std::vector<Part> parts;
-  for (const std::string& file : a.files) {
-    nlohmann::json doc;
-    // A shard's rows (one per group, up to 2^20) are not needed here: they are dropped as
-    // they are read, so a shard of any size merges in the memory of its summary. Nesting
-    // deeper than any shard's is refused as it is read (a shard nests 5 levels).
-    constexpr int kMaxDepth = 16;
-    const nlohmann::json::parser_callback_t keep = [&file](int depth, nlohmann::json::parse_event_t event,
-                                                           nlohmann::json& parsed) {
-      if (depth > kMaxDepth && (event == nlohmann::json::parse_event_t::object_start ||
-                                event == nlohmann::json::parse_event_t::array_start))
-        throw InputError(file + ": nested more than " + std::to_string(kMaxDepth) + " levels deep: not a shard");
-      return !(depth == 1 && event == nlohmann::json::parse_event_t::key &&
-               (parsed == "best_per_group" || parsed == "top" || parsed == "pareto" || parsed == "histogram"));
-    };
-    try {
-      check_input_file(file);
-      std::ifstream in(file, std::ios::binary);
-      if (!in) throw InputError(file + ":1:1: (file): cannot open file");
-      doc = nlohmann::json::parse(in, keep);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
-    }
-    const auto* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-    if (!schema || !schema->is_string() || schema->get<std::string>().size() < 12 ||
-        schema->get<std::string>().compare(schema->get<std::string>().size() - 12, 12, "-space-sweep") != 0 ||
-        !doc.contains("shard") || !doc["shard"].is_object())
-      throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
-    for (const char* key : {"space", "topology", "shard"})
-      if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
-    if (!doc.contains("backend") || !doc["backend"].is_string() ||
-        (doc["backend"] != "omp" && doc["backend"] != "cuda"))
-      throw InputError(file + ": backend: expected \"omp\" or \"cuda\"");
-    if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
-                                   !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
-      throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
-    const nlohmann::json& sh = doc["shard"];
-    std::int64_t count = 0, index = 0;
-    for (const auto& [key, lo, hi, dst] : {std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t*>{"count", 1, INT64_C(1) << 20, &count},
-                                           {"index", 0, (INT64_C(1) << 20) - 1, &index}}) {
-      const auto it = sh.find(key);
-      if (it == sh.end() || !it->is_number_integer() || it->is_number_unsigned() != (it->get<std::int64_t>() >= 0) ||
-          it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
-        throw InputError(file + ": shard." + key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-      *dst = it->get<std::int64_t>();
-    }
-    parts.push_back({file, std::move(doc), index, count});
-  }
-  // One sweep: the same request, topology, program version and space; every shard once.
-  const Part& p0 = parts.front();
-  auto identity = [](const Part& p) {
-    return nlohmann::json{{"schema", p.doc["schema"]},
-                          {"generator", p.doc.value("generator", nlohmann::json())},
-                          {"topology", p.doc.value("topology", nlohmann::json())},
-                          {"space", p.doc.value("space", nlohmann::json())},
-                          {"request", p.doc["shard"].value("request", nlohmann::json())},
-                          {"count", p.count}};
-  };
-  const nlohmann::json id0 = identity(p0);
-  for (const Part& p : parts) {
-    const std::string d = first_difference(id0, identity(p), "");
-    if (!d.empty())
-      throw InputError(p.file + ": a shard of another sweep than " + p0.file + ": they differ in " + d);
-  }
-  std::vector<const Part*> by_index(static_cast<std::size_t>(p0.count), nullptr);
-  for (const Part& p : parts) {
-    if (p.index < 0 || p.index >= p0.count) throw InputError(p.file + ": shard " + std::to_string(p.index) + " of " + std::to_string(p0.count) + "?");
-    const Part*& slot = by_index[static_cast<std::size_t>(p.index)];
-    if (slot) throw InputError(p.file + " and " + slot->file + " are both shard " + std::to_string(p.index) + "/" + std::to_string(p0.count));
-    slot = &p;
-  }
-  std::string missing;
-  for (std::size_t i = 0; i < by_index.size(); ++i)
-    if (!by_index[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-  if (!missing.empty())
-    throw InputError("shard(s) " + missing + " of " + std::to_string(p0.count) + " missing: merge needs every shard once");
-
-  // The space again, from the request and the topology the shards record.
-  const nlohmann::json& rq = p0.doc["shard"]["request"];
-  SweepOutcome o;
-  try {
-    o.f = &family(rq.at("family").get<std::string>());
-    o.topo = topology_from_record(p0.doc.at("topology"), p0.file);
-    o.req.axes = rq.at("axes").get<std::map<std::string, std::string>>();
-    for (const auto& h : rq.at("hw")) o.req.hw.push_back({h.at(0).get<std::string>(), h.at(1).get<std::string>(), h.at(2).get<std::string>()});
-    o.req.zips = rq.at("zips").get<std::vector<std::string>>();
-    o.req.group = rq.at("group").get<std::string>();
-    for (const auto& [key, dst] : {std::pair<const char*, int*>{"top", &o.top}, {"recheck", &o.recheck}, {"top_k", &o.red.top_k}}) {
-      const nlohmann::json& v = rq.at(key);
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > batched::kMaxTopK)
-        throw InputError(p0.file + ": shard.request." + key + ": expected an integer from 0 to " + std::to_string(batched::kMaxTopK));
-      *dst = v.get<int>();
-    }
-    if (o.red.top_k != std::max(o.top, o.recheck))
-      throw InputError(p0.file + ": shard.request.top_k: not the larger of top and recheck");
-    o.pareto_name = rq.at("pareto").get<std::string>();
-    o.red.histogram = rq.at("histogram").get<bool>();
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(p0.file + ": shard.request: malformed (" + std::string(e.what()) + ")");
-  }
-  o.sp = build_space(*o.f, o.topo, o.req);
-  if (o.sp.space.size() != p0.doc["space"].value("size", INT64_C(-1)))
-    throw InputError(p0.file + ": the space its request builds has " + std::to_string(o.sp.space.size()) +
-                     " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
-  o.red.pareto = parse_pareto(*o.f, o.pareto_name);
-  o.backend = p0.doc["backend"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
-  nlohmann::json shards = nlohmann::json::array();
-  // Every shard is read and checked before any is used.
-  std::vector<batched::SweepSummary> sums;
-  for (const Part* p : by_index) {
-    sums.push_back(summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
-                                     static_cast<int>(o.f->statuses.size()), p->file));
-    check_shard_summary(sums.back(), o.f->id, o.sp.space, o.red, p->index, p->count, p->file);
-  }
-  for (std::size_t k = 0; k < by_index.size(); ++k) {
-    const Part* p = by_index[k];
-    const batched::SweepSummary& s = sums[k];
-    merge_summary(o.sum, s, o.red.top_k);
-    o.seconds = std::max(o.seconds, p->doc.value("timing", nlohmann::json::object()).value("seconds", 0.0));
-    shards.push_back({{"file", p->file}, {"index", p->index}, {"evaluated", s.evaluated}});
-  }
-  o.merged = {{"shards", shards}};
   report_sweep(o, a.json, a.out, a.csv);
 }
 

@@ -1,0 +1,37 @@
+// What `sweep` and `merge` share: a sweep's outcome (one run, a shard, or the merge of
+// shards) and the report written from it (tables, JSON, CSV).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "host/families/family.h"
+#include "host/sweep/backend.h"
+#include "host/sweep/space.h"
+
+namespace kb {
+
+// Everything a sweep's output is made from: its space, how it ran and its summary (one
+// run, a shard, or the merge of shards).
+struct SweepOutcome {
+  const Family* f = nullptr;
+  TopologySpec topo;
+  SweepRequest req;
+  BuiltSpace sp;
+  batched::Reductions red;  // as run: top_k is the longer of --top and --recheck
+  int top = 10, recheck = 10;
+  std::string pareto_name;
+  BackendKind backend = BackendKind::omp;
+  batched::SweepSummary sum;
+  double seconds = 0;
+  std::int64_t shard_i = -1, shard_n = 0;  // a shard's output
+  nlohmann::json merged;                   // merge and MPI: the shards it is made of
+};
+
+// Prints the tables (or the JSON) of a sweep's outcome and writes --out and --csv.
+void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out);
+// The cost kind named by --pareto (0: none); InputError for an unknown name.
+int parse_pareto(const Family& f, const std::string& s);
+
+}  // namespace kb
