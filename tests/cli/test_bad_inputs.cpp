@@ -102,6 +102,24 @@ TEST(BadInputs, EveryOneIsOneLineExitTwoAndWritesNothing) {
       "eval gemm --m 16 --n 16 --k 16 --split diag",
       "sweep gemm --m 16 --n 16 --k 16 --split rows,cols-k,x",
       "eval gemm --m 64 --n 64 --k 256 --tile-m 64 --tile-n 64 --tile-k 64 --pes 2 --split rows-k --set pe.sram_kib=64",
+      // values no config could use: ranks beyond every level swept (8 PEs, 8 cubes, 64 in all)
+      "sweep allreduce --bytes 4096 --level pe --algo ring --ranks 65 --buffer sram",
+      "sweep allreduce --bytes 4096 --level pe,cube --algo ring --ranks 2,9 --buffer sram",
+      "sweep allreduce --bytes 4096 --level hier --algo ring --ranks 2:128:*2 --buffer sram",
+      "sweep allreduce --bytes 4096 --algo ring --buffer sram --zip level,ranks=pe/8,cube/16",
+      // the reference engine's op cap (--max-ops): a run too large, and malformed caps
+      "eval gemm --m 256 --n 256 --k 256 --tile-m 1 --tile-n 1 --tile-k 1",
+      "eval gemm --m 256 --n 256 --k 256 --tile-m 16 --tile-n 16 --tile-k 16 --max-ops 1000",
+      "eval decode --case 1 --s-kv 65536 --batch 64 --kv-chunk 16 --max-ops 100000",
+      "eval allreduce --bytes 4096 --level pe --algo ring --ranks 8 --buffer sram --max-ops 10",
+      "eval gemm --m 16 --n 16 --k 16 --max-ops ''",
+      "eval gemm --m 16 --n 16 --k 16 --max-ops 0",
+      "eval gemm --m 16 --n 16 --k 16 --max-ops 0x10",
+      "eval gemm --m 16 --n 16 --k 16 --max-ops 2147483648",
+      "sweep gemm --m 16 --n 16 --k 16 --max-ops -1",
+      "merge " + q + "/not-json.json' --max-ops abc",
+      // topo diagram: a renderer that cannot write where it is told
+      "topo diagram '" + def + "' -o /proc/kb-topology.png",
   };
   // Every axis of every family, with each kind of malformed value, in eval and in sweep.
   const std::map<std::string, std::map<std::string, std::string>> families = {

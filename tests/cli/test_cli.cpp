@@ -410,6 +410,24 @@ TEST(Cli, TopoDiagramNamesAndManySips) {
   EXPECT_NE(bdot.find("fully_connected of 4096 SIPs"), std::string::npos);
 }
 
+// A large cube grid: a corner of it is drawn, and the label says what is left out, so the
+// DOT source stays small whatever the topology.
+TEST(Cli, TopoDiagramOfALargeGridShowsItsCorner) {
+  const std::string dir = fresh_dir("kb_diagram_large");
+  const Result r = run("topo diagram '" + kTopo + "/default.yaml' --set sip.cube_rows=64 --set sip.cube_cols=64 "
+                       "--set system.sips=2 -o '" + dir + "/big.dot'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(fs::file_size(dir + "/big.dot"), 100000u);
+  std::ifstream in(dir + "/big.dot");
+  const std::string dot((std::istreambuf_iterator<char>(in)), {});
+  std::size_t cubes = 0;
+  for (std::size_t at = dot.find("<B>cube "); at != std::string::npos; at = dot.find("<B>cube ", at + 1)) ++cubes;
+  EXPECT_EQ(cubes, 2u * 36u);  // two SIPs in detail, 6x6 cubes each
+  EXPECT_NE(dot.find("SIP 1: cubes (0..5, 0..5) of its 64x64 grid shown; the others are alike"), std::string::npos);
+  EXPECT_EQ(dot.find("<B>cube 6</B>"), std::string::npos);
+  EXPECT_NE(dot.find("<B>cube 325</B>"), std::string::npos);  // row 5, column 5
+}
+
 TEST(Cli, TopoDiagramBadInput) {
   const std::string dir = fresh_dir("kb_diagram_bad");
   expect_input_error(run("topo diagram '" + kTopo + "/default.yaml' -o '" + dir + "/d.pdf'"), "must be .dot, .svg or .png");

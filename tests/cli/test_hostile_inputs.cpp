@@ -300,6 +300,50 @@ TEST(HostileInputs, FastModeChecksTheCommittedResultsBeforeWriting) {
   }
 }
 
+// The reference engine's size is known before its graph is built: a run above --max-ops
+// (default 2^24 ops) is refused naming its estimate, the batched model still runs it, and
+// a sweep's re-check passes over configs above the cap and says so.
+TEST(HostileInputs, TheReferenceRunIsSizedBeforeItIsBuilt) {
+  const std::string tiny_tiles = "eval gemm --m 256 --n 256 --k 256 --tile-m 1 --tile-n 1 --tile-k 1";
+  const Result r = run(tiny_tiles);
+  expect_input_error(r, "--max-ops 16777216: the reference engine would build up to 50397189 ops");
+  EXPECT_EQ(run(tiny_tiles + " --engine batched --json").code, 0);
+  const std::string mid = "eval gemm --m 256 --n 256 --k 256 --tile-m 16 --tile-n 16 --tile-k 16 --json";
+  expect_input_error(run(mid + " --max-ops 12544"), "would build up to 12549 ops");  // 16 x 16 tiles x (3 x 16 + 1), + 5
+  const json ok = run_json(mid + " --max-ops 12549");
+  ASSERT_FALSE(ok.is_null());
+  EXPECT_EQ(ok["reference"]["ops"], 12544);
+  EXPECT_EQ(ok["parity"], true);
+  // A re-check within the cap, and one that passes over every config.
+  const std::string sweep = "sweep gemm --m 64,128 --n 64 --k 64 --tile-m 16 --tile-n 16 --tile-k 16 --recheck 2 ";
+  const json all = run_json(sweep + "--json");
+  ASSERT_FALSE(all.is_null());
+  EXPECT_EQ(all["recheck"]["checked"].size(), 2u);
+  EXPECT_TRUE(all["recheck"]["skipped"].empty());
+  const json none = run_json(sweep + "--max-ops 100 --json");
+  ASSERT_FALSE(none.is_null());
+  EXPECT_TRUE(none["recheck"]["checked"].empty());
+  ASSERT_EQ(none["recheck"]["skipped"].size(), 2u);
+  EXPECT_GT(none["recheck"]["skipped"][0]["reference_ops"].get<std::int64_t>(), 100);
+  const Result text = run(sweep + "--max-ops 100");
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("passed over 2 faster config(s) whose reference run would build more than --max-ops 100 ops"),
+            std::string::npos) << text.out;
+}
+
+// A value no config of the space could use is refused; one some config can use is not.
+TEST(HostileInputs, RanksAreBoundByTheLevelsSwept) {
+  const std::string base = "sweep allreduce --bytes 4096 --algo ring --buffer sram --recheck 0 --json ";
+  expect_input_error(run(base + "--level pe --ranks 65"), "--ranks 65: ranks '65': 65 is outside 2..8 for level pe");
+  expect_input_error(run(base + "--level pe,cube --ranks 9"), "ranks '9': 9 is outside 2..8, the widest of the level values swept (pe)");
+  const json mixed = run_json(base + "--level pe,hier --ranks 16");  // hier can use 16 PEs; pe cannot
+  ASSERT_FALSE(mixed.is_null());
+  EXPECT_EQ(mixed["valid"], 1);
+  EXPECT_EQ(mixed["invalid"]["bad_ranks"], 1);
+  expect_input_error(run(base + "--zip level,ranks=pe/8,cube/16"), "ranks '16': 16 is outside 2..8 for level cube");
+  EXPECT_FALSE(run_json(base + "--zip level,ranks=pe/8,hier/16").is_null());
+}
+
 TEST(HostileInputs, TheCommandLineOverridesTheSpaceFile) {
   const std::string d = fresh_dir("kb_hostile_precedence");
   std::filesystem::create_directories(d);

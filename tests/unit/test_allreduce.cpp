@@ -84,6 +84,29 @@ TEST(Collective, EveryRankEndsWithTheSum) {
   EXPECT_GT(runs, 400);
 }
 
+// The op bound the reference is held to (allreduce_reference_ops) is an upper bound of the
+// ops the library builds, and a close one: the run itself refuses an op beyond it.
+TEST(Collective, TheOpBoundIsCloseAbove) {
+  const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
+  int runs = 0;
+  double loosest = 0;
+  for (int level = 0; level < 4; ++level)
+    for (int algo = 0; algo < 5; ++algo)
+      for (std::int64_t p : level == 3 ? std::vector<std::int64_t>{8, 16, 64} : std::vector<std::int64_t>{4, 8})
+        for (int buffer = 0; buffer < 2; ++buffer)
+          for (std::int64_t chunks : {1, 4}) {
+            const AllreduceConfig c = config(level == 2 ? ring8 : def, static_cast<CollLevel>(level), static_cast<CollAlgo>(algo),
+                                             p, 2 * 64 * p * chunks, static_cast<CollBuffer>(buffer), CollOp::allreduce, chunks);
+            if (allreduce_check(c) != kArOk) continue;
+            const std::int64_t ops = run_collective(c, false, 1).report.summary.ops, bound = allreduce_reference_ops(c);
+            EXPECT_LE(ops, bound) << name(c);
+            loosest = std::max(loosest, static_cast<double>(bound) / static_cast<double>(ops));
+            ++runs;
+          }
+  EXPECT_GT(runs, 60);
+  EXPECT_LT(loosest, 3.5) << "the bound refuses runs far smaller than --max-ops";
+}
+
 TEST(Collective, HierAcrossSips) {
   // Every PE of four SIPs of ring8 (256 ranks): inside cubes, across cubes, across SIPs, back.
   TopologySpec t = topo("ring8.yaml");

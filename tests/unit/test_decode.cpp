@@ -72,6 +72,31 @@ TEST(Decode, EveryCaseMatchesDenseAttentionInFloat64) {
   RecordProperty("max_relative_error", std::to_string(worst));
 }
 
+// The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops
+// the kernel builds, and a close one.
+TEST(Decode, TheOpBoundIsCloseAbove) {
+  double loosest = 0;
+  int runs = 0;
+  for (std::int64_t k = 1; k <= 4; ++k)
+    for (std::int64_t chunk : {16, 64, 0})
+      for (std::int64_t batch : {1, 3})
+        for (bool allreduce : {false, true}) {
+          if (allreduce && k != 4) continue;
+          const DecodeConfig c = small(k, 4096, batch, 8, 1, 64, chunk, allreduce);
+          const std::int64_t ops = run_decode(c, false, 1, nullptr).report.summary.ops, bound = decode_reference_ops(c);
+          EXPECT_LE(ops, bound) << k << " " << chunk << " " << batch;
+          loosest = std::max(loosest, static_cast<double>(bound) / static_cast<double>(ops));
+          ++runs;
+        }
+  EXPECT_EQ(runs, 30);
+  EXPECT_LT(loosest, 3.5) << "the bound refuses runs far smaller than --max-ops";
+  // Where the cap matters, runs of many steps, it is within a few percent.
+  const DecodeConfig big = small(1, 16384, 16, 8, 1, 128, 16);
+  const std::int64_t ops = run_decode(big, false, 1, nullptr).report.summary.ops, bound = decode_reference_ops(big);
+  EXPECT_LE(ops, bound);
+  EXPECT_LT(static_cast<double>(bound), 1.05 * static_cast<double>(ops));
+}
+
 TEST(Decode, TheStudysStructure) {
   const TopologySpec t = topo("default.yaml");
   struct Want {

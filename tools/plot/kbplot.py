@@ -47,6 +47,13 @@ __all__ = [
     "require_num",
     "require_list",
     "require_dict",
+    "require_int",
+    "require_real",
+    "require_choice",
+    "require_object",
+    "require_topology",
+    "MAX_INT",
+    "MAX_REAL",
     "ensure_out_dir",
     "new_figure",
     "save_atomic",
@@ -243,6 +250,57 @@ def require_dict(obj: dict, key: str, ctx: str, where: str) -> dict:
     if not isinstance(v, dict):
         raise InputError(where, f'{ctx}: "{key}" is a {_json_type(v)}, expected an object')
     return v
+
+
+# The largest integer a results document holds (picoseconds, bytes, counts: the simulator
+# keeps them below 2^62), and the largest real figure (GB/s, TFLOP/s, ratios) that means
+# anything; 1e308 is a number, not a result.
+MAX_INT = 1 << 62
+MAX_REAL = 1e15
+
+
+def require_object(v: Any, ctx: str, where: str) -> dict:
+    if not isinstance(v, dict):
+        raise InputError(where, f"{ctx} is a {_json_type(v)}, expected an object")
+    return v
+
+
+def require_int(obj: dict, key: str, ctx: str, where: str, *, lo: int = 0, hi: int = MAX_INT) -> int:
+    """An integer field (a JSON integer, not 1.0 or true) in lo..hi."""
+    v = require(obj, key, ctx, where)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(where, f'{ctx}: "{key}" is {json.dumps(v)[:40]}, expected an integer')
+    if not lo <= v <= hi:
+        raise InputError(where, f'{ctx}: "{key}" is {v}, expected {lo}..{hi}')
+    return v
+
+
+def require_real(obj: dict, key: str, ctx: str, where: str, *, lo: float = 0.0, hi: float = MAX_REAL,
+                 positive: bool = False) -> float:
+    """A finite number in lo..hi (above lo when ``positive``)."""
+    v = require_num(obj, key, ctx, where)
+    if positive and not v > lo:
+        raise InputError(where, f'{ctx}: "{key}" is {v}, expected a number above {lo:g}')
+    if not lo <= v <= hi:
+        raise InputError(where, f'{ctx}: "{key}" is {v:g}, expected {lo:g}..{hi:g}')
+    return float(v)
+
+
+def require_choice(obj: dict, key: str, ctx: str, where: str, choices: Sequence[Any]) -> Any:
+    v = require(obj, key, ctx, where)
+    if isinstance(v, bool) or v not in choices:
+        raise InputError(where, f'{ctx}: "{key}" is {json.dumps(v)[:40]}, expected one of '
+                                f'{", ".join(json.dumps(c) for c in choices)}')
+    return v
+
+
+def require_topology(doc: dict, where: str) -> dict:
+    """Every results document names the topology it was simulated on."""
+    t = require_dict(doc, "topology", "top level", where)
+    require_str(t, "name", "topology", where)
+    if not isinstance(t.get("hash"), str):
+        raise InputError(where, 'topology: "hash" is missing or not a string')
+    return t
 
 
 # --- output -----------------------------------------------------------------

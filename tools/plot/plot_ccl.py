@@ -66,22 +66,28 @@ class Point:
 
 
 def parse(doc: dict, where: str) -> list[Point]:
+    """Check the document against its schema and return its points.
+
+    ``topology`` names the machine and ``parity`` says whether the engines agreed; each
+    config has a known level, algorithm and buffer, 2..4096 ranks, 2 B..4 GiB per rank, and
+    integer picosecond latencies (both engines' at least 1 ps, the analytical model's at
+    least 0) and a bus bandwidth of at most 10^9 GB/s.
+    """
+    kbplot.require_topology(doc, where)
+    parity = kbplot.require_dict(doc, "parity", "top level", where)
+    if not isinstance(parity.get("ok"), bool):
+        raise InputError(where, 'parity: "ok" is missing or not true/false')
     points = []
     for i, c in enumerate(kbplot.require_list(doc, "configs", "top level", where)):
         ctx = f"configs[{i}]"
-        num = lambda key, **kw: kbplot.require_num(c, key, ctx, where, **kw)  # noqa: E731
-        level = kbplot.require_str(c, "level", ctx, where)
-        algo = kbplot.require_str(c, "algo", ctx, where)
-        buffer = kbplot.require_str(c, "buffer", ctx, where)
-        if level not in LEVELS:
-            raise InputError(where, f'{ctx}: level "{level}" is not one of {", ".join(LEVELS)}')
-        if algo not in ALGOS:
-            raise InputError(where, f'{ctx}: algo "{algo}" is not one of {", ".join(ALGOS)}')
-        if buffer not in ("sram", "hbm"):
-            raise InputError(where, f'{ctx}: buffer "{buffer}" is not sram or hbm')
-        points.append(Point(level, algo, int(num("ranks", positive=True)), buffer, int(num("bytes", positive=True)),
-                            num("latency_ps", positive=True), num("reference_latency_ps", positive=True),
-                            num("analytical_ps", min_value=0), num("busbw_gbps", min_value=0)))
+        kbplot.require_object(c, ctx, where)
+        level = kbplot.require_choice(c, "level", ctx, where, LEVELS)
+        algo = kbplot.require_choice(c, "algo", ctx, where, ALGOS)
+        buffer = kbplot.require_choice(c, "buffer", ctx, where, ("sram", "hbm"))
+        integer = lambda key, **kw: kbplot.require_int(c, key, ctx, where, **kw)  # noqa: E731
+        points.append(Point(level, algo, integer("ranks", lo=2, hi=4096), buffer, integer("bytes", lo=2, hi=1 << 32),
+                            integer("latency_ps", lo=1), integer("reference_latency_ps", lo=1),
+                            integer("analytical_ps"), kbplot.require_real(c, "busbw_gbps", ctx, where, hi=1e9)))
     return points
 
 
@@ -239,8 +245,7 @@ def main(argv=None) -> None:
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four PNG figures.", argv)
     doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
     points = parse(doc, args.input)
-    parity = kbplot.require_dict(doc, "parity", "top level", args.input)
-    ok = "identical" if parity.get("ok") is True else "NOT identical"
+    ok = "identical" if doc["parity"]["ok"] is True else "NOT identical"
     out = kbplot.ensure_out_dir(args.out)
     figures = [
         (fig_latency(points), os.path.join(out, FIG_LATENCY)),

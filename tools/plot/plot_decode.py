@@ -44,52 +44,48 @@ COLORS = {1: "#1f77b4", 2: "#d62728", 3: "#2ca02c", 4: "#ff7f0e"}
 MARKERS = {1: "o", 2: "s", 3: "^", 4: "D"}
 
 
-def num(obj: dict, key: str, ctx: str, where: str) -> float:
-    return kbplot.require_num(obj, key, ctx, where)
-
-
 def parse_rows(doc: dict, where: str) -> list[dict]:
-    rows = kbplot.require_list(doc, "rows", "top level", where)
+    """One row per case 1..4, each with integer picosecond latency and bounds (at least
+    1 ps; the lower bound at most the case bound), a MAC utilisation in 0..1 and integer
+    byte counts."""
     out = []
-    for i, r in enumerate(rows):
+    for i, r in enumerate(kbplot.require_list(doc, "rows", "top level", where)):
         ctx = f"rows[{i}]"
-        if not isinstance(r, dict):
-            raise InputError(f"{ctx}: expected an object", where)
-        case = int(num(r, "case", ctx, where))
-        if case not in CASES:
-            raise InputError(f"{ctx}.case: {case} is not 1..4", where)
+        kbplot.require_object(r, ctx, where)
+        case = kbplot.require_choice(r, "case", ctx, where, CASES)
         s = kbplot.require_dict(r, "op_log_summary", ctx, where)
         sctx = ctx + ".op_log_summary"
+        integer = lambda key, **kw: kbplot.require_int(s, key, sctx, where, **kw)  # noqa: E731
+        bound = integer("case_bound_ps", lo=1)
         out.append({
             "case": case,
-            "latency": num(s, "latency_ps", sctx, where),
-            "lower": num(s, "lower_bound_ps", sctx, where),
-            "bound": num(s, "case_bound_ps", sctx, where),
-            "util": num(s, "mac_util", sctx, where),
-            "pe": num(s, "link_bytes_pe", sctx, where),
-            "cube": num(s, "link_bytes_cube", sctx, where),
-            "kv": num(s, "kv_footprint_bytes", sctx, where),
+            "latency": integer("latency_ps", lo=1),
+            "lower": integer("lower_bound_ps", lo=1, hi=bound),
+            "bound": bound,
+            "util": kbplot.require_real(s, "mac_util", sctx, where, hi=1.0),
+            "pe": integer("link_bytes_pe"),
+            "cube": integer("link_bytes_cube"),
+            "kv": integer("kv_footprint_bytes", lo=1),
         })
     if sorted(r["case"] for r in out) != CASES:
-        raise InputError("rows: expected one row per case 1..4", where)
+        raise InputError(where, "rows: expected one row per case 1..4")
     return sorted(out, key=lambda r: r["case"])
 
 
 def parse_series(doc: dict, series: str, axis: str, where: str) -> dict[int, list[tuple[float, float]]]:
+    """The points of one series: per case, (axis value, latency), both positive integers."""
     configs = kbplot.require_list(doc, "configs", "top level", where)
     out: dict[int, list[tuple[float, float]]] = {k: [] for k in CASES}
     for i, c in enumerate(configs):
         ctx = f"configs[{i}]"
-        if not isinstance(c, dict):
-            raise InputError(f"{ctx}: expected an object", where)
+        kbplot.require_object(c, ctx, where)
         if c.get("series") != series:
             continue
-        case = int(num(c, "case", ctx, where))
-        if case not in out:
-            raise InputError(f"{ctx}.case: {case} is not 1..4", where)
-        out[case].append((num(c, axis, ctx, where), num(c, "latency_ps", ctx, where)))
+        case = kbplot.require_choice(c, "case", ctx, where, CASES)
+        out[case].append((kbplot.require_int(c, axis, ctx, where, lo=1, hi=1 << 40),
+                          kbplot.require_int(c, "latency_ps", ctx, where, lo=1)))
     if not any(out.values()):
-        raise InputError(f"configs: no points of the {series} series", where)
+        raise InputError(where, f"configs: no points of the {series} series")
     for k in out:
         out[k].sort()
     return out
@@ -184,9 +180,10 @@ def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu GQA decode study (schema "
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three PNG figures.", argv)
     doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
+    kbplot.require_topology(doc, args.input)
     rows = parse_rows(doc, args.input)
     winner = kbplot.require_dict(doc, "winner", "top level", args.input)
-    w = int(kbplot.require_num(winner, "case", "winner", args.input))
+    w = kbplot.require_choice(winner, "case", "winner", args.input, CASES)
     skv = parse_series(doc, "s_kv", "s_kv", args.input)
     batch = parse_series(doc, "batch", "batch", args.input)
     out = kbplot.ensure_out_dir(args.out)

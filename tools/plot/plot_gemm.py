@@ -89,64 +89,70 @@ class Sweep:
 # Input
 # --------------------------------------------------------------------------
 
-def _opt_int(obj: dict, key: str) -> int | None:
-    v = obj.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return int(v)
-
-
 def parse_sweep(doc: dict, where: str) -> Sweep:
-    """Validate the fields the plots need and return them in plotting order.
+    """Check the document against its schema and return what the plots need, in order.
 
-    Order of shapes and variants follows the top-level ``shapes``/``variants``
-    arrays when present, then first appearance in ``configs``.
+    ``topology`` names the machine; ``shapes`` and ``variants`` are non-empty lists of
+    uniquely named entries; every config names a listed shape and variant (at most once
+    each pair), and its figures are integers (picoseconds) and finite reals within their
+    meaning: a roofline between 1 ps and the latency, a MAC utilisation in 0..1, achieved
+    TFLOP/s up to the peak.  Shapes and variants are drawn in the order listed; those no
+    config uses are left out.
     """
-    shapes: dict[str, Shape] = {}
-    variants: dict[str, Variant] = {}
+    kbplot.require_topology(doc, where)
 
-    if "shapes" in doc:
-        for i, s in enumerate(kbplot.require_list(doc, "shapes", "top level", where, nonempty=False)):
-            name = kbplot.require_str(s, "name", f"shapes[{i}]", where)
-            if name in shapes:
-                raise InputError(where, f'shapes[{i}]: duplicate shape name "{name}"')
-            shapes[name] = Shape(name, _opt_int(s, "m"), _opt_int(s, "n"), _opt_int(s, "k"))
-    if "variants" in doc:
-        for i, v in enumerate(kbplot.require_list(doc, "variants", "top level", where, nonempty=False)):
-            name = kbplot.require_str(v, "name", f"variants[{i}]", where)
-            if name in variants:
-                raise InputError(where, f'variants[{i}]: duplicate variant name "{name}"')
-            variants[name] = Variant(name, _opt_int(v, "pes"), _opt_int(v, "cubes"),
-                                     _opt_int(v, "buffers"))
+    def named(key: str, what: str, make) -> dict:
+        """A non-empty list of uniquely named objects, each made into `make(ctx, obj, name)`."""
+        out: dict = {}
+        for i, obj in enumerate(kbplot.require_list(doc, key, "top level", where)):
+            ctx = f"{key}[{i}]"
+            kbplot.require_object(obj, ctx, where)
+            name = kbplot.require_str(obj, "name", ctx, where)
+            if name in out:
+                raise InputError(where, f'{ctx}: duplicate {what} name "{name}"')
+            out[name] = make(ctx, obj, name)
+        return out
+
+    def integer(obj: dict, ctx: str, key: str, hi: int) -> int:
+        return kbplot.require_int(obj, key, ctx, where, lo=1, hi=hi)
+
+    shapes: dict[str, Shape] = named("shapes", "shape", lambda ctx, s, name: Shape(
+        name, *(integer(s, ctx, d, 1 << 40) for d in ("m", "n", "k"))))
+    variants: dict[str, Variant] = named("variants", "variant", lambda ctx, v, name: Variant(
+        name, integer(v, ctx, "pes", 4096), integer(v, ctx, "cubes", 4096), integer(v, ctx, "buffers", 2)))
 
     configs: dict[tuple[str, str], Config] = {}
     for i, c in enumerate(kbplot.require_list(doc, "configs", "top level", where)):
         ctx = f"configs[{i}]"
+        kbplot.require_object(c, ctx, where)
         shape = kbplot.require_str(c, "shape", ctx, where)
         variant = kbplot.require_str(c, "variant", ctx, where)
+        if shape not in shapes:
+            raise InputError(where, f'{ctx}: shape "{shape}" is not one of the document\'s shapes')
+        if variant not in variants:
+            raise InputError(where, f'{ctx}: variant "{variant}" is not one of the document\'s variants')
         ctx = f'configs[{i}] ({shape}/{variant})'
-        num = lambda key, **kw: kbplot.require_num(c, key, ctx, where, **kw)  # noqa: E731
+        sh = shapes[shape]
+        for d, want in (("m", sh.m), ("n", sh.n), ("k", sh.k)):
+            if d in c and kbplot.require_int(c, d, ctx, where, lo=1, hi=1 << 40) != want:
+                raise InputError(where, f'{ctx}: "{d}" is {c[d]}, but shape "{shape}" has {want}')
+        latency = kbplot.require_int(c, "latency_ps", ctx, where, lo=1)
+        peak = kbplot.require_real(c, "peak_tflops", ctx, where, hi=1e9, positive=True)
         cfg = Config(
             shape=shape,
             variant=variant,
-            latency_ps=num("latency_ps", positive=True),
-            roofline_ps=num("roofline_ps", min_value=0),
-            mac_util=num("mac_util", min_value=0),
-            intensity=num("arithmetic_intensity", positive=True),
-            achieved_tflops=num("achieved_tflops", positive=True),
-            peak_tflops=num("peak_tflops", positive=True),
-            hbm_gbps=num("hbm_gbps", positive=True),
+            latency_ps=latency,
+            roofline_ps=kbplot.require_int(c, "roofline_ps", ctx, where, lo=1, hi=latency),
+            mac_util=kbplot.require_real(c, "mac_util", ctx, where, hi=1.0),
+            intensity=kbplot.require_real(c, "arithmetic_intensity", ctx, where, positive=True),
+            achieved_tflops=kbplot.require_real(c, "achieved_tflops", ctx, where, hi=peak * (1 + 1e-9), positive=True),
+            peak_tflops=peak,
+            hbm_gbps=kbplot.require_real(c, "hbm_gbps", ctx, where, hi=1e9, positive=True),
         )
         if (shape, variant) in configs:
             raise InputError(where, f"{ctx}: duplicate config for this shape and variant")
         configs[(shape, variant)] = cfg
-        if shape not in shapes:
-            shapes[shape] = Shape(shape, _opt_int(c, "m"), _opt_int(c, "n"), _opt_int(c, "k"))
-        if variant not in variants:
-            variants[variant] = Variant(variant, _opt_int(c, "pes"), _opt_int(c, "cubes"),
-                                        _opt_int(c, "buffers"))
 
-    # Drop shapes/variants that no config uses (nothing to draw for them).
     used_s = {s for s, _ in configs}
     used_v = {v for _, v in configs}
     return Sweep(

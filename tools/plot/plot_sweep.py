@@ -61,15 +61,14 @@ def fig_pareto(doc: dict, where: str):
     cmap = plt.get_cmap("tab10" if len(fronts) <= 10 else "tab20")
     for i, fr in enumerate(fronts):
         ctx = f"pareto.fronts[{i}]"
-        if not isinstance(fr, dict):
-            raise InputError(f"{ctx}: expected an object", where)
+        kbplot.require_object(fr, ctx, where)
         pts = kbplot.require_list(fr, "points", ctx, where)
         xs, ys = [], []
         for k, p in enumerate(pts):
-            if not isinstance(p, dict):
-                raise InputError(f"{ctx}.points[{k}]: expected an object", where)
-            xs.append(kbplot.require_num(p, "cost", f"{ctx}.points[{k}]", where))
-            ys.append(kbplot.require_num(p, "latency_ps", f"{ctx}.points[{k}]", where) / 1e6)
+            pctx = f"{ctx}.points[{k}]"
+            kbplot.require_object(p, pctx, where)
+            xs.append(kbplot.require_int(p, "cost", pctx, where))
+            ys.append(kbplot.require_int(p, "latency_ps", pctx, where, lo=1) / 1e6)
         color = cmap(i % cmap.N)
         ax.step(xs, ys, where="post", color=color, linewidth=1, alpha=0.7)
         ax.scatter(xs, ys, color=color, s=18, label=group_label(fr.get("group")) if len(fronts) <= 12 else None, zorder=3)
@@ -91,11 +90,11 @@ def fig_histogram(doc: dict, where: str):
     fig, ax = kbplot.new_figure()
     for i, b in enumerate(bins):
         ctx = f"histogram.bins[{i}]"
-        if not isinstance(b, dict):
-            raise InputError(f"{ctx}: expected an object", where)
-        lo = kbplot.require_num(b, "lo_ps", ctx, where) / 1e6
-        hi = kbplot.require_num(b, "hi_ps", ctx, where) / 1e6
-        n = kbplot.require_num(b, "count", ctx, where)
+        kbplot.require_object(b, ctx, where)
+        lo_ps = kbplot.require_int(b, "lo_ps", ctx, where, lo=1)
+        hi_ps = kbplot.require_int(b, "hi_ps", ctx, where, lo=lo_ps)
+        n = kbplot.require_int(b, "count", ctx, where, lo=1)
+        lo, hi = lo_ps / 1e6, hi_ps / 1e6
         ax.bar(lo, n, width=hi - lo, align="edge", color="#4c72b0", edgecolor="white", linewidth=0.3)
     ax.set_xscale("log")
     ax.set_xlabel("latency (us, log; 8 bins per octave)")
@@ -114,8 +113,7 @@ def fig_best(doc: dict, where: str):
     # The columns: every swept axis (its members for a zip), then the latency.
     names = []
     for i, a in enumerate(axes):
-        if not isinstance(a, dict):
-            raise InputError(f"space.axes[{i}]: expected an object", where)
+        kbplot.require_object(a, f"space.axes[{i}]", where)
         if len(a.get("values", [])) > 1 or i == 0:
             names += a.get("names", [kbplot.require_str(a, "name", f"space.axes[{i}]", where)])
     cols = [n for n in names if n] + ["latency_us"]
@@ -123,8 +121,7 @@ def fig_best(doc: dict, where: str):
         cols = ["case"] + [c for c in cols if c != "case"]
     rows = []
     for i, g in enumerate(best[:MAX_ROWS]):
-        if not isinstance(g, dict):
-            raise InputError(f"best_per_group[{i}]: expected an object", where)
+        kbplot.require_object(g, f"best_per_group[{i}]", where)
         b = g.get("best")
         if not isinstance(b, dict):
             rows.append([str(g.get("group", ""))[:40]] + [""] * (len(cols) - 2) + ["no valid config"])
@@ -133,7 +130,7 @@ def fig_best(doc: dict, where: str):
         for c in cols[:-1]:
             v = b.get(c, "")
             row.append(str(v))
-        row.append(f"{kbplot.require_num(b, 'latency_ps', f'best_per_group[{i}].best', where) / 1e6:.3f}")
+        row.append(f"{kbplot.require_int(b, 'latency_ps', f'best_per_group[{i}].best', where, lo=1) / 1e6:.3f}")
         rows.append(row)
     height = 0.8 + 0.26 * (len(rows) + 1)
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(cols)), height))
@@ -154,6 +151,7 @@ def fig_best(doc: dict, where: str):
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu sweep (schema kernbench-gpu/FAMILY-space-sweep 2.x.y).", argv)
     doc = kbplot.load_json(args.input, family_schema(args.input), SCHEMA_MAJOR)
+    kbplot.require_topology(doc, args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [(fig_best(doc, args.input), os.path.join(out, "sweep_best.png"))]
     if "pareto" in doc:

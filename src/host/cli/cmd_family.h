@@ -33,6 +33,7 @@ struct EvalArgs {
   std::map<std::string, CLI::Option*> given;
   TopoArgs topo;
   std::string trace, engine = "both", backend = "auto";
+  std::string max_ops;  // the reference run's op cap; default kDefaultMaxOps
   bool json = false;
 };
 
@@ -57,6 +58,7 @@ struct SweepArgs {
   std::string recheck;         // re-run the N fastest configs on the reference engine (0: none); default 10
   std::string progress_every;  // seconds between progress lines when stderr is not a terminal; default 10
   std::string max_hours;       // refuse a space whose estimated time is longer (0: no limit); default 24
+  std::string max_ops;         // re-check only configs whose reference run builds at most this many ops
   std::map<std::string, CLI::Option*> opt;  // the options above by flag, to tell given from not
 };
 
@@ -64,7 +66,14 @@ struct MergeArgs {
   std::vector<std::string> files;
   bool json = false;
   std::string out, csv;
+  std::string max_ops;  // as sweep's
+  bool max_ops_given = false;
 };
+
+// The help of --max-ops, and its value: decimal digits in 1..2^31-1, kDefaultMaxOps when
+// the option is absent (`given` false).
+extern const char* const kMaxOpsHelp;
+std::int64_t max_ops_option(bool given, const std::string& text);
 
 CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a);
 CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a);

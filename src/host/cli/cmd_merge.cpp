@@ -80,10 +80,13 @@ CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
   cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
+  cmd->add_option("--max-ops", a.max_ops, std::string(kMaxOpsHelp) + "; the re-check passes over larger configs")
+      ->each([&a](const std::string&) { a.max_ops_given = true; });
   return cmd;
 }
 
 void cmd_merge(const MergeArgs& a) {
+  const std::int64_t max_ops = max_ops_option(a.max_ops_given, a.max_ops);
   check_output_path("--out", a.out, "sweep.json");
   check_output_path("--csv", a.csv, "sweep.csv");
   {
@@ -218,6 +221,7 @@ void cmd_merge(const MergeArgs& a) {
     shards.push_back({{"file", p->file}, {"index", p->index}, {"evaluated", s.evaluated}});
   }
   o.merged = {{"shards", shards}};
+  o.max_ops = max_ops;
   report_sweep(o, a.json, a.out, a.csv);
 }
 

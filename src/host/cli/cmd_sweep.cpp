@@ -80,6 +80,7 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   a.opt["--progress-every"] = cmd->add_option("--progress-every", a.progress_every,
                   "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none "
                   "[default: 10]");
+  a.opt["--max-ops"] = cmd->add_option("--max-ops", a.max_ops, std::string(kMaxOpsHelp) + "; the re-check passes over larger configs");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
   cmd->add_option("--csv", a.csv,
                   "also write the reported configs to FILE as CSV: a row per best, top and Pareto config, with the "
@@ -136,15 +137,22 @@ nlohmann::json request_json(const SweepOutcome& o) {
           {"top_k", o.red.top_k}};
 }
 
-// Re-runs the fastest configs on the reference engine; a figure that differs is exit 3.
+// Re-runs the fastest configs on the reference engine; a figure that differs is exit 3. A
+// config whose reference run would build more than --max-ops ops is passed over (listed as
+// skipped), and the next of the top list taken in its place.
 nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decode) {
   const Family& f = *o.f;
-  nlohmann::json checked = nlohmann::json::array();
+  nlohmann::json checked = nlohmann::json::array(), skipped = nlohmann::json::array();
   std::vector<unsigned char> cfg(f.config_size()), res(f.result_size()), ref(f.result_size());
-  const std::size_t n = std::min<std::size_t>(o.sum.top.size(), static_cast<std::size_t>(o.recheck));
-  for (std::size_t k = 0; k < n; ++k) {
+  const std::size_t n = static_cast<std::size_t>(o.recheck);
+  for (std::size_t k = 0; k < o.sum.top.size() && checked.size() < n; ++k) {
     const std::int64_t i = o.sum.top[k].index;
     decode(i, cfg.data());
+    const std::int64_t ops = f.reference_ops(cfg.data());
+    if (ops > o.max_ops) {
+      skipped.push_back({{"index", i}, {"reference_ops", ops}});
+      continue;
+    }
     batched::evaluate_host(f.id, cfg.data(), res.data());
     f.reference(cfg.data(), ref.data(), nullptr);
     const std::string diff = figures_diff(f, cfg.data(), ref.data(), res.data());
@@ -156,7 +164,7 @@ nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decod
     checked.push_back({{"index", i}, {"latency_ps", lat->get(cfg.data(), res.data())},
                        {"reference_latency_ps", lat->get(cfg.data(), ref.data())}, {"identical", true}});
   }
-  return {{"asked", o.recheck}, {"checked", checked}, {"ok", true}};
+  return {{"asked", o.recheck}, {"max_ops", o.max_ops}, {"checked", checked}, {"skipped", skipped}, {"ok", true}};
 }
 
 }  // namespace
@@ -397,8 +405,12 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
   if (shard)
     std::printf("  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
                 (long long)o.shard_i, (long long)o.shard_n, (long long)sum.evaluated, (long long)size);
-  if (!shard && o.recheck > 0)
+  if (!shard && o.recheck > 0) {
     std::printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
+    if (!rechecked["skipped"].empty())
+      std::printf("  passed over %zu faster config(s) whose reference run would build more than --max-ops %lld ops\n",
+                  rechecked["skipped"].size(), static_cast<long long>(o.max_ops));
+  }
   if (sum.valid == 0) std::printf("  no valid config in the space\n");
   if (sum.valid < ev) {
     std::string why;
@@ -502,6 +514,7 @@ void cmd_sweep(const SweepArgs& args) {
       static_cast<int>(int_option(a, "--recheck", a.recheck, 0, batched::kMaxTopK, file && file->recheck ? *file->recheck : 10));
   const std::int64_t chunk_given = int_option(a, "--chunk", a.chunk, 0, INT64_C(1) << 30, 0);
   const double max_hours = decimal_option(a, "--max-hours", a.max_hours, 24);
+  const std::int64_t max_ops = max_ops_option(a.opt.at("--max-ops")->count() > 0, a.max_ops);
   const double progress_every = decimal_option(a, "--progress-every", a.progress_every, 10);
   const TopologySpec topo = a.topo.load();
   SweepRequest req;
@@ -659,6 +672,7 @@ void cmd_sweep(const SweepArgs& args) {
   o.red.progress = nullptr;
   o.top = top;
   o.recheck = recheck;
+  o.max_ops = max_ops;
   o.pareto_name = pareto_name;
   o.backend = backend;
   o.sum = sum;

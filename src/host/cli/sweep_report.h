@@ -21,6 +21,7 @@ struct SweepOutcome {
   BuiltSpace sp;
   batched::Reductions red;  // as run: top_k is the longer of --top and --recheck
   int top = 10, recheck = 10;
+  std::int64_t max_ops = kDefaultMaxOps;  // the re-check skips configs whose reference run is larger
   std::string pareto_name;
   BackendKind backend = BackendKind::omp;
   batched::SweepSummary sum;

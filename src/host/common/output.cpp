@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "error.h"
 
@@ -48,54 +49,94 @@ std::string data_dir() {
 }
 
 namespace {
-// The temporary file being written, and the folders made for it (the file's folder, up to
-// and including the outermost one created), removed if SIGINT or SIGTERM arrives meanwhile.
-char g_tmp[4096];
-char g_dir[4096];         // the file's folder, when it was created for it
-std::size_t g_top = 0;    // length of the outermost created folder's path within g_dir
-volatile sig_atomic_t g_tmp_set = 0;
-extern "C" void remove_tmp_and_die(int sig) {
-  if (g_tmp_set) {
-    ::unlink(g_tmp);
-    // rmdir each created folder, innermost first: only string work and system calls here.
-    for (std::size_t n = std::strlen(g_dir); g_top > 0 && n >= g_top;) {
-      g_dir[n] = '\0';
-      if (::rmdir(g_dir) != 0) break;
-      while (n > 0 && g_dir[n - 1] != '/') --n;
-      if (n > 0) --n;  // drop the '/'
-    }
+// What SIGINT or SIGTERM must undo: scratch files and the folders made for them, removed
+// newest first, and a child process that is stopped first. Fixed arrays and system calls
+// only, so the handler is async-signal-safe.
+constexpr int kMaxScratch = 24;
+struct ScratchEntry {
+  char path[4096];
+  int folder;
+};
+ScratchEntry g_scratch[kMaxScratch];
+volatile sig_atomic_t g_nscratch = 0;
+volatile sig_atomic_t g_child = 0;
+struct sigaction g_old_int {}, g_old_term {};
+
+extern "C" void undo_scratch_and_die(int sig) {
+  if (g_child > 0) {
+    ::kill(static_cast<pid_t>(g_child), SIGKILL);
+    ::waitpid(static_cast<pid_t>(g_child), nullptr, 0);
+  }
+  for (int i = g_nscratch - 1; i >= 0; --i) {
+    if (g_scratch[i].folder) ::rmdir(g_scratch[i].path);
+    else ::unlink(g_scratch[i].path);
   }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
-void copy_bounded(char* to, std::size_t size, const std::string& from) {
-  std::strncpy(to, from.c_str(), size - 1);
-  to[size - 1] = '\0';
+
+void block_signals(sigset_t* old) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &s, old);
 }
-struct TmpGuard {
-  struct sigaction old_int {}, old_term {};
-  // `dir`: the file's folder and `created`: the outermost folder made for it (both empty
-  // when none was made).
-  TmpGuard(const std::string& tmp, const std::string& dir, const std::string& created) {
-    copy_bounded(g_tmp, sizeof g_tmp, tmp);
-    copy_bounded(g_dir, sizeof g_dir, dir);
-    g_top = created.empty() || dir.size() >= sizeof g_dir ? 0 : created.size();
-    g_tmp_set = 1;
+}  // namespace
+
+ScratchScope::ScratchScope() : mark_(g_nscratch) {}
+
+ScratchScope::~ScratchScope() {
+  std::error_code ec;
+  for (int i = g_nscratch - 1; i >= mark_; --i) {
+    if (!g_scratch[i].folder) fs::remove(g_scratch[i].path, ec);
+    else if (!keep_folders_) fs::remove(g_scratch[i].path, ec);  // only when empty
+  }
+  sigset_t old;
+  block_signals(&old);
+  g_nscratch = mark_;
+  if (mark_ == 0) {
+    ::sigaction(SIGINT, &g_old_int, nullptr);
+    ::sigaction(SIGTERM, &g_old_term, nullptr);
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+void ScratchScope::add(const std::string& path, bool folder) {
+  KB_INTERNAL_CHECK(g_nscratch < kMaxScratch && path.size() < sizeof g_scratch[0].path,
+                    "too many scratch files, or a path too long to remove on a signal: " + path);
+  sigset_t old;
+  block_signals(&old);
+  std::strcpy(g_scratch[g_nscratch].path, path.c_str());
+  g_scratch[g_nscratch].folder = folder ? 1 : 0;
+  if (g_nscratch == 0) {
     struct sigaction sa {};
-    sa.sa_handler = remove_tmp_and_die;
+    sa.sa_handler = undo_scratch_and_die;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT);  // one handler at a time: the other signal waits
     sigaddset(&sa.sa_mask, SIGTERM);
-    ::sigaction(SIGINT, &sa, &old_int);
-    ::sigaction(SIGTERM, &sa, &old_term);
+    ::sigaction(SIGINT, &sa, &g_old_int);
+    ::sigaction(SIGTERM, &sa, &g_old_term);
   }
-  ~TmpGuard() {
-    g_tmp_set = 0;
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
+  g_nscratch = g_nscratch + 1;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+void ScratchScope::folders_for(const std::string& path) {
+  const fs::path p(path);
+  if (!p.has_parent_path()) return;
+  std::error_code ec;
+  std::vector<fs::path> made;  // innermost first
+  for (fs::path q = p.parent_path(); !q.empty() && !fs::exists(q, ec); q = q.parent_path()) {
+    made.push_back(q);
+    if (q == q.root_path() || q.parent_path() == q) break;
   }
-};
-}  // namespace
+  for (auto it = made.rbegin(); it != made.rend(); ++it) add(it->string(), true);  // outermost first
+  fs::create_directories(p.parent_path(), ec);
+  if (ec) throw InputError(p.parent_path().string() + ": cannot create folder: " + ec.message());
+}
+
+void ScratchScope::child(long pid) { g_child = static_cast<sig_atomic_t>(pid); }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, [&](std::ostream& out) { out << content; });
@@ -110,48 +151,20 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   if (fs::exists(st) && !fs::is_regular_file(st))
     throw InputError(path + ": not a regular file (a folder, device or FIFO); refusing to replace it");
   // Folders created for this file are removed again if it cannot be written.
-  fs::path created;
-  if (p.has_parent_path()) {
-    for (fs::path q = p.parent_path(); !q.empty() && !fs::exists(q, ec); q = q.parent_path()) {
-      created = q;
-      if (q == q.root_path() || q.parent_path() == q) break;
-    }
-    fs::create_directories(p.parent_path(), ec);
-    if (ec) throw InputError(p.parent_path().string() + ": cannot create folder: " + ec.message());
-  }
-  auto undo_folders = [&] {
-    std::error_code ignore;
-    if (!created.empty()) fs::remove_all(created, ignore);
-  };
+  ScratchScope scratch;
+  scratch.folders_for(path);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  TmpGuard guard(tmp, created.empty() ? "" : p.parent_path().string(), created.string());
+  scratch.add(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      undo_folders();
-      throw InputError(path + ": cannot write file");
-    }
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      fs::remove(tmp, ec);
-      undo_folders();
-      throw;
-    }
+    if (!out) throw InputError(path + ": cannot write file");
+    write(out);
     out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      undo_folders();
-      throw InputError(path + ": write failed");
-    }
+    if (!out) throw InputError(path + ": write failed");
   }
   fs::rename(tmp, p, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    undo_folders();
-    throw InputError(path + ": cannot rename into place");
-  }
+  if (ec) throw InputError(path + ": cannot rename into place");
+  scratch.keep_folders();
 }
 
 void check_output_path(const std::string& flag, const std::string& path, const std::string& example) {

@@ -10,6 +10,29 @@
 
 namespace kb {
 
+// Scratch files and folders of one piece of work: removed when the scope ends (the folders
+// only if still empty, and not after keep_folders()), and, should SIGINT or SIGTERM arrive
+// while the scope lives, removed by the signal handler, after it kills the child process
+// named by child(). Scopes nest; at most 24 entries in all.
+class ScratchScope {
+ public:
+  ScratchScope();
+  ~ScratchScope();
+  ScratchScope(const ScratchScope&) = delete;
+  ScratchScope& operator=(const ScratchScope&) = delete;
+  void add(const std::string& path, bool folder = false);
+  // Creates the folders `path` needs, each added as scratch (InputError when it cannot).
+  void folders_for(const std::string& path);
+  // The work succeeded: the folders made for it stay.
+  void keep_folders() { keep_folders_ = true; }
+  // A running child to kill on a signal (0: none).
+  void child(long pid);
+
+ private:
+  int mark_;
+  bool keep_folders_ = false;
+};
+
 // Writes `content` to `path` through a temporary file in the same folder and a rename,
 // creating folders as needed; readers never see a half-written file.
 void write_file_atomic(const std::string& path, const std::string& content);

@@ -30,6 +30,8 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
                     "op on an unknown resource");
   KB_INTERNAL_CHECK(op.busy_ps >= 0 && op.latency_ps >= 0, "negative op duration");
   KB_INTERNAL_CHECK(ops_.size() < static_cast<std::size_t>(INT32_MAX), "too many ops");
+  if (static_cast<std::int64_t>(ops_.size()) >= op_limit_)
+    throw InputError("the op graph would hold more than the " + std::to_string(op_limit_) + " ops its estimate allows");
   const OpId id = static_cast<OpId>(ops_.size());
   ops_.push_back(op);
   for (std::size_t i = 0; i < ndeps; ++i)

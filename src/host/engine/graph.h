@@ -98,8 +98,12 @@ class Graph {
     ops_.reserve(ops);
     edges_.reserve(deps);
   }
+  // At most `n` ops: one more is an InputError (what a program's size estimate promised, so
+  // the memory a graph takes is bounded before it is built).
+  void limit_ops(std::int64_t n) { op_limit_ = n; }
 
  private:
+  std::int64_t op_limit_ = INT32_MAX;
   std::vector<Resource> resources_;
   std::vector<Op> ops_;
   std::vector<Edge> edges_;

@@ -37,7 +37,12 @@ Family make() {
       {"algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
        offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, {"ring", "hd", "tree", "mesh2d", "root"}, false},
       {"ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks), 2,
-       kCollMaxHierRanks, nullptr, "", -1, {}, true},
+       kCollMaxHierRanks, nullptr, "", -1, {}, true,
+       [](const HwConfig& h, std::int64_t level) {
+         return level == static_cast<std::int64_t>(CollLevel::hier) ? imin(kCollMaxHierRanks, h.total_pes())
+                                                                      : imin(kCollMaxRanks, coll_level_size(h, level));
+       },
+       "level"},
       {"buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer), 0, kCollBuffers - 1, nullptr, "",
        -1, {"sram", "hbm"}, false},
       {"op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op), 0,
@@ -91,7 +96,9 @@ Family make() {
        col([](const C& c, const R&) { return coll_total_inboxes(c); })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return allreduce_check(c); }, [](const C& c, const std::string* trace_path) { return allreduce_reference(c, trace_path); });
+      f, [](const C& c) { return allreduce_check(c); },
+      [](const C& c, const std::string* trace_path) { return allreduce_reference(c, trace_path); },
+      [](const C& c) { return allreduce_reference_ops(c); });
   return f;
 }
 

@@ -103,7 +103,9 @@ Family make() {
        })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return decode_check(c); }, [](const C& c, const std::string* trace_path) { return decode_reference(c, trace_path); });
+      f, [](const C& c) { return decode_check(c); },
+      [](const C& c, const std::string* trace_path) { return decode_reference(c, trace_path); },
+      [](const C& c) { return decode_reference_ops(c); });
   return f;
 }
 

@@ -1,5 +1,6 @@
 #include "family.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "../common/error.h"
@@ -22,7 +23,8 @@ const Family& checked(const Family& f, batched::Family id) {
                         std::to_string(batched::status_count(id)) + " statuses");
   for (const AxisDesc& a : f.axes)
     KB_INTERNAL_CHECK(a.offset % 8 == 0 && a.offset + 8 <= f.config_size(), "family " + f.name + ": axis " + a.name + " is outside the config");
-  KB_INTERNAL_CHECK(f.check && f.reference && f.status_message, "family " + f.name + ": check, reference and status_message are required");
+  KB_INTERNAL_CHECK(f.check && f.reference && f.reference_ops && f.status_message,
+                    "family " + f.name + ": check, reference, reference_ops and status_message are required");
   return f;
 }
 }  // namespace
@@ -41,6 +43,15 @@ const Family& family(const std::string& name) {
     known += (known.empty() ? "" : ", ") + f->name;
   }
   throw InputError("'" + name + "' is not a workload family (known: " + known + ")");
+}
+
+void check_reference_size(const Family& f, const void* config, std::int64_t max_ops) {
+  const std::int64_t ops = f.reference_ops(config);
+  if (ops <= max_ops) return;
+  const std::int64_t mib = std::max<std::int64_t>(1, ops / 1024 * kReferenceBytesPerOp / 1024);
+  throw InputError("--max-ops " + std::to_string(max_ops) + ": the reference engine would build up to " +
+                   std::to_string(ops) + " ops for this config (about " + std::to_string(mib) +
+                   " MiB); raise --max-ops, or use --engine batched");
 }
 
 const AxisDesc* Family::axis(const std::string& n) const {

@@ -32,6 +32,11 @@ struct AxisDesc {
   std::int64_t auto_value = -1;  // >= 0: the item "auto" stands for this value
   std::vector<std::string> names;  // an enum axis: the name of each value 0, 1, ...
   bool problem = false;  // defines the problem: a group whose members differ in it compares different problems
+  // When set, a tighter upper bound that depends on the value of the axis named `bound_by`
+  // as well as the hardware: a value above it for every value of that axis swept can make no
+  // valid config, so a sweep refuses it (--ranks 65 with --level pe on 8-PE cubes).
+  std::int64_t (*hi_given)(const HwConfig&, std::int64_t bound_by_value) = nullptr;
+  const char* bound_by = nullptr;
 };
 
 // A hardware field with a flag and a short column name of its own (the field is still
@@ -80,6 +85,9 @@ struct Family {
   // The figures of a config from the reference engine, written into a Result; a Chrome
   // trace written to the file `trace_path` names, when it is not null.
   std::function<void(const void* config, void* result, const std::string* trace_path)> reference;
+  // An upper bound of the ops the reference program builds for a config (its graph, signals
+  // included), found without building it; the reference run holds its graph to it.
+  std::function<std::int64_t(const void* config)> reference_ops;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }
@@ -103,14 +111,24 @@ ColumnDesc parity_figure(const char* name, const char* unit, const char* help, s
   return ColumnDesc{name, unit, help, ColType::integer,
                     typed_getter<Config, Result>([m](const Config&, const Result& r) { return r.*m; }), true, terminal};
 }
-// check(const Config&) -> status; reference(const Config&, const std::string* trace_path) -> Result.
-template <class Config, class Result, class Check, class Reference>
-void set_engines(Family& f, Check check, Reference reference) {
+// check(const Config&) -> status; reference(const Config&, const std::string* trace_path) -> Result;
+// ops(const Config&) -> the reference's op bound.
+template <class Config, class Result, class Check, class Reference, class Ops>
+void set_engines(Family& f, Check check, Reference reference, Ops ops) {
   f.check = [check](const void* c) { return check(*static_cast<const Config*>(c)); };
   f.reference = [reference](const void* c, void* r, const std::string* trace_path) {
     *static_cast<Result*>(r) = reference(*static_cast<const Config*>(c), trace_path);
   };
+  f.reference_ops = [ops](const void* c) { return ops(*static_cast<const Config*>(c)); };
 }
+
+// The ops a reference run may build unless --max-ops says otherwise: about 2 GiB of graph.
+constexpr std::int64_t kDefaultMaxOps = INT64_C(1) << 24;
+// What one op of a reference graph takes, about (bytes; measured, docs/PERFORMANCE.md).
+constexpr std::int64_t kReferenceBytesPerOp = 128;
+// Refuses (InputError) a valid config whose reference run would build more than `max_ops`
+// ops, naming its estimate: the check before any graph is built.
+void check_reference_size(const Family& f, const void* config, std::int64_t max_ops);
 
 // Every family, in the order of families.h.
 const std::vector<const Family*>& families();

@@ -109,7 +109,9 @@ Family make() {
        })},
   };
   set_engines<C, R>(
-      f, [](const C& c) { return gemm_check(c); }, [](const C& c, const std::string* trace_path) { return gemm_reference(c, trace_path); });
+      f, [](const C& c) { return gemm_check(c); },
+      [](const C& c, const std::string* trace_path) { return gemm_reference(c, trace_path); },
+      [](const C& c) { return gemm_reference_ops(c); });
   return f;
 }
 

@@ -260,9 +260,34 @@ void check_valid(const AllreduceConfig& c) {
 
 }  // namespace
 
+std::int64_t allreduce_reference_ops(const AllreduceConfig& c) {
+  if (allreduce_check(c) != kArOk) return 0;  // not a config the check lets through
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  std::int64_t ops = 0, barriers = 0;
+  Group count;
+  count.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
+    for (const auto& t : g) {
+      const CollXfer& x = t.second;
+      const std::int64_t joins = std::max<std::int64_t>(0, x.k1 - x.k0 - 1);  // all_of over the pieces' writers
+      // Its signal, the copy's hops (and HBM ends), the sender's join, the receiver's wait,
+      // and an add with its join; at the next barrier each rank joins what it did (the copy,
+      // the wait and the add: at most 3 more).
+      ops += 1 + net::hop_count(c.hw, coll_node(c, x.src), coll_node(c, x.dst)) + (hbm ? 2 : 0) + joins + 1;
+      if (x.reduce) ops += (hbm ? 3 : 1) + joins;
+      ops += x.reduce ? 3 : 2;
+    }
+  };
+  count.on_barrier = [&]() { ++barriers; };
+  coll_schedule_all(c, count);
+  const LaunchGrid g = grid_of(c);
+  // And each barrier's join of the barrier before, on every rank.
+  return ops + barriers * g.sips * g.cubes * g.pes;
+}
+
 CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
   check_valid(c);
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
+  ctx.limit_ops(allreduce_reference_ops(c));
   CollectiveRun out;
   Buffers b;
   // The request was validated: anything the runtime rejects from here on is a bug of the

@@ -33,6 +33,8 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
 // The direct-launch ring allreduce (SRAM buffers, any level and chunking).
 CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed = 1);
 
+// The ops run_collective builds for `c`, at most (found from the schedule, not the graph).
+std::int64_t allreduce_reference_ops(const AllreduceConfig& c);
 // The family's reference: the figures of run_collective, as the model reports them.
 AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string* trace_path);
 

@@ -1,5 +1,6 @@
 #include "decode.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -248,10 +249,35 @@ class DecodeKernel {
 
 }  // namespace
 
+std::int64_t decode_reference_ops(const DecodeConfig& in) {
+  DecodeConfig c = in;
+  decode_complete(c);
+  if (c.chunk < 1) return 0;  // not a config the check lets through
+  // A copy between two PEs of SIP 0: two port hops in a cube, else one per cube-mesh link.
+  const std::int64_t hops = std::max<std::int64_t>(2, c.hw.cube_rows + c.hw.cube_cols - 2);
+  // Per working PE besides its steps: loading q; in each of its two reduction trees a wait,
+  // the merge of 13 vector ops its partials cost its parent, its three copies up and three
+  // signals; the division and store; in a broadcast the copy down to it, its signal, a wait
+  // and a store.
+  const std::int64_t per_pe = 1 + 2 * (1 + 13 + 3 * hops + 3) + 2 + (hops + 1 + 1 + 1 + 2);
+  std::int64_t ops = 0;
+  for (std::int64_t q = 0; q < c.hw.cubes_per_sip(); ++q)
+    for (std::int64_t pe = 0; pe < c.hw.pes_per_cube(); ++pe) {
+      const DecWork w = dec_work(c, q, pe);
+      if (!dec_works(w)) continue;
+      const std::int64_t lc = std::min(c.chunk, w.kv.len), steps = sat_mul(w.units.len, ceil_div(w.kv.len, lc));
+      // A step: K and V loads, two matmuls, five vector ops, and a merge of 13 but in a
+      // unit's first.
+      ops = sat_add(ops, sat_add(sat_mul(22, steps) - 13 * w.units.len, per_pe));
+    }
+  return ops;
+}
+
 DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
+  ctx.limit_ops(decode_reference_ops(c));
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
   const std::int64_t d = c.d_head, S = c.s_kv;
   const DecodeCase kase = dec_case(c);

@@ -29,6 +29,8 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, c
 // softmax(q K^T / sqrt(d)) V in float64, [units x G, d], from a run's inputs.
 std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run);
 
+// The ops run_decode builds for `c`, at most (found without building them).
+std::int64_t decode_reference_ops(const DecodeConfig& c);
 // The family's reference: the figures of run_decode, as the model reports them.
 DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path);
 

@@ -198,15 +198,20 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   }
 }
 
+std::int64_t gemm_graph_ops(const GemmParams& p) {
+  auto tiles = [](std::int64_t n, std::int64_t t) { return ceil_div(n, t > 0 ? t : 1); };
+  const std::int64_t per_tile = sat_add(sat_mul(3, tiles(p.k, p.tile_k)), 1);
+  return sat_add(sat_mul(sat_mul(tiles(p.m, p.tile_m), tiles(p.n, p.tile_n)), per_tile), sat_mul(5, sat_mul(p.pes, p.cubes)));
+}
+
+std::int64_t gemm_reference_ops(const GemmConfig& c) { return gemm_graph_ops(gemm_params(c)); }
+
 GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& asked, const std::string* trace_path) {
   validate_gemm(topo, asked);
   const GemmParams p = gemm_params(gemm_config(topo, asked));  // the split resolved
-  const std::int64_t ops =
-      ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
-  if (ops > kMaxReferenceOps)
-    throw InputError("shape: the reference engine would simulate " + std::to_string(ops) + " ops; at most " +
-                     std::to_string(kMaxReferenceOps) + " are allowed (use --engine batched)");
+  const std::int64_t ops = gemm_graph_ops(p);
   RuntimeContext ctx(topo);
+  ctx.limit_ops(ops);
   ctx.reserve(static_cast<std::size_t>(ops), static_cast<std::size_t>(4 * ops));  // at most 3 deps per op, 2 per load
   // The request was validated: anything the runtime rejects from here on is a bug of the
   // shipped kernel program, not the user's input.

@@ -49,7 +49,10 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
 // its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
 GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path = nullptr);
 
-// Ops the reference engine may simulate in one run before the request is refused.
-constexpr std::int64_t kMaxReferenceOps = INT64_C(1) << 26;
+// The ops the reference program builds for `p` (tiles auto-resolved), at most: per output
+// tile a load pair and a matmul per K step and a store, and with split-K each PE's partial
+// sent (two port copies, a signal, a wait, an add).
+std::int64_t gemm_graph_ops(const GemmParams& p);
+std::int64_t gemm_reference_ops(const GemmConfig& c);
 
 }  // namespace kb

@@ -267,6 +267,8 @@ class RuntimeContext {
     graph_.reserve(ops, deps);
     hbm_ops_.reserve(ops);
   }
+  // At most `ops` ops in the graph (signals included); one more throws InputError.
+  void limit_ops(std::int64_t ops) { graph_.limit_ops(ops); }
   RunReport run();
   // run(), with a time overflow as the user's error ("FIELD: the simulated time would
   // overflow int64 picoseconds") and any other unfinished run as an internal error of the

@@ -55,6 +55,7 @@ bool is_case_name(const std::string& s) {
 
 struct Candidate {
   SweptAxis ax;
+  std::string where;                 // its flag and text, to begin an error with
   std::vector<std::string> cases;    // names of the tuples, when they have them
   std::vector<std::int64_t> values;  // tuples of ax.members.size() values
   std::int64_t length() const { return static_cast<std::int64_t>(values.size() / ax.members.size()); }
@@ -100,6 +101,47 @@ std::int64_t parse_one(const SpaceAxis& m, const std::string& flag, const std::s
   if (errno == ERANGE || v < lo || v > hi)
     throw InputError(where + item + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
   return v;
+}
+
+// Values no config could use, for an axis whose bound depends on another axis's value: in
+// a zip with that axis, the tuple's value sets the bound; otherwise the largest bound over the
+// values swept does.
+void check_bounds_given(const std::vector<Candidate>& cand, const HwConfig& hi_hw) {
+  for (const Candidate& c : cand)
+    for (std::size_t i = 0; i < c.ax.members.size(); ++i) {
+      const AxisDesc* a = c.ax.members[i].axis;
+      if (!a || !a->hi_given) continue;
+      const Candidate* d = nullptr;
+      std::size_t j = 0;
+      for (const Candidate& e : cand)
+        for (std::size_t k = 0; k < e.ax.members.size(); ++k)
+          if (e.ax.members[k].axis && e.ax.members[k].name == a->bound_by) d = &e, j = k;
+      KB_INTERNAL_CHECK(d, "axis " + a->name + ": no axis " + a->bound_by + " to bound it");
+      const std::size_t w = c.ax.members.size(), dw = d->ax.members.size();
+      const SpaceAxis& dm = d->ax.members[j];
+      auto text_of = [&](std::int64_t x) {
+        const nlohmann::json v = dm.value_json(x);
+        return v.is_string() ? v.get<std::string>() : v.dump();
+      };
+      std::int64_t widest = a->lo;
+      std::string widest_of;
+      for (std::size_t u = 0; u < d->values.size() / dw; ++u) {
+        const std::int64_t b = a->hi_given(hi_hw, d->values[u * dw + j]);
+        if (b > widest || widest_of.empty()) widest = b, widest_of = text_of(d->values[u * dw + j]);
+      }
+      for (std::size_t t = 0; t < c.values.size() / w; ++t) {
+        const std::int64_t v = c.values[t * w + i];
+        std::int64_t hi = widest;
+        std::string of = widest_of;
+        if (d == &c) hi = a->hi_given(hi_hw, c.values[t * w + j]), of = text_of(c.values[t * w + j]);
+        if (v <= hi) continue;
+        throw InputError(c.where + ": " + a->name + " '" + std::to_string(v) + "': " + std::to_string(v) + " is outside " +
+                         std::to_string(a->lo) + ".." + std::to_string(hi) +
+                         (d == &c || d->values.size() == dw ? " for " + dm.name + " " + of
+                                                            : ", the widest of the " + dm.name + " values swept (" + of + ")") +
+                         ": no config could use it");
+      }
+    }
 }
 
 }  // namespace
@@ -181,6 +223,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
         const std::int64_t v = parse_one(m, zip.flag, zip.text, t[i], hi_hw);
         if (v > m.field->get(hi_hw)) m.field->set(hi_hw, v);
       }
+    zip.c.where = "--zip " + z;
     zips.push_back(zip);
   }
   int named_zips = 0;
@@ -227,6 +270,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     if (text.empty()) throw InputError(a.flag + ": required (a value or a list, e.g. 1024 or 1024,4096)");
     Candidate c;
     c.ax = SweptAxis{a.name, {SpaceAxis{a.name, &a, nullptr, a.offset}}};
+    c.where = a.flag + " " + text;
     if (!a.names.empty()) c.values = parse_names(a.flag, text, a.names);
     else c.values = parse_axis_values(a.flag, text, a.lo, a.hi_of ? a.hi_of(hi_hw) : a.hi, a.auto_value);
     cand.push_back(c);
@@ -248,6 +292,8 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   for (const Candidate& c : hw)
     if (c.ax.name == c.ax.members[0].field->path) cand.push_back(c);
   for (Zip& z : zips) place_zip(&z);
+
+  check_bounds_given(cand, hi_hw);
 
   std::vector<std::size_t> group;
   const std::string group_text = req.group.empty() ? f.default_group : req.group;

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -27,6 +29,10 @@ std::string cube_node(std::int64_t sip, std::int64_t cube) { return "s" + std::t
 constexpr std::int64_t kMaxPeCells = 64;
 // Beyond this many SIPs the others are one box, their links one labelled edge.
 constexpr std::int64_t kMaxSipBoxes = 16;
+// A SIP shows at most this many rows and columns of its cube grid (the corner from cube
+// 0); its label says how many it holds. A diagram thus stays a few hundred nodes, whatever
+// the topology: dot renders it in seconds and its DOT source is tens of kilobytes.
+constexpr std::int64_t kMaxCubeLines = 6;
 
 // Text inside a quoted DOT string: quotes and backslashes escaped (so no \N, \G, ... either).
 std::string escaped(const std::string& s) {
@@ -65,15 +71,21 @@ std::string topology_dot(const TopologySpec& t) {
     d += "  sip" + std::to_string(s) + " [shape=box, style=\"rounded,filled\", fillcolor=\"#e8f1fa\", color=\"#1f77b4\", "
          "fontsize=12, label=\"SIP " + std::to_string(s) + "\\n" + std::to_string(t.cube_rows) + "x" +
          std::to_string(t.cube_cols) + " cubes, as SIP 0\"];\n";
+  const std::int64_t rows = std::min(t.cube_rows, kMaxCubeLines), cols = std::min(t.cube_cols, kMaxCubeLines);
   for (std::int64_t s = 0; s < detailed; ++s) {
     d += "  subgraph cluster_sip" + std::to_string(s) + " {\n";
-    d += "    label=\"SIP " + std::to_string(s) + "\"; style=rounded; color=\"#1f77b4\"; fontsize=14;\n";
-    for (std::int64_t r = 0; r < t.cube_rows; ++r) {
+    std::string shown;
+    if (rows < t.cube_rows || cols < t.cube_cols)
+      shown = ": cubes (0.." + std::to_string(rows - 1) + ", 0.." + std::to_string(cols - 1) + ") of its " +
+              std::to_string(t.cube_rows) + "x" + std::to_string(t.cube_cols) + " grid shown; the others are alike";
+    d += "    label=\"SIP " + std::to_string(s) + shown + "\"; style=rounded; color=\"#1f77b4\"; fontsize=14;\n";
+    for (std::int64_t r = 0; r < rows; ++r) {
       d += "    { rank=same;";
-      for (std::int64_t c = 0; c < t.cube_cols; ++c) d += " " + cube_node(s, r * t.cube_cols + c) + ";";
+      for (std::int64_t c = 0; c < cols; ++c) d += " " + cube_node(s, r * t.cube_cols + c) + ";";
       d += " }\n";
     }
     for (std::int64_t cube = 0; cube < t.cubes_per_sip(); ++cube) {
+      if (cube / t.cube_cols >= rows || cube % t.cube_cols >= cols) continue;
       std::string cells;
       if (t.pes_per_cube() <= kMaxPeCells) {
         for (std::int64_t pr = 0; pr < t.pe_rows; ++pr) {
@@ -98,9 +110,10 @@ std::string topology_dot(const TopologySpec& t) {
     // Mesh links, each pair once (both directions have the same figures).
     for (std::int64_t cube = 0; cube < t.cubes_per_sip(); ++cube) {
       const std::int64_t r = cube / t.cube_cols, c = cube % t.cube_cols;
-      if (c + 1 < t.cube_cols)
+      if (r >= rows || c >= cols) continue;
+      if (c + 1 < cols)
         d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + 1) + " [label=\"" + link_label(t.cube_link) + "\"];\n";
-      if (r + 1 < t.cube_rows)
+      if (r + 1 < rows)
         d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + t.cube_cols) + " [label=\"" + link_label(t.cube_link) +
              "\"];\n";
     }
@@ -148,17 +161,21 @@ void write_topology_diagram(const TopologySpec& t, const std::string& out) {
     write_file_atomic(out, dot);
     return;
   }
-  // Rendered by Graphviz into a temporary file beside the output, then renamed.
-  const std::filesystem::path target(out);
-  std::error_code ec;
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-  const std::string src = out + ".tmp" + std::to_string(::getpid()) + ".dot", tmp = out + ".tmp" + std::to_string(::getpid());
+  // Rendered by Graphviz into a temporary file beside the output, then renamed. The DOT
+  // source, dot's messages, the temporary output and any folder made for them are scratch:
+  // gone when this returns or throws, or when SIGINT or SIGTERM stops it (dot too).
+  ScratchScope scratch;
+  scratch.folders_for(out);
+  const std::string tag = ".tmp" + std::to_string(::getpid());
+  const std::string src = out + tag + ".dot", tmp = out + tag, err = src + ".err";
+  scratch.add(src);
+  scratch.add(err);
+  scratch.add(tmp);
   write_file_atomic(src, dot);
   const std::string format = "-T" + ext.substr(1), output = "-o" + tmp;
   char* argv[] = {const_cast<char*>("dot"), const_cast<char*>(format.c_str()), const_cast<char*>(output.c_str()),
                   const_cast<char*>(src.c_str()), nullptr};
   // dot runs without a shell; what it says goes to a file, read only if it fails.
-  const std::string err = src + ".err";
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -166,25 +183,22 @@ void write_topology_diagram(const TopologySpec& t, const std::string& out) {
   int status = 0;
   const int rc = ::posix_spawnp(&pid, "dot", &files, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&files);
-  if (rc == 0) ::waitpid(pid, &status, 0);
-  std::filesystem::remove(src, ec);
-  std::string said;
-  if (rc == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-    said = read_file(err);
-    said = said.substr(0, said.find('\n'));
+  if (rc == 0) {
+    scratch.child(pid);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    scratch.child(0);
   }
-  std::filesystem::remove(err, ec);
-  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::filesystem::remove(tmp, ec);
-    if (rc != 0)
-      throw InputError("-o " + out + ": Graphviz's dot is not installed (apt-get install graphviz); a .dot file needs no renderer");
-    throw InternalError("dot could not render the topology diagram: " + said, __FILE__, __LINE__);
+  if (rc != 0)
+    throw InputError("-o " + out + ": Graphviz's dot is not installed (apt-get install graphviz); a .dot file needs no renderer");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string said = read_file(err);
+    throw InternalError("dot could not render the topology diagram: " + said.substr(0, said.find('\n')), __FILE__, __LINE__);
   }
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError("-o " + out + ": cannot rename into place");
-  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw InputError("-o " + out + ": cannot rename into place");
+  scratch.keep_folders();
 }
 
 }  // namespace kb
