@@ -11,13 +11,13 @@
 #include <map>
 
 #include "host/bench/registry.h"
-#include "host/common/document.h"
+#include "host/study/document.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
 #include "host/families/allreduce_figures.h"
 #include "host/families/family.h"
-#include "host/kernels/allreduce.h"
+#include "host/kernels/allreduce_program.h"
 #include "host/parity/figures.h"
 #include "host/topology/diagram.h"
 #include "host/topology/fields.h"

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "host/bench/registry.h"
-#include "host/common/document.h"
+#include "host/study/document.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"

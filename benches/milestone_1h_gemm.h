@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "host/kernels/gemm.h"
+#include "host/kernels/gemm_program.h"
 
 namespace kb {
 

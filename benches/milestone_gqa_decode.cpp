@@ -11,12 +11,12 @@
 #include <sstream>
 
 #include "host/bench/registry.h"
-#include "host/common/document.h"
+#include "host/study/document.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
 #include "host/families/family.h"
-#include "host/kernels/decode.h"
+#include "host/kernels/decode_program.h"
 #include "host/parity/figures.h"
 #include "milestone_gqa_decode.h"
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "host/kernels/decode.h"
+#include "host/kernels/decode_program.h"
 
 namespace kb {
 

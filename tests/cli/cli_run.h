@@ -23,19 +23,25 @@ struct Result {
   std::string out, err;
 };
 
-inline Result run(const std::string& args, const std::string& env = "") {
+// A shell command line, its standard output and error captured.
+inline Result run_shell(const std::string& command) {
   const std::string dir = ::testing::TempDir();
   // Tests run in parallel processes: name the capture files after the test and process.
   const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
                           std::to_string(::getpid());
   const std::string out = dir + "/kb_cli_out_" + tag + ".txt", err = dir + "/kb_cli_err_" + tag + ".txt";
-  const std::string cmd = env + "'" + KB_CLI_EXE + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const std::string cmd = "{ " + command + "; } >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   auto slurp = [](const std::string& p) {
     std::ifstream in(p);
     return std::string((std::istreambuf_iterator<char>(in)), {});
   };
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// kernbench-gpu with these arguments (`env`: assignments or commands before it).
+inline Result run(const std::string& args, const std::string& env = "") {
+  return run_shell(env + "'" + KB_CLI_EXE + "' " + args);
 }
 
 inline const std::string kTopo = KB_TEST_TOPOLOGIES;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "host/families/family.h"
 
 namespace {
 
@@ -121,22 +122,21 @@ TEST(BadInputs, EveryOneIsOneLineExitTwoAndWritesNothing) {
       // topo diagram: a renderer that cannot write where it is told
       "topo diagram '" + def + "' -o /proc/kb-topology.png",
   };
-  // Every axis of every family, with each kind of malformed value, in eval and in sweep.
-  const std::map<std::string, std::map<std::string, std::string>> families = {
-      {"gemm", {{"--m", "16"}, {"--n", "16"}, {"--k", "16"}, {"--tile-m", "16"}, {"--tile-n", "16"}, {"--tile-k", "16"},
-                {"--pes", "1"}, {"--cubes", "1"}, {"--buffers", "2"}}},
-      {"allreduce", {{"--bytes", "4096"}, {"--level", "pe"}, {"--algo", "ring"}, {"--ranks", "2"}, {"--buffer", "sram"},
-                     {"--op", "allreduce"}, {"--chunks", "1"}}},
-      {"decode", {{"--case", "1"}, {"--s-kv", "4096"}, {"--batch", "1"}, {"--h-q", "8"}, {"--h-kv", "1"},
-                  {"--d-head", "128"}, {"--kv-chunk", "128"}}},
-  };
+  // Every axis of every family (from the registry: a new family is in the table by being
+  // registered), with each kind of malformed value, in eval and in sweep. The other axes
+  // take a well-formed value: their default, an enum's first name, or their least value.
   const std::vector<std::string> bad = {"''", "abc", "0x10", "-3", "1.5", "99999999999999999999999"};
-  for (const auto& [name, flags] : families)
-    for (const auto& [flag, good] : flags)
+  for (const kb::Family* f : kb::families())
+    for (const kb::AxisDesc& axis : f->axes)
       for (const std::string& value : bad)
         for (const char* cmd : {"eval", "sweep"}) {
-          std::string args = std::string(cmd) + " " + name;
-          for (const auto& [f, v] : flags) args += " " + f + " " + (f == flag ? value : v);
+          std::string args = std::string(cmd) + " " + f->name;
+          for (const kb::AxisDesc& other : f->axes) {
+            const std::string good = !other.fallback.empty() ? other.fallback
+                                     : !other.names.empty()  ? other.names[0]
+                                                             : std::to_string(std::max<std::int64_t>(other.lo, 1));
+            args += " " + other.flag + " " + (other.name == axis.name ? value : good);
+          }
           cases.push_back(args);
         }
   ASSERT_GE(cases.size(), 200u);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "device/models/collective.h"
 
 namespace {
 
@@ -36,8 +37,8 @@ TEST(Collectives, EvalJsonHasEveryField) {
 
 TEST(Collectives, EvalEveryLevelAndAlgorithmBothEngines) {
   for (const char* level : {"pe", "cube"})
-    for (const char* algo : {"ring", "hd", "tree", "mesh2d", "root"})
-      for (const char* op : {"allreduce", "reduce"}) {
+    for (const char* algo : kb::kCollAlgoNames)
+      for (const char* op : kb::kCollOpNames) {
         SCOPED_TRACE(std::string(level) + " " + algo + " " + op);
         const json j = run_json(std::string("eval allreduce --bytes 4096 --level ") + level + " --algo " + algo +
                                 " --ranks 8 --buffer sram --op " + op + " --json");
@@ -47,6 +48,19 @@ TEST(Collectives, EvalEveryLevelAndAlgorithmBothEngines) {
                           "/ring8.yaml' --json");
   EXPECT_EQ(s["parity"], true);
   EXPECT_GT(s["link_bytes_sip"].get<std::int64_t>(), 0);
+}
+
+// The figure script draws each level and algorithm the library has, under the same names.
+TEST(Collectives, ThePlotKnowsEveryLevelAndAlgorithm) {
+  if (!have_matplotlib()) GTEST_SKIP() << "no python3 with matplotlib: the figure scripts cannot run";
+  const Result r = run_shell("for p in python3 /usr/bin/python3; do $p -c 'import matplotlib' 2>/dev/null && exec $p -c "
+                             "\"import sys; sys.path.insert(0, '" + kRoot + "/tools/plot'); import plot_ccl; "
+                             "print(','.join(plot_ccl.LEVELS) + ';' + ','.join(plot_ccl.ALGOS))\"; done");
+  std::string want;
+  for (const char* l : kb::kCollLevelNames) want += std::string(want.empty() ? "" : ",") + l;
+  want += ";";
+  for (std::size_t i = 0; i < std::size(kb::kCollAlgoNames); ++i) want += std::string(i ? "," : "") + kb::kCollAlgoNames[i];
+  EXPECT_EQ(r.out, want + "\n") << r.err;
 }
 
 TEST(Collectives, EvalInvalidRequests) {

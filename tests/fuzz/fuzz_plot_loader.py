@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Fuzz target for the figure scripts' readers of result documents (tools/plot/).
 
-The bytes are one document; each script's reader (`kbplot.load_json`, then the script's
-own parse of the rows it plots) must accept it or reject it with `kbplot.InputError` (the
-one-line error, exit 2). Anything else (another exception) is a finding.
+The bytes are one document; each script's `read` (`kbplot.load_json`, then the script's
+check of the whole document against its schema) must accept it or reject it with
+`kbplot.InputError` (the one-line error, exit 2). Anything else (another exception) is a
+finding.
 
     fuzz_plot_loader.py DIR...               replay every file (the seed corpus): no atheris needed
     fuzz_plot_loader.py --fuzz -runs=N DIR   fuzz with atheris (libFuzzer for Python); options go to libFuzzer
 """
+import importlib
 import os
 import sys
 import tempfile
@@ -16,6 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "plot"))
 
 FUZZ = len(sys.argv) > 1 and sys.argv[1] == "--fuzz"
+# Every figure script (tools/plot/plot_*.py): each has `read(path)`, its whole check of a
+# document. A new script is fuzzed by being there.
+SCRIPTS = sorted(n[:-3] for n in os.listdir(sys.path[0]) if n.startswith("plot_") and n.endswith(".py"))
 if FUZZ:
     try:
         import atheris  # pip install atheris (libFuzzer for Python)
@@ -24,54 +29,22 @@ if FUZZ:
         sys.exit(77)
 
     # Coverage of the readers (not of matplotlib) guides the fuzzer.
-    with atheris.instrument_imports(include=["kbplot", "plot_ccl", "plot_decode", "plot_gemm", "plot_sweep"]):
+    with atheris.instrument_imports(include=["kbplot"] + SCRIPTS):
         import kbplot
-        import plot_ccl
-        import plot_decode
-        import plot_gemm
-        import plot_sweep
+        MODULES = [importlib.import_module(n) for n in SCRIPTS]
 else:
     import kbplot  # noqa: E402
-    import plot_ccl  # noqa: E402
-    import plot_decode  # noqa: E402
-    import plot_gemm  # noqa: E402
-    import plot_sweep  # noqa: E402
+    MODULES = [importlib.import_module(n) for n in SCRIPTS]
 
 _PATH = os.path.join(tempfile.gettempdir(), f"kb-fuzz-plot-{os.getpid()}.json")
-
-
-def _decode(doc, where):
-    plot_decode.parse_rows(doc, where)
-    winner = kbplot.require_dict(doc, "winner", "top level", where)
-    kbplot.require_num(winner, "case", "winner", where)
-    plot_decode.parse_series(doc, "s_kv", "s_kv", where)
-    plot_decode.parse_series(doc, "batch", "batch", where)
-
-
-def _ccl(doc, where):
-    plot_ccl.parse(doc, where)
-    kbplot.require_dict(doc, "parity", "top level", where)
-
-
-# (schema or None for a family's space sweep, major version, the script's parse)
-READERS = [
-    (plot_gemm.SCHEMA, plot_gemm.SCHEMA_MAJOR, plot_gemm.parse_sweep),
-    (plot_ccl.SCHEMA, plot_ccl.SCHEMA_MAJOR, _ccl),
-    (plot_decode.SCHEMA, plot_decode.SCHEMA_MAJOR, _decode),
-    (None, plot_sweep.SCHEMA_MAJOR, None),
-]
 
 
 def one_input(data: bytes) -> None:
     with open(_PATH, "wb") as f:
         f.write(data)
-    for schema, major, parse in READERS:
+    for module in MODULES:
         try:
-            if schema is None:
-                schema = plot_sweep.family_schema(_PATH)
-            doc = kbplot.load_json(_PATH, schema, major)
-            if parse:
-                parse(doc, _PATH)
+            module.read(_PATH)
         except kbplot.InputError:
             pass
 

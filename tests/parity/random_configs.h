@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "host/kernels/gemm.h"
+#include "host/kernels/gemm_program.h"
 
 namespace kb::testing {
 

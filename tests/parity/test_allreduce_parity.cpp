@@ -10,7 +10,7 @@
 #include "benches/milestone_1h_ccl.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
-#include "host/kernels/allreduce.h"
+#include "host/kernels/allreduce_program.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"

@@ -9,7 +9,7 @@
 
 #include "benches/milestone_gqa_decode.h"
 #include "host/families/family.h"
-#include "host/kernels/decode.h"
+#include "host/kernels/decode_program.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"

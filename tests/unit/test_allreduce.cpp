@@ -11,7 +11,7 @@
 #include "host/analytical/collectives.h"
 #include "host/common/error.h"
 #include "host/families/allreduce_figures.h"
-#include "host/kernels/allreduce.h"
+#include "host/kernels/allreduce_program.h"
 #include "host/runtime/numeric.h"
 #include "host/topology/load.h"
 

@@ -62,6 +62,7 @@ __all__ = [
     "FIGSIZE",
     "DPI",
     "run_main",
+    "describe",
 ]
 
 FIGSIZE = (11, 6)
@@ -352,6 +353,29 @@ def _unlink_quiet(p: str) -> None:
         pass
 
 
+def describe(fig) -> list[dict]:
+    """What a figure shows, panel by panel (axes holding something): its title, axis labels,
+    the lines, bars and scatter points drawn, and the legend's entries. With the environment
+    variable KERNBENCH_PLOT_DESCRIBE=FILE, save_all_atomic writes this for every figure to
+    FILE as JSON (the figure tests read it)."""
+    panels = []
+    for ax in fig.get_axes():
+        if not ax.get_visible() or not ax.axison and not ax.tables:
+            continue
+        legend = ax.get_legend()
+        panels.append({
+            "title": ax.get_title(),
+            "xlabel": ax.get_xlabel(),
+            "ylabel": ax.get_ylabel(),
+            "lines": sum(1 for ln in ax.get_lines() if len(ln.get_xdata()) > 0),
+            "bars": sum(1 for p in ax.patches if type(p).__name__ == "Rectangle"),
+            "points": sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets")),
+            "tables": len(ax.tables),
+            "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
+        })
+    return panels
+
+
 def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
     """Render every (fig, path) to a temp file beside ``path``, then move all
     into place with ``os.replace``.
@@ -361,6 +385,9 @@ def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
     Returns the list of written paths.
     """
     figures = list(figures)
+    if os.environ.get("KERNBENCH_PLOT_DESCRIBE"):
+        with open(os.environ["KERNBENCH_PLOT_DESCRIBE"], "w", encoding="utf-8") as f:
+            json.dump({os.path.basename(path): describe(fig) for fig, path in figures}, f, indent=1)
     staged: list[tuple[str, str]] = []
     try:
         for fig, path in figures:

@@ -240,12 +240,18 @@ def fig_engines(points, parity):
     return fig
 
 
+def read(path: str) -> tuple[list[Point], str]:
+    """The document at `path`, checked whole against its schema: its points, and whether the
+    engines agreed."""
+    doc = kbplot.load_json(path, SCHEMA, SCHEMA_MAJOR)
+    points = parse(doc, path)
+    return points, "identical" if doc["parity"]["ok"] is True else "NOT identical"
+
+
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu allreduce sweep (schema "
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four PNG figures.", argv)
-    doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
-    points = parse(doc, args.input)
-    ok = "identical" if doc["parity"]["ok"] is True else "NOT identical"
+    points, ok = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
         (fig_latency(points), os.path.join(out, FIG_LATENCY)),

@@ -176,16 +176,21 @@ def fig_series(series: dict[int, list[tuple[float, float]]], xlabel: str, title:
     return fig
 
 
+def read(path: str):
+    """The document at `path`, checked whole against its schema: the rows per case, the
+    winning case, and the S_kv and batch series."""
+    doc = kbplot.load_json(path, SCHEMA, SCHEMA_MAJOR)
+    kbplot.require_topology(doc, path)
+    rows = parse_rows(doc, path)
+    winner = kbplot.require_dict(doc, "winner", "top level", path)
+    w = kbplot.require_choice(winner, "case", "winner", path, CASES)
+    return rows, w, parse_series(doc, "s_kv", "s_kv", path), parse_series(doc, "batch", "batch", path)
+
+
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu GQA decode study (schema "
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three PNG figures.", argv)
-    doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
-    kbplot.require_topology(doc, args.input)
-    rows = parse_rows(doc, args.input)
-    winner = kbplot.require_dict(doc, "winner", "top level", args.input)
-    w = kbplot.require_choice(winner, "case", "winner", args.input, CASES)
-    skv = parse_series(doc, "s_kv", "s_kv", args.input)
-    batch = parse_series(doc, "batch", "batch", args.input)
+    rows, w, skv, batch = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
         (fig_cases(rows, w), os.path.join(out, FIG_CASES)),

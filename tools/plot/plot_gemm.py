@@ -471,11 +471,15 @@ def fig_roofline(sweep: Sweep):
 
 # --------------------------------------------------------------------------
 
+def read(path: str) -> Sweep:
+    """The document at `path`, checked whole against its schema: what the figures draw."""
+    return parse_sweep(kbplot.load_json(path, SCHEMA, SCHEMA_MAJOR), path)
+
+
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu GEMM sweep (schema "
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three PNG figures.", argv)
-    doc = kbplot.load_json(args.input, SCHEMA, SCHEMA_MAJOR)
-    sweep = parse_sweep(doc, args.input)
+    sweep = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
         (fig_latency(sweep), os.path.join(out, FIG_LATENCY)),

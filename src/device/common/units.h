@@ -37,6 +37,12 @@ KB_HD constexpr ps_t transfer_ps(std::int64_t bytes, std::int64_t gbps) {
   return ceil_div(bytes * kPsPerNs, gbps);
 }
 
+// Whether moving `bytes` at a share of `sharers` (at 1 GB/s or more) could take longer than
+// int64 picoseconds can hold.
+KB_HD constexpr bool transfer_overflows(std::int64_t bytes, std::int64_t sharers) {
+  return bytes > kTimeLimitPs / (kPsPerNs * sharers);
+}
+
 // Time to move `bytes` through a port whose rate is min(port_gbps, shared_gbps / sharers):
 // the slower of the two limits, computed without dividing the shared bandwidth.
 KB_HD constexpr ps_t shared_transfer_ps(std::int64_t bytes, std::int64_t port_gbps,

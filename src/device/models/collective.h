@@ -21,12 +21,28 @@
 
 namespace kb {
 
-enum class CollLevel : std::int64_t { pe = 0, cube = 1, sip = 2, hier = 3 };
-enum class CollAlgo : std::int64_t { ring = 0, hd = 1, tree = 2, mesh2d = 3, root = 4 };
-enum class CollBuffer : std::int64_t { sram = 0, hbm = 1 };
+// Each enumeration once, with its names: the enum, its count and its names (the CLI's and
+// the documents' words) come from one list. A value added here must be handled wherever a
+// switch over the enum lacks a default (the compiler names each), and the figure scripts'
+// lists are checked against these names by a test.
+#define KB_COLL_LEVELS(X) X(pe) X(cube) X(sip) X(hier)
+#define KB_COLL_ALGOS(X) X(ring) X(hd) X(tree) X(mesh2d) X(root)
+#define KB_COLL_BUFFERS(X) X(sram) X(hbm)
+#define KB_COLL_OPS(X) X(allreduce) X(reduce)
+#define KB_COLL_ITEM(name) name,
+#define KB_COLL_ONE(name) +1
+#define KB_COLL_NAME(name) #name,
+enum class CollLevel : std::int64_t { KB_COLL_LEVELS(KB_COLL_ITEM) };
+enum class CollAlgo : std::int64_t { KB_COLL_ALGOS(KB_COLL_ITEM) };
+enum class CollBuffer : std::int64_t { KB_COLL_BUFFERS(KB_COLL_ITEM) };
 // bcast: a broadcast from the root, only as a phase of `hier` (not a config's op).
-enum class CollOp : std::int64_t { allreduce = 0, reduce = 1, bcast = 2 };
-constexpr std::int64_t kCollLevels = 4, kCollAlgos = 5, kCollBuffers = 2, kCollOps = 2;
+enum class CollOp : std::int64_t { KB_COLL_OPS(KB_COLL_ITEM) bcast };
+constexpr std::int64_t kCollLevels = 0 KB_COLL_LEVELS(KB_COLL_ONE), kCollAlgos = 0 KB_COLL_ALGOS(KB_COLL_ONE),
+                       kCollBuffers = 0 KB_COLL_BUFFERS(KB_COLL_ONE), kCollOps = 0 KB_COLL_OPS(KB_COLL_ONE);
+constexpr const char* kCollLevelNames[] = {KB_COLL_LEVELS(KB_COLL_NAME)};
+constexpr const char* kCollAlgoNames[] = {KB_COLL_ALGOS(KB_COLL_NAME)};
+constexpr const char* kCollBufferNames[] = {KB_COLL_BUFFERS(KB_COLL_NAME)};
+constexpr const char* kCollOpNames[] = {KB_COLL_OPS(KB_COLL_NAME)};
 
 // Every field an int64 (sweep axes set fields by offset).
 struct AllreduceConfig {
@@ -44,7 +60,7 @@ constexpr std::int64_t kCollMaxRanks = 64;        // per level (each phase of hi
 constexpr std::int64_t kCollMaxHierRanks = 4096;  // hier: every PE of the launch
 constexpr std::int64_t kCollMaxChunks = 64;
 constexpr std::int64_t kCollMaxBytes = INT64_C(1) << 32;  // 4 GiB: a buffer row stays within 2^31 values
-// What the batched model holds (src/device/models/allreduce.h): a config needing more is
+// What the batched model holds (src/device/models/allreduce_model.h): a config needing more is
 // too_large on both engines.
 constexpr std::int64_t kCollMaxOps = 1024;
 constexpr std::int64_t kCollMaxPieces = 4096;  // ranks x chunks x ranks: who last wrote each piece
@@ -144,11 +160,12 @@ KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
     case CollAlgo::hd: return ceil_log2(p);
     case CollAlgo::tree: return ceil_log2(p);
     case CollAlgo::mesh2d: return imax(1, (cols > 1) + (rows > 1));
-    default: {
+    case CollAlgo::root: {
       const std::int64_t r0 = rows / 2, c0 = cols / 2;
       return imax(1, (c0 > 0) + (c0 < cols - 1) + (r0 > 0) + (r0 < rows - 1));
     }
   }
+  return 0;  // not an algorithm: coll_check refuses it first
 }
 
 // ---- hier: phases of single-level collectives --------------------------------------------

@@ -22,7 +22,8 @@
 #include <cstring>
 #include <iterator>
 
-#include "../backends/backends.h"
+#include "batched_space.h"
+#include "sweep_summary.h"
 #include "keyed.h"
 
 namespace kb::batched::detail {

@@ -8,17 +8,6 @@
 
 namespace kb::analytical {
 
-const char* to_string(AllreduceAlgo a) {
-  switch (a) {
-    case AllreduceAlgo::ring: return "ring";
-    case AllreduceAlgo::hd: return "hd";
-    case AllreduceAlgo::tree: return "tree";
-    case AllreduceAlgo::mesh2d: return "mesh2d";
-    case AllreduceAlgo::root: return "root";
-  }
-  return "?";
-}
-
 std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t p, std::int64_t n, const StepCosts& k) {
   if (p < 2) throw InputError("allreduce: at least 2 ranks (got " + std::to_string(p) + ")");
   if (n < 1) throw InputError("allreduce: at least 1 byte (got " + std::to_string(n) + ")");
@@ -41,7 +30,7 @@ std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t p, std::int64_t n, co
       break;
     case AllreduceAlgo::mesh2d:
     case AllreduceAlgo::root:
-      throw InputError(std::string("allreduce ") + to_string(algo) + ": the model needs the grid (collective_ps)");
+      throw InputError(std::string("allreduce ") + kCollAlgoNames[static_cast<int>(algo)] + ": the model needs the grid (collective_ps)");
   }
   return std::llround(t);
 }

@@ -18,9 +18,13 @@
 #include <cstdint>
 #include <string>
 
+#include "../../device/models/collective.h"
+
 namespace kb::analytical {
 
-enum class AllreduceAlgo { ring, hd, tree, mesh2d, root };
+// The algorithms are the collective library's (one enumeration, with its names): each has a
+// formula here, and a switch without a default makes a new one fail to compile until it has.
+using AllreduceAlgo = ::kb::CollAlgo;
 
 struct StepCosts {
   double alpha_ps;          // a
@@ -40,7 +44,5 @@ std::int64_t collective_ps(AllreduceAlgo algo, bool reduce, std::int64_t rows, s
 // nccl-tests' bandwidths: algbw = bytes / time; busbw = algbw x 2(p-1)/p for allreduce.
 double algbw_gbps(std::int64_t bytes, std::int64_t latency_ps);
 double allreduce_busbw_gbps(std::int64_t bytes, std::int64_t latency_ps, std::int64_t ranks);
-
-const char* to_string(AllreduceAlgo a);
 
 }  // namespace kb::analytical

@@ -12,7 +12,7 @@
 #include "host/common/output.h"
 #include "host/sweep/merge.h"
 #include "host/topology/fields.h"
-#include "sweep_report.h"
+#include "host/study/sweep_report.h"
 
 namespace kb {
 

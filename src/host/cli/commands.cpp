@@ -16,7 +16,7 @@
 #include "host/common/output.h"
 #include "host/topology/diagram.h"
 #include "host/topology/load.h"
-#include "host/topology/summary.h"
+#include "host/topology/topology_summary.h"
 
 namespace kb {
 namespace {

@@ -25,7 +25,7 @@ std::int64_t level_ps(const AllreduceConfig& c) {
                              : static_cast<double>(ceil_log2(c.ranks));
     return static_cast<std::int64_t>(std::llround(steps * (k.alpha_ps + static_cast<double>(c.bytes) * k.beta_ps_per_byte)));
   }
-  return analytical::collective_ps(static_cast<analytical::AllreduceAlgo>(c.algo),
+  return analytical::collective_ps(static_cast<CollAlgo>(c.algo),
                                    c.op == static_cast<std::int64_t>(CollOp::reduce), coll_rows(c), coll_cols(c), c.bytes, k);
 }
 

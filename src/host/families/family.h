@@ -3,7 +3,7 @@
 // names, status names and messages, Pareto costs, and the figures both engines must agree
 // on. Everything generic (sweep front end, writers, parity) reads only this table; a
 // family adds its descriptor (src/host/families/<name>.cpp) and one line in
-// src/device/backends/families.h. See docs/adding-a-family.md.
+// src/device/models/families.h. See docs/adding-a-family.md.
 #pragma once
 
 #include <nlohmann/json.hpp>

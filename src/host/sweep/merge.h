@@ -9,7 +9,7 @@
 #include <string>
 
 #include "../../device/backends/backends.h"
-#include "../../device/sweep/summary.h"
+#include "../../device/sweep/sweep_summary.h"
 
 namespace kb {
 

@@ -144,17 +144,18 @@ void check_bounds_given(const std::vector<Candidate>& cand, const HwConfig& hi_h
     }
 }
 
-}  // namespace
-
-BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req) {
-  std::set<std::int64_t> taken;  // offsets already swept by --hw lists or zips
-  auto take = [&](const SpaceAxis& m, const std::string& where) {
-    if (!taken.insert(static_cast<std::int64_t>(m.offset)).second)
+// The offsets already swept (by --hw lists or zips): a field is swept once.
+struct Taken {
+  std::set<std::int64_t> offsets;
+  void take(const SpaceAxis& m, const std::string& where) {
+    if (!offsets.insert(static_cast<std::int64_t>(m.offset)).second)
       throw InputError(where + ": " + (m.field ? std::string(m.field->path) : m.name) + " is swept twice");
-  };
+  }
+};
 
-  // Hardware lists first: their largest values bound the axes whose range the hardware sets.
-  HwConfig hi_hw = topo.hw();
+// The --hw lists (and hardware axes' flags), each a candidate axis. Their largest values go
+// into `hi_hw`: they bound the axes whose range the hardware sets.
+std::vector<Candidate> parse_hw_lists(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw) {
   std::vector<Candidate> hw;
   for (HwList h : req.hw) {
     for (const HwAxisDesc& s : f.hw_axes)  // a hardware axis's short name stands for its path
@@ -165,20 +166,27 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     Candidate c;
     SpaceAxis m;
     resolve(f, h.path, &m);
-    take(m, flag + sep_of(flag) + h.list);
+    taken.take(m, flag + sep_of(flag) + h.list);
     c.ax = SweptAxis{m.name, {m}};
     if (field->is_enum()) c.values = parse_names(flag, h.list, field->names);
     else c.values = parse_axis_values(flag, h.list, field->lo, field->hi);
-    if (!field->is_enum()) field->set(hi_hw, *std::max_element(c.values.begin(), c.values.end()));
+    if (!field->is_enum()) field->set(*hi_hw, *std::max_element(c.values.begin(), c.values.end()));
     hw.push_back(c);
   }
 
-  // Zips: their members, then their tuples (hardware members first, for the bounds).
-  struct Zip {
-    Candidate c;
-    std::string flag, text;
-    std::vector<std::vector<std::string>> items;
-  };
+  return hw;
+}
+
+// A zip: its members, the items of its tuples as written, then its candidate axis.
+struct Zip {
+  Candidate c;
+  std::string flag, text;
+  std::vector<std::vector<std::string>> items;
+};
+
+// The zips: their members, then their tuples (hardware members first, for the bounds, which
+// go into `hi_hw` as the lists' do).
+std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw) {
   std::vector<Zip> zips;
   for (const std::string& z : req.zips) {
     Zip zip;
@@ -193,7 +201,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
         throw InputError("--zip " + z + ": '" + name + "' is not an axis of " + f.name + " or a topology field");
       if (m.axis && req.axes.count(m.axis->name))
         throw InputError("--zip " + z + ": " + m.name + " is also given by " + m.axis->flag);
-      take(m, "--zip " + z);
+      taken.take(m, "--zip " + z);
       zip.c.ax.members.push_back(m);
       zip.c.ax.name += (zip.c.ax.name.empty() ? "" : ",") + m.name;
     }
@@ -220,8 +228,8 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
       for (std::size_t i = 0; i < t.size(); ++i) {
         const SpaceAxis& m = zip.c.ax.members[i];
         if (!m.field || m.field->is_enum()) continue;
-        const std::int64_t v = parse_one(m, zip.flag, zip.text, t[i], hi_hw);
-        if (v > m.field->get(hi_hw)) m.field->set(hi_hw, v);
+        const std::int64_t v = parse_one(m, zip.flag, zip.text, t[i], *hi_hw);
+        if (v > m.field->get(*hi_hw)) m.field->set(*hi_hw, v);
       }
     zip.c.where = "--zip " + z;
     zips.push_back(zip);
@@ -233,7 +241,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     for (std::size_t k = 0; k < zip.items.size(); ++k) {
       const auto& t = zip.items[k];
       std::vector<std::int64_t> tuple;
-      for (std::size_t i = 0; i < t.size(); ++i) tuple.push_back(parse_one(zip.c.ax.members[i], zip.flag, zip.text, t[i], hi_hw));
+      for (std::size_t i = 0; i < t.size(); ++i) tuple.push_back(parse_one(zip.c.ax.members[i], zip.flag, zip.text, t[i], *hi_hw));
       if (!seen.insert(tuple).second) {  // a tuple given twice counts once, unless it is named twice
         if (!zip.c.cases.empty())
           throw InputError("--zip " + zip.text + ": cases '" + zip.c.cases[k] + "' and another have the same values");
@@ -246,6 +254,13 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     if (!cases.empty() && ++named_zips > 1)
       throw InputError("--zip " + zip.text + ": only one zip may name its tuples (its names are the column \"case\")");
   }
+  return zips;
+}
+
+// The candidate axes in order: the family's axes, its hardware axes (the topology's value
+// when not swept), then other swept fields; a zip stands where its first member would.
+std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& topo, const SweepRequest& req,
+                                        const std::vector<Candidate>& hw, std::vector<Zip>& zips, const HwConfig& hi_hw) {
   auto zip_of = [&](std::size_t offset) -> Zip* {
     for (Zip& z : zips)
       for (const SpaceAxis& m : z.c.ax.members)
@@ -253,8 +268,6 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     return nullptr;
   };
 
-  // Candidates in order: the family's axes, its hardware axes (the topology's value when
-  // not swept), then other swept fields; a zip stands where its first member would.
   std::vector<Candidate> cand;
   std::set<const Zip*> placed;
   auto place_zip = [&](Zip* z) {
@@ -293,8 +306,11 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
     if (c.ax.name == c.ax.members[0].field->path) cand.push_back(c);
   for (Zip& z : zips) place_zip(&z);
 
-  check_bounds_given(cand, hi_hw);
+  return cand;
+}
 
+// The candidates that form a group (--group, or the family's default), in the order named.
+std::vector<std::size_t> group_axes(const Family& f, const SweepRequest& req, const std::vector<Candidate>& cand) {
   std::vector<std::size_t> group;
   const std::string group_text = req.group.empty() ? f.default_group : req.group;
   if (group_text != "none") {
@@ -315,6 +331,20 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
       if (std::find(group.begin(), group.end(), found) == group.end()) group.push_back(found);  // zip members: one axis
     }
   }
+  return group;
+}
+
+}  // namespace
+
+BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req) {
+  Taken taken;
+  HwConfig hi_hw = topo.hw();
+  const std::vector<Candidate> hw = parse_hw_lists(f, req, taken, &hi_hw);
+  std::vector<Zip> zips = parse_zips(f, req, taken, &hi_hw);
+  const std::vector<Candidate> cand = place_candidates(f, topo, req, hw, zips, hi_hw);
+  check_bounds_given(cand, hi_hw);
+  const std::vector<std::size_t> group = group_axes(f, req, cand);
+  const std::string group_text = req.group.empty() ? f.default_group : req.group;
 
   BuiltSpace b;
   b.space.family = f.id;

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../../device/models/allreduce.h"
+#include "../../device/models/allreduce_model.h"
 #include "../runtime/context.h"
 
 namespace kb {

@@ -1,4 +1,4 @@
-#include "gemm.h"
+#include "gemm_program.h"
 
 #include <vector>
 

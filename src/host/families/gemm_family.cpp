@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <iterator>
 
-#include "../kernels/gemm.h"
+#include "../kernels/gemm_program.h"
 #include "family.h"
 
 namespace kb {

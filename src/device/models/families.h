@@ -1,9 +1,9 @@
 // The one list of workload families. Each backend instantiates the generic evaluation and
-// sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm.h.
+// sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm_model.h.
 #pragma once
 
-#include "../models/allreduce.h"
-#include "../models/decode.h"
-#include "../models/gemm.h"
+#include "allreduce_model.h"
+#include "decode_model.h"
+#include "gemm_model.h"
 
 #define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel) X(decode, ::kb::DecodeModel)

@@ -4,7 +4,7 @@
 #include <iterator>
 
 #include "../analytical/collectives.h"
-#include "../kernels/allreduce.h"
+#include "../kernels/allreduce_program.h"
 #include "allreduce_figures.h"
 #include "family.h"
 
@@ -20,6 +20,11 @@ std::function<nlohmann::json(const void*, const void*)> col(F f) {
   return typed_getter<C, R>(f);
 }
 
+template <std::size_t N>
+std::vector<std::string> names(const char* const (&list)[N]) {
+  return std::vector<std::string>(list, list + N);
+}
+
 Family make() {
   Family f;
   f.name = "allreduce";
@@ -33,9 +38,9 @@ Family make() {
        {}, true},
       {"level", "--level",
        "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs), hier (every PE of the launch, level by level)",
-       offsetof(C, level), 0, kCollLevels - 1, nullptr, "", -1, {"pe", "cube", "sip", "hier"}, true},
+       offsetof(C, level), 0, kCollLevels - 1, nullptr, "", -1, names(kCollLevelNames), true},
       {"algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
-       offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, {"ring", "hd", "tree", "mesh2d", "root"}, false},
+       offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, names(kCollAlgoNames), false},
       {"ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks), 2,
        kCollMaxHierRanks, nullptr, "", -1, {}, true,
        [](const HwConfig& h, std::int64_t level) {
@@ -44,9 +49,9 @@ Family make() {
        },
        "level"},
       {"buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer), 0, kCollBuffers - 1, nullptr, "",
-       -1, {"sram", "hbm"}, false},
+       -1, names(kCollBufferNames), false},
       {"op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op), 0,
-       kCollOps - 1, nullptr, "allreduce", -1, {"allreduce", "reduce"}, true},
+       kCollOps - 1, nullptr, "allreduce", -1, names(kCollOpNames), true},
       {"chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks), 1, kCollMaxChunks, nullptr, "1",
        -1, {}, false},
   };

@@ -1,5 +1,5 @@
 // Batched GQA decode-attention model: the latency and resource totals of the reference decode
-// kernels (src/host/kernels/decode.cpp), four ways of sharding the KV cache over the cubes and
+// kernels (src/host/kernels/decode_program.cpp), four ways of sharding the KV cache over the cubes and
 // PEs of SIP 0, without building a graph. Pure KB_HD code: no allocation, exceptions, virtual
 // calls or recursion.
 //

@@ -1,4 +1,4 @@
-#include "summary.h"
+#include "topology_summary.h"
 
 #include <cstdio>
 

@@ -1,5 +1,5 @@
 // GQA decode attention on the reference runtime: flash decoding of one token against a KV
-// cache placed in HBM by one of four sharding cases (src/device/models/decode.h), each PE
+// cache placed in HBM by one of four sharding cases (src/device/models/decode_model.h), each PE
 // working through its shard in chunks and the partial (m, l, O) merged up the trees of the
 // collectives' reduce to the centre root.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../../device/models/decode.h"
+#include "../../device/models/decode_model.h"
 #include "../runtime/context.h"
 
 namespace kb {

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <iterator>
 
-#include "../kernels/decode.h"
+#include "../kernels/decode_program.h"
 #include "family.h"
 
 namespace kb {

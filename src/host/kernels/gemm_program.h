@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../../device/models/gemm.h"
+#include "../../device/models/gemm_model.h"
 #include "../runtime/context.h"
 
 namespace kb {

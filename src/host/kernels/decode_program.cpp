@@ -1,4 +1,4 @@
-#include "decode.h"
+#include "decode_program.h"
 
 #include <algorithm>
 #include <cmath>

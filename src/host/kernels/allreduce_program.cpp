@@ -1,4 +1,4 @@
-#include "allreduce.h"
+#include "allreduce_program.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,26 +8,14 @@
 namespace kb {
 
 const char* to_string(CollLevel l) {
-  switch (l) {
-    case CollLevel::pe: return "pe";
-    case CollLevel::cube: return "cube";
-    case CollLevel::sip: return "sip";
-    case CollLevel::hier: return "hier";
-  }
-  return "?";
+  const auto i = static_cast<std::int64_t>(l);
+  return i >= 0 && i < kCollLevels ? kCollLevelNames[i] : "?";
 }
 
 const char* to_string(CollAlgo a) {
-  switch (a) {
-    case CollAlgo::ring: return "ring";
-    case CollAlgo::hd: return "hd";
-    case CollAlgo::tree: return "tree";
-    case CollAlgo::mesh2d: return "mesh2d";
-    case CollAlgo::root: return "root";
-  }
-  return "?";
+  const auto i = static_cast<std::int64_t>(a);
+  return i >= 0 && i < kCollAlgos ? kCollAlgoNames[i] : "?";
 }
-
 
 namespace {
 
