@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <iostream>
 
@@ -103,6 +104,143 @@ std::string escape_text(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// CLI11 reports a mistyped subcommand as a missing one: name the word it does not know, and
+// the subcommands it could be (exit 2); 0 when every word is known.
+int unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  for (int i = 1; i < argc && level->get_require_subcommand_min() > 0; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') break;
+    const CLI::App* next = nullptr;
+    std::string known;
+    for (const CLI::App* sub : level->get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == word) next = sub;
+    }
+    if (!next) {
+      std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", escape_text(word).c_str(), escape_text(known).c_str());
+      return 2;
+    }
+    level = next;
+  }
+  return 0;
+}
+
+// The command line's words, `sweep --space FILE ...` given the file's family when it names
+// none (InputError when the file cannot say).
+std::vector<std::string> words_of(int argc, char** argv) {
+  std::vector<std::string> words(argv, argv + argc);
+  if (argc < 3 || words[1] != "sweep") return words;
+  bool named = false;
+  for (const Family* f : families()) named |= words[2] == f->name;
+  std::string space;
+  for (int i = 2; i < argc && !named; ++i) {
+    if (words[static_cast<std::size_t>(i)] == "--space" && i + 1 < argc) space = words[static_cast<std::size_t>(i) + 1];
+    else if (words[static_cast<std::size_t>(i)].rfind("--space=", 0) == 0) space = words[static_cast<std::size_t>(i)].substr(8);
+  }
+  if (!named && !space.empty()) words.insert(words.begin() + 2, space_file_family(space));
+  return words;
+}
+
+// Runs `work`, each kind of error becoming its one line and exit code: 2 bad input, 3 an
+// internal error or no memory, 4 the environment. Library code throws; only here are exit
+// codes chosen.
+int exit_code_of(const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
+    return 2;
+  } catch (const EnvironmentError& e) {
+    std::fprintf(stderr, "error: environment: %s\n", escape_text(e.what()).c_str());
+    return 4;
+  } catch (const InternalError& e) {
+    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory: the request needs more memory than this machine gives it\n");
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal: %s\n", escape_text(e.what()).c_str());
+    return 3;
+  }
+  return 0;
+}
+
+// `run --bench NAME`: the bench, or with --fast (MILESTONE_FAST) its committed results
+// re-rendered, everything checked before anything is written.
+void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std::string& out_dir,
+             const std::string& backend, bool fast) {
+  const BenchInfo& b = bench_or_error(bench_name);
+  BenchContext ctx;
+  ctx.topology_path = run_topo.path.empty() ? default_topology() : run_topo.path;
+  ctx.topology = run_topo.load();
+  ctx.out_dir = out_dir.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : out_dir;
+  ctx.backend_request = backend;
+  if (backend != "auto" && backend != "cuda" && backend != "omp")
+    throw InputError("--backend " + backend + ": expected auto, cuda or omp");
+  // A folder the results could not be written to is found now, not after the bench ran.
+  check_output_path("--out", ctx.out_dir + "/" + b.json, b.json);
+  // MILESTONE_FAST: the usual true and false words; anything else is a mistake.
+  bool env_is_fast = false;
+  if (const char* env_fast = std::getenv("MILESTONE_FAST"); env_fast && *env_fast) {
+    std::string v(env_fast);
+    for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (v == "1" || v == "true" || v == "yes" || v == "on") env_is_fast = true;
+    else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
+      throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
+  }
+  if (fast || env_is_fast) {
+    // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
+    const char* how = fast ? "--fast" : "MILESTONE_FAST";
+    if (b.plot.empty()) throw InputError(std::string(how) + ": bench " + b.name + " has no figures to re-render");
+    if (!run_topo.path.empty() || !run_topo.sets.empty())
+      throw InputError(std::string(how) + ": the committed results are for the default topology; --topology and --set "
+                       "need a full run");
+    const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
+    const std::string json = ctx.out_dir + "/" + b.json;
+    const std::string stem = b.json.substr(0, b.json.rfind('.'));
+    const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + stem + ".csv";
+    // Everything is checked before anything is written: the figure script reads (and
+    // validates) the committed file itself, so an error names it, not a copy.
+    const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
+    render_figures(b.plot, committed, ctx.out_dir);
+    write_file_atomic(json, json_text);
+    write_file_atomic(ctx.out_dir + "/" + stem + ".csv", csv_text);
+    std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
+  } else {
+    ctx.out = &std::cout;
+    b.fn(ctx);
+  }
+}
+
+// `plot`: a sweep's figures from its JSON, or a bench's re-rendered from its folder.
+void cmd_plot(const std::string& plot_bench, const std::string& plot_sweep, const std::string& plot_in,
+              const std::string& plot_out) {
+  if (!plot_sweep.empty()) {
+    if (!plot_in.empty()) throw InputError("--in: --sweep names the file itself");
+    read_file(plot_sweep);  // a missing file is a clear input error
+    const std::string out = plot_out.empty() ? std::filesystem::path(plot_sweep).parent_path().string() : plot_out;
+    render_figures("plot_sweep.py", plot_sweep, out.empty() ? "." : out);
+    std::printf("rendered the figures of %s into %s\n", plot_sweep.c_str(), out.empty() ? "." : out.c_str());
+    return;
+  }
+  if (plot_bench.empty()) throw InputError("plot: give --bench NAME or --sweep FILE");
+  const BenchInfo& b = bench_or_error(plot_bench);
+  if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
+  const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;
+  if (std::filesystem::is_regular_file(in))
+    throw InputError("--in " + in + ": is a file; give the folder that holds " + b.json);
+  const std::string json = in + "/" + b.json;
+  read_file(json);  // a missing file is a clear input error
+  render_figures(b.plot, json, plot_out.empty() ? in : plot_out);
+  std::printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
+}
+
+}  // namespace
+
 int cli_main(int argc, char** argv) {
   if (!bench_registry_errors().empty()) {
     std::fprintf(stderr, "error: internal: %s\n", bench_registry_errors().front().c_str());
@@ -169,45 +307,15 @@ int cli_main(int argc, char** argv) {
   plot->add_option("--in", plot_in, "folder holding the bench's JSON (default: its output folder)");
   plot->add_option("--out", plot_out, "folder for the figures (default: --in)");
 
-  // CLI11 reports a mistyped subcommand as a missing one; name it instead.
-  {
-    const CLI::App* level = &app;
-    for (int i = 1; i < argc && level->get_require_subcommand_min() > 0; ++i) {
-      const std::string word = argv[i];
-      if (word.empty() || word[0] == '-') break;
-      const CLI::App* next = nullptr;
-      std::string known;
-      for (const CLI::App* sub : level->get_subcommands({})) {
-        known += (known.empty() ? "" : ", ") + sub->get_name();
-        if (sub->get_name() == word) next = sub;
-      }
-      if (!next) {
-        std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", escape_text(word).c_str(), escape_text(known).c_str());
-        return 2;
-      }
-      level = next;
-    }
-  }
+  if (const int rc = unknown_subcommand(app, argc, argv)) return rc;
 
   try {
-    // `sweep --space FILE ...` without a family: the family is the file's.
-    std::vector<std::string> words(argv, argv + argc);
-    if (argc >= 3 && words[1] == "sweep") {
-      bool named = false;
-      for (const Family* f : families()) named |= words[2] == f->name;
-      std::string space;
-      for (int i = 2; i < argc && !named; ++i) {
-        if (words[static_cast<std::size_t>(i)] == "--space" && i + 1 < argc) space = words[static_cast<std::size_t>(i) + 1];
-        else if (words[static_cast<std::size_t>(i)].rfind("--space=", 0) == 0) space = words[static_cast<std::size_t>(i)].substr(8);
-      }
-      if (!named && !space.empty()) {
-        try {
-          words.insert(words.begin() + 2, space_file_family(space));
-        } catch (const InputError& e) {
-          std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-          return 2;
-        }
-      }
+    std::vector<std::string> words;
+    try {
+      words = words_of(argc, argv);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
+      return 2;
     }
     std::vector<char*> wargv;
     for (std::string& w : words) wargv.push_back(w.data());
@@ -223,51 +331,11 @@ int cli_main(int argc, char** argv) {
     return 2;
   }
 
-  try {
+  return exit_code_of([&] {
     if (list->parsed()) {
       cmd_list();
     } else if (run->parsed()) {
-      const BenchInfo& b = bench_or_error(bench_name);
-      BenchContext ctx;
-      ctx.topology_path = run_topo.path.empty() ? default_topology() : run_topo.path;
-      ctx.topology = run_topo.load();
-      ctx.out_dir = out_dir.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : out_dir;
-      ctx.backend_request = backend;
-      if (backend != "auto" && backend != "cuda" && backend != "omp")
-        throw InputError("--backend " + backend + ": expected auto, cuda or omp");
-      // A folder the results could not be written to is found now, not after the bench ran.
-      check_output_path("--out", ctx.out_dir + "/" + b.json, b.json);
-      // MILESTONE_FAST: the usual true and false words; anything else is a mistake.
-      bool env_is_fast = false;
-      if (const char* env_fast = std::getenv("MILESTONE_FAST"); env_fast && *env_fast) {
-        std::string v(env_fast);
-        for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (v == "1" || v == "true" || v == "yes" || v == "on") env_is_fast = true;
-        else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
-          throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
-      }
-      if (fast || env_is_fast) {
-        // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
-        const char* how = fast ? "--fast" : "MILESTONE_FAST";
-        if (b.plot.empty()) throw InputError(std::string(how) + ": bench " + b.name + " has no figures to re-render");
-        if (!run_topo.path.empty() || !run_topo.sets.empty())
-          throw InputError(std::string(how) + ": the committed results are for the default topology; --topology and --set "
-                           "need a full run");
-        const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
-        const std::string json = ctx.out_dir + "/" + b.json;
-        const std::string stem = b.json.substr(0, b.json.rfind('.'));
-        const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + stem + ".csv";
-        // Everything is checked before anything is written: the figure script reads (and
-        // validates) the committed file itself, so an error names it, not a copy.
-        const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
-        render_figures(b.plot, committed, ctx.out_dir);
-        write_file_atomic(json, json_text);
-        write_file_atomic(ctx.out_dir + "/" + stem + ".csv", csv_text);
-        std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
-      } else {
-        ctx.out = &std::cout;
-        b.fn(ctx);
-      }
+      cmd_run(bench_name, run_topo, out_dir, backend, fast);
     } else if (eval->parsed()) {
       for (std::size_t i = 0; i < eval_cmds.size(); ++i)
         if (eval_cmds[i]->parsed()) cmd_eval(*evals[i]);
@@ -286,41 +354,10 @@ int cli_main(int argc, char** argv) {
       const TopologySpec t = show_args.load();
       if (show_json) std::cout << topology_summary(t).dump(2) << "\n";
       else std::cout << topology_summary_text(t);
-    } else if (plot->parsed() && !plot_sweep.empty()) {
-      if (!plot_in.empty()) throw InputError("--in: --sweep names the file itself");
-      read_file(plot_sweep);  // a missing file is a clear input error
-      const std::string out = plot_out.empty() ? std::filesystem::path(plot_sweep).parent_path().string() : plot_out;
-      render_figures("plot_sweep.py", plot_sweep, out.empty() ? "." : out);
-      std::printf("rendered the figures of %s into %s\n", plot_sweep.c_str(), out.empty() ? "." : out.c_str());
     } else if (plot->parsed()) {
-      if (plot_bench.empty()) throw InputError("plot: give --bench NAME or --sweep FILE");
-      const BenchInfo& b = bench_or_error(plot_bench);
-      if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
-      const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;
-      if (std::filesystem::is_regular_file(in))
-        throw InputError("--in " + in + ": is a file; give the folder that holds " + b.json);
-      const std::string json = in + "/" + b.json;
-      read_file(json);  // a missing file is a clear input error
-      render_figures(b.plot, json, plot_out.empty() ? in : plot_out);
-      std::printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
+      cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);
     }
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-    return 2;
-  } catch (const EnvironmentError& e) {
-    std::fprintf(stderr, "error: environment: %s\n", escape_text(e.what()).c_str());
-    return 4;
-  } catch (const InternalError& e) {
-    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-    return 3;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory: the request needs more memory than this machine gives it\n");
-    return 3;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: internal: %s\n", escape_text(e.what()).c_str());
-    return 3;
-  }
-  return 0;
+  });
 }
 
 }  // namespace kb
