@@ -73,7 +73,7 @@ nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decod
 class SweepRows {
  public:
   explicit SweepRows(const SweepOutcome& o)
-      : o_(o), f_(*o.f), sp_(o.sp), decode_(o.sp.space), cfg_(f_.config_size()), res_(f_.result_size()) {
+      : f_(*o.f), sp_(o.sp), decode_(o.sp.space), cfg_(f_.config_size()), res_(f_.result_size()) {
     group_stride_ = sp_.space.size() / sp_.space.groups();
     has_case_ = !sp_.cases.empty();
     cols_ = {{"index", "", ColType::integer}};
@@ -141,7 +141,6 @@ class SweepRows {
     decode_(i, cfg_.data());
     batched::evaluate_host(f_.id, cfg_.data(), res_.data());
   }
-  const SweepOutcome& o_;
   const Family& f_;
   const BuiltSpace& sp_;
   const batched::SpaceDecoder decode_;
