@@ -11,14 +11,14 @@
 #include <map>
 
 #include "host/bench/registry.h"
-#include "host/study/document.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
 #include "host/families/allreduce_figures.h"
 #include "host/families/family.h"
 #include "host/kernels/allreduce_program.h"
-#include "host/parity/figures.h"
+#include "host/study/bench_writer.h"
+#include "host/study/study.h"
 #include "host/topology/diagram.h"
 #include "host/topology/fields.h"
 #include "host/topology/load.h"
@@ -55,9 +55,6 @@ std::vector<AllreduceConfig> ccl_milestone_configs(const TopologySpec& topo, con
 
 namespace {
 
-const char* kJson = "allreduce_sweep.json";
-const char* kPlot = "plot_ccl.py";
-
 std::string size_name(std::int64_t b) {
   if (b >= INT64_C(1) << 30) return std::to_string(b >> 30) + " GiB";
   if (b >= INT64_C(1) << 20) return std::to_string(b >> 20) + " MiB";
@@ -66,50 +63,26 @@ std::string size_name(std::int64_t b) {
 
 void run_ccl_milestone(BenchContext& ctx) {
   std::ostream& out = *ctx.out;
-  const std::string json_path = ctx.out_dir + "/" + kJson;
   const auto t_start = std::chrono::steady_clock::now();
   const Family& fam = family("allreduce");
   const TopologySpec& topo = ctx.topology;
   const TopologySpec ring = load_topology(data_dir() + "/topologies/ring8.yaml");
-  const BackendKind backend = resolve_backend(ctx.backend_request);
   std::vector<AllreduceConfig> invalid;
   const std::vector<AllreduceConfig> configs = ccl_milestone_configs(topo, ring, &invalid);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<AllreduceResult> results = eval<AllreduceModel>(backend, configs);
-  const auto t1 = std::chrono::steady_clock::now();
-
-  std::vector<Column> cols;
-  for (const Column& c : config_columns(fam)) cols.push_back(c);
-  for (const Column& c : result_columns(fam)) cols.push_back(c);
-  cols.push_back({"reference_latency_ps", "ps", ColType::integer});
-  cols.push_back({"parity", "", ColType::boolean});
-  Table table(cols);
-  std::size_t mismatches = 0, direct_checked = 0, direct_same = 0;
-  std::string first_mismatch;
-  double ref_s = 0;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const AllreduceConfig& c = configs[i];
-    const AllreduceResult& r = results[i];
-    if (r.status != kArOk)
-      throw InternalError("batched model rejected a validated config: " + allreduce_status_message(r.status, c), __FILE__,
-                          __LINE__);
-    const auto r0 = std::chrono::steady_clock::now();
-    const AllreduceResult ref = allreduce_reference(c, nullptr);
-    ref_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
-    const std::string diff = figures_diff(fam, c, ref, r);
-    if (!diff.empty() && mismatches++ == 0) first_mismatch = nlohmann::json(config_values(fam, &c)).dump() + ": " + diff;
-    // The direct-launch ring against the library's, op for op.
+  Study study(fam, resolve_backend(ctx.backend_request));
+  for (const AllreduceConfig& c : configs) study.add_config(c);
+  study.run(Rejected::internal_error);
+  study.require_parity();
+  // The direct-launch ring against the library's, op for op.
+  std::size_t direct_checked = 0, direct_same = 0;
+  for (const AllreduceConfig& c : configs)
     if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram) &&
         c.level != static_cast<std::int64_t>(CollLevel::hier)) {
       ++direct_checked;
       direct_same += run_ring_direct(c, false).timeline == run_collective(c, false).timeline;
     }
-    std::vector<nlohmann::json> row = config_values(fam, &c);
-    for (const ColumnDesc& col : fam.columns) row.push_back(col.get(&c, &r));
-    row.push_back(ref.latency_ps);
-    row.push_back(diff.empty());
-    table.add(row);
-  }
+  const Table table = study.table({}, true);
+  auto latency = [&](std::size_t i) { return study.batched_as<AllreduceResult>(i).latency_ps; };
 
   // The best (algorithm, buffer) per level and size at the most ranks, as size ranges.
   nlohmann::json best = nlohmann::json::array();
@@ -124,7 +97,7 @@ void run_ccl_milestone(BenchContext& ctx) {
       const AllreduceConfig& c = configs[i];
       if (c.level != level || c.ranks != most) continue;
       auto it = winner.find(c.bytes);
-      if (it == winner.end() || results[i].latency_ps < results[it->second].latency_ps) winner[c.bytes] = i;
+      if (it == winner.end() || latency(i) < latency(it->second)) winner[c.bytes] = i;
     }
     const std::string lname = to_string(static_cast<CollLevel>(level));
     for (auto it = winner.begin(); it != winner.end();) {
@@ -143,12 +116,9 @@ void run_ccl_milestone(BenchContext& ctx) {
   }
   out << "best algorithm per level and size range (allreduce, the most ranks):\n" << best_table.text("  ");
 
-  nlohmann::json doc = document("kernbench-gpu/allreduce-sweep", "1.0.0", topo);
-  doc["bench"] = "milestone-1h-ccl";
+  nlohmann::json doc = bench_document(ctx, study);
   doc["sip_level_topology"] = topology_record(ring);
-  doc["backend"] = to_string(backend);
   doc["sizes"] = ccl_milestone_sizes();
-  doc["parity"] = {{"checked", configs.size()}, {"mismatches", mismatches}, {"ok", mismatches == 0}};
   doc["direct_launch"] = {{"checked", direct_checked}, {"identical", direct_same}, {"ok", direct_checked == direct_same}};
   doc["best"] = best;
   doc["analytical"] = "Thakur, Rabenseifner and Gropp 2005 (docs/model.md section 11)";
@@ -163,31 +133,36 @@ void run_ccl_milestone(BenchContext& ctx) {
     inv.push_back(j);
   }
   doc["invalid"] = inv;
-  write_file_atomic(json_path, doc.dump(2) + "\n");
-  write_file_atomic(ctx.out_dir + "/allreduce_sweep.csv", table.csv());
-  write_topology_diagram(topo, ctx.out_dir + "/ccl_topology_" + topo.name + ".png");
-  write_topology_diagram(ring, ctx.out_dir + "/ccl_topology_ring8.png");
-  const double eval_s = std::chrono::duration<double>(t1 - t0).count();
-  out << "parity: " << (configs.size() - mismatches) << "/" << configs.size()
-      << " points identical between the reference engine and the batched model (batched backend: " << to_string(backend) << "); "
-      << invalid.size() << " points do not fit (listed under \"invalid\")\n";
-  out << "direct launch: " << direct_same << "/" << direct_checked
-      << " ring allreduce points with the library's timeline, op for op\n";
-  out << "time: batched " << eval_s * 1e3 << " ms for " << configs.size() << " points; reference "
-      << (configs.empty() ? 0.0 : ref_s * 1e3 / static_cast<double>(configs.size())) << " ms per point\n";
-  if (mismatches) throw InternalError("parity failure: " + first_mismatch, __FILE__, __LINE__);
   if (direct_same != direct_checked)
     throw InternalError("the direct-launch ring's timeline differs from the library ring's", __FILE__, __LINE__);
-  render_figures(kPlot, json_path, ctx.out_dir);
-  out << "wrote " << json_path << ", allreduce_sweep.csv, 2 topology diagrams and 4 figures to " << ctx.out_dir << " in "
-      << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
+  write_topology_diagram(topo, ctx.out_dir + "/ccl_topology_" + topo.name + ".png");
+  write_topology_diagram(ring, ctx.out_dir + "/ccl_topology_ring8.png");
+  out << study.parity_line("points") << "; " << invalid.size() << " points do not fit (listed under \"invalid\")\n";
+  out << "direct launch: " << direct_same << "/" << direct_checked
+      << " ring allreduce points with the library's timeline, op for op\n";
+  out << "time: batched " << study.batched_seconds() * 1e3 << " ms for " << configs.size() << " points; reference "
+      << (configs.empty() ? 0.0 : study.reference_seconds() * 1e3 / static_cast<double>(configs.size())) << " ms per point\n";
+  write_bench(ctx, doc, table);
+  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 2 topology diagrams and 4 figures to " << ctx.out_dir
+      << " in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
 }
 
 }  // namespace
 
-KB_BENCH("milestone-1h-ccl",
-         "allreduce: every algorithm and level (pe, cube, sip, hier), 2-64 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, "
-         "both engines, against the alpha-beta-gamma model",
-         "ccl", kJson, kPlot, run_ccl_milestone, "level", "algo", "ranks", "buffer", "bytes");
+KB_BENCH([] {
+  BenchInfo b;
+  b.name = "milestone-1h-ccl";
+  b.description =
+      "allreduce: every algorithm and level (pe, cube, sip, hier), 2-64 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, "
+      "both engines, against the alpha-beta-gamma model";
+  b.axes = {"level", "algo", "ranks", "buffer", "bytes"};
+  b.domain = "ccl";
+  b.fn = run_ccl_milestone;
+  b.json = "allreduce_sweep.json";
+  b.schema = "kernbench-gpu/allreduce-sweep";
+  b.schema_version = "1.0.0";
+  b.plot = "plot_ccl.py";
+  return b;
+}());
 
 }  // namespace kb

@@ -19,12 +19,20 @@ TEST(Registry, BenchNamesAreKebabCase) {
 }
 
 void noop(BenchContext&) {}
+BenchInfo test_bench(const char* name) {
+  BenchInfo b;
+  b.name = name;
+  b.description = "d";
+  b.domain = "test";
+  b.fn = noop;
+  return b;
+}
 
 TEST(Registry, DuplicateAndMalformedNamesAreRecorded) {
   const std::size_t before = bench_registry_errors().size();
-  EXPECT_TRUE(register_bench({"test-only-bench", "d", {"x"}, "test", noop, "", ""}));
-  EXPECT_FALSE(register_bench({"test-only-bench", "d", {"x"}, "test", noop, "", ""}));
-  EXPECT_FALSE(register_bench({"Bad_Name", "d", {}, "test", noop, "", ""}));
+  EXPECT_TRUE(register_bench(test_bench("test-only-bench")));
+  EXPECT_FALSE(register_bench(test_bench("test-only-bench")));
+  EXPECT_FALSE(register_bench(test_bench("Bad_Name")));
   ASSERT_EQ(bench_registry_errors().size(), before + 2);
   EXPECT_EQ(bench_registry_errors()[before], "bench 'test-only-bench' is registered twice");
   ASSERT_NE(find_bench("test-only-bench"), nullptr);

@@ -1,6 +1,7 @@
-// Bench registration: a bench is a function plus one KB_BENCH line naming it, describing
-// it, declaring its outputs (the JSON its figures are drawn from, and the plot script that
-// draws them) and the axes it sweeps. The registry is written during static
+// Bench registration: a bench is a function plus one KB_BENCH declaration naming it,
+// describing it, declaring its outputs (the JSON document its figures are drawn from, with
+// its schema, and the plot script that draws them) and the axes it sweeps. The study layer
+// (src/host/study/) writes what it declares. The registry is written during static
 // initialisation and read-only afterwards.
 #pragma once
 
@@ -13,7 +14,10 @@
 
 namespace kb {
 
+struct BenchInfo;
+
 struct BenchContext {
+  const BenchInfo* bench = nullptr;  // what is running
   TopologySpec topology;
   std::string topology_path;
   std::string out_dir;      // where results go (already includes the bench's domain)
@@ -32,6 +36,10 @@ struct BenchInfo {
   std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"; `run --fast`
                      // re-renders the committed copy in docs/diagrams/<domain>/
   std::string plot;  // its script in tools/plot/, e.g. "plot_gemm.py"; "" when it has no figures
+  std::string schema;          // the document's schema, e.g. "kernbench-gpu/gemm-sweep"
+  std::string schema_version;  // e.g. "1.3.0"
+  // Its table's CSV: the JSON's name with .csv ("gemm_sweep.csv").
+  std::string csv() const { return json.substr(0, json.rfind('.')) + ".csv"; }
 };
 
 // Records a bench; problems (bad or duplicate name) are kept and reported by
@@ -46,6 +54,7 @@ bool valid_bench_name(const std::string& name);
 
 #define KB_BENCH_CAT2(a, b) a##b
 #define KB_BENCH_CAT(a, b) KB_BENCH_CAT2(a, b)
-#define KB_BENCH(name, description, domain, json, plot, fn, ...)              \
-  static const bool KB_BENCH_CAT(kb_bench_registered_, __LINE__) =            \
-      ::kb::register_bench({name, description, {__VA_ARGS__}, domain, fn, json, plot})
+// KB_BENCH(expression): registers the BenchInfo the expression gives, e.g. a lambda that
+// fills its fields by name (benches/milestone_1h_gemm.cpp).
+#define KB_BENCH(...) \
+  static const bool KB_BENCH_CAT(kb_bench_registered_, __LINE__) = ::kb::register_bench(__VA_ARGS__)

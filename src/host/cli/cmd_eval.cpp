@@ -2,7 +2,6 @@
 // batched model, with every figure of the family's results table.
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "cmd_family.h"
@@ -10,10 +9,10 @@
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/common/table.h"
-#include "host/parity/figures.h"
 #include "host/sweep/axis_values.h"
 #include "host/sweep/backend.h"
 #include "host/sweep/space.h"
+#include "host/study/study.h"
 #include "host/topology/fields.h"
 #include "host/topology/load.h"
 
@@ -107,18 +106,14 @@ void cmd_eval(EvalArgs a) {
   if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
   const std::int64_t max_ops = max_ops_option(a.given["--max-ops"]->count() > 0, a.max_ops);
   if (want_ref) check_reference_size(f, cfg.data(), max_ops);
-  BackendKind backend = BackendKind::omp;
-  std::vector<unsigned char> rb(f.result_size()), rr(f.result_size());
-  if (want_batched) {
-    backend = resolve_backend(a.backend);
-    eval_batch(backend, f.id, cfg.data(), 1, rb.data());
-    std::int32_t status;
-    std::memcpy(&status, rb.data(), sizeof status);  // every Result starts with its status
-    if (status != 0) throw InputError(f.status_message(status, cfg.data()));
-  }
-  if (want_ref) f.reference(cfg.data(), rr.data(), a.trace.empty() ? nullptr : &a.trace);
-  const std::string diff = want_ref && want_batched ? figures_diff(f, cfg.data(), rr.data(), rb.data()) : "";
-  const void* primary = want_ref ? rr.data() : rb.data();
+  Study study(f, want_batched ? resolve_backend(a.backend) : BackendKind::omp, {want_batched, want_ref});
+  study.add(cfg.data());
+  study.run(Rejected::input_error, a.trace.empty() ? nullptr : &a.trace);
+  const BackendKind backend = study.backend();
+  const std::string& diff = study.diff(0);
+  const void* primary = study.result(0);
+  const void* rr = study.reference(0);
+  const void* rb = study.batched(0);
 
   // The config and each engine's figures as rows of the family's tables.
   Table config(config_columns(f));
@@ -130,8 +125,8 @@ void cmd_eval(EvalArgs a) {
     return row;
   };
   figures.add(figure_row(primary));
-  if (want_ref) figures.add(figure_row(rr.data()));
-  if (want_batched) figures.add(figure_row(rb.data()));
+  if (want_ref) figures.add(figure_row(rr));
+  if (want_batched) figures.add(figure_row(rb));
   const std::size_t ref_row = 1, batched_row = want_ref ? 2 : 1;
   if (a.json) {
     nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.0.0", topo);

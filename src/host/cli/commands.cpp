@@ -175,6 +175,7 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
              const std::string& backend, bool fast) {
   const BenchInfo& b = bench_or_error(bench_name);
   BenchContext ctx;
+  ctx.bench = &b;
   ctx.topology_path = run_topo.path.empty() ? default_topology() : run_topo.path;
   ctx.topology = run_topo.load();
   ctx.out_dir = out_dir.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : out_dir;
@@ -201,14 +202,13 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
                        "need a full run");
     const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
     const std::string json = ctx.out_dir + "/" + b.json;
-    const std::string stem = b.json.substr(0, b.json.rfind('.'));
-    const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + stem + ".csv";
+    const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.csv();
     // Everything is checked before anything is written: the figure script reads (and
     // validates) the committed file itself, so an error names it, not a copy.
     const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
     render_figures(b.plot, committed, ctx.out_dir);
     write_file_atomic(json, json_text);
-    write_file_atomic(ctx.out_dir + "/" + stem + ".csv", csv_text);
+    write_file_atomic(ctx.out_dir + "/" + b.csv(), csv_text);
     std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
   } else {
     ctx.out = &std::cout;

@@ -15,6 +15,7 @@
 #include "host/common/table.h"
 #include "host/parity/figures.h"
 #include "host/sweep/merge.h"
+#include "study.h"
 
 namespace kb {
 
@@ -42,9 +43,11 @@ nlohmann::json request_json(const SweepOutcome& o) {
 nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decode) {
   const Family& f = *o.f;
   nlohmann::json checked = nlohmann::json::array(), skipped = nlohmann::json::array();
-  std::vector<unsigned char> cfg(f.config_size()), res(f.result_size()), ref(f.result_size());
+  std::vector<unsigned char> cfg(f.config_size());
+  Study study(f, BackendKind::omp);
+  std::vector<std::int64_t> index;
   const std::size_t n = static_cast<std::size_t>(o.recheck);
-  for (std::size_t k = 0; k < o.sum.top.size() && checked.size() < n; ++k) {
+  for (std::size_t k = 0; k < o.sum.top.size() && index.size() < n; ++k) {
     const std::int64_t i = o.sum.top[k].index;
     decode(i, cfg.data());
     const std::int64_t ops = f.reference_ops(cfg.data());
@@ -52,20 +55,22 @@ nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decod
       skipped.push_back({{"index", i}, {"reference_ops", ops}});
       continue;
     }
-    batched::evaluate_host(f.id, cfg.data(), res.data());
-    f.reference(cfg.data(), ref.data(), nullptr);
-    const std::string diff = figures_diff(f, cfg.data(), ref.data(), res.data());
-    if (!diff.empty())
-      throw InternalError("re-check: config " + std::to_string(i) + " " + nlohmann::json(config_values(f, cfg.data())).dump() +
-                              ": the reference engine differs from the batched model: " + diff,
+    study.add(cfg.data());
+    index.push_back(i);
+  }
+  study.run(Rejected::internal_error);
+  const ColumnDesc* lat = f.column("latency_ps");
+  for (std::size_t k = 0; k < index.size(); ++k) {
+    if (!study.diff(k).empty())
+      throw InternalError("re-check: config " + std::to_string(index[k]) + " " +
+                              nlohmann::json(config_values(f, study.config(k))).dump() +
+                              ": the reference engine differs from the batched model: " + study.diff(k),
                           __FILE__, __LINE__);
-    const ColumnDesc* lat = f.column("latency_ps");
-    checked.push_back({{"index", i}, {"latency_ps", lat->get(cfg.data(), res.data())},
-                       {"reference_latency_ps", lat->get(cfg.data(), ref.data())}, {"identical", true}});
+    checked.push_back({{"index", index[k]}, {"latency_ps", lat->get(study.config(k), study.batched(k))},
+                       {"reference_latency_ps", lat->get(study.config(k), study.reference(k))}, {"identical", true}});
   }
   return {{"asked", o.recheck}, {"max_ops", o.max_ops}, {"checked", checked}, {"skipped", skipped}, {"ok", true}};
 }
-
 
 // Every reported config of a sweep as a row of its family's table: its flat index, its case,
 // every config column and every result column; a group by its key, and why a group without
