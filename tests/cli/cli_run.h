@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "host/families/family.h"
+
 namespace kb::clitest {
 
 namespace fs = std::filesystem;
@@ -70,6 +72,27 @@ inline void copy_edited(const std::string& from, const std::string& to, const st
   EXPECT_NE(at, std::string::npos) << find << " in " << from;
   if (at != std::string::npos) text.replace(at, find.size(), replace);
   std::ofstream(to) << text;
+}
+
+// The command lines that give each axis of family `f` each kind of malformed value, in
+// eval and in sweep; the other axes take a well-formed value: their default, an enum's
+// first name, or their least value. Each must be exit 2 with one line.
+inline std::vector<std::string> bad_axis_values(const kb::Family& f) {
+  const std::vector<std::string> bad = {"''", "abc", "0x10", "-3", "1.5", "99999999999999999999999"};
+  std::vector<std::string> cases;
+  for (const kb::AxisDesc& axis : f.axes)
+    for (const std::string& value : bad)
+      for (const char* cmd : {"eval", "sweep"}) {
+        std::string args = std::string(cmd) + " " + f.name;
+        for (const kb::AxisDesc& other : f.axes) {
+          const std::string good = !other.fallback.empty() ? other.fallback
+                                   : !other.names.empty()  ? other.names[0]
+                                                           : std::to_string(std::max<std::int64_t>(other.lo, 1));
+          args += " " + other.flag + " " + (other.name == axis.name ? value : good);
+        }
+        cases.push_back(args);
+      }
+  return cases;
 }
 
 // A JSON file's contents.

@@ -38,6 +38,26 @@ struct HostFigures {
 };
 HostFigures figures_host(Family f, const void* config, int pareto);
 
+// A family defined outside the one list (families.h), registered at run time: a test
+// tree's family, or a plug-in's. It runs on the OpenMP system (the CUDA backend compiles
+// the families of the list only). extension_family.h builds one from a Model.
+struct ExtensionFamily {
+  const char* name = "";
+  std::size_t config_size = 0, result_size = 0, hw_offset = 0;
+  int statuses = 0;
+  void (*complete)(void* config) = nullptr;
+  void (*evaluate)(const void* config, void* result) = nullptr;
+  HostFigures (*figures)(const void* config, int pareto) = nullptr;
+  void (*decode)(const Space& space, const std::int64_t* flat, std::int64_t i, void* config) = nullptr;
+  void (*eval_omp)(const void* configs, std::size_t n, void* results) = nullptr;
+  SweepSummary (*sweep_omp)(const Space& space, const Reductions& red, std::int64_t chunk) = nullptr;
+};
+// Records an extension family and returns its id (after those of the list).
+Family register_extension(const ExtensionFamily& e);
+// Its record; std::logic_error for an id that is neither listed nor registered.
+const ExtensionFamily& extension(Family f);
+bool is_extension(Family f);
+
 // OpenMP (Thrust's OpenMP system). threads <= 0: the OpenMP default.
 void eval_omp(Family f, const void* configs, std::size_t n, void* results, int threads);
 SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t chunk, int threads);

@@ -36,7 +36,12 @@ void cuda_use_device(int which) {
 }
 
 namespace {
-[[noreturn]] void unknown_family() { throw std::logic_error("unknown workload family"); }
+// The CUDA backend compiles the families of the list only; an extension family runs on the
+// OpenMP system.
+[[noreturn]] void not_listed(Family f) {
+  throw DeviceUnavailable(std::string("family ") + extension(f).name +
+                          " is an extension family, built for the OpenMP system only: use --backend omp");
+}
 }  // namespace
 
 #define KB_DISPATCH(id, Model) \
@@ -46,14 +51,14 @@ void eval_cuda(Family f, const void* configs, std::size_t n, void* results) {
 #define CALL(Model) eval_cuda_family<Model>(configs, n, results)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  not_listed(f);
 }
 
 SweepSummary sweep_cuda(const Space& space, const Reductions& red, std::int64_t chunk) {
 #define CALL(Model) sweep_cuda_family<Model>(space, red, chunk)
   switch (space.family) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  not_listed(space.family);
 }
 
 }  // namespace kb::batched

@@ -8,6 +8,7 @@
 
 #include "../sweep/reduce.inl"
 #include "family_units.h"
+#include "host_helpers.h"
 
 namespace kb::batched {
 
@@ -19,8 +20,34 @@ struct ThreadScope {
   }
   ~ThreadScope() { omp_set_num_threads(saved); }
 };
-[[noreturn]] void unknown_family() { throw std::logic_error("unknown workload family"); }
 }  // namespace
+
+namespace {
+std::vector<ExtensionFamily>& extensions() {
+  static std::vector<ExtensionFamily> e;
+  return e;
+}
+constexpr std::int32_t kListed = 0
+#define KB_COUNT(id, Model) +1
+    KB_FAMILIES(KB_COUNT)
+#undef KB_COUNT
+    ;
+}  // namespace
+
+Family register_extension(const ExtensionFamily& e) {
+  extensions().push_back(e);
+  return static_cast<Family>(kListed + static_cast<std::int32_t>(extensions().size()) - 1);
+}
+
+bool is_extension(Family f) {
+  const std::int32_t i = static_cast<std::int32_t>(f) - kListed;
+  return i >= 0 && i < static_cast<std::int32_t>(extensions().size());
+}
+
+const ExtensionFamily& extension(Family f) {
+  if (!is_extension(f)) throw std::logic_error("unknown workload family");
+  return extensions()[static_cast<std::size_t>(static_cast<std::int32_t>(f) - kListed)];
+}
 
 #define KB_DISPATCH(id, Model) \
   case Family::id: return CALL(Model);
@@ -30,7 +57,7 @@ void eval_omp(Family f, const void* configs, std::size_t n, void* results, int t
 #define CALL(Model) eval_omp_family<Model>(configs, n, results)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  extension(f).eval_omp(configs, n, results);
 }
 
 SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t chunk, int threads) {
@@ -38,103 +65,68 @@ SweepSummary sweep_omp(const Space& space, const Reductions& red, std::int64_t c
 #define CALL(Model) sweep_omp_family<Model>(space, red, chunk)
   switch (space.family) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(space.family).sweep_omp(space, red, chunk);
 }
 
 std::size_t config_size(Family f) {
 #define CALL(Model) sizeof(Model::Config)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(f).config_size;
 }
 
 int status_count(Family f) {
 #define CALL(Model) Model::kStatuses
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(f).statuses;
 }
 
 std::size_t hw_offset(Family f) {
 #define CALL(Model) offsetof(Model::Config, hw)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(f).hw_offset;
 }
 
-// What the generic engine and the type-erased boundary assume of every family's PODs.
-#define KB_CHECK_LAYOUT(id, Model)                                                                        \
-  static_assert(std::is_trivially_copyable<Model::Config>::value && sizeof(Model::Config) % 8 == 0,       \
-                #id ": a Config is a POD of int64 fields (sweep axes write int64s at offsets)");          \
-  static_assert(std::is_same<decltype(Model::Config::hw), HwConfig>::value, #id ": a Config embeds HwConfig hw"); \
-  static_assert(std::is_trivially_copyable<Model::Result>::value && offsetof(Model::Result, status) == 0 &&  \
-                    std::is_same<decltype(Model::Result::status), std::int32_t>::value,                    \
-                #id ": a Result starts with its int32 status");                                           \
-  static_assert(std::is_same<decltype(Model::Result::latency_ps), ps_t>::value, #id ": a Result has ps_t latency_ps"); \
-  static_assert(Model::kStatuses >= 1 && Model::kStatuses <= kMaxStatuses, #id ": 1..16 statuses");
 KB_FAMILIES(KB_CHECK_LAYOUT)
-#undef KB_CHECK_LAYOUT
 
 std::size_t result_size(Family f) {
 #define CALL(Model) sizeof(Model::Result)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(f).result_size;
 }
 
-namespace {
-template <class Model>
-void complete_impl(void* config) {
-  Model::complete(*static_cast<typename Model::Config*>(config));
-}
-template <class Model>
-void evaluate_impl(const void* config, void* result) {
-  *static_cast<typename Model::Result*>(result) = Model::evaluate(*static_cast<const typename Model::Config*>(config));
-}
-template <class Model>
-HostFigures figures_impl(const void* config, int pareto) {
-  const auto& c = *static_cast<const typename Model::Config*>(config);
-  const typename Model::Result r = Model::evaluate(c);
-  detail::SpaceView<typename Model::Config> s{};
-  s.pareto = pareto;
-  const detail::Keyed k = detail::keyed_of<Model>(s, 0, 0, c, r);
-  return HostFigures{r.status, k.latency, k.cost};
-}
-template <class Model>
-void decode_impl(const Space& space, const std::int64_t* flat, std::int64_t i, void* config) {
-  *static_cast<typename Model::Config*>(config) =
-      detail::decode<Model>(detail::make_view<typename Model::Config>(space, flat), i);
-}
-}  // namespace
 
 void complete_config(Family f, void* config) {
-#define CALL(Model) complete_impl<Model>(config)
+#define CALL(Model) host_detail::complete_impl<Model>(config)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  extension(f).complete(config);
 }
 
 void evaluate_host(Family f, const void* config, void* result) {
-#define CALL(Model) evaluate_impl<Model>(config, result)
+#define CALL(Model) host_detail::evaluate_impl<Model>(config, result)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  extension(f).evaluate(config, result);
 }
 
 HostFigures figures_host(Family f, const void* config, int pareto) {
-#define CALL(Model) figures_impl<Model>(config, pareto)
+#define CALL(Model) host_detail::figures_impl<Model>(config, pareto)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  return extension(f).figures(config, pareto);
 }
 
 SpaceDecoder::SpaceDecoder(const Space& space) : space_(space), flat_(detail::flatten_values(space)) {}
 
 void SpaceDecoder::operator()(std::int64_t i, void* config) const {
-#define CALL(Model) decode_impl<Model>(space_, flat_.data(), i, config)
+#define CALL(Model) host_detail::decode_impl<Model>(space_, flat_.data(), i, config)
   switch (space_.family) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL
-  unknown_family();
+  extension(space_.family).decode(space_, flat_.data(), i, config);
 }
 
 std::int64_t Space::size() const {

@@ -291,23 +291,29 @@ KB_HD inline std::int64_t mod(std::int64_t a, std::int64_t m) { return ((a % m) 
 
 }  // namespace coll_detail
 
-// Calls sink.xfer(chunk, CollXfer) for every transfer, and sink.flush() after each step's
-// transfers of one chunk: steps in order, and in each step the chunks in order. A rank's
-// program is this sequence: in each (step, chunk) group, first the transfers it sends, then
-// those it receives. Call only on a config coll_check accepts up to its size checks.
+namespace coll_detail {
+
+// The transfers of one single-level config, algorithm by algorithm, into a sink.
 template <class Sink>
-KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
-  using namespace coll_detail;
-  const std::int64_t p = c.ranks, rows = coll_rows(c), cols = coll_cols(c), C = c.chunks;
-  const bool all = c.op == static_cast<std::int64_t>(CollOp::allreduce);
-  const std::int64_t root = coll_root(c);
-  auto emit = [&](std::int64_t ch, std::int64_t src, std::int64_t dst, std::int64_t k0, std::int64_t k1, bool reduce,
+struct Scheduler {
+  const AllreduceConfig& c;
+  Sink& sink;
+  std::int64_t p, rows, cols, C, root;
+  bool all, bcast;
+
+  KB_HD Scheduler(const AllreduceConfig& config, Sink& s)
+      : c(config), sink(s), p(config.ranks), rows(coll_rows(config)), cols(coll_cols(config)), C(config.chunks),
+        root(coll_root(config)), all(config.op == static_cast<std::int64_t>(CollOp::allreduce)),
+        bcast(config.op == static_cast<std::int64_t>(CollOp::bcast)) {}
+
+  KB_HD void emit(std::int64_t ch, std::int64_t src, std::int64_t dst, std::int64_t k0, std::int64_t k1, bool reduce,
                   std::int64_t slot) {
     sink.xfer(ch, CollXfer{static_cast<std::int32_t>(src), static_cast<std::int32_t>(dst), static_cast<std::int32_t>(k0),
                            static_cast<std::int32_t>(k1), reduce ? 1 : 0, static_cast<std::int32_t>(slot)});
-  };
+  }
+
   // Ring reduce-scatter (rs) or all-gather over groups.
-  auto ring = [&](const Groups& g, bool rs, std::int64_t slot) {
+  KB_HD void ring(const Groups& g, bool rs, std::int64_t slot) {
     const std::int64_t m = g.size();
     for (std::int64_t s = 0; s + 1 < m; ++s)
       for (std::int64_t ch = 0; ch < C; ++ch) {
@@ -319,9 +325,11 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
           }
         sink.flush();
       }
-  };
+  }
+
   // The reduce's last step: every rank sends the pieces it holds the sum of to the root.
-  auto gather = [&](auto&& owned) {
+  template <class Owned>
+  KB_HD void gather(Owned owned) {
     for (std::int64_t ch = 0; ch < C; ++ch) {
       for (std::int64_t r = 0; r < p; ++r) {
         if (r == root) continue;
@@ -331,10 +339,10 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
       }
       sink.flush();
     }
-  };
-  const bool bcast = c.op == static_cast<std::int64_t>(CollOp::bcast);
-  if (bcast && c.algo != static_cast<std::int64_t>(CollAlgo::root)) {
-    // A broadcast from rank 0 (a phase of hier): the binomial tree's second half.
+  }
+
+  // The binomial tree's broadcast from rank 0, steps from the widest.
+  KB_HD void tree_broadcast() {
     for (std::int64_t j = ceil_log2(p) - 1; j >= 0; --j) {
       const std::int64_t d = INT64_C(1) << j;
       for (std::int64_t ch = 0; ch < C; ++ch) {
@@ -342,128 +350,140 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
         sink.flush();
       }
     }
+  }
+
+  KB_HD void ring_algo() {
+    const Groups g{0, p, rows, cols};
+    ring(g, true, 0);
+    if (all) ring(g, false, 0);
+    else gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = (r + 1) % p, *k1 = *k0 + 1; });
+  }
+
+  // Recursive halving: in step j (half h = p >> (j + 1)) rank i and its partner i ^ h
+  // split their current range [i & ~(2h - 1), + 2h); the one with bit h clear keeps the
+  // lower half. Afterwards rank i holds the sum of piece i. Recursive doubling gathers
+  // back in the reverse order.
+  KB_HD void hd_algo() {
+    const std::int64_t steps = ceil_log2(p);
+    for (std::int64_t j = 0; j < steps; ++j) {
+      const std::int64_t h = p >> (j + 1);
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t i = 0; i < p; ++i) {
+          const std::int64_t base = i & ~(2 * h - 1);
+          const std::int64_t send0 = (i & h) ? base : base + h;
+          emit(ch, i, i ^ h, send0, send0 + h, true, j);
+        }
+        sink.flush();
+      }
+    }
+    if (!all) {
+      gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = r, *k1 = r + 1; });
+      return;
+    }
+    for (std::int64_t j = steps - 1; j >= 0; --j) {
+      const std::int64_t h = p >> (j + 1);
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t i = 0; i < p; ++i) {
+          const std::int64_t lo = i & ~(h - 1);
+          emit(ch, i, i ^ h, lo, lo + h, false, 0);
+        }
+        sink.flush();
+      }
+    }
+  }
+
+  // Binomial: in reduce step j (d = 2^j) rank i with i mod 2d = d sends the whole chunk
+  // to i - d, which adds it in; the broadcast runs the steps backwards.
+  KB_HD void tree_algo() {
+    const std::int64_t steps = ceil_log2(p);
+    for (std::int64_t j = 0; j < steps; ++j) {
+      const std::int64_t d = INT64_C(1) << j;
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t i = d; i < p; i += 2 * d) emit(ch, i, i - d, 0, p, true, j);
+        sink.flush();
+      }
+    }
+    if (all) tree_broadcast();
+  }
+
+  // Rows reduce-scatter (blocks of `rows` pieces), then columns reduce-scatter the block
+  // each holds; allreduce: columns all-gather, rows all-gather; reduce: gather to rank 0.
+  KB_HD void mesh2d_algo() {
+    const Groups rg{1, p, rows, cols}, cg{2, p, rows, cols};
+    const std::int64_t col_slot = cols > 1 ? 1 : 0;
+    ring(rg, true, 0);
+    ring(cg, true, col_slot);
+    if (all) {
+      ring(cg, false, 0);
+      ring(rg, false, 0);
+      return;
+    }
+    const std::int64_t w = cols, h = rows;
+    gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) {
+      const std::int64_t row = r / w, col = r % w;
+      *k0 = ((col + 1) % w) * h + (row + 1) % h, *k1 = *k0 + 1;
+    });
+  }
+
+  // Each row reduces toward the root column from both ends (a chain: each rank adds what
+  // it received before passing the sum on), then the root column toward the root row;
+  // allreduce broadcasts back along the same links outward.
+  KB_HD void root_algo() {
+    const std::int64_t r0 = rows / 2, c0 = cols / 2;
+    const std::int64_t left = c0 > 0, right_slot = left, row_slots = left + (c0 < cols - 1);
+    const std::int64_t top_slot = row_slots, bottom_slot = row_slots + (r0 > 0);
+    const std::int64_t row_steps = imax(c0, cols - 1 - c0), col_steps = imax(r0, rows - 1 - r0);
+    for (std::int64_t t = 0; t < row_steps && !bcast; ++t)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          if (t < c0) emit(ch, r * cols + t, r * cols + t + 1, 0, p, true, 0);
+          if (t < cols - 1 - c0) emit(ch, r * cols + cols - 1 - t, r * cols + cols - 2 - t, 0, p, true, right_slot);
+        }
+        sink.flush();
+      }
+    for (std::int64_t t = 0; t < col_steps && !bcast; ++t)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        if (t < r0) emit(ch, t * cols + c0, (t + 1) * cols + c0, 0, p, true, top_slot);
+        if (t < rows - 1 - r0) emit(ch, (rows - 1 - t) * cols + c0, (rows - 2 - t) * cols + c0, 0, p, true, bottom_slot);
+        sink.flush();
+      }
+    if (!all && !bcast) return;
+    for (std::int64_t t = 0; t < col_steps; ++t)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        if (t < r0) emit(ch, (r0 - t) * cols + c0, (r0 - t - 1) * cols + c0, 0, p, false, 0);
+        if (t < rows - 1 - r0) emit(ch, (r0 + t) * cols + c0, (r0 + t + 1) * cols + c0, 0, p, false, 0);
+        sink.flush();
+      }
+    for (std::int64_t t = 0; t < row_steps; ++t)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          if (t < c0) emit(ch, r * cols + c0 - t, r * cols + c0 - t - 1, 0, p, false, 0);
+          if (t < cols - 1 - c0) emit(ch, r * cols + c0 + t, r * cols + c0 + t + 1, 0, p, false, 0);
+        }
+        sink.flush();
+      }
+  }
+};
+
+}  // namespace coll_detail
+
+// Calls sink.xfer(chunk, CollXfer) for every transfer, and sink.flush() after each step's
+// transfers of one chunk: steps in order, and in each step the chunks in order. A rank's
+// program is this sequence: in each (step, chunk) group, first the transfers it sends, then
+// those it receives. Call only on a config coll_check accepts up to its size checks.
+template <class Sink>
+KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
+  coll_detail::Scheduler<Sink> s(c, sink);
+  if (s.bcast && c.algo != static_cast<std::int64_t>(CollAlgo::root)) {
+    s.tree_broadcast();  // a broadcast from rank 0 (a phase of hier): the binomial tree's second half
     return;
   }
   switch (static_cast<CollAlgo>(c.algo)) {
-    case CollAlgo::ring: {
-      const Groups g{0, p, rows, cols};
-      ring(g, true, 0);
-      if (all) ring(g, false, 0);
-      else gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = (r + 1) % p, *k1 = *k0 + 1; });
-      break;
-    }
-    case CollAlgo::hd: {
-      // Recursive halving: in step j (half h = p >> (j + 1)) rank i and its partner i ^ h
-      // split their current range [i & ~(2h - 1), + 2h); the one with bit h clear keeps the
-      // lower half. Afterwards rank i holds the sum of piece i. Recursive doubling gathers
-      // back in the reverse order.
-      const std::int64_t steps = ceil_log2(p);
-      for (std::int64_t j = 0; j < steps; ++j) {
-        const std::int64_t h = p >> (j + 1);
-        for (std::int64_t ch = 0; ch < C; ++ch) {
-          for (std::int64_t i = 0; i < p; ++i) {
-            const std::int64_t base = i & ~(2 * h - 1);
-            const std::int64_t send0 = (i & h) ? base : base + h;
-            emit(ch, i, i ^ h, send0, send0 + h, true, j);
-          }
-          sink.flush();
-        }
-      }
-      if (all) {
-        for (std::int64_t j = steps - 1; j >= 0; --j) {
-          const std::int64_t h = p >> (j + 1);
-          for (std::int64_t ch = 0; ch < C; ++ch) {
-            for (std::int64_t i = 0; i < p; ++i) {
-              const std::int64_t lo = i & ~(h - 1);
-              emit(ch, i, i ^ h, lo, lo + h, false, 0);
-            }
-            sink.flush();
-          }
-        }
-      } else {
-        gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = r, *k1 = r + 1; });
-      }
-      break;
-    }
-    case CollAlgo::tree: {
-      // Binomial: in reduce step j (d = 2^j) rank i with i mod 2d = d sends the whole chunk
-      // to i - d, which adds it in; the broadcast runs the steps backwards.
-      const std::int64_t steps = ceil_log2(p);
-      for (std::int64_t j = 0; j < steps; ++j) {
-        const std::int64_t d = INT64_C(1) << j;
-        for (std::int64_t ch = 0; ch < C; ++ch) {
-          for (std::int64_t i = d; i < p; i += 2 * d) emit(ch, i, i - d, 0, p, true, j);
-          sink.flush();
-        }
-      }
-      if (all)
-        for (std::int64_t j = steps - 1; j >= 0; --j) {
-          const std::int64_t d = INT64_C(1) << j;
-          for (std::int64_t ch = 0; ch < C; ++ch) {
-            for (std::int64_t i = 0; i + d < p; i += 2 * d) emit(ch, i, i + d, 0, p, false, 0);
-            sink.flush();
-          }
-        }
-      break;
-    }
-    case CollAlgo::mesh2d: {
-      // Rows reduce-scatter (blocks of `rows` pieces), then columns reduce-scatter the block
-      // each holds; allreduce: columns all-gather, rows all-gather; reduce: gather to rank 0.
-      const Groups rg{1, p, rows, cols}, cg{2, p, rows, cols};
-      const std::int64_t col_slot = cols > 1 ? 1 : 0;
-      ring(rg, true, 0);
-      ring(cg, true, col_slot);
-      if (all) {
-        ring(cg, false, 0);
-        ring(rg, false, 0);
-      } else {
-        gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) {
-          const std::int64_t row = r / cols, col = r % cols;
-          *k0 = ((col + 1) % cols) * rows + (row + 1) % rows, *k1 = *k0 + 1;
-        });
-      }
-      break;
-    }
-    case CollAlgo::root: {
-      // Each row reduces toward the root column from both ends (a chain: each rank adds what
-      // it received before passing the sum on), then the root column toward the root row;
-      // allreduce broadcasts back along the same links outward.
-      const std::int64_t r0 = rows / 2, c0 = cols / 2;
-      const std::int64_t left = c0 > 0, right_slot = left, row_slots = left + (c0 < cols - 1);
-      const std::int64_t top_slot = row_slots, bottom_slot = row_slots + (r0 > 0);
-      const std::int64_t row_steps = imax(c0, cols - 1 - c0), col_steps = imax(r0, rows - 1 - r0);
-      for (std::int64_t t = 0; t < row_steps && !bcast; ++t)
-        for (std::int64_t ch = 0; ch < C; ++ch) {
-          for (std::int64_t r = 0; r < rows; ++r) {
-            if (t < c0) emit(ch, r * cols + t, r * cols + t + 1, 0, p, true, 0);
-            if (t < cols - 1 - c0) emit(ch, r * cols + cols - 1 - t, r * cols + cols - 2 - t, 0, p, true, right_slot);
-          }
-          sink.flush();
-        }
-      for (std::int64_t t = 0; t < col_steps && !bcast; ++t)
-        for (std::int64_t ch = 0; ch < C; ++ch) {
-          if (t < r0) emit(ch, t * cols + c0, (t + 1) * cols + c0, 0, p, true, top_slot);
-          if (t < rows - 1 - r0) emit(ch, (rows - 1 - t) * cols + c0, (rows - 2 - t) * cols + c0, 0, p, true, bottom_slot);
-          sink.flush();
-        }
-      if (all || bcast) {
-        for (std::int64_t t = 0; t < col_steps; ++t)
-          for (std::int64_t ch = 0; ch < C; ++ch) {
-            if (t < r0) emit(ch, (r0 - t) * cols + c0, (r0 - t - 1) * cols + c0, 0, p, false, 0);
-            if (t < rows - 1 - r0) emit(ch, (r0 + t) * cols + c0, (r0 + t + 1) * cols + c0, 0, p, false, 0);
-            sink.flush();
-          }
-        for (std::int64_t t = 0; t < row_steps; ++t)
-          for (std::int64_t ch = 0; ch < C; ++ch) {
-            for (std::int64_t r = 0; r < rows; ++r) {
-              if (t < c0) emit(ch, r * cols + c0 - t, r * cols + c0 - t - 1, 0, p, false, 0);
-              if (t < cols - 1 - c0) emit(ch, r * cols + c0 + t, r * cols + c0 + t + 1, 0, p, false, 0);
-            }
-            sink.flush();
-          }
-      }
-      break;
-    }
+    case CollAlgo::ring: return s.ring_algo();
+    case CollAlgo::hd: return s.hd_algo();
+    case CollAlgo::tree: return s.tree_algo();
+    case CollAlgo::mesh2d: return s.mesh2d_algo();
+    case CollAlgo::root: return s.root_algo();
   }
 }
 

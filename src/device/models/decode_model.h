@@ -531,78 +531,122 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   return kDecOk;
 }
 
-KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
-  using namespace dec_detail;
-  DecodeResult r{};
-  r.status = decode_check(c);
-  if (r.status != kDecOk) return r;
-  const HwConfig& h = c.hw;
-  const std::int64_t C = h.cubes_per_sip(), P = h.pes_per_cube(), d = c.d_head, G = dec_group(c);
-  const ps_t lat = h.hbm_latency_ns * kPsPerNs;
-  const DecodeCase kase = dec_case(c);
+namespace dec_detail {
+
+// One decode evaluation as its phases run: each PE's compute, the reduce within cubes, the
+// reduce across cubes (or the answers where no reduce is needed), and the stores; the state
+// of every PE, the HBM sharers of every cube, and the result they add up to.
+struct DecodeEval {
+  const DecodeConfig& c;
+  const HwConfig& h;
+  std::int64_t C, P, d;
+  ps_t lat, ipcq_lat, link_lat;
   PeState st[kDecMaxPes];
   std::int64_t sharers_of[kDecMaxGrid];
+  DecodeResult r{};
+
+  KB_HD explicit DecodeEval(const DecodeConfig& config)
+      : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
+        lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
+        link_lat(config.hw.cube_link.latency_ns * kPsPerNs) {}
+
+  KB_HD void done(ps_t t) { r.latency_ps = imax(r.latency_ps, t); }
+
   // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation.
-  PeRun cache[4];
-  int ncache = 0, next = 0;
-  for (std::int64_t q = 0; q < C; ++q) {
-    std::int64_t sharers = 0;
-    for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(dec_work(c, q, p));
-    sharers_of[q] = sharers;
-    for (std::int64_t p = 0; p < P; ++p) {
-      PeState& s = st[q * P + p];
-      const DecWork w = dec_work(c, q, p);
-      s = PeState{0, 0, 0, 0, 0};
-      if (!dec_works(w)) continue;
-      int hit = -1;
-      for (int i = 0; i < ncache; ++i)
-        if (cache[i].units == w.units.len && cache[i].len == w.kv.len && cache[i].sharers == sharers) hit = i;
-      if (hit < 0) {
-        hit = next;
-        cache[hit] = run_pe(c, w.units.len, w.kv.len, sharers);
-        next = (next + 1) % 4;
-        if (ncache < 4) ++ncache;
+  KB_HD void compute() {
+    const std::int64_t G = dec_group(c);
+    PeRun cache[4];
+    int ncache = 0, next = 0;
+    for (std::int64_t q = 0; q < C; ++q) {
+      std::int64_t sharers = 0;
+      for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(dec_work(c, q, p));
+      sharers_of[q] = sharers;
+      for (std::int64_t p = 0; p < P; ++p) {
+        PeState& s = st[q * P + p];
+        const DecWork w = dec_work(c, q, p);
+        s = PeState{0, 0, 0, 0, 0};
+        if (!dec_works(w)) continue;
+        int hit = -1;
+        for (int i = 0; i < ncache; ++i)
+          if (cache[i].units == w.units.len && cache[i].len == w.kv.len && cache[i].sharers == sharers) hit = i;
+        if (hit < 0) {
+          hit = next;
+          cache[hit] = run_pe(c, w.units.len, w.kv.len, sharers);
+          next = (next + 1) % 4;
+          if (ncache < 4) ++ncache;
+        }
+        const PeRun& e = cache[hit];
+        s = PeState{e.dma, e.mm, e.vec, imax(e.vec, e.mm), w.units.len * G};
+        r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
+        r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
+        r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
+        ++r.working_pes;
       }
-      const PeRun& e = cache[hit];
-      s = PeState{e.dma, e.mm, e.vec, imax(e.vec, e.mm), w.units.len * G};
-      r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
-      r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
-      r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
-      ++r.working_pes;
     }
   }
-  auto done = [&](ps_t t) { r.latency_ps = imax(r.latency_ps, t); };
-  const ps_t ipcq_lat = h.ipcq.latency_ns * kPsPerNs, link_lat = h.cube_link.latency_ns * kPsPerNs;
+
   // Merges children into `s` in order, their partials arriving at arrival[i].
-  auto merge_into = [&](PeState& s, const ps_t* arrival, int n) {
+  KB_HD void merge_into(PeState& s, const ps_t* arrival, int n) {
     const ps_t m = merge_ps(c, s.rows);
     for (int i = 0; i < n; ++i) {
       s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
       r.vector_busy_ps += m;
     }
     s.send = imax(s.vec, s.mm);
-  };
+  }
+
   // The answer: O / l on the PE, then (when it writes) a store of O (f16) through its DMA queue.
-  auto finish = [&](PeState& s, std::int64_t cube, bool writes) {
+  KB_HD ps_t finish(PeState& s, std::int64_t cube, bool writes) {
     const ps_t div = vec_ps(c, VecOp::row_div, s.rows, d);
     const ps_t end = imax(s.vec, s.mm) + div;
     r.vector_busy_ps += div;
     s.vec = end;
     done(end);
     if (!writes) return end;
-    const ps_t b = shared_transfer_ps(s.rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[cube]);
-    s.dma = imax(s.dma, end) + b;
-    r.dma_busy_ps += b;
-    r.hbm_write_bytes += s.rows * d * 2;
-    done(s.dma + lat);
+    store(s, end, s.rows, cube);
     return end;
-  };
+  }
 
-  // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE.
-  const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
-  if (dec_intra_reduce(c)) {
-    // Cubes whose PEs finish their compute alike reduce alike: the last such cube's outcome
-    // is copied (cases 3 and 4 on an even split: every cube).
+  // A store of `rows` rows of O (f16) from `s`'s DMA queue once it has them at `ready`.
+  KB_HD void store(PeState& s, ps_t ready, std::int64_t rows, std::int64_t cube) {
+    const ps_t b = shared_transfer_ps(rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[cube]);
+    s.dma = imax(s.dma, ready) + b;
+    r.dma_busy_ps += b;
+    r.hbm_write_bytes += rows * d * 2;
+    done(s.dma + lat);
+  }
+
+  // One cube's PEs reduce to its centre PE over the PE tree.
+  KB_HD void reduce_cube(std::int64_t q, const DecTree& pt) {
+    for (std::int64_t i = 0; i < P; ++i) {
+      const std::int64_t n = pt.order(i);
+      PeState& x = st[q * P + n];
+      std::int64_t ch[4], dirs[4];
+      const int k = pt.children(n, ch, dirs);
+      if (k == 0) continue;
+      Msg m[12];
+      int nm = 0;
+      const std::int64_t R = x.rows;
+      const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
+      for (int j = 0; j < k; ++j) {
+        const ps_t t = st[q * P + ch[j]].send;  // its out-port sends m, l, O back to back
+        m[nm++] = Msg{t, ch[j], 0, bm, j};
+        m[nm++] = Msg{t + bm, ch[j], 1, bm, j};
+        m[nm++] = Msg{t + 2 * bm, ch[j], 2, bo, j};
+        r.copies_pe += 3;
+        r.link_bytes_pe += R * (2 + d) * 4;
+      }
+      serve(m, nm, ipcq_lat);
+      ps_t arrival[4] = {0, 0, 0, 0};
+      for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
+      merge_into(x, arrival, k);
+    }
+  }
+
+  // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE. Cubes whose PEs
+  // finish their compute alike reduce alike: the last such cube's outcome is copied (cases 3
+  // and 4 on an even split: every cube).
+  KB_HD void reduce_in_cubes(const DecTree& pt) {
     PeState before[kDecMaxGrid];
     bool have = false;
     std::int64_t last = -1, d_copies = 0, d_bytes = 0;
@@ -624,44 +668,14 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
       last = q;
       const std::int64_t c0 = r.copies_pe, b0 = r.link_bytes_pe;
       const ps_t v0 = r.vector_busy_ps;
-      for (std::int64_t i = 0; i < P; ++i) {
-        const std::int64_t n = pt.order(i);
-        PeState& x = st[q * P + n];
-        std::int64_t ch[4], dirs[4];
-        const int k = pt.children(n, ch, dirs);
-        if (k == 0) continue;
-        Msg m[12];
-        int nm = 0;
-        const std::int64_t R = x.rows;
-        const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
-        for (int j = 0; j < k; ++j) {
-          const ps_t t = st[q * P + ch[j]].send;  // its out-port sends m, l, O back to back
-          m[nm++] = Msg{t, ch[j], 0, bm, j};
-          m[nm++] = Msg{t + bm, ch[j], 1, bm, j};
-          m[nm++] = Msg{t + 2 * bm, ch[j], 2, bo, j};
-          r.copies_pe += 3;
-          r.link_bytes_pe += R * (2 + d) * 4;
-        }
-        serve(m, nm, ipcq_lat);
-        ps_t arrival[4] = {0, 0, 0, 0};
-        for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
-        merge_into(x, arrival, k);
-      }
+      reduce_cube(q, pt);
       d_copies = r.copies_pe - c0, d_bytes = r.link_bytes_pe - b0, d_vec = r.vector_busy_ps - v0;
     }
   }
 
-  const std::int64_t pr = pt.root();
-  if (kase == DecodeCase::cube_repl_pe_tp) {
-    for (std::int64_t g = 0; g < C * P; ++g)
-      if (st[g].rows > 0) finish(st[g], g / P, true);
-  } else if (kase == DecodeCase::cube_repl_pe_sp) {
-    for (std::int64_t q = 0; q < C; ++q)
-      if (st[q * P + pr].rows > 0) finish(st[q * P + pr], q, dec_writer(c, q));
-  } else {
-    // Cross-cube reduce (cases 1 and 4): PE position p of each cube to the centre cube's; in
-    // case 4 only the cubes' centre PEs, each waiting until the receiver's inboxes are free.
-    const bool flow = kase == DecodeCase::cube_sp_pe_sp;
+  // Cross-cube reduce (cases 1 and 4): PE position p of each cube to the centre cube's; in
+  // case 4 only the cubes' centre PEs, each waiting until the receiver's inboxes are free.
+  KB_HD void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow) {
     ps_t free_at[kDecMaxGrid];  // case 4: when cube q's centre PE has merged its own cube
     for (std::int64_t q = 0; q < C; ++q) free_at[q] = st[q * P + pr].send;
     for (std::int64_t i = 0; i < C; ++i) {
@@ -696,6 +710,43 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
         merge_into(s, arrival[p], k);
       }
     }
+  }
+
+  // Allreduce: O (f32) broadcast from the root cube's centre PE down the cube tree; every
+  // cube stores its answer.
+  KB_HD void broadcast_answer(std::int64_t rc, std::int64_t pr, const DecTree& ct) {
+    ps_t got[kDecMaxGrid];
+    got[rc] = finish(st[rc * P + pr], rc, false);
+    const std::int64_t R = st[rc * P + pr].rows;
+    const ps_t bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+    for (std::int64_t i = C - 1; i >= 0; --i) {  // parents before children
+      const std::int64_t x = ct.order(i);
+      std::int64_t ch[4], dirs[4];
+      const int k = ct.children(x, ch, dirs);
+      for (int j = 0; j < k; ++j) {
+        got[ch[j]] = got[x] + bo + link_lat;
+        r.copies_cube += 1;
+        r.link_bytes_cube += R * d * 4;
+        done(got[ch[j]]);
+      }
+    }
+    for (std::int64_t q = 0; q < C; ++q) store(st[q * P + pr], got[q], R, q);
+  }
+
+  // The answers, by case: where they are and who stores them.
+  KB_HD void answer(DecodeCase kase, const DecTree& pt, const DecTree& ct) {
+    const std::int64_t pr = pt.root();
+    if (kase == DecodeCase::cube_repl_pe_tp) {
+      for (std::int64_t g = 0; g < C * P; ++g)
+        if (st[g].rows > 0) finish(st[g], g / P, true);
+      return;
+    }
+    if (kase == DecodeCase::cube_repl_pe_sp) {
+      for (std::int64_t q = 0; q < C; ++q)
+        if (st[q * P + pr].rows > 0) finish(st[q * P + pr], q, dec_writer(c, q));
+      return;
+    }
+    reduce_across_cubes(pr, ct, kase == DecodeCase::cube_sp_pe_sp);
     const std::int64_t rc = ct.root();
     if (kase == DecodeCase::cube_sp_pe_tp) {
       for (std::int64_t p = 0; p < P; ++p)
@@ -703,38 +754,31 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
     } else if (!c.allreduce) {
       finish(st[rc * P + pr], rc, true);
     } else {
-      // Broadcast O (f32) from the root cube down the tree; every cube stores its answer.
-      ps_t got[kDecMaxGrid];
-      got[rc] = finish(st[rc * P + pr], rc, false);
-      const std::int64_t R = st[rc * P + pr].rows;
-      const ps_t bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
-      for (std::int64_t i = C - 1; i >= 0; --i) {  // parents before children
-        const std::int64_t x = ct.order(i);
-        std::int64_t ch[4], dirs[4];
-        const int k = ct.children(x, ch, dirs);
-        for (int j = 0; j < k; ++j) {
-          got[ch[j]] = got[x] + bo + link_lat;
-          r.copies_cube += 1;
-          r.link_bytes_cube += R * d * 4;
-          done(got[ch[j]]);
-        }
-      }
-      for (std::int64_t q = 0; q < C; ++q) {
-        PeState& s = st[q * P + pr];
-        const ps_t b = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[q]);
-        s.dma = imax(s.dma, got[q]) + b;
-        r.dma_busy_ps += b;
-        r.hbm_write_bytes += R * d * 2;
-        done(s.dma + lat);
-      }
+      broadcast_answer(rc, pr, ct);
     }
   }
-  for (std::int64_t q = 0; q < C; ++q) {
-    const std::int64_t kv = dec_kv_cube_bytes(c, q);
-    r.kv_footprint_bytes += kv;
-    r.kv_max_cube_bytes = imax(r.kv_max_cube_bytes, kv);
+};
+
+}  // namespace dec_detail
+
+KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
+  const std::int32_t status = decode_check(c);
+  if (status != kDecOk) {
+    DecodeResult r{};
+    r.status = status;
+    return r;
   }
-  return r;
+  dec_detail::DecodeEval e(c);
+  e.compute();
+  const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
+  if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
+  e.answer(dec_case(c), pt, ct);
+  for (std::int64_t q = 0; q < e.C; ++q) {
+    const std::int64_t kv = dec_kv_cube_bytes(c, q);
+    e.r.kv_footprint_bytes += kv;
+    e.r.kv_max_cube_bytes = imax(e.r.kv_max_cube_bytes, kv);
+  }
+  return e.r;
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).

@@ -10,44 +10,51 @@
 
 namespace kb {
 
-KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
-  using namespace gemm_detail;
-  GemmResult r{};
-  r.status = gemm_check(g);
-  if (r.status != kGemmOk) return r;
+namespace gemm_detail {
 
-  const GemmGrid grid = gemm_grid(g);
-  const std::int64_t tm = grid.tiles_m, tn = grid.tiles_n, kt = grid.kt;
-  const std::int64_t m_last = g.m - (tm - 1) * g.tile_m;
-  const std::int64_t n_last = g.n - (tn - 1) * g.tile_n;
-  const std::int64_t k_last = g.k - (kt - 1) * g.tile_k;
-  const std::int64_t split = gemm_split_of(g);
-  const bool by_cols = gemm_split_by_cols(split), split_k = gemm_split_k(split);
-  // Work is handed out in whole tiles, or with split-K in k-slices of tiles ("units").
-  const std::int64_t unit = split_k ? kt : 1;
-  // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
-  // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
-  auto share_of = [&](std::int64_t tiles) { return imin(g.pes, tiles * unit); };
+// What one cube's block of tiles gives: its slowest PE's finish, the busiest PE's busy
+// times, and the partial sums it sends (split-K).
+struct BlockFigures {
+  ps_t latency = 0;
+  Busy busy{0, 0};
+  std::int64_t sends = 0;
+};
+
+// One GEMM evaluation in its two passes: the totals by counting tile kinds (and the bound
+// that says whether every time fits), then the latency, cube block by cube block.
+struct GemmEval {
+  const GemmConfig& g;
+  GemmGrid grid;
+  std::int64_t tm, tn, kt, m_last, n_last, k_last, split;
+  bool by_cols, split_k;
+  std::int64_t unit;  // work is handed out in whole tiles, or with split-K in k-slices of tiles ("units")
   // The tile kinds of the last HBM share asked for (cubes alike ask for the same one).
   std::int64_t kinds_share = -1;
   TileKinds kinds;  // set before any use (kinds_share starts unmatched)
-  auto kinds_of = [&](std::int64_t tiles) -> const TileKinds& {
+  ps_t bound = 0;   // every busy time plus every latency: an upper bound on any finish time
+  GemmResult r{};
+
+  KB_HD explicit GemmEval(const GemmConfig& config)
+      : g(config), grid(gemm_grid(config)), tm(grid.tiles_m), tn(grid.tiles_n), kt(grid.kt),
+        m_last(config.m - (grid.tiles_m - 1) * config.tile_m), n_last(config.n - (grid.tiles_n - 1) * config.tile_n),
+        k_last(config.k - (grid.kt - 1) * config.tile_k), split(gemm_split_of(config)),
+        by_cols(gemm_split_by_cols(split)), split_k(gemm_split_k(split)), unit(split_k ? grid.kt : 1) {}
+
+  // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
+  // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
+  KB_HD std::int64_t share_of(std::int64_t tiles) const { return imin(g.pes, tiles * unit); }
+  KB_HD const TileKinds& kinds_of(std::int64_t tiles) {
     if (share_of(tiles) != kinds_share) {
       kinds_share = share_of(tiles);
       kinds.set(g, Costs{&g, kt, k_last, g.hw.hbm_latency_ns * kPsPerNs, kinds_share}, m_last, n_last);
     }
     return kinds;
-  };
+  }
 
   // Totals by counting, per cube: its tile rows (full ones, and the matrix's last row if it
   // holds it) and tile columns each come in a full and a last size, so a cube's schedule
   // holds at most four kinds of tile.
-  ps_t bound = 0;  // every busy time plus every latency: an upper bound on any finish time
-  // Cubes come in at most three kinds along the split dimension: the last (it holds the
-  // matrix's last tile row or column), and among the others those with floor(T / cubes) + 1
-  // rows or columns and those with floor(T / cubes). The other dimension is whole.
-  auto add_cubes = [&](std::int64_t ncubes, std::int64_t rows, std::int64_t last_r, std::int64_t cols,
-                       std::int64_t last_c) {
+  KB_HD void add_cubes(std::int64_t ncubes, std::int64_t rows, std::int64_t last_r, std::int64_t cols, std::int64_t last_c) {
     if (ncubes <= 0 || rows <= 0 || cols <= 0) return;
     const TileKinds& tk = kinds_of(rows * cols);
     const std::int64_t mc[2] = {ncubes * (rows - last_r), ncubes * last_r};
@@ -62,125 +69,150 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
         r.dma_busy_ps = sat_add(r.dma_busy_ps, sat_mul(tiles, t.busy.dma));
         bound = sat_add(bound, sat_mul(tiles, t.bound));
       }
-  };
-  {
+  }
+  // Blocks of `len` along the split dimension, `last`: whether they hold its last tile.
+  KB_HD void add_blocks(std::int64_t ncubes, std::int64_t len, std::int64_t last) {
+    const std::int64_t other = grid.across(by_cols);
+    if (by_cols) add_cubes(ncubes, other, 1, len, last);
+    else add_cubes(ncubes, len, last, other, 1);
+  }
+
+  // The totals and the counts; false when some time could pass the time limit (the
+  // config's status is then kGemmTimeOverflow). Cubes come in at most three kinds along
+  // the split dimension: the last (it holds the matrix's last tile row or column), and among
+  // the others those with floor(T / cubes) + 1 rows or columns and those with
+  // floor(T / cubes). The other dimension is whole.
+  KB_HD bool totals() {
     const std::int64_t total = grid.along(by_cols), other = grid.across(by_cols);
-    // Blocks of `len` along the split dimension, `last`: whether they hold its last tile.
-    auto add = [&](std::int64_t ncubes, std::int64_t len, std::int64_t last) {
-      if (by_cols) add_cubes(ncubes, other, 1, len, last);
-      else add_cubes(ncubes, len, last, other, 1);
-    };
     const std::int64_t q = total / g.cubes, bigger = total % g.cubes;  // that many cubes have q + 1
     if (q >= 1 && q * other * unit >= g.pes) {
-      add(1, total, 1);  // every cube gives work to all its PEs: one share for all, summed at once
+      add_blocks(1, total, 1);  // every cube gives work to all its PEs: one share for all, summed at once
     } else {
       const CubeTiles last = gemm_cube_tiles(tm, tn, g.cubes, split, g.cubes - 1);  // never empty: it ends at T
       const std::int64_t last_len = by_cols ? last.cols() : last.rows();
       const std::int64_t others_bigger = bigger - (last_len == q + 1 ? 1 : 0);
-      add(1, last_len, 1);
-      add(others_bigger, q + 1, 0);
-      add(g.cubes - 1 - others_bigger, q, 0);
+      add_blocks(1, last_len, 1);
+      add_blocks(others_bigger, q + 1, 0);
+      add_blocks(g.cubes - 1 - others_bigger, q, 0);
     }
+    bound = sat_add(bound, r.matrix_busy_ps);
+    if (split_k) {  // at most one partial sent per PE, each copied, waited for and added
+      const KCosts kc = k_costs(g, g.tile_m, g.tile_n);
+      bound = sat_add(bound, sat_mul(g.pes * g.cubes, 2 * kc.copy + kc.lat + kc.add));
+    }
+    if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) return false;
+    r.macs = g.m * g.n * g.k;
+    r.hbm_read_bytes = 2 * (tn * g.m * g.k + tm * g.n * g.k);
+    r.hbm_write_bytes = 2 * g.m * g.n;
+    r.ops = tm * tn * (3 * kt + 1);
+    return true;
   }
-  bound = sat_add(bound, r.matrix_busy_ps);
-  if (split_k) {  // at most one partial sent per PE, each copied, waited for and added
-    const KCosts kc = k_costs(g, g.tile_m, g.tile_n);
-    bound = sat_add(bound, sat_mul(g.pes * g.cubes, 2 * kc.copy + kc.lat + kc.add));
+
+  // A cube's block: with split-K the k-slices' schedule, else the PEs' tile ranges walked.
+  KB_HD BlockFigures block(const CubeTiles& ct, bool has_last_row, bool has_last_col) {
+    const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
+    const std::int64_t w = ct.cols();
+    // (Tiles of the last row or column that are not ragged are regular ones.)
+    const BlockShape blk{w, has_last_row && ragged_m ? ct.rows() - 1 : -1, has_last_col && ragged_n ? w - 1 : -1};
+    const TileKinds& tk = kinds_of(ct.rows() * w);
+    BlockFigures out;
+    if (split_k) {
+      const KBlock kb = k_block(g, tk, ct.rows() * w, kt, blk);
+      out.latency = kb.latency;
+      out.busy = kb.busiest;
+      out.sends = kb.sends;
+      return out;
+    }
+    std::int64_t seen_col = -1, seen_len = -1;
+    Memo2 rows;
+    rows.clear();
+    ps_t latency = 0;
+    Busy busy{0, 0};
+    // The PEs' ranges [lo, hi) of gemm_tiles_of, walked; and the row and column of lo and
+    // of hi - 1, advanced by a range's length (q or q + 1 tiles, whose rows and columns are
+    // divided out once).
+    EvenSplit ranges(ct.rows() * w, g.pes);
+    const std::int64_t q = ranges.per;
+    const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
+    std::int64_t lo_row = 0, lo_col = 0;
+    for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+      const Span t = ranges.next();
+      const std::int64_t lo = t.lo, hi = t.hi, len = hi - lo;
+      const int longer = len > q ? 1 : 0;
+      if (len == 0) continue;
+      std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
+      if (end_col >= w) end_col -= w, ++end_row;
+      // Where a range starts matters only when the block has a ragged last column and the
+      // range spans rows or reaches that column. A range that reaches a ragged last row
+      // is walked unless it matches the previous PE's, whose result it may then take:
+      // its own is no larger (a ragged tile's every transfer and matmul is no longer, and
+      // the recurrence is monotone), and only the largest over the PEs is kept. The PE
+      // after it is always walked.
+      const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
+      const std::int64_t col = (one_row && !at_edge) || blk.last_col < 0 ? 0 : lo_col;
+      if (col != seen_col || len != seen_len) {
+        busy = Busy{0, 0};
+        latency = worker_latency(g, tk, RowSpan{lo_row, lo_col, end_row, end_col}, blk, len, rows, busy);
+        seen_col = blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
+        seen_len = len;
+      }
+      out.latency = imax(out.latency, latency);
+      out.busy.matrix = imax(out.busy.matrix, busy.matrix);
+      out.busy.dma = imax(out.busy.dma, busy.dma);
+      lo_row = end_row, lo_col = end_col + 1;
+      if (lo_col == w) lo_col = 0, ++lo_row;
+    }
+    return out;
   }
-  if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) {
-    r = GemmResult{};  // an invalid config's result is its status
-    r.status = kGemmTimeOverflow;
+
+  // The latency and the busiest PE, cube by cube. A PE's schedule depends only on the shape
+  // of its tile range (where it starts in a tile row, how many tiles), unless the range
+  // reaches a ragged last tile row; and the ranges inside a cube depend only on its
+  // block's shape. So cubes alike share one evaluation, and inside a cube PEs alike share
+  // one walk.
+  KB_HD void latencies() {
+    const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
+    std::int64_t seen_rows = -1, seen_cols = -1, sends = 0;
+    BlockFigures fig;
+    // The cubes' blocks of gemm_cube_tiles, walked.
+    EvenSplit blocks(grid.along(by_cols), g.cubes);
+    for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
+      const Span b = blocks.next();
+      const CubeTiles ct = by_cols ? CubeTiles{0, tm, b.lo, b.hi} : CubeTiles{b.lo, b.hi, 0, tn};
+      if (ct.rows() <= 0 || ct.cols() <= 0) continue;
+      const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
+      if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
+        fig = block(ct, has_last_row, has_last_col);
+        // A block that holds the ragged last tiles along the split dimension is unlike the
+        // blocks after it (every block holds the other dimension's last tile alike).
+        const bool unlike = by_cols ? ragged_n && has_last_col : ragged_m && has_last_row;
+        seen_rows = unlike ? -1 : ct.rows();
+        seen_cols = unlike ? -1 : ct.cols();
+      }
+      r.latency_ps = imax(r.latency_ps, fig.latency);
+      sends += fig.sends;
+      r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, fig.busy.matrix);
+      r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, fig.busy.dma);
+    }
+    // A partial sum sent is a copy over two ports, the receiver's signal and wait, and an add.
+    r.ops += 5 * sends;
+  }
+};
+
+}  // namespace gemm_detail
+
+KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
+  GemmResult r{};
+  r.status = gemm_check(g);
+  if (r.status != kGemmOk) return r;
+  gemm_detail::GemmEval e(g);
+  if (!e.totals()) {
+    r.status = kGemmTimeOverflow;  // an invalid config's result is its status
     return r;
   }
-  r.macs = g.m * g.n * g.k;
-  r.hbm_read_bytes = 2 * (tn * g.m * g.k + tm * g.n * g.k);
-  r.hbm_write_bytes = 2 * g.m * g.n;
-  r.ops = tm * tn * (3 * kt + 1);
-
-  // A PE's schedule depends only on the shape of its tile range (where it starts in a tile
-  // row, how many tiles), unless the range reaches a ragged last tile row; and the ranges
-  // inside a cube depend only on its block's shape. So cubes alike share one evaluation,
-  // and inside a cube PEs alike share one walk.
-  const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
-  std::int64_t seen_rows = -1, seen_cols = -1;
-  Busy cube_busy{0, 0};
-  ps_t cube_latency = 0;
-  std::int64_t cube_sends = 0, sends = 0;
-  // The cubes' blocks of gemm_cube_tiles, walked.
-  EvenSplit blocks(grid.along(by_cols), g.cubes);
-  for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
-    const Span b = blocks.next();
-    const CubeTiles ct = by_cols ? CubeTiles{0, tm, b.lo, b.hi} : CubeTiles{b.lo, b.hi, 0, tn};
-    if (ct.rows() <= 0 || ct.cols() <= 0) continue;
-    const bool has_last_row = ct.r1 == tm, has_last_col = ct.c1 == tn;
-    if (ct.rows() != seen_rows || ct.cols() != seen_cols) {
-      const std::int64_t w = ct.cols();
-      // (Tiles of the last row or column that are not ragged are regular ones.)
-      const BlockShape blk{w, has_last_row && ragged_m ? ct.rows() - 1 : -1, has_last_col && ragged_n ? w - 1 : -1};
-      const TileKinds& tk = kinds_of(ct.rows() * w);
-      cube_busy = Busy{0, 0};
-      cube_latency = 0;
-      if (split_k) {
-        const KBlock kb = k_block(g, tk, ct.rows() * w, kt, blk);
-        cube_latency = kb.latency;
-        cube_busy = kb.busiest;
-        cube_sends = kb.sends;
-      }
-      std::int64_t seen_col = -1, seen_len = -1;
-      Memo2 rows;
-      rows.clear();
-      ps_t latency = 0;
-      Busy busy{0, 0};
-      // The PEs' ranges [lo, hi) of gemm_tiles_of, walked; and the row and column of lo and
-      // of hi - 1, advanced by a range's length (q or q + 1 tiles, whose rows and columns are
-      // divided out once).
-      EvenSplit ranges(ct.rows() * w, g.pes);
-      const std::int64_t q = ranges.per;
-      const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
-      std::int64_t lo_row = 0, lo_col = 0;
-      for (std::int64_t pe = 0; pe < (split_k ? 0 : g.pes); ++pe) {
-        const Span t = ranges.next();
-        const std::int64_t lo = t.lo, hi = t.hi, len = hi - lo;
-        const int longer = len > q ? 1 : 0;
-        if (len == 0) continue;
-        std::int64_t end_row = lo_row + span_rows[longer], end_col = lo_col + span_cols[longer];  // of hi - 1
-        if (end_col >= w) end_col -= w, ++end_row;
-        // Where a range starts matters only when the block has a ragged last column and the
-        // range spans rows or reaches that column. A range that reaches a ragged last row
-        // is walked unless it matches the previous PE's, whose result it may then take:
-        // its own is no larger (a ragged tile's every transfer and matmul is no longer, and
-        // the recurrence is monotone), and only the largest over the PEs is kept. The PE
-        // after it is always walked.
-        const bool one_row = lo_row == end_row, at_edge = end_col == w - 1;
-        const std::int64_t col = (one_row && !at_edge) || blk.last_col < 0 ? 0 : lo_col;
-        if (col != seen_col || len != seen_len) {
-          busy = Busy{0, 0};
-          latency = worker_latency(g, tk, RowSpan{lo_row, lo_col, end_row, end_col}, blk, len, rows, busy);
-          seen_col = blk.last_row >= 0 && end_row == blk.last_row ? -1 : col;
-          seen_len = len;
-        }
-        cube_latency = imax(cube_latency, latency);
-        cube_busy.matrix = imax(cube_busy.matrix, busy.matrix);
-        cube_busy.dma = imax(cube_busy.dma, busy.dma);
-        lo_row = end_row, lo_col = end_col + 1;
-        if (lo_col == w) lo_col = 0, ++lo_row;
-      }
-      // A block that holds the ragged last tiles along the split dimension is unlike the
-      // blocks after it (every block holds the other dimension's last tile alike).
-      const bool unlike = by_cols ? ragged_n && has_last_col : ragged_m && has_last_row;
-      seen_rows = unlike ? -1 : ct.rows();
-      seen_cols = unlike ? -1 : ct.cols();
-    }
-    r.latency_ps = imax(r.latency_ps, cube_latency);
-    sends += cube_sends;
-    r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, cube_busy.matrix);
-    r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, cube_busy.dma);
-  }
-  // A partial sum sent is a copy over two ports, the receiver's signal and wait, and an add.
-  r.ops += 5 * sends;
-
-  gemm_roofline(g, r);
-  return r;
+  e.latencies();
+  gemm_roofline(g, e.r);
+  return e.r;
 }
 
 // Resolves the automatic split (gemm_split_of), when the shape and tiling are defined.

@@ -35,22 +35,10 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   cmd->add_option("--engine", a.engine, "reference, batched or both")->capture_default_str();
   cmd->add_option("--backend", a.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
   cmd->add_option("--trace", a.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
-  a.given["--max-ops"] = cmd->add_option("--max-ops", a.max_ops, kMaxOpsHelp);
+  a.max_ops.add(cmd, "");
   cmd->add_flag("--json", a.json, "print one JSON object");
   a.topo.add(cmd, false);
   return cmd;
-}
-
-const char* const kMaxOpsHelp =
-    "the most ops a reference run may build (its op graph takes about 128 bytes an op), 1..2^31-1; a larger run is "
-    "refused before it starts [default: 16777216]";
-
-std::int64_t max_ops_option(bool given, const std::string& text) {
-  if (!given) return kDefaultMaxOps;
-  std::int64_t v = 0;
-  std::string why;
-  if (!parse_int_in(text, 1, INT32_MAX, &v, &why)) throw InputError("--max-ops " + (text.empty() ? std::string("''") : text) + ": " + why);
-  return v;
 }
 
 void cmd_eval(EvalArgs a) {
@@ -104,7 +92,7 @@ void cmd_eval(EvalArgs a) {
 
   const bool want_ref = a.engine != "batched", want_batched = a.engine != "reference";
   if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
-  const std::int64_t max_ops = max_ops_option(a.given["--max-ops"]->count() > 0, a.max_ops);
+  const std::int64_t max_ops = a.max_ops.value();
   if (want_ref) check_reference_size(f, cfg.data(), max_ops);
   Study study(f, want_batched ? resolve_backend(a.backend) : BackendKind::omp, {want_batched, want_ref});
   study.add(cfg.data());

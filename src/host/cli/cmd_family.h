@@ -26,6 +26,15 @@ struct TopoArgs {
 };
 std::string default_topology();
 
+// --max-ops, as eval, sweep and merge take it: decimal digits in 1..2^31-1, kDefaultMaxOps
+// when the option is absent.
+struct MaxOpsArg {
+  std::string text;
+  CLI::Option* given = nullptr;
+  void add(CLI::App* app, const std::string& more_help);
+  std::int64_t value() const;
+};
+
 struct EvalArgs {
   const Family* family = nullptr;
   std::map<std::string, std::string> axes;     // axis name -> value text (given ones only)
@@ -33,7 +42,7 @@ struct EvalArgs {
   std::map<std::string, CLI::Option*> given;
   TopoArgs topo;
   std::string trace, engine = "both", backend = "auto";
-  std::string max_ops;  // the reference run's op cap; default kDefaultMaxOps
+  MaxOpsArg max_ops;  // the reference run's op cap
   bool json = false;
 };
 
@@ -58,7 +67,7 @@ struct SweepArgs {
   std::string recheck;         // re-run the N fastest configs on the reference engine (0: none); default 10
   std::string progress_every;  // seconds between progress lines when stderr is not a terminal; default 10
   std::string max_hours;       // refuse a space whose estimated time is longer (0: no limit); default 24
-  std::string max_ops;         // re-check only configs whose reference run builds at most this many ops
+  MaxOpsArg max_ops;           // re-check only configs whose reference run builds at most this many ops
   std::map<std::string, CLI::Option*> opt;  // the options above by flag, to tell given from not
 };
 
@@ -66,14 +75,8 @@ struct MergeArgs {
   std::vector<std::string> files;
   bool json = false;
   std::string out, csv;
-  std::string max_ops;  // as sweep's
-  bool max_ops_given = false;
+  MaxOpsArg max_ops;  // as sweep's
 };
-
-// The help of --max-ops, and its value: decimal digits in 1..2^31-1, kDefaultMaxOps when
-// the option is absent (`given` false).
-extern const char* const kMaxOpsHelp;
-std::int64_t max_ops_option(bool given, const std::string& text);
 
 CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a);
 CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a);

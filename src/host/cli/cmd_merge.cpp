@@ -71,83 +71,64 @@ TopologySpec topology_from_record(const nlohmann::json& rec, const std::string& 
   return t;
 }
 
-}  // namespace
+struct Part {
+  std::string file;
+  nlohmann::json doc;
+  std::int64_t index, count;
+};
 
-CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand(
-      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
-  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
-  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
-  cmd->add_option("--out", a.out, "also write the JSON to FILE");
-  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
-  cmd->add_option("--max-ops", a.max_ops, std::string(kMaxOpsHelp) + "; the re-check passes over larger configs")
-      ->each([&a](const std::string&) { a.max_ops_given = true; });
-  return cmd;
+// A shard's output, read and checked as a document of its own.
+Part read_part(const std::string& file) {
+  nlohmann::json doc;
+  // A shard's rows (one per group, up to 2^20) are not needed here: they are dropped as
+  // they are read, so a shard of any size merges in the memory of its summary. Nesting
+  // deeper than any shard's is refused as it is read (a shard nests 5 levels).
+  constexpr int kMaxDepth = 16;
+  const nlohmann::json::parser_callback_t keep = [&file](int depth, nlohmann::json::parse_event_t event,
+                                                         nlohmann::json& parsed) {
+    if (depth > kMaxDepth && (event == nlohmann::json::parse_event_t::object_start ||
+                              event == nlohmann::json::parse_event_t::array_start))
+      throw InputError(file + ": nested more than " + std::to_string(kMaxDepth) + " levels deep: not a shard");
+    return !(depth == 1 && event == nlohmann::json::parse_event_t::key &&
+             (parsed == "best_per_group" || parsed == "top" || parsed == "pareto" || parsed == "histogram"));
+  };
+  try {
+    check_input_file(file);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError(file + ":1:1: (file): cannot open file");
+    doc = nlohmann::json::parse(in, keep);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  const auto* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
+  if (!schema || !schema->is_string() || schema->get<std::string>().size() < 12 ||
+      schema->get<std::string>().compare(schema->get<std::string>().size() - 12, 12, "-space-sweep") != 0 ||
+      !doc.contains("shard") || !doc["shard"].is_object())
+    throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
+  for (const char* key : {"space", "topology", "shard"})
+    if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
+  if (!doc.contains("backend") || !doc["backend"].is_string() ||
+      (doc["backend"] != "omp" && doc["backend"] != "cuda"))
+    throw InputError(file + ": backend: expected \"omp\" or \"cuda\"");
+  if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
+                                 !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
+    throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
+  const nlohmann::json& sh = doc["shard"];
+  std::int64_t count = 0, index = 0;
+  for (const auto& [key, lo, hi, dst] : {std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t*>{"count", 1, INT64_C(1) << 20, &count},
+                                         {"index", 0, (INT64_C(1) << 20) - 1, &index}}) {
+    const auto it = sh.find(key);
+    if (it == sh.end() || !it->is_number_integer() || it->is_number_unsigned() != (it->get<std::int64_t>() >= 0) ||
+        it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+      throw InputError(file + ": shard." + key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    *dst = it->get<std::int64_t>();
+  }
+  return {file, std::move(doc), index, count};
 }
 
-void cmd_merge(const MergeArgs& a) {
-  const std::int64_t max_ops = max_ops_option(a.max_ops_given, a.max_ops);
-  check_output_path("--out", a.out, "sweep.json");
-  check_output_path("--csv", a.csv, "sweep.csv");
-  {
-    std::vector<FlagPath> inputs;
-    for (const std::string& file : a.files) inputs.push_back({"shard", file});
-    check_outputs_distinct(inputs, {{"--out", a.out}, {"--csv", a.csv}});
-  }
-  struct Part {
-    std::string file;
-    nlohmann::json doc;
-    std::int64_t index, count;
-  };
-  std::vector<Part> parts;
-  for (const std::string& file : a.files) {
-    nlohmann::json doc;
-    // A shard's rows (one per group, up to 2^20) are not needed here: they are dropped as
-    // they are read, so a shard of any size merges in the memory of its summary. Nesting
-    // deeper than any shard's is refused as it is read (a shard nests 5 levels).
-    constexpr int kMaxDepth = 16;
-    const nlohmann::json::parser_callback_t keep = [&file](int depth, nlohmann::json::parse_event_t event,
-                                                           nlohmann::json& parsed) {
-      if (depth > kMaxDepth && (event == nlohmann::json::parse_event_t::object_start ||
-                                event == nlohmann::json::parse_event_t::array_start))
-        throw InputError(file + ": nested more than " + std::to_string(kMaxDepth) + " levels deep: not a shard");
-      return !(depth == 1 && event == nlohmann::json::parse_event_t::key &&
-               (parsed == "best_per_group" || parsed == "top" || parsed == "pareto" || parsed == "histogram"));
-    };
-    try {
-      check_input_file(file);
-      std::ifstream in(file, std::ios::binary);
-      if (!in) throw InputError(file + ":1:1: (file): cannot open file");
-      doc = nlohmann::json::parse(in, keep);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(file + ": not JSON (" + std::string(e.what()) + ")");
-    }
-    const auto* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-    if (!schema || !schema->is_string() || schema->get<std::string>().size() < 12 ||
-        schema->get<std::string>().compare(schema->get<std::string>().size() - 12, 12, "-space-sweep") != 0 ||
-        !doc.contains("shard") || !doc["shard"].is_object())
-      throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
-    for (const char* key : {"space", "topology", "shard"})
-      if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
-    if (!doc.contains("backend") || !doc["backend"].is_string() ||
-        (doc["backend"] != "omp" && doc["backend"] != "cuda"))
-      throw InputError(file + ": backend: expected \"omp\" or \"cuda\"");
-    if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
-                                   !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
-      throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
-    const nlohmann::json& sh = doc["shard"];
-    std::int64_t count = 0, index = 0;
-    for (const auto& [key, lo, hi, dst] : {std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t*>{"count", 1, INT64_C(1) << 20, &count},
-                                           {"index", 0, (INT64_C(1) << 20) - 1, &index}}) {
-      const auto it = sh.find(key);
-      if (it == sh.end() || !it->is_number_integer() || it->is_number_unsigned() != (it->get<std::int64_t>() >= 0) ||
-          it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
-        throw InputError(file + ": shard." + key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-      *dst = it->get<std::int64_t>();
-    }
-    parts.push_back({file, std::move(doc), index, count});
-  }
-  // One sweep: the same request, topology, program version and space; every shard once.
+// The shards in index order, once checked to be of one sweep: the same request, topology,
+// program version and space, every shard once.
+std::vector<const Part*> shards_in_order(const std::vector<Part>& parts) {
   const Part& p0 = parts.front();
   auto identity = [](const Part& p) {
     return nlohmann::json{{"schema", p.doc["schema"]},
@@ -175,8 +156,12 @@ void cmd_merge(const MergeArgs& a) {
     if (!by_index[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
   if (!missing.empty())
     throw InputError("shard(s) " + missing + " of " + std::to_string(p0.count) + " missing: merge needs every shard once");
+  return by_index;
+}
 
-  // The space again, from the request and the topology the shards record.
+// The sweep's outcome as its request and topology (those the shards record) define it,
+// its space built again; the summary still empty.
+SweepOutcome outcome_of_request(const Part& p0) {
   const nlohmann::json& rq = p0.doc["shard"]["request"];
   SweepOutcome o;
   try {
@@ -205,6 +190,35 @@ void cmd_merge(const MergeArgs& a) {
                      " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
   o.red.pareto = parse_pareto(*o.f, o.pareto_name);
   o.backend = p0.doc["backend"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
+  return o;
+}
+
+}  // namespace
+
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
+  auto* cmd = app.add_subcommand(
+      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
+  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
+  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  cmd->add_option("--out", a.out, "also write the JSON to FILE");
+  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
+  a.max_ops.add(cmd, "; the re-check passes over larger configs");
+  return cmd;
+}
+
+void cmd_merge(const MergeArgs& a) {
+  const std::int64_t max_ops = a.max_ops.value();
+  check_output_path("--out", a.out, "sweep.json");
+  check_output_path("--csv", a.csv, "sweep.csv");
+  {
+    std::vector<FlagPath> inputs;
+    for (const std::string& file : a.files) inputs.push_back({"shard", file});
+    check_outputs_distinct(inputs, {{"--out", a.out}, {"--csv", a.csv}});
+  }
+  std::vector<Part> parts;
+  for (const std::string& file : a.files) parts.push_back(read_part(file));
+  const std::vector<const Part*> by_index = shards_in_order(parts);
+  SweepOutcome o = outcome_of_request(parts.front());
   nlohmann::json shards = nlohmann::json::array();
   // Every shard is read and checked before any is used.
   std::vector<batched::SweepSummary> sums;

@@ -80,7 +80,7 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   a.opt["--progress-every"] = cmd->add_option("--progress-every", a.progress_every,
                   "seconds between progress lines (done/total, configs/s, ETA) when stderr is not a terminal; 0: none "
                   "[default: 10]");
-  a.opt["--max-ops"] = cmd->add_option("--max-ops", a.max_ops, std::string(kMaxOpsHelp) + "; the re-check passes over larger configs");
+  a.max_ops.add(cmd, "; the re-check passes over larger configs");
   cmd->add_option("--out", a.out, "also write the JSON to FILE");
   cmd->add_option("--csv", a.csv,
                   "also write the reported configs to FILE as CSV: a row per best, top and Pareto config, with the "
@@ -301,7 +301,7 @@ void cmd_sweep(const SweepArgs& args) {
       static_cast<int>(int_option(a, "--recheck", a.recheck, 0, batched::kMaxTopK, file && file->recheck ? *file->recheck : 10));
   const std::int64_t chunk_given = int_option(a, "--chunk", a.chunk, 0, INT64_C(1) << 30, 0);
   const double max_hours = decimal_option(a, "--max-hours", a.max_hours, 24);
-  const std::int64_t max_ops = max_ops_option(a.opt.at("--max-ops")->count() > 0, a.max_ops);
+  const std::int64_t max_ops = a.max_ops.value();
   const double progress_every = decimal_option(a, "--progress-every", a.progress_every, 10);
   const TopologySpec topo = a.topo.load();
   const SweepRequest req = request_of(f, a, file);

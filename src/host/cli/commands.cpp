@@ -28,6 +28,21 @@ const char* kDefaultOutRoot = "benches/1H_milestone_output";
 
 std::string default_topology() { return data_dir() + "/topologies/default.yaml"; }
 
+void MaxOpsArg::add(CLI::App* app, const std::string& more_help) {
+  given = app->add_option("--max-ops", text,
+                          "the most ops a reference run may build (its op graph takes about 128 bytes an op), "
+                          "1..2^31-1; a larger run is refused before it starts [default: 16777216]" +
+                              more_help);
+}
+
+std::int64_t MaxOpsArg::value() const {
+  if (!given || given->count() == 0) return kDefaultMaxOps;
+  std::int64_t v = 0;
+  std::string why;
+  if (!parse_int_in(text, 1, INT32_MAX, &v, &why)) throw InputError("--max-ops " + (text.empty() ? std::string("''") : text) + ": " + why);
+  return v;
+}
+
 void TopoArgs::add(CLI::App* app, bool positional) {
   if (positional) given = app->add_option("file", path, "topology YAML file")->required();
   else given = app->add_option("--topology", path, "topology YAML file (default: topologies/default.yaml)");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "../common/error.h"
 #include "../topology/fields.h"
@@ -29,11 +30,25 @@ const Family& checked(const Family& f, batched::Family id) {
 }
 }  // namespace
 
-const std::vector<const Family*>& families() {
+namespace {
+std::vector<const Family*>& all_families() {
 #define KB_LIST_FAMILY(id, Model) &checked(id##_family(), batched::Family::id),
-  static const std::vector<const Family*> all = {KB_FAMILIES(KB_LIST_FAMILY)};
+  static std::vector<const Family*> all = {KB_FAMILIES(KB_LIST_FAMILY)};
 #undef KB_LIST_FAMILY
   return all;
+}
+}  // namespace
+
+const std::vector<const Family*>& families() { return all_families(); }
+
+bool register_family(Family f) {
+  static std::deque<Family> extensions;  // stable addresses
+  KB_INTERNAL_CHECK(batched::is_extension(f.id), "family " + f.name + ": not an id batched::register_extension gave");
+  for (const Family* g : all_families())
+    KB_INTERNAL_CHECK(g->name != f.name, "family " + f.name + " is registered twice");
+  extensions.push_back(std::move(f));
+  all_families().push_back(&checked(extensions.back(), extensions.back().id));
+  return true;
 }
 
 const Family& family(const std::string& name) {

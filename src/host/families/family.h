@@ -130,8 +130,12 @@ constexpr std::int64_t kReferenceBytesPerOp = 128;
 // ops, naming its estimate: the check before any graph is built.
 void check_reference_size(const Family& f, const void* config, std::int64_t max_ops);
 
-// Every family, in the order of families.h.
+// Every family, in the order of families.h, then the extension families in the order they
+// were registered.
 const std::vector<const Family*>& families();
+// Records an extension family's descriptor (its id from batched::register_extension),
+// checked against its model as the listed ones are; see extension.h.
+bool register_family(Family f);
 // Throws InputError naming the known families.
 const Family& family(const std::string& name);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host/common/error.h"
 #include "host/common/table.h"
 #include "host/families/family.h"
 #include "host/sweep/backend.h"

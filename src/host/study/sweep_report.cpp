@@ -184,28 +184,9 @@ void print_csv(const SweepOutcome& o, SweepRows& rows, const Reported& rep, cons
   write_file_atomic(path, csv.csv());
 }
 
-// JSON: the document, its per-group and per-point arrays made as they are written (one
-// model evaluation per reported config), to `out` and/or standard output.
-void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, bool to_stdout, const std::string& out) {
-  const Family& f = *o.f;
-  const BuiltSpace& sp = o.sp;
-  const batched::SweepSummary& sum = o.sum;
-  const batched::Reductions& red = o.red;
-  const bool shard = o.shard_n > 0, has_case = !sp.cases.empty();
-  const std::int64_t size = sp.space.size();
-  const double seconds = o.seconds;
-  const std::vector<batched::Ranked>& top_shown = rep.top;
-  const nlohmann::json& rechecked = rep.rechecked;
-  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", o.topo);
-  LazyArrays lazy;  // the arrays too large to hold, made as they are written
-  j["family"] = f.name;
-  j["backend"] = to_string(o.backend);
-  // topology.fields holds the base values; these fields take each value of their axis.
-  nlohmann::json swept = nlohmann::json::array();
-  for (std::size_t i = 0; i < sp.axes.size(); ++i)
-    for (const SpaceAxis& m : sp.axes[i].members)
-      if (m.field && sp.space.axes[i].length() > 1) swept.push_back(m.field->path);
-  j["topology"]["swept"] = swept;
+// The space as the document records it: each axis with its values (zipped ones with their
+// members' names), every config column no axis sweeps, and the grouping.
+nlohmann::json space_json(const BuiltSpace& sp) {
   nlohmann::json axes = nlohmann::json::array();
   for (std::size_t i = 0; i < sp.axes.size(); ++i) {
     nlohmann::json values = nlohmann::json::array();
@@ -226,10 +207,30 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
       for (const SpaceAxis& m : ax.members) swept |= m.offset == c.offset;
     if (!swept) fixed[c.name] = c.value_json(get_int(sp.space.base.data(), c.offset));
   }
-  if (has_case && sp.case_axis < 0) fixed["case"] = sp.cases[0];
+  if (!sp.cases.empty() && sp.case_axis < 0) fixed["case"] = sp.cases[0];
   nlohmann::json group = nlohmann::json::array();
   for (int i = 0; i < sp.space.group_axes; ++i) group.push_back(sp.axes[static_cast<std::size_t>(i)].name);
-  j["space"] = {{"size", size}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.space.groups()}};
+  return {{"size", sp.space.size()}, {"axes", axes}, {"fixed", fixed}, {"group", group}, {"groups", sp.space.groups()}};
+}
+
+// JSON: the document, its per-group and per-point arrays made as they are written (one
+// model evaluation per reported config), to `out` and/or standard output.
+void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, bool to_stdout, const std::string& out) {
+  const Family& f = *o.f;
+  const BuiltSpace& sp = o.sp;
+  const batched::SweepSummary& sum = o.sum;
+  const std::int64_t size = sp.space.size();
+  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", o.topo);
+  LazyArrays lazy;  // the arrays too large to hold, made as they are written
+  j["family"] = f.name;
+  j["backend"] = to_string(o.backend);
+  // topology.fields holds the base values; these fields take each value of their axis.
+  nlohmann::json swept = nlohmann::json::array();
+  for (std::size_t i = 0; i < sp.axes.size(); ++i)
+    for (const SpaceAxis& m : sp.axes[i].members)
+      if (m.field && sp.space.axes[i].length() > 1) swept.push_back(m.field->path);
+  j["topology"]["swept"] = swept;
+  j["space"] = space_json(sp);
   j["evaluated"] = sum.evaluated;
   j["valid"] = sum.valid;
   nlohmann::json invalid = nlohmann::json::object();  // invalid configs by reason
@@ -237,9 +238,9 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
     if (sum.by_status[st] > 0) invalid[f.status_name(static_cast<std::int32_t>(st))] = sum.by_status[st];
   j["invalid"] = invalid;
   j["latency_checksum"] = sum.latency_checksum;
-  j["timing"] = {{"seconds", seconds},
-                 {"configs_per_s", seconds > 0 ? static_cast<double>(sum.evaluated) / seconds : 0.0}};
-  if (shard) {
+  j["timing"] = {{"seconds", o.seconds},
+                 {"configs_per_s", o.seconds > 0 ? static_cast<double>(sum.evaluated) / o.seconds : 0.0}};
+  if (o.shard_n > 0) {
     j["shard"] = {{"index", o.shard_i}, {"count", o.shard_n}, {"block", shard_block(size, o.shard_n)},
                   {"configs", shard_configs(size, o.shard_i, o.shard_n)},
                   {"request", request_json(o)}, {"summary", summary_json(sum, false)}};
@@ -248,7 +249,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
                                      return summary_best_json(sum.best[static_cast<std::size_t>(g)]);
                                    }};
   } else if (o.recheck > 0) {
-    j["recheck"] = rechecked;
+    j["recheck"] = rep.rechecked;
   }
   if (!o.merged.is_null()) j["merged"] = o.merged;
   // Per group and per Pareto point (up to 2^20 groups) the rows are made as they are
@@ -262,15 +263,15 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
                                return entry;
                              }};
   nlohmann::json top = nlohmann::json::array();
-  for (const auto& t : top_shown) top.push_back(rows.row_json(t.index));
+  for (const auto& t : rep.top) top.push_back(rows.row_json(t.index));
   j["top"] = top;
-  if (red.pareto != 0) {
+  if (o.red.pareto != 0) {
     std::vector<std::size_t> front_at;  // where each group's front starts in sum.pareto
     for (std::size_t k = 0; k < sum.pareto.size(); ++k)
       if (k == 0 || sum.pareto[k].group != sum.pareto[k - 1].group) front_at.push_back(k);
     front_at.push_back(sum.pareto.size());
     j["pareto"] = {{"cost", o.pareto_name},
-                   {"meaning", f.costs[static_cast<std::size_t>(red.pareto - 1)].meaning},
+                   {"meaning", f.costs[static_cast<std::size_t>(o.red.pareto - 1)].meaning},
                    {"fronts", nullptr}};
     lazy["/pareto/fronts"] = {static_cast<std::int64_t>(front_at.size()) - 1, [&, front_at](std::int64_t i) {
                                 const std::size_t from = front_at[static_cast<std::size_t>(i)];
@@ -285,7 +286,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
                                                       {"points", points}};
                               }};
   }
-  if (red.histogram) {
+  if (o.red.histogram) {
     nlohmann::json bins = nlohmann::json::array();
     for (int b = 0; b < batched::kHistBins; ++b)
       if (sum.histogram[static_cast<std::size_t>(b)] > 0)
