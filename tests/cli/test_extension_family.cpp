@@ -97,13 +97,8 @@ kb::Family chain_descriptor(kb::batched::Family id) {
   f.description = "a message passed along a chain of PEs, store and forward (a test family)";
   f.id = id;
   f.hw_offset = offsetof(C, hw);
-  kb::AxisDesc bytes;
-  bytes.name = "bytes", bytes.flag = "--bytes", bytes.help = "message bytes";
-  bytes.offset = offsetof(C, bytes), bytes.lo = 1, bytes.hi = kChainMaxBytes, bytes.problem = true;
-  kb::AxisDesc hops;
-  hops.name = "hops", hops.flag = "--hops", hops.help = "PEs the message passes";
-  hops.offset = offsetof(C, hops), hops.lo = 1, hops.hi = kChainMaxHops, hops.fallback = "2";
-  f.axes = {bytes, hops};
+  f.axes = {kb::axis("bytes", "--bytes", "message bytes", offsetof(C, bytes)).range(1, kChainMaxBytes).defines_problem(),
+            kb::axis("hops", "--hops", "PEs the message passes", offsetof(C, hops)).range(1, kChainMaxHops).default_to("2")};
   f.default_group = "bytes";
   f.statuses = {"ok", "bad_bytes", "bad_hops"};
   f.status_message = [](std::int32_t s, const void* c) {

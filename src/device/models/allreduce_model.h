@@ -50,7 +50,7 @@ enum Ev : std::uint32_t { kComplete = 0, kHead = 1, kRelease = 2, kArbitrate = 3
 struct Sim {
   const AllreduceConfig* c;    // the collective simulated: one level (a phase, for hier)
   const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
-  std::int64_t la = 0, lb = 0;  // hier: leader PE of a cube, leader cube of a SIP
+  std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
   bool hier = false;
   std::int8_t hier_port[2 * kCollMaxHierRanks];  // hier: per hier rank, HBM ports used in the whole launch
   ps_t done[kCollMaxRanks];  // per rank: when its last op, or the last transfer into it, ends
@@ -69,8 +69,9 @@ struct Sim {
   std::int32_t edge_op[kEdges], edge_dep[kEdges];
   // resources
   std::int32_t nres = 0;
-  std::int64_t hkey[kHash];
-  std::int32_t hval[kHash];
+  // resource keys to ids: an open-addressing hash table (key -1: empty)
+  std::int64_t res_hash_key[kHash];
+  std::int32_t res_hash_id[kHash];
   std::int32_t res_arb[kOps], res_busy[kOps], res_qhead[kOps], res_qtail[kOps], res_wait[kOps], res_arbitrating[kOps];
   std::int32_t res_vector[kOps];
   std::int32_t pending[kOps], npending = 0, round_[kOps];
@@ -96,10 +97,10 @@ struct Sim {
 
   // Where rank r is: its level's node, or for a hier phase its group 0's PE.
   KB_HD net::Node node(std::int64_t r) const {
-    return hier ? coll_node(*top, coll_hier_rank(*top, *c, 0, r, la, lb)) : coll_node(*c, r);
+    return hier ? coll_node(*top, coll_hier_rank(*top, *c, 0, r, leader_pe, leader_cube)) : coll_node(*c, r);
   }
-  KB_HD std::int32_t gpe(std::int64_t r) const { return static_cast<std::int32_t>(net::global_pe(c->hw, node(r))); }
-  KB_HD std::int32_t wslot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
+  KB_HD std::int32_t global_pe_of(std::int64_t r) const { return static_cast<std::int32_t>(net::global_pe(c->hw, node(r))); }
+  KB_HD std::int32_t piece_slot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
     return static_cast<std::int32_t>((r * c->chunks + ch) * c->ranks + k);
   }
 
@@ -107,10 +108,10 @@ struct Sim {
   KB_HD KB_NOINLINE std::int32_t resource(std::int64_t k, bool arbitrated, bool vector) {
     std::uint64_t h = static_cast<std::uint64_t>(k) * UINT64_C(0x9E3779B97F4A7C15);
     std::int32_t i = static_cast<std::int32_t>(h >> 40) & (kHash - 1);
-    while (hkey[i] != -1 && hkey[i] != k) i = (i + 1) & (kHash - 1);
-    if (hkey[i] == k) return hval[i];
-    hkey[i] = k;
-    hval[i] = nres;
+    while (res_hash_key[i] != -1 && res_hash_key[i] != k) i = (i + 1) & (kHash - 1);
+    if (res_hash_key[i] == k) return res_hash_id[i];
+    res_hash_key[i] = k;
+    res_hash_id[i] = nres;
     res_arb[nres] = arbitrated;
     res_vector[nres] = vector;
     res_busy[nres] = 0;
@@ -119,7 +120,7 @@ struct Sim {
     return nres++;
   }
   KB_HD std::int64_t engine_key(std::int64_t rank, std::int64_t which) const {
-    return net::link_count(c->hw) + 3 * static_cast<std::int64_t>(gpe(rank)) + which;
+    return net::link_count(c->hw) + 3 * static_cast<std::int64_t>(global_pe_of(rank)) + which;
   }
 
   KB_HD void dep(std::int32_t op, std::int32_t d) {
@@ -145,7 +146,7 @@ struct Sim {
       return id;
     }
     busy[id] = b, lat[id] = l, bytes[id] = nbytes;
-    res[id] = r, key[id] = gpe(by), issue[id] = issued[by]++;
+    res[id] = r, key[id] = global_pe_of(by), issue[id] = issued[by]++;
     who[id] = static_cast<std::int32_t>(by), land[id] = -1;
     head_next[id] = -1, next_in_res[id] = -1, hbm[id] = -1, chain[id] = 0;
     if (!res_arb[r]) {  // in-order: queued in program order
@@ -160,10 +161,10 @@ struct Sim {
   }
   // The distinct ops that last wrote pieces [k0, k1) of a chunk on rank r, as deps of `op`.
   KB_HD void range_deps(std::int32_t o, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) {
-    for (std::int64_t k = k0; k < k1; ++k) dep(o, writer[wslot(r, ch, k)]);
+    for (std::int64_t k = k0; k < k1; ++k) dep(o, writer[piece_slot(r, ch, k)]);
   }
   KB_HD void wrote(std::int32_t o, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) {
-    for (std::int64_t k = k0; k < k1; ++k) writer[wslot(r, ch, k)] = o;
+    for (std::int64_t k = k0; k < k1; ++k) writer[piece_slot(r, ch, k)] = o;
   }
 
   KB_HD bool hbm_mode() const { return c->buffer == static_cast<std::int64_t>(CollBuffer::hbm); }
@@ -272,7 +273,7 @@ struct Sim {
   }
 
   KB_HD KB_NOINLINE void build() {
-    for (std::int32_t i = 0; i < kHash; ++i) hkey[i] = -1;
+    for (std::int32_t i = 0; i < kHash; ++i) res_hash_key[i] = -1;
     for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
     for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0, port_used[2 * i] = port_used[2 * i + 1] = 0;
     coll_schedule(*c, *this);
@@ -540,9 +541,9 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
       coll_schedule_all(c, marks);
     }
     CollPhase ph[5];
-    std::int64_t la = 0, lb = 0;
-    const int n = coll_hier_phases(c, ph, &la, &lb);
-    sim.hier = true, sim.la = la, sim.lb = lb;
+    std::int64_t leader_pe = 0, leader_cube = 0;
+    const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
+    sim.hier = true, sim.leader_pe = leader_pe, sim.leader_cube = leader_cube;
     ps_t start = 0;
     r.status = kArOk;
     for (int k = 0; k < n && r.status == kArOk; ++k) {

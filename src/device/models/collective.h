@@ -183,10 +183,10 @@ struct CollPhase {
   bool up;                 // a reduce below the top: the next phase starts at its root
 };
 
-// The phases of a hier config whose dims are valid; returns how many (at most 5). `la` and
-// `lb` get the leader PE of a cube and the leader cube of a SIP.
-KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], std::int64_t* la = nullptr,
-                                  std::int64_t* lb = nullptr) {
+// The phases of a hier config whose dims are valid; returns how many (at most 5).
+// `leader_pe` and `leader_cube` get the leader PE of a cube and the leader cube of a SIP.
+KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], std::int64_t* leader_pe = nullptr,
+                                  std::int64_t* leader_cube = nullptr) {
   CollHier d;
   coll_hier_dims(c, &d);
   const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
@@ -209,19 +209,20 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], st
   if (has_s) add(sub(2, d.sips, user), 1, false);
   if (all && has_c && top > 1) add(sub(1, d.cubes, CollOp::bcast), d.sips, false);
   if (all && has_p && top > 0) add(sub(0, d.pes, CollOp::bcast), d.sips * d.cubes, false);
-  if (la) *la = has_p ? coll_root(sub(0, d.pes, up)) : 0;
-  if (lb) *lb = has_c ? coll_root(sub(1, d.cubes, up)) : 0;
+  if (leader_pe) *leader_pe = has_p ? coll_root(sub(0, d.pes, up)) : 0;
+  if (leader_cube) *leader_cube = has_c ? coll_root(sub(1, d.cubes, up)) : 0;
   return n;
 }
 
-// The hier rank of rank i of group g of a phase (its sub's level), leaders `la`, `lb`.
+// The hier rank of rank i of group g of a phase (its sub's level), with the leaders
+// `leader_pe` and `leader_cube`.
 KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const AllreduceConfig& sub, std::int64_t g,
-                                         std::int64_t i, std::int64_t la, std::int64_t lb) {
+                                         std::int64_t i, std::int64_t leader_pe, std::int64_t leader_cube) {
   CollHier d;
   coll_hier_dims(c, &d);
   if (sub.level == 0) return g * d.pes + i;
-  if (sub.level == 1) return (g * d.cubes + i) * d.pes + la;
-  return (i * d.cubes + lb) * d.pes + la;
+  if (sub.level == 1) return (g * d.cubes + i) * d.pes + leader_pe;
+  return (i * d.cubes + leader_cube) * d.pes + leader_pe;
 }
 
 // Inbox levels of any config (hier: every phase's, one after another).
@@ -239,15 +240,15 @@ KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
 KB_HD inline std::int64_t coll_final_root(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_root(c);
   CollPhase ph[5];
-  std::int64_t la = 0, lb = 0;
-  const int n = coll_hier_phases(c, ph, &la, &lb);
+  std::int64_t leader_pe = 0, leader_cube = 0;
+  const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
   int top = 0;
   for (int k = 0; k < n; ++k)
     if (!ph[k].up) {
       top = k;
       break;
     }
-  return coll_hier_rank(c, ph[top].sub, 0, coll_root(ph[top].sub), la, lb);
+  return coll_hier_rank(c, ph[top].sub, 0, coll_root(ph[top].sub), leader_pe, leader_cube);
 }
 
 // ---- the transfers -----------------------------------------------------------------------
@@ -500,8 +501,8 @@ KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
     return;
   }
   CollPhase ph[5];
-  std::int64_t la = 0, lb = 0;
-  const int n = coll_hier_phases(c, ph, &la, &lb);
+  std::int64_t leader_pe = 0, leader_cube = 0;
+  const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
   for (int k = 0; k < n; ++k) {
     sink.phase(ph[k].sub);
     for (std::int64_t g = 0; g < ph[k].groups; ++g) {
@@ -509,15 +510,15 @@ KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
         Sink* s;
         const AllreduceConfig* c;
         const CollPhase* ph;
-        std::int64_t g, la, lb;
+        std::int64_t g, leader_pe, leader_cube;
         KB_HD void xfer(std::int64_t ch, CollXfer x) {
-          x.src = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.src, la, lb));
-          x.dst = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.dst, la, lb));
+          x.src = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.src, leader_pe, leader_cube));
+          x.dst = static_cast<std::int32_t>(coll_hier_rank(*c, ph->sub, g, x.dst, leader_pe, leader_cube));
           x.slot = static_cast<std::int32_t>(x.slot + ph->slot_base);
           s->xfer(ch, x);
         }
         KB_HD void flush() { s->flush(); }
-      } remap{&sink, &c, &ph[k], g, la, lb};
+      } remap{&sink, &c, &ph[k], g, leader_pe, leader_cube};
       coll_schedule(ph[k].sub, remap);
     }
     sink.barrier();

@@ -131,7 +131,7 @@ struct GemmEval {
     // The PEs' ranges [lo, hi) of gemm_tiles_of, walked; and the row and column of lo and
     // of hi - 1, advanced by a range's length (q or q + 1 tiles, whose rows and columns are
     // divided out once).
-    EvenSplit ranges(ct.rows() * w, g.pes);
+    EvenParts ranges(ct.rows() * w, g.pes);
     const std::int64_t q = ranges.per;
     const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
     std::int64_t lo_row = 0, lo_col = 0;
@@ -175,7 +175,7 @@ struct GemmEval {
     std::int64_t seen_rows = -1, seen_cols = -1, sends = 0;
     BlockFigures fig;
     // The cubes' blocks of gemm_cube_tiles, walked.
-    EvenSplit blocks(grid.along(by_cols), g.cubes);
+    EvenParts blocks(grid.along(by_cols), g.cubes);
     for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
       const Span b = blocks.next();
       const CubeTiles ct = by_cols ? CubeTiles{0, tm, b.lo, b.hi} : CubeTiles{b.lo, b.hi, 0, tn};

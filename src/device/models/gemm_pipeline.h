@@ -459,7 +459,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
   auto kind = [&](std::int64_t t) -> const TileBlock& {
     return tk.at(t / blk.width == blk.last_row, t % blk.width == blk.last_col);
   };
-  EvenSplit ranges(units, g.pes);  // gemm_unit_start, walked
+  EvenParts ranges(units, g.pes);  // gemm_unit_start, walked
   for (std::int64_t pe = 0; pe < g.pes; ++pe) {
     const Span part = ranges.next();
     const std::int64_t lo = part.lo, hi = part.hi;
@@ -492,7 +492,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       const std::int64_t tile_start = r.lt * kt, tile_end = tile_start + kt;
       // visit(ready time) for each sender, in PE order.
       auto for_each_sender = [&](auto&& visit) {
-        for (EvenSplit q = ranges;;) {
+        for (EvenParts q = ranges;;) {
           const Span u = q.next();
           if (u.lo >= tile_end) return;
           if (u.hi == u.lo) continue;

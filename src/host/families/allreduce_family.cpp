@@ -34,26 +34,30 @@ Family make() {
   f.id = batched::Family::allreduce;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
-      {"bytes", "--bytes", "bytes per rank (f16 values: bytes / 2)", offsetof(C, bytes), 2, kCollMaxBytes, nullptr, "", -1,
-       {}, true},
-      {"level", "--level",
-       "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs), hier (every PE of the launch, level by level)",
-       offsetof(C, level), 0, kCollLevels - 1, nullptr, "", -1, names(kCollLevelNames), true},
-      {"algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
-       offsetof(C, algo), 0, kCollAlgos - 1, nullptr, "", -1, names(kCollAlgoNames), false},
-      {"ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks), 2,
-       kCollMaxHierRanks, nullptr, "", -1, {}, true,
-       [](const HwConfig& h, std::int64_t level) {
-         return level == static_cast<std::int64_t>(CollLevel::hier) ? imin(kCollMaxHierRanks, h.total_pes())
-                                                                      : imin(kCollMaxRanks, coll_level_size(h, level));
-       },
-       "level"},
-      {"buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer), 0, kCollBuffers - 1, nullptr, "",
-       -1, names(kCollBufferNames), false},
-      {"op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op), 0,
-       kCollOps - 1, nullptr, "allreduce", -1, names(kCollOpNames), true},
-      {"chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks), 1, kCollMaxChunks, nullptr, "1",
-       -1, {}, false},
+      axis("bytes", "--bytes", "bytes per rank (f16 values: bytes / 2)", offsetof(C, bytes))
+          .range(2, kCollMaxBytes).defines_problem(),
+      axis("level", "--level",
+           "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs), hier (every PE of the launch, level by "
+           "level)",
+           offsetof(C, level))
+          .choices(names(kCollLevelNames)).defines_problem(),
+      axis("algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
+           offsetof(C, algo))
+          .choices(names(kCollAlgoNames)),
+      axis("ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks))
+          .range(2, kCollMaxHierRanks)
+          .defines_problem()
+          .max_given("level",
+                     [](const HwConfig& h, std::int64_t level) {
+                       return level == static_cast<std::int64_t>(CollLevel::hier)
+                                  ? imin(kCollMaxHierRanks, h.total_pes())
+                                  : imin(kCollMaxRanks, coll_level_size(h, level));
+                     }),
+      axis("buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer)).choices(names(kCollBufferNames)),
+      axis("op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op))
+          .choices(names(kCollOpNames)).default_to("allreduce").defines_problem(),
+      axis("chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks))
+          .range(1, kCollMaxChunks).default_to("1"),
   };
   f.hw_axes = {
       {"sip_link_gbps", "--sip-link-gbps", "system.sip_link.bandwidth_gbps", "SIP link bandwidth per direction, GB/s"},

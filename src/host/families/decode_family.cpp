@@ -28,21 +28,26 @@ Family make() {
   f.id = batched::Family::decode;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
-      {"case", "--case",
-       "KV sharding: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, 3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",
-       offsetof(C, decode_case), 1, 4, nullptr, "", -1, {}, false},
-      {"s_kv", "--s-kv", "KV positions (context length)", offsetof(C, s_kv), 1, kDecMaxSkv, nullptr, "131072", -1, {},
-       true},
-      {"batch", "--batch", "sequences decoded together", offsetof(C, batch), 1, kDecMaxBatch, nullptr, "1", -1, {}, true},
-      {"h_q", "--h-q", "query heads", offsetof(C, h_q), 1, kDecMaxHeads, nullptr, "8", -1, {}, true},
-      {"h_kv", "--h-kv", "KV heads (h_q a multiple of it)", offsetof(C, h_kv), 1, kDecMaxHeads, nullptr, "1", -1, {},
-       true},
-      {"d_head", "--d-head", "head dimension", offsetof(C, d_head), 1, kDecMaxDHead, nullptr, "128", -1, {}, true},
-      {"kv_chunk", "--kv-chunk",
-       "KV positions per step; auto: the longest power of two from 512 down whose buffers fit the SRAM",
-       offsetof(C, chunk), 1, kDecMaxSkv, nullptr, "auto", 0, {}, false},
-      {"allreduce", "--allreduce", "case 4: every cube ends with the answer (off, on; the bare flag: on)",
-       offsetof(C, allreduce), 0, 1, nullptr, "off", -1, {"off", "on"}, false},
+      axis("case", "--case",
+           "KV sharding: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, 3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",
+           offsetof(C, decode_case))
+          .range(1, 4),
+      axis("s_kv", "--s-kv", "KV positions (context length)", offsetof(C, s_kv))
+          .range(1, kDecMaxSkv).default_to("131072").defines_problem(),
+      axis("batch", "--batch", "sequences decoded together", offsetof(C, batch))
+          .range(1, kDecMaxBatch).default_to("1").defines_problem(),
+      axis("h_q", "--h-q", "query heads", offsetof(C, h_q)).range(1, kDecMaxHeads).default_to("8").defines_problem(),
+      axis("h_kv", "--h-kv", "KV heads (h_q a multiple of it)", offsetof(C, h_kv))
+          .range(1, kDecMaxHeads).default_to("1").defines_problem(),
+      axis("d_head", "--d-head", "head dimension", offsetof(C, d_head))
+          .range(1, kDecMaxDHead).default_to("128").defines_problem(),
+      axis("kv_chunk", "--kv-chunk",
+           "KV positions per step; auto: the longest power of two from 512 down whose buffers fit the SRAM",
+           offsetof(C, chunk))
+          .range(1, kDecMaxSkv).default_to("auto").auto_means(0),
+      axis("allreduce", "--allreduce", "case 4: every cube ends with the answer (off, on; the bare flag: on)",
+           offsetof(C, allreduce))
+          .choices({"off", "on"}).default_to("off"),
   };
   f.bare = {{"allreduce", "on"}};
   f.hw_axes = {

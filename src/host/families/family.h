@@ -37,7 +37,32 @@ struct AxisDesc {
   // valid config, so a sweep refuses it (--ranks 65 with --level pe on 8-PE cubes).
   std::int64_t (*hi_given)(const HwConfig&, std::int64_t bound_by_value) = nullptr;
   const char* bound_by = nullptr;
+
+  // Setters that name what they set, for writing a descriptor:
+  //   axis("m", "--m", "rows of A and C", offsetof(C, m)).range(1, kGemmMaxDim).defines_problem()
+  AxisDesc& range(std::int64_t low, std::int64_t high) { lo = low, hi = high; return *this; }
+  AxisDesc& max_of_hw(std::int64_t (*f)(const HwConfig&)) { hi_of = f; return *this; }
+  AxisDesc& max_given(const char* axis, std::int64_t (*f)(const HwConfig&, std::int64_t)) {
+    bound_by = axis, hi_given = f;
+    return *this;
+  }
+  AxisDesc& default_to(std::string text) { fallback = std::move(text); return *this; }
+  AxisDesc& auto_means(std::int64_t v) { auto_value = v; return *this; }
+  // An enum axis: value i is names[i] (the range is 0..names.size() - 1).
+  AxisDesc& choices(std::vector<std::string> n) {
+    names = std::move(n);
+    return range(0, static_cast<std::int64_t>(names.size()) - 1);
+  }
+  AxisDesc& defines_problem() { problem = true; return *this; }
 };
+
+// An axis from its name, flag, help and the offset of its int64 in the config; required,
+// from 1 up, until the setters say otherwise.
+inline AxisDesc axis(std::string name, std::string flag, std::string help, std::size_t offset) {
+  AxisDesc a;
+  a.name = std::move(name), a.flag = std::move(flag), a.help = std::move(help), a.offset = offset;
+  return a;
+}
 
 // A hardware field with a flag and a short column name of its own (the field is still
 // reachable as --hw PATH / --set PATH).

@@ -27,27 +27,28 @@ Family make() {
   f.id = batched::Family::gemm;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
-      {"m", "--m", "rows of A and C", offsetof(C, m), 1, kGemmMaxDim, nullptr, "", -1, {}, true},
-      {"n", "--n", "columns of B and C", offsetof(C, n), 1, kGemmMaxDim, nullptr, "", -1, {}, true},
-      {"k", "--k", "columns of A, rows of B", offsetof(C, k), 1, kGemmMaxDim, nullptr, "", -1, {}, true},
-      {"tile_m", "--tile-m", "output tile rows; auto: min(128, m)", offsetof(C, tile_m), 1, kGemmMaxDim, nullptr,
-       "auto", 0, {}, false},
-      {"tile_n", "--tile-n", "output tile columns; auto: min(128, n)", offsetof(C, tile_n), 1, kGemmMaxDim, nullptr,
-       "auto", 0, {}, false},
-      {"tile_k", "--tile-k", "k-slice per step; auto: min(128, k)", offsetof(C, tile_k), 1, kGemmMaxDim, nullptr,
-       "auto", 0, {}, false},
-      {"pes", "--pes", "PEs per cube (1..the cube's PEs)", offsetof(C, pes), 1, 0,
-       [](const HwConfig& h) { return h.pes_per_cube(); }, "1", -1, {}, false},
-      {"cubes", "--cubes", "cubes (1..the SIP's cubes)", offsetof(C, cubes), 1, 0,
-       [](const HwConfig& h) { return h.cubes_per_sip(); }, "1", -1, {}, false},
-      {"buffers", "--buffers", "SRAM buffer sets (1 or 2)", offsetof(C, buffers), 1, 2, nullptr, "2", -1, {}, false},
-      {"split", "--split",
-       "output tiles to cubes in blocks of tile rows or tile columns, and inside a cube whole tiles per PE or, with "
-       "-k, an even share of k-slices (partial sums added by the tile's owner); auto: cols when there are fewer tile "
-       "rows than cubes (and more tile columns than rows), else rows; with -k when that cuts the busiest PE's "
-       "k-slices by over 10%",
-       offsetof(C, split), 0, kGemmSplitColsK, nullptr, "auto", 0,
-       std::vector<std::string>(std::begin(kGemmSplitNames), std::end(kGemmSplitNames)), false},
+      axis("m", "--m", "rows of A and C", offsetof(C, m)).range(1, kGemmMaxDim).defines_problem(),
+      axis("n", "--n", "columns of B and C", offsetof(C, n)).range(1, kGemmMaxDim).defines_problem(),
+      axis("k", "--k", "columns of A, rows of B", offsetof(C, k)).range(1, kGemmMaxDim).defines_problem(),
+      axis("tile_m", "--tile-m", "output tile rows; auto: min(128, m)", offsetof(C, tile_m))
+          .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
+      axis("tile_n", "--tile-n", "output tile columns; auto: min(128, n)", offsetof(C, tile_n))
+          .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
+      axis("tile_k", "--tile-k", "k-slice per step; auto: min(128, k)", offsetof(C, tile_k))
+          .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
+      axis("pes", "--pes", "PEs per cube (1..the cube's PEs)", offsetof(C, pes))
+          .range(1, 0).max_of_hw([](const HwConfig& h) { return h.pes_per_cube(); }).default_to("1"),
+      axis("cubes", "--cubes", "cubes (1..the SIP's cubes)", offsetof(C, cubes))
+          .range(1, 0).max_of_hw([](const HwConfig& h) { return h.cubes_per_sip(); }).default_to("1"),
+      axis("buffers", "--buffers", "SRAM buffer sets (1 or 2)", offsetof(C, buffers)).range(1, 2).default_to("2"),
+      axis("split", "--split",
+           "output tiles to cubes in blocks of tile rows or tile columns, and inside a cube whole tiles per PE or, with "
+           "-k, an even share of k-slices (partial sums added by the tile's owner); auto: cols when there are fewer tile "
+           "rows than cubes (and more tile columns than rows), else rows; with -k when that cuts the busiest PE's "
+           "k-slices by over 10%",
+           offsetof(C, split))
+          .choices(std::vector<std::string>(std::begin(kGemmSplitNames), std::end(kGemmSplitNames)))
+          .default_to("auto").auto_means(0),
   };
   f.hw_axes = {
       {"dataflow", "--dataflow", "pe.matrix.dataflow", "systolic dataflow: os, ws or is"},

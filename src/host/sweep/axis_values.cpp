@@ -15,7 +15,7 @@ constexpr std::int64_t kMaxValue = INT64_C(1) << 40;
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& s, char sep) {
+std::vector<std::string> list_items(const std::string& s, char sep) {
   std::vector<std::string> parts;
   std::size_t start = 0;
   while (true) {
@@ -95,8 +95,8 @@ std::vector<std::int64_t> parse_axis_values(const std::string& flag, const std::
     }
     merge_in(fresh);
   };
-  for (const std::string& item : split_list(text, ',')) {
-    const std::vector<std::string> f = split_list(item, ':');
+  for (const std::string& item : list_items(text, ',')) {
+    const std::vector<std::string> f = list_items(item, ':');
     if (auto_value >= 0 && item == "auto") {
       push(item, auto_value, true);
       continue;

@@ -8,8 +8,8 @@
 
 namespace kb {
 
-// "a,b,,c" split at `sep` into "a", "b", "", "c".
-std::vector<std::string> split_list(const std::string& text, char sep);
+// The items of a list: "a,b,,c" with `sep` a comma is "a", "b", "", "c".
+std::vector<std::string> list_items(const std::string& text, char sep);
 
 constexpr std::int64_t kMaxAxisValues = INT64_C(1) << 20;
 

@@ -37,7 +37,7 @@ std::string sep_of(const std::string& flag) { return !flag.empty() && flag.back(
 std::vector<std::int64_t> parse_names(const std::string& flag, const std::string& text,
                                       const std::vector<std::string>& names) {
   std::vector<std::int64_t> v;
-  for (const std::string& item : split_list(text, ',')) {
+  for (const std::string& item : list_items(text, ',')) {
     const auto it = std::find(names.begin(), names.end(), item);
     if (it == names.end()) throw InputError(flag + sep_of(flag) + text + ": item '" + item + "': expected " + one_of(names));
     const auto x = static_cast<std::int64_t>(it - names.begin());
@@ -195,7 +195,7 @@ std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& tak
     zip.text = z;
     if (eq == std::string::npos || eq == 0 || eq + 1 == z.size())
       throw InputError("--zip " + z + ": expected NAMES=TUPLES, e.g. m,n,k=32/10240/8192,2048/8192/8192");
-    for (const std::string& name : split_list(z.substr(0, eq), ',')) {
+    for (const std::string& name : list_items(z.substr(0, eq), ',')) {
       SpaceAxis m;
       if (!resolve(f, name, &m))
         throw InputError("--zip " + z + ": '" + name + "' is not an axis of " + f.name + " or a topology field");
@@ -206,7 +206,7 @@ std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& tak
       zip.c.ax.name += (zip.c.ax.name.empty() ? "" : ",") + m.name;
     }
     if (zip.c.ax.members.size() < 2) throw InputError("--zip " + z + ": a zip names two fields or more");
-    for (std::string tuple : split_list(z.substr(eq + 1), ',')) {
+    for (std::string tuple : list_items(z.substr(eq + 1), ',')) {
       const auto colon = tuple.find(':');
       const bool named = colon != std::string::npos && is_case_name(tuple.substr(0, colon));
       if (!zip.items.empty() && named != !zip.c.cases.empty())
@@ -219,7 +219,7 @@ std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& tak
         tuple = tuple.substr(colon + 1);
       }
       if (tuple.empty()) throw InputError("--zip " + z + ": an empty tuple (tuples are separated by ',')");
-      zip.items.push_back(split_list(tuple, '/'));
+      zip.items.push_back(list_items(tuple, '/'));
       if (zip.items.back().size() != zip.c.ax.members.size())
         throw InputError("--zip " + z + ": tuple '" + tuple + "' has " + std::to_string(zip.items.back().size()) +
                          " values for " + std::to_string(zip.c.ax.members.size()) + " fields (values are joined by '/')");
@@ -315,7 +315,7 @@ std::vector<std::size_t> group_axes(const Family& f, const SweepRequest& req, co
   const std::string group_text = req.group.empty() ? f.default_group : req.group;
   if (group_text != "none") {
     std::set<std::string> named;
-    for (const std::string& name : split_list(group_text, ',')) {
+    for (const std::string& name : list_items(group_text, ',')) {
       std::size_t found = cand.size();
       for (std::size_t i = 0; i < cand.size(); ++i) {
         if (name == "case" && !cand[i].cases.empty()) found = i;
