@@ -144,4 +144,26 @@ TEST(Shards, ASpaceTooLongToWaitForIsRefusedFirst) {
   expect_input_error(run(space + " --max-hours -1"), "--max-hours -1: expected a number >= 0");
 }
 
+// The estimate counts the rows the outputs will hold: a space of few configs but many groups
+// takes its time in writing them, and is refused for that past --max-hours.
+TEST(Shards, TheEstimateCountsTheRowsToWrite) {
+  const std::string d = fresh_dir("kb_estimate_rows");
+  fs::create_directories(d);
+  const std::string space = "sweep gemm --m 1:8192 --n 64 --k 64 --group m --backend omp --recheck 0 ";
+  const Result text = run(space + "--pareto none --csv '" + d + "/rows.csv'");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  estimate: about "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("writing 8192 rows (about "), std::string::npos) << text.out;
+  const Result both = run(space + "--pareto pes --json --out '" + d + "/rows.json' --csv '" + d + "/rows2.csv'");
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_NE(both.err.find("writing 32768 rows (about "), std::string::npos) << both.err;  // 2 formats x (best + front)
+  const Result refused = run(space + "--pareto none --csv '" + d + "/rows3.csv' --max-hours 0.0000001");
+  expect_input_error(refused, "and 8192 rows to write, it would take about");
+  EXPECT_FALSE(fs::exists(d + "/rows3.csv"));
+  // The terminal alone shows at most 50 groups: nothing to estimate, nothing refused.
+  const Result terminal = run(space + "--max-hours 0.0000001");
+  ASSERT_EQ(terminal.code, 0) << terminal.err;
+  EXPECT_EQ(terminal.out.find("estimate:"), std::string::npos) << terminal.out;
+}
+
 }  // namespace

@@ -183,11 +183,12 @@ std::string duration_text(double s) {
 // The time the sweep will take, from the rate on a sample of the space (16 blocks spread
 // over it); a space whose estimate passes --max-hours is refused.
 struct Estimate {
-  double rate = 0, seconds = 0;
+  double rate = 0, seconds = 0;  // seconds: the sweep's and the writing's
   std::int64_t sampled = 0;  // 0: the space is too small to sample
+  WriteCost write;           // the per-group rows the outputs will hold
 };
 Estimate estimate_time(const BuiltSpace& sp, BackendKind backend, std::int64_t chunk, std::int64_t mine_configs,
-                       double max_hours) {
+                       double max_hours, const WriteCost& write) {
   const std::int64_t total_configs = sp.space.size();
   Estimate e;
   const std::int64_t block = backend == BackendKind::cuda ? INT64_C(1) << 18 : INT64_C(1) << 14;
@@ -203,10 +204,13 @@ Estimate estimate_time(const BuiltSpace& sp, BackendKind backend, std::int64_t c
     e.rate = static_cast<double>(e.sampled) / std::max(spent, 1e-9);
     e.seconds = static_cast<double>(mine_configs) / e.rate;
   }
+  e.write = write;
+  e.seconds += write.seconds;
   if (max_hours > 0 && e.seconds > max_hours * 3600)
     throw InputError("the space has " + std::to_string(total_configs) + " configs; at " + std::to_string(static_cast<long long>(e.rate)) +
-                     " configs/s (measured on " + std::to_string(e.sampled) + " of them) it would take about " +
-                     duration_text(e.seconds) + ", past --max-hours " + [&] {
+                     " configs/s (measured on " + std::to_string(e.sampled) + " of them)" +
+                     (write.rows > 0 ? ", and " + std::to_string(write.rows) + " rows to write," : "") +
+                     " it would take about " + duration_text(e.seconds) + ", past --max-hours " + [&] {
                        char b[32];
                        std::snprintf(b, sizeof b, "%g", max_hours);
                        return std::string(b);
@@ -332,7 +336,10 @@ void cmd_sweep(const SweepArgs& args) {
 
   const std::int64_t total_configs = sp.space.size();
   const std::int64_t mine_configs = shard_n > 0 ? shard_configs(total_configs, shard_i, shard_n) : total_configs;
-  const Estimate estimate = estimate_time(sp, backend, chunk, mine_configs, max_hours);
+  // A shard (--shard) writes its summary, not the rows; rank 0 of an MPI job writes them once.
+  const bool writes_rows = a.shard.empty() && !quiet;
+  const WriteCost write = writes_rows ? write_cost(f, sp, red.pareto != 0, a.json || !a.out.empty(), !a.csv.empty(), a.json && !a.out.empty()) : WriteCost{};
+  const Estimate estimate = estimate_time(sp, backend, chunk, mine_configs, max_hours, write);
   std::string topo_text = topo.name;
   for (const auto& set : topo.overrides) topo_text += " --set " + set;
   const std::string group_text = a.group.empty() ? f.default_group : a.group;
@@ -348,11 +355,21 @@ void cmd_sweep(const SweepArgs& args) {
                   (long long)shard_configs(sp.space.size(), shard_i, shard_n), (long long)shard_block(sp.space.size(), shard_n));
     std::fflush(stdout);
   }
-  if (estimate.sampled > 0 && !quiet) {
-    char line[160];
-    std::snprintf(line, sizeof line, "  estimate: about %s at %.3g configs/s (measured on %lld configs)\n",
-                  duration_text(estimate.seconds).c_str(), estimate.rate, (long long)estimate.sampled);
-    std::fputs(line, a.json ? stderr : stdout);  // the JSON alone on stdout
+  if ((estimate.sampled > 0 || estimate.write.rows > 0) && !quiet) {
+    std::string line = "  estimate: about " + duration_text(estimate.seconds);
+    char part[200];
+    if (estimate.sampled > 0) {
+      std::snprintf(part, sizeof part, " at %.3g configs/s (measured on %lld configs)", estimate.rate,
+                    (long long)estimate.sampled);
+      line += part;
+    }
+    if (estimate.write.rows > 0) {
+      std::snprintf(part, sizeof part, "%s writing %lld rows (about %.3g GB) included", estimate.sampled > 0 ? "," : "",
+                    (long long)estimate.write.rows, static_cast<double>(estimate.write.bytes) / 1e9);
+      line += part;
+    }
+    line += "\n";
+    std::fputs(line.c_str(), a.json ? stderr : stdout);  // the JSON alone on stdout
   }
 
   double seconds = 0;

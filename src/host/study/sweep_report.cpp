@@ -3,10 +3,12 @@
 #include "sweep_report.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "document.h"
 #include "host/common/error.h"
@@ -77,8 +79,8 @@ nlohmann::json recheck(const SweepOutcome& o, const batched::SpaceDecoder& decod
 // a valid config has none. Evaluates the batched model for each row it is asked for.
 class SweepRows {
  public:
-  explicit SweepRows(const SweepOutcome& o)
-      : f_(*o.f), sp_(o.sp), decode_(o.sp.space), cfg_(f_.config_size()), res_(f_.result_size()) {
+  SweepRows(const Family& f, const BuiltSpace& sp)
+      : f_(f), sp_(sp), decode_(sp.space), cfg_(f_.config_size()), res_(f_.result_size()) {
     group_stride_ = sp_.space.size() / sp_.space.groups();
     has_case_ = !sp_.cases.empty();
     cols_ = {{"index", "", ColType::integer}};
@@ -418,7 +420,7 @@ int parse_pareto(const Family& f, const std::string& s) {
 }
 
 void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out) {
-  SweepRows rows(o);
+  SweepRows rows(*o.f, o.sp);
   Reported rep;
   rep.top.assign(o.sum.top.begin(),
                  o.sum.top.begin() + std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(o.sum.top.size()), o.top));
@@ -429,6 +431,48 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
   print_terminal(o, rows, rep);
   if (!out.empty()) std::printf("\nwrote %s\n", out.c_str());
   if (!csv_out.empty()) std::printf("wrote %s\n", csv_out.c_str());
+}
+
+WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool json, bool csv, bool json_copied) {
+  WriteCost w;
+  const std::int64_t groups = sp.space.groups();
+  if ((!json && !csv) || groups < 1024) return w;  // the rows of a few groups take no time worth telling
+  SweepRows rows(f, sp);
+  const std::int64_t samples = 64, stride = sp.space.size() / groups;
+  auto group_of = [&](std::int64_t k) { return k * (groups / samples); };
+  // Per group its best, and with --pareto its front: one point at least (its best is on it).
+  const std::int64_t per_group = pareto ? 2 : 1;
+  double row_seconds = 0, disk_bytes = 0;
+  if (json) {
+    // Sample groups' rows, made and written as the JSON writer makes and writes them (nested
+    // in the document, streamed), into memory.
+    nlohmann::json doc = {{"best_per_group", nullptr}};
+    LazyArrays lazy;
+    lazy["/best_per_group"] = {samples, [&](std::int64_t k) {
+                                 return nlohmann::json{{"group", rows.group_key(group_of(k))},
+                                                       {"best", rows.row_json(group_of(k) * stride)}};
+                               }};
+    std::ostringstream text;
+    const auto t0 = std::chrono::steady_clock::now();
+    write_json(text, doc, lazy);
+    row_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / samples;
+    const double bytes = static_cast<double>(text.str().size()) / samples * groups * per_group;
+    w.bytes += static_cast<std::int64_t>(bytes);
+    disk_bytes += bytes * (json_copied ? 2 : 1);  // --json with --out copies the file to standard output
+  }
+  if (csv) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Table t(rows.columns());
+    for (std::int64_t k = 0; k < samples; ++k) t.add(rows.row(group_of(k) * stride));
+    const double bytes = static_cast<double>(t.csv().size()) / samples * groups * per_group;
+    row_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / samples;
+    w.bytes += static_cast<std::int64_t>(bytes);
+    disk_bytes += bytes;
+  }
+  w.rows = groups * per_group * ((json ? 1 : 0) + (csv ? 1 : 0));
+  // Each row is made and printed once per format, and the bytes go to the disk at about 1 GB/s.
+  w.seconds = row_seconds * static_cast<double>(groups * per_group) + disk_bytes / 1e9;
+  return w;
 }
 
 }  // namespace kb

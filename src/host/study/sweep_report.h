@@ -32,6 +32,17 @@ struct SweepOutcome {
 
 // Prints the tables (or the JSON) of a sweep's outcome and writes --out and --csv.
 void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out);
+// What writing a sweep's per-group rows costs: the rows (per group its best, and with
+// `pareto` its front, counted as one point; per format: the JSON of --json or --out, the
+// CSV of --csv), their bytes, and about how long making and
+// writing them takes, from a sample of them made and serialised now (`json_copied`: the
+// JSON file is also copied to standard output). Zero for fewer than 1024 groups.
+struct WriteCost {
+  std::int64_t rows = 0, bytes = 0;
+  double seconds = 0;
+};
+WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool json, bool csv, bool json_copied);
+
 // The cost kind named by --pareto (0: none); InputError for an unknown name.
 int parse_pareto(const Family& f, const std::string& s);
 
