@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <fstream>
 #include <set>
 #include <string>
@@ -185,6 +187,63 @@ TEST(Topology, RecordHoldsEveryFieldsValue) {
     ASSERT_TRUE(f.parse(r["fields"][f.path].is_string() ? r["fields"][f.path].get<std::string>() : r["fields"][f.path].dump(), &v, &why)) << why;
     EXPECT_EQ(v, f.get(t)) << f.path;
   }
+}
+
+}  // namespace
+}  // namespace kb
+
+#include <cstring>
+
+#include "benches/milestone_gqa_decode.h"
+#include "device/models/families.h"
+
+namespace kb {
+namespace {
+
+// One list of hardware ranges (kHwRanges) serves the loader, hw_fits and every model's
+// check: a field just outside its range is refused by all of them, at its ends by none.
+TEST(Topology, OneRangeTableServesTheLoaderAndEveryCheck) {
+  const TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  ASSERT_EQ(hw_fields().size(), std::size(kHwRanges));
+  for (const HwField& f : hw_fields()) {
+    const auto* r = std::find_if(std::begin(kHwRanges), std::end(kHwRanges), [&](const HwRange& x) { return x.offset == f.offset; });
+    ASSERT_NE(r, std::end(kHwRanges)) << f.path;
+    EXPECT_EQ(f.lo, r->lo) << f.path;
+    EXPECT_EQ(f.hi, r->hi) << f.path;
+  }
+  GemmConfig g{};
+  g.m = g.n = g.k = 64, g.tile_m = g.tile_n = g.tile_k = 64, g.pes = 1, g.cubes = 1, g.buffers = 2;
+  AllreduceConfig a{};
+  a.bytes = 4096, a.ranks = 2, a.chunks = 1, a.op = static_cast<std::int64_t>(CollOp::allreduce);
+  for (const HwRange& r : kHwRanges) {
+    for (const std::int64_t v : {r.lo - 1, r.hi + 1, r.lo, r.hi}) {
+      const bool inside = v >= r.lo && v <= r.hi;
+      HwConfig h = topo.hw();
+      std::memcpy(reinterpret_cast<char*>(&h) + r.offset, &v, sizeof v);
+      SCOPED_TRACE("field at offset " + std::to_string(r.offset) + " = " + std::to_string(v));
+      EXPECT_EQ(hw_in_range(h), inside);
+      if (inside) continue;
+      EXPECT_FALSE(hw_fits(h));
+      std::string why;
+      std::int64_t parsed = 0;
+      const HwField* field = nullptr;
+      for (const HwField& f : hw_fields())
+        if (f.offset == r.offset) field = &f;
+      ASSERT_NE(field, nullptr);
+      if (!field->is_enum()) {
+        EXPECT_FALSE(field->parse(std::to_string(v), &parsed, &why));  // the loader refuses it
+      }
+      g.hw = h, a.hw = h;
+      DecodeConfig d = decode_headline(topo, 1);
+      d.hw = h;
+      EXPECT_EQ(gemm_check(g), kGemmBadHardware);
+      EXPECT_EQ(allreduce_check(a), kArBadHardware);
+      EXPECT_EQ(decode_check(d), kDecBadHardware);
+    }
+  }
+  g.hw = topo.hw(), a.hw = topo.hw();
+  EXPECT_EQ(gemm_check(g), kGemmOk);
+  EXPECT_EQ(allreduce_check(a), kArOk);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // int64 at an offset of the config). Enums are stored as int64 so that holds for them too.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kb_hd.h"
@@ -49,8 +50,8 @@ struct HwConfig {
   KB_HD constexpr std::int64_t dma_gbps() const { return dma_engines * dma_bandwidth_gbps; }
 };
 
-// The ranges a topology file allows, one per kind of field (the field table,
-// src/host/topology/fields.cpp, is made of them; a model checks the fields it reads).
+// The ranges a topology file allows, one per kind of field (KB_HW_RANGES below gives each
+// field its own).
 constexpr std::int64_t kMaxSips = 4096;
 constexpr std::int64_t kMaxGrid = 1024;                  // rows or columns of cubes or of PEs
 constexpr std::int64_t kMaxBandwidthGbps = 1000000;      // 1 PB/s: beyond any real link
@@ -61,12 +62,60 @@ constexpr std::int64_t kMaxArray = 4096;  // systolic array rows or columns
 constexpr std::int64_t kMaxLanes = 65536;
 constexpr std::int64_t kMaxDmaEngines = 64;
 
+// Every field's range, once: X(member, lo, hi). The topology loader and --set/--hw
+// (src/host/topology/fields.cpp), hw_fits and with it every model's check read this list.
+#define KB_HW_RANGES(X)                              \
+  X(sips, 1, kMaxSips)                               \
+  X(sip_topology, 0, 2)                              \
+  X(sip_link.bandwidth_gbps, 1, kMaxBandwidthGbps)   \
+  X(sip_link.latency_ns, 0, kMaxLatencyNs)           \
+  X(cube_rows, 1, kMaxGrid)                          \
+  X(cube_cols, 1, kMaxGrid)                          \
+  X(cube_link.bandwidth_gbps, 1, kMaxBandwidthGbps)  \
+  X(cube_link.latency_ns, 0, kMaxLatencyNs)          \
+  X(pe_rows, 1, kMaxGrid)                            \
+  X(pe_cols, 1, kMaxGrid)                            \
+  X(hbm_bandwidth_gbps, 1, kMaxBandwidthGbps)        \
+  X(hbm_latency_ns, 0, kMaxLatencyNs)                \
+  X(hbm_capacity_mib, 1, kMaxCapacity)               \
+  X(ipcq.bandwidth_gbps, 1, kMaxBandwidthGbps)       \
+  X(ipcq.latency_ns, 0, kMaxLatencyNs)               \
+  X(clock_mhz, 1, kMaxClockMhz)                      \
+  X(matrix_rows, 1, kMaxArray)                       \
+  X(matrix_cols, 1, kMaxArray)                       \
+  X(dataflow, 0, 2)                                  \
+  X(vector_lanes, 1, kMaxLanes)                      \
+  X(sram_kib, 1, kMaxCapacity)                       \
+  X(dma_engines, 1, kMaxDmaEngines)                  \
+  X(dma_bandwidth_gbps, 1, kMaxBandwidthGbps)
+
+// A field's range by its offset in HwConfig (the host's field table reads them so).
+struct HwRange {
+  std::size_t offset;
+  std::int64_t lo, hi;
+};
+#define KB_HW_RANGE_ROW(member, lo, hi) HwRange{offsetof(HwConfig, member), lo, hi},
+constexpr HwRange kHwRanges[] = {KB_HW_RANGES(KB_HW_RANGE_ROW)};
+#undef KB_HW_RANGE_ROW
+
+KB_HD constexpr std::int64_t hw_int(std::int64_t v) { return v; }
+KB_HD constexpr std::int64_t hw_int(Dataflow v) { return static_cast<std::int64_t>(v); }
+KB_HD constexpr std::int64_t hw_int(SipTopology v) { return static_cast<std::int64_t>(v); }
+
+// Every field in its range.
+KB_HD constexpr bool hw_in_range(const HwConfig& h) {
+#define KB_HW_IN_RANGE(member, lo, hi) &&hw_int(h.member) >= (lo) && hw_int(h.member) <= (hi)
+  return true KB_HW_RANGES(KB_HW_IN_RANGE);
+#undef KB_HW_IN_RANGE
+}
+
 // The whole machine has at most this many PEs; with every field in its range, products of
 // counts and rates then stay far from int64 overflow.
 constexpr std::int64_t kMaxMachinePes = INT64_C(1) << 24;
 
-// The checks that span fields (each field's own range is the topology table's): a hardware
-// config a topology file could hold. Computed without overflow for fields in range.
-KB_HD constexpr bool hw_fits(const HwConfig& h) { return h.total_pes() <= kMaxMachinePes; }
+// A hardware config a topology file could hold: every field in its range (kHwRanges), and
+// the checks that span fields. Every model's check starts with it. Computed without
+// overflow for any field values.
+KB_HD constexpr bool hw_fits(const HwConfig& h) { return hw_in_range(h) && h.total_pes() <= kMaxMachinePes; }
 
 }  // namespace kb

@@ -527,23 +527,6 @@ KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
 
 // ---- validity ----------------------------------------------------------------------------
 
-KB_HD inline bool coll_hw_ok(const HwConfig& h) {
-  return h.clock_mhz >= 1 && h.clock_mhz <= kMaxClockMhz && h.vector_lanes >= 1 && h.vector_lanes <= kMaxLanes &&
-         h.dma_engines >= 1 && h.dma_engines <= kMaxDmaEngines && h.dma_bandwidth_gbps >= 1 &&
-         h.dma_bandwidth_gbps <= kMaxBandwidthGbps && h.hbm_bandwidth_gbps >= 1 &&
-         h.hbm_bandwidth_gbps <= kMaxBandwidthGbps && h.hbm_latency_ns >= 0 && h.hbm_latency_ns <= kMaxLatencyNs &&
-         h.pe_rows >= 1 && h.pe_rows <= kMaxGrid && h.pe_cols >= 1 && h.pe_cols <= kMaxGrid && h.cube_rows >= 1 &&
-         h.cube_rows <= kMaxGrid && h.cube_cols >= 1 && h.cube_cols <= kMaxGrid && h.sram_kib >= 1 &&
-         h.sram_kib <= kMaxCapacity && h.hbm_capacity_mib >= 1 && h.hbm_capacity_mib <= kMaxCapacity && h.sips >= 1 &&
-         h.sips <= kMaxSips && static_cast<std::int64_t>(h.sip_topology) >= 0 &&
-         static_cast<std::int64_t>(h.sip_topology) <= 2 && h.sip_link.bandwidth_gbps >= 1 &&
-         h.sip_link.bandwidth_gbps <= kMaxBandwidthGbps && h.sip_link.latency_ns >= 0 &&
-         h.sip_link.latency_ns <= kMaxLatencyNs && h.cube_link.bandwidth_gbps >= 1 &&
-         h.cube_link.bandwidth_gbps <= kMaxBandwidthGbps && h.cube_link.latency_ns >= 0 &&
-         h.cube_link.latency_ns <= kMaxLatencyNs && h.ipcq.bandwidth_gbps >= 1 &&
-         h.ipcq.bandwidth_gbps <= kMaxBandwidthGbps && h.ipcq.latency_ns >= 0 && h.ipcq.latency_ns <= kMaxLatencyNs &&
-         hw_fits(h);
-}
 
 // SRAM one rank's PE needs (SRAM buffers: the buffer and its inboxes; HBM buffers: none, the
 // reductions stream through the PE), and HBM one rank needs (HBM buffers: the same copies).
@@ -565,7 +548,7 @@ KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
 
 // The config's fields and memory (allreduce_check adds the model's capacity).
 KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
-  if (!coll_hw_ok(c.hw)) return kArBadHardware;
+  if (!hw_fits(c.hw)) return kArBadHardware;
   if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
       c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
     return kArBadField;

@@ -480,9 +480,7 @@ struct PeState {
 KB_HD inline void decode_complete(DecodeConfig& c) {
   if (c.chunk != 0) return;
   if (c.s_kv < 1 || c.h_kv < 1 || c.h_q < 1 || c.batch < 1 || c.d_head < 1 || c.decode_case < 1 || c.decode_case > 4 ||
-      c.hw.pe_rows < 1 || c.hw.pe_cols < 1 || c.hw.cube_rows < 1 || c.hw.cube_cols < 1 || c.s_kv > kDecMaxSkv ||
-      c.batch > kDecMaxBatch || c.h_q > kDecMaxHeads || c.d_head > kDecMaxDHead || c.hw.pe_rows > kMaxGrid ||
-      c.hw.pe_cols > kMaxGrid || c.hw.cube_rows > kMaxGrid || c.hw.cube_cols > kMaxGrid) {
+      c.s_kv > kDecMaxSkv || c.batch > kDecMaxBatch || c.h_q > kDecMaxHeads || c.d_head > kDecMaxDHead || !hw_fits(c.hw)) {
     c.chunk = kDecAutoChunk;  // the check reports the real problem
     return;
   }
@@ -495,9 +493,7 @@ KB_HD inline void decode_complete(DecodeConfig& c) {
 
 KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   const HwConfig& h = c.hw;
-  if (!coll_hw_ok(h) || h.matrix_rows < 1 || h.matrix_rows > kMaxArray || h.matrix_cols < 1 ||
-      h.matrix_cols > kMaxArray || static_cast<std::int64_t>(h.dataflow) < 0 || static_cast<std::int64_t>(h.dataflow) > 2)
-    return kDecBadHardware;
+  if (!hw_fits(h)) return kDecBadHardware;
   if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
   if (c.s_kv < 1 || c.s_kv > kDecMaxSkv || c.batch < 1 || c.batch > kDecMaxBatch || c.h_q < 1 ||
       c.h_q > kDecMaxHeads || c.h_kv < 1 || c.h_kv > c.h_q || c.h_q % c.h_kv != 0 || c.d_head < 1 ||

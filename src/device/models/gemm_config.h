@@ -215,18 +215,7 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
     return kGemmBadShape;
   if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
     return kGemmBadTile;
-  // The ranges topology files allow, for the fields the model reads.
-  if (h.matrix_rows < 1 || h.matrix_rows > kMaxArray || h.matrix_cols < 1 || h.matrix_cols > kMaxArray ||
-      static_cast<std::int64_t>(h.dataflow) < 0 || static_cast<std::int64_t>(h.dataflow) > 2 || h.clock_mhz < 1 ||
-      h.clock_mhz > kMaxClockMhz || h.dma_engines < 1 || h.dma_engines > kMaxDmaEngines || h.dma_bandwidth_gbps < 1 ||
-      h.dma_bandwidth_gbps > kMaxBandwidthGbps || h.hbm_bandwidth_gbps < 1 || h.hbm_bandwidth_gbps > kMaxBandwidthGbps ||
-      h.hbm_latency_ns < 0 || h.hbm_latency_ns > kMaxLatencyNs || h.pe_rows < 1 || h.pe_rows > kMaxGrid ||
-      h.pe_cols < 1 || h.pe_cols > kMaxGrid || h.cube_rows < 1 || h.cube_rows > kMaxGrid || h.cube_cols < 1 ||
-      h.cube_cols > kMaxGrid || h.sram_kib < 1 || h.sram_kib > kMaxCapacity || h.hbm_capacity_mib < 1 ||
-      h.hbm_capacity_mib > kMaxCapacity || h.sips < 1 || h.sips > kMaxSips || h.vector_lanes < 1 ||
-      h.vector_lanes > kMaxLanes || h.ipcq.bandwidth_gbps < 1 || h.ipcq.bandwidth_gbps > kMaxBandwidthGbps ||
-      h.ipcq.latency_ns < 0 || h.ipcq.latency_ns > kMaxLatencyNs || !hw_fits(h))
-    return kGemmBadHardware;
+  if (!hw_fits(h)) return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;

@@ -1,8 +1,12 @@
 #include "fields.h"
 
+#include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "../common/error.h"
 
 namespace kb {
 namespace {
@@ -12,45 +16,65 @@ namespace {
 
 }  // namespace
 
-const std::vector<HwField>& hw_fields() {
-  static const std::vector<HwField> f = {
-      {"system.sips", KB_HW(sips), 1, kMaxSips, true, 0, {}, "count",
+namespace {
+// The table without ranges: each field's range is kHwRanges's (src/device/common/hw.h), the
+// one list the device's checks read too.
+std::vector<HwField> fields_without_ranges() {
+  return {
+      {"system.sips", KB_HW(sips), true, 0, {}, "count",
        "number of packages (SIPs); a collective rank is one SIP"},
-      {"system.sip_link.topology", KB_HW(sip_topology), 0, 2, true, 0, {"ring", "fully_connected", "switch"}, "",
+      {"system.sip_link.topology", KB_HW(sip_topology), true, 0, {"ring", "fully_connected", "switch"}, "",
        "how SIPs are joined"},
-      {"system.sip_link.bandwidth_gbps", KB_LINK(sip_link, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+      {"system.sip_link.bandwidth_gbps", KB_LINK(sip_link, bandwidth_gbps), true, 0, {}, "GB/s",
        "SIP-to-SIP link bandwidth per direction, GB/s (10^9 bytes/s)"},
-      {"system.sip_link.latency_ns", KB_LINK(sip_link, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+      {"system.sip_link.latency_ns", KB_LINK(sip_link, latency_ns), true, 0, {}, "ns",
        "SIP-to-SIP link latency, ns"},
-      {"sip.cube_rows", KB_HW(cube_rows), 1, kMaxGrid, true, 0, {}, "count", "rows of the cube grid in one SIP"},
-      {"sip.cube_cols", KB_HW(cube_cols), 1, kMaxGrid, true, 0, {}, "count", "columns of the cube grid in one SIP"},
-      {"sip.cube_link.bandwidth_gbps", KB_LINK(cube_link, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+      {"sip.cube_rows", KB_HW(cube_rows), true, 0, {}, "count", "rows of the cube grid in one SIP"},
+      {"sip.cube_cols", KB_HW(cube_cols), true, 0, {}, "count", "columns of the cube grid in one SIP"},
+      {"sip.cube_link.bandwidth_gbps", KB_LINK(cube_link, bandwidth_gbps), true, 0, {}, "GB/s",
        "cube-to-cube mesh link bandwidth per direction, GB/s"},
-      {"sip.cube_link.latency_ns", KB_LINK(cube_link, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+      {"sip.cube_link.latency_ns", KB_LINK(cube_link, latency_ns), true, 0, {}, "ns",
        "cube-to-cube mesh link latency per hop, ns"},
-      {"cube.pe_rows", KB_HW(pe_rows), 1, kMaxGrid, true, 0, {}, "count", "rows of the PE grid in one cube"},
-      {"cube.pe_cols", KB_HW(pe_cols), 1, kMaxGrid, true, 0, {}, "count", "columns of the PE grid in one cube"},
-      {"cube.hbm.bandwidth_gbps", KB_HW(hbm_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+      {"cube.pe_rows", KB_HW(pe_rows), true, 0, {}, "count", "rows of the PE grid in one cube"},
+      {"cube.pe_cols", KB_HW(pe_cols), true, 0, {}, "count", "columns of the PE grid in one cube"},
+      {"cube.hbm.bandwidth_gbps", KB_HW(hbm_bandwidth_gbps), true, 0, {}, "GB/s",
        "HBM stack bandwidth, split evenly over the PEs a launch uses in the cube, GB/s"},
-      {"cube.hbm.latency_ns", KB_HW(hbm_latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns", "HBM access latency, ns"},
-      {"cube.hbm.capacity_mib", KB_HW(hbm_capacity_mib), 1, kMaxCapacity, true, 0, {}, "MiB",
+      {"cube.hbm.latency_ns", KB_HW(hbm_latency_ns), true, 0, {}, "ns", "HBM access latency, ns"},
+      {"cube.hbm.capacity_mib", KB_HW(hbm_capacity_mib), true, 0, {}, "MiB",
        "HBM stack capacity, MiB"},
-      {"cube.ipcq.bandwidth_gbps", KB_LINK(ipcq, bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+      {"cube.ipcq.bandwidth_gbps", KB_LINK(ipcq, bandwidth_gbps), true, 0, {}, "GB/s",
        "PE-to-PE copy queue bandwidth per direction, GB/s"},
-      {"cube.ipcq.latency_ns", KB_LINK(ipcq, latency_ns), 0, kMaxLatencyNs, true, 0, {}, "ns",
+      {"cube.ipcq.latency_ns", KB_LINK(ipcq, latency_ns), true, 0, {}, "ns",
        "PE-to-PE copy latency, ns"},
-      {"pe.clock_mhz", KB_HW(clock_mhz), 1, kMaxClockMhz, true, 0, {}, "MHz", "PE clock, MHz"},
-      {"pe.matrix.rows", KB_HW(matrix_rows), 1, kMaxArray, true, 0, {}, "MACs", "systolic array rows (fp16 MACs)"},
-      {"pe.matrix.cols", KB_HW(matrix_cols), 1, kMaxArray, true, 0, {}, "MACs", "systolic array columns (fp16 MACs)"},
-      {"pe.matrix.dataflow", KB_HW(dataflow), 0, 2, false, 0, {"os", "ws", "is"}, "",
+      {"pe.clock_mhz", KB_HW(clock_mhz), true, 0, {}, "MHz", "PE clock, MHz"},
+      {"pe.matrix.rows", KB_HW(matrix_rows), true, 0, {}, "MACs", "systolic array rows (fp16 MACs)"},
+      {"pe.matrix.cols", KB_HW(matrix_cols), true, 0, {}, "MACs", "systolic array columns (fp16 MACs)"},
+      {"pe.matrix.dataflow", KB_HW(dataflow), false, 0, {"os", "ws", "is"}, "",
        "systolic dataflow: output, weight or input stationary"},
-      {"pe.vector.lanes", KB_HW(vector_lanes), 1, kMaxLanes, true, 0, {}, "elements/cycle",
+      {"pe.vector.lanes", KB_HW(vector_lanes), true, 0, {}, "elements/cycle",
        "vector engine lanes (elements per cycle)"},
-      {"pe.sram_kib", KB_HW(sram_kib), 1, kMaxCapacity, true, 0, {}, "KiB", "local SRAM per PE, KiB"},
-      {"pe.dma.engines", KB_HW(dma_engines), 1, kMaxDmaEngines, false, 1, {}, "count", "DMA engines per PE; their rates add up"},
-      {"pe.dma.bandwidth_gbps", KB_HW(dma_bandwidth_gbps), 1, kMaxBandwidthGbps, true, 0, {}, "GB/s",
+      {"pe.sram_kib", KB_HW(sram_kib), true, 0, {}, "KiB", "local SRAM per PE, KiB"},
+      {"pe.dma.engines", KB_HW(dma_engines), false, 1, {}, "count", "DMA engines per PE; their rates add up"},
+      {"pe.dma.bandwidth_gbps", KB_HW(dma_bandwidth_gbps), true, 0, {}, "GB/s",
        "bandwidth of one DMA engine, GB/s"},
   };
+}
+
+std::vector<HwField> with_ranges(std::vector<HwField> fields) {
+  KB_INTERNAL_CHECK(fields.size() == std::size(kHwRanges), "the topology fields and kHwRanges differ in number");
+  for (HwField& f : fields) {
+    const HwRange* r = std::find_if(std::begin(kHwRanges), std::end(kHwRanges), [&](const HwRange& x) { return x.offset == f.offset; });
+    KB_INTERNAL_CHECK(r != std::end(kHwRanges), std::string("topology field ") + f.path + " has no range in kHwRanges");
+    f.lo = r->lo, f.hi = r->hi;
+    KB_INTERNAL_CHECK(!f.is_enum() || (f.lo == 0 && f.hi == static_cast<std::int64_t>(f.names.size()) - 1),
+                      std::string("topology field ") + f.path + ": its names and its range differ");
+  }
+  return fields;
+}
+}  // namespace
+
+const std::vector<HwField>& hw_fields() {
+  static const std::vector<HwField> f = with_ranges(fields_without_ranges());
   return f;
 }
 

@@ -17,12 +17,12 @@ namespace kb {
 struct HwField {
   const char* path;     // e.g. "cube.hbm.bandwidth_gbps"
   std::size_t offset;   // of its int64 in HwConfig
-  std::int64_t lo, hi;  // inclusive range (for enums: 0..names-1)
   bool required;
   std::int64_t fallback;  // when not required and absent
   std::vector<std::string> names;  // enum fields: the name of each value; empty for integers
   const char* unit;
   const char* meaning;
+  std::int64_t lo = 0, hi = 0;  // inclusive range (for enums: 0..names-1), from kHwRanges (hw.h)
 
   bool is_enum() const { return !names.empty(); }
   std::int64_t get(const HwConfig& h) const;
