@@ -155,6 +155,10 @@ TEST(ExtensionFamily, EvalRunsBothEnginesAndComparesThem) {
   EXPECT_EQ(j["link_bytes"], 3 * 4096);
   // A config the family's check refuses is its status message, exit 2.
   expect_input_error(cli("eval chain --bytes 4096 --hops 65 --backend omp"), "--hops");
+  // The default backend ("auto") is the OpenMP system for it, with or without a device.
+  const Result deflt = cli("eval chain --bytes 4096 --hops 3 --engine batched --json");
+  ASSERT_EQ(deflt.code, 0) << deflt.err;
+  EXPECT_EQ(nlohmann::json::parse(deflt.out)["backend"], "omp");
   // The CUDA backend compiles the listed families only: asked for this one, it says so.
   const Result cuda = cli("eval chain --bytes 4096 --engine batched --backend cuda");
   EXPECT_NE(cuda.code, 0);

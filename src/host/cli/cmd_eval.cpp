@@ -94,7 +94,7 @@ void cmd_eval(EvalArgs a) {
   if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
   const std::int64_t max_ops = a.max_ops.value();
   if (want_ref) check_reference_size(f, cfg.data(), max_ops);
-  Study study(f, want_batched ? resolve_backend(a.backend) : BackendKind::omp, {want_batched, want_ref});
+  Study study(f, want_batched ? resolve_backend(a.backend, f.id) : BackendKind::omp, {want_batched, want_ref});
   study.add(cfg.data());
   study.run(Rejected::input_error, a.trace.empty() ? nullptr : &a.trace);
   const BackendKind backend = study.backend();

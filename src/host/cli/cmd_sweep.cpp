@@ -318,7 +318,7 @@ void cmd_sweep(const SweepArgs& args) {
   const std::string pareto_name = a.pareto.empty() ? f.default_cost : a.pareto;
   red.pareto = parse_pareto(f, pareto_name);
   red.histogram = !a.no_histogram;
-  const BackendKind backend = resolve_backend(a.backend);
+  const BackendKind backend = resolve_backend(a.backend, f.id);
   const std::int64_t chunk = chunk_given > 0 ? chunk_given : backend == BackendKind::cuda ? INT64_C(1) << 22 : INT64_C(1) << 20;
   std::int64_t shard_i = -1, shard_n = 0;
   if (!a.shard.empty()) {
@@ -336,8 +336,9 @@ void cmd_sweep(const SweepArgs& args) {
 
   const std::int64_t total_configs = sp.space.size();
   const std::int64_t mine_configs = shard_n > 0 ? shard_configs(total_configs, shard_i, shard_n) : total_configs;
-  // A shard (--shard) writes its summary, not the rows; rank 0 of an MPI job writes them once.
-  const bool writes_rows = a.shard.empty() && !quiet;
+  // A shard (--shard) writes its summary, not the rows; rank 0 of an MPI job writes them
+  // once, and every rank counts them, so that all take the same --max-hours decision.
+  const bool writes_rows = a.shard.empty();
   const WriteCost write = writes_rows ? write_cost(f, sp, red.pareto != 0, a.json || !a.out.empty(), !a.csv.empty(), a.json && !a.out.empty()) : WriteCost{};
   const Estimate estimate = estimate_time(sp, backend, chunk, mine_configs, max_hours, write);
   std::string topo_text = topo.name;

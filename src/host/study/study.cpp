@@ -19,6 +19,7 @@ Study::Study(const Family& f, BackendKind backend, Engines engines) : fam_(f), b
 }
 
 std::size_t Study::add(const void* config, std::vector<nlohmann::json> labels) {
+  KB_INTERNAL_CHECK(status_.empty(), "study: a point added after it ran");
   const auto* p = static_cast<const unsigned char*>(config);
   configs_.insert(configs_.end(), p, p + fam_.config_size());
   labels_.push_back(std::move(labels));
@@ -100,6 +101,7 @@ Table Study::table(const std::vector<Column>& label_columns, bool reference_late
   cols.push_back({"parity", "", ColType::boolean});
   Table t(cols);
   const ColumnDesc* latency = fam_.column("latency_ps");
+  KB_INTERNAL_CHECK(latency || !reference_latency, "study: family " + fam_.name + " has no latency_ps column");
   for (std::size_t i = 0; i < size(); ++i) {
     if (!valid(i)) continue;
     KB_INTERNAL_CHECK(labels_[i].size() == label_columns.size(), "study: a point's labels and the label columns differ");

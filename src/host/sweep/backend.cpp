@@ -19,6 +19,11 @@ BackendKind resolve_backend(const std::string& requested) {
   throw InputError("--backend " + requested + ": expected auto, cuda or omp");
 }
 
+BackendKind resolve_backend(const std::string& requested, batched::Family f) {
+  if (requested == "auto" && batched::is_extension(f)) return BackendKind::omp;
+  return resolve_backend(requested);
+}
+
 void eval_batch(BackendKind b, batched::Family f, const void* configs, std::size_t n, void* results, int threads) {
   if (n == 0) return;
   try {

@@ -15,6 +15,9 @@ const char* to_string(BackendKind b);
 // "auto" picks cuda when the build has it and a device is present, else omp. Asking for
 // cuda where it cannot run is an InputError that says why.
 BackendKind resolve_backend(const std::string& requested);
+// The same for running family `f`: "auto" is the OpenMP system for an extension family,
+// which the CUDA backend does not compile (ADR 0017).
+BackendKind resolve_backend(const std::string& requested, batched::Family f);
 
 // The family id of a model type, from the one list (families.h).
 template <class Model>
