@@ -20,6 +20,7 @@
 #include "../common/hw.h"
 #include "../common/kb_hd.h"
 #include "../common/units.h"
+#include "../sim/arbitration.h"
 #include "collective.h"
 #include "systolic.h"
 #include "vector.h"
@@ -444,27 +445,12 @@ struct Msg {
   std::int64_t pe, issue;  // tie order: the sending PE (one cube), then its issue order
   ps_t busy;
   std::int32_t who;  // index of the sender (child or position) it arrives for
+  KB_HD sim::Claim claim() const { return sim::Claim{ready, pe, issue}; }
 };
-// Serves `n` messages ready first, then by sender and issue order; returns nothing, sets
-// each message's ready to its completion (+ latency).
-KB_HD inline void serve(Msg* m, int n, ps_t latency) {
-  for (int i = 1; i < n; ++i) {  // insertion sort on (ready, pe, issue)
-    const Msg x = m[i];
-    int j = i - 1;
-    while (j >= 0 && (m[j].ready > x.ready || (m[j].ready == x.ready && (m[j].pe > x.pe ||
-                                                                         (m[j].pe == x.pe && m[j].issue > x.issue))))) {
-      m[j + 1] = m[j];
-      --j;
-    }
-    m[j + 1] = x;
-  }
-  ps_t free = 0;
-  for (int i = 0; i < n; ++i) {
-    const ps_t start = imax(free, m[i].ready);
-    free = start + m[i].busy;
-    m[i].ready = free + latency;
-  }
-}
+// Serves `n` messages by ADR 0007's rule (every claim is known: a tree edge's messages are
+// ready when their senders' last ops complete); sets each message's ready to its end plus
+// `latency`.
+KB_HD inline void serve(Msg* m, int n, ps_t latency) { sim::serve_all(m, n, latency); }
 
 // Per PE of the SIP: where its partials stand.
 struct PeState {

@@ -10,6 +10,7 @@
 // With split-K every PE of a block is walked; see k_block.
 #pragma once
 
+#include "../sim/arbitration.h"
 #include "gemm_config.h"
 
 namespace kb {
@@ -486,7 +487,8 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
       // follow this PE's: a copy of the split walker visits them). Each sent its first
       // units, walked from the start; the ready times take few values (a sender holds
       // floor or ceil of units / pes, or the tile's last slices), so they are served by
-      // value, lowest first, and each value's senders in PE order: one pass per value.
+      // value, lowest first, and each value's senders in PE order (sim::goes_first: every
+      // sender has issued one copy), one pass per value.
       // (PartialMemo remembers their walks: a sender's depends only on its slice count and
       // whether they end the tile.)
       const std::int64_t tile_start = r.lt * kt, tile_end = tile_start + kt;
@@ -508,7 +510,7 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
         if (value < 0 || rq < value) value = rq;
       });
       const KCosts kc = k_costs(g, tk.mi[r.lt / blk.width == blk.last_row], tk.nj[r.lt % blk.width == blk.last_col]);
-      ps_t port = 0;
+      sim::Server port;  // the owner's in-port: ADR 0007's rule, claims by (ready, PE)
       gate = p.mm1 + senders * kc.add;  // the adds wait for the owner's own last matmul
       while (value >= 0) {
         ps_t next = -1;
@@ -516,8 +518,8 @@ KB_HD inline KBlock k_block(const GemmConfig& g, const TileKinds& tk, std::int64
         for_each_sender([&](ps_t rq) {
           ++pos;
           if (rq == value) {
-            port = imax(port, value) + kc.copy;
-            gate = imax(gate, port + kc.lat + (senders - pos + 1) * kc.add);
+            const ps_t landed = port.take(value, kc.copy) + kc.copy + kc.lat;
+            gate = imax(gate, landed + (senders - pos + 1) * kc.add);
           } else if (rq > value && (next < 0 || rq < next)) {
             next = rq;
           }

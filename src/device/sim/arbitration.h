@@ -1,0 +1,61 @@
+// ADR 0007's arbitration rule, written once for the device side. The reference engine has
+// its own (src/host/engine/engine.cpp); parity compares the two. Everything on the device
+// that decides who goes first on a shared resource calls these: the event simulator
+// (event_sim.h), and the closed forms of the models where every claim on a queue is known
+// before it is served (decode's merge trees, GEMM's split-K partial sums).
+#pragma once
+
+#include <cstdint>
+
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+
+namespace kb {
+namespace sim {
+
+// An op's claim on an arbitrated resource: when it became ready, the issuing PE (its global
+// (sip, cube, pe) index) and its place in that PE's program.
+struct Claim {
+  ps_t ready;
+  std::int64_t pe, issue;
+};
+
+// Ready first, then the issuing PE, then its issue order. Strict: two claims of one op never
+// meet, and two ops of one PE never share an issue index, so the order is total.
+KB_HD inline bool goes_first(const Claim& a, const Claim& b) {
+  if (a.ready != b.ready) return a.ready < b.ready;
+  if (a.pe != b.pe) return a.pe < b.pe;
+  return a.issue < b.issue;
+}
+
+// One server: an op starts once it is ready and the server is free, and holds the server
+// for its busy time.
+struct Server {
+  ps_t free = 0;
+  KB_HD ps_t take(ps_t ready, ps_t busy) {
+    const ps_t start = ready > free ? ready : free;
+    free = start + busy;
+    return start;
+  }
+};
+
+// A single-server queue whose claims are all known before the first is served: served in
+// goes_first order. `M` has `claim()` and `busy`; each message's `ready` is set to its end
+// plus `latency` (when it lands). Insertion sort: queues here hold a handful of messages.
+template <class M>
+KB_HD void serve_all(M* m, int n, ps_t latency) {
+  for (int i = 1; i < n; ++i) {
+    const M x = m[i];
+    int j = i - 1;
+    while (j >= 0 && goes_first(x.claim(), m[j].claim())) {
+      m[j + 1] = m[j];
+      --j;
+    }
+    m[j + 1] = x;
+  }
+  Server s;
+  for (int i = 0; i < n; ++i) m[i].ready = s.take(m[i].ready, m[i].busy) + m[i].busy + latency;
+}
+
+}  // namespace sim
+}  // namespace kb

@@ -1,0 +1,161 @@
+// The device simulator (src/device/sim/event_sim.h): its arbitration on hand-built cases,
+// and its fast path against its own event simulation on random op graphs and on random
+// allreduce configs (docs/model.md section 11.8). The event simulation itself is held to the
+// reference engine by the parity tests.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "../parity/random_allreduce.h"
+#include "device/models/allreduce_model.h"
+#include "device/sim/event_sim.h"
+
+namespace kb {
+namespace {
+
+using Small = sim::EventSim<64, 256, 8>;
+constexpr bool kArb = true, kInOrder = false;
+
+TEST(EventSim, OpsReadyAtOneInstantGoToTheLowerPe) {
+  Small s;
+  s.reset();
+  const int link = s.resource(7, kArb, 10, 0);
+  const int late = s.op(/*pe*/ 5, 0, link, 100, 0);   // id 0, PE 5
+  const int early = s.op(/*pe*/ 2, 0, link, 100, 1);  // id 1, PE 2: goes first
+  s.run();
+  ASSERT_EQ(s.status, sim::kSimOk);
+  EXPECT_EQ(s.path, sim::Path::events);  // a choice at one instant: the fast path refuses
+  EXPECT_EQ(s.end_t[early], 110);
+  EXPECT_EQ(s.end_t[late], 210);
+  EXPECT_EQ(s.mark_done[0], 210);
+  EXPECT_EQ(s.latency, 210);
+}
+
+TEST(EventSim, ReadyFirstBeatsProgramAndIdOrder) {
+  Small s;
+  s.reset();
+  const int engine = s.resource(1, kInOrder, 0, 1), link = s.resource(2, kArb, 0, 0);
+  const int x = s.op(0, 0, engine, 100, 0);
+  const int waits = s.op(0, 1, link, 50, 0);  // ready at 100
+  s.dep(waits, x);
+  const int free = s.op(3, 0, link, 50, 1);  // ready at 0, issued by a higher PE and later
+  s.run();
+  EXPECT_EQ(s.path, sim::Path::events);
+  EXPECT_EQ(s.end_t[free], 50);
+  EXPECT_EQ(s.end_t[waits], 150);
+  EXPECT_EQ(s.class_busy[1], 100);
+}
+
+TEST(EventSim, InOrderResourcesKeepProgramOrderOnBothPaths) {
+  for (bool events_only : {false, true}) {
+    Small s;
+    s.reset();
+    const int a = s.resource(1, kInOrder, 0, 0), b = s.resource(2, kInOrder, 5, 0);
+    const int x = s.op(0, 0, a, 100, 0);
+    const int first = s.op(0, 1, b, 10, 0);  // ready at 100
+    s.dep(first, x);
+    const int second = s.op(0, 2, b, 10, 0);  // ready at 0, but after `first` in program order
+    s.run(events_only);
+    EXPECT_EQ(s.path, events_only ? sim::Path::events : sim::Path::fast);
+    EXPECT_EQ(s.end_t[first], 115);
+    EXPECT_EQ(s.end_t[second], 125);
+  }
+}
+
+TEST(EventSim, CutThroughHeadsAndSlowestHopChains) {
+  for (bool events_only : {false, true}) {
+    Small s;
+    s.reset();
+    const int dma = s.resource(1, kInOrder, 30, 0), l1 = s.resource(2, kArb, 10, 0), l2 = s.resource(3, kArb, 20, 0);
+    const int rd = s.op(0, 0, dma, 40, 0), h1 = s.op(0, 1, l1, 100, 0), h2 = s.op(0, 2, l2, 100, 0);
+    s.head(h1, rd);
+    s.head(h2, h1);
+    s.chain(rd, 3);  // every hop held for the slowest (100)
+    s.mark(h2, 1);
+    s.run(events_only);
+    // rd 0..100 (+30), h1 from 30 to 130 (+10), h2 from 40 to 140 (+20): ends 130, 140, 160.
+    EXPECT_EQ(s.end_t[rd], 130);
+    EXPECT_EQ(s.end_t[h1], 140);
+    EXPECT_EQ(s.end_t[h2], 160);
+    EXPECT_EQ(s.mark_done[1], 160);
+  }
+}
+
+// Random op graphs, ties and zero times included: wherever the fast path is taken, it gives
+// exactly the event simulation's schedule.
+#ifndef KB_SIM_GRAPHS
+#define KB_SIM_GRAPHS 100000
+#endif
+TEST(EventSim, FastPathEqualsEventsOnRandomGraphs) {
+  constexpr int kGraphs = KB_SIM_GRAPHS;
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto fast = std::make_unique<Small>(), events = std::make_unique<Small>();
+  int taken = 0, refused = 0;
+  for (int g = 0; g < kGraphs; ++g) {
+    const int ops = static_cast<int>(pick(1, 40)), resources = static_cast<int>(pick(1, 6));
+    const std::uint64_t seed = rng();
+    for (Small* s : {fast.get(), events.get()}) {
+      std::mt19937_64 r(seed);
+      auto p = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(r); };
+      s->reset();
+      for (int k = 0; k < resources; ++k) s->resource(k, p(0, 2) > 0, p(0, 1) ? p(0, 3) * 10 : 0, static_cast<int>(p(0, 1)));
+      std::int64_t issued[4] = {0, 0, 0, 0};
+      for (int i = 0; i < ops; ++i) {
+        const std::int64_t pe = p(0, 3);
+        const int o = s->op(pe, issued[pe]++, static_cast<int>(p(0, resources - 1)), p(0, 2) ? p(0, 4) * 10 : 0,
+                            static_cast<int>(pe));
+        for (int d = static_cast<int>(p(0, 2)); d > 0 && i > 0; --d) s->dep(o, static_cast<int>(p(0, i - 1)));
+        if (i > 0 && p(0, 5) == 0 && s->head_next[i - 1] < 0) s->head(o, i - 1);
+      }
+    }
+    fast->run(false);
+    events->run(true);
+    ASSERT_EQ(fast->status, sim::kSimOk);
+    ASSERT_EQ(events->status, sim::kSimOk);
+    if (fast->path == sim::Path::events) {
+      ++refused;
+      continue;
+    }
+    ++taken;
+    ASSERT_EQ(fast->latency, events->latency) << "graph " << g;
+    for (int i = 0; i < ops; ++i) ASSERT_EQ(fast->end_t[i], events->end_t[i]) << "graph " << g << " op " << i;
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(fast->class_busy[k], events->class_busy[k]);
+    for (int m = 0; m < 4; ++m) ASSERT_EQ(fast->mark_done[m], events->mark_done[m]);
+  }
+  std::printf("random graphs: fast path on %d, events on %d\n", taken, refused);
+  EXPECT_GT(taken, 10000);  // both paths are exercised
+  EXPECT_GT(refused, 10000);
+}
+
+// Allreduce: at least 10^5 random configs on which every level took the fast path, each
+// equal to the event simulation, figure for figure and rank for rank.
+TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
+  auto fast = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  events->events_only = true;
+  std::vector<int> counts;
+  std::int64_t taken = 0, refused = 0;
+  for (std::uint64_t seed = 1; taken < 100000; ++seed) {
+    ASSERT_LT(seed, 100u) << "the fast path is too rare to test";
+    const std::vector<AllreduceConfig> configs = testing::random_allreduce_configs(10000, 20261201 + seed, &counts);
+    for (const AllreduceConfig& c : configs) {
+      const AllreduceResult a = allreduce_model(c, *fast);
+      if (fast->event_levels > 0) {
+        ++refused;
+        continue;
+      }
+      ++taken;
+      const AllreduceResult b = allreduce_model(c, *events);
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c);
+      ASSERT_EQ(fast->levels, events->levels);
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(fast->e.mark_done[r], events->e.mark_done[r]);
+    }
+  }
+  std::printf("allreduce: fast path on %lld configs, events on %lld\n", static_cast<long long>(taken),
+              static_cast<long long>(refused));
+}
+
+}  // namespace
+}  // namespace kb
