@@ -38,7 +38,8 @@ struct EventSim {
   using Id = std::int16_t;
   static constexpr std::int32_t kHash = 2 * kOps;  // resource keys to ids (open addressing)
   static constexpr std::int32_t kEvents = 3 * kOps + 8;
-  static constexpr int kClasses = 2;  // resource classes whose busy time is summed (0: none)
+  static constexpr int kClasses = 2;
+  static constexpr std::int32_t kMaxDepth = 30000;  // rounds in one instant the fast path follows  // resource classes whose busy time is summed (0: none)
 
   // ---- results ----
   std::int32_t status = kSimOk;
@@ -54,7 +55,8 @@ struct EventSim {
   std::int32_t key[kOps];  // the issuing PE
   Id res[kOps], issue[kOps], remaining[kOps], head_next[kOps], next_in_res[kOps], chain_len[kOps];
   Id dep_begin[kOps + 1];
-  std::int8_t mark_a[kOps], mark_b[kOps], late[kOps];
+  std::int8_t mark_a[kOps], mark_b[kOps];
+  Id depth[kOps];  // the fast path: the round depth of an op's ready time
   Id edge_op[kEdges], edge_dep[kEdges], dependents[kEdges];
 
   // ---- resources ----
@@ -62,7 +64,9 @@ struct EventSim {
   std::int64_t hash_key[kHash];
   Id hash_id[kHash];
   ps_t res_lat[kOps], res_free[kOps];
-  std::int8_t res_arb[kOps], res_class[kOps], res_busy[kOps], res_arbitrating[kOps], res_late[kOps];
+  std::int8_t res_arb[kOps], res_class[kOps], res_busy[kOps], res_arbitrating[kOps];
+  Id res_free_depth[kOps], run_need[kOps];  // the fast path: its release's depth; the least depth
+  ps_t run_ready[kOps];                     // its ops ready at run_ready may have
   Id res_qhead[kOps], res_qtail[kOps], res_wait[kOps];
 
   // ---- events: a binary min-heap on (time, order) ----
@@ -214,43 +218,54 @@ struct EventSim {
   }
 
   // The fast path: ops in id order (a topological order when `ordered`), each starting at
-  // max(ready, its resource's previous op's release). Valid, and taken, when on every
-  // arbitrated resource the ops in id order are in goes_first order, and two ops ready at
-  // one instant either find the resource busy then or both become ready in the instant's
-  // first arbitration round (section 11.8). `late` marks an op whose ready time is set by a
-  // zero-delay consequence of a start in an arbitration round at that instant (it may be
-  // ready only in a later round). False: the certificate failed (or a time overflowed), and
-  // nothing of it is kept.
+  // max(ready, its resource's previous op's release). Taken only with the certificate of
+  // docs/model.md section 11.8: on every arbitrated resource the ops in id order are in
+  // goes_first order, and among ops ready at one instant, none becomes ready in an earlier
+  // arbitration round of that instant than an op before it that found the resource free.
+  // An event's depth is the round after which it is processed: 0 for one scheduled before
+  // its instant began, k for a zero-delay consequence of an op started in round k (an
+  // in-order op starts between rounds, at its trigger's depth). False: the certificate
+  // failed (or a time or depth overflowed), and nothing of it is kept.
   KB_HD KB_NOINLINE bool fast() {
     clear_results();
-    for (std::int32_t i = 0; i < n; ++i) ready_t[i] = 0, late[i] = 0;
-    for (std::int32_t r = 0; r < nres; ++r) res_free[r] = 0, res_wait[r] = -1, res_late[r] = 0;  // res_wait: the last op
-    auto reach = [&](std::int32_t j, ps_t t, bool l) {  // j's ready time is at least t (late if l)
-      if (t > ready_t[j]) ready_t[j] = t, late[j] = l;
-      else if (t == ready_t[j] && l) late[j] = 1;
+    for (std::int32_t i = 0; i < n; ++i) ready_t[i] = 0, depth[i] = 0;
+    for (std::int32_t r = 0; r < nres; ++r) {
+      res_free[r] = 0, res_wait[r] = -1;  // res_wait: the resource's last op so far
+      res_free_depth[r] = 0, run_need[r] = 0, run_ready[r] = -1;
+    }
+    auto reach = [&](std::int32_t j, ps_t t, std::int32_t d) {  // j is ready no earlier than t (depth d)
+      if (t > ready_t[j]) ready_t[j] = t, depth[j] = static_cast<Id>(d);
+      else if (t == ready_t[j] && d > depth[j]) depth[j] = static_cast<Id>(d);
     };
     for (std::int32_t i = 0; i < n; ++i) {
       const std::int32_t r = res[i];
       const ps_t ready = ready_t[i], lat = res_lat[r];
       const ps_t start = imax(ready, res_free[r]);
-      bool in_round = res_arb[r];  // arbitrated ops start in a round; in-order ones when triggered
-      if (in_round && res_wait[r] >= 0) {
-        const std::int32_t a = res_wait[r];
-        if (!goes_first(Claim{ready_t[a], key[a], issue[a]}, Claim{ready, key[i], issue[i]})) return false;
-        const bool a_waited = end_t[a] - busy[a] - lat > ready_t[a];
-        if (ready_t[a] == ready && !a_waited && (late[a] || late[i])) return false;
+      const std::int32_t d = depth[i], d_free = res_free[r] == start ? res_free_depth[r] : 0;
+      std::int32_t at;  // the depth of i's start, and of its zero-delay consequences
+      if (res_arb[r]) {
+        if (res_wait[r] >= 0) {
+          const std::int32_t a = res_wait[r];
+          if (!goes_first(Claim{ready_t[a], key[a], issue[a]}, Claim{ready, key[i], issue[i]})) return false;
+        }
+        if (ready != run_ready[r]) run_ready[r] = ready, run_need[r] = 0;
+        if (d < run_need[r]) return false;  // ready in an earlier round than an op chosen before it
+        const bool waited = start > ready;
+        if (!waited && d_free < d) run_need[r] = static_cast<Id>(d);
+        at = (waited ? d_free : imax(d, d_free)) + 1;  // the round that chooses it
+      } else {
+        at = imax(start == ready ? d : 0, start == res_free[r] ? d_free : 0);
       }
-      if (!in_round) in_round = (start == ready && late[i]) || (start == res_free[r] && res_late[r]);
       const ps_t end = start + busy[i] + lat;
-      if (overflows(busy[i], lat, end)) return false;
+      if (overflows(busy[i], lat, end) || at >= kMaxDepth) return false;
       end_t[i] = end;
       res_free[r] = start + busy[i];
-      res_late[r] = in_round && busy[i] == 0;
+      res_free_depth[r] = static_cast<Id>(busy[i] == 0 ? at : 0);
       res_wait[r] = static_cast<Id>(i);
       account(i, end);
-      const bool late_end = in_round && busy[i] + lat == 0;
-      for (std::int32_t k = dep_begin[i]; k < dep_begin[i + 1]; ++k) reach(dependents[k], end, late_end);
-      if (head_next[i] >= 0) reach(head_next[i], start + lat, in_round && lat == 0);
+      const std::int32_t end_depth = busy[i] + lat == 0 ? at : 0;
+      for (std::int32_t k = dep_begin[i]; k < dep_begin[i + 1]; ++k) reach(dependents[k], end, end_depth);
+      if (head_next[i] >= 0) reach(head_next[i], start + lat, lat == 0 ? at : 0);
     }
     return true;
   }
