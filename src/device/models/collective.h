@@ -3,7 +3,8 @@
 // values to whom, and whether the receiver adds them in or takes them). The transfer list is
 // the algorithm, as routes are the network (src/device/common/network.h); each engine turns
 // it into its own timing: the reference runtime into an op graph (src/host/kernels/
-// allreduce.cpp), the batched model into its own simulation (allreduce.h). docs/model.md
+// allreduce.cpp), the batched model into ops of the device simulator (allreduce_model.h,
+// src/device/sim/event_sim.h). docs/model.md
 // section 11 states every formula; docs/adr/0009-collective-schedules.md why it is shared.
 //
 // A rank's buffer holds `bytes / 2` f16 values, cut into `chunks` chunks (the pipelining
