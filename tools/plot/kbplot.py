@@ -13,7 +13,9 @@ Every plot script follows the same contract:
 * figures are written atomically: each is rendered to a temporary file in the
   output directory and moved into place with ``os.replace`` only once every
   figure has rendered, so a failed run leaves no partial output
-  (see :func:`save_all_atomic`, :func:`save_atomic`).
+  (see :func:`save_all_atomic`, :func:`save_atomic`); figures handed over as
+  functions that build them are built and rendered in forked processes, one per
+  core, with the same all-or-nothing result.
 
 Only the standard library and matplotlib (with its numpy dependency) are used.
 The Agg backend is selected here, before pyplot is imported, so importing this
@@ -27,6 +29,7 @@ import json
 import math
 import os
 import re
+import select
 import sys
 import tempfile
 from typing import Any, Iterable, NoReturn, Sequence
@@ -376,18 +379,116 @@ def describe(fig) -> list[dict]:
     return panels
 
 
+def _stage_in_children(builders: list[tuple[Any, str]], workers: int) -> tuple[list[tuple[str, str]], dict]:
+    """Build and render each (builder, path) in a forked child, at most ``workers`` at a time.
+
+    A child builds its figure, renders it to a temp file beside ``path`` and reports the
+    temp file (and, with KERNBENCH_PLOT_DESCRIBE, the figure's description) on a pipe. Returns
+    the staged (temp, path) pairs in the builders' order and the descriptions by file name;
+    on any failure every temp file is removed and the first error is raised.
+    """
+    running: dict[int, tuple[int, int]] = {}  # pid -> (index, read end)
+    results: dict[int, dict] = {}
+    pending = list(range(len(builders)))
+
+    buffers: dict[int, bytearray] = {}
+
+    def reap_one() -> None:  # reads the children's reports; reaps each at the end of its report
+        fds = {fd: pid for pid, (_, fd) in running.items()}
+        ready, _, _ = select.select(list(fds), [], [])
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                buffers.setdefault(fd, bytearray()).extend(chunk)
+                continue
+            pid = fds[fd]
+            index, _ = running.pop(pid)
+            os.close(fd)
+            os.waitpid(pid, 0)
+            try:
+                results[index] = json.loads(bytes(buffers.pop(fd, b"")).decode("utf-8"))
+            except ValueError:
+                results[index] = {"error": "a figure's renderer stopped without a report"}
+
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                index = pending.pop(0)
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:  # the child: never returns
+                    os.close(r)
+                    code = 0
+                    try:
+                        build, path = builders[index]
+                        fig = build()
+                        report = {"describe": describe(fig) if os.environ.get("KERNBENCH_PLOT_DESCRIBE") else None}
+                        try:
+                            report["tmp"] = _render_to_temp(fig, path)
+                        except OSError as e:
+                            report = {"input_error": [os.path.dirname(path) or ".",
+                                                      f"cannot write {os.path.basename(path)}: {e.strerror or e}"]}
+                    except InputError as e:
+                        report = {"input_error": [e.where, e.msg]}
+                    except BaseException as e:  # reported to the parent, which raises it there
+                        report = {"error": f"{type(e).__name__}: {e}"}
+                    try:
+                        data = json.dumps(report).encode("utf-8")
+                        while data:
+                            data = data[os.write(w, data):]
+                    except BaseException:
+                        code = 1
+                    os._exit(code)
+                os.close(w)
+                running[pid] = (index, r)
+            reap_one()
+    except BaseException:
+        for pid, (_, fd) in running.items():
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+            os.close(fd)
+        for rep in results.values():
+            if rep.get("tmp"):
+                _unlink_quiet(rep["tmp"])
+        raise
+    staged = [(results[i]["tmp"], path) for i, (_, path) in enumerate(builders) if results[i].get("tmp")]
+    for i in range(len(builders)):
+        rep = results[i]
+        if "tmp" in rep:
+            continue
+        for tmp, _ in staged:
+            _unlink_quiet(tmp)
+        if "input_error" in rep:
+            raise InputError(*rep["input_error"])
+        raise RuntimeError(rep.get("error", "a figure failed to render"))
+    described = {os.path.basename(path): results[i]["describe"] for i, (_, path) in enumerate(builders)}
+    return staged, described
+
+
 def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
     """Render every (fig, path) to a temp file beside ``path``, then move all
     into place with ``os.replace``.
+
+    A figure may be given as a function that builds it: such figures are built and rendered
+    in forked processes, as many at once as the machine has cores (matplotlib's layout and
+    rendering are most of a plot script's time), with the same all-or-nothing result.
 
     If any render fails, all temp files are removed and nothing is replaced, so
     the output directory is left as it was.  Figures are closed afterwards.
     Returns the list of written paths.
     """
     figures = list(figures)
-    if os.environ.get("KERNBENCH_PLOT_DESCRIBE"):
-        with open(os.environ["KERNBENCH_PLOT_DESCRIBE"], "w", encoding="utf-8") as f:
-            json.dump({os.path.basename(path): describe(fig) for fig, path in figures}, f, indent=1)
+    workers = min(len(figures), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if figures and all(callable(f) for f, _ in figures):
+        if workers > 1 and hasattr(os, "fork"):
+            staged, described = _stage_in_children(figures, workers)
+            _write_description(described)
+            return _move_into_place(staged)
+        figures = [(build(), path) for build, path in figures]
+    _write_description({os.path.basename(path): describe(fig) for fig, path in figures})
     staged: list[tuple[str, str]] = []
     try:
         for fig, path in figures:
@@ -396,8 +497,6 @@ def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
             except OSError as e:
                 raise InputError(os.path.dirname(path) or ".",
                                  f"cannot write {os.path.basename(path)}: {e.strerror or e}") from None
-        for tmp, path in staged:
-            os.replace(tmp, path)
     except BaseException:
         for tmp, _ in staged:
             _unlink_quiet(tmp)
@@ -405,6 +504,25 @@ def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
     finally:
         for fig, _ in figures:
             plt.close(fig)
+    return _move_into_place(staged)
+
+
+def _write_description(described: dict) -> None:
+    """With KERNBENCH_PLOT_DESCRIBE=FILE, what each figure shows, by file name (see describe)."""
+    if os.environ.get("KERNBENCH_PLOT_DESCRIBE"):
+        with open(os.environ["KERNBENCH_PLOT_DESCRIBE"], "w", encoding="utf-8") as f:
+            json.dump(described, f, indent=1)
+
+
+def _move_into_place(staged: list[tuple[str, str]]) -> list[str]:
+    """os.replace every staged (temp, path); on a failure the temp files left are removed."""
+    try:
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            _unlink_quiet(tmp)
+        raise
     return [p for _, p in staged]
 
 

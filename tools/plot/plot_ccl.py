@@ -254,10 +254,10 @@ def main(argv=None) -> None:
     points, ok = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
-        (fig_latency(points), os.path.join(out, FIG_LATENCY)),
-        (fig_busbw(points), os.path.join(out, FIG_BUSBW)),
-        (fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
-        (fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
+        (lambda: fig_latency(points), os.path.join(out, FIG_LATENCY)),
+        (lambda: fig_busbw(points), os.path.join(out, FIG_BUSBW)),
+        (lambda: fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
+        (lambda: fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
     ]
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")

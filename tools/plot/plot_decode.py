@@ -193,10 +193,10 @@ def main(argv=None) -> None:
     rows, w, skv, batch = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
-        (fig_cases(rows, w), os.path.join(out, FIG_CASES)),
-        (fig_series(skv, "S_kv (KV positions)", "decode latency against context length, batch 1", True),
+        (lambda: fig_cases(rows, w), os.path.join(out, FIG_CASES)),
+        (lambda: fig_series(skv, "S_kv (KV positions)", "decode latency against context length, batch 1", True),
          os.path.join(out, FIG_SKV)),
-        (fig_series(batch, "batch", "decode latency against batch, S_kv 131072", True), os.path.join(out, FIG_BATCH)),
+        (lambda: fig_series(batch, "batch", "decode latency against batch, S_kv 131072", True), os.path.join(out, FIG_BATCH)),
     ]
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")

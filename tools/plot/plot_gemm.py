@@ -482,9 +482,9 @@ def main(argv=None) -> None:
     sweep = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
-        (fig_latency(sweep), os.path.join(out, FIG_LATENCY)),
-        (fig_util(sweep), os.path.join(out, FIG_UTIL)),
-        (fig_roofline(sweep), os.path.join(out, FIG_ROOFLINE)),
+        (lambda: fig_latency(sweep), os.path.join(out, FIG_LATENCY)),
+        (lambda: fig_util(sweep), os.path.join(out, FIG_UTIL)),
+        (lambda: fig_roofline(sweep), os.path.join(out, FIG_ROOFLINE)),
     ]
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")
