@@ -18,34 +18,59 @@ namespace {
 using Small = sim::EventSim<64, 256, 8>;
 constexpr bool kArb = true, kInOrder = false;
 
+// Both paths: the event simulation, and the fast path's second pass, which serves the link in
+// claim order rather than id order.
 TEST(EventSim, OpsReadyAtOneInstantGoToTheLowerPe) {
-  Small s;
-  s.reset();
-  const int link = s.resource(7, kArb, 10, 0);
-  const int late = s.op(/*pe*/ 5, 0, link, 100, 0);   // id 0, PE 5
-  const int early = s.op(/*pe*/ 2, 0, link, 100, 1);  // id 1, PE 2: goes first
-  s.run();
-  ASSERT_EQ(s.status, sim::kSimOk);
-  EXPECT_EQ(s.path, sim::Path::events);  // a choice at one instant: the fast path refuses
-  EXPECT_EQ(s.end_t[early], 110);
-  EXPECT_EQ(s.end_t[late], 210);
-  EXPECT_EQ(s.mark_done[0], 210);
-  EXPECT_EQ(s.latency, 210);
+  for (bool events_only : {false, true}) {
+    Small s;
+    s.reset();
+    const int link = s.resource(7, kArb, 10, 0);
+    const int late = s.op(/*pe*/ 5, 0, link, 100, 0);   // id 0, PE 5
+    const int early = s.op(/*pe*/ 2, 0, link, 100, 1);  // id 1, PE 2: goes first
+    s.run(events_only);
+    ASSERT_EQ(s.status, sim::kSimOk);
+    EXPECT_EQ(s.path, events_only ? sim::Path::events : sim::Path::fast);
+    EXPECT_EQ(s.end_t[early], 110);
+    EXPECT_EQ(s.end_t[late], 210);
+    EXPECT_EQ(s.mark_done[0], 210);
+    EXPECT_EQ(s.latency, 210);
+  }
 }
 
 TEST(EventSim, ReadyFirstBeatsProgramAndIdOrder) {
-  Small s;
-  s.reset();
-  const int engine = s.resource(1, kInOrder, 0, 1), link = s.resource(2, kArb, 0, 0);
-  const int x = s.op(0, 0, engine, 100, 0);
-  const int waits = s.op(0, 1, link, 50, 0);  // ready at 100
-  s.dep(waits, x);
-  const int free = s.op(3, 0, link, 50, 1);  // ready at 0, issued by a higher PE and later
-  s.run();
-  EXPECT_EQ(s.path, sim::Path::events);
-  EXPECT_EQ(s.end_t[free], 50);
-  EXPECT_EQ(s.end_t[waits], 150);
-  EXPECT_EQ(s.class_busy[1], 100);
+  for (bool events_only : {false, true}) {
+    Small s;
+    s.reset();
+    const int engine = s.resource(1, kInOrder, 0, 1), link = s.resource(2, kArb, 0, 0);
+    const int x = s.op(0, 0, engine, 100, 0);
+    const int waits = s.op(0, 1, link, 50, 0);  // ready at 100
+    s.dep(waits, x);
+    const int free = s.op(3, 0, link, 50, 1);  // ready at 0, issued by a higher PE and later
+    s.run(events_only);
+    EXPECT_EQ(s.path, events_only ? sim::Path::events : sim::Path::fast);
+    EXPECT_EQ(s.end_t[free], 50);
+    EXPECT_EQ(s.end_t[waits], 150);
+    EXPECT_EQ(s.class_busy[1], 100);
+  }
+}
+
+// Two ops ready at one instant in different arbitration rounds, the later-round one going
+// first by PE: the one ready first is served first, and no order certifies that, so the fast
+// path gives way to the events.
+TEST(EventSim, AnEarlierRoundBeatsALowerPe) {
+  for (bool events_only : {false, true}) {
+    Small s;
+    s.reset();
+    const int port = s.resource(1, kArb, 0, 0), link = s.resource(2, kArb, 0, 0);
+    const int hop = s.op(/*pe*/ 0, 0, port, 0, 0);  // round 1 at 0; its head reaches the link in round 2
+    const int second = s.op(/*pe*/ 0, 1, link, 30, 0);
+    s.head(second, hop);
+    const int first = s.op(/*pe*/ 1, 0, link, 30, 1);  // ready before round 1: chosen in round 1
+    s.run(events_only);
+    EXPECT_EQ(s.path, sim::Path::events);
+    EXPECT_EQ(s.end_t[first], 30);
+    EXPECT_EQ(s.end_t[second], 60);
+  }
 }
 
 TEST(EventSim, InOrderResourcesKeepProgramOrderOnBothPaths) {

@@ -57,6 +57,7 @@ struct EventSim {
   Id dep_begin[kOps + 1];
   std::int8_t mark_a[kOps], mark_b[kOps];
   Id depth[kOps];  // the fast path: the round depth of an op's ready time
+  Id order_next[kOps], indeg[kOps + 1], queue[kOps];  // the fast path's second pass
   Id edge_op[kEdges], edge_dep[kEdges], dependents[kEdges];
 
   // ---- resources ----
@@ -217,16 +218,29 @@ struct EventSim {
     return b > kTimeLimitPs || l > kTimeLimitPs || end > kTimeLimitPs;
   }
 
-  // The fast path: ops in id order (a topological order when `ordered`), each starting at
-  // max(ready, its resource's previous op's release). Taken only with the certificate of
-  // docs/model.md section 11.8: on every arbitrated resource the ops in id order are in
-  // goes_first order, and among ops ready at one instant, none becomes ready in an earlier
-  // arbitration round of that instant than an op before it that found the resource free.
-  // An event's depth is the round after which it is processed: 0 for one scheduled before
-  // its instant began, k for a zero-delay consequence of an op started in round k (an
-  // in-order op starts between rounds, at its trigger's depth). False: the certificate
-  // failed (or a time or depth overflowed), and nothing of it is kept.
+  // The fast path: a schedule in which every resource serves its ops in a fixed order, each
+  // op starting at max(ready, the previous op's release). Taken only with the certificate of
+  // docs/model.md section 11.8: on every arbitrated resource the order is goes_first order,
+  // and among ops ready at one instant, none becomes ready in an earlier arbitration round
+  // of that instant than an op before it that found the resource free. An event's depth is
+  // the round after which it is processed: 0 for one scheduled before its instant began, k
+  // for a zero-delay consequence of an op started in round k (an in-order op starts between
+  // rounds, at its trigger's depth). The first pass serves in id order (a topological order
+  // when `ordered`); if only the order failed, a second pass serves each arbitrated resource
+  // in the goes_first order of the first pass's claims, walking ops topologically. False:
+  // the certificate failed (or a time or depth overflowed), and nothing of it is kept.
   KB_HD KB_NOINLINE bool fast() {
+    const Pass first = pass(false);
+    if (first != Pass::misordered) return first == Pass::ok;
+    order_by_claims();
+    return pass(true) == Pass::ok;
+  }
+
+  enum class Pass { ok, misordered, failed };
+
+  // One pass of the fast path: in id order, or (`by_order`) topologically over dependencies,
+  // program order on in-order resources and `order_next` on arbitrated ones.
+  KB_HD Pass pass(bool by_order) {
     clear_results();
     for (std::int32_t i = 0; i < n; ++i) ready_t[i] = 0, depth[i] = 0;
     for (std::int32_t r = 0; r < nres; ++r) {
@@ -237,7 +251,23 @@ struct EventSim {
       if (t > ready_t[j]) ready_t[j] = t, depth[j] = static_cast<Id>(d);
       else if (t == ready_t[j] && d > depth[j]) depth[j] = static_cast<Id>(d);
     };
-    for (std::int32_t i = 0; i < n; ++i) {
+    std::int32_t head = 0, tail = 0;  // by_order: the queue of ops whose predecessors are done
+    if (by_order) {
+      for (std::int32_t i = 0; i < n; ++i) indeg[i] = remaining[i];
+      for (std::int32_t i = 0; i < n; ++i) {
+        const std::int32_t nx = res_arb[res[i]] ? order_next[i] : next_in_res[i];
+        if (nx >= 0) ++indeg[nx];
+      }
+      for (std::int32_t i = 0; i < n; ++i)
+        if (indeg[i] == 0) queue[tail++] = static_cast<Id>(i);
+    }
+    auto done = [&](std::int32_t j) {
+      if (by_order && --indeg[j] == 0) queue[tail++] = static_cast<Id>(j);
+    };
+    bool misordered = false;
+    for (std::int32_t step = 0; step < n; ++step) {
+      if (by_order && head == tail) return Pass::failed;  // the orders and dependencies form a cycle
+      const std::int32_t i = by_order ? queue[head++] : step;
       const std::int32_t r = res[i];
       const ps_t ready = ready_t[i], lat = res_lat[r];
       const ps_t start = imax(ready, res_free[r]);
@@ -246,28 +276,60 @@ struct EventSim {
       if (res_arb[r]) {
         if (res_wait[r] >= 0) {
           const std::int32_t a = res_wait[r];
-          if (!goes_first(Claim{ready_t[a], key[a], issue[a]}, Claim{ready, key[i], issue[i]})) return false;
+          if (!goes_first(Claim{ready_t[a], key[a], issue[a]}, Claim{ready, key[i], issue[i]})) misordered = true;
         }
         if (ready != run_ready[r]) run_ready[r] = ready, run_need[r] = 0;
-        if (d < run_need[r]) return false;  // ready in an earlier round than an op chosen before it
+        if (d < run_need[r]) misordered = true;  // ready in an earlier round than an op chosen before it
         const bool waited = start > ready;
         if (!waited && d_free < d) run_need[r] = static_cast<Id>(d);
         at = (waited ? d_free : imax(d, d_free)) + 1;  // the round that chooses it
       } else {
         at = imax(start == ready ? d : 0, start == res_free[r] ? d_free : 0);
       }
+      if (misordered && by_order) return Pass::failed;
       const ps_t end = start + busy[i] + lat;
-      if (overflows(busy[i], lat, end) || at >= kMaxDepth) return false;
+      if (overflows(busy[i], lat, end) || at >= kMaxDepth) return Pass::failed;
       end_t[i] = end;
       res_free[r] = start + busy[i];
       res_free_depth[r] = static_cast<Id>(busy[i] == 0 ? at : 0);
       res_wait[r] = static_cast<Id>(i);
       account(i, end);
       const std::int32_t end_depth = busy[i] + lat == 0 ? at : 0;
-      for (std::int32_t k = dep_begin[i]; k < dep_begin[i + 1]; ++k) reach(dependents[k], end, end_depth);
-      if (head_next[i] >= 0) reach(head_next[i], start + lat, lat == 0 ? at : 0);
+      for (std::int32_t k = dep_begin[i]; k < dep_begin[i + 1]; ++k) {
+        reach(dependents[k], end, end_depth);
+        done(dependents[k]);
+      }
+      if (head_next[i] >= 0) {
+        reach(head_next[i], start + lat, lat == 0 ? at : 0);
+        done(head_next[i]);
+      }
+      const std::int32_t nx = res_arb[r] ? order_next[i] : next_in_res[i];
+      if (nx >= 0) done(nx);
     }
-    return true;
+    return misordered ? Pass::misordered : Pass::ok;
+  }
+
+  // order_next: each arbitrated resource's ops in the goes_first order of the claims of the
+  // last pass (ties, which goes_first never leaves, by id).
+  KB_HD void order_by_claims() {
+    for (std::int32_t r = 0; r <= nres; ++r) indeg[r] = 0;  // per resource: where its ops begin
+    for (std::int32_t i = 0; i < n; ++i) ++indeg[res[i] + 1];
+    for (std::int32_t r = 0; r < nres; ++r) indeg[r + 1] = static_cast<Id>(indeg[r + 1] + indeg[r]);
+    for (std::int32_t i = 0; i < n; ++i) queue[indeg[res[i]]++] = static_cast<Id>(i);  // indeg[r]: r's end
+    for (std::int32_t r = 0, lo = 0; r < nres; lo = indeg[r++]) {
+      const std::int32_t hi = indeg[r];
+      if (!res_arb[r]) continue;
+      for (std::int32_t k = lo + 1; k < hi; ++k) {  // insertion sort by claim
+        const Id x = queue[k];
+        std::int32_t j = k - 1;
+        while (j >= lo && goes_first(claim(x), claim(queue[j]))) {
+          queue[j + 1] = queue[j];
+          --j;
+        }
+        queue[j + 1] = x;
+      }
+      for (std::int32_t k = lo; k < hi; ++k) order_next[queue[k]] = k + 1 < hi ? queue[k + 1] : static_cast<Id>(-1);
+    }
   }
 
   // ---- the event simulation ----
