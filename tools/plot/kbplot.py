@@ -379,6 +379,14 @@ def describe(fig) -> list[dict]:
     return panels
 
 
+def _stage(fig, path: str) -> str:
+    """Render `fig` to a temp file beside `path`; a file that cannot be written is an InputError."""
+    try:
+        return _render_to_temp(fig, path)
+    except OSError as e:
+        raise InputError(os.path.dirname(path) or ".", f"cannot write {os.path.basename(path)}: {e.strerror or e}") from None
+
+
 def _stage_in_children(builders: list[tuple[Any, str]], workers: int) -> tuple[list[tuple[str, str]], dict]:
     """Build and render each (builder, path) in a forked child, at most ``workers`` at a time.
 
@@ -423,11 +431,7 @@ def _stage_in_children(builders: list[tuple[Any, str]], workers: int) -> tuple[l
                         build, path = builders[index]
                         fig = build()
                         report = {"describe": describe(fig) if os.environ.get("KERNBENCH_PLOT_DESCRIBE") else None}
-                        try:
-                            report["tmp"] = _render_to_temp(fig, path)
-                        except OSError as e:
-                            report = {"input_error": [os.path.dirname(path) or ".",
-                                                      f"cannot write {os.path.basename(path)}: {e.strerror or e}"]}
+                        report["tmp"] = _stage(fig, path)
                     except InputError as e:
                         report = {"input_error": [e.where, e.msg]}
                     except BaseException as e:  # reported to the parent, which raises it there
@@ -492,11 +496,7 @@ def save_all_atomic(figures: Iterable[tuple[Any, str]]) -> list[str]:
     staged: list[tuple[str, str]] = []
     try:
         for fig, path in figures:
-            try:
-                staged.append((_render_to_temp(fig, path), path))
-            except OSError as e:
-                raise InputError(os.path.dirname(path) or ".",
-                                 f"cannot write {os.path.basename(path)}: {e.strerror or e}") from None
+            staged.append((_stage(fig, path), path))
     except BaseException:
         for tmp, _ in staged:
             _unlink_quiet(tmp)

@@ -54,9 +54,8 @@ struct Sim {
   bool hier = false;
   bool events_only = false;  // skip the simulator's fast path (tests compare the two)
   std::int32_t levels = 0, event_levels = 0;  // levels simulated, and those the fast path could not take
-  std::int8_t hier_port[2 * kCollMaxHierRanks];  // hier: per hier rank, HBM ports used in the whole launch
-  std::int8_t port_used[2 * kCollMaxRanks];      // per rank of the level: HBM ports used
-  std::int64_t all_ports = 0;                    // their sum (the pe level's ranks share cube 0)
+  // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
+  std::int8_t port[2 * kCollMaxHierRanks];
   std::int16_t writer[kCollMaxPieces];  // per (rank, chunk, piece): the op that last wrote it
   std::int32_t issued[kCollMaxRanks];
   CollXfer group[kGroup];
@@ -109,19 +108,19 @@ struct Sim {
   // launch. The ranks of the pe level share cube 0; every other rank has a cube of its own;
   // hier counts the ports of the cube's PEs over the whole hier launch.
   KB_HD std::int64_t hbm_sharers_of(std::int64_t rank) const {
+    auto used = [&](std::int64_t g) { return port[2 * g] + port[2 * g + 1]; };
+    std::int64_t s = 0;
     if (hier) {
       CollHier d;
       coll_hier_dims(*top, &d);
       const net::Node& nd = node(rank);
-      std::int64_t s = 0;
-      for (std::int64_t pe = 0; pe < d.pes; ++pe) {
-        const std::int64_t g = (nd.sip * d.cubes + nd.cube) * d.pes + pe;
-        s += hier_port[2 * g] + hier_port[2 * g + 1];
-      }
-      return s;
+      for (std::int64_t pe = 0; pe < d.pes; ++pe) s += used((nd.sip * d.cubes + nd.cube) * d.pes + pe);
+    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
+      s = used(rank);
+    } else {
+      for (std::int64_t r = 0; r < c->ranks; ++r) s += used(r);
     }
-    if (c->level != static_cast<std::int64_t>(CollLevel::pe)) return port_used[2 * rank] + port_used[2 * rank + 1];
-    return all_ports;
+    return s;
   }
   // An HBM access of `nb` bytes by `rank` at its share, on resource `r`, issued by `by`.
   KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t nb) {
@@ -224,13 +223,7 @@ struct Sim {
 
   KB_HD KB_NOINLINE void build() {
     for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
-    for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0, port_used[2 * i] = port_used[2 * i + 1] = 0;
-    all_ports = 0;
-    if (hbm_mode() && !hier) {
-      Ports marks{port_used};
-      coll_schedule(*c, marks);
-      for (std::int64_t r = 0; r < 2 * c->ranks; ++r) all_ports += port_used[r];
-    }
+    for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0;
     links = net::link_count(c->hw);
     for (std::int64_t r = 0; r < c->ranks; ++r) {
       nodes[r] = node_of(r);
@@ -241,10 +234,6 @@ struct Sim {
     coll_schedule(*c, *this);
   }
 };
-
-}  // namespace ar_detail
-
-namespace ar_detail {
 
 // Ops of one single-level collective as the model expands it (against kCollMaxOps).
 KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
@@ -310,6 +299,12 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
   r.status = allreduce_check(c);
   sim.levels = sim.event_levels = 0;
   if (r.status != kArOk) return r;
+  // The static HBM share needs every port the launch uses before the first op.
+  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
+    for (std::int64_t i = 0; i < 2 * c.ranks; ++i) sim.port[i] = 0;
+    ar_detail::Sim::Ports marks{sim.port};
+    coll_schedule_all(c, marks);
+  }
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
     sim.hier = false;
     const std::int32_t s = ar_detail::run_level(sim, c, c);
@@ -319,11 +314,6 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
     // Phase by phase (ADR 0009): the groups of a phase are alike and start together, and a
     // rank starts a phase once everything it did in the one before is done, so the whole
     // run is the phases one after another, each from the time its ranks are free.
-    for (std::int64_t i = 0; i < 2 * c.ranks; ++i) sim.hier_port[i] = 0;
-    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
-      ar_detail::Sim::Ports marks{sim.hier_port};
-      coll_schedule_all(c, marks);
-    }
     CollPhase ph[5];
     std::int64_t leader_pe = 0, leader_cube = 0;
     const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);

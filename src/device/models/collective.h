@@ -528,7 +528,6 @@ KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
 
 // ---- validity ----------------------------------------------------------------------------
 
-
 // SRAM one rank's PE needs (SRAM buffers: the buffer and its inboxes; HBM buffers: none, the
 // reductions stream through the PE), and HBM one rank needs (HBM buffers: the same copies).
 KB_HD inline std::int64_t coll_sram_bytes(const AllreduceConfig& c) {

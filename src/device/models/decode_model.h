@@ -447,11 +447,6 @@ struct Msg {
   std::int32_t who;  // index of the sender (child or position) it arrives for
   KB_HD sim::Claim claim() const { return sim::Claim{ready, pe, issue}; }
 };
-// Serves `n` messages by ADR 0007's rule (every claim is known: a tree edge's messages are
-// ready when their senders' last ops complete); sets each message's ready to its end plus
-// `latency`.
-KB_HD inline void serve(Msg* m, int n, ps_t latency) { sim::serve_all(m, n, latency); }
-
 // Per PE of the SIP: where its partials stand.
 struct PeState {
   ps_t dma, mm, vec;   // DMA queue free, last matmul end, vector engine free
@@ -618,7 +613,7 @@ struct DecodeEval {
         r.copies_pe += 3;
         r.link_bytes_pe += R * (2 + d) * 4;
       }
-      serve(m, nm, ipcq_lat);
+      sim::serve_all(m, nm, ipcq_lat);  // every claim is known: the senders' last ops are done
       ps_t arrival[4] = {0, 0, 0, 0};
       for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
       merge_into(x, arrival, k);
@@ -682,7 +677,7 @@ struct DecodeEval {
           r.copies_cube += 3;
           r.link_bytes_cube += R * (2 + d) * 4;
         }
-        serve(m, nm, link_lat);
+        sim::serve_all(m, nm, link_lat);
         for (std::int64_t p = 0; p < P; ++p) arrival[p][j] = 0;
         for (int e = 0; e < nm; ++e) arrival[m[e].who][j] = imax(arrival[m[e].who][j], m[e].ready);
       }

@@ -38,8 +38,8 @@ struct EventSim {
   using Id = std::int16_t;
   static constexpr std::int32_t kHash = 2 * kOps;  // resource keys to ids (open addressing)
   static constexpr std::int32_t kEvents = 3 * kOps + 8;
-  static constexpr int kClasses = 2;
-  static constexpr std::int32_t kMaxDepth = 30000;  // rounds in one instant the fast path follows  // resource classes whose busy time is summed (0: none)
+  static constexpr int kClasses = 2;                // resource classes whose busy time is summed (0: none)
+  static constexpr std::int32_t kMaxDepth = 30000;  // rounds in one instant the fast path follows
 
   // ---- results ----
   std::int32_t status = kSimOk;
@@ -66,8 +66,10 @@ struct EventSim {
   Id hash_id[kHash];
   ps_t res_lat[kOps], res_free[kOps];
   std::int8_t res_arb[kOps], res_class[kOps], res_busy[kOps], res_arbitrating[kOps];
-  Id res_free_depth[kOps], run_need[kOps];  // the fast path: its release's depth; the least depth
-  ps_t run_ready[kOps];                     // its ops ready at run_ready may have
+  // The fast path, per resource: the depth of its last release, and for its ops ready at
+  // run_ready, the least ready depth the next one may have.
+  Id res_free_depth[kOps], run_need[kOps];
+  ps_t run_ready[kOps];
   Id res_qhead[kOps], res_qtail[kOps], res_wait[kOps];
 
   // ---- events: a binary min-heap on (time, order) ----
@@ -162,9 +164,6 @@ struct EventSim {
   // `o` also counts for mark `m` (where a transfer lands).
   KB_HD void mark(std::int32_t o, std::int32_t m) {
     if (!full(o)) mark_b[o] = static_cast<std::int8_t>(m);
-  }
-  KB_HD void set_busy(std::int32_t o, ps_t b) {
-    if (!full(o)) busy[o] = b;
   }
 
   // ---- running ----
