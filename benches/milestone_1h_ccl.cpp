@@ -6,6 +6,7 @@
 // drawn.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -13,6 +14,7 @@
 #include "host/bench/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
+#include "host/common/parallel.h"
 #include "host/common/table.h"
 #include "host/families/allreduce_figures.h"
 #include "host/families/family.h"
@@ -74,13 +76,17 @@ void run_ccl_milestone(BenchContext& ctx) {
   study.run(Rejected::internal_error);
   study.require_parity();
   // The direct-launch ring against the library's, op for op.
-  std::size_t direct_checked = 0, direct_same = 0;
+  std::vector<AllreduceConfig> rings;
   for (const AllreduceConfig& c : configs)
     if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram) &&
-        c.level != static_cast<std::int64_t>(CollLevel::hier)) {
-      ++direct_checked;
-      direct_same += run_ring_direct(c, false).timeline == run_collective(c, false).timeline;
-    }
+        c.level != static_cast<std::int64_t>(CollLevel::hier))
+      rings.push_back(c);
+  std::vector<char> same(rings.size(), 0);
+  parallel_for(rings.size(), [&](std::size_t i) {
+    same[i] = run_ring_direct(rings[i], false).timeline == run_collective(rings[i], false).timeline;
+  });
+  const std::size_t direct_checked = rings.size();
+  const std::size_t direct_same = static_cast<std::size_t>(std::count(same.begin(), same.end(), 1));
   const Table table = study.table({}, true);
   auto latency = [&](std::size_t i) { return study.batched_as<AllreduceResult>(i).latency_ps; };
 

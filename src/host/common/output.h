@@ -59,8 +59,11 @@ void check_outputs_distinct(const std::vector<FlagPath>& inputs, const std::vect
 void check_output_path(const std::string& flag, const std::string& path, const std::string& example);
 
 // A Python 3 that can import matplotlib: $KERNBENCH_PYTHON, else python3 on PATH, else
-// /usr/bin/python3. Empty when none can.
+// /usr/bin/python3. Empty when none can. Searched once per process.
 std::string find_plot_python();
+// Starts that search in the background (a command that will draw figures calls it first, so
+// that the interpreters' start-up overlaps the simulation); find_plot_python waits for it.
+void prefetch_plot_python();
 
 // Runs tools/plot/<script> --in JSON --out DIR. Throws InputError with a one-line
 // explanation (how to install matplotlib) when no suitable Python is found, InputError

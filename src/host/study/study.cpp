@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "host/common/error.h"
+#include "host/common/parallel.h"
 #include "host/parity/figures.h"
 
 namespace kb {
@@ -56,14 +57,19 @@ void Study::run(Rejected rejected, const std::string* trace_path) {
     }
   }
   if (!engines_.reference) return;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!valid(i)) continue;
+  // The reference runs are independent (each its own runtime, config and result slot): one
+  // thread per core, the first error (by point) raised as a loop in order would.
+  parallel_for(n, [&](std::size_t i) {
+    if (!valid(i)) return;
     const auto t0 = std::chrono::steady_clock::now();
     fam_.reference(config(i), reference_.data() + i * fam_.result_size(), trace_path);
     reference_s_[i] = since(t0);
-    if (!engines_.batched) continue;
+    if (engines_.batched) diffs_[i] = figures_diff(fam_, config(i), reference(i), batched(i));
+  });
+  if (!engines_.batched) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!valid(i)) continue;
     ++checked_;
-    diffs_[i] = figures_diff(fam_, config(i), reference(i), batched(i));
     if (!diffs_[i].empty()) ++mismatches_;
   }
 }
