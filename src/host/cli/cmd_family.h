@@ -85,4 +85,13 @@ void cmd_sweep(const SweepArgs& a);
 CLI::App* add_merge_command(CLI::App& app, MergeArgs& a);
 void cmd_merge(const MergeArgs& a);
 
+// `model list`, `model show` (cmd_model.cpp).
+struct ModelArgs {
+  CLI::App *cmd = nullptr, *list = nullptr, *show = nullptr;
+  std::string model, weight_bytes = "2", kv_bytes = "2", context = "4096";
+  bool json = false;
+};
+void add_model_commands(CLI::App& app, ModelArgs& a);
+void cmd_model(const ModelArgs& a);
+
 }  // namespace kb

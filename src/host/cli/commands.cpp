@@ -297,6 +297,9 @@ int cli_main(int argc, char** argv) {
   MergeArgs merge_args;
   auto* merge = add_merge_command(app, merge_args);
 
+  ModelArgs model_args;
+  add_model_commands(app, model_args);
+
   auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
   topo->require_subcommand(1);
   auto* tcheck = topo->add_subcommand("check", "validate a topology file (exit 0 if valid, 2 if not)");
@@ -372,6 +375,8 @@ int cli_main(int argc, char** argv) {
       else std::cout << topology_summary_text(t);
     } else if (plot->parsed()) {
       cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);
+    } else if (model_args.cmd->parsed()) {
+      cmd_model(model_args);
     }
   });
 }

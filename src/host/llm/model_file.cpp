@@ -1,0 +1,179 @@
+#include "model_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "host/common/error.h"
+#include "host/common/output.h"
+#include "host/topology/fields.h"
+
+namespace kb {
+namespace {
+
+namespace fs = std::filesystem;
+
+// FILE:LINE:COL of a JSON node (yaml-cpp reads JSON, and keeps where each value was).
+std::string at(const std::string& file, const YAML::Mark& m) {
+  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+[[noreturn]] void refuse(const std::string& loc, const std::string& field, const std::string& what) {
+  throw InputError(loc + ": " + field + ": " + what);
+}
+
+// Fields of a LLaMA config.json that do not change what runs or how long it takes: token
+// ids, training and numerical settings (RMSNorm's epsilon, RoPE's base and scaling change
+// values, not work), and bookkeeping. Everything else must be read below or is refused.
+const std::set<std::string>& timing_free_fields() {
+  static const std::set<std::string> s = {
+      "_name_or_path", "attention_dropout", "bos_token_id", "eos_token_id",          "pad_token_id",
+      "initializer_range", "max_position_embeddings", "pretraining_tp", "rms_norm_eps", "rope_scaling",
+      "rope_theta",  "torch_dtype",       "transformers_version", "use_cache",    "_commit_hash"};
+  return s;
+}
+
+struct Reader {
+  const std::string& file;
+  const YAML::Node& root;
+  std::map<std::string, YAML::Node> fields;
+
+  Reader(const std::string& f, const YAML::Node& r) : file(f), root(r) {
+    if (!root.IsMap()) refuse(at(file, root.Mark()), "(document)", "expected a JSON object (a Hugging Face config.json)");
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar()) refuse(at(file, kv.first.Mark()), "(document)", "expected a field name");
+      const std::string key = kv.first.as<std::string>();
+      if (!fields.emplace(key, kv.second).second) refuse(at(file, kv.first.Mark()), key, "given twice");
+    }
+  }
+  bool has(const std::string& key) const { return fields.count(key) != 0; }
+  const YAML::Node& node(const std::string& key) const { return fields.at(key); }
+  std::string text(const std::string& key) const {
+    const YAML::Node& n = node(key);
+    if (!n.IsScalar()) refuse(at(file, n.Mark()), key, "expected a single value");
+    return n.Scalar();
+  }
+  std::int64_t integer(const std::string& key, std::int64_t lo, std::int64_t hi) const {
+    if (!has(key)) refuse(at(file, root.Mark()), key, "required field is missing");
+    std::int64_t v = 0;
+    std::string why;
+    if (node(key).Tag() == "!") refuse(at(file, node(key).Mark()), key, "expected a number, got a string");
+    if (!parse_int_in(text(key), lo, hi, &v, &why)) refuse(at(file, node(key).Mark()), key, why);
+    return v;
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const std::string t = text(key);
+    if (t == "true") return true;
+    if (t == "false") return false;
+    refuse(at(file, node(key).Mark()), key, "expected true or false, got '" + t + "'");
+  }
+  // A field the simulator models one value of.
+  void require_text(const std::string& key, const std::string& want, const std::string& why) const {
+    if (has(key) && text(key) != want) refuse(at(file, node(key).Mark()), key, "'" + text(key) + "' is not modelled: " + why);
+  }
+  void require_false(const std::string& key, const std::string& why) const {
+    if (boolean(key, false)) refuse(at(file, node(key).Mark()), key, "true is not modelled: " + why);
+  }
+};
+
+LlmShape read_shape(const std::string& file, const YAML::Node& root) {
+  const Reader r(file, root);
+  static const std::set<std::string> read = {
+      "architectures", "model_type", "hidden_act", "attention_bias", "mlp_bias", "hidden_size",
+      "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
+      "head_dim", "tie_word_embeddings"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (read.count(key) == 0 && timing_free_fields().count(key) == 0)
+      refuse(at(file, kv.first.Mark()), key,
+           "not modelled (the simulator models the LLaMA architecture: dense layers, grouped-query attention, "
+           "no biases; see docs/model.md section 13)");
+  }
+  if (r.has("architectures")) {
+    const YAML::Node& a = r.node("architectures");
+    bool llama = false;
+    if (a.IsSequence())
+      for (const auto& x : a) llama = llama || (x.IsScalar() && x.Scalar() == "LlamaForCausalLM");
+    if (!llama) refuse(at(file, a.Mark()), "architectures", "expected a list holding \"LlamaForCausalLM\"");
+  }
+  r.require_text("model_type", "llama", "only the LLaMA architecture is");
+  r.require_text("hidden_act", "silu", "the MLP is SiLU(gate) x up");
+  r.require_false("attention_bias", "the projections have no biases");
+  r.require_false("mlp_bias", "the projections have no biases");
+
+  LlmShape m{};
+  m.hidden = r.integer("hidden_size", 1, kLlmMaxHidden);
+  m.intermediate = r.integer("intermediate_size", 1, kLlmMaxIntermediate);
+  m.heads = r.integer("num_attention_heads", 1, kLlmMaxHeads);
+  m.kv_heads = r.has("num_key_value_heads") ? r.integer("num_key_value_heads", 1, kLlmMaxHeads) : m.heads;
+  if (m.heads % m.kv_heads != 0)
+    refuse(at(file, r.node("num_key_value_heads").Mark()), "num_key_value_heads",
+         std::to_string(m.kv_heads) + " does not divide num_attention_heads (" + std::to_string(m.heads) + ")");
+  if (r.has("head_dim")) {
+    m.head_dim = r.integer("head_dim", 1, kLlmMaxHeadDim);
+  } else {
+    if (m.hidden % m.heads != 0 || m.hidden / m.heads > kLlmMaxHeadDim)
+      refuse(at(file, r.node("hidden_size").Mark()), "hidden_size",
+           std::to_string(m.hidden) + " is not num_attention_heads (" + std::to_string(m.heads) +
+               ") times a head size of 1.." + std::to_string(kLlmMaxHeadDim) + " (give head_dim)");
+    m.head_dim = m.hidden / m.heads;
+  }
+  m.layers = r.integer("num_hidden_layers", 1, kLlmMaxLayers);
+  m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
+  m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;
+  return m;
+}
+
+std::string models_dir() { return data_dir() + "/models"; }
+
+}  // namespace
+
+std::vector<std::string> shipped_llm_models() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(models_dir(), ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+LlmModel load_llm_model(const std::string& name_or_path, const std::string& what) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  LlmModel model;
+  if (is_path) {
+    model.path = name_or_path;
+    model.name = fs::path(name_or_path).stem().string();
+  } else {
+    const std::vector<std::string> names = shipped_llm_models();
+    if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw InputError(what + " " + (name_or_path.empty() ? std::string("''") : name_or_path) +
+                       ": no such model (shipped: " + list + "; or give the path of a config.json)");
+    }
+    model.path = models_dir() + "/" + name_or_path + ".json";
+    model.name = name_or_path;
+  }
+  const std::string text = read_file(model.path);
+  check_utf8(model.path, text);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(at(model.path, e.mark) + ": (document): not valid JSON: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull()) throw InputError(model.path + ":1:1: (document): empty file, expected a JSON object");
+  try {
+    model.shape = read_shape(model.path, root);
+  } catch (const YAML::Exception& e) {
+    throw InputError(at(model.path, e.mark) + ": (document): " + e.msg);
+  }
+  return model;
+}
+
+}  // namespace kb

@@ -1,0 +1,108 @@
+// Whole models from Hugging Face config.json files: the shipped LLaMA-3.1 models give the
+// published parameter counts, a user's file is read as written, and every way a file can
+// be wrong is one line naming the field and where it is, exit 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+using namespace kb::clitest;
+using nlohmann::json;
+
+json show(const std::string& args) {
+  const Result r = run("model show " + args + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+// Meta's published sizes: 8,030,261,248, 70,553,706,496 and 405,853,388,800 parameters
+// (the checkpoints' parameter counts), with 8 KV heads of 128 values in every layer.
+TEST(Models, ShippedLlamasHaveThePublishedSizes) {
+  struct Want {
+    std::string name;
+    std::int64_t params, layers;
+  };
+  for (const Want& w : {Want{"llama-3.1-8b", INT64_C(8030261248), 32}, Want{"llama-3.1-70b", INT64_C(70553706496), 80},
+                        Want{"llama-3.1-405b", INT64_C(405853388800), 126}}) {
+    const json j = show(w.name);
+    EXPECT_EQ(j["params"]["total"], w.params) << w.name;
+    EXPECT_EQ(j["weight_bytes"], 2 * w.params) << w.name;
+    EXPECT_EQ(j["kv_bytes_per_token"], 2 * w.layers * 8 * 128 * 2) << w.name;
+    EXPECT_EQ(j["shape"]["head_dim"], 128) << w.name;
+    EXPECT_EQ(show(w.name + " --weight-bytes 1 --kv-bytes 1")["weight_bytes"], w.params) << w.name;
+  }
+  const Result list = run("model list");
+  EXPECT_EQ(list.code, 0) << list.err;
+  for (const char* n : {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"}) EXPECT_NE(list.out.find(n), std::string::npos);
+}
+
+// A small model of the data-mode size, counted by hand: tied embedding, head_dim given.
+TEST(Models, AUsersFileIsReadAsWritten) {
+  const std::string d = fresh_dir("kb_models_tiny");
+  fs::create_directories(d);
+  std::ofstream(d + "/tiny.json") << R"({"hidden_size": 64, "intermediate_size": 160, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 24, "num_hidden_layers": 2, "vocab_size": 256,
+    "tie_word_embeddings": true, "rms_norm_eps": 1e-6, "model_type": "llama"})";
+  const json j = show("'" + d + "/tiny.json' --context 10");
+  // attention: q 64x96, k and v 64x48 each, o 96x64; mlp 3 x 64x160; norms 2 x 64.
+  const std::int64_t attention = 64 * 96 + 2 * 64 * 48 + 96 * 64, mlp = 3 * 64 * 160, layer = attention + mlp + 128;
+  EXPECT_EQ(j["params"]["per_layer"]["total"], layer);
+  EXPECT_EQ(j["params"]["lm_head"], 0);
+  EXPECT_EQ(j["params"]["total"], 256 * 64 + 2 * layer + 64);
+  EXPECT_EQ(j["kv_bytes_per_token"], 2 * 2 * 48 * 2);
+  EXPECT_EQ(j["kv_bytes_per_sequence"], 10 * 2 * 2 * 48 * 2);
+  // a token at context 10: every projection and the LM head, and Q.K^T and P.V over 10 positions
+  EXPECT_EQ(j["decode_flops_per_token"], 2 * (2 * (attention + mlp) + 256 * 64 + 2 * 2 * 96 * 10));
+  EXPECT_EQ(j["model"], "tiny");
+}
+
+TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
+  const std::string d = fresh_dir("kb_models_bad");
+  fs::create_directories(d);
+  const std::string good = kRoot + "/models/llama-3.1-8b.json";
+  struct Case {
+    std::string file, find, replace, want;
+  };
+  const std::vector<Case> cases = {
+      {"moe", "\"use_cache\": true", "\"use_cache\": true,\n  \"num_local_experts\": 8", ":37:3: num_local_experts: not modelled"},
+      {"kv5", "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5", ":22:26: num_key_value_heads: 5 does not divide"},
+      {"missing", "\"hidden_size\": 4096,", "", ":1:1: hidden_size: required field is missing"},
+      {"string", "\"hidden_size\": 4096", "\"hidden_size\": \"4096\"", ":14:18: hidden_size: expected a number"},
+      {"fraction", "\"hidden_size\": 4096", "\"hidden_size\": 4096.5", ":14:18: hidden_size: expected an integer"},
+      {"zero", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": 0", "num_hidden_layers: must be > 0"},
+      {"huge", "\"vocab_size\": 128256", "\"vocab_size\": 99999999999", "vocab_size: must be <="},
+      {"bias", "\"attention_bias\": false", "\"attention_bias\": true", ":5:21: attention_bias: true is not modelled"},
+      {"mlpbias", "\"mlp_bias\": false", "\"mlp_bias\": 1", "mlp_bias: expected true or false"},
+      {"act", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act: 'gelu' is not modelled"},
+      {"type", "\"model_type\": \"llama\"", "\"model_type\": \"mixtral\"", "model_type: 'mixtral' is not modelled"},
+      {"arch", "\"LlamaForCausalLM\"", "\"MixtralForCausalLM\"", "architectures: expected a list holding"},
+      {"headsize", "\"hidden_size\": 4096", "\"hidden_size\": 4100", "hidden_size: 4100 is not num_attention_heads (32)"},
+      {"twice", "\"use_cache\": true", "\"use_cache\": true,\n  \"vocab_size\": 5", "vocab_size: given twice"},
+      {"nested", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": [32]", "num_hidden_layers: expected a single value"},
+      {"comma", "\"use_cache\": true", "\"use_cache\": true,", ":36:21: (document): expected a field name"},
+      {"broken", "\"use_cache\": true", "\"use_cache\": [true", "(document): not valid JSON"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = d + "/" + c.file + ".json";
+    copy_edited(good, path, c.find, c.replace);
+    const Result r = run("model show '" + path + "'");
+    expect_input_error(r, path + (c.want[0] == ':' ? "" : ":"));
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.file << ": " << r.err;
+  }
+  std::ofstream(d + "/list.json") << "[1, 2]";
+  expect_input_error(run("model show '" + d + "/list.json'"), "(document): expected a JSON object");
+  std::ofstream(d + "/empty.json") << "";
+  expect_input_error(run("model show '" + d + "/empty.json'"), "empty file");
+  expect_input_error(run("model show '" + d + "/absent.json'"), "cannot open file");
+  expect_input_error(run("model show llama-9"), "model llama-9: no such model (shipped: llama-3.1-405b, llama-3.1-70b");
+  expect_input_error(run("model show llama-3.1-8b --weight-bytes 4"), "--weight-bytes 4: must be <= 2");
+  expect_input_error(run("model show llama-3.1-8b --kv-bytes 0"), "--kv-bytes 0: must be > 0");
+  expect_input_error(run("model show llama-3.1-8b --context 0"), "--context 0: must be > 0");
+}
+
+}  // namespace
