@@ -105,4 +105,64 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
   expect_input_error(run("model show llama-3.1-8b --context 0"), "--context 0: must be > 0");
 }
 
+json place(const std::string& args) {
+  const Result r = run("model place " + args + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? json::parse(r.out) : json();
+}
+
+// LLaMA-3.1-70B in fp16 (141 GB) fits no mapping of one SIP of the default topology (eight
+// 16 GiB cubes): each is hbm_overflow with the fullest cube's bytes against its capacity.
+TEST(Models, SeventyBInFp16DoesNotFitOneSip) {
+  for (const std::string mapping : {"--tp 1", "--tp 8", "--tp 8 --tp-level pe", "--tp 64 --tp-level hier"}) {
+    const Result r = run("model place llama-3.1-70b " + mapping);
+    expect_input_error(r, "llama-3.1-70b on default: hbm_overflow: the fullest cube (stage 0) needs ");
+    EXPECT_NE(r.err.find("against its HBM's 17179869184 bytes"), std::string::npos) << mapping << r.err;
+  }
+  // In 8-bit weights it fits eight cubes: 80 layers of (8192 x (1024 + 2 x 128) + 1024 x 8192
+  // + 3 x 8192 x 3584 + 2 x 8192) weights and the vocabulary's eighth twice.
+  const json j = place("llama-3.1-70b --tp 8 --weight-bytes 1");
+  const std::int64_t layer = 8192 * (1024 + 256) + 1024 * 8192 + 3 * 8192 * 3584 + 2 * 8192;
+  EXPECT_EQ(j["stages"][0]["rank_weight_bytes"], 80 * layer + 2 * 16032 * 8192 + 8192);
+  EXPECT_EQ(j["fullest_cube"]["kv_bytes"], 80 * 2 * 128 * 4096 * 2);
+}
+
+// The bounds by hand: 70B decoding one token at context 4096 on ring8's 64 cubes reads every
+// multiplied weight, the norms, one embedding row and 4095 positions of KV cache.
+TEST(Models, BoundsAreTheWorkOverThePeaks) {
+  const json j = place("llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip");
+  const std::int64_t matmul = INT64_C(80) * (150994944 + 704643072) + INT64_C(128256) * 8192;
+  const std::int64_t read = (matmul + 80 * 16384 + 8192) * 2 + 8192 * 2 + INT64_C(4095) * 327680;
+  EXPECT_EQ(j["bounds"]["read_bytes"], read);
+  EXPECT_EQ(j["bounds"]["memory_ps"], (read * 1000 + 64 * 819 - 1) / (64 * 819));
+  const std::int64_t macs = matmul + INT64_C(80) * 2 * 8192 * 4096;
+  EXPECT_EQ(j["bounds"]["macs"], macs);
+  const std::int64_t cycles = (macs + 512 * 1024 - 1) / (512 * 1024);  // 512 PEs of 32 x 32 MACs
+  EXPECT_EQ(j["bounds"]["compute_ps"], (cycles * 1000000 + 1499) / 1500);
+  EXPECT_EQ(j["bounds"]["bound"], "memory");
+  EXPECT_EQ(j["mapping"]["cubes_used"], 64);
+  // Eight ranks of PEs share cube 0: it holds all eight shards.
+  const json pe = place("llama-3.1-8b --tp 8 --tp-level pe");
+  EXPECT_EQ(pe["fullest_cube"]["weight_bytes"], 8 * pe["stages"][0]["rank_weight_bytes"].get<std::int64_t>());
+  // Pipeline stages: 80 layers over 8 stages of one SIP, 10 each; the last holds the LM head.
+  const json pp = place("llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --tp 8 --pp 8 --phase prefill --prompt 512");
+  ASSERT_EQ(pp["stages"].size(), 8u);
+  for (const auto& st : pp["stages"]) EXPECT_EQ(st["layers"], 10);
+  EXPECT_GT(pp["stages"][7]["rank_weight_bytes"], pp["stages"][3]["rank_weight_bytes"]);
+}
+
+TEST(Models, BadMappingsAreOneLine) {
+  expect_input_error(run("model place llama-3.1-70b --tp 3"), "--tp 3: a mapping needs 1..8 ranks at level cube");
+  expect_input_error(run("model place llama-3.1-70b --tp 16"), "--tp 16: a mapping needs 1..8 ranks");
+  expect_input_error(run("model place llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip --pp 2"),
+                     "--pp 2: 2 stages of 8 SIP(s) each need more SIPs than the topology's 8");
+  expect_input_error(run("model place llama-3.1-8b --phase train"), "--phase train: expected decode or prefill");
+  expect_input_error(run("model place llama-3.1-8b --tp-level rack"), "--tp-level rack: expected pe, cube, sip or hier");
+  expect_input_error(run("model place llama-3.1-8b --batch 0"), "--batch 0: must be > 0");
+  expect_input_error(run("model place llama-3.1-8b --set cube.hbm.capacity_mib=abc"), "cube.hbm.capacity_mib");
+  expect_input_error(run("model place llama-3.1-405b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip --phase prefill "
+                         "--batch 4096 --prompt 1048576"),
+                     "the step's FLOPs or bytes pass int64");
+}
+
 }  // namespace

@@ -87,8 +87,10 @@ void cmd_merge(const MergeArgs& a);
 
 // `model list`, `model show` (cmd_model.cpp).
 struct ModelArgs {
-  CLI::App *cmd = nullptr, *list = nullptr, *show = nullptr;
+  CLI::App *cmd = nullptr, *list = nullptr, *show = nullptr, *place = nullptr;
   std::string model, weight_bytes = "2", kv_bytes = "2", context = "4096";
+  std::string phase = "decode", batch = "1", prompt = "2048", tp = "1", tp_level = "cube", pp = "1";
+  TopoArgs topo;
   bool json = false;
 };
 void add_model_commands(CLI::App& app, ModelArgs& a);

@@ -9,7 +9,9 @@
 #include "cmd_family.h"
 #include "host/common/error.h"
 #include "host/common/table.h"
+#include "device/models/llm_mapping.h"
 #include "host/llm/model_file.h"
+#include "host/topology/load.h"
 #include "host/topology/fields.h"
 
 namespace kb {
@@ -37,9 +39,124 @@ void add_model_commands(CLI::App& app, ModelArgs& a) {
                      "KV positions a decoded token attends to, its own included (default 4096), 1.." +
                          std::to_string(kLlmMaxContext));
   a.show->add_flag("--json", a.json, "machine-readable output");
+
+  a.place = a.cmd->add_subcommand(
+      "place", "where a mapping puts a model's weights, KV cache and activations, whether each cube's HBM holds them, "
+               "and the step's compute and memory bounds");
+  a.place->add_option("model", a.model, "NAME of a shipped model, or the path of a config.json")->required();
+  a.place->add_option("--phase", a.phase, "decode (one new token per sequence) or prefill (whole prompts)");
+  a.place->add_option("--batch", a.batch, "sequences, 1.." + std::to_string(kLlmMaxBatch) + " (default 1)");
+  a.place->add_option("--context", a.context, "decode: KV positions a new token attends to, its own included (default 4096)");
+  a.place->add_option("--prompt", a.prompt, "prefill: tokens of each prompt, 1.." + std::to_string(kLlmMaxPrompt) + " (default 2048)");
+  a.place->add_option("--tp", a.tp, "tensor-parallel ranks (default 1)");
+  a.place->add_option("--tp-level", a.tp_level,
+                      "what a rank is: pe (PEs of a cube), cube (cubes of a SIP, the default), sip, or hier (every PE of "
+                      "some cubes or SIPs)");
+  a.place->add_option("--pp", a.pp, "pipeline stages, each its own SIPs (default 1)");
+  a.place->add_option("--weight-bytes", a.weight_bytes, "bytes per weight: 2 (fp16, the default) or 1 (8-bit)");
+  a.place->add_option("--kv-bytes", a.kv_bytes, "bytes per KV cache value: 2 (fp16, the default) or 1 (8-bit)");
+  a.topo.add(a.place, false);
+  a.place->add_flag("--json", a.json, "machine-readable output");
 }
 
+namespace {
+
+std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmShape& m, const LlmRun& r) {
+  const std::string level = kCollLevelNames[r.tp_level];
+  switch (status) {
+    case kLlmBadTp:
+      return "--tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(h, r.tp_level)) +
+             " ranks at level " + level + ", dividing num_attention_heads (" + std::to_string(m.heads) +
+             ") and dividing or divided by num_key_value_heads (" + std::to_string(m.kv_heads) + ")";
+    case kLlmBadPp:
+      return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
+             std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
+             std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
+    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
+    case kLlmHbmOverflow: {
+      const LlmCubeBytes c = llm_fullest_cube(h, m, r);
+      return "hbm_overflow: the fullest cube (stage " + std::to_string(c.stage) + ") needs " + std::to_string(c.total) +
+             " bytes (weights " + std::to_string(c.weights) + ", KV cache " + std::to_string(c.kv) + ", activations " +
+             std::to_string(c.activations) + ") against its HBM's " + std::to_string(h.hbm_capacity_bytes()) +
+             " bytes: more ranks, more stages, or 8-bit weights";
+    }
+    default: return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
+  }
+}
+
+void place(const ModelArgs& a) {
+  const LlmModel model = load_llm_model(a.model, "model");
+  const TopologySpec topo = a.topo.load();
+  const HwConfig& h = topo.hw();
+  LlmRun r{};
+  if (a.phase == "decode") r.phase = static_cast<std::int64_t>(LlmPhase::decode);
+  else if (a.phase == "prefill") r.phase = static_cast<std::int64_t>(LlmPhase::prefill);
+  else throw InputError("--phase " + (a.phase.empty() ? std::string("''") : a.phase) + ": expected decode or prefill");
+  r.tp_level = -1;
+  for (std::int64_t l = 0; l < kCollLevels; ++l)
+    if (a.tp_level == kCollLevelNames[l]) r.tp_level = l;
+  if (r.tp_level < 0) throw InputError("--tp-level " + (a.tp_level.empty() ? std::string("''") : a.tp_level) + ": expected pe, cube, sip or hier");
+  r.batch = int_arg("--batch", a.batch, 1, kLlmMaxBatch);
+  r.context = int_arg("--context", a.context, 1, kLlmMaxContext);
+  r.prompt = int_arg("--prompt", a.prompt, 1, kLlmMaxPrompt);
+  r.tp = int_arg("--tp", a.tp, 1, kCollMaxHierRanks);
+  r.pp = int_arg("--pp", a.pp, 1, kLlmMaxLayers);
+  r.weight_bytes = int_arg("--weight-bytes", a.weight_bytes, 1, 2);
+  r.kv_bytes = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
+  const LlmShape& m = model.shape;
+  const std::int32_t status = llm_place_check(h, m, r);
+  if (status != kLlmOk) throw InputError(model.name + " on " + topo.name + ": " + llm_place_message(status, h, m, r));
+  const LlmRanks k = llm_ranks(h, r);
+  const LlmCubeBytes c = llm_fullest_cube(h, m, r);
+  const LlmBounds b = llm_bounds(h, m, r);
+  nlohmann::ordered_json j;
+  j["model"] = model.name;
+  j["topology"] = topo.name;
+  j["phase"] = a.phase;
+  j["batch"] = r.batch;
+  if (r.phase == static_cast<std::int64_t>(LlmPhase::decode)) j["context"] = r.context;
+  else j["prompt"] = r.prompt;
+  j["mapping"] = {{"tp", r.tp}, {"tp_level", kCollLevelNames[r.tp_level]}, {"pp", r.pp},
+                  {"sips_per_stage", k.sips_per_stage}, {"pes_per_rank", k.pes_per_rank}, {"cubes_used", k.cubes_used}};
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (std::int64_t s = 0; s < r.pp; ++s) {
+    const LlmRankBytes rb = llm_rank_bytes(m, r, s);
+    stages.push_back({{"layers", llm_stage_layers(m, r.pp, s)}, {"rank_weight_bytes", rb.weights}, {"rank_kv_bytes", rb.kv},
+                      {"rank_activation_bytes", rb.activations}});
+  }
+  j["stages"] = stages;
+  j["fullest_cube"] = {{"stage", c.stage}, {"weight_bytes", c.weights}, {"kv_bytes", c.kv}, {"activation_bytes", c.activations},
+                       {"total_bytes", c.total}, {"hbm_capacity_bytes", h.hbm_capacity_bytes()}};
+  j["bounds"] = {{"macs", b.macs}, {"read_bytes", b.read_bytes}, {"compute_ps", b.compute_ps}, {"memory_ps", b.memory_ps},
+                 {"bound", b.compute_ps >= b.memory_ps ? "compute" : "memory"}};
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s on %s: %s, batch %lld, %s %lld; tp %lld at level %s, pp %lld (%lld SIP(s) a stage, %lld cubes in use)\n",
+              model.name.c_str(), topo.name.c_str(), a.phase.c_str(), (long long)r.batch,
+              r.phase == 0 ? "context" : "prompt", (long long)llm_positions(r), (long long)r.tp, kCollLevelNames[r.tp_level],
+              (long long)r.pp, (long long)k.sips_per_stage, (long long)k.cubes_used);
+  for (std::int64_t s = 0; s < r.pp; ++s) {
+    const LlmRankBytes rb = llm_rank_bytes(m, r, s);
+    std::printf("  stage %lld: %lld layers; a rank holds %.3f GB of weights, %.3f GB of KV cache, %.3f GB of activations\n",
+                (long long)s, (long long)llm_stage_layers(m, r.pp, s), rb.weights / 1e9, rb.kv / 1e9, rb.activations / 1e9);
+  }
+  std::printf("  fullest cube (stage %lld): %.3f GB of %.3f GB HBM (%.1f %%)\n", (long long)c.stage, c.total / 1e9,
+              h.hbm_capacity_bytes() / 1e9, 100.0 * static_cast<double>(c.total) / static_cast<double>(h.hbm_capacity_bytes()));
+  std::printf("  bounds of the step: compute %.3f us (%.4g MACs at every used PE's peak), memory %.3f us (%.4g bytes at every "
+              "used cube's HBM bandwidth): %s-bound\n",
+              b.compute_ps / 1e6, static_cast<double>(b.macs), b.memory_ps / 1e6, static_cast<double>(b.read_bytes),
+              b.compute_ps >= b.memory_ps ? "compute" : "memory");
+}
+
+}  // namespace
+
 void cmd_model(const ModelArgs& a) {
+  if (a.place->parsed()) {
+    place(a);
+    return;
+  }
   if (a.list->parsed()) {
     for (const std::string& n : shipped_llm_models()) {
       const LlmModel m = load_llm_model(n);
