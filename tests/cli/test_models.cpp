@@ -151,6 +151,34 @@ TEST(Models, BoundsAreTheWorkOverThePeaks) {
   EXPECT_GT(pp["stages"][7]["rank_weight_bytes"], pp["stages"][3]["rank_weight_bytes"]);
 }
 
+// The bounds are the rank program's sums: its MACs over every rank, layer and the head, and
+// the weights its GEMMs and norms read are the rank's weights less the embedding.
+TEST(Models, TheRankProgramAddsUpToTheBounds) {
+  for (const std::string& args : std::vector<std::string>{"llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip --batch 16",
+                                 std::string("llama-3.1-8b --tp 4 --batch 3 --context 77"),
+                                 std::string("llama-3.1-8b --tp 2 --phase prefill --prompt 300 --batch 2"),
+                                 "llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --tp 8 --pp 8 --phase prefill --prompt 64"}) {
+    const json j = place(args);
+    const std::int64_t tp = j["mapping"]["tp"], pp = j["mapping"]["pp"];
+    std::int64_t layers = 0;
+    for (const auto& st : j["stages"]) layers += st["layers"].get<std::int64_t>();
+    std::int64_t layer_macs = 0, head_macs = 0, layer_weights = 0, head_weights = 0;
+    for (const auto& k : j["rank_program"]) {
+      const bool head = k["in"] == "head";
+      (head ? head_macs : layer_macs) += k["macs"].get<std::int64_t>();
+      if (k["kind"] == "gemm") (head ? head_weights : layer_weights) += k["k"].get<std::int64_t>() * k["n"].get<std::int64_t>() * 2;
+      if (k["kind"] == "norm") (head ? head_weights : layer_weights) += k["cols"].get<std::int64_t>() * 2;
+    }
+    EXPECT_EQ(tp * (layers * layer_macs + head_macs), j["bounds"]["macs"].get<std::int64_t>()) << args;
+    // Stage 0 holds the embedding's share, the last stage the head's.
+    std::int64_t held = 0;
+    for (const auto& st : j["stages"]) held += st["rank_weight_bytes"].get<std::int64_t>();
+    const std::int64_t embedding = head_weights - 2 * j["rank_program"].back()["k"].get<std::int64_t>();  // the head GEMM's
+    EXPECT_EQ(held, layers * layer_weights + head_weights + embedding) << args;
+    EXPECT_EQ(pp, static_cast<std::int64_t>(j["stages"].size()));
+  }
+}
+
 TEST(Models, BadMappingsAreOneLine) {
   expect_input_error(run("model place llama-3.1-70b --tp 3"), "--tp 3: a mapping needs 1..8 ranks at level cube");
   expect_input_error(run("model place llama-3.1-70b --tp 16"), "--tp 16: a mapping needs 1..8 ranks");

@@ -146,7 +146,7 @@ KB_HD inline std::int64_t llm_mul_add(std::int64_t a, std::int64_t b, std::int64
 }
 
 // The bounds of one step (docs/model.md section 13.2): the multiply-accumulates that must be
-// done at the peak of every PE the mapping uses, and the bytes that must be read (every
+// done (the layer program's, section 13.3) at the peak of every PE the mapping uses, and the bytes that must be read (every
 // weight a token multiplies by once, the embedding rows of the step's tokens, and the KV
 // cache a decode step attends to) at the HBM bandwidth of every cube it uses. Negative
 // figures: beyond int64 (llm_place_check: too_large).
@@ -165,7 +165,9 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   const std::int64_t attention = llm_mul_add(r.batch * 2 * llm_q_width(m), pairs, 0);
   const std::int64_t all_attention = llm_mul_add(attention, m.layers, 0);
   if (attention < 0 || all_attention < 0) return b;
-  b.macs = llm_mul_add(tokens, p.matmul, all_attention);
+  // Every token through every layer's projections; the LM head for each sequence's last token.
+  const std::int64_t head = m.vocab * m.hidden;
+  b.macs = llm_mul_add(tokens, p.matmul - head, llm_mul_add(r.batch, head, all_attention));
   const std::int64_t weights = (p.matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
   b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);
   if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) && b.read_bytes >= 0)

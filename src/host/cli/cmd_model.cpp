@@ -9,6 +9,7 @@
 #include "cmd_family.h"
 #include "host/common/error.h"
 #include "host/common/table.h"
+#include "device/models/llm_layer.h"
 #include "device/models/llm_mapping.h"
 #include "host/llm/model_file.h"
 #include "host/topology/load.h"
@@ -127,6 +128,21 @@ void place(const ModelArgs& a) {
   j["stages"] = stages;
   j["fullest_cube"] = {{"stage", c.stage}, {"weight_bytes", c.weights}, {"kv_bytes", c.kv}, {"activation_bytes", c.activations},
                        {"total_bytes", c.total}, {"hbm_capacity_bytes", h.hbm_capacity_bytes()}};
+  nlohmann::ordered_json program = nlohmann::ordered_json::array();
+  LlmKernel layer[kLlmLayerKernels], head[kLlmHeadKernels];
+  const int nl = llm_layer_program(h, m, r, layer), nh = llm_head_program(h, m, r, head);
+  auto kernel_json = [](const LlmKernel& k, const char* where) {
+    nlohmann::ordered_json o = {{"name", k.name}, {"kind", kLlmKernelKindNames[static_cast<int>(k.kind)]}, {"in", where}};
+    if (k.kind == LlmKernelKind::gemm) o["m"] = k.m, o["k"] = k.k, o["n"] = k.n;
+    else o["rows"] = k.rows, o["cols"] = k.cols;
+    if (k.vector_cycles) o["vector_cycles"] = k.vector_cycles;
+    if (k.bytes) o["bytes"] = k.bytes;
+    o["macs"] = k.macs, o["hbm_read_bytes"] = k.hbm_read, o["hbm_write_bytes"] = k.hbm_write;
+    return o;
+  };
+  for (int i = 0; i < nl; ++i) program.push_back(kernel_json(layer[i], "layer"));
+  for (int i = 0; i < nh; ++i) program.push_back(kernel_json(head[i], "head"));
+  j["rank_program"] = program;
   j["bounds"] = {{"macs", b.macs}, {"read_bytes", b.read_bytes}, {"compute_ps", b.compute_ps}, {"memory_ps", b.memory_ps},
                  {"bound", b.compute_ps >= b.memory_ps ? "compute" : "memory"}};
   if (a.json) {
@@ -144,6 +160,16 @@ void place(const ModelArgs& a) {
   }
   std::printf("  fullest cube (stage %lld): %.3f GB of %.3f GB HBM (%.1f %%)\n", (long long)c.stage, c.total / 1e9,
               h.hbm_capacity_bytes() / 1e9, 100.0 * static_cast<double>(c.total) / static_cast<double>(h.hbm_capacity_bytes()));
+  std::printf("  a rank's program, each layer then after the last (shapes, MACs, HBM bytes read and written):\n");
+  for (int i = 0; i < nl + nh; ++i) {
+    const LlmKernel& k = i < nl ? layer[i] : head[i - nl];
+    const std::string shape = k.kind == LlmKernelKind::gemm
+                                  ? std::to_string(k.m) + " x " + std::to_string(k.k) + " x " + std::to_string(k.n)
+                                  : std::to_string(k.rows) + " x " + std::to_string(k.cols);
+    std::printf("    %-15s %-10s %-22s %12.4g MACs %12.4g B read %12.4g B written\n", k.name,
+                kLlmKernelKindNames[static_cast<int>(k.kind)], shape.c_str(), static_cast<double>(k.macs),
+                static_cast<double>(k.hbm_read), static_cast<double>(k.hbm_write));
+  }
   std::printf("  bounds of the step: compute %.3f us (%.4g MACs at every used PE's peak), memory %.3f us (%.4g bytes at every "
               "used cube's HBM bandwidth): %s-bound\n",
               b.compute_ps / 1e6, static_cast<double>(b.macs), b.memory_ps / 1e6, static_cast<double>(b.read_bytes),
