@@ -33,7 +33,9 @@ TEST(Parallel, RaisesTheLowestFailingIndexAfterEveryLowerOneRan) {
       EXPECT_EQ(std::string(e.what()), "point 123") << threads;
     }
     for (std::size_t i = 0; i <= 123; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
-    if (threads == 1) EXPECT_EQ(hits[124].load(), 0);  // in order: nothing after the first failure
+    if (threads == 1) {
+      EXPECT_EQ(hits[124].load(), 0);  // in order: nothing after the first failure
+    }
   }
 }
 

@@ -54,22 +54,49 @@ KB_HD inline LlmKernel vec(LlmKernelKind kind, const char* name, std::int64_t ro
 
 }  // namespace llm_detail
 
-// Vector cycles of the vector kernels on `rows` x `cols` values (docs/model.md section 13.3):
-// RMSNorm squares, sums each row, takes one reciprocal square root a row (an exp-class
-// op: four passes of the lanes over the row sums), scales the row and multiplies by the
-// weights; RoPE rotates pairs (two multiplies and an add a value); SiLU(gate) x up is
-// exp, add one, divide, multiply by gate and by up; a residual add is one pass.
-KB_HD inline std::int64_t llm_norm_cycles(std::int64_t rows, std::int64_t cols, std::int64_t lanes) {
-  return vector_cycles(VecOp::mul, rows, cols, lanes) + vector_cycles(VecOp::row_sum, rows, cols, lanes) +
-         vector_cycles(VecOp::exp, 1, rows, lanes) + vector_cycles(VecOp::row_mul, rows, cols, lanes) +
-         vector_cycles(VecOp::mul, rows, cols, lanes);
+// One pass of the vector engine over a tile: the op, and the values it covers.
+struct LlmVecPass {
+  VecOp op;
+  std::int64_t rows, cols;  // row ops: rows x cols; elementwise: rows x cols values
+};
+
+// The passes over a tile of `t` rows, in order (their cycles are section 13.3's); returns
+// how many (at most 5). kv_append has none: the tile is copied from HBM to HBM.
+KB_HD inline int llm_vec_passes(std::int64_t kind, std::int64_t t, std::int64_t cols, LlmVecPass out[5]) {
+  int n = 0;
+  switch (static_cast<LlmKernelKind>(kind)) {
+    case LlmKernelKind::norm:
+      out[n++] = {VecOp::mul, t, cols};      // x·x
+      out[n++] = {VecOp::row_sum, t, cols};  // each row's sum
+      out[n++] = {VecOp::exp, 1, t};         // 1/sqrt(mean + eps) of each row: an exp-class op
+      out[n++] = {VecOp::row_mul, t, cols};  // scale each row
+      out[n++] = {VecOp::mul, t, cols};      // the norm's weights
+      break;
+    case LlmKernelKind::rope:
+      out[n++] = {VecOp::mul, t, cols};
+      out[n++] = {VecOp::mul, t, cols};
+      out[n++] = {VecOp::add, t, cols};
+      break;
+    case LlmKernelKind::silu_mul:
+      out[n++] = {VecOp::exp, t, cols};      // e^-gate
+      out[n++] = {VecOp::add, t, cols};      // 1 + e^-gate
+      out[n++] = {VecOp::row_div, t, cols};  // gate / (1 + e^-gate): one pass, as a divide
+      out[n++] = {VecOp::mul, t, cols};
+      out[n++] = {VecOp::mul, t, cols};      // x up
+      break;
+    case LlmKernelKind::residual: out[n++] = {VecOp::add, t, cols}; break;
+    default: break;
+  }
+  return n;
 }
-KB_HD inline std::int64_t llm_rope_cycles(std::int64_t rows, std::int64_t cols, std::int64_t lanes) {
-  return 2 * vector_cycles(VecOp::mul, rows, cols, lanes) + vector_cycles(VecOp::add, rows, cols, lanes);
-}
-KB_HD inline std::int64_t llm_silu_mul_cycles(std::int64_t rows, std::int64_t cols, std::int64_t lanes) {
-  return vector_cycles(VecOp::exp, rows, cols, lanes) + vector_cycles(VecOp::add, rows, cols, lanes) +
-         vector_cycles(VecOp::row_div, rows, cols, lanes) + 2 * vector_cycles(VecOp::mul, rows, cols, lanes);
+
+// Vector cycles of kernel `kind` over `rows` x `cols` values on one PE: its passes'.
+KB_HD inline std::int64_t llm_vec_cycles(LlmKernelKind kind, std::int64_t rows, std::int64_t cols, std::int64_t lanes) {
+  LlmVecPass p[5];
+  const int n = llm_vec_passes(static_cast<std::int64_t>(kind), rows, cols, p);
+  std::int64_t cycles = 0;
+  for (int i = 0; i < n; ++i) cycles += vector_cycles(p[i].op, p[i].rows, p[i].cols, lanes);
+  return cycles;
 }
 
 // One layer of the step on one rank of stage 0's tp group, in program order; returns the
@@ -81,9 +108,9 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
   const std::int64_t q = llm_q_width(m) / t, kvh = llm_rank_kv_heads(m, t), kv = kvh * m.head_dim;
   const std::int64_t inter = ceil_div(m.intermediate, t);
   int n = 0;
-  out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_norm_cycles(M, H, L), 1, H * wb);
+  out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("qkv", M, H, q + 2 * kv, wb);
-  out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_rope_cycles(M, q + kv, L), 1, 0);
+  out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1, 0);
   {
     LlmKernel a{LlmKernelKind::kv_append, "kv_append", 0, 0, 0, M, 2 * kv, 0, M * 2 * kv * r.kv_bytes, 0, 0,
                 M * 2 * kv * r.kv_bytes};
@@ -102,9 +129,9 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
   out[n++] = gemm("o_proj", M, q, H, wb);
   if (t > 1) out[n++] = LlmKernel{LlmKernelKind::allreduce, "attn_allreduce", 0, 0, 0, M, H, 0, M * H * 2, 0, 0, 0};
   out[n++] = vec(LlmKernelKind::residual, "attn_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
-  out[n++] = vec(LlmKernelKind::norm, "mlp_norm", M, H, llm_norm_cycles(M, H, L), 1, H * wb);
+  out[n++] = vec(LlmKernelKind::norm, "mlp_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("gate_up", M, H, 2 * inter, wb);
-  out[n++] = vec(LlmKernelKind::silu_mul, "silu_mul", M, inter, llm_silu_mul_cycles(M, inter, L), 2, 0);
+  out[n++] = vec(LlmKernelKind::silu_mul, "silu_mul", M, inter, llm_vec_cycles(LlmKernelKind::silu_mul, M, inter, L), 2, 0);
   out[n++] = gemm("down", M, inter, H, wb);
   if (t > 1) out[n++] = LlmKernel{LlmKernelKind::allreduce, "mlp_allreduce", 0, 0, 0, M, H, 0, M * H * 2, 0, 0, 0};
   out[n++] = vec(LlmKernelKind::residual, "mlp_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
@@ -116,7 +143,7 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
 // where they are).
 KB_HD inline int llm_head_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmHeadKernels]) {
   const std::int64_t B = r.batch, H = m.hidden;
-  out[0] = llm_detail::vec(LlmKernelKind::norm, "final_norm", B, H, llm_norm_cycles(B, H, h.vector_lanes), 1, H * r.weight_bytes);
+  out[0] = llm_detail::vec(LlmKernelKind::norm, "final_norm", B, H, llm_vec_cycles(LlmKernelKind::norm, B, H, h.vector_lanes), 1, H * r.weight_bytes);
   out[1] = llm_detail::gemm("lm_head", B, H, ceil_div(m.vocab, r.tp), r.weight_bytes);
   return 2;
 }

@@ -1,0 +1,167 @@
+// The vector kernels of a whole model's layer program (docs/model.md section 13.4): RMSNorm,
+// RoPE, SiLU(gate) x up, a residual add, and the KV cache append, on one tensor-parallel
+// rank (a cube, or a SIP's cubes). Rows (tokens) are split evenly over the rank's PEs; a PE
+// streams its rows through its SRAM in tiles: it loads a tile of each input from its cube's
+// HBM, runs the kernel's passes on its vector engine, and stores the tile back. The op list
+// and the tiling are shared with the reference program (src/host/kernels/llm_program.cpp),
+// as routes are; the timing below is the model's own.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+#include "llm_layer.h"
+#include "vector.h"
+
+namespace kb {
+
+// One vector kernel on one rank: `hw` is the rank's (one SIP: its cubes and their PEs).
+struct LlmVecConfig {
+  HwConfig hw;
+  std::int64_t kind;  // LlmKernelKind: norm, rope, residual, silu_mul or kv_append
+  std::int64_t rows, cols;
+};
+
+struct LlmVecResult {
+  std::int32_t status;
+  std::int32_t reserved;
+  ps_t latency_ps;
+  ps_t vector_busy_ps, dma_busy_ps;  // summed over PEs
+  std::int64_t hbm_read_bytes, hbm_write_bytes;
+};
+
+constexpr std::int64_t kLlmVecMaxRows = INT64_C(1) << 32, kLlmVecMaxCols = INT64_C(1) << 20;
+
+// 0 valid, 1 bad field (kind, rows or cols), 2 a row of the kernel's buffers does not fit
+// a PE's SRAM, 3 times could pass int64.
+enum LlmVecStatus : std::int32_t { kLlmVecOk = 0, kLlmVecBadField, kLlmVecSramOverflow, kLlmVecTimeOverflow };
+
+// Inputs a tile loads (each `tile` x cols fp16 values): gate and up for silu_mul, the two
+// addends for residual, one tensor otherwise. The output overwrites the first.
+KB_HD inline int llm_vec_inputs(std::int64_t kind) {
+  return kind == static_cast<std::int64_t>(LlmKernelKind::silu_mul) || kind == static_cast<std::int64_t>(LlmKernelKind::residual)
+             ? 2
+             : 1;
+}
+
+// SRAM one PE needs for a tile of t rows: each input's tile (fp16) and a row buffer (f32).
+KB_HD inline std::int64_t llm_vec_sram_bytes(std::int64_t kind, std::int64_t t, std::int64_t cols) {
+  return llm_vec_inputs(kind) * t * cols * 2 + t * 4;
+}
+
+// Rows of PE g (0..cubes x PEs - 1, cube-major) of the rank: an even split.
+KB_HD inline std::int64_t llm_vec_rows_of(const LlmVecConfig& c, std::int64_t g) {
+  const std::int64_t parts = c.hw.cubes_per_sip() * c.hw.pes_per_cube();
+  return (g + 1) * c.rows / parts - g * c.rows / parts;
+}
+
+// A PE's tile: the most rows (at most its own) whose buffers fit its SRAM.
+KB_HD inline std::int64_t llm_vec_tile_rows(const LlmVecConfig& c, std::int64_t rows) {
+  const std::int64_t per_row = llm_vec_sram_bytes(c.kind, 1, c.cols);
+  const std::int64_t fit = c.hw.sram_bytes() / per_row;
+  return fit < rows ? fit : rows;
+}
+
+KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
+  const bool known = c.kind == static_cast<std::int64_t>(LlmKernelKind::norm) ||
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::rope) ||
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::residual) ||
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::silu_mul) ||
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append);
+  if (!known || c.rows < 1 || c.rows > kLlmVecMaxRows || c.cols < 1 || c.cols > kLlmVecMaxCols) return kLlmVecBadField;
+  if (!hw_fits(c.hw) || c.hw.sips != 1) return kLlmVecBadField;
+  if (llm_vec_sram_bytes(c.kind, 1, c.cols) > c.hw.sram_bytes()) return kLlmVecSramOverflow;
+  // A bound on any finish: every byte at a share of every PE, every pass, plus latencies.
+  const std::int64_t P = c.hw.pes_per_cube(), bytes = 3 * c.rows * c.cols * 2;
+  if (transfer_overflows(bytes, 2 * P)) return kLlmVecTimeOverflow;
+  const std::int64_t passes = 8 * vector_cycles(VecOp::exp, c.rows, c.cols, c.hw.vector_lanes);
+  if (passes > kTimeLimitPs / 1000000 / 4) return kLlmVecTimeOverflow;
+  const std::int64_t tiles = c.rows;  // at most one a row
+  if (sat_mul(tiles, 4 * c.hw.hbm_latency_ns * kPsPerNs) >= kTimeLimitPs / 4) return kLlmVecTimeOverflow;
+  return kLlmVecOk;
+}
+
+namespace llm_detail {
+
+// One PE's run: its end, and its busy totals.
+struct VecPe {
+  ps_t end, vector_busy, dma_busy;
+};
+
+// A PE streaming `rows` rows, its cube's HBM shared by `sharers` PEs: per tile, each input's
+// load on its DMA queue, the passes on its vector engine once the loads have landed, and the
+// store once the passes are done; the queue serves in program order, so the next tile's
+// loads follow the store.
+KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t sharers) {
+  const HwConfig& h = c.hw;
+  const ps_t lat = h.hbm_latency_ns * kPsPerNs;
+  const std::int64_t T = llm_vec_tile_rows(c, rows), inputs = llm_vec_inputs(c.kind);
+  VecPe r{0, 0, 0};
+  ps_t dma = 0, vec = 0;
+  for (std::int64_t lo = 0; lo < rows; lo += T) {
+    const std::int64_t t = imin(T, rows - lo), bytes = t * c.cols * 2;
+    const ps_t b = shared_transfer_ps(bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+    ps_t landed = 0;
+    for (int i = 0; i < inputs; ++i) {
+      landed = dma + b + lat;
+      dma += b;
+    }
+    r.dma_busy += (inputs + 1) * b;
+    LlmVecPass p[5];
+    const int n = llm_vec_passes(c.kind, t, c.cols, p);
+    ps_t done = landed;
+    if (n > 0) {
+      vec = imax(vec, landed);
+      for (int k = 0; k < n; ++k) {
+        const ps_t v = cycles_ps(vector_cycles(p[k].op, p[k].rows, p[k].cols, h.vector_lanes), h.clock_mhz);
+        vec += v;
+        r.vector_busy += v;
+      }
+      done = vec;
+    }
+    dma = imax(dma, done) + b;
+    r.end = dma + lat;
+  }
+  return r;
+}
+
+}  // namespace llm_detail
+
+// The model: every PE of the rank from time 0; PEs with the same rows and share run alike.
+KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
+  LlmVecResult r{};
+  r.status = llm_vec_check(c);
+  if (r.status != kLlmVecOk) return r;
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube();
+  llm_detail::VecPe seen[4];
+  std::int64_t key_rows[4], key_sharers[4];
+  int nseen = 0, next = 0;
+  for (std::int64_t q = 0; q < C; ++q) {
+    std::int64_t sharers = 0;
+    for (std::int64_t p = 0; p < P; ++p) sharers += llm_vec_rows_of(c, q * P + p) > 0;
+    for (std::int64_t p = 0; p < P; ++p) {
+      const std::int64_t rows = llm_vec_rows_of(c, q * P + p);
+      if (rows == 0) continue;
+      int hit = -1;
+      for (int i = 0; i < nseen; ++i)
+        if (key_rows[i] == rows && key_sharers[i] == sharers) hit = i;
+      if (hit < 0) {
+        hit = next;
+        seen[hit] = llm_detail::vec_pe(c, rows, sharers);
+        key_rows[hit] = rows, key_sharers[hit] = sharers;
+        next = (next + 1) % 4;
+        if (nseen < 4) ++nseen;
+      }
+      r.latency_ps = imax(r.latency_ps, seen[hit].end);
+      r.vector_busy_ps += seen[hit].vector_busy;
+      r.dma_busy_ps += seen[hit].dma_busy;
+      r.hbm_read_bytes += llm_vec_inputs(c.kind) * rows * c.cols * 2;
+      r.hbm_write_bytes += rows * c.cols * 2;
+    }
+  }
+  return r;
+}
+
+}  // namespace kb
