@@ -22,6 +22,28 @@ inline std::string describe(const AllreduceConfig& c) {
   return o.str();
 }
 
+// A random machine shape for the communication tests: SIP topologies, grids, link figures
+// (zero latencies included), HBM and DMA rates, clocks and vector lanes. `pick(lo, hi)`
+// draws an integer in [lo, hi].
+template <class Pick>
+void random_machine(HwConfig& h, Pick& pick) {
+  h.sips = pick(1, 8);
+  h.sip_topology = static_cast<SipTopology>(pick(0, 2));
+  h.cube_rows = pick(1, 3), h.cube_cols = pick(1, 4);
+  h.pe_rows = pick(1, 3), h.pe_cols = pick(1, 4);
+  auto link = [&](LinkSpec& l) {
+    l.bandwidth_gbps = pick(1, 400);
+    l.latency_ns = pick(0, 3) ? pick(0, 1500) : 0;
+  };
+  link(h.sip_link), link(h.cube_link), link(h.ipcq);
+  h.hbm_bandwidth_gbps = pick(1, 1500);
+  h.hbm_latency_ns = pick(0, 300);
+  h.dma_engines = pick(1, 4);
+  h.dma_bandwidth_gbps = pick(1, 400);
+  h.clock_mhz = pick(100, 3000);
+  h.vector_lanes = pick(1, 128);
+}
+
 // Random valid configs; `counts` tallies them per (level, algo, buffer).
 inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
   const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
@@ -33,21 +55,7 @@ inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uin
     AllreduceConfig c{};
     c.hw = base.hw();
     HwConfig& h = c.hw;
-    h.sips = pick(1, 8);
-    h.sip_topology = static_cast<SipTopology>(pick(0, 2));
-    h.cube_rows = pick(1, 3), h.cube_cols = pick(1, 4);
-    h.pe_rows = pick(1, 3), h.pe_cols = pick(1, 4);
-    auto link = [&](LinkSpec& l) {
-      l.bandwidth_gbps = pick(1, 400);
-      l.latency_ns = pick(0, 3) ? pick(0, 1500) : 0;
-    };
-    link(h.sip_link), link(h.cube_link), link(h.ipcq);
-    h.hbm_bandwidth_gbps = pick(1, 1500);
-    h.hbm_latency_ns = pick(0, 300);
-    h.dma_engines = pick(1, 4);
-    h.dma_bandwidth_gbps = pick(1, 400);
-    h.clock_mhz = pick(100, 3000);
-    h.vector_lanes = pick(1, 128);
+    random_machine(h, pick);
     h.sram_kib = pick(1, 64);
     h.hbm_capacity_mib = pick(1, 4);
     c.level = pick(0, 3);

@@ -5,5 +5,6 @@
 #include "allreduce_model.h"
 #include "decode_model.h"
 #include "gemm_model.h"
+#include "llm_model.h"
 
-#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel) X(decode, ::kb::DecodeModel)
+#define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel) X(decode, ::kb::DecodeModel) X(llm, ::kb::LlmModel)

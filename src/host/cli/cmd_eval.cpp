@@ -32,6 +32,8 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   }
   for (const HwAxisDesc& h : f.hw_axes)
     a.given[h.name] = cmd->add_option(h.flag, a.hw_axes[h.name], h.help + " (same as --set " + h.path + "=...)");
+  for (const PresetDesc& p : f.presets)
+    a.preset_given[p.flag] = cmd->add_option(p.flag, a.presets[p.flag], p.help + "; a flag of its own overrides one value");
   cmd->add_option("--engine", a.engine, "reference, batched or both")->capture_default_str();
   cmd->add_option("--backend", a.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
   cmd->add_option("--trace", a.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
@@ -65,10 +67,18 @@ void cmd_eval(EvalArgs a) {
   const TopologySpec topo = a.topo.load();
 
   std::vector<unsigned char> cfg = base_config(f, topo);
+  // Presets first: the values they stand for, where the axis's own flag is absent.
+  std::map<std::string, std::string> preset_values;
+  for (const PresetDesc& p : f.presets)
+    if (a.preset_given[p.flag]->count() != 0)
+      for (const auto& [name, value] : p.expand(a.presets[p.flag])) preset_values[name] = value;
   for (const AxisDesc& ax : f.axes) {
-    if (a.given[ax.name]->count() == 0) continue;
+    const bool own = a.given[ax.name]->count() != 0;
+    if (!own && preset_values.count(ax.name) == 0) continue;
     const auto bare = f.bare.find(ax.name);
-    const std::string& text = a.axes[ax.name].empty() && bare != f.bare.end() ? bare->second : a.axes[ax.name];
+    const std::string& text = !own ? preset_values[ax.name]
+                              : a.axes[ax.name].empty() && bare != f.bare.end() ? bare->second
+                                                                                 : a.axes[ax.name];
     std::int64_t v = 0;
     if (!ax.names.empty()) {
       const auto it = std::find(ax.names.begin(), ax.names.end(), text);

@@ -37,6 +37,8 @@ struct MaxOpsArg {
 
 struct EvalArgs {
   const Family* family = nullptr;
+  std::map<std::string, std::string> presets;  // preset flag -> value text
+  std::map<std::string, CLI::Option*> preset_given;
   std::map<std::string, std::string> axes;     // axis name -> value text (given ones only)
   std::map<std::string, std::string> hw_axes;  // hardware axis name -> value text
   std::map<std::string, CLI::Option*> given;
@@ -48,6 +50,8 @@ struct EvalArgs {
 
 struct SweepArgs {
   const Family* family = nullptr;
+  std::map<std::string, std::string> presets;  // preset flag -> value text
+  std::map<std::string, CLI::Option*> preset_given;
   std::map<std::string, std::string> axes, hw_axes;
   std::map<std::string, CLI::Option*> given;
   std::vector<std::string> hw, zips;

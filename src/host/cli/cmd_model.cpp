@@ -86,7 +86,7 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
 }
 
 void place(const ModelArgs& a) {
-  const LlmModel model = load_llm_model(a.model, "model");
+  const LlmModelFile model = load_llm_model(a.model, "model");
   const TopologySpec topo = a.topo.load();
   const HwConfig& h = topo.hw();
   LlmRun r{};
@@ -185,7 +185,7 @@ void cmd_model(const ModelArgs& a) {
   }
   if (a.list->parsed()) {
     for (const std::string& n : shipped_llm_models()) {
-      const LlmModel m = load_llm_model(n);
+      const LlmModelFile m = load_llm_model(n);
       std::printf("%-16s %6.1f B parameters, %lld layers\n", n.c_str(), static_cast<double>(llm_params(m.shape).total) / 1e9,
                   static_cast<long long>(m.shape.layers));
     }
@@ -193,7 +193,7 @@ void cmd_model(const ModelArgs& a) {
   }
   const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
-  const LlmModel m = load_llm_model(a.model, "model");
+  const LlmModelFile m = load_llm_model(a.model, "model");
   const LlmShape& s = m.shape;
   const LlmParams p = llm_params(s);
   const std::int64_t kv_token = llm_kv_bytes_per_token(s, kvb);

@@ -45,6 +45,8 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   for (const HwAxisDesc& h : f.hw_axes)
     a.given[h.name] =
         cmd->add_option(h.flag, a.hw_axes[h.name], h.help + ", a list (same as --hw " + h.path + "=...; default: the topology's)");
+  for (const PresetDesc& p : f.presets)
+    a.preset_given[p.flag] = cmd->add_option(p.flag, a.presets[p.flag], p.help + " (one; an axis's own flag overrides it)");
   cmd->add_option("--hw", a.hw,
                   "sweep a topology field: PATH=LIST, e.g. cube.hbm.bandwidth_gbps=410,819,1638 (repeatable; fields: "
                   "docs/topology.md)")
@@ -152,6 +154,14 @@ SweepRequest request_of(const Family& f, const SweepArgs& a, const std::optional
   SweepRequest req;
   for (const AxisDesc& ax : f.axes)
     if (a.given.at(ax.name)->count() > 0) req.axes[ax.name] = a.axes.at(ax.name);
+  for (const PresetDesc& p : f.presets) {
+    if (a.preset_given.at(p.flag)->count() == 0) continue;
+    if (file) throw InputError("--space " + a.space + ": the file sets the space; " + p.flag + " cannot be given too");
+    const std::string& v = a.presets.at(p.flag);
+    if (v.find(',') != std::string::npos)
+      throw InputError(p.flag + " " + v + ": one value a sweep (sweep the axes it stands for, or run one sweep each)");
+    for (const auto& [name, value] : p.expand(v)) req.axes.emplace(name, value);  // an axis's own flag wins
+  }
   for (const HwAxisDesc& h : f.hw_axes)
     if (a.given.at(h.name)->count() > 0) req.hw.push_back({h.flag, h.path, a.hw_axes.at(h.name)});
   for (const std::string& h : a.hw) {

@@ -85,6 +85,15 @@ struct ColumnDesc {
   bool terminal = false;  // shown in sweep tables
 };
 
+// A flag that stands for several axis values at once (`--model llama-3.1-70b`: the
+// model's dimensions); an axis given by its own flag keeps its value.
+struct PresetDesc {
+  std::string flag;  // "--model"
+  std::string help;
+  // The (axis name, value text) pairs `value` stands for; InputError when it names nothing.
+  std::function<std::vector<std::pair<std::string, std::string>>(const std::string& value)> expand;
+};
+
 struct CostDesc {
   std::string name;     // --pareto NAME
   std::string meaning;  // "PEs used (pes x cubes)"
@@ -99,6 +108,7 @@ struct Family {
   std::vector<HwAxisDesc> hw_axes;
   // eval: axes whose flag may be given alone (`--allreduce`), and the value that means.
   std::map<std::string, std::string> bare;
+  std::vector<PresetDesc> presets;  // eval and sweep
   std::string default_group;  // --group default, e.g. "m,n,k"
   std::vector<std::string> statuses;  // name of each status; statuses[0] is the valid one
   std::function<std::string(std::int32_t status, const void* config)> status_message;

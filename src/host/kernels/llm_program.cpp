@@ -1,6 +1,11 @@
 #include "llm_program.h"
 
+#include <algorithm>
+
 #include "../common/error.h"
+#include "allreduce_program.h"
+#include "decode_program.h"
+#include "gemm_program.h"
 #include "../runtime/context.h"
 #include "../topology/spec.h"
 
@@ -78,6 +83,140 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   return r;
+}
+
+std::int64_t llm_reference_ops(const LlmConfig& c) {
+  struct Ops {
+    std::int64_t most = 0;
+    void gemm(const GemmConfig& g, const LlmKernel&, bool) { most = std::max(most, gemm_reference_ops(g)); }
+    void attention(const DecodeConfig& d, const LlmKernel&, bool) { most = std::max(most, decode_reference_ops(d)); }
+    void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { most = std::max(most, allreduce_reference_ops(a)); }
+    void vector(const LlmVecConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_vec_reference_ops(x)); }
+  } ops;
+  if (llm_check(c) == kLlmOk) llm_for_each_kernel(c, ops);
+  return ops.most;
+}
+
+LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
+  if (trace_path) throw InputError("--trace: a whole-model step runs its kernels as separate launches; trace a kernel with its family's eval");
+  std::int32_t bad = -1, kernel_status = 0;
+  const std::int32_t st = llm_check(c, &bad, &kernel_status);
+  if (st != kLlmOk) throw InputError(llm_status_message(st, c));
+  // Each layer runs its kernels in turn; every layer must come out as the first did (they
+  // are identical), which is what lets the model count one layer `layers` times.
+  const std::int64_t run = c.layers_run ? c.layers_run : c.layers;
+  struct Time {
+    LlmTally t;
+    std::int64_t tp;
+    bool layer_pass = true;  // the first layer's kernels (and the head's) are tallied
+    ps_t layer_latency = 0;
+    ps_t ran = 0;  // every kernel run, summed
+    void add(bool layer, LlmTally::Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
+             std::int64_t link) {
+      ran += latency;
+      if (layer) layer_latency += latency;
+      if (layer && !layer_pass) return;
+      t.add(layer, k, latency, macs, read, write, link);
+    }
+    void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+      const GemmResult r = gemm_reference(g);
+      add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+      const DecodeResult r = decode_reference(d, nullptr);
+      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+      const AllreduceResult r = allreduce_reference(a, nullptr);
+      add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
+          r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
+    }
+    void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+      const LlmVecResult r = llm_vec_reference(x);
+      add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+  } time{LlmTally{}, c.tp};
+  // The first pass runs the first layer and the head; each further pass one more layer.
+  llm_for_each_kernel(c, time);
+  const ps_t first = time.layer_latency;
+  struct LayerOnly {
+    Time* t;
+    void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) { if (layer) t->gemm(g, k, layer); }
+    void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) { if (layer) t->attention(d, k, layer); }
+    void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) { if (layer) t->allreduce(a, k, layer); }
+    void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) { if (layer) t->vector(x, k, layer); }
+  } rest{&time};
+  time.layer_pass = false;
+  for (std::int64_t l = 1; l < run; ++l) {
+    time.layer_latency = 0;
+    llm_for_each_kernel(c, rest);
+    if (time.layer_latency != first)
+      throw InternalError("layer " + std::to_string(l) + " of the step took " + std::to_string(time.layer_latency) +
+                              " ps, the first " + std::to_string(first) + " ps: identical layers differ",
+                          __FILE__, __LINE__);
+  }
+  // The step as the engine ran it: every layer's kernels and the head's, one after another.
+  LlmResult out = time.t.finish(c);
+  out.latency_ps = time.ran;
+  return out;
+}
+
+std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
+  const LlmShape m = llm_shape_of(c);
+  const LlmRun r = llm_run_of(c);
+  // The figures below divide by these: a config whose fields are not even in range gets the
+  // status's plain meaning.
+  const bool sane = c.tp >= 1 && c.pp >= 1 && c.heads >= 1 && c.kv_heads >= 1 && c.layers >= 1 && c.head_dim >= 1 &&
+                    c.tp_level >= 0 && c.tp_level < kCollLevels && hw_fits(c.hw);
+  if (!sane && status != kLlmOk && status != kLlmBadField && status != kLlmTooLarge && status != kLlmUnsupported)
+    return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
+  switch (status) {
+    case kLlmOk: return "valid";
+    case kLlmBadField:
+      return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
+             "model's, tp-algo, attention case 1..4, or the hardware)";
+    case kLlmBadTp:
+      return "tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(c.hw, r.tp_level)) +
+             " ranks at level " + kCollLevelNames[r.tp_level] + ", dividing the " + std::to_string(m.heads) +
+             " query heads and dividing or divided by the " + std::to_string(m.kv_heads) + " KV heads";
+    case kLlmBadPp:
+      return "pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
+             std::to_string(llm_ranks(c.hw, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
+             std::to_string(c.hw.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
+    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
+    case kLlmHbmOverflow: {
+      const LlmCubeBytes b = llm_fullest_cube(c.hw, m, r);
+      return "hbm_overflow: the fullest cube (stage " + std::to_string(b.stage) + ") needs " + std::to_string(b.total) +
+             " bytes (weights " + std::to_string(b.weights) + ", KV cache " + std::to_string(b.kv) + ", activations " +
+             std::to_string(b.activations) + ") against its HBM's " + std::to_string(c.hw.hbm_capacity_bytes()) +
+             " bytes: more ranks, more stages, or 8-bit weights";
+    }
+    case kLlmUnsupported:
+      return "not timed yet: the step is timed for decode, one pipeline stage, tp at level cube or sip, and fp16 weights "
+             "and KV cache (model place places and bounds the rest)";
+    case kLlmBadKernel: {
+      std::int32_t bad = -1, ks = 0;
+      llm_check(c, &bad, &ks);
+      LlmKernel k[kLlmLayerKernels + kLlmHeadKernels];
+      const int nl = llm_layer_program(c.hw, m, r, k);
+      llm_head_program(c.hw, m, r, k + nl);
+      const LlmKernel& kk = k[bad < 0 ? 0 : bad];
+      std::string why = "status " + std::to_string(ks);
+      struct Why {
+        std::int32_t index = 0, want, status;
+        std::string* out;
+        void gemm(const GemmConfig& g, const LlmKernel&, bool) { if (index++ == want) *out = gemm_status_message(status, g); }
+        void attention(const DecodeConfig& d, const LlmKernel&, bool) { if (index++ == want) *out = decode_status_message(status, d); }
+        void allreduce(const AllreduceConfig&, const LlmKernel&, bool) { if (index++ == want) *out = kArStatusNames[status]; }
+        void vector(const LlmVecConfig&, const LlmKernel&, bool) {
+          if (index++ == want) *out = status == kLlmVecSramOverflow ? "a row of its buffers does not fit a PE's SRAM" : "invalid";
+        }
+      } w{0, bad, ks, &why};
+      llm_for_each_kernel(c, w);
+      return std::string("kernel ") + kk.name + " (" + kLlmKernelKindNames[static_cast<int>(kk.kind)] + "): " + why;
+    }
+    default: return "invalid";
+  }
 }
 
 }  // namespace kb

@@ -1,10 +1,12 @@
-// Reference programs of a whole model's layer: its vector kernels on one tensor-parallel
-// rank (RMSNorm, RoPE, SiLU x up, residual add, KV append), as explicit loads, vector-engine
-// passes and stores per PE (docs/model.md section 13.4).
+// Reference programs of a whole model: a step as its layer program run kernel by kernel on
+// the reference engine (docs/model.md section 13.5), and the layer's vector kernels on one
+// tensor-parallel rank (RMSNorm, RoPE, SiLU x up, residual add, KV append) as explicit loads,
+// vector-engine passes and stores per PE (section 13.4).
 #pragma once
 
 #include <string>
 
+#include "../../device/models/llm_model.h"
 #include "../../device/models/llm_vector.h"
 
 namespace kb {
@@ -14,5 +16,15 @@ namespace kb {
 LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path = nullptr);
 // The ops it builds, at most.
 std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
+
+// The family's reference: each kernel of the layer program on the reference engine with its
+// family's reference program (GEMM, decode attention, allreduce) or the vector kernel's, one
+// launch each from the end of the one before, for layers_run layers (every layer when 0)
+// and the head. No trace: the kernels are separate launches.
+LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path = nullptr);
+// The most ops one of its launches builds.
+std::int64_t llm_reference_ops(const LlmConfig& c);
+// One line naming what is wrong with a config llm_check refuses.
+std::string llm_status_message(std::int32_t status, const LlmConfig& c);
 
 }  // namespace kb

@@ -141,10 +141,10 @@ std::vector<std::string> shipped_llm_models() {
   return names;
 }
 
-LlmModel load_llm_model(const std::string& name_or_path, const std::string& what) {
+LlmModelFile load_llm_model(const std::string& name_or_path, const std::string& what) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
-  LlmModel model;
+  LlmModelFile model;
   if (is_path) {
     model.path = name_or_path;
     model.name = fs::path(name_or_path).stem().string();

@@ -9,7 +9,7 @@
 
 namespace kb {
 
-struct LlmModel {
+struct LlmModelFile {
   std::string name;  // the shipped model's name, or the file's stem
   std::string path;  // the file read
   LlmShape shape;
@@ -20,7 +20,7 @@ struct LlmModel {
 // sets a field the simulator does not model (num_local_experts, attention_bias: true, ...),
 // is an InputError naming the field and where it is (FILE:LINE:COL: field: ...).
 // `what` names the argument in an error ("--model").
-LlmModel load_llm_model(const std::string& name_or_path, const std::string& what = "--model");
+LlmModelFile load_llm_model(const std::string& name_or_path, const std::string& what = "--model");
 
 // The shipped models' names, sorted.
 std::vector<std::string> shipped_llm_models();

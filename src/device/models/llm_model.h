@@ -1,0 +1,247 @@
+// Batched model of whole-model inference (docs/model.md section 13.5): one step of a LLaMA
+// model under a tensor-parallel mapping, composed from the families' models. The layer
+// program (llm_layer.h) is run kernel by kernel on one rank, each kernel from the end of the
+// one before on every rank (a barrier between kernels, in both engines: ADR 0019); the ranks
+// of a tensor-parallel group run alike, so one rank's kernels are the step's. A kernel is
+// timed by its family's model on the rank's machine (gemm, decode attention, allreduce over
+// the group) or by the vector-kernel model (llm_vector.h). The layers are identical, so a
+// layer is timed once and counted `layers` times.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/units.h"
+#include "allreduce_model.h"
+#include "decode_model.h"
+#include "gemm_model.h"
+#include "llm_layer.h"
+#include "llm_mapping.h"
+#include "llm_vector.h"
+
+namespace kb {
+
+// Every field an int64 (sweep axes set fields by offset).
+struct LlmConfig {
+  HwConfig hw;
+  std::int64_t hidden, intermediate, heads, kv_heads, head_dim, layers, vocab, tied;  // LlmShape
+  std::int64_t weight_bytes, kv_bytes;
+  std::int64_t phase, batch, context, prompt;
+  std::int64_t tp, tp_level, pp;
+  std::int64_t tp_algo;         // CollAlgo of the tensor-parallel allreduce
+  std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
+  std::int64_t layers_run;      // layers the step runs (0: every layer)
+};
+
+struct LlmResult {
+  std::int32_t status;
+  std::int32_t reserved;  // explicit, zeroed padding: results compare bytewise
+  ps_t latency_ps;        // the step as run: layers_run layers and the head
+  ps_t model_latency_ps;  // the step of the whole model: every layer and the head
+  ps_t layer_ps, head_ps;
+  // The whole model's step by kind of kernel (with barriers, each kind's share of the
+  // critical path): GEMMs, attention, vector kernels, tensor-parallel allreduces.
+  ps_t gemm_ps, attention_ps, vector_ps, allreduce_ps;
+  std::int64_t macs;                              // the whole model's step, every rank
+  std::int64_t hbm_read_bytes, hbm_write_bytes;   // the same
+  std::int64_t link_bytes;                        // the allreduces' bytes over links, every level
+};
+
+KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
+  return LlmShape{c.hidden, c.intermediate, c.heads, c.kv_heads, c.head_dim, c.layers, c.vocab, c.tied};
+}
+KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
+  return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp};
+}
+
+// The machine of one rank: SIP 0 alone (a SIP rank), or one cube of it (a cube rank).
+KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
+  HwConfig h = c.hw;
+  h.sips = 1;
+  if (c.tp_level == static_cast<std::int64_t>(CollLevel::cube)) h.cube_rows = h.cube_cols = 1;
+  return h;
+}
+
+// What this version times: decode steps, one pipeline stage, ranks that are cubes or SIPs,
+// fp16 weights and KV cache (the families' operands). The rest is placed and bounded by
+// model place, and refused here as `unsupported`.
+KB_HD inline bool llm_supported(const LlmConfig& c) {
+  return c.phase == static_cast<std::int64_t>(LlmPhase::decode) && c.pp == 1 &&
+         (c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip)) &&
+         c.weight_bytes == 2 && c.kv_bytes == 2;
+}
+
+// Calls the visitor with each kernel of the layer program (layer = true) and of the head,
+// as its family's config: v.gemm(GemmConfig, k), v.attention(DecodeConfig, k),
+// v.allreduce(AllreduceConfig, k), v.vector(LlmVecConfig, k), k the LlmKernel. Shared by
+// both engines, as routes are: it says what runs, not how long it takes.
+template <class Visitor>
+KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
+  const LlmShape m = llm_shape_of(c);
+  const LlmRun r = llm_run_of(c);
+  const HwConfig rank = llm_rank_hw(c);
+  LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
+  const int nl = llm_layer_program(c.hw, m, r, ks);
+  const int n = nl + llm_head_program(c.hw, m, r, ks + nl);
+  for (int i = 0; i < n; ++i) {
+    const LlmKernel& k = ks[i];
+    const bool layer = i < nl;
+    switch (k.kind) {
+      case LlmKernelKind::gemm: {
+        GemmConfig g{};
+        g.hw = rank;
+        g.m = k.m, g.n = k.n, g.k = k.k;
+        g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
+        gemm_complete(g);
+        v.gemm(g, k, layer);
+        break;
+      }
+      case LlmKernelKind::attention: {
+        DecodeConfig d{};
+        d.hw = rank;
+        d.decode_case = c.attention_case;
+        d.s_kv = c.context, d.batch = c.batch, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+        d.chunk = 0, d.allreduce = 0;
+        decode_complete(d);
+        v.attention(d, k, layer);
+        break;
+      }
+      case LlmKernelKind::allreduce: {
+        AllreduceConfig a{};
+        a.hw = c.hw;
+        a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
+        a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
+        a.chunks = 1;
+        v.allreduce(a, k, layer);
+        break;
+      }
+      default: {
+        LlmVecConfig x{};
+        x.hw = rank;
+        x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
+        v.vector(x, k, layer);
+        break;
+      }
+    }
+  }
+}
+
+// The status of the config alone: its fields and mapping (llm_place_check), what this
+// version times, and every kernel's config as its family checks it. `bad` gets the index of
+// the first kernel its family refuses (its status in `*kernel_status`).
+KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = nullptr, std::int32_t* kernel_status = nullptr) {
+  const LlmShape m = llm_shape_of(c);
+  if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
+      c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
+      c.head_dim < 1 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
+      c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
+      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw))
+    return kLlmBadField;
+  const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
+  if (s != kLlmOk) return s;
+  if (!llm_supported(c)) return kLlmUnsupported;
+  struct Check {
+    std::int32_t index = 0, bad = -1, status = 0;
+    KB_HD void note(std::int32_t st) {
+      if (st != 0 && bad < 0) bad = index, status = st;
+      ++index;
+    }
+    KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool) { note(gemm_check(g)); }
+    KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool) { note(decode_check(d)); }
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { note(allreduce_check(a)); }
+    KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool) { note(llm_vec_check(x)); }
+  } check;
+  llm_for_each_kernel(c, check);
+  if (bad) *bad = check.bad;
+  if (kernel_status) *kernel_status = check.status;
+  return check.bad >= 0 ? kLlmBadKernel : kLlmOk;
+}
+
+// The figures of the kernels of one layer, or of the head, added up; then the step's.
+struct LlmTally {
+  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce };
+  struct Part {
+    ps_t latency, kind[4];
+    std::int64_t macs, read, write, link;
+  } part[2] = {};  // 0: the head, 1: a layer
+  KB_HD void add(bool layer, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
+                 std::int64_t link) {
+    Part& p = part[layer ? 1 : 0];
+    p.latency += latency, p.kind[k] += latency;
+    p.macs += macs, p.read += read, p.write += write, p.link += link;
+  }
+  // The step as run (layers_run layers and the head) and the whole model's.
+  KB_HD LlmResult finish(const LlmConfig& c) const {
+    const Part &l = part[1], &h = part[0];
+    const std::int64_t L = c.layers, run = c.layers_run ? c.layers_run : c.layers;
+    LlmResult o{};
+    o.status = kLlmOk;
+    o.layer_ps = l.latency, o.head_ps = h.latency;
+    o.latency_ps = run * l.latency + h.latency;
+    o.model_latency_ps = L * l.latency + h.latency;
+    o.gemm_ps = L * l.kind[kGemm] + h.kind[kGemm];
+    o.attention_ps = L * l.kind[kAttention] + h.kind[kAttention];
+    o.vector_ps = L * l.kind[kVector] + h.kind[kVector];
+    o.allreduce_ps = L * l.kind[kAllreduce] + h.kind[kAllreduce];
+    o.macs = L * l.macs + h.macs;
+    o.hbm_read_bytes = L * l.read + h.read;
+    o.hbm_write_bytes = L * l.write + h.write;
+    o.link_bytes = L * l.link + h.link;
+    return o;
+  }
+};
+
+// The model.
+KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
+  LlmResult out{};
+  out.status = llm_check(c);
+  if (out.status != kLlmOk) return out;
+  // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times
+  // (an allreduce's are the whole group's already).
+  struct Time {
+    LlmTally t;
+    std::int64_t tp;
+    bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
+    AllreduceResult allreduce_figures{};
+    KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+      const GemmResult r = gemm_model(g);
+      t.add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+      const DecodeResult r = decode_model(d);
+      t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+      if (!have_allreduce) allreduce_figures = AllreduceModel::evaluate(a), have_allreduce = true;
+      const AllreduceResult& r = allreduce_figures;
+      t.add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
+            r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
+    }
+    KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+      const LlmVecResult r = llm_vec_model(x);
+      t.add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+  } time{LlmTally{}, c.tp};
+  llm_for_each_kernel(c, time);
+  return time.t.finish(c);
+}
+
+// The family as the generic sweep engine sees it (src/device/sweep/).
+struct LlmModel {
+  using Config = LlmConfig;
+  using Result = LlmResult;
+  static constexpr int kStatuses = kLlmPlaceStatusCount;
+  KB_HD static void complete(Config&) {}
+  KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
+  // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
+  KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
+    switch (kind) {
+      case 1: return c.tp * llm_ranks(c.hw, llm_run_of(c)).pes_per_rank * c.pp;
+      case 2: return r.hbm_read_bytes + r.hbm_write_bytes;
+      default: return 0;
+    }
+  }
+};
+
+}  // namespace kb

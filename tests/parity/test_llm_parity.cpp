@@ -1,0 +1,133 @@
+// Parity of the llm family: for every backend, the batched model (exec) and the reference
+// engine (ref) agree exactly on every parity figure of a whole-model decode step, on random
+// small models, mappings (tp over cubes or SIPs, every allreduce algorithm and attention
+// case) and machines; and a model run whole equals its layers counted from one (the layers
+// of a step are identical, docs/model.md section 13.5).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "host/families/family.h"
+#include "host/kernels/llm_program.h"
+#include "host/parity/figures.h"
+#include "host/sweep/backend.h"
+#include "host/topology/load.h"
+#include "random_allreduce.h"
+
+namespace kb {
+
+inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
+
+namespace {
+
+std::string describe(const LlmConfig& c) {
+  std::ostringstream o;
+  o << "hidden=" << c.hidden << " inter=" << c.intermediate << " heads=" << c.heads << "/" << c.kv_heads << "x" << c.head_dim
+    << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " batch=" << c.batch << " context=" << c.context
+    << " tp=" << c.tp << "@" << c.tp_level << " algo=" << c.tp_algo << " case=" << c.attention_case << " run=" << c.layers_run
+    << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
+    << c.hw.pe_cols;
+  return o.str();
+}
+
+// Random valid configs whose reference runs stay small; `counts` tallies the levels, the
+// allreduce algorithms and the attention cases covered.
+std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
+  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const std::int64_t arrays[] = {4, 8, 16, 32};
+  std::vector<LlmConfig> out;
+  counts->assign(2 + kCollAlgos + 4, 0);
+  while (static_cast<int>(out.size()) < count) {
+    LlmConfig c{};
+    c.hw = base.hw();
+    HwConfig& h = c.hw;
+    testing::random_machine(h, pick);
+    h.matrix_rows = arrays[pick(0, 3)], h.matrix_cols = arrays[pick(0, 3)];
+    h.dataflow = static_cast<Dataflow>(pick(0, 2));
+    h.sram_kib = pick(256, 2048);
+    h.hbm_capacity_mib = 4096;
+    c.kv_heads = pick(1, 4);
+    c.heads = c.kv_heads * pick(1, 4);
+    c.head_dim = std::int64_t{8} << pick(0, 3);
+    c.hidden = c.heads * c.head_dim * pick(1, 2);
+    c.intermediate = pick(16, 400);
+    c.layers = pick(1, 4);
+    c.vocab = pick(16, 1200);
+    c.tied = pick(0, 1);
+    c.weight_bytes = c.kv_bytes = 2;
+    c.phase = static_cast<std::int64_t>(LlmPhase::decode);
+    c.batch = pick(1, 6);
+    c.context = pick(16, 400);
+    c.prompt = 1;
+    c.tp_level = pick(0, 1) ? static_cast<std::int64_t>(CollLevel::cube) : static_cast<std::int64_t>(CollLevel::sip);
+    c.tp = pick(1, 4);
+    c.pp = 1;
+    c.tp_algo = pick(0, kCollAlgos - 1);
+    c.attention_case = pick(1, 4);
+    c.layers_run = pick(0, 1) ? 0 : pick(1, c.layers);
+    // Keep the reference small: its largest launch, and the machine.
+    if (h.sips * h.cubes_per_sip() * h.pes_per_cube() > 96) continue;
+    if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 4000) continue;
+    ++(*counts)[c.tp_level == static_cast<std::int64_t>(CollLevel::cube) ? 0 : 1];
+    if (c.tp > 1) ++(*counts)[static_cast<std::size_t>(2 + c.tp_algo)];
+    ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + c.attention_case - 1)];
+    out.push_back(c);
+  }
+  return out;
+}
+
+class LlmParity : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
+      GTEST_SKIP() << "CUDA backend not run: " << why;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, LlmParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
+                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+
+TEST_P(LlmParity, TwoThousandRandomConfigs) {
+#if defined(__SANITIZE_ADDRESS__)
+  const int n = 300;  // the same code paths; the sanitizers' run is several times slower
+#else
+  const int n = 2000;
+#endif
+  std::vector<int> counts;
+  const std::vector<LlmConfig> configs = random_configs(n, 20261202, &counts);
+  for (std::size_t i = 0; i < counts.size(); ++i) EXPECT_GT(counts[i], n / 60) << "combination " << i << " barely covered";
+  const std::vector<LlmResult> exec = eval<LlmModel>(GetParam(), configs);
+  ASSERT_EQ(exec.size(), configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kLlmOk) << describe(configs[i]);
+    const LlmResult ref = llm_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("llm"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+  }
+}
+
+// The argument that lets a step be timed from one layer: on models small enough to run
+// whole, the reference engine running every layer gives the step the one-layer count gives.
+TEST(LlmLayers, AWholeModelEqualsItsLayersCountedFromOne) {
+  std::vector<int> counts;
+  std::vector<LlmConfig> configs = random_configs(60, 7, &counts);
+  int whole = 0;
+  for (LlmConfig c : configs) {
+    if (c.layers < 2) continue;
+    ++whole;
+    c.layers_run = 0;
+    const LlmResult all = llm_reference(c, nullptr);
+    c.layers_run = 1;
+    const LlmResult one = llm_reference(c, nullptr);
+    EXPECT_EQ(all.latency_ps, c.layers * one.layer_ps + one.head_ps) << describe(c);
+    EXPECT_EQ(all.model_latency_ps, one.model_latency_ps) << describe(c);
+    EXPECT_EQ(all.latency_ps, all.model_latency_ps) << describe(c);
+  }
+  EXPECT_GT(whole, 20);
+}
+
+}  // namespace
+}  // namespace kb
