@@ -179,6 +179,46 @@ TEST(Models, TheRankProgramAddsUpToTheBounds) {
   }
 }
 
+// eval llm: a model by name, its dimensions overridable, both engines equal, and the step
+// adding up: layers x layer + head, its kinds summing to it, the MACs the bounds count.
+TEST(Models, EvalLlmAddsUpAndAgrees) {
+  const Result r = run("eval llm --model llama-3.1-8b --tp 8 --tp-algo root --batch 4 --context 1000 --layers 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["parity"], true);
+  EXPECT_EQ(j["hidden"], 4096);
+  EXPECT_EQ(j["layers"], 32);
+  EXPECT_EQ(j["layers_run"], 1);
+  const std::int64_t tpot = j["tpot_ps"], layer = j["layer_ps"], head = j["head_ps"];
+  EXPECT_EQ(tpot, 32 * layer + head);
+  EXPECT_EQ(j["latency_ps"].get<std::int64_t>(), layer + head);
+  EXPECT_EQ(j["gemm_ps"].get<std::int64_t>() + j["attention_ps"].get<std::int64_t>() + j["vector_ps"].get<std::int64_t>() +
+                j["allreduce_ps"].get<std::int64_t>(),
+            tpot);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>(), 4e12 / static_cast<double>(tpot), 1e-6);
+  EXPECT_GT(j["allreduce_ps"].get<std::int64_t>(), 0);
+  EXPECT_GE(tpot, j["memory_bound_ps"].get<std::int64_t>());
+  EXPECT_GE(tpot, j["compute_bound_ps"].get<std::int64_t>());
+  const json placed = place("llama-3.1-8b --tp 8 --batch 4 --context 1000");
+  EXPECT_EQ(j["macs"], placed["bounds"]["macs"]);
+  EXPECT_EQ(j["cube_weight_bytes"], placed["fullest_cube"]["weight_bytes"]);
+  // A dimension's own flag overrides the model's.
+  const Result two = run("eval llm --model llama-3.1-8b --num-layers 2 --tp 8 --engine batched --json");
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_EQ(json::parse(two.out)["layers"], 2);
+}
+
+TEST(Models, EvalLlmRefusesWhatItCannotTime) {
+  expect_input_error(run("eval llm --model llama-3.1-70b"), "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
+  expect_input_error(run("eval llm --phase prefill"), "not timed yet: the step is timed for decode");
+  expect_input_error(run("eval llm --tp 2 --tp-level pe"), "not timed yet");
+  expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --trace '" + fresh_dir("kb_llm_trace") + ".json'"),
+                     "--trace: a whole-model step runs its kernels as separate launches");
+  expect_input_error(run("eval llm --model nosuch"), "--model nosuch: no such model");
+  expect_input_error(run("sweep llm --model llama-3.1-8b,llama-3.1-70b --tp 8"), "--model llama-3.1-8b,llama-3.1-70b: one value a sweep");
+  expect_input_error(run("eval llm --tp 8 --layers 40"), "a field is out of range");
+}
+
 TEST(Models, BadMappingsAreOneLine) {
   expect_input_error(run("model place llama-3.1-70b --tp 3"), "--tp 3: a mapping needs 1..8 ranks at level cube");
   expect_input_error(run("model place llama-3.1-70b --tp 16"), "--tp 16: a mapping needs 1..8 ranks");

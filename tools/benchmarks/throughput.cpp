@@ -7,6 +7,7 @@
 #include "benches/milestone_gqa_decode.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
+#include "host/llm/model_file.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"
 
@@ -193,6 +194,45 @@ void BM_ReferenceDecodeCase(benchmark::State& state) {
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReferenceDecodeCase)->ArgName("case")->DenseRange(1, 4)->Unit(benchmark::kMillisecond);
+
+// Whole models: LLaMA-3.1-70B decode steps on ring8 (8 SIPs) over the mappings a sweep
+// compares (tp 8 over SIPs; every allreduce algorithm and attention case; batch 1-256,
+// context 4K and 32K), repeated.
+std::vector<LlmConfig> llm_configs(std::size_t copies) {
+  const TopologySpec ring = load_topology(data_dir() + "/topologies/ring8.yaml");
+  const LlmShape m = load_llm_model("llama-3.1-70b").shape;
+  std::vector<LlmConfig> points;
+  for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
+    for (std::int64_t kase = 1; kase <= 4; ++kase)
+      for (std::int64_t batch : {1, 16, 64, 256})
+        for (std::int64_t context : {4096, 32768}) {
+          LlmConfig c{};
+          c.hw = ring.hw();
+          c.hidden = m.hidden, c.intermediate = m.intermediate, c.heads = m.heads, c.kv_heads = m.kv_heads;
+          c.head_dim = m.head_dim, c.layers = m.layers, c.vocab = m.vocab, c.tied = m.tied;
+          c.weight_bytes = c.kv_bytes = 2;
+          c.phase = static_cast<std::int64_t>(LlmPhase::decode), c.batch = batch, c.context = context, c.prompt = 1;
+          c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1;
+          c.tp_algo = algo, c.attention_case = kase, c.layers_run = 0;
+          if (llm_check(c) == kLlmOk) points.push_back(c);
+        }
+  std::vector<LlmConfig> c;
+  while (c.size() < copies) c.insert(c.end(), points.begin(), points.end());
+  c.resize(copies);
+  return c;
+}
+
+void BM_BatchedLlmDecodeOmp(benchmark::State& state) {
+  const std::vector<LlmConfig> configs = llm_configs(1 << 12);
+  std::vector<LlmResult> out(configs.size());
+  for (auto _ : state) {
+    eval_batch(BackendKind::omp, batched::Family::llm, configs.data(), configs.size(), out.data(), static_cast<int>(state.range(0)));
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_BatchedLlmDecodeOmp)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Sweep: configs generated from a flat index and reduced to the best per shape.
 batched::Space sweep_space() {
