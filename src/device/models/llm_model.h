@@ -130,7 +130,8 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
 // The status of the config alone: its fields and mapping (llm_place_check), what this
 // version times, and every kernel's config as its family checks it. `bad` gets the index of
 // the first kernel its family refuses (its status in `*kernel_status`).
-KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = nullptr, std::int32_t* kernel_status = nullptr) {
+// The config's own fields and mapping, and what this version times (no kernel's check).
+KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
   if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
@@ -141,6 +142,12 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
   if (!llm_supported(c)) return kLlmUnsupported;
+  return kLlmOk;
+}
+
+KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = nullptr, std::int32_t* kernel_status = nullptr) {
+  const std::int32_t s = llm_check_config(c);
+  if (s != kLlmOk) return s;
   struct Check {
     std::int32_t index = 0, bad = -1, status = 0;
     KB_HD void note(std::int32_t st) {
@@ -192,38 +199,48 @@ struct LlmTally {
   }
 };
 
-// The model.
+// The model. A kernel's model checks its config first, so a kernel its family refuses makes
+// the step bad_kernel as llm_check says, with each kernel checked once.
 KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
   LlmResult out{};
-  out.status = llm_check(c);
+  out.status = llm_check_config(c);
   if (out.status != kLlmOk) return out;
   // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times
   // (an allreduce's are the whole group's already).
   struct Time {
     LlmTally t;
     std::int64_t tp;
+    bool bad = false;
     bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
     AllreduceResult allreduce_figures{};
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
       const GemmResult r = gemm_model(g);
+      bad = bad || r.status != 0;
       t.add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
       const DecodeResult r = decode_model(d);
+      bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
       if (!have_allreduce) allreduce_figures = AllreduceModel::evaluate(a), have_allreduce = true;
       const AllreduceResult& r = allreduce_figures;
+      bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
             r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
     }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
       const LlmVecResult r = llm_vec_model(x);
+      bad = bad || r.status != 0;
       t.add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
   } time{LlmTally{}, c.tp};
   llm_for_each_kernel(c, time);
+  if (time.bad) {
+    out.status = kLlmBadKernel;
+    return out;
+  }
   return time.t.finish(c);
 }
 

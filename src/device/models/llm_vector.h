@@ -129,38 +129,45 @@ KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t
 
 }  // namespace llm_detail
 
-// The model: every PE of the rank from time 0; PEs with the same rows and share run alike.
+// The model: every PE of the rank from time 0. PEs with the same rows and the same share run
+// alike, and there are at most two of each: with at least as many rows as PEs every PE
+// streams floor(rows / n) or one more (n PEs, rows mod n of them the more) at a share of its
+// cube's P PEs; with fewer, a PE streams one row or none, and cube q's PEs
+// g = qP .. qP + P - 1 hold floor((q + 1) P rows / n) - floor(q P rows / n) of the rows,
+// so many of them share its HBM. A PE's end grows with its rows and its share, so the
+// latency is the largest class's.
 KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
   LlmVecResult r{};
   r.status = llm_vec_check(c);
   if (r.status != kLlmVecOk) return r;
-  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube();
-  llm_detail::VecPe seen[4];
-  std::int64_t key_rows[4], key_sharers[4];
-  int nseen = 0, next = 0;
-  for (std::int64_t q = 0; q < C; ++q) {
-    std::int64_t sharers = 0;
-    for (std::int64_t p = 0; p < P; ++p) sharers += llm_vec_rows_of(c, q * P + p) > 0;
-    for (std::int64_t p = 0; p < P; ++p) {
-      const std::int64_t rows = llm_vec_rows_of(c, q * P + p);
-      if (rows == 0) continue;
-      int hit = -1;
-      for (int i = 0; i < nseen; ++i)
-        if (key_rows[i] == rows && key_sharers[i] == sharers) hit = i;
-      if (hit < 0) {
-        hit = next;
-        seen[hit] = llm_detail::vec_pe(c, rows, sharers);
-        key_rows[hit] = rows, key_sharers[hit] = sharers;
-        next = (next + 1) % 4;
-        if (nseen < 4) ++nseen;
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), n = C * P, R = c.rows;
+  auto add = [&](const llm_detail::VecPe& pe, std::int64_t count) {
+    if (count == 0) return;
+    r.latency_ps = imax(r.latency_ps, pe.end);
+    r.vector_busy_ps += count * pe.vector_busy;
+    r.dma_busy_ps += count * pe.dma_busy;
+  };
+  if (R >= n) {
+    const std::int64_t lo = R / n, more = R % n;
+    add(llm_detail::vec_pe(c, lo, P), n - more);
+    if (more) add(llm_detail::vec_pe(c, lo + 1, P), more);
+  } else {
+    std::int64_t seen_sharers[2] = {-1, -1};
+    llm_detail::VecPe seen[2];
+    for (std::int64_t q = 0; q < C; ++q) {
+      const std::int64_t s = (q + 1) * P * R / n - q * P * R / n;
+      if (s == 0) continue;
+      int i = seen_sharers[0] == s ? 0 : seen_sharers[1] == s ? 1 : -1;
+      if (i < 0) {
+        i = seen_sharers[0] < 0 ? 0 : 1;
+        seen_sharers[i] = s;
+        seen[i] = llm_detail::vec_pe(c, 1, s);
       }
-      r.latency_ps = imax(r.latency_ps, seen[hit].end);
-      r.vector_busy_ps += seen[hit].vector_busy;
-      r.dma_busy_ps += seen[hit].dma_busy;
-      r.hbm_read_bytes += llm_vec_inputs(c.kind) * rows * c.cols * 2;
-      r.hbm_write_bytes += rows * c.cols * 2;
+      add(seen[i], s);
     }
   }
+  r.hbm_read_bytes = llm_vec_inputs(c.kind) * R * c.cols * 2;
+  r.hbm_write_bytes = R * c.cols * 2;
   return r;
 }
 
