@@ -11,6 +11,7 @@
 #include "host/common/table.h"
 #include "device/models/llm_layer.h"
 #include "device/models/llm_mapping.h"
+#include "host/kernels/llm_program.h"
 #include "host/llm/model_file.h"
 #include "host/topology/load.h"
 #include "host/topology/fields.h"
@@ -61,29 +62,6 @@ void add_model_commands(CLI::App& app, ModelArgs& a) {
 }
 
 namespace {
-
-std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmShape& m, const LlmRun& r) {
-  const std::string level = kCollLevelNames[r.tp_level];
-  switch (status) {
-    case kLlmBadTp:
-      return "--tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(h, r.tp_level)) +
-             " ranks at level " + level + ", dividing num_attention_heads (" + std::to_string(m.heads) +
-             ") and dividing or divided by num_key_value_heads (" + std::to_string(m.kv_heads) + ")";
-    case kLlmBadPp:
-      return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
-             std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
-             std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
-    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
-    case kLlmHbmOverflow: {
-      const LlmCubeBytes c = llm_fullest_cube(h, m, r);
-      return "hbm_overflow: the fullest cube (stage " + std::to_string(c.stage) + ") needs " + std::to_string(c.total) +
-             " bytes (weights " + std::to_string(c.weights) + ", KV cache " + std::to_string(c.kv) + ", activations " +
-             std::to_string(c.activations) + ") against its HBM's " + std::to_string(h.hbm_capacity_bytes()) +
-             " bytes: more ranks, more stages, or 8-bit weights";
-    }
-    default: return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
-  }
-}
 
 void place(const ModelArgs& a) {
   const LlmModelFile model = load_llm_model(a.model, "model");

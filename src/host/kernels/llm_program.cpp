@@ -99,8 +99,7 @@ std::int64_t llm_reference_ops(const LlmConfig& c) {
 
 LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   if (trace_path) throw InputError("--trace: a whole-model step runs its kernels as separate launches; trace a kernel with its family's eval");
-  std::int32_t bad = -1, kernel_status = 0;
-  const std::int32_t st = llm_check(c, &bad, &kernel_status);
+  const std::int32_t st = llm_check(c);
   if (st != kLlmOk) throw InputError(llm_status_message(st, c));
   // Each layer runs its kernels in turn; every layer must come out as the first did (they
   // are identical), which is what lets the model count one layer `layers` times.
@@ -108,30 +107,35 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   struct Time {
     LlmTally t;
     std::int64_t tp;
-    bool layer_pass = true;  // the first layer's kernels (and the head's) are tallied
-    ps_t layer_latency = 0;
-    ps_t ran = 0;  // every kernel run, summed
+    bool first = true;       // the first pass: the first layer and the head, tallied
+    ps_t layer_latency = 0;  // the pass's layer
+    ps_t ran = 0;            // every kernel run, summed
+    // Whether to run this kernel: every pass runs the layer's, the first pass the head's too.
+    bool runs(bool layer) const { return layer || first; }
     void add(bool layer, LlmTally::Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
              std::int64_t link) {
       ran += latency;
       if (layer) layer_latency += latency;
-      if (layer && !layer_pass) return;
-      t.add(layer, k, latency, macs, read, write, link);
+      if (first) t.add(layer, k, latency, macs, read, write, link);
     }
     void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+      if (!runs(layer)) return;
       const GemmResult r = gemm_reference(g);
       add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+      if (!runs(layer)) return;
       const DecodeResult r = decode_reference(d, nullptr);
       add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+      if (!runs(layer)) return;
       const AllreduceResult r = allreduce_reference(a, nullptr);
       add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
           r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
     }
     void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+      if (!runs(layer)) return;
       const LlmVecResult r = llm_vec_reference(x);
       add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
@@ -139,17 +143,10 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   // The first pass runs the first layer and the head; each further pass one more layer.
   llm_for_each_kernel(c, time);
   const ps_t first = time.layer_latency;
-  struct LayerOnly {
-    Time* t;
-    void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) { if (layer) t->gemm(g, k, layer); }
-    void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) { if (layer) t->attention(d, k, layer); }
-    void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) { if (layer) t->allreduce(a, k, layer); }
-    void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) { if (layer) t->vector(x, k, layer); }
-  } rest{&time};
-  time.layer_pass = false;
+  time.first = false;
   for (std::int64_t l = 1; l < run; ++l) {
     time.layer_latency = 0;
-    llm_for_each_kernel(c, rest);
+    llm_for_each_kernel(c, time);
     if (time.layer_latency != first)
       throw InternalError("layer " + std::to_string(l) + " of the step took " + std::to_string(time.layer_latency) +
                               " ps, the first " + std::to_string(first) + " ps: identical layers differ",
@@ -159,6 +156,28 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   LlmResult out = time.t.finish(c);
   out.latency_ps = time.ran;
   return out;
+}
+
+std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmShape& m, const LlmRun& r) {
+  switch (status) {
+    case kLlmBadTp:
+      return "--tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(h, r.tp_level)) +
+             " ranks at level " + kCollLevelNames[r.tp_level] + ", dividing num_attention_heads (" + std::to_string(m.heads) +
+             ") and dividing or divided by num_key_value_heads (" + std::to_string(m.kv_heads) + ")";
+    case kLlmBadPp:
+      return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
+             std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
+             std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
+    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
+    case kLlmHbmOverflow: {
+      const LlmCubeBytes c = llm_fullest_cube(h, m, r);
+      return "hbm_overflow: the fullest cube (stage " + std::to_string(c.stage) + ") needs " + std::to_string(c.total) +
+             " bytes (weights " + std::to_string(c.weights) + ", KV cache " + std::to_string(c.kv) + ", activations " +
+             std::to_string(c.activations) + ") against its HBM's " + std::to_string(h.hbm_capacity_bytes()) +
+             " bytes: more ranks, more stages, or 8-bit weights";
+    }
+    default: return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
+  }
 }
 
 std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
@@ -176,21 +195,9 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
       return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
              "model's, tp-algo, attention case 1..4, or the hardware)";
     case kLlmBadTp:
-      return "tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(c.hw, r.tp_level)) +
-             " ranks at level " + kCollLevelNames[r.tp_level] + ", dividing the " + std::to_string(m.heads) +
-             " query heads and dividing or divided by the " + std::to_string(m.kv_heads) + " KV heads";
     case kLlmBadPp:
-      return "pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
-             std::to_string(llm_ranks(c.hw, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
-             std::to_string(c.hw.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
-    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
-    case kLlmHbmOverflow: {
-      const LlmCubeBytes b = llm_fullest_cube(c.hw, m, r);
-      return "hbm_overflow: the fullest cube (stage " + std::to_string(b.stage) + ") needs " + std::to_string(b.total) +
-             " bytes (weights " + std::to_string(b.weights) + ", KV cache " + std::to_string(b.kv) + ", activations " +
-             std::to_string(b.activations) + ") against its HBM's " + std::to_string(c.hw.hbm_capacity_bytes()) +
-             " bytes: more ranks, more stages, or 8-bit weights";
-    }
+    case kLlmTooLarge:
+    case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
     case kLlmUnsupported:
       return "not timed yet: the step is timed for decode, one pipeline stage, tp at level cube or sip, and fp16 weights "
              "and KV cache (model place places and bounds the rest)";

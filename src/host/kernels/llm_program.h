@@ -24,6 +24,9 @@ std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
 LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path = nullptr);
 // The most ops one of its launches builds.
 std::int64_t llm_reference_ops(const LlmConfig& c);
+// One line naming what is wrong with a mapping llm_place_check refuses (bad_tp, bad_pp,
+// too_large, hbm_overflow), for model place and eval llm alike.
+std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmShape& m, const LlmRun& r);
 // One line naming what is wrong with a config llm_check refuses.
 std::string llm_status_message(std::int32_t status, const LlmConfig& c);
 
