@@ -182,7 +182,8 @@ TEST(Models, TheRankProgramAddsUpToTheBounds) {
 // eval llm: a model by name, its dimensions overridable, both engines equal, and the step
 // adding up: layers x layer + head, its kinds summing to it, the MACs the bounds count.
 TEST(Models, EvalLlmAddsUpAndAgrees) {
-  const Result r = run("eval llm --model llama-3.1-8b --tp 8 --tp-algo root --batch 4 --context 1000 --layers 1 --json");
+  const Result r = run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo root --attention-case 4 --batch 4 "
+                       "--context 1000 --layers 1 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["parity"], true);
@@ -208,8 +209,44 @@ TEST(Models, EvalLlmAddsUpAndAgrees) {
   EXPECT_EQ(json::parse(two.out)["layers"], 2);
 }
 
+// A mapping not given is the best one: eval's pick is the sweep's best of the same space
+// (a separate reduction, on the device side), the figures of the picked mapping given
+// explicitly, and no worse than any mapping given in part.
+TEST(Models, EvalLlmPicksTheBestMapping) {
+  const std::string model = "--model llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --batch 8 --context 2000 --layers 1 ";
+  const Result r = run("eval llm " + model + "--engine batched --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["picked"]["by"], "latency_ps");
+  EXPECT_EQ(j["picked"]["candidates"], 64 * 2 * 5 * 4);
+  const json& p = j["picked"]["axes"];
+  ASSERT_EQ(p.size(), 4u);
+  const Result s = run("sweep llm " + model + "--group none --json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json best = json::parse(s.out)["best_per_group"][0]["best"];
+  EXPECT_EQ(j["latency_ps"], best["latency_ps"]);
+  EXPECT_EQ(j["picked"]["valid"], json::parse(s.out)["valid"]);
+  const Result given = run("eval llm " + model + "--tp " + p["tp"].dump() + " --tp-level " + p["tp_level"].get<std::string>() +
+                           " --tp-algo " + p["tp_algo"].get<std::string>() + " --attention-case " + p["attention_case"].dump() +
+                           " --json");
+  ASSERT_EQ(given.code, 0) << given.err;
+  EXPECT_EQ(json::parse(given.out)["latency_ps"], j["latency_ps"]);
+  EXPECT_EQ(json::parse(given.out).count("picked"), 0u);
+  for (const std::string fixed : {"--tp 2 --tp-level sip", "--tp 4 --tp-level sip", "--tp-algo root", "--attention-case 1"}) {
+    const Result part = run("eval llm " + model + fixed + " --engine batched --json");
+    ASSERT_EQ(part.code, 0) << fixed << ": " << part.err;
+    EXPECT_LE(j["latency_ps"].get<std::int64_t>(), json::parse(part.out)["latency_ps"].get<std::int64_t>()) << fixed;
+    EXPECT_LT(json::parse(part.out)["picked"]["candidates"].get<int>(), 64 * 2 * 5 * 4) << fixed;
+  }
+}
+
 TEST(Models, EvalLlmRefusesWhatItCannotTime) {
-  expect_input_error(run("eval llm --model llama-3.1-70b"), "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
+  expect_input_error(run("eval llm --model llama-3.1-70b --tp 1 --tp-level cube"),
+                     "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
+  // Every mapping refused: the one that got furthest with the most ranks says why.
+  expect_input_error(run("eval llm --model llama-3.1-70b"),
+                     "--tp best --tp-level best --tp-algo best --attention-case best: none of 2560 candidates is valid; the "
+                     "last that got furthest: hbm_overflow: the fullest cube (stage 0) needs 17808574272 bytes");
   expect_input_error(run("eval llm --phase prefill"), "not timed yet: the step is timed for decode");
   expect_input_error(run("eval llm --tp 2 --tp-level pe"), "not timed yet");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --trace '" + fresh_dir("kb_llm_trace") + ".json'"),

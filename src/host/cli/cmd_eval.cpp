@@ -24,6 +24,7 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   for (const AxisDesc& ax : f.axes) {
     std::string help = ax.help;
     if (!ax.names.empty()) help += " (" + one_of(ax.names) + ")";
+    if (!ax.best.empty()) help += "; best: the one of least latency of " + ax.best;
     if (!ax.fallback.empty() && ax.fallback != "auto") help += " [default: " + ax.fallback + "]";
     auto* opt = cmd->add_option(ax.flag, a.axes[ax.name], help);
     if (ax.fallback.empty()) opt->required();
@@ -42,6 +43,64 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   a.topo.add(cmd, false);
   return cmd;
 }
+
+namespace {
+
+struct BestPick {
+  std::size_t candidates = 0, valid = 0;
+};
+
+// Sets the axes given as "best" in `cfg` to the values of least latency_ps on the batched
+// model, over every combination of their values that the family's check accepts (the first
+// in order on a tie). None valid: the input error of the last candidate of the highest
+// status (statuses are numbered in the order a check meets them, and lists grow in
+// resources: the one that got furthest with the most ranks).
+BestPick pick_best(const Family& f, const std::string& backend, const std::vector<const AxisDesc*>& axes,
+                   const std::vector<std::vector<std::int64_t>>& values, std::vector<unsigned char>& cfg) {
+  BestPick pick;
+  if (axes.empty()) return pick;
+  Study study(f, resolve_backend(backend, f.id), {true, false});
+  std::vector<std::size_t> at(axes.size(), 0);
+  std::vector<unsigned char> c = cfg, last;
+  std::int32_t last_status = 0;
+  for (bool more = true; more;) {
+    for (std::size_t i = 0; i < axes.size(); ++i) set_int(c.data(), axes[i]->offset, values[i][at[i]]);
+    std::vector<unsigned char> one = c;
+    batched::complete_config(f.id, one.data());
+    ++pick.candidates;
+    const std::int32_t st = f.check(one.data());
+    if (st == 0) study.add(one.data());
+    else if (st >= last_status) last = one, last_status = st;
+    more = false;  // the next combination, the last axis fastest
+    for (std::size_t i = axes.size(); i-- > 0;) {
+      if (++at[i] < values[i].size()) {
+        more = true;
+        break;
+      }
+      at[i] = 0;
+    }
+  }
+  pick.valid = study.size();
+  if (pick.valid == 0) {
+    std::string which;
+    for (const AxisDesc* ax : axes) which += (which.empty() ? "" : " ") + ax->flag + " best";
+    throw InputError(which + ": none of " + std::to_string(pick.candidates) + " candidates is valid; the last that got furthest: " +
+                     f.status_message(last_status, last.data()));
+  }
+  study.run(Rejected::internal_error);
+  const auto column = std::find_if(f.columns.begin(), f.columns.end(), [](const ColumnDesc& c) { return c.name == "latency_ps"; });
+  KB_INTERNAL_CHECK(column != f.columns.end(), "family " + f.name + ": no latency_ps column");
+  std::size_t best = 0;
+  std::int64_t best_latency = 0;
+  for (std::size_t i = 0; i < study.size(); ++i) {
+    const std::int64_t latency = column->get(study.config(i), study.batched(i)).get<std::int64_t>();
+    if (i == 0 || latency < best_latency) best = i, best_latency = latency;
+  }
+  for (const AxisDesc* ax : axes) set_int(cfg.data(), ax->offset, get_int(study.config(best), ax->offset));
+  return pick;
+}
+
+}  // namespace
 
 void cmd_eval(EvalArgs a) {
   const Family& f = *a.family;
@@ -72,13 +131,21 @@ void cmd_eval(EvalArgs a) {
   for (const PresetDesc& p : f.presets)
     if (a.preset_given[p.flag]->count() != 0)
       for (const auto& [name, value] : p.expand(a.presets[p.flag])) preset_values[name] = value;
+  std::vector<const AxisDesc*> best_axes;  // axes whose value is "best": picked below
+  std::vector<std::vector<std::int64_t>> best_values;
   for (const AxisDesc& ax : f.axes) {
     const bool own = a.given[ax.name]->count() != 0;
-    if (!own && preset_values.count(ax.name) == 0) continue;
+    if (!own && preset_values.count(ax.name) == 0 && ax.fallback != "best") continue;
     const auto bare = f.bare.find(ax.name);
-    const std::string& text = !own ? preset_values[ax.name]
+    const std::string& text = !own ? (preset_values.count(ax.name) ? preset_values[ax.name] : ax.fallback)
                               : a.axes[ax.name].empty() && bare != f.bare.end() ? bare->second
                                                                                  : a.axes[ax.name];
+    if (text == "best" && !ax.best.empty()) {
+      best_axes.push_back(&ax);
+      best_values.push_back(!ax.names.empty() ? parse_names(ax.flag, ax.best, ax.names)
+                                              : parse_axis_values(ax.flag, ax.best, ax.lo, ax.hi, ax.auto_value));
+      continue;
+    }
     std::int64_t v = 0;
     if (!ax.names.empty()) {
       const auto it = std::find(ax.names.begin(), ax.names.end(), text);
@@ -96,6 +163,7 @@ void cmd_eval(EvalArgs a) {
     }
     set_int(cfg.data(), ax.offset, v);
   }
+  const BestPick pick = pick_best(f, a.backend, best_axes, best_values, cfg);
   batched::complete_config(f.id, cfg.data());
   const std::int32_t st = f.check(cfg.data());
   if (st != 0) throw InputError(f.status_message(st, cfg.data()));
@@ -136,6 +204,11 @@ void cmd_eval(EvalArgs a) {
       const nlohmann::json row = part->row_json(0);
       for (auto it = row.begin(); it != row.end(); ++it) j[it.key()] = it.value();
     }
+    if (!best_axes.empty()) {
+      nlohmann::json p;
+      for (const AxisDesc* ax : best_axes) p[ax->name] = axis_value_json(*ax, get_int(cfg.data(), ax->offset));
+      j["picked"] = {{"by", "latency_ps"}, {"candidates", pick.candidates}, {"valid", pick.valid}, {"axes", p}};
+    }
     if (want_ref) j["reference"] = figures.row_json(ref_row);
     if (want_batched) j["batched"] = figures.row_json(batched_row);
     if (want_ref && want_batched) {
@@ -148,6 +221,13 @@ void cmd_eval(EvalArgs a) {
     const nlohmann::json c = config.row_json(0);
     for (const Column& col : config.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
     std::printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
+    if (!best_axes.empty()) {
+      std::string picked;
+      for (const AxisDesc* ax : best_axes)
+        picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(cfg.data(), ax->offset)));
+      std::printf("  picked:%s (least latency_ps of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
+                  pick.valid, pick.candidates);
+    }
     std::printf("  engine: %s%s\n", a.engine.c_str(),
                 want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
     std::printf("%s", figures.record(0).c_str());

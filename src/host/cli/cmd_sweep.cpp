@@ -37,6 +37,7 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   for (const AxisDesc& ax : f.axes) {
     std::string help = ax.help;
     if (!ax.names.empty()) help += " (" + one_of(ax.names) + ", or a list)";
+    if (!ax.best.empty()) help += "; best: " + ax.best;
     help += ax.fallback.empty() ? " [required, unless in a --zip]" : " [default: " + ax.fallback + "]";
     if (first) help += list;
     first = false;

@@ -102,12 +102,14 @@ std::vector<unsigned char> base_config(const Family& f, const TopologySpec& topo
   for (const AxisDesc& a : f.axes) {
     if (a.fallback.empty()) continue;
     std::int64_t v = 0;
-    if (a.fallback == "auto") v = a.auto_value;
+    // "best": the first of its values until eval or sweep picks (a plain value or name).
+    const std::string text = a.fallback == "best" ? a.best.substr(0, a.best.find_first_of(",:")) : a.fallback;
+    if (text == "auto") v = a.auto_value;
     else if (!a.names.empty()) {
       for (std::size_t i = 0; i < a.names.size(); ++i)
-        if (a.names[i] == a.fallback) v = static_cast<std::int64_t>(i);
+        if (a.names[i] == text) v = static_cast<std::int64_t>(i);
     } else {
-      v = std::stoll(a.fallback);
+      v = std::stoll(text);
     }
     set_int(c.data(), a.offset, v);
   }

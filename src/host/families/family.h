@@ -37,6 +37,10 @@ struct AxisDesc {
   // valid config, so a sweep refuses it (--ranks 65 with --level pe on 8-PE cubes).
   std::int64_t (*hi_given)(const HwConfig&, std::int64_t bound_by_value) = nullptr;
   const char* bound_by = nullptr;
+  // When set, the item "best" stands for these values (a list as sweep takes it): sweep
+  // tries each, and eval evaluates each on the batched model and keeps the one of least
+  // latency_ps (a mapping axis: --tp-algo best).
+  std::string best;
 
   // Setters that name what they set, for writing a descriptor:
   //   axis("m", "--m", "rows of A and C", offsetof(C, m)).range(1, kGemmMaxDim).defines_problem()
@@ -48,6 +52,7 @@ struct AxisDesc {
   }
   AxisDesc& default_to(std::string text) { fallback = std::move(text); return *this; }
   AxisDesc& auto_means(std::int64_t v) { auto_value = v; return *this; }
+  AxisDesc& best_of(std::string list) { best = std::move(list); return *this; }
   // An enum axis: value i is names[i] (the range is 0..names.size() - 1).
   AxisDesc& choices(std::vector<std::string> n) {
     names = std::move(n);

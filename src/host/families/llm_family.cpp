@@ -22,6 +22,12 @@ template <std::size_t N>
 std::vector<std::string> names(const char* const (&list)[N]) {
   return std::vector<std::string>(list, list + N);
 }
+template <std::size_t N>
+std::string all_of(const char* const (&list)[N]) {
+  std::string s;
+  for (const char* name : list) s += (s.empty() ? "" : ",") + std::string(name);
+  return s;
+}
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 // The peak MACs a picosecond of every PE the mapping uses, and the HBM bytes a picosecond
@@ -62,17 +68,17 @@ Family make() {
       axis("context", "--context", "KV positions a new token attends to, its own included", offsetof(C, context))
           .range(1, kLlmMaxContext).default_to("4096").defines_problem(),
       axis("prompt", "--prompt", "prefill: tokens a prompt", offsetof(C, prompt)).range(1, kLlmMaxPrompt).default_to("2048"),
-      axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).default_to("1"),
-      axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed, not yet timed",
-           offsetof(C, tp_level)).choices(names(kCollLevelNames)).default_to("cube"),
+      axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
+      axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed (model place), not yet timed",
+           offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
       axis("pp", "--pp", "pipeline stages (1: more are placed by model place, not yet timed)", offsetof(C, pp))
           .range(1, kLlmMaxLayers).default_to("1"),
       axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm", offsetof(C, tp_algo))
-          .choices(names(kCollAlgoNames)).default_to("ring"),
+          .choices(names(kCollAlgoNames)).best_of(all_of(kCollAlgoNames)).default_to("best"),
       axis("attention_case", "--attention-case",
            "KV sharding inside a rank, as the decode family's cases: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, "
            "3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",
-           offsetof(C, attention_case)).range(1, 4).default_to("4"),
+           offsetof(C, attention_case)).range(1, 4).best_of("1,2,3,4").default_to("best"),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),

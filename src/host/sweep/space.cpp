@@ -31,8 +31,8 @@ nlohmann::json SweptAxis::tuple_json(const std::vector<std::int64_t>& values, st
 }
 
 namespace {
-
 std::string sep_of(const std::string& flag) { return !flag.empty() && flag.back() == '=' ? "" : " "; }
+}  // namespace
 
 std::vector<std::int64_t> parse_names(const std::string& flag, const std::string& text,
                                       const std::vector<std::string>& names) {
@@ -45,6 +45,9 @@ std::vector<std::int64_t> parse_names(const std::string& flag, const std::string
   }
   return v;
 }
+
+namespace {
+
 
 bool is_case_name(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
@@ -279,11 +282,12 @@ std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& top
       continue;
     }
     const auto given = req.axes.find(a.name);
-    const std::string text = given != req.axes.end() ? given->second : a.fallback;
+    const std::string written = given != req.axes.end() ? given->second : a.fallback;
+    const std::string text = written == "best" && !a.best.empty() ? a.best : written;
     if (text.empty()) throw InputError(a.flag + ": required (a value or a list, e.g. 1024 or 1024,4096)");
     Candidate c;
     c.ax = SweptAxis{a.name, {SpaceAxis{a.name, &a, nullptr, a.offset}}};
-    c.where = a.flag + " " + text;
+    c.where = a.flag + " " + written;
     if (!a.names.empty()) c.values = parse_names(a.flag, text, a.names);
     else c.values = parse_axis_values(a.flag, text, a.lo, a.hi_of ? a.hi_of(hi_hw) : a.hi, a.auto_value);
     cand.push_back(c);

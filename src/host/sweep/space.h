@@ -67,5 +67,9 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
 
 // Names of an enum as a sentence: "os, ws or is".
 std::string one_of(const std::vector<std::string>& names);
+// The values of an enum axis's list of names (each kept once, in order); `flag` names it in
+// errors.
+std::vector<std::int64_t> parse_names(const std::string& flag, const std::string& text,
+                                      const std::vector<std::string>& names);
 
 }  // namespace kb
