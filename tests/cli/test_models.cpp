@@ -191,6 +191,8 @@ TEST(Models, EvalLlmAddsUpAndAgrees) {
   EXPECT_EQ(j["layers"], 32);
   EXPECT_EQ(j["layers_run"], 1);
   const std::int64_t tpot = j["tpot_ps"], layer = j["layer_ps"], head = j["head_ps"];
+  EXPECT_EQ(tpot, j["step_ps"].get<std::int64_t>());
+  EXPECT_TRUE(j["ttft_ps"].is_null());
   EXPECT_EQ(tpot, 32 * layer + head);
   EXPECT_EQ(j["latency_ps"].get<std::int64_t>(), layer + head);
   EXPECT_EQ(j["gemm_ps"].get<std::int64_t>() + j["attention_ps"].get<std::int64_t>() + j["vector_ps"].get<std::int64_t>() +
@@ -240,6 +242,32 @@ TEST(Models, EvalLlmPicksTheBestMapping) {
   }
 }
 
+// A prefill: the time to first token is the step, both engines equal, the prompt's tokens
+// a second, and causal attention's MACs the causal pairs' (the bounds' count).
+TEST(Models, EvalLlmPrefill) {
+  const Result r = run("eval llm --model llama-3.1-8b --phase prefill --prompt 300 --batch 2 --tp 4 --tp-level cube "
+                       "--tp-algo ring --layers 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["parity"], true);
+  EXPECT_TRUE(j["tpot_ps"].is_null());
+  const std::int64_t ttft = j["ttft_ps"];
+  EXPECT_EQ(ttft, j["step_ps"].get<std::int64_t>());
+  EXPECT_EQ(ttft, 32 * j["layer_ps"].get<std::int64_t>() + j["head_ps"].get<std::int64_t>());
+  EXPECT_NEAR(j["tokens_per_s"].get<double>(), 600e12 / static_cast<double>(ttft), 1e-3);
+  EXPECT_GT(j["attention_ps"].get<std::int64_t>(), 0);
+  EXPECT_GE(ttft, j["compute_bound_ps"].get<std::int64_t>());
+  const json placed = place("llama-3.1-8b --phase prefill --prompt 300 --batch 2 --tp 4");
+  EXPECT_EQ(j["macs"], placed["bounds"]["macs"]);
+  // Longer prompts take longer, and attention's share grows with the prompt (T^2 against T).
+  const Result longer = run("eval llm --model llama-3.1-8b --phase prefill --prompt 3000 --batch 2 --tp 4 --tp-level cube "
+                            "--tp-algo ring --engine batched --json");
+  ASSERT_EQ(longer.code, 0) << longer.err;
+  const json l = json::parse(longer.out);
+  EXPECT_GT(l["ttft_ps"].get<std::int64_t>(), 9 * ttft);
+  EXPECT_GT(l["attention_share"].get<double>(), j["attention_share"].get<double>());
+}
+
 TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --model llama-3.1-70b --tp 1 --tp-level cube"),
                      "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
@@ -247,7 +275,8 @@ TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --model llama-3.1-70b"),
                      "--tp best --tp-level best --tp-algo best --attention-case best: none of 2560 candidates is valid; the "
                      "last that got furthest: hbm_overflow: the fullest cube (stage 0) needs 17808574272 bytes");
-  expect_input_error(run("eval llm --phase prefill"), "not timed yet: the step is timed for decode");
+  expect_input_error(run("eval llm --topology '" + kTopo + "/ring8.yaml' --tp 1 --tp-level sip --pp 2"),
+                     "not timed yet: a step is timed for one pipeline stage");
   expect_input_error(run("eval llm --tp 2 --tp-level pe"), "not timed yet");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --trace '" + fresh_dir("kb_llm_trace") + ".json'"),
                      "--trace: a whole-model step runs its kernels as separate launches");

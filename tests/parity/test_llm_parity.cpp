@@ -1,7 +1,7 @@
 // Parity of the llm family: for every backend, the batched model (exec) and the reference
-// engine (ref) agree exactly on every parity figure of a whole-model decode step, on random
-// small models, mappings (tp over cubes or SIPs, every allreduce algorithm and attention
-// case) and machines; and a model run whole equals its layers counted from one (the layers
+// engine (ref) agree exactly on every parity figure of a whole-model decode step or prefill,
+// on random small models, mappings (tp over cubes or SIPs, every allreduce algorithm and
+// attention case) and machines; and a model run whole equals its layers counted from one (the layers
 // of a step are identical, docs/model.md section 13.5).
 #include <gtest/gtest.h>
 
@@ -24,7 +24,8 @@ namespace {
 std::string describe(const LlmConfig& c) {
   std::ostringstream o;
   o << "hidden=" << c.hidden << " inter=" << c.intermediate << " heads=" << c.heads << "/" << c.kv_heads << "x" << c.head_dim
-    << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " batch=" << c.batch << " context=" << c.context
+    << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " phase=" << c.phase << " batch=" << c.batch
+    << " context=" << c.context << " prompt=" << c.prompt
     << " tp=" << c.tp << "@" << c.tp_level << " algo=" << c.tp_algo << " case=" << c.attention_case << " run=" << c.layers_run
     << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
     << c.hw.pe_cols;
@@ -39,7 +40,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {4, 8, 16, 32};
   std::vector<LlmConfig> out;
-  counts->assign(2 + kCollAlgos + 4, 0);
+  counts->assign(2 + kCollAlgos + 4 + 1, 0);
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
@@ -58,10 +59,11 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     c.vocab = pick(16, 1200);
     c.tied = pick(0, 1);
     c.weight_bytes = c.kv_bytes = 2;
-    c.phase = static_cast<std::int64_t>(LlmPhase::decode);
-    c.batch = pick(1, 6);
+    const bool prefill = pick(0, 2) == 0;
+    c.phase = static_cast<std::int64_t>(prefill ? LlmPhase::prefill : LlmPhase::decode);
+    c.batch = prefill ? pick(1, 2) : pick(1, 6);
     c.context = pick(16, 400);
-    c.prompt = 1;
+    c.prompt = prefill ? pick(1, 40) : 1;
     c.tp_level = pick(0, 1) ? static_cast<std::int64_t>(CollLevel::cube) : static_cast<std::int64_t>(CollLevel::sip);
     c.tp = pick(1, 4);
     c.pp = 1;
@@ -73,7 +75,8 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 4000) continue;
     ++(*counts)[c.tp_level == static_cast<std::int64_t>(CollLevel::cube) ? 0 : 1];
     if (c.tp > 1) ++(*counts)[static_cast<std::size_t>(2 + c.tp_algo)];
-    ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + c.attention_case - 1)];
+    if (!prefill) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + c.attention_case - 1)];
+    else ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 4)];
     out.push_back(c);
   }
   return out;

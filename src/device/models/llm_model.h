@@ -16,6 +16,7 @@
 #include "allreduce_model.h"
 #include "decode_model.h"
 #include "gemm_model.h"
+#include "llm_attention.h"
 #include "llm_layer.h"
 #include "llm_mapping.h"
 #include "llm_vector.h"
@@ -63,17 +64,18 @@ KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   return h;
 }
 
-// What this version times: decode steps, one pipeline stage, ranks that are cubes or SIPs,
-// fp16 weights and KV cache (the families' operands). The rest is placed and bounded by
-// model place, and refused here as `unsupported`.
+// What this version times: decode steps and prefills, one pipeline stage, ranks that are
+// cubes or SIPs, fp16 weights and KV cache (the families' operands). The rest is placed and
+// bounded by model place, and refused here as `unsupported`.
 KB_HD inline bool llm_supported(const LlmConfig& c) {
-  return c.phase == static_cast<std::int64_t>(LlmPhase::decode) && c.pp == 1 &&
+  return c.pp == 1 &&
          (c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip)) &&
          c.weight_bytes == 2 && c.kv_bytes == 2;
 }
 
 // Calls the visitor with each kernel of the layer program (layer = true) and of the head,
-// as its family's config: v.gemm(GemmConfig, k), v.attention(DecodeConfig, k),
+// as its family's config: v.gemm(GemmConfig, k), v.attention(DecodeConfig, k) (decode) or
+// v.attention(LlmAttnConfig, k) (prefill's causal attention),
 // v.allreduce(AllreduceConfig, k), v.vector(LlmVecConfig, k), k the LlmKernel. Shared by
 // both engines, as routes are: it says what runs, not how long it takes.
 template <class Visitor>
@@ -98,6 +100,14 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         break;
       }
       case LlmKernelKind::attention: {
+        if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) {
+          LlmAttnConfig x{};
+          x.hw = rank;
+          x.batch = c.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
+          llm_attn_complete(x);
+          v.attention(x, k, layer);
+          break;
+        }
         DecodeConfig d{};
         d.hw = rank;
         d.decode_case = c.attention_case;
@@ -156,6 +166,7 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
     }
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool) { note(gemm_check(g)); }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool) { note(decode_check(d)); }
+    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { note(llm_attn_check(x)); }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { note(allreduce_check(a)); }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool) { note(llm_vec_check(x)); }
   } check;
@@ -220,6 +231,11 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
       const DecodeResult r = decode_model(d);
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
+      const LlmAttnResult r = llm_attn_model(x);
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }

@@ -70,7 +70,8 @@ std::string Table::record(std::size_t r, const std::string& indent) const {
       std::snprintf(b, sizeof b, "%.3f", v.get<double>());
       text = b;
     }
-    if (is_ps(columns_[c]) && v.is_number()) text += " ps (" + terminal_cell(columns_[c], v) + " us)";
+    if (v.is_null()) text = "-";
+    else if (is_ps(columns_[c]) && v.is_number()) text += " ps (" + terminal_cell(columns_[c], v) + " us)";
     else if (!columns_[c].unit.empty()) text += " " + columns_[c].unit;
     out += indent + columns_[c].name + std::string(width + 2 - columns_[c].name.size(), ' ') + text + "\n";
   }

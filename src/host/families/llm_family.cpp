@@ -28,6 +28,7 @@ std::string all_of(const char* const (&list)[N]) {
   for (const char* name : list) s += (s.empty() ? "" : ",") + std::string(name);
   return s;
 }
+bool is_prefill(const C& c) { return c.phase == static_cast<std::int64_t>(LlmPhase::prefill); }
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 // The peak MACs a picosecond of every PE the mapping uses, and the HBM bytes a picosecond
@@ -44,7 +45,7 @@ double peak_bytes_per_ps(const C& c) {
 Family make() {
   Family f;
   f.name = "llm";
-  f.description = "one decode step of a whole LLaMA model (a Hugging Face config) under a tensor-parallel mapping";
+  f.description = "one decode step or prefill of a whole LLaMA model (a Hugging Face config) under a tensor-parallel mapping";
   f.id = batched::Family::llm;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
@@ -62,12 +63,12 @@ Family make() {
            offsetof(C, weight_bytes)).range(1, 2).default_to("2"),
       axis("kv_bytes", "--kv-bytes", "bytes a KV cache value (2: fp16; 1: 8-bit, placed but not yet timed)",
            offsetof(C, kv_bytes)).range(1, 2).default_to("2"),
-      axis("phase", "--phase", "decode (one new token a sequence; prefill is placed and bounded by model place, not yet timed)",
+      axis("phase", "--phase", "decode (one new token a sequence, after --context positions) or prefill (--prompt tokens a sequence, causal)",
            offsetof(C, phase)).choices({"decode", "prefill"}).default_to("decode").defines_problem(),
       axis("batch", "--batch", "sequences", offsetof(C, batch)).range(1, kLlmMaxBatch).default_to("1").defines_problem(),
       axis("context", "--context", "KV positions a new token attends to, its own included", offsetof(C, context))
           .range(1, kLlmMaxContext).default_to("4096").defines_problem(),
-      axis("prompt", "--prompt", "prefill: tokens a prompt", offsetof(C, prompt)).range(1, kLlmMaxPrompt).default_to("2048"),
+      axis("prompt", "--prompt", "prefill: tokens a prompt", offsetof(C, prompt)).range(1, kLlmMaxPrompt).default_to("2048").defines_problem(),
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
       axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed (model place), not yet timed",
            offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
@@ -93,7 +94,7 @@ Family make() {
                       {"head_dim", std::to_string(s.head_dim)}, {"layers", std::to_string(s.layers)},
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
                 }}};
-  f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context";
+  f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context,prompt";
   f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
   f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"pes", "PEs the mapping uses"}, {"hbm", "HBM bytes read and written"}};
@@ -109,9 +110,18 @@ Family make() {
   auto bounds = [](const C& c) { return llm_bounds(c.hw, llm_shape_of(c), llm_run_of(c)); };
   f.columns = {
       figure("latency_ps", "ps", "the step as run: --layers layers and the head", &R::latency_ps),
-      figure("tpot_ps", "ps", "time per output token: the whole model's decode step", &R::model_latency_ps, true),
-      {"tokens_per_s", "1/s", "batch / tpot", ColType::real, col([](const C& c, const R& r) {
-         return ratio(static_cast<double>(c.batch) * 1e12, static_cast<double>(r.model_latency_ps));
+      figure("step_ps", "ps", "the whole model's step: every layer and the head (a decode step, or the prefill)",
+             &R::model_latency_ps, true),
+      {"tpot_ps", "ps", "decode: time per output token, the step (null for prefill)", ColType::integer,
+       col([](const C& c, const R& r) { return is_prefill(c) ? nlohmann::json() : nlohmann::json(r.model_latency_ps); }),
+       false, false},
+      {"ttft_ps", "ps", "prefill: time to first token, the step (null for decode)", ColType::integer,
+       col([](const C& c, const R& r) { return is_prefill(c) ? nlohmann::json(r.model_latency_ps) : nlohmann::json(); }),
+       false, false},
+      {"tokens_per_s", "1/s", "tokens the step produces (decode: batch) or reads (prefill: batch x prompt) a second",
+       ColType::real, col([](const C& c, const R& r) {
+         const double tokens = static_cast<double>(c.batch) * static_cast<double>(is_prefill(c) ? c.prompt : 1);
+         return ratio(tokens * 1e12, static_cast<double>(r.model_latency_ps));
        }), false, true},
       figure("layer_ps", "ps", "one layer", &R::layer_ps),
       figure("head_ps", "ps", "the final norm and the LM head", &R::head_ps),
@@ -127,10 +137,10 @@ Family make() {
       figure("hbm_read_bytes", "bytes", "HBM bytes read in the step, every rank", &R::hbm_read_bytes),
       figure("hbm_write_bytes", "bytes", "HBM bytes written in the step, every rank", &R::hbm_write_bytes),
       figure("link_bytes", "bytes", "the allreduces' bytes over links, every level", &R::link_bytes),
-      {"mfu", "", "MACs / (the used PEs' peak x tpot)", ColType::real, col([](const C& c, const R& r) {
+      {"mfu", "", "MACs / (the used PEs' peak x the step)", ColType::real, col([](const C& c, const R& r) {
          return ratio(static_cast<double>(r.macs), peak_macs_per_ps(c) * static_cast<double>(r.model_latency_ps));
        }), false, true},
-      {"mbu", "", "HBM bytes moved / (the used cubes' bandwidth x tpot)", ColType::real, col([](const C& c, const R& r) {
+      {"mbu", "", "HBM bytes moved / (the used cubes' bandwidth x the step)", ColType::real, col([](const C& c, const R& r) {
          return ratio(static_cast<double>(r.hbm_read_bytes + r.hbm_write_bytes),
                       peak_bytes_per_ps(c) * static_cast<double>(r.model_latency_ps));
        }), false, true},
@@ -138,7 +148,7 @@ Family make() {
        ColType::integer, col([bounds](const C& c, const R&) { return bounds(c).compute_ps; }), false, false},
       {"memory_bound_ps", "ps", "the bytes that must be read at the used cubes' HBM bandwidth", ColType::integer,
        col([bounds](const C& c, const R&) { return bounds(c).memory_ps; }), false, false},
-      {"x_bound", "", "tpot / the larger bound", ColType::real, col([bounds](const C& c, const R& r) {
+      {"x_bound", "", "the step / the larger bound", ColType::real, col([bounds](const C& c, const R& r) {
          const LlmBounds b = bounds(c);
          return ratio(static_cast<double>(r.model_latency_ps), static_cast<double>(b.compute_ps > b.memory_ps ? b.compute_ps : b.memory_ps));
        }), false, true},

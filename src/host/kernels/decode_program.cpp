@@ -38,6 +38,23 @@ const char* decode_case_name(std::int64_t k) {
   }
 }
 
+OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, SramBuf l2, SramBuf o2, SramBuf t,
+                 std::int64_t rows, std::int64_t d, Deps deps) {
+  OpId x = p.vector_copy(t, m1, rows, deps);
+  x = p.vector_max(t, m2, rows, {x});
+  x = p.vector_sub(m1, t, rows, {x});
+  x = p.vector_exp(m1, rows, {x});
+  x = p.vector_sub(m2, t, rows, {x});
+  x = p.vector_exp(m2, rows, {x});
+  x = p.vector_mul(l1, m1, rows, {x});
+  x = p.vector_mul(l2, m2, rows, {x});
+  x = p.vector_add(l1, l2, rows, {x});
+  x = p.row_mul(o1, m1, rows, d, {x});
+  x = p.row_mul(o2, m2, rows, d, {x});
+  x = p.vector_add(o1, o2, rows * d, {x});
+  return p.vector_copy(m1, t, rows, {x});
+}
+
 namespace {
 
 Rank rank(std::int64_t cube, std::int64_t pe) { return Rank{0, static_cast<std::int32_t>(cube), static_cast<std::int32_t>(pe)}; }
@@ -108,25 +125,6 @@ class DecodeKernel {
     return s;
   }
 
-  // Merges partials (m2, l2, O2) of `rows` rows into (m1, l1, O1) with scratch t:
-  // t = m1; t = max(t, m2); m1 = exp(m1 - t); m2 = exp(m2 - t); l1 = l1 m1 + l2 m2;
-  // O1 = O1 m1 + O2 m2; m1 = t. Returns the last op.
-  static OpId merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, SramBuf l2, SramBuf o2, SramBuf t,
-                    std::int64_t rows, std::int64_t d, Deps deps) {
-    OpId x = p.vector_copy(t, m1, rows, deps);
-    x = p.vector_max(t, m2, rows, {x});
-    x = p.vector_sub(m1, t, rows, {x});
-    x = p.vector_exp(m1, rows, {x});
-    x = p.vector_sub(m2, t, rows, {x});
-    x = p.vector_exp(m2, rows, {x});
-    x = p.vector_mul(l1, m1, rows, {x});
-    x = p.vector_mul(l2, m2, rows, {x});
-    x = p.vector_add(l1, l2, rows, {x});
-    x = p.row_mul(o1, m1, rows, d, {x});
-    x = p.row_mul(o2, m2, rows, d, {x});
-    x = p.vector_add(o1, o2, rows * d, {x});
-    return p.vector_copy(m1, t, rows, {x});
-  }
 
   State compute(PeProgram& p, const DecWork& w) {
     const std::int64_t d = c_.d_head, G = dec_group(c_), H = c_.h_kv, L = w.kv.len;
@@ -165,7 +163,7 @@ class DecodeKernel {
         const OpId ex = p.vector_exp(sb, G * n, {x});
         const OpId rs = p.row_sum(ld, sb, G, n, {ex});
         const OpId mm2 = p.matmul(sb, vb[slot], od, G, d, n, false, {ex, ldv});
-        s.last_vec = first ? rs : merge(p, mu, lu, ou, mc, lcb, oc, tu, G, d, {mm2, rs});
+        s.last_vec = first ? rs : flash_merge(p, mu, lu, ou, mc, lcb, oc, tu, G, d, {mm2, rs});
         s.last_mm = mm2;
         mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
       }
@@ -189,7 +187,7 @@ class DecodeKernel {
     for (int j = 0; j < k; ++j) {
       const SramBuf in = p.local(inbox_[static_cast<std::size_t>(tree.slot(dirs[j]))]);
       const Signal got = signal(kind, cube, pe, tree.slot(dirs[j]));
-      s.last_vec = merge(p, s.m, s.l, s.o, p.slice(in, 0, R), p.slice(in, R, R), p.slice(in, 2 * R, R * d), s.t, R, d,
+      s.last_vec = flash_merge(p, s.m, s.l, s.o, p.slice(in, 0, R), p.slice(in, R, R), p.slice(in, 2 * R, R * d), s.t, R, d,
                          {got.op, s.last_mm});
     }
     std::int64_t dir = 0;

@@ -29,6 +29,12 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, c
 // softmax(q K^T / sqrt(d)) V in float64, [units x G, d], from a run's inputs.
 std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run);
 
+// Merges flash partials (m2, l2, O2) of `rows` rows into (m1, l1, O1) with scratch t:
+// t = m1; t = max(t, m2); m1 = exp(m1 - t); m2 = exp(m2 - t); l1 = l1 m1 + l2 m2;
+// O1 = O1 m1 + O2 m2; m1 = t (dec_detail::merge_ps times it). Returns the last op.
+OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, SramBuf l2, SramBuf o2, SramBuf t,
+                 std::int64_t rows, std::int64_t d, Deps deps);
+
 // The ops run_decode builds for `c`, at most (found without building them).
 std::int64_t decode_reference_ops(const DecodeConfig& c);
 // The family's reference: the figures of run_decode, as the model reports them.

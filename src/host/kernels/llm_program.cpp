@@ -1,6 +1,7 @@
 #include "llm_program.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "../common/error.h"
 #include "allreduce_program.h"
@@ -85,11 +86,97 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
   return r;
 }
 
+std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c) {
+  // Per item: the query load, per chunk two loads, two matmuls, five vector ops and a merge
+  // of 13, then the division and the store. Unit u's tiles hold 1 .. tiles chunks.
+  const std::int64_t nb = llm_attn_tiles(c);
+  return sat_mul(llm_attn_units(c), sat_add(sat_mul(3, nb), sat_mul(22, sat_mul(nb, nb + 1) / 2)));
+}
+
+LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path) {
+  LlmAttnResult r{};
+  r.status = llm_attn_check(c);
+  if (r.status != kLlmAttnOk) throw InputError("llm attention kernel: invalid config (status " + std::to_string(r.status) + ")");
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = llm_attn_units(c), T = c.prompt;
+  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, Rm = t * G;
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{false});
+  ctx.limit_ops(llm_attn_reference_ops(c));
+  try {
+    Placement rep;  // every cube holds the tensors, shared by its PEs
+    rep.cubes = C;
+    // Per unit (a sequence's KV head): its queries and answers [T x G, d] (token-major), K
+    // transposed [d, T] and V [T, d], as the decode kernel keeps them.
+    const Tensor q = ctx.zeros({U, T * G, d}, DType::f16, rep, "q");
+    const Tensor k = ctx.zeros({U, d, T}, DType::f16, rep, "k");
+    const Tensor v = ctx.zeros({U, T, d}, DType::f16, rep, "v");
+    const Tensor o = ctx.zeros({U, T * G, d}, DType::f16, rep, "o");
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    ctx.launch("llm_attention", LaunchGrid{1, C, P}, [&](PeProgram& p) {
+      const std::int64_t g = p.rank().cube * P + p.rank().pe;
+      if (llm_attn_item_of(c, g, 0) < 0) return;
+      const SramBuf qb = p.sram(Rm * d * 2, DType::f16);
+      const SramBuf kb[2] = {p.sram(d * t * 2, DType::f16), p.sram(d * t * 2, DType::f16)};
+      const SramBuf vb[2] = {p.sram(t * d * 2, DType::f16), p.sram(t * d * 2, DType::f16)};
+      const SramBuf sb = p.sram(Rm * t * 4, DType::f32);
+      const SramBuf oc = p.sram(Rm * d * 4, DType::f32), mc = p.sram(Rm * 4, DType::f32), lc = p.sram(Rm * 4, DType::f32);
+      const SramBuf m = p.sram(Rm * 4, DType::f32), l = p.sram(Rm * 4, DType::f32), ob = p.sram(Rm * d * 4, DType::f32);
+      const SramBuf tmp = p.sram(Rm * 4, DType::f32);
+      for (std::int64_t round = 0;; ++round) {
+        const std::int64_t item = llm_attn_item_of(c, g, round);
+        if (item < 0) break;
+        const LlmAttnItem it = llm_attn_item(c, item);
+        const std::int64_t R = it.tokens * G, J = ceil_div(it.positions, t), u = it.unit;
+        const Box rows{{u, it.first * G, 0}, {1, R, d}};
+        const SramBuf qs = p.slice(qb, 0, R * d);
+        const OpId lq = p.load(q, rows, qs);
+        OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
+        OpId rs_prev = engine::kNoOp, last_mm = engine::kNoOp, last_vec = engine::kNoOp;
+        for (std::int64_t j = 0; j < J; ++j) {
+          const std::int64_t n = j + 1 < J ? t : it.positions - (J - 1) * t, pos = j * t;
+          const int slot = static_cast<int>(j % 2);
+          const bool first = j == 0;
+          const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * d), sj = p.slice(sb, 0, R * n);
+          const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {mm1_of[slot]});
+          const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {mm2_of[slot]});
+          const OpId mm1 = p.matmul(qs, kj, sj, R, n, d, false, {ldk, lq, rs_prev, last_mm});
+          const SramBuf md = first ? m : mc, ld = first ? l : lc, od = first ? ob : oc;
+          // The causal mask of the diagonal block rides on the scaling pass (timed alike).
+          OpId x = p.vector_scale(sj, R * n, scale, {mm1});
+          x = p.row_max(md, sj, R, n, {x});
+          x = p.row_sub(sj, md, R, n, {x});
+          const OpId ex = p.vector_exp(sj, R * n, {x});
+          const OpId rs = p.row_sum(ld, sj, R, n, {ex});
+          const OpId mm2 = p.matmul(sj, vj, od, R, d, n, false, {ex, ldv});
+          last_vec = first ? rs : flash_merge(p, m, l, ob, mc, lc, oc, tmp, R, d, {mm2, rs});
+          last_mm = mm2;
+          mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
+        }
+        const OpId div = p.row_div(ob, l, R, d, {last_vec, last_mm});
+        p.store(p.slice(ob, 0, R * d), o, rows, {div});
+      }
+    });
+  } catch (const InputError& e) {
+    throw InternalError(std::string("the llm attention kernel was rejected by the runtime: ") + e.what(), __FILE__, __LINE__);
+  }
+  const RunReport report = ctx.run_checked("llm", "llm attention kernel");
+  if (trace_path) ctx.write_trace(*trace_path, report);
+  const engine::Summary& s = report.summary;
+  r.latency_ps = s.latency_ps;
+  r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
+  r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
+  r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
+  r.macs = U * 2 * G * d * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
+  r.hbm_read_bytes = s.hbm_read_bytes;
+  r.hbm_write_bytes = s.hbm_write_bytes;
+  return r;
+}
+
 std::int64_t llm_reference_ops(const LlmConfig& c) {
   struct Ops {
     std::int64_t most = 0;
     void gemm(const GemmConfig& g, const LlmKernel&, bool) { most = std::max(most, gemm_reference_ops(g)); }
     void attention(const DecodeConfig& d, const LlmKernel&, bool) { most = std::max(most, decode_reference_ops(d)); }
+    void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_attn_reference_ops(x)); }
     void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { most = std::max(most, allreduce_reference_ops(a)); }
     void vector(const LlmVecConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_vec_reference_ops(x)); }
   } ops;
@@ -126,6 +213,11 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
       if (!runs(layer)) return;
       const DecodeResult r = decode_reference(d, nullptr);
+      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
+      if (!runs(layer)) return;
+      const LlmAttnResult r = llm_attn_reference(x);
       add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
@@ -199,8 +291,8 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmTooLarge:
     case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
     case kLlmUnsupported:
-      return "not timed yet: the step is timed for decode, one pipeline stage, tp at level cube or sip, and fp16 weights "
-             "and KV cache (model place places and bounds the rest)";
+      return "not timed yet: a step is timed for one pipeline stage, tp at level cube or sip, and fp16 weights and KV "
+             "cache (model place places and bounds the rest)";
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);
@@ -214,6 +306,13 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
         std::string* out;
         void gemm(const GemmConfig& g, const LlmKernel&, bool) { if (index++ == want) *out = gemm_status_message(status, g); }
         void attention(const DecodeConfig& d, const LlmKernel&, bool) { if (index++ == want) *out = decode_status_message(status, d); }
+        void attention(const LlmAttnConfig&, const LlmKernel&, bool) {
+          if (index++ == want)
+            *out = status == kLlmAttnSramOverflow ? "a query tile's buffers do not fit a PE's SRAM"
+                   : status == kLlmAttnTooLarge   ? "more query tiles than a model walks (2^24)"
+                   : status == kLlmAttnTimeOverflow ? "times could pass int64 picoseconds"
+                                                    : "invalid";
+        }
         void allreduce(const AllreduceConfig&, const LlmKernel&, bool) { if (index++ == want) *out = kArStatusNames[status]; }
         void vector(const LlmVecConfig&, const LlmKernel&, bool) {
           if (index++ == want) *out = status == kLlmVecSramOverflow ? "a row of its buffers does not fit a PE's SRAM" : "invalid";

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "../../device/models/llm_attention.h"
 #include "../../device/models/llm_model.h"
 #include "../../device/models/llm_vector.h"
 
@@ -16,6 +17,11 @@ namespace kb {
 LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path = nullptr);
 // The ops it builds, at most.
 std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
+
+// The causal prefill attention kernel on the reference engine (docs/model.md section 13.6):
+// each PE's items as explicit loads, matmuls, vector ops and stores. Timed, not computed.
+LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path = nullptr);
+std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c);
 
 // The family's reference: each kernel of the layer program on the reference engine with its
 // family's reference program (GEMM, decode attention, allreduce) or the vector kernel's, one
