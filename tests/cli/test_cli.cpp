@@ -184,10 +184,10 @@ TEST(Cli, MilestoneFastRerendersCommittedResults) {
   expect_input_error(run("run --bench milestone-1h-gemm --out '" + none + "'", "MILESTONE_FAST=maybe "),
                      "MILESTONE_FAST=maybe: expected 1, true, yes or on");
   expect_input_error(run("run --bench milestone-1h-gemm --fast --set pe.sram_kib=1024 --out '" + none + "'"),
-                     "--fast: the committed results are for the default topology");
+                     "--fast: the committed results are for the bench's own topology (default.yaml)");
   expect_input_error(run("run --bench milestone-1h-gemm --out '" + none + "' --topology '" + kTopo + "/tiny.yaml'",
                          "MILESTONE_FAST=yes "),
-                     "MILESTONE_FAST: the committed results are for the default topology");
+                     "MILESTONE_FAST: the committed results are for the bench's own topology (default.yaml)");
   EXPECT_FALSE(fs::exists(none));
   const std::string again = fresh_dir("kb_gemm_replot");
   const Result p = run("plot --bench milestone-1h-gemm --in '" + out + "' --out '" + again + "'");

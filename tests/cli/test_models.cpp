@@ -3,7 +3,9 @@
 // be wrong is one line naming the field and where it is, exit 2.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -268,6 +270,35 @@ TEST(Models, EvalLlmPrefill) {
   EXPECT_GT(l["attention_share"].get<double>(), j["attention_share"].get<double>());
 }
 
+// --trace: the first layer, each kernel's launch where it ran in the step, its kernels on a
+// track of their own, in program order, each starting where the one before ended.
+TEST(Models, EvalLlmTracesOneLayer) {
+  const std::string path = fresh_dir("kb_llm_trace") + ".json";
+  const Result r = run("eval llm --model llama-3.1-8b --tp 4 --tp-level cube --tp-algo ring --batch 2 --layers 2 --json "
+                       "--trace '" + path + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json t = load(path);
+  std::vector<std::string> names;
+  double end = 0, last_op = 0;
+  for (const json& e : t["traceEvents"]) {
+    if (e.value("cat", "") == "layer") {
+      EXPECT_NEAR(e["ts"].get<double>(), end, 1e-6) << e;
+      end = e["ts"].get<double>() + e["dur"].get<double>();
+      names.push_back(e["name"]);
+    } else if (e["ph"] == "X") {
+      last_op = std::max(last_op, e["ts"].get<double>() + e["dur"].get<double>());
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"attn_norm", "qkv", "rope", "kv_append", "attention", "o_proj", "attn_allreduce",
+                                             "attn_residual", "mlp_norm", "gate_up", "silu_mul", "down", "mlp_allreduce",
+                                             "mlp_residual"}));
+  EXPECT_NEAR(end, static_cast<double>(j["layer_ps"].get<std::int64_t>()) / 1e6, 1e-6);
+  EXPECT_LE(last_op, end + 1e-6);
+  EXPECT_GT(last_op, 0.5 * end);
+  EXPECT_FALSE(fs::exists(path + ".kernel0.tmp"));
+}
+
 TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --model llama-3.1-70b --tp 1 --tp-level cube"),
                      "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
@@ -278,8 +309,6 @@ TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --topology '" + kTopo + "/ring8.yaml' --tp 1 --tp-level sip --pp 2"),
                      "not timed yet: a step is timed for one pipeline stage");
   expect_input_error(run("eval llm --tp 2 --tp-level pe"), "not timed yet");
-  expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --trace '" + fresh_dir("kb_llm_trace") + ".json'"),
-                     "--trace: a whole-model step runs its kernels as separate launches");
   expect_input_error(run("eval llm --model nosuch"), "--model nosuch: no such model");
   expect_input_error(run("sweep llm --model llama-3.1-8b,llama-3.1-70b --tp 8"), "--model llama-3.1-8b,llama-3.1-70b: one value a sweep");
   expect_input_error(run("eval llm --tp 8 --layers 40"), "a field is out of range");
@@ -297,6 +326,73 @@ TEST(Models, BadMappingsAreOneLine) {
   expect_input_error(run("model place llama-3.1-405b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip --phase prefill "
                          "--batch 4096 --prompt 1048576"),
                      "the step's FLOPs or bytes pass int64");
+}
+
+// milestone-llm-inference: both engines on every point, the numbers the committed results
+// hold, each point's step within its bounds and its mapping eval's pick, the trace of one
+// layer, and the figures drawn, re-drawn and re-rendered.
+TEST(Models, LlmMilestoneGivesTheCommittedNumbers) {
+  const std::string out = fresh_dir("kb_llm_milestone");
+  const Result r = run("run --bench milestone-llm-inference --backend omp --out '" + out + "'");
+  const bool plots = have_matplotlib();
+  if (plots) {
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  EXPECT_NE(r.out.find("parity: 41/41 points identical"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("batch 64: tp 8 over sips"), std::string::npos) << r.out;
+  const json doc = load(out + "/llm_inference.json");
+  EXPECT_EQ(doc["schema"], "kernbench-gpu/llm-inference");
+  EXPECT_EQ(doc["topology"]["name"], "ring8");
+  EXPECT_EQ(doc["parity"]["ok"], true);
+  ASSERT_EQ(doc["decode"].size(), 18u);
+  ASSERT_EQ(doc["prefill"].size(), 7u);
+  ASSERT_EQ(doc["mappings"].size(), 16u);
+  ASSERT_EQ(doc["design"].size(), 12u);
+  ASSERT_EQ(doc["breakdown"].size(), 2u);
+  std::map<std::int64_t, std::int64_t> last_step;
+  for (const json& p : doc["decode"]) {
+    if (p["status"] != "valid") {
+      EXPECT_TRUE(p["why"].is_string());
+      continue;
+    }
+    const std::int64_t step = p["step_ps"], b = p["batch"], ctx = p["context"];
+    EXPECT_GE(step, p["memory_bound_ps"].get<std::int64_t>()) << p;
+    EXPECT_GE(step, p["compute_bound_ps"].get<std::int64_t>()) << p;
+    EXPECT_NEAR(p["tokens_per_s"].get<double>(), static_cast<double>(b) * 1e12 / static_cast<double>(step), 1e-6);
+    EXPECT_GE(step, last_step[ctx]) << "a larger batch is never faster";
+    last_step[ctx] = step;
+  }
+  std::int64_t last_ttft = 0;
+  for (const json& p : doc["prefill"]) {
+    ASSERT_EQ(p["status"], "valid") << p;
+    EXPECT_GT(p["step_ps"].get<std::int64_t>(), last_ttft);
+    EXPECT_GE(p["step_ps"].get<std::int64_t>(), p["compute_bound_ps"].get<std::int64_t>());
+    last_ttft = p["step_ps"];
+  }
+  // The bench's pick is eval's (which tries every tp 1..64 too).
+  const json& first = doc["decode"][0];
+  const Result e = run("eval llm --model llama-3.1-70b --topology '" + kTopo + "/ring8.yaml' --batch 1 --context 4096 "
+                       "--engine batched --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(json::parse(e.out)["step_ps"], first["step_ps"]);
+  // One decode layer's trace: its 14 kernels on a track of their own.
+  const json trace = load(out + "/trace_decode_layer.json");
+  int kernels = 0;
+  for (const json& ev : trace["traceEvents"]) kernels += ev.value("cat", "") == "layer";
+  EXPECT_EQ(kernels, 14);
+  const json want = load(kRoot + "/docs/diagrams/llm_inference/llm_inference.json");
+  for (const char* part : {"decode", "prefill", "mappings", "design", "breakdown", "best"}) EXPECT_EQ(doc[part], want[part]) << part;
+  if (!plots) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
+  for (const char* f : {"llm_decode.png", "llm_prefill.png", "llm_breakdown.png", "llm_mappings.png", "llm_design.png"})
+    EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
+  const std::string again = fresh_dir("kb_llm_replot");
+  const Result p = run("plot --bench milestone-llm-inference --in '" + out + "' --out '" + again + "'");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_TRUE(fs::exists(fs::path(again) / "llm_mappings.png"));
+  const std::string fast = fresh_dir("kb_llm_fast");
+  const Result f = run("run --bench milestone-llm-inference --fast --out '" + fast + "'");
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(fs::exists(fs::path(fast) / "llm_design.png"));
 }
 
 }  // namespace

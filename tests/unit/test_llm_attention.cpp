@@ -15,7 +15,8 @@ namespace {
 
 std::string describe(const LlmAttnConfig& c) {
   return "batch " + std::to_string(c.batch) + " heads " + std::to_string(c.q_heads) + "/" + std::to_string(c.kv_heads) + " d " +
-         std::to_string(c.head_dim) + " prompt " + std::to_string(c.prompt) + " tile " + std::to_string(c.tile) + " cubes " +
+         std::to_string(c.head_dim) + " prompt " + std::to_string(c.prompt) + " tile " + std::to_string(c.tile) + " heads " +
+         std::to_string(c.heads) + " cubes " +
          std::to_string(c.hw.cube_rows) + "x" + std::to_string(c.hw.cube_cols) + " pes " + std::to_string(c.hw.pe_rows) + "x" +
          std::to_string(c.hw.pe_cols) + " sram_kib " + std::to_string(c.hw.sram_kib);
 }
@@ -37,7 +38,7 @@ TEST(LlmAttention, ModelEqualsReferenceOnRandomKernels) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const HwConfig base = unittest::topo("default.yaml").hw();
   const std::int64_t arrays[] = {4, 8, 16, 32};
-  int run = 0, rounds = 0, idle = 0, partial = 0, chunks = 0;
+  int run = 0, rounds = 0, idle = 0, partial = 0, chunks = 0, split = 0;
   for (int i = 0; i < 3000 && run < 1500; ++i) {
     LlmAttnConfig c{};
     c.hw = base;
@@ -57,6 +58,8 @@ TEST(LlmAttention, ModelEqualsReferenceOnRandomKernels) {
     c.head_dim = pick(1, 3) == 1 ? pick(1, 40) : std::int64_t{8} << pick(0, 3);
     c.prompt = pick(1, 3) == 1 ? pick(1, 12) : pick(1, 300);
     c.tile = pick(0, 1) == 0 ? pick(1, 48) : 0;  // any tile, or the automatic one
+    const std::int64_t G = c.q_heads / c.kv_heads;
+    c.heads = pick(0, 1) == 0 ? 0 : (G % 2 == 0 && pick(0, 1) ? G / 2 : pick(0, 1) ? 1 : G);
     llm_attn_complete(c);
     if (llm_attn_check(c) != kLlmAttnOk || llm_attn_reference_ops(c) > 60000) continue;
     ++run;
@@ -65,6 +68,7 @@ TEST(LlmAttention, ModelEqualsReferenceOnRandomKernels) {
     idle += items < n;
     partial += c.prompt % c.tile != 0;
     chunks += llm_attn_tiles(c) >= 4;
+    split += c.heads < c.q_heads / c.kv_heads;
     expect_same(c);
     if (HasFailure()) return;
   }
@@ -73,13 +77,15 @@ TEST(LlmAttention, ModelEqualsReferenceOnRandomKernels) {
   EXPECT_GT(idle, 100);     // fewer items than PEs: cubes' HBM shared by fewer
   EXPECT_GT(partial, 200);  // a last tile shorter than the others
   EXPECT_GT(chunks, 200);   // items of many chunks
+  EXPECT_GT(split, 200);    // a KV head's query heads over several items
 }
 
-// Every item goes to exactly one PE, and the deal keeps the PEs within one item's length.
+// Every item goes to exactly one PE, and the deal keeps the PEs within one item's length;
+// the automatic split gives every PE an item where the heads allow.
 TEST(LlmAttention, TheSnakeDealsEveryItemOnceAndEvenly) {
   LlmAttnConfig c{};
   c.hw = unittest::topo("default.yaml").hw();
-  c.batch = 3, c.q_heads = 16, c.kv_heads = 4, c.head_dim = 64, c.tile = 64;
+  c.batch = 3, c.q_heads = 16, c.kv_heads = 4, c.head_dim = 64, c.tile = 64, c.heads = 2;
   for (const std::int64_t prompt : {1, 63, 64, 65, 1000, 4096, 5000}) {
     c.prompt = prompt;
     const std::int64_t n = llm_attn_pes(c), items = llm_attn_items(c);
@@ -97,6 +103,14 @@ TEST(LlmAttention, TheSnakeDealsEveryItemOnceAndEvenly) {
     for (std::int64_t k = 0; k < items; ++k) EXPECT_EQ(seen[static_cast<std::size_t>(k)], 1) << "prompt " << prompt << " item " << k;
     EXPECT_LE(most - least, prompt) << "prompt " << prompt;
   }
+  LlmAttnConfig a = c;
+  a.batch = 1, a.prompt = 512, a.tile = 0, a.heads = 0;  // 4 streams of 2..8 tiles: split to fill 64 PEs
+  llm_attn_complete(a);
+  EXPECT_GE(llm_attn_items(a), llm_attn_pes(a));
+  EXPECT_LT(a.heads, 4);
+  a.batch = 64, a.tile = 0, a.heads = 0;  // plenty of streams: the group stays whole
+  llm_attn_complete(a);
+  EXPECT_EQ(a.heads, 4);
 }
 
 // One PE, one item of 2 tokens (one query head, d = 4) against its 2 positions in one chunk
@@ -112,7 +126,7 @@ TEST(LlmAttention, HandTimedItem) {
   c.hw.matrix_rows = c.hw.matrix_cols = 4, c.hw.dataflow = Dataflow::os;
   c.hw.clock_mhz = 1000, c.hw.vector_lanes = 4;
   c.hw.dma_engines = 2, c.hw.dma_bandwidth_gbps = 64, c.hw.hbm_bandwidth_gbps = 16, c.hw.hbm_latency_ns = 100;
-  c.batch = 1, c.q_heads = c.kv_heads = 1, c.head_dim = 4, c.prompt = 2, c.tile = 2;
+  c.batch = 1, c.q_heads = c.kv_heads = 1, c.head_dim = 4, c.prompt = 2, c.tile = 2, c.heads = 1;
   EXPECT_EQ(llm_attn_model(c).latency_ps, 233000);
   expect_same(c);
 }

@@ -1,8 +1,8 @@
 // Causal prefill attention of a whole model's layer program on one tensor-parallel rank
 // (docs/model.md section 13.6): flash attention over tiles. The prompt of T tokens is cut into
-// query tiles of `tile` tokens; a work item is one tile of one sequence's KV head: its G query
-// heads x tile tokens as R rows, against the keys and values of every position up to the
-// tile's last token, in chunks of `tile` positions. The causal mask skips every block above
+// query tiles of `tile` tokens; a work item is one tile of one sequence's KV head's query
+// heads, `heads` of its G at a time: heads x tile tokens as R rows, against the keys and
+// values of every position up to the tile's last token, in chunks of `tile` positions. The causal mask skips every block above
 // the diagonal (about half of them); the diagonal block is computed whole, its upper half
 // masked. Items are dealt to the rank's PEs longest first, in a snake (round r gives PE p the
 // item r n + p, or r n + n - 1 - p in odd rounds), and a PE runs its items in turn: load the
@@ -25,7 +25,8 @@ namespace kb {
 struct LlmAttnConfig {
   HwConfig hw;
   std::int64_t batch, q_heads, kv_heads, head_dim, prompt;
-  std::int64_t tile;  // tokens a query tile and positions a KV chunk; 0: automatic (llm_attn_complete)
+  std::int64_t tile;   // tokens a query tile and positions a KV chunk; 0: automatic (llm_attn_complete)
+  std::int64_t heads;  // query heads an item holds, dividing the group's; 0: automatic
 };
 
 struct LlmAttnResult {
@@ -37,28 +38,29 @@ struct LlmAttnResult {
   std::int64_t hbm_read_bytes, hbm_write_bytes;
 };
 
-constexpr std::int64_t kLlmAttnMaxTile = 256, kLlmAttnMaxItems = INT64_C(1) << 24;
+constexpr std::int64_t kLlmAttnMaxTile = 256, kLlmAttnMinSplitTile = 32, kLlmAttnMaxItems = INT64_C(1) << 24;
 
 // 0 valid, 1 bad field, 2 a tile's buffers do not fit a PE's SRAM, 3 more items than a model
 // walks, 4 times could pass int64.
 enum LlmAttnStatus : std::int32_t { kLlmAttnOk = 0, kLlmAttnBadField, kLlmAttnSramOverflow, kLlmAttnTooLarge, kLlmAttnTimeOverflow };
 
 KB_HD inline std::int64_t llm_attn_group(const LlmAttnConfig& c) { return c.q_heads / c.kv_heads; }
-KB_HD inline std::int64_t llm_attn_units(const LlmAttnConfig& c) { return c.batch * c.kv_heads; }
+// Streams: a sequence's KV head's query heads, `heads` at a time (an item is one tile of one).
+KB_HD inline std::int64_t llm_attn_units(const LlmAttnConfig& c) { return c.batch * c.kv_heads * (llm_attn_group(c) / c.heads); }
 KB_HD inline std::int64_t llm_attn_tiles(const LlmAttnConfig& c) { return ceil_div(c.prompt, c.tile); }
 KB_HD inline std::int64_t llm_attn_items(const LlmAttnConfig& c) { return llm_attn_units(c) * llm_attn_tiles(c); }
 KB_HD inline std::int64_t llm_attn_pes(const LlmAttnConfig& c) { return c.hw.cubes_per_sip() * c.hw.pes_per_cube(); }
 
-// SRAM of a PE for tiles of t tokens: the queries (f16), K and V chunks (f16, two each), the
-// scores (f32), a chunk's (m, l, O), and the accumulated (m, l, O) with a scratch row (f32):
-// flash decoding's buffers (dec_sram_bytes) for R = t G rows.
-KB_HD inline std::int64_t llm_attn_sram_bytes(const LlmAttnConfig& c, std::int64_t t) {
-  const std::int64_t d = c.head_dim, R = t * llm_attn_group(c);
+// SRAM of a PE for tiles of t tokens of h heads: the queries (f16), K and V chunks (f16, two
+// each), the scores (f32), a chunk's (m, l, O), and the accumulated (m, l, O) with a scratch
+// row (f32): flash decoding's buffers (dec_sram_bytes) for R = t h rows.
+KB_HD inline std::int64_t llm_attn_sram_bytes(const LlmAttnConfig& c, std::int64_t t, std::int64_t h) {
+  const std::int64_t d = c.head_dim, R = t * h;
   return R * d * 2 + 8 * d * t + R * t * 4 + R * d * 4 + 2 * R * 4 + R * (3 + d) * 4;
 }
 
-// Item k (0 .. items - 1), longest first: tile i (from the last) of unit u (batch-major, then
-// KV head).
+// Item k (0 .. items - 1), longest first: tile i (from the last) of stream u (batch-major,
+// then KV head, then the slice of its query heads).
 struct LlmAttnItem {
   std::int64_t unit, tile;
   std::int64_t first, tokens;  // the tile's query tokens [first, first + tokens)
@@ -80,18 +82,44 @@ KB_HD inline std::int64_t llm_attn_sharers(const LlmAttnConfig& c, std::int64_t 
   return imax(0, imin(P, busy - q * P));
 }
 
-// Resolves an automatic tile: the largest power of two from 256 down (at most the prompt
-// rounded up to one) whose buffers fit the SRAM; 1 when none does (the check says so).
-KB_HD inline void llm_attn_complete(LlmAttnConfig& c) {
-  if (c.tile != 0) return;
-  if (c.q_heads < 1 || c.kv_heads < 1 || c.head_dim < 1 || c.prompt < 1 || c.q_heads % c.kv_heads != 0 ||
-      c.q_heads > kDecMaxHeads || c.head_dim > kDecMaxDHead || c.prompt > kDecMaxSkv) {
-    c.tile = 1;
-    return;
-  }
+// The automatic tile for items of h heads: the largest power of two from 256 down (at most
+// the prompt rounded up to one) whose buffers fit the SRAM; 1 when none does (the check
+// says so).
+KB_HD inline std::int64_t llm_attn_auto_tile(const LlmAttnConfig& c, std::int64_t h) {
   std::int64_t t = kLlmAttnMaxTile;
-  while (t > 1 && (t >= 2 * c.prompt || llm_attn_sram_bytes(c, t) > c.hw.sram_bytes())) t /= 2;
-  c.tile = t;
+  while (t > 1 && (t >= 2 * c.prompt || llm_attn_sram_bytes(c, t, h) > c.hw.sram_bytes())) t /= 2;
+  return t;
+}
+
+// Resolves the automatic fields. Heads: the whole group (its K and V loaded once for all of
+// its heads) unless that leaves PEs with fewer than two items (the snake pairs a long item
+// with a short one only from two rounds on); then the group split in the fewest slices that
+// give every PE two (or one head an item). The tile: llm_attn_auto_tile, halved (down to 32)
+// while PEs still have fewer than two items.
+KB_HD inline void llm_attn_complete(LlmAttnConfig& c) {
+  if (c.q_heads < 1 || c.kv_heads < 1 || c.head_dim < 1 || c.prompt < 1 || c.q_heads % c.kv_heads != 0 ||
+      c.q_heads > kDecMaxHeads || c.head_dim > kDecMaxDHead || c.prompt > kDecMaxSkv || !hw_fits(c.hw)) {
+    if (c.tile == 0) c.tile = 1;
+    if (c.heads == 0) c.heads = 1;
+    return;  // the check reports the real problem
+  }
+  const std::int64_t G = llm_attn_group(c), n = c.hw.cubes_per_sip() * c.hw.pes_per_cube();
+  if (c.heads == 0) {
+    c.heads = 1;
+    for (std::int64_t s = 1; s <= G; ++s) {
+      if (G % s != 0) continue;
+      const std::int64_t t = c.tile ? c.tile : llm_attn_auto_tile(c, G / s);
+      if (c.batch * c.kv_heads * s * ceil_div(c.prompt, t) >= 2 * n) {
+        c.heads = G / s;
+        break;
+      }
+    }
+  }
+  if (c.tile == 0) {
+    c.tile = llm_attn_auto_tile(c, c.heads);
+    // Still fewer than two items a PE at one head an item: shorter tiles, down to 32 tokens.
+    while (c.tile > kLlmAttnMinSplitTile && llm_attn_items(c) < 2 * n) c.tile /= 2;
+  }
 }
 
 // The decode family's config whose per-PE steps are an item's: R rows as one unit's query
@@ -109,14 +137,15 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   if (!hw_fits(c.hw) || c.hw.sips != 1) return kLlmAttnBadField;
   if (c.batch < 1 || c.batch > kDecMaxBatch || c.q_heads < 1 || c.q_heads > kDecMaxHeads || c.kv_heads < 1 ||
       c.kv_heads > c.q_heads || c.q_heads % c.kv_heads != 0 || c.head_dim < 1 || c.head_dim > kDecMaxDHead ||
-      c.prompt < 1 || c.prompt > kDecMaxSkv || c.tile < 1 || c.tile > kLlmAttnMaxTile)
+      c.prompt < 1 || c.prompt > kDecMaxSkv || c.tile < 1 || c.tile > kLlmAttnMaxTile || c.heads < 1 ||
+      llm_attn_group(c) % c.heads != 0)
     return kLlmAttnBadField;
-  if (llm_attn_sram_bytes(c, c.tile) > c.hw.sram_bytes()) return kLlmAttnSramOverflow;
+  if (llm_attn_sram_bytes(c, c.tile, c.heads) > c.hw.sram_bytes()) return kLlmAttnSramOverflow;
   if (llm_attn_items(c) > kLlmAttnMaxItems) return kLlmAttnTooLarge;
   // A bound on any finish: every chunk step of every item on one PE, each at its costs with
   // two HBM latencies, plus each item's query load, division and store.
   const HwConfig& h = c.hw;
-  const std::int64_t R = c.tile * llm_attn_group(c), d = c.head_dim, P = h.pes_per_cube();
+  const std::int64_t R = c.tile * c.heads, d = c.head_dim, P = h.pes_per_cube();
   if (R * d * 4 > kTimeLimitPs / (kPsPerNs * P * 4)) return kLlmAttnTimeOverflow;
   const DecodeConfig f = llm_attn_flash(c, R);
   const dec_detail::Chunk k = dec_detail::chunk(f, c.tile, true, P);
@@ -142,7 +171,7 @@ struct AttnItem {
 };
 KB_HD inline AttnItem attn_item(const LlmAttnConfig& c, std::int64_t tokens, std::int64_t positions, std::int64_t sharers) {
   const HwConfig& h = c.hw;
-  const std::int64_t R = tokens * llm_attn_group(c), d = c.head_dim;
+  const std::int64_t R = tokens * c.heads, d = c.head_dim;
   const DecodeConfig f = llm_attn_flash(c, R);
   const dec_detail::PeRun e = dec_detail::run_pe(f, 1, positions, sharers);
   const ps_t div = dec_detail::vec_ps(f, VecOp::row_div, R, d);
@@ -165,6 +194,7 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) return r;
   const std::int64_t P = c.hw.pes_per_cube(), n = llm_attn_pes(c), G = llm_attn_group(c), d = c.head_dim;
+  const std::int64_t H = c.heads;
   const ps_t lat = c.hw.hbm_latency_ns * kPsPerNs;
   llm_detail::AttnItem cache[4];
   int ncache = 0, next = 0;
@@ -189,13 +219,13 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
       t += e.dma;
       r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
       r.hbm_read_bytes += e.read;
-      r.hbm_write_bytes += it.tokens * G * d * 2;
+      r.hbm_write_bytes += it.tokens * H * d * 2;
       any = true;
     }
     if (any) r.latency_ps = imax(r.latency_ps, t + lat);
   }
   // Useful work: each token's query heads against the positions up to it.
-  r.macs = llm_attn_units(c) * 2 * G * d * (c.prompt * (c.prompt + 1) / 2);
+  r.macs = c.batch * c.kv_heads * 2 * G * d * (c.prompt * (c.prompt + 1) / 2);
   return r;
 }
 

@@ -108,13 +108,27 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
           v.attention(x, k, layer);
           break;
         }
+        // The sequences in waves: as many as the case's buffers hold in a PE's SRAM (halving
+        // from the whole batch), each wave a launch of its own.
         DecodeConfig d{};
         d.hw = rank;
         d.decode_case = c.attention_case;
-        d.s_kv = c.context, d.batch = c.batch, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
-        d.chunk = 0, d.allreduce = 0;
-        decode_complete(d);
-        v.attention(d, k, layer);
+        d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+        d.allreduce = 0;
+        std::int64_t wave = c.batch;
+        for (;;) {
+          d.batch = wave, d.chunk = 0;
+          decode_complete(d);
+          if (wave == 1 || decode_check(d) != kDecSramOverflow) break;
+          wave = ceil_div(wave, 2);
+        }
+        for (std::int64_t done = 0; done < c.batch; done += wave) {
+          if (c.batch - done < wave) {
+            d.batch = c.batch - done, d.chunk = 0;
+            decode_complete(d);
+          }
+          v.attention(d, k, layer);
+        }
         break;
       }
       case LlmKernelKind::allreduce: {

@@ -36,6 +36,7 @@ struct BenchInfo {
   std::string json;  // the results file its figures are drawn from, e.g. "gemm_sweep.json"; `run --fast`
                      // re-renders the committed copy in docs/diagrams/<domain>/
   std::string plot;  // its script in tools/plot/, e.g. "plot_gemm.py"; "" when it has no figures
+  std::string topology;  // its topology when --topology is not given: a file of topologies/ ("": default.yaml)
   std::string schema;          // the document's schema, e.g. "kernbench-gpu/gemm-sweep"
   std::string schema_version;  // e.g. "1.3.0"
   // Its table's CSV: the JSON's name with .csv ("gemm_sweep.csv").

@@ -191,8 +191,10 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
   const BenchInfo& b = bench_or_error(bench_name);
   BenchContext ctx;
   ctx.bench = &b;
-  ctx.topology_path = run_topo.path.empty() ? default_topology() : run_topo.path;
-  ctx.topology = run_topo.load();
+  TopoArgs topo = run_topo;  // the bench's own topology where none is given
+  if (topo.path.empty() && !b.topology.empty()) topo.path = data_dir() + "/topologies/" + b.topology;
+  ctx.topology_path = topo.path.empty() ? default_topology() : topo.path;
+  ctx.topology = topo.load();
   ctx.out_dir = out_dir.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : out_dir;
   ctx.backend_request = backend;
   if (backend != "auto" && backend != "cuda" && backend != "omp")
@@ -214,8 +216,8 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
     const char* how = fast ? "--fast" : "MILESTONE_FAST";
     if (b.plot.empty()) throw InputError(std::string(how) + ": bench " + b.name + " has no figures to re-render");
     if (!run_topo.path.empty() || !run_topo.sets.empty())
-      throw InputError(std::string(how) + ": the committed results are for the default topology; --topology and --set "
-                       "need a full run");
+      throw InputError(std::string(how) + ": the committed results are for the bench's own topology (" +
+                       (b.topology.empty() ? std::string("default.yaml") : b.topology) + "); --topology and --set need a full run");
     const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
     const std::string json = ctx.out_dir + "/" + b.json;
     const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.csv();

@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "../common/error.h"
+#include "../common/output.h"
 #include "allreduce_program.h"
 #include "decode_program.h"
 #include "gemm_program.h"
@@ -97,19 +103,20 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   LlmAttnResult r{};
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) throw InputError("llm attention kernel: invalid config (status " + std::to_string(r.status) + ")");
-  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = llm_attn_units(c), T = c.prompt;
-  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, Rm = t * G;
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
+  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, h = c.heads, S = G / h, Rm = t * h;
+  const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{false});
   ctx.limit_ops(llm_attn_reference_ops(c));
   try {
     Placement rep;  // every cube holds the tensors, shared by its PEs
     rep.cubes = C;
-    // Per unit (a sequence's KV head): its queries and answers [T x G, d] (token-major), K
-    // transposed [d, T] and V [T, d], as the decode kernel keeps them.
-    const Tensor q = ctx.zeros({U, T * G, d}, DType::f16, rep, "q");
-    const Tensor k = ctx.zeros({U, d, T}, DType::f16, rep, "k");
-    const Tensor v = ctx.zeros({U, T, d}, DType::f16, rep, "v");
-    const Tensor o = ctx.zeros({U, T * G, d}, DType::f16, rep, "o");
+    // Per (sequence, KV head): its queries and answers [T, G, d], K transposed [d, T] and V
+    // [T, d], as the decode kernel keeps them.
+    const Tensor q = ctx.zeros({KV, T, G, d}, DType::f16, rep, "q");
+    const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
+    const Tensor v = ctx.zeros({KV, T, d}, DType::f16, rep, "v");
+    const Tensor o = ctx.zeros({KV, T, G, d}, DType::f16, rep, "o");
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     ctx.launch("llm_attention", LaunchGrid{1, C, P}, [&](PeProgram& p) {
       const std::int64_t g = p.rank().cube * P + p.rank().pe;
@@ -125,8 +132,8 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
         const std::int64_t item = llm_attn_item_of(c, g, round);
         if (item < 0) break;
         const LlmAttnItem it = llm_attn_item(c, item);
-        const std::int64_t R = it.tokens * G, J = ceil_div(it.positions, t), u = it.unit;
-        const Box rows{{u, it.first * G, 0}, {1, R, d}};
+        const std::int64_t R = it.tokens * h, J = ceil_div(it.positions, t), u = it.unit / S;
+        const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}};
         const SramBuf qs = p.slice(qb, 0, R * d);
         const OpId lq = p.load(q, rows, qs);
         OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
@@ -165,7 +172,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
   r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
   r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
-  r.macs = U * 2 * G * d * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
+  r.macs = KV * 2 * G * d * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   return r;
@@ -184,8 +191,59 @@ std::int64_t llm_reference_ops(const LlmConfig& c) {
   return ops.most;
 }
 
+namespace {
+
+// One trace of a layer: each kernel's own trace (a launch of its own) shifted to where the
+// kernel ran in the step, its resources matched by name, and a track of the kernels.
+class LayerTrace {
+ public:
+  explicit LayerTrace(std::string path) : path_(std::move(path)) {}
+  // The temporary file kernel i writes its trace to.
+  std::string part(std::size_t i) const { return path_ + ".kernel" + std::to_string(i) + ".tmp"; }
+  // Adds kernel `name`'s trace (written to part(i)), which ran from `start` for `latency`.
+  void add(std::size_t i, const std::string& name, ps_t start, ps_t latency) {
+    const std::string file = part(i);
+    nlohmann::json t = nlohmann::json::parse(read_file(file));
+    std::remove(file.c_str());
+    std::map<std::int64_t, std::int64_t> tid;  // the kernel's resource -> the layer's
+    for (nlohmann::json& e : t["traceEvents"]) {
+      if (e["ph"] == "M") {
+        const std::string res = e["args"]["name"];
+        auto it = by_name_.find(res);
+        if (it == by_name_.end()) {
+          it = by_name_.emplace(res, static_cast<std::int64_t>(by_name_.size()) + 1).first;
+          events_.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", e["pid"]}, {"tid", it->second}, {"args", {{"name", res}}}});
+        }
+        tid[e["tid"].get<std::int64_t>()] = it->second;
+        continue;
+      }
+      e["tid"] = tid.at(e["tid"].get<std::int64_t>());
+      e["ts"] = e["ts"].get<double>() + static_cast<double>(start) / 1e6;
+      e["args"]["start_ps"] = e["args"]["start_ps"].get<std::int64_t>() + start;
+      e["cat"] = name + "/" + e["cat"].get<std::string>();
+      events_.push_back(std::move(e));
+    }
+    kernels_.push_back({{"ph", "X"}, {"name", name}, {"cat", "layer"}, {"pid", 0}, {"tid", 0},
+                        {"ts", static_cast<double>(start) / 1e6}, {"dur", static_cast<double>(latency) / 1e6},
+                        {"args", {{"start_ps", start}, {"latency_ps", latency}}}});
+  }
+  void write() {
+    nlohmann::json all = nlohmann::json::array();
+    all.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "layer kernels"}}}});
+    for (nlohmann::json& e : kernels_) all.push_back(std::move(e));
+    for (nlohmann::json& e : events_) all.push_back(std::move(e));
+    write_file_atomic(path_, nlohmann::json{{"traceEvents", all}, {"displayTimeUnit", "ns"}}.dump());
+  }
+
+ private:
+  std::string path_;
+  std::map<std::string, std::int64_t> by_name_;
+  std::vector<nlohmann::json> events_, kernels_;
+};
+
+}  // namespace
+
 LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
-  if (trace_path) throw InputError("--trace: a whole-model step runs its kernels as separate launches; trace a kernel with its family's eval");
   const std::int32_t st = llm_check(c);
   if (st != kLlmOk) throw InputError(llm_status_message(st, c));
   // Each layer runs its kernels in turn; every layer must come out as the first did (they
@@ -194,46 +252,59 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   struct Time {
     LlmTally t;
     std::int64_t tp;
+    LayerTrace* trace = nullptr;  // the first layer's kernels, traced
+    std::size_t traced = 0;
     bool first = true;       // the first pass: the first layer and the head, tallied
     ps_t layer_latency = 0;  // the pass's layer
     ps_t ran = 0;            // every kernel run, summed
     // Whether to run this kernel: every pass runs the layer's, the first pass the head's too.
     bool runs(bool layer) const { return layer || first; }
+    // Where kernel k of the first layer writes its trace (none for later ones and the head).
+    std::string trace_file;
+    const std::string* to(bool layer) {
+      if (!trace || !first || !layer) return nullptr;
+      trace_file = trace->part(traced);
+      return &trace_file;
+    }
     void add(bool layer, LlmTally::Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
-             std::int64_t link) {
+             std::int64_t link, const LlmKernel& kernel) {
+      if (trace && first && layer) trace->add(traced++, kernel.name, ran, latency);
       ran += latency;
       if (layer) layer_latency += latency;
       if (first) t.add(layer, k, latency, macs, read, write, link);
     }
-    void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+    void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const GemmResult r = gemm_reference(g);
-      add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      const GemmResult r = gemm_reference(g, to(layer));
+      add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
     }
-    void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+    void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const DecodeResult r = decode_reference(d, nullptr);
-      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      const DecodeResult r = decode_reference(d, to(layer));
+      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
     }
-    void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
+    void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const LlmAttnResult r = llm_attn_reference(x);
-      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      const LlmAttnResult r = llm_attn_reference(x, to(layer));
+      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
     }
-    void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+    void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const AllreduceResult r = allreduce_reference(a, nullptr);
+      const AllreduceResult r = allreduce_reference(a, to(layer));
       add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
-          r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
+          r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip, k);
     }
-    void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+    void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const LlmVecResult r = llm_vec_reference(x);
-      add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      const LlmVecResult r = llm_vec_reference(x, to(layer));
+      add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
     }
   } time{LlmTally{}, c.tp};
+  std::unique_ptr<LayerTrace> trace;
+  if (trace_path) trace = std::make_unique<LayerTrace>(*trace_path), time.trace = trace.get();
   // The first pass runs the first layer and the head; each further pass one more layer.
   llm_for_each_kernel(c, time);
+  if (trace) trace->write();
   const ps_t first = time.layer_latency;
   time.first = false;
   for (std::int64_t l = 1; l < run; ++l) {

@@ -26,7 +26,8 @@ std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c);
 // The family's reference: each kernel of the layer program on the reference engine with its
 // family's reference program (GEMM, decode attention, allreduce) or the vector kernel's, one
 // launch each from the end of the one before, for layers_run layers (every layer when 0)
-// and the head. No trace: the kernels are separate launches.
+// and the head. A trace is of the first layer: each kernel's launch where it ran in the
+// step, and a track of the kernels.
 LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path = nullptr);
 // The most ops one of its launches builds.
 std::int64_t llm_reference_ops(const LlmConfig& c);
