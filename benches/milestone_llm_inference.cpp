@@ -1,8 +1,8 @@
 // milestone-llm-inference: LLaMA-3.1-70B on topologies/ring8.yaml (8 SIPs, 512 PEs). Decode
 // against batch at two contexts and prefill against prompt length, each point under the best
-// mapping of its own (every tensor-parallel degree, level, allreduce algorithm and attention
-// case, on the batched model); the step's breakdown at batch 1 and 64; tokens/s of every
-// mapping; and a design question on hardware axes (HBM bandwidth, PE array size). Every
+// mapping of its own (every tensor-parallel degree and level, pipeline depth and
+// micro-batching, allreduce algorithm and attention case, on the batched model); the step's
+// breakdown at batch 1 and 64; tokens/s of every (tp, pp) mapping; and a design question on hardware axes (HBM bandwidth, PE array size). Every
 // point runs on both engines with one layer (the rest follows, docs/model.md section 13.5).
 #include <nlohmann/json.hpp>
 
@@ -39,7 +39,7 @@ LlmConfig llm_milestone_base(const TopologySpec& topo) {
   c.weight_bytes = c.kv_bytes = 2;
   c.phase = static_cast<std::int64_t>(LlmPhase::decode);
   c.batch = 1, c.context = 4096, c.prompt = 2048;
-  c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1;
+  c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1, c.microbatches = 1;
   c.tp_algo = static_cast<std::int64_t>(CollAlgo::ring), c.attention_case = 4;
   c.layers_run = 0;
   return c;
@@ -50,14 +50,17 @@ LlmPick llm_pick_mapping(const LlmConfig& base, bool fixed_tp) {
   const bool prefill = base.phase == static_cast<std::int64_t>(LlmPhase::prefill);
   for (std::int64_t tp = 1; tp <= 64; tp *= 2)
     for (const CollLevel level : {CollLevel::cube, CollLevel::sip})
-      for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
-        for (std::int64_t k = 1; k <= (prefill ? 1 : 4); ++k) {
-          LlmConfig c = base;
-          if (!fixed_tp) c.tp = tp, c.tp_level = static_cast<std::int64_t>(level);
-          else if (tp > 1 || level != CollLevel::cube) continue;
-          c.tp_algo = algo, c.attention_case = k, c.layers_run = 0;
-          cand.push_back(c);
-        }
+      for (std::int64_t pp = 1; pp <= 8; pp *= 2)
+        for (const std::int64_t mb : {std::int64_t{1}, pp})
+          for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
+            for (std::int64_t k = 1; k <= (prefill ? 1 : 4); ++k) {
+              if (mb > 1 && (base.batch % mb != 0 || pp == 1)) continue;
+              LlmConfig c = base;
+              if (!fixed_tp) c.tp = tp, c.tp_level = static_cast<std::int64_t>(level), c.pp = pp;
+              else if (tp > 1 || level != CollLevel::cube || pp > 1) continue;
+              c.microbatches = mb, c.tp_algo = algo, c.attention_case = k, c.layers_run = 0;
+              cand.push_back(c);
+            }
   std::vector<LlmResult> res(cand.size());
   parallel_for(cand.size(), [&](std::size_t i) { res[i] = llm_model(cand[i]); });
   LlmPick p;
@@ -74,7 +77,7 @@ LlmPick llm_pick_mapping(const LlmConfig& base, bool fixed_tp) {
   }
   if (p.best_ps < 0) return p;  // p.best: the candidate that got furthest, for its status
   for (std::size_t i = 0; i < cand.size(); ++i)
-    if (res[i].status == kLlmOk && (cand[i].tp != p.best.tp || cand[i].tp_level != p.best.tp_level) &&
+    if (res[i].status == kLlmOk && (cand[i].tp != p.best.tp || cand[i].tp_level != p.best.tp_level || cand[i].pp != p.best.pp) &&
         (p.runner_ps < 0 || res[i].model_latency_ps < p.runner_ps))
       p.runner = cand[i], p.runner_ps = res[i].model_latency_ps;
   return p;
@@ -113,13 +116,13 @@ std::vector<Point> points(const TopologySpec& topo) {
     add(Series::prefill, c, false);
   }
   for (std::int64_t b : {1, 64})
-    for (const CollLevel level : {CollLevel::cube, CollLevel::sip})
+    for (std::int64_t pp = 1; pp <= 8; pp *= 2)
       for (std::int64_t tp = 1; tp <= 8; tp *= 2) {
         LlmConfig c = base;
-        c.batch = b, c.tp = tp, c.tp_level = static_cast<std::int64_t>(level);
-        // Every algorithm and case of this (tp, level); the tp and level stay as given.
+        c.batch = b, c.tp = tp, c.tp_level = static_cast<std::int64_t>(CollLevel::cube), c.pp = pp;
+        // Every algorithm, case and micro-batching of this (tp, pp) over cubes.
         LlmPick p = llm_pick_mapping(c, true);
-        if (p.best_ps < 0) p.best.tp = tp, p.best.tp_level = c.tp_level;
+        if (p.best_ps < 0) p.best.tp = tp, p.best.tp_level = c.tp_level, p.best.pp = pp;
         out.push_back({Series::mapping, p});
       }
   for (std::int64_t array : llm_milestone_arrays())
@@ -144,13 +147,14 @@ std::string fixed(double v, int digits) {
 }
 std::string mapping_name(const LlmConfig& c) {
   std::string s = "tp " + std::to_string(c.tp) + " over " + kCollLevelNames[c.tp_level] + "s";
+  if (c.pp > 1) s += " x pp " + std::to_string(c.pp) + (c.microbatches > 1 ? " (" + std::to_string(c.microbatches) + " micro-batches)" : "");
   if (c.tp > 1) s += std::string(", ") + kCollAlgoNames[c.tp_algo];
   if (c.phase == static_cast<std::int64_t>(LlmPhase::decode)) s += ", case " + std::to_string(c.attention_case);
   return s;
 }
 nlohmann::json mapping_json(const LlmConfig& c) {
-  return {{"tp", c.tp}, {"tp_level", kCollLevelNames[c.tp_level]}, {"pp", c.pp}, {"tp_algo", kCollAlgoNames[c.tp_algo]},
-          {"attention_case", c.attention_case}};
+  return {{"tp", c.tp},         {"tp_level", kCollLevelNames[c.tp_level]}, {"pp", c.pp}, {"microbatches", c.microbatches},
+          {"tp_algo", kCollAlgoNames[c.tp_algo]}, {"attention_case", c.attention_case}};
 }
 
 // Why the best mapping beats the best of another (tp, level), in the step's own terms.
@@ -162,11 +166,13 @@ std::string why(const LlmPick& p) {
     << fixed(static_cast<double>(a.model_latency_ps) / static_cast<double>(std::max(ab.memory_ps, ab.compute_ps)), 2)
     << "x its " << (ab.memory_ps >= ab.compute_ps ? "memory" : "compute") << " bound; GEMMs " << ms(a.gemm_ps)
     << " ms, attention " << ms(a.attention_ps) << ", vector " << ms(a.vector_ps) << ", allreduces " << ms(a.allreduce_ps);
-  if (p.runner_ps < 0) return o.str() + " (no other tp and level fits)";
+  if (p.best.pp > 1) o << ", stage transfers " << ms(a.transfer_ps);
+  if (p.runner_ps < 0) return o.str() + " (no other tp, level and pp fits)";
   const LlmResult b = llm_model(p.runner);
   o << ". Next: " << mapping_name(p.runner) << ", " << ms(b.model_latency_ps) << " ms ("
     << fixed(static_cast<double>(b.model_latency_ps) / static_cast<double>(a.model_latency_ps), 2) << "x): GEMMs "
     << ms(b.gemm_ps) << ", attention " << ms(b.attention_ps) << ", allreduces " << ms(b.allreduce_ps);
+  if (p.runner.pp > 1) o << ", stage transfers " << ms(b.transfer_ps);
   return o.str();
 }
 
@@ -209,7 +215,7 @@ void run_llm_milestone(BenchContext& ctx) {
     const LlmBounds bnd = llm_bounds(c.hw, llm_shape_of(c), llm_run_of(c));
     nlohmann::json row = {{"status", status(i)}, {"mapping", mapping_json(c)}, {"candidates", pts[i].pick.candidates},
                           {"valid_mappings", pts[i].pick.valid}};
-    for (const char* k : {"step_ps", "tokens_per_s", "gemm_ps", "attention_ps", "vector_ps", "allreduce_ps", "mfu", "mbu",
+    for (const char* k : {"step_ps", "tokens_per_s", "gemm_ps", "attention_ps", "vector_ps", "allreduce_ps", "transfer_ps", "mfu", "mbu",
                           "compute_bound_ps", "memory_bound_ps", "x_bound"})
       row[k] = ok ? get(i, k) : nlohmann::json();
     if (!ok) row["why"] = llm_status_message(study.batched_as<LlmResult>(i).status, c);
@@ -281,7 +287,7 @@ KB_BENCH([] {
       "LLaMA-3.1-70B on ring8 (8 SIPs): decode TPOT and tokens/s against batch at 4K and 32K context, prefill TTFT "
       "against prompt (512-32K), each under its best mapping; the step's breakdown, every mapping's tokens/s, and "
       "tokens/s against HBM bandwidth and PE array size; both engines";
-  b.axes = {"batch", "context", "prompt", "tp", "tp_level", "hbm_bandwidth_gbps", "matrix"};
+  b.axes = {"batch", "context", "prompt", "tp", "tp_level", "pp", "hbm_bandwidth_gbps", "matrix"};
   b.domain = "llm_inference";
   b.fn = run_llm_milestone;
   b.json = "llm_inference.json";

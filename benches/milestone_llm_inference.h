@@ -21,9 +21,10 @@ std::vector<std::int64_t> llm_milestone_arrays();
 LlmConfig llm_milestone_base(const TopologySpec& topo);
 
 // The best mapping of `base` on the batched model: the least whole-model step over every tp
-// (1..64, powers of two) and level (cube, sip), allreduce algorithm and attention case
-// (decode); with `fixed_tp`, over algorithms and cases only. The runner-up is the best of
-// another tp or level. No valid candidate: best_ps < 0, and `best` the candidate that got
+// (1..64, powers of two) and level (cube, sip), pp (1, 2, 4, 8) with one micro-batch or pp of
+// them, allreduce algorithm and attention case (decode); with `fixed_tp`, over the
+// micro-batching, algorithms and cases only (tp, level and pp as given). The runner-up is
+// the best of another tp, level or pp. No valid candidate: best_ps < 0, and `best` the candidate that got
 // furthest through the check (its status says why).
 struct LlmPick {
   LlmConfig best{}, runner{};

@@ -222,9 +222,9 @@ TEST(Models, EvalLlmPicksTheBestMapping) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["picked"]["by"], "latency_ps");
-  EXPECT_EQ(j["picked"]["candidates"], 64 * 2 * 5 * 4);
+  EXPECT_EQ(j["picked"]["candidates"], 64 * 2 * 5 * 4 * 4);
   const json& p = j["picked"]["axes"];
-  ASSERT_EQ(p.size(), 4u);
+  ASSERT_EQ(p.size(), 5u);
   const Result s = run("sweep llm " + model + "--group none --json");
   ASSERT_EQ(s.code, 0) << s.err;
   const json best = json::parse(s.out)["best_per_group"][0]["best"];
@@ -232,15 +232,16 @@ TEST(Models, EvalLlmPicksTheBestMapping) {
   EXPECT_EQ(j["picked"]["valid"], json::parse(s.out)["valid"]);
   const Result given = run("eval llm " + model + "--tp " + p["tp"].dump() + " --tp-level " + p["tp_level"].get<std::string>() +
                            " --tp-algo " + p["tp_algo"].get<std::string>() + " --attention-case " + p["attention_case"].dump() +
-                           " --json");
+                           " --pp " + p["pp"].dump() + " --json");
   ASSERT_EQ(given.code, 0) << given.err;
   EXPECT_EQ(json::parse(given.out)["latency_ps"], j["latency_ps"]);
   EXPECT_EQ(json::parse(given.out).count("picked"), 0u);
-  for (const std::string fixed : {"--tp 2 --tp-level sip", "--tp 4 --tp-level sip", "--tp-algo root", "--attention-case 1"}) {
+  for (const std::string fixed : {"--tp 2 --tp-level sip", "--tp 4 --tp-level sip", "--tp-algo root", "--attention-case 1",
+                                  "--pp 2 --tp 8 --tp-level cube"}) {
     const Result part = run("eval llm " + model + fixed + " --engine batched --json");
     ASSERT_EQ(part.code, 0) << fixed << ": " << part.err;
     EXPECT_LE(j["latency_ps"].get<std::int64_t>(), json::parse(part.out)["latency_ps"].get<std::int64_t>()) << fixed;
-    EXPECT_LT(json::parse(part.out)["picked"]["candidates"].get<int>(), 64 * 2 * 5 * 4) << fixed;
+    EXPECT_LT(json::parse(part.out)["picked"]["candidates"].get<int>(), 64 * 2 * 5 * 4 * 4) << fixed;
   }
 }
 
@@ -304,10 +305,9 @@ TEST(Models, EvalLlmRefusesWhatItCannotTime) {
                      "hbm_overflow: the fullest cube (stage 0) needs 142450014720 bytes");
   // Every mapping refused: the one that got furthest with the most ranks says why.
   expect_input_error(run("eval llm --model llama-3.1-70b"),
-                     "--tp best --tp-level best --tp-algo best --attention-case best: none of 2560 candidates is valid; the "
-                     "last that got furthest: hbm_overflow: the fullest cube (stage 0) needs 17808574272 bytes");
-  expect_input_error(run("eval llm --topology '" + kTopo + "/ring8.yaml' --tp 1 --tp-level sip --pp 2"),
-                     "not timed yet: a step is timed for one pipeline stage");
+                     "--tp best --tp-level best --pp best --tp-algo best --attention-case best: none of 10240 candidates is "
+                     "valid; the last that got furthest: hbm_overflow: the fullest cube (stage 0) needs 17808574272 bytes");
+  expect_input_error(run("eval llm --batch 6 --microbatches 4"), "a field is out of range");
   expect_input_error(run("eval llm --tp 2 --tp-level pe"), "not timed yet");
   expect_input_error(run("eval llm --model nosuch"), "--model nosuch: no such model");
   expect_input_error(run("sweep llm --model llama-3.1-8b,llama-3.1-70b --tp 8"), "--model llama-3.1-8b,llama-3.1-70b: one value a sweep");
@@ -338,7 +338,7 @@ TEST(Models, LlmMilestoneGivesTheCommittedNumbers) {
   if (plots) {
     ASSERT_EQ(r.code, 0) << r.err;
   }
-  EXPECT_NE(r.out.find("parity: 41/41 points identical"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parity: 47/47 points identical"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("batch 64: tp 8 over sips"), std::string::npos) << r.out;
   const json doc = load(out + "/llm_inference.json");
   EXPECT_EQ(doc["schema"], "kernbench-gpu/llm-inference");
@@ -346,7 +346,7 @@ TEST(Models, LlmMilestoneGivesTheCommittedNumbers) {
   EXPECT_EQ(doc["parity"]["ok"], true);
   ASSERT_EQ(doc["decode"].size(), 18u);
   ASSERT_EQ(doc["prefill"].size(), 7u);
-  ASSERT_EQ(doc["mappings"].size(), 16u);
+  ASSERT_EQ(doc["mappings"].size(), 32u);
   ASSERT_EQ(doc["design"].size(), 12u);
   ASSERT_EQ(doc["breakdown"].size(), 2u);
   std::map<std::int64_t, std::int64_t> last_step;

@@ -10,6 +10,7 @@
 
 #include "host/families/family.h"
 #include "host/kernels/llm_program.h"
+#include "host/llm/model_file.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"
@@ -26,7 +27,8 @@ std::string describe(const LlmConfig& c) {
   o << "hidden=" << c.hidden << " inter=" << c.intermediate << " heads=" << c.heads << "/" << c.kv_heads << "x" << c.head_dim
     << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " phase=" << c.phase << " batch=" << c.batch
     << " context=" << c.context << " prompt=" << c.prompt
-    << " tp=" << c.tp << "@" << c.tp_level << " algo=" << c.tp_algo << " case=" << c.attention_case << " run=" << c.layers_run
+    << " tp=" << c.tp << "@" << c.tp_level << " pp=" << c.pp << " mb=" << c.microbatches << " algo=" << c.tp_algo
+    << " case=" << c.attention_case << " run=" << c.layers_run
     << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
     << c.hw.pe_cols;
   return o.str();
@@ -40,7 +42,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {4, 8, 16, 32};
   std::vector<LlmConfig> out;
-  counts->assign(2 + kCollAlgos + 4 + 1, 0);
+  counts->assign(2 + kCollAlgos + 4 + 1 + 2, 0);
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
@@ -66,7 +68,13 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     c.prompt = prefill ? pick(1, 40) : 1;
     c.tp_level = pick(0, 1) ? static_cast<std::int64_t>(CollLevel::cube) : static_cast<std::int64_t>(CollLevel::sip);
     c.tp = pick(1, 4);
-    c.pp = 1;
+    c.pp = pick(0, 2) ? 1 : pick(2, 3);
+    c.microbatches = 1;
+    for (std::int64_t m = pick(1, 3); m > 1; --m)  // the largest of 1..m dividing the batch
+      if (c.batch % m == 0) {
+        c.microbatches = m;
+        break;
+      }
     c.tp_algo = pick(0, kCollAlgos - 1);
     c.attention_case = pick(1, 4);
     c.layers_run = pick(0, 1) ? 0 : pick(1, c.layers);
@@ -77,6 +85,8 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     if (c.tp > 1) ++(*counts)[static_cast<std::size_t>(2 + c.tp_algo)];
     if (!prefill) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + c.attention_case - 1)];
     else ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 4)];
+    if (c.pp > 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 5)];
+    if (c.microbatches > 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 6)];
     out.push_back(c);
   }
   return out;
@@ -116,10 +126,10 @@ TEST_P(LlmParity, TwoThousandRandomConfigs) {
 // whole, the reference engine running every layer gives the step the one-layer count gives.
 TEST(LlmLayers, AWholeModelEqualsItsLayersCountedFromOne) {
   std::vector<int> counts;
-  std::vector<LlmConfig> configs = random_configs(60, 7, &counts);
+  std::vector<LlmConfig> configs = random_configs(100, 7, &counts);
   int whole = 0;
   for (LlmConfig c : configs) {
-    if (c.layers < 2) continue;
+    if (c.layers < 2 || c.pp > 1 || c.microbatches > 1) continue;  // one stage's kernels in turn
     ++whole;
     c.layers_run = 0;
     const LlmResult all = llm_reference(c, nullptr);
@@ -130,6 +140,32 @@ TEST(LlmLayers, AWholeModelEqualsItsLayersCountedFromOne) {
     EXPECT_EQ(all.latency_ps, all.model_latency_ps) << describe(c);
   }
   EXPECT_GT(whole, 20);
+}
+
+// The whole of LLaMA-3.1-8B, every one of its 32 layers run by the reference engine, equals
+// the batched model's step, for decode under several mappings, batches and contexts.
+TEST(LlmLayers, TheWholeOfLlama8bDecodeOnBothEngines) {
+  const TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  const LlmShape m = load_llm_model("llama-3.1-8b").shape;
+  struct Mapping {
+    std::int64_t tp, algo, kase, batch, context;
+  };
+  for (const Mapping& p : {Mapping{1, 0, 4, 1, 4096}, Mapping{8, 0, 4, 4, 2048}, Mapping{4, 1, 3, 16, 1000},
+                           Mapping{2, 4, 1, 2, 8192}, Mapping{8, 2, 2, 64, 512}}) {
+    LlmConfig c{};
+    c.hw = topo.hw();
+    c.hidden = m.hidden, c.intermediate = m.intermediate, c.heads = m.heads, c.kv_heads = m.kv_heads;
+    c.head_dim = m.head_dim, c.layers = m.layers, c.vocab = m.vocab, c.tied = m.tied;
+    c.weight_bytes = c.kv_bytes = 2;
+    c.phase = static_cast<std::int64_t>(LlmPhase::decode), c.batch = p.batch, c.context = p.context, c.prompt = 1;
+    c.tp = p.tp, c.tp_level = static_cast<std::int64_t>(CollLevel::cube), c.pp = 1, c.microbatches = 1;
+    c.tp_algo = p.algo, c.attention_case = p.kase, c.layers_run = 0;
+    ASSERT_EQ(llm_check(c), kLlmOk) << describe(c);
+    const LlmResult model = llm_model(c), ref = llm_reference(c, nullptr);
+    EXPECT_EQ(figures_diff(family("llm"), c, ref, model), "") << describe(c);
+    EXPECT_EQ(ref.latency_ps, ref.model_latency_ps) << describe(c);  // every layer ran
+    EXPECT_EQ(ref.latency_ps, 32 * ref.layer_ps + ref.head_ps) << describe(c);
+  }
 }
 
 }  // namespace

@@ -212,7 +212,7 @@ std::vector<LlmConfig> llm_configs(std::size_t copies) {
           c.head_dim = m.head_dim, c.layers = m.layers, c.vocab = m.vocab, c.tied = m.tied;
           c.weight_bytes = c.kv_bytes = 2;
           c.phase = static_cast<std::int64_t>(LlmPhase::decode), c.batch = batch, c.context = context, c.prompt = 1;
-          c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1;
+          c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1, c.microbatches = 1;
           c.tp_algo = algo, c.attention_case = kase, c.layers_run = 0;
           if (llm_check(c) == kLlmOk) points.push_back(c);
         }

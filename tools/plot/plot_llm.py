@@ -11,7 +11,7 @@ five figures into DIR (created if missing):
                         under its best mapping, with the memory bound drawn
     llm_prefill.png     TTFT against prompt length, with the compute bound
     llm_breakdown.png   the decode step by kind of kernel at batch 1 and 64 (stacked)
-    llm_mappings.png    tokens/s of every tensor-parallel mapping at batch 1 and 64
+    llm_mappings.png    tokens/s of every (tp, pp) mapping at batch 1 and 64
     llm_design.png      tokens/s against HBM bandwidth per PE array size
 
 On a missing/unreadable file, wrong schema or malformed data it prints one line
@@ -33,8 +33,8 @@ SCHEMA = "kernbench-gpu/llm-inference"
 SCHEMA_MAJOR = 1
 
 KINDS = [("gemm_ps", "GEMMs", "#4c72b0"), ("attention_ps", "attention", "#dd8452"),
-         ("vector_ps", "vector kernels", "#55a868"), ("allreduce_ps", "TP allreduces", "#c44e52")]
-LEVELS = ["cube", "sip"]
+         ("vector_ps", "vector kernels", "#55a868"), ("allreduce_ps", "TP allreduces", "#c44e52"),
+         ("transfer_ps", "stage transfers", "#8172b2")]
 
 
 def rows(doc: dict, key: str, where: str, fields: list[str]) -> list[dict]:
@@ -51,6 +51,8 @@ def rows(doc: dict, key: str, where: str, fields: list[str]) -> list[dict]:
         row["tp"] = kbplot.require_int(m, "tp", ctx + ".mapping", where, lo=1)
         row["tp_level"] = kbplot.require_choice(m, "tp_level", ctx + ".mapping", where, ["pe", "cube", "sip", "hier"])
         row["tp_algo"] = kbplot.require_str(m, "tp_algo", ctx + ".mapping", where)
+        row["pp"] = kbplot.require_int(m, "pp", ctx + ".mapping", where, lo=1)
+        row["microbatches"] = kbplot.require_int(m, "microbatches", ctx + ".mapping", where, lo=1)
         if row["status"] == "valid":
             for k in ["step_ps", "compute_bound_ps", "memory_bound_ps"] + [k for k, _, _ in KINDS]:
                 row[k] = kbplot.require_int(r, k, ctx, where, lo=0 if k != "step_ps" else 1)
@@ -60,7 +62,10 @@ def rows(doc: dict, key: str, where: str, fields: list[str]) -> list[dict]:
 
 
 def label(r: dict) -> str:
-    return f"tp{r['tp']} {r['tp_level']}"
+    s = f"tp{r['tp']} {r['tp_level']}"
+    if r["pp"] > 1:
+        s += f" pp{r['pp']}" + (f"x{r['microbatches']}mb" if r["microbatches"] > 1 else "")
+    return s
 
 
 def fig_decode(decode: list[dict], contexts: list[int]):
@@ -162,30 +167,34 @@ def fig_breakdown(bars: list[dict]):
 def fig_mappings(maps: list[dict]):
     batches = sorted({r["batch"] for r in maps})
     tps = sorted({r["tp"] for r in maps})
-    fig, axes = plt.subplots(1, len(batches), figsize=(6.5 * len(batches), 4.2))
+    pps = sorted({r["pp"] for r in maps})
+    fig, axes = plt.subplots(1, len(batches), figsize=(6.5 * len(batches), 4.6))
     if len(batches) == 1:
         axes = [axes]
     for ax, b in zip(axes, batches):
-        grid = [[float("nan")] * len(tps) for _ in LEVELS]
+        grid = [[float("nan")] * len(tps) for _ in pps]
         mine = [r for r in maps if r["batch"] == b]
         vals = [r["tokens_per_s"] for r in mine if r["status"] == "valid"]
         mid = (min(vals) + max(vals)) / 2 if vals else 0
         for r in mine:
-            i, j = LEVELS.index(r["tp_level"]), tps.index(r["tp"])
+            i, j = pps.index(r["pp"]), tps.index(r["tp"])
             ok = r["status"] == "valid"
             grid[i][j] = r["tokens_per_s"] if ok else float("nan")
-            text = f"{r['tokens_per_s']:.0f} tokens/s\n{r['tp_algo']}" if ok else r["status"]
-            ax.annotate(text, (j, i), ha="center", va="center", fontsize=8,
+            mb = f", {r['microbatches']} mb" if ok and r["microbatches"] > 1 else ""
+            text = f"{r['tokens_per_s']:.0f} tokens/s\n{r['tp_algo']}{mb}" if ok else r["status"]
+            ax.annotate(text, (j, i), ha="center", va="center", fontsize=7,
                         color=("white" if r["tokens_per_s"] < mid else "black") if ok else "0.4")
-        im = ax.imshow(grid, cmap="viridis", aspect="auto", alpha=0.85)
+        im = ax.imshow(grid, cmap="viridis", aspect="auto", alpha=0.85, origin="lower")
         fig.colorbar(im, ax=ax, label="tokens/s")
         ax.set_xticks(range(len(tps)))
         ax.set_xticklabels([str(t) for t in tps])
-        ax.set_yticks(range(len(LEVELS)))
-        ax.set_yticklabels([f"over {lv}s" for lv in LEVELS])
-        ax.set_xlabel("tensor-parallel ranks (one pipeline stage)")
+        ax.set_yticks(range(len(pps)))
+        ax.set_yticklabels([str(p) for p in pps])
+        ax.set_xlabel("tensor-parallel ranks (cubes of a stage's SIP)")
+        ax.set_ylabel("pipeline stages (SIPs)")
         ax.set_title(f"batch {b}, context 4096")
-    fig.suptitle("LLaMA-3.1-70B decode tokens/s of every mapping (best algorithm and case each)", fontsize=11)
+    fig.suptitle("LLaMA-3.1-70B decode tokens/s of every (tp, pp) mapping (best algorithm, case and micro-batches each)",
+                 fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 

@@ -19,6 +19,7 @@
 #include "llm_attention.h"
 #include "llm_layer.h"
 #include "llm_mapping.h"
+#include "llm_pipeline.h"
 #include "llm_vector.h"
 
 namespace kb {
@@ -33,6 +34,7 @@ struct LlmConfig {
   std::int64_t tp_algo;         // CollAlgo of the tensor-parallel allreduce
   std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
   std::int64_t layers_run;      // layers the step runs (0: every layer)
+  std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
 };
 
 struct LlmResult {
@@ -43,7 +45,7 @@ struct LlmResult {
   ps_t layer_ps, head_ps;
   // The whole model's step by kind of kernel (with barriers, each kind's share of the
   // critical path): GEMMs, attention, vector kernels, tensor-parallel allreduces.
-  ps_t gemm_ps, attention_ps, vector_ps, allreduce_ps;
+  ps_t gemm_ps, attention_ps, vector_ps, allreduce_ps, transfer_ps;
   std::int64_t macs;                              // the whole model's step, every rank
   std::int64_t hbm_read_bytes, hbm_write_bytes;   // the same
   std::int64_t link_bytes;                        // the allreduces' bytes over links, every level
@@ -64,12 +66,11 @@ KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   return h;
 }
 
-// What this version times: decode steps and prefills, one pipeline stage, ranks that are
-// cubes or SIPs, fp16 weights and KV cache (the families' operands). The rest is placed and
-// bounded by model place, and refused here as `unsupported`.
+// What this version times: decode steps and prefills, ranks that are cubes or SIPs, fp16
+// weights and KV cache (the families' operands). The rest is placed and bounded by model
+// place, and refused here as `unsupported`.
 KB_HD inline bool llm_supported(const LlmConfig& c) {
-  return c.pp == 1 &&
-         (c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip)) &&
+  return (c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip)) &&
          c.weight_bytes == 2 && c.kv_bytes == 2;
 }
 
@@ -81,7 +82,8 @@ KB_HD inline bool llm_supported(const LlmConfig& c) {
 template <class Visitor>
 KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   const LlmShape m = llm_shape_of(c);
-  const LlmRun r = llm_run_of(c);
+  LlmRun r = llm_run_of(c);
+  r.batch = c.batch / c.microbatches;  // the kernels run one micro-batch
   const HwConfig rank = llm_rank_hw(c);
   LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
   const int nl = llm_layer_program(c.hw, m, r, ks);
@@ -103,7 +105,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) {
           LlmAttnConfig x{};
           x.hw = rank;
-          x.batch = c.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
+          x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
           llm_attn_complete(x);
           v.attention(x, k, layer);
           break;
@@ -115,16 +117,16 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         d.decode_case = c.attention_case;
         d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
         d.allreduce = 0;
-        std::int64_t wave = c.batch;
+        std::int64_t wave = r.batch;
         for (;;) {
           d.batch = wave, d.chunk = 0;
           decode_complete(d);
           if (wave == 1 || decode_check(d) != kDecSramOverflow) break;
           wave = ceil_div(wave, 2);
         }
-        for (std::int64_t done = 0; done < c.batch; done += wave) {
-          if (c.batch - done < wave) {
-            d.batch = c.batch - done, d.chunk = 0;
+        for (std::int64_t done = 0; done < r.batch; done += wave) {
+          if (r.batch - done < wave) {
+            d.batch = r.batch - done, d.chunk = 0;
             decode_complete(d);
           }
           v.attention(d, k, layer);
@@ -149,6 +151,13 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
       }
     }
   }
+  if (c.pp > 1) {  // the activation of a micro-batch, from one stage to the next
+    LlmSendConfig x{};
+    x.hw = c.hw;
+    x.stage_sips = llm_ranks(c.hw, r).sips_per_stage, x.level = c.tp_level, x.ranks = c.tp;
+    x.bytes = llm_tokens(r) * c.hidden * 2;
+    v.transfer(x);
+  }
 }
 
 // The status of the config alone: its fields and mapping (llm_place_check), what this
@@ -161,7 +170,8 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
       c.head_dim < 1 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
-      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw))
+      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
+      c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages)
     return kLlmBadField;
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
@@ -183,6 +193,7 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
     KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { note(llm_attn_check(x)); }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { note(allreduce_check(a)); }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool) { note(llm_vec_check(x)); }
+    KB_HD void transfer(const LlmSendConfig& x) { note(llm_send_check(x)); }
   } check;
   llm_for_each_kernel(c, check);
   if (bad) *bad = check.bad;
@@ -190,37 +201,56 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
   return check.bad >= 0 ? kLlmBadKernel : kLlmOk;
 }
 
-// The figures of the kernels of one layer, or of the head, added up; then the step's.
+// The figures of the kernels of one layer, of the head, and of a transfer between stages,
+// each for one micro-batch, added up; then the step's, through the schedule (llm_pipeline.h).
 struct LlmTally {
-  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce };
+  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce, kTransfer };
   struct Part {
-    ps_t latency, kind[4];
+    ps_t latency, kind[kLlmKinds];
     std::int64_t macs, read, write, link;
-  } part[2] = {};  // 0: the head, 1: a layer
+  } part[3] = {};  // 0: the head, 1: a layer, 2: a transfer
   KB_HD void add(bool layer, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
                  std::int64_t link) {
-    Part& p = part[layer ? 1 : 0];
-    p.latency += latency, p.kind[k] += latency;
-    p.macs += macs, p.read += read, p.write += write, p.link += link;
+    add_to(part[layer ? 1 : 0], k, latency, macs, read, write, link);
   }
-  // The step as run (layers_run layers and the head) and the whole model's.
+  KB_HD void add_transfer(ps_t latency, std::int64_t read, std::int64_t write, std::int64_t link) {
+    add_to(part[2], kTransfer, latency, 0, read, write, link);
+  }
+  // The step through the schedule, each stage running `layers` of its layers at most
+  // (0: all of them); the last stage runs the head.
+  KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
+    ps_t stage[kLlmMaxStages][kLlmKinds];
+    const LlmShape m = llm_shape_of(c);
+    for (std::int64_t s = 0; s < c.pp; ++s) {
+      const std::int64_t L = llm_stage_layers(m, c.pp, s), n = layers && layers < L ? layers : L;
+      for (int k = 0; k < kLlmKinds; ++k) stage[s][k] = n * part[1].kind[k] + (s + 1 == c.pp ? part[0].kind[k] : 0);
+    }
+    return llm_schedule(c.pp, c.microbatches, stage, part[2].kind);
+  }
+  // The step as run (layers_run layers a stage) and the whole model's.
   KB_HD LlmResult finish(const LlmConfig& c) const {
-    const Part &l = part[1], &h = part[0];
-    const std::int64_t L = c.layers, run = c.layers_run ? c.layers_run : c.layers;
+    const Part &l = part[1], &h = part[0], &x = part[2];
+    const std::int64_t L = c.layers, M = c.microbatches, X = (c.pp - 1) * M;
+    const LlmPath all = schedule(c, 0);
     LlmResult o{};
     o.status = kLlmOk;
     o.layer_ps = l.latency, o.head_ps = h.latency;
-    o.latency_ps = run * l.latency + h.latency;
-    o.model_latency_ps = L * l.latency + h.latency;
-    o.gemm_ps = L * l.kind[kGemm] + h.kind[kGemm];
-    o.attention_ps = L * l.kind[kAttention] + h.kind[kAttention];
-    o.vector_ps = L * l.kind[kVector] + h.kind[kVector];
-    o.allreduce_ps = L * l.kind[kAllreduce] + h.kind[kAllreduce];
-    o.macs = L * l.macs + h.macs;
-    o.hbm_read_bytes = L * l.read + h.read;
-    o.hbm_write_bytes = L * l.write + h.write;
-    o.link_bytes = L * l.link + h.link;
+    o.latency_ps = schedule(c, c.layers_run).at;
+    o.model_latency_ps = all.at;
+    o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
+    o.allreduce_ps = all.kind[kAllreduce], o.transfer_ps = all.kind[kTransfer];
+    o.macs = M * (L * l.macs + h.macs);
+    o.hbm_read_bytes = M * (L * l.read + h.read) + X * x.read;
+    o.hbm_write_bytes = M * (L * l.write + h.write) + X * x.write;
+    o.link_bytes = M * (L * l.link + h.link) + X * x.link;
     return o;
+  }
+
+ private:
+  KB_HD static void add_to(Part& p, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
+                           std::int64_t link) {
+    p.latency += latency, p.kind[k] += latency;
+    p.macs += macs, p.read += read, p.write += write, p.link += link;
   }
 };
 
@@ -264,6 +294,11 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
       const LlmVecResult r = llm_vec_model(x);
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+    }
+    KB_HD void transfer(const LlmSendConfig& x) {
+      const LlmSendResult r = llm_send_model(x);
+      bad = bad || r.status != 0;
+      t.add_transfer(r.latency_ps, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes);
     }
   } time{LlmTally{}, c.tp};
   llm_for_each_kernel(c, time);

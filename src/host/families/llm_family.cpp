@@ -45,7 +45,7 @@ double peak_bytes_per_ps(const C& c) {
 Family make() {
   Family f;
   f.name = "llm";
-  f.description = "one decode step or prefill of a whole LLaMA model (a Hugging Face config) under a tensor-parallel mapping";
+  f.description = "one decode step or prefill of a whole LLaMA model (a Hugging Face config) under a tensor- and pipeline-parallel mapping";
   f.id = batched::Family::llm;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
@@ -72,14 +72,16 @@ Family make() {
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
       axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed (model place), not yet timed",
            offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
-      axis("pp", "--pp", "pipeline stages (1: more are placed by model place, not yet timed)", offsetof(C, pp))
-          .range(1, kLlmMaxLayers).default_to("1"),
+      axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly (docs/model.md section 13.8)",
+           offsetof(C, pp)).range(1, kLlmMaxStages).best_of("1,2,4,8").default_to("best"),
       axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm", offsetof(C, tp_algo))
           .choices(names(kCollAlgoNames)).best_of(all_of(kCollAlgoNames)).default_to("best"),
       axis("attention_case", "--attention-case",
            "KV sharding inside a rank, as the decode family's cases: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, "
            "3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",
            offsetof(C, attention_case)).range(1, 4).best_of("1,2,3,4").default_to("best"),
+      axis("microbatches", "--microbatches", "equal micro-batches the batch goes through the stages in (dividing --batch)",
+           offsetof(C, microbatches)).range(1, kLlmMaxBatch).default_to("1"),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
@@ -109,7 +111,7 @@ Family make() {
   };
   auto bounds = [](const C& c) { return llm_bounds(c.hw, llm_shape_of(c), llm_run_of(c)); };
   f.columns = {
-      figure("latency_ps", "ps", "the step as run: --layers layers and the head", &R::latency_ps),
+      figure("latency_ps", "ps", "the step as run: --layers layers a stage and the head", &R::latency_ps),
       figure("step_ps", "ps", "the whole model's step: every layer and the head (a decode step, or the prefill)",
              &R::model_latency_ps, true),
       {"tpot_ps", "ps", "decode: time per output token, the step (null for prefill)", ColType::integer,
@@ -123,16 +125,18 @@ Family make() {
          const double tokens = static_cast<double>(c.batch) * static_cast<double>(is_prefill(c) ? c.prompt : 1);
          return ratio(tokens * 1e12, static_cast<double>(r.model_latency_ps));
        }), false, true},
-      figure("layer_ps", "ps", "one layer", &R::layer_ps),
+      figure("layer_ps", "ps", "one layer of one micro-batch", &R::layer_ps),
       figure("head_ps", "ps", "the final norm and the LM head", &R::head_ps),
-      figure("gemm_ps", "ps", "the step's GEMMs (projections and LM head)", &R::gemm_ps),
+      figure("gemm_ps", "ps", "the step's GEMMs (projections and LM head) on its critical path", &R::gemm_ps),
       figure("attention_ps", "ps", "the step's attention kernels", &R::attention_ps),
       figure("vector_ps", "ps", "the step's vector kernels (norms, RoPE, SiLU x up, residuals, KV appends)", &R::vector_ps),
       figure("allreduce_ps", "ps", "the step's tensor-parallel allreduces", &R::allreduce_ps),
-      share("gemm_share", "GEMMs' share of the step (kernels run one after another)", &R::gemm_ps),
+      figure("transfer_ps", "ps", "the step's activation transfers between pipeline stages", &R::transfer_ps),
+      share("gemm_share", "GEMMs' share of the step's critical path (kernels in turn; stages and micro-batches by the schedule)", &R::gemm_ps),
       share("attention_share", "attention's share of the step", &R::attention_ps),
       share("vector_share", "vector kernels' share of the step", &R::vector_ps),
       share("allreduce_share", "allreduces' share of the step", &R::allreduce_ps),
+      share("transfer_share", "stage transfers' share of the step", &R::transfer_ps),
       figure("macs", "", "multiply-accumulates of the step, every rank", &R::macs),
       figure("hbm_read_bytes", "bytes", "HBM bytes read in the step, every rank", &R::hbm_read_bytes),
       figure("hbm_write_bytes", "bytes", "HBM bytes written in the step, every rank", &R::hbm_write_bytes),

@@ -178,6 +178,49 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   return r;
 }
 
+LlmSendResult llm_send_reference(const LlmSendConfig& c, const std::string* trace_path) {
+  LlmSendResult r{};
+  r.status = llm_send_check(c);
+  if (r.status != kLlmSendOk) throw InputError("llm stage transfer: invalid config (status " + std::to_string(r.status) + ")");
+  const HwConfig& h = c.hw;
+  RuntimeContext ctx(topology_of(h), ContextOptions{false});
+  ctx.limit_ops(4 * c.ranks * (h.sips + 4));
+  try {
+    // The activation on the sender's SIP, and a copy of it on every SIP of the next stage.
+    auto on = [&](std::int64_t sip) {
+      Placement at;
+      at.cubes = h.cubes_per_sip(), at.sip = static_cast<std::int32_t>(sip);
+      return at;
+    };
+    const net::Node from = llm_send_from(c);
+    const Tensor src = ctx.zeros({1, c.bytes / 2}, DType::f16, on(from.sip), "activation");
+    std::vector<Tensor> dst;
+    for (std::int64_t s = 0; s < c.stage_sips; ++s)
+      dst.push_back(ctx.zeros({1, c.bytes / 2}, DType::f16, on(c.stage_sips + s), "next_stage"));
+    ctx.launch("llm_stage_transfer", LaunchGrid{h.sips, h.cubes_per_sip(), h.pes_per_cube()}, [&](PeProgram& p) {
+      const Rank me = p.rank();
+      if (me.sip != from.sip || me.cube != from.cube || me.pe != from.pe) return;
+      OpId last = engine::kNoOp;
+      for (std::int64_t i = 0; i < c.ranks; ++i) {  // one rank after another
+        const net::Node to = llm_send_to(c, i);
+        const Rank dest{static_cast<std::int32_t>(to.sip), static_cast<std::int32_t>(to.cube), static_cast<std::int32_t>(to.pe)};
+        const Region all{0, 1, 0, c.bytes / 2};
+        last = p.copy(src, all, dest, dst[static_cast<std::size_t>(to.sip - c.stage_sips)], all, {last});
+      }
+    });
+  } catch (const InputError& e) {
+    throw InternalError(std::string("the llm stage transfer was rejected by the runtime: ") + e.what(), __FILE__, __LINE__);
+  }
+  const RunReport report = ctx.run_checked("llm", "llm stage transfer");
+  if (trace_path) ctx.write_trace(*trace_path, report);
+  const engine::Summary& s = report.summary;
+  r.latency_ps = s.latency_ps;
+  r.hbm_read_bytes = s.hbm_read_bytes;
+  r.hbm_write_bytes = s.hbm_write_bytes;
+  for (const LinkUse& u : report.links) r.link_bytes += u.bytes;
+  return r;
+}
+
 std::int64_t llm_reference_ops(const LlmConfig& c) {
   struct Ops {
     std::int64_t most = 0;
@@ -186,6 +229,7 @@ std::int64_t llm_reference_ops(const LlmConfig& c) {
     void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_attn_reference_ops(x)); }
     void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { most = std::max(most, allreduce_reference_ops(a)); }
     void vector(const LlmVecConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_vec_reference_ops(x)); }
+    void transfer(const LlmSendConfig&) {}
   } ops;
   if (llm_check(c) == kLlmOk) llm_for_each_kernel(c, ops);
   return ops.most;
@@ -299,6 +343,12 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
       const LlmVecResult r = llm_vec_reference(x, to(layer));
       add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
     }
+    void transfer(const LlmSendConfig& x) {
+      if (!first) return;
+      const LlmSendResult r = llm_send_reference(x);
+      ran += r.latency_ps;
+      t.add_transfer(r.latency_ps, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes);
+    }
   } time{LlmTally{}, c.tp};
   std::unique_ptr<LayerTrace> trace;
   if (trace_path) trace = std::make_unique<LayerTrace>(*trace_path), time.trace = trace.get();
@@ -315,9 +365,13 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
                               " ps, the first " + std::to_string(first) + " ps: identical layers differ",
                           __FILE__, __LINE__);
   }
-  // The step as the engine ran it: every layer's kernels and the head's, one after another.
+  // The step from what ran: one pipeline stage's kernels in turn (every kernel the engine
+  // ran, at pp = 1 and one micro-batch), or the schedule of stages and micro-batches.
   LlmResult out = time.t.finish(c);
-  out.latency_ps = time.ran;
+  if (c.pp == 1 && c.microbatches == 1 && out.latency_ps != time.ran)
+    throw InternalError("the step took " + std::to_string(time.ran) + " ps to run, its tally says " +
+                            std::to_string(out.latency_ps),
+                        __FILE__, __LINE__);
   return out;
 }
 
@@ -356,7 +410,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmOk: return "valid";
     case kLlmBadField:
       return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
-             "model's, tp-algo, attention case 1..4, or the hardware)";
+             "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
     case kLlmBadTp:
     case kLlmBadPp:
     case kLlmTooLarge:
@@ -367,30 +421,35 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);
-      LlmKernel k[kLlmLayerKernels + kLlmHeadKernels];
-      const int nl = llm_layer_program(c.hw, m, r, k);
-      llm_head_program(c.hw, m, r, k + nl);
-      const LlmKernel& kk = k[bad < 0 ? 0 : bad];
-      std::string why = "status " + std::to_string(ks);
+      // The kernel the check refused: the visit that many calls in (waves and the stage
+      // transfer are calls of their own), with its family's reason.
       struct Why {
         std::int32_t index = 0, want, status;
-        std::string* out;
-        void gemm(const GemmConfig& g, const LlmKernel&, bool) { if (index++ == want) *out = gemm_status_message(status, g); }
-        void attention(const DecodeConfig& d, const LlmKernel&, bool) { if (index++ == want) *out = decode_status_message(status, d); }
-        void attention(const LlmAttnConfig&, const LlmKernel&, bool) {
-          if (index++ == want)
-            *out = status == kLlmAttnSramOverflow ? "a query tile's buffers do not fit a PE's SRAM"
-                   : status == kLlmAttnTooLarge   ? "more query tiles than a model walks (2^24)"
-                   : status == kLlmAttnTimeOverflow ? "times could pass int64 picoseconds"
-                                                    : "invalid";
+        std::string out, name = "?";
+        bool at(const LlmKernel* k) {
+          if (index++ != want) return false;
+          if (k) name = std::string(k->name) + " (" + kLlmKernelKindNames[static_cast<int>(k->kind)] + ")";
+          return true;
         }
-        void allreduce(const AllreduceConfig&, const LlmKernel&, bool) { if (index++ == want) *out = kArStatusNames[status]; }
-        void vector(const LlmVecConfig&, const LlmKernel&, bool) {
-          if (index++ == want) *out = status == kLlmVecSramOverflow ? "a row of its buffers does not fit a PE's SRAM" : "invalid";
+        void gemm(const GemmConfig& g, const LlmKernel& k, bool) { if (at(&k)) out = gemm_status_message(status, g); }
+        void attention(const DecodeConfig& d, const LlmKernel& k, bool) { if (at(&k)) out = decode_status_message(status, d); }
+        void attention(const LlmAttnConfig&, const LlmKernel& k, bool) {
+          if (at(&k))
+            out = status == kLlmAttnSramOverflow ? "a query tile's buffers do not fit a PE's SRAM"
+                  : status == kLlmAttnTooLarge   ? "more query tiles than a model walks (2^24)"
+                  : status == kLlmAttnTimeOverflow ? "times could pass int64 picoseconds"
+                                                   : "invalid";
         }
-      } w{0, bad, ks, &why};
+        void allreduce(const AllreduceConfig&, const LlmKernel& k, bool) { if (at(&k)) out = kArStatusNames[status]; }
+        void vector(const LlmVecConfig&, const LlmKernel& k, bool) {
+          if (at(&k)) out = status == kLlmVecSramOverflow ? "a row of its buffers does not fit a PE's SRAM" : "invalid";
+        }
+        void transfer(const LlmSendConfig&) {
+          if (at(nullptr)) name = "stage_transfer", out = status == kLlmSendTimeOverflow ? "times could pass int64 picoseconds" : "invalid";
+        }
+      } w{0, bad, ks, "status " + std::to_string(ks)};
       llm_for_each_kernel(c, w);
-      return std::string("kernel ") + kk.name + " (" + kLlmKernelKindNames[static_cast<int>(kk.kind)] + "): " + why;
+      return "kernel " + w.name + ": " + w.out;
     }
     default: return "invalid";
   }

@@ -23,6 +23,10 @@ std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
 LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path = nullptr);
 std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c);
 
+// The activation transfer between pipeline stages (docs/model.md section 13.8): one
+// HBM-to-HBM copy to each rank of the next stage in turn.
+LlmSendResult llm_send_reference(const LlmSendConfig& c, const std::string* trace_path = nullptr);
+
 // The family's reference: each kernel of the layer program on the reference engine with its
 // family's reference program (GEMM, decode attention, allreduce) or the vector kernel's, one
 // launch each from the end of the one before, for layers_run layers (every layer when 0)

@@ -1,0 +1,124 @@
+// Pipeline stages of a whole model's step (docs/model.md section 13.8): the activation
+// transfer between stages, and the schedule of stages and micro-batches.
+//
+// Transfer. After stage s has run a micro-batch, its activation (the micro-batch's tokens x
+// hidden, fp16) goes from its last SIP's cube 0 PE 0 to every rank of stage s + 1 (PE 0 of
+// each cube of its SIP, tp over cubes; of cube 0 of each of its SIPs, tp over SIPs), one
+// HBM-to-HBM copy after another. Stages are equal and the links symmetric, so every
+// boundary's transfer takes the same time: it is timed once, between stages 0 and 1.
+//
+// Schedule. Stage s runs micro-batch j (its layers, kernels in turn; the last stage adds the
+// head) once it is free and micro-batch j has arrived; a transfer is a rendezvous of the two
+// stages: it starts when the sender has run the micro-batch and the receiver is free, and
+// neither stage runs a kernel while it lasts. So no kernel overlaps a transfer or another
+// stage's kernel on shared hardware (stages hold disjoint SIPs), and the step is exact from
+// the kernels' and the transfer's own times, on both engines (ADR 0019).
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/network.h"
+#include "../common/units.h"
+#include "collective.h"
+
+namespace kb {
+
+// The transfer between stages 0 and 1 of a mapping: `stage_sips` SIPs a stage, `ranks` tp
+// ranks at `level` (cube or sip), `bytes` a rank.
+struct LlmSendConfig {
+  HwConfig hw;
+  std::int64_t stage_sips, level, ranks, bytes;
+};
+
+struct LlmSendResult {
+  std::int32_t status;
+  std::int32_t reserved;
+  ps_t latency_ps;
+  std::int64_t hbm_read_bytes, hbm_write_bytes, link_bytes;  // link bytes: per hop
+};
+
+enum LlmSendStatus : std::int32_t { kLlmSendOk = 0, kLlmSendBadField, kLlmSendTimeOverflow };
+
+// The sender and destination r's nodes.
+KB_HD inline net::Node llm_send_from(const LlmSendConfig& c) { return net::Node{c.stage_sips - 1, 0, 0}; }
+KB_HD inline net::Node llm_send_to(const LlmSendConfig& c, std::int64_t r) {
+  return c.level == static_cast<std::int64_t>(CollLevel::cube) ? net::Node{c.stage_sips, r, 0}
+                                                               : net::Node{c.stage_sips + r, 0, 0};
+}
+
+KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
+  if (!hw_fits(c.hw) || c.stage_sips < 1 || 2 * c.stage_sips > c.hw.sips || c.bytes < 2 || c.bytes % 2 != 0 ||
+      c.bytes > kCollMaxBytes || c.ranks < 1 ||
+      (c.level != static_cast<std::int64_t>(CollLevel::cube) && c.level != static_cast<std::int64_t>(CollLevel::sip)) ||
+      (c.level == static_cast<std::int64_t>(CollLevel::cube) ? c.ranks > c.hw.cubes_per_sip() : c.ranks != c.stage_sips))
+    return kLlmSendBadField;
+  if (transfer_overflows(c.bytes, 1) || c.ranks * (c.hw.sips + 2) > kTimeLimitPs / (4 * kPsPerNs * 1000000)) return kLlmSendTimeOverflow;
+  return kLlmSendOk;
+}
+
+// One copy, alone: every hop of the route (a DMA read at the sender's HBM share, the links,
+// the write through the receiver's HBM port at its share) held for the slowest one; the
+// copy ends the hops' latencies after it starts, plus that slowest time (cut-through,
+// docs/model.md section 6). Each end's cube has one HBM user: the sender's queue, the
+// receiver's port.
+KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
+  LlmSendResult r{};
+  r.status = llm_send_check(c);
+  if (r.status != kLlmSendOk) return r;
+  const HwConfig& h = c.hw;
+  const ps_t port = shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, 1);
+  for (std::int64_t i = 0; i < c.ranks; ++i) {
+    ps_t slowest = port, latency = 2 * h.hbm_latency_ns * kPsPerNs;
+    std::int64_t hops = 0;
+    net::for_each_hop(h, llm_send_from(c), llm_send_to(c, i), [&](const net::Hop& hop) {
+      slowest = imax(slowest, transfer_ps(c.bytes, hop.bandwidth_gbps));
+      latency += hop.latency_ns * kPsPerNs;
+      ++hops;
+    });
+    r.latency_ps += latency + slowest;
+    r.link_bytes += hops * c.bytes;
+  }
+  r.hbm_read_bytes = r.hbm_write_bytes = c.ranks * c.bytes;
+  return r;
+}
+
+// ---- the schedule ----------------------------------------------------------------------
+
+constexpr int kLlmKinds = 5;  // GEMMs, attention, vector kernels, allreduces, transfers
+constexpr std::int64_t kLlmMaxStages = 64;
+
+// A time and the kernels' time by kind along the chain that sets it (its critical path).
+struct LlmPath {
+  ps_t at;
+  ps_t kind[kLlmKinds];
+};
+KB_HD inline LlmPath llm_later(const LlmPath& a, const LlmPath& b) { return b.at > a.at ? b : a; }  // ties: the first
+KB_HD inline LlmPath llm_after(LlmPath p, const ps_t* kinds) {
+  for (int k = 0; k < kLlmKinds; ++k) p.at += kinds[k], p.kind[k] += kinds[k];
+  return p;
+}
+
+// The step: `pp` stages, `mb` micro-batches in order; stage s runs a micro-batch in
+// `stage[s]` (by kind), a transfer takes `xfer` (by kind). Returns the end of the last
+// micro-batch on the last stage, with its critical path.
+KB_HD inline LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t (*stage)[kLlmKinds], const ps_t* xfer) {
+  LlmPath free_at[kLlmMaxStages] = {};
+  for (std::int64_t j = 0; j < mb; ++j) {
+    LlmPath arrive{};
+    for (std::int64_t s = 0; s < pp; ++s) {
+      const LlmPath done = llm_after(llm_later(free_at[s], arrive), stage[s]);
+      if (s + 1 < pp) {
+        // The rendezvous: the sender done, the receiver free (its last micro-batch sent on).
+        arrive = llm_after(llm_later(done, free_at[s + 1]), xfer);
+        free_at[s] = arrive;
+      } else {
+        free_at[s] = done;
+      }
+    }
+  }
+  return free_at[pp - 1];
+}
+
+}  // namespace kb
