@@ -51,10 +51,10 @@ LlmPick llm_pick_mapping(const LlmConfig& base, bool fixed_tp) {
   for (std::int64_t tp = 1; tp <= 64; tp *= 2)
     for (const CollLevel level : {CollLevel::cube, CollLevel::sip})
       for (std::int64_t pp = 1; pp <= 8; pp *= 2)
-        for (const std::int64_t mb : {std::int64_t{1}, pp})
+        for (std::int64_t mb = 1; mb <= pp; mb *= pp > 1 ? pp : 2)  // one micro-batch, or pp of them
           for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
             for (std::int64_t k = 1; k <= (prefill ? 1 : 4); ++k) {
-              if (mb > 1 && (base.batch % mb != 0 || pp == 1)) continue;
+              if (base.batch % mb != 0) continue;
               LlmConfig c = base;
               if (!fixed_tp) c.tp = tp, c.tp_level = static_cast<std::int64_t>(level), c.pp = pp;
               else if (tp > 1 || level != CollLevel::cube || pp > 1) continue;
@@ -68,7 +68,7 @@ LlmPick llm_pick_mapping(const LlmConfig& base, bool fixed_tp) {
   std::int32_t furthest = -1;
   for (std::size_t i = 0; i < cand.size(); ++i) {
     if (res[i].status != kLlmOk) {
-      if (res[i].status >= furthest) furthest = res[i].status, p.best = cand[i];
+      if (p.best_ps < 0 && res[i].status >= furthest) furthest = res[i].status, p.best = cand[i];
       continue;
     }
     ++p.valid;

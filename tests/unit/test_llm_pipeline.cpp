@@ -10,29 +10,34 @@
 namespace kb {
 namespace {
 
-// Two stages of 10 and 20 ps (GEMMs), transfers of 1 ps, three micro-batches: stage 1 is the
-// bottleneck and each transfer waits for it (a rendezvous), so the step is 10 + 3 x (1 + 20)
-// = 73 ps, its critical path 70 ps of GEMMs and 3 of transfers.
+// Two stages of one and two layers of 10 ps (GEMMs), transfers of 1 ps, three micro-batches:
+// stage 1 is the bottleneck and each transfer waits for it (a rendezvous), so the step is
+// 10 + 3 x (1 + 20) = 73 ps, its critical path 70 ps of GEMMs and 3 of transfers.
 TEST(LlmPipeline, HandScheduledStages) {
-  ps_t stage[2][kLlmKinds] = {{10, 0, 0, 0, 0}, {20, 0, 0, 0, 0}};
-  const ps_t xfer[kLlmKinds] = {0, 0, 0, 0, 1};
-  LlmPath p = llm_schedule(2, 3, stage, xfer);
+  const ps_t layer[kLlmKinds] = {10, 0, 0, 0, 0}, none[kLlmKinds] = {}, xfer[kLlmKinds] = {0, 0, 0, 0, 1};
+  auto one_two = [](std::int64_t s) { return s == 0 ? std::int64_t{1} : std::int64_t{2}; };
+  auto one = [](std::int64_t) { return std::int64_t{1}; };
+  LlmPath p = llm_schedule(2, 3, layer, none, xfer, one_two);
   EXPECT_EQ(p.at, 73);
   EXPECT_EQ(p.kind[0], 70);
   EXPECT_EQ(p.kind[4], 3);
   // Equal stages of 10, two micro-batches: the first reaches stage 1 at 11 and leaves it at
   // 21; the second's transfer waits for stage 1 to be free (21), so it ends at 32.
-  stage[1][0] = 10;
-  p = llm_schedule(2, 2, stage, xfer);
-  EXPECT_EQ(p.at, 32);
-  // One stage: its micro-batches in turn; four stages, one micro-batch: every stage and
-  // transfer in turn.
-  EXPECT_EQ(llm_schedule(1, 5, stage, xfer).at, 50);
-  ps_t four[4][kLlmKinds] = {{3, 1, 0, 0, 0}, {3, 1, 0, 0, 0}, {3, 1, 0, 0, 0}, {5, 0, 2, 0, 0}};
-  p = llm_schedule(4, 1, four, xfer);
-  EXPECT_EQ(p.at, 4 + 4 + 4 + 7 + 3);
-  EXPECT_EQ(p.kind[1], 3);
+  EXPECT_EQ(llm_schedule(2, 2, layer, none, xfer, one).at, 32);
+  // One stage: its micro-batches in turn.
+  EXPECT_EQ(llm_schedule(1, 5, layer, none, xfer, one).at, 50);
+  // Four stages, one micro-batch: every stage and transfer in turn, the head (2 ps of vector
+  // kernels, 2 of GEMMs) on the last.
+  const ps_t mixed[kLlmKinds] = {3, 1, 0, 0, 0}, head[kLlmKinds] = {2, 0, 2, 0, 0};
+  p = llm_schedule(4, 1, mixed, head, xfer, one);
+  EXPECT_EQ(p.at, 4 + 4 + 4 + 8 + 3);
+  EXPECT_EQ(p.kind[0], 14);
+  EXPECT_EQ(p.kind[1], 4);
   EXPECT_EQ(p.kind[2], 2);
+  EXPECT_EQ(p.kind[4], 3);
+  // Times stop at the guard rather than wrap.
+  const ps_t huge[kLlmKinds] = {kTimeLimitPs / 3, 0, 0, 0, 0};
+  EXPECT_EQ(llm_schedule(1, 7, huge, none, xfer, one).at, kTimeLimitPs);
 }
 
 TEST(LlmPipeline, TransferModelEqualsReferenceOnRandomMachines) {

@@ -98,7 +98,8 @@ KB_HD inline std::int64_t llm_attn_auto_tile(const LlmAttnConfig& c, std::int64_
 // while PEs still have fewer than two items.
 KB_HD inline void llm_attn_complete(LlmAttnConfig& c) {
   if (c.q_heads < 1 || c.kv_heads < 1 || c.head_dim < 1 || c.prompt < 1 || c.q_heads % c.kv_heads != 0 ||
-      c.q_heads > kDecMaxHeads || c.head_dim > kDecMaxDHead || c.prompt > kDecMaxSkv || !hw_fits(c.hw)) {
+      c.q_heads > kDecMaxHeads || c.head_dim > kDecMaxDHead || c.prompt > kDecMaxSkv || c.batch < 1 ||
+      c.batch > kDecMaxBatch || !hw_fits(c.hw)) {
     if (c.tile == 0) c.tile = 1;
     if (c.heads == 0) c.heads = 1;
     return;  // the check reports the real problem
@@ -142,6 +143,10 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
     return kLlmAttnBadField;
   if (llm_attn_sram_bytes(c, c.tile, c.heads) > c.hw.sram_bytes()) return kLlmAttnSramOverflow;
   if (llm_attn_items(c) > kLlmAttnMaxItems) return kLlmAttnTooLarge;
+  // The useful MACs' count (every causal pair of every head) must hold in int64.
+  const std::int64_t pairs = c.prompt % 2 == 0 ? sat_mul(c.prompt / 2, c.prompt + 1) : sat_mul(c.prompt, (c.prompt + 1) / 2);
+  if (sat_mul(sat_mul(c.batch * c.kv_heads, 2 * llm_attn_group(c) * c.head_dim), pairs) >= kTimeLimitPs)
+    return kLlmAttnTooLarge;
   // A bound on any finish: every chunk step of every item on one PE, each at its costs with
   // two HBM latencies, plus each item's query load, division and store.
   const HwConfig& h = c.hw;

@@ -38,7 +38,7 @@ constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
   X(kLlmBadTp, "bad_tp")              /* tp outside 1..the level's ranks, or not dividing the heads */  \
   X(kLlmBadPp, "bad_pp")              /* pp outside 1..layers, or more SIPs than the machine has */     \
   X(kLlmHbmOverflow, "hbm_overflow")  /* a cube's weights, KV cache and activations exceed its HBM */ \
-  X(kLlmTooLarge, "too_large")        /* the step's FLOPs or bytes beyond int64 */                     \
+  X(kLlmTooLarge, "too_large")        /* the step's FLOPs, bytes or time beyond int64 */               \
   X(kLlmUnsupported, "unsupported")   /* placed and bounded, not yet timed (llm_supported) */          \
   X(kLlmBadKernel, "bad_kernel")      /* a kernel of the layer program its family refuses */
 

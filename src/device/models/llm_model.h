@@ -33,14 +33,14 @@ struct LlmConfig {
   std::int64_t tp, tp_level, pp;
   std::int64_t tp_algo;         // CollAlgo of the tensor-parallel allreduce
   std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
-  std::int64_t layers_run;      // layers the step runs (0: every layer)
+  std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
   std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
 };
 
 struct LlmResult {
   std::int32_t status;
   std::int32_t reserved;  // explicit, zeroed padding: results compare bytewise
-  ps_t latency_ps;        // the step as run: layers_run layers and the head
+  ps_t latency_ps;        // the step as run: layers_run layers a stage, the head, the schedule
   ps_t model_latency_ps;  // the step of the whole model: every layer and the head
   ps_t layer_ps, head_ps;
   // The whole model's step by kind of kernel (with barriers, each kind's share of the
@@ -48,7 +48,7 @@ struct LlmResult {
   ps_t gemm_ps, attention_ps, vector_ps, allreduce_ps, transfer_ps;
   std::int64_t macs;                              // the whole model's step, every rank
   std::int64_t hbm_read_bytes, hbm_write_bytes;   // the same
-  std::int64_t link_bytes;                        // the allreduces' bytes over links, every level
+  std::int64_t link_bytes;                        // bytes over links, every level: allreduces and stage transfers
 };
 
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
@@ -219,13 +219,11 @@ struct LlmTally {
   // The step through the schedule, each stage running `layers` of its layers at most
   // (0: all of them); the last stage runs the head.
   KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
-    ps_t stage[kLlmMaxStages][kLlmKinds];
     const LlmShape m = llm_shape_of(c);
-    for (std::int64_t s = 0; s < c.pp; ++s) {
-      const std::int64_t L = llm_stage_layers(m, c.pp, s), n = layers && layers < L ? layers : L;
-      for (int k = 0; k < kLlmKinds; ++k) stage[s][k] = n * part[1].kind[k] + (s + 1 == c.pp ? part[0].kind[k] : 0);
-    }
-    return llm_schedule(c.pp, c.microbatches, stage, part[2].kind);
+    return llm_schedule(c.pp, c.microbatches, part[1].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
+      const std::int64_t L = llm_stage_layers(m, c.pp, s);
+      return layers && layers < L ? layers : L;
+    });
   }
   // The step as run (layers_run layers a stage) and the whole model's.
   KB_HD LlmResult finish(const LlmConfig& c) const {
@@ -233,7 +231,8 @@ struct LlmTally {
     const std::int64_t L = c.layers, M = c.microbatches, X = (c.pp - 1) * M;
     const LlmPath all = schedule(c, 0);
     LlmResult o{};
-    o.status = kLlmOk;
+    o.status = all.at >= kTimeLimitPs ? kLlmTooLarge : kLlmOk;  // the step's time beyond int64's guard
+    if (o.status != kLlmOk) return o;
     o.layer_ps = l.latency, o.head_ps = h.latency;
     o.latency_ps = schedule(c, c.layers_run).at;
     o.model_latency_ps = all.at;
@@ -249,7 +248,7 @@ struct LlmTally {
  private:
   KB_HD static void add_to(Part& p, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
                            std::int64_t link) {
-    p.latency += latency, p.kind[k] += latency;
+    p.latency = sat_add(p.latency, latency), p.kind[k] = sat_add(p.kind[k], latency);
     p.macs += macs, p.read += read, p.write += write, p.link += link;
   }
 };

@@ -54,7 +54,19 @@ KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
       (c.level != static_cast<std::int64_t>(CollLevel::cube) && c.level != static_cast<std::int64_t>(CollLevel::sip)) ||
       (c.level == static_cast<std::int64_t>(CollLevel::cube) ? c.ranks > c.hw.cubes_per_sip() : c.ranks != c.stage_sips))
     return kLlmSendBadField;
-  if (transfer_overflows(c.bytes, 1) || c.ranks * (c.hw.sips + 2) > kTimeLimitPs / (4 * kPsPerNs * 1000000)) return kLlmSendTimeOverflow;
+  if (transfer_overflows(c.bytes, 1)) return kLlmSendTimeOverflow;
+  // Every copy's time, at most: its hops' latencies and its slowest hop.
+  const ps_t port = shared_transfer_ps(c.bytes, c.hw.dma_gbps(), c.hw.hbm_bandwidth_gbps, 1);
+  ps_t total = 0;
+  for (std::int64_t i = 0; i < c.ranks; ++i) {
+    ps_t slowest = port, latency = sat_mul(2 * c.hw.hbm_latency_ns, kPsPerNs);
+    net::for_each_hop(c.hw, llm_send_from(c), llm_send_to(c, i), [&](const net::Hop& hop) {
+      slowest = imax(slowest, transfer_overflows(c.bytes, 1) ? kTimeLimitPs : transfer_ps(c.bytes, hop.bandwidth_gbps));
+      latency = sat_add(latency, sat_mul(hop.latency_ns, kPsPerNs));
+    });
+    total = sat_add(total, sat_add(latency, slowest));
+  }
+  if (total >= kTimeLimitPs / 4) return kLlmSendTimeOverflow;
   return kLlmSendOk;
 }
 
@@ -90,31 +102,38 @@ constexpr int kLlmKinds = 5;  // GEMMs, attention, vector kernels, allreduces, t
 constexpr std::int64_t kLlmMaxStages = 64;
 
 // A time and the kernels' time by kind along the chain that sets it (its critical path).
+// Sums stop at kTimeLimitPs (a step that long is refused as too_large).
 struct LlmPath {
   ps_t at;
   ps_t kind[kLlmKinds];
 };
 KB_HD inline LlmPath llm_later(const LlmPath& a, const LlmPath& b) { return b.at > a.at ? b : a; }  // ties: the first
-KB_HD inline LlmPath llm_after(LlmPath p, const ps_t* kinds) {
-  for (int k = 0; k < kLlmKinds; ++k) p.at += kinds[k], p.kind[k] += kinds[k];
+KB_HD inline LlmPath llm_after(LlmPath p, const ps_t* kinds, std::int64_t times = 1) {
+  for (int k = 0; k < kLlmKinds; ++k) {
+    const ps_t t = sat_mul(times, kinds[k]);
+    p.at = sat_add(p.at, t), p.kind[k] = sat_add(p.kind[k], t);
+  }
   return p;
 }
 
-// The step: `pp` stages, `mb` micro-batches in order; stage s runs a micro-batch in
-// `stage[s]` (by kind), a transfer takes `xfer` (by kind). Returns the end of the last
-// micro-batch on the last stage, with its critical path.
-KB_HD inline LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t (*stage)[kLlmKinds], const ps_t* xfer) {
+// The step: `pp` stages, `mb` micro-batches in order. Stage s runs a micro-batch in
+// layers(s) layers of `layer` each (by kind), the last stage then the head (`head`); a
+// transfer takes `xfer`. Returns the end of the last micro-batch on the last stage, with its
+// critical path.
+template <class Layers>
+KB_HD LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t* layer, const ps_t* head, const ps_t* xfer,
+                           const Layers& layers) {
   LlmPath free_at[kLlmMaxStages] = {};
   for (std::int64_t j = 0; j < mb; ++j) {
     LlmPath arrive{};
     for (std::int64_t s = 0; s < pp; ++s) {
-      const LlmPath done = llm_after(llm_later(free_at[s], arrive), stage[s]);
+      LlmPath done = llm_after(llm_later(free_at[s], arrive), layer, layers(s));
       if (s + 1 < pp) {
         // The rendezvous: the sender done, the receiver free (its last micro-batch sent on).
         arrive = llm_after(llm_later(done, free_at[s + 1]), xfer);
         free_at[s] = arrive;
       } else {
-        free_at[s] = done;
+        free_at[s] = llm_after(done, head);
       }
     }
   }

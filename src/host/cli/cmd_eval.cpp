@@ -50,8 +50,8 @@ struct BestPick {
   std::size_t candidates = 0, valid = 0;
 };
 
-// Sets the axes given as "best" in `cfg` to the values of least latency_ps on the batched
-// model, over every combination of their values that the family's check accepts (the first
+// Sets the axes given as "best" in `cfg` to the values of least objective (the family's, e.g.
+// latency_ps) on the batched model, over every combination of their values that the family's check accepts (the first
 // in order on a tie). None valid: the input error of the last candidate of the highest
 // status (statuses are numbered in the order a check meets them, and lists grow in
 // resources: the one that got furthest with the most ranks).
@@ -88,8 +88,9 @@ BestPick pick_best(const Family& f, const std::string& backend, const std::vecto
                      f.status_message(last_status, last.data()));
   }
   study.run(Rejected::internal_error);
-  const auto column = std::find_if(f.columns.begin(), f.columns.end(), [](const ColumnDesc& c) { return c.name == "latency_ps"; });
-  KB_INTERNAL_CHECK(column != f.columns.end(), "family " + f.name + ": no latency_ps column");
+  const auto column =
+      std::find_if(f.columns.begin(), f.columns.end(), [&](const ColumnDesc& c) { return c.name == f.objective; });
+  KB_INTERNAL_CHECK(column != f.columns.end(), "family " + f.name + ": no " + f.objective + " column");
   std::size_t best = 0;
   std::int64_t best_latency = 0;
   for (std::size_t i = 0; i < study.size(); ++i) {
@@ -207,7 +208,7 @@ void cmd_eval(EvalArgs a) {
     if (!best_axes.empty()) {
       nlohmann::json p;
       for (const AxisDesc* ax : best_axes) p[ax->name] = axis_value_json(*ax, get_int(cfg.data(), ax->offset));
-      j["picked"] = {{"by", "latency_ps"}, {"candidates", pick.candidates}, {"valid", pick.valid}, {"axes", p}};
+      j["picked"] = {{"by", f.objective}, {"candidates", pick.candidates}, {"valid", pick.valid}, {"axes", p}};
     }
     if (want_ref) j["reference"] = figures.row_json(ref_row);
     if (want_batched) j["batched"] = figures.row_json(batched_row);
@@ -225,8 +226,8 @@ void cmd_eval(EvalArgs a) {
       std::string picked;
       for (const AxisDesc* ax : best_axes)
         picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(cfg.data(), ax->offset)));
-      std::printf("  picked:%s (least latency_ps of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
-                  pick.valid, pick.candidates);
+      std::printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
+                  f.objective.c_str(), pick.valid, pick.candidates);
     }
     std::printf("  engine: %s%s\n", a.engine.c_str(),
                 want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");

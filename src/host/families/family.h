@@ -120,6 +120,8 @@ struct Family {
   std::vector<CostDesc> costs;  // cost kind i + 1
   std::string default_cost;     // --pareto default
   std::vector<ColumnDesc> columns;
+  // The integer column eval's `best` minimises (the sweep reduces on the result's latency_ps).
+  std::string objective = "latency_ps";
   // The status of a config's validity check only (no timing): what the reference path may share.
   std::function<std::int32_t(const void* config)> check;
   // The figures of a config from the reference engine, written into a Result; a Chrome

@@ -100,6 +100,7 @@ Family make() {
   f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
   f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"pes", "PEs the mapping uses"}, {"hbm", "HBM bytes read and written"}};
+  f.objective = "step_ps";  // the whole model's step, whatever --layers the engines run
   f.default_cost = "pes";
   auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
     return parity_figure<C, R>(name, unit, help, m, terminal);

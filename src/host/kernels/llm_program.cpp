@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -242,13 +246,27 @@ namespace {
 class LayerTrace {
  public:
   explicit LayerTrace(std::string path) : path_(std::move(path)) {}
-  // The temporary file kernel i writes its trace to.
-  std::string part(std::size_t i) const { return path_ + ".kernel" + std::to_string(i) + ".tmp"; }
+  LayerTrace(const LayerTrace&) = delete;
+  LayerTrace& operator=(const LayerTrace&) = delete;
+  ~LayerTrace() {  // no part is left behind, whatever happened
+    for (std::size_t i = 0; i <= parts_; ++i) std::remove(part(i).c_str());
+  }
+  // The temporary file kernel i writes its trace to (in the system's temporary folder).
+  std::string part(std::size_t i) {
+    parts_ = std::max(parts_, i);
+    static const std::string dir = std::filesystem::temp_directory_path().string();
+    return dir + "/kernbench_llm_trace_" + std::to_string(static_cast<long long>(::getpid())) + "_" + std::to_string(i) +
+           ".json";
+  }
   // Adds kernel `name`'s trace (written to part(i)), which ran from `start` for `latency`.
   void add(std::size_t i, const std::string& name, ps_t start, ps_t latency) {
     const std::string file = part(i);
-    nlohmann::json t = nlohmann::json::parse(read_file(file));
+    std::ifstream in(file, std::ios::binary);
+    nlohmann::json t = nlohmann::json::parse(in, nullptr, false);
+    in.close();
     std::remove(file.c_str());
+    if (t.is_discarded() || !t.contains("traceEvents"))
+      throw InternalError("the trace of kernel " + name + " could not be read back", __FILE__, __LINE__);
     std::map<std::int64_t, std::int64_t> tid;  // the kernel's resource -> the layer's
     for (nlohmann::json& e : t["traceEvents"]) {
       if (e["ph"] == "M") {
@@ -281,6 +299,7 @@ class LayerTrace {
 
  private:
   std::string path_;
+  std::size_t parts_ = 0;
   std::map<std::string, std::int64_t> by_name_;
   std::vector<nlohmann::json> events_, kernels_;
 };
@@ -313,7 +332,7 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     void add(bool layer, LlmTally::Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
              std::int64_t link, const LlmKernel& kernel) {
       if (trace && first && layer) trace->add(traced++, kernel.name, ran, latency);
-      ran += latency;
+      ran = sat_add(ran, latency);
       if (layer) layer_latency += latency;
       if (first) t.add(layer, k, latency, macs, read, write, link);
     }
@@ -346,7 +365,7 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     void transfer(const LlmSendConfig& x) {
       if (!first) return;
       const LlmSendResult r = llm_send_reference(x);
-      ran += r.latency_ps;
+      ran = sat_add(ran, r.latency_ps);
       t.add_transfer(r.latency_ps, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes);
     }
   } time{LlmTally{}, c.tp};
@@ -354,7 +373,6 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   if (trace_path) trace = std::make_unique<LayerTrace>(*trace_path), time.trace = trace.get();
   // The first pass runs the first layer and the head; each further pass one more layer.
   llm_for_each_kernel(c, time);
-  if (trace) trace->write();
   const ps_t first = time.layer_latency;
   time.first = false;
   for (std::int64_t l = 1; l < run; ++l) {
@@ -368,10 +386,12 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   // The step from what ran: one pipeline stage's kernels in turn (every kernel the engine
   // ran, at pp = 1 and one micro-batch), or the schedule of stages and micro-batches.
   LlmResult out = time.t.finish(c);
+  if (out.status != kLlmOk) throw InputError(llm_status_message(out.status, c));
   if (c.pp == 1 && c.microbatches == 1 && out.latency_ps != time.ran)
     throw InternalError("the step took " + std::to_string(time.ran) + " ps to run, its tally says " +
                             std::to_string(out.latency_ps),
                         __FILE__, __LINE__);
+  if (trace) trace->write();  // only once the step is known good: no partial output
   return out;
 }
 
@@ -385,7 +405,7 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
       return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
              std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
              std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
-    case kLlmTooLarge: return "the step's FLOPs or bytes pass int64: fewer sequences or shorter prompts";
+    case kLlmTooLarge: return "the step's FLOPs, bytes or time pass int64: fewer sequences, shorter prompts or fewer micro-batches";
     case kLlmHbmOverflow: {
       const LlmCubeBytes c = llm_fullest_cube(h, m, r);
       return "hbm_overflow: the fullest cube (stage " + std::to_string(c.stage) + ") needs " + std::to_string(c.total) +
@@ -416,8 +436,8 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmTooLarge:
     case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
     case kLlmUnsupported:
-      return "not timed yet: a step is timed for one pipeline stage, tp at level cube or sip, and fp16 weights and KV "
-             "cache (model place places and bounds the rest)";
+      return "not timed yet: a step is timed for tp at level cube or sip, and fp16 weights and KV cache (model place "
+             "places and bounds the rest)";
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);
