@@ -68,6 +68,23 @@ def label(r: dict) -> str:
     return s
 
 
+def log2_axis(ax, values) -> None:
+    """A base-2 log x axis ticked at exactly `values`, written out."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(values)
+    ax.set_xticklabels([str(v) for v in values])
+    ax.minorticks_off()
+
+
+def label_changes(ax, points, x, y, **kw) -> None:
+    """Each point's mapping, where it differs from the point before it along the line."""
+    last = None
+    for r in points:
+        if label(r) != last:
+            ax.annotate(label(r), (r[x], y(r)), textcoords="offset points", **kw)
+        last = label(r)
+
+
 def fig_decode(decode: list[dict], contexts: list[int]):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
     colors = ["#4c72b0", "#c44e52", "#55a868", "#8172b2"]
@@ -80,12 +97,7 @@ def fig_decode(decode: list[dict], contexts: list[int]):
                     label=f"context {ctx}: TPOT (best mapping)")
             a2.plot([r["batch"] for r in ok], [r["tokens_per_s"] for r in ok], marker="o", color=col,
                     label=f"context {ctx}")
-            last = None
-            for r in ok:  # the mapping where it changes along the line
-                if label(r) != last:
-                    a1.annotate(label(r), (r["batch"], r["step_ps"] / 1e9), fontsize=7, xytext=(-4, 6),
-                                textcoords="offset points", color=col, ha="right")
-                last = label(r)
+            label_changes(a1, ok, "batch", lambda r: r["step_ps"] / 1e9, fontsize=7, xytext=(-4, 6), color=col, ha="right")
         a1.plot([r["batch"] for r in pts], [r["memory_bound_ps"] / 1e9 for r in pts], linestyle="--", color=col,
                 alpha=0.7, label=f"context {ctx}: memory bound")
         over = [r for r in pts if r["status"] != "valid"]
@@ -94,10 +106,7 @@ def fig_decode(decode: list[dict], contexts: list[int]):
                         (0.02, 0.95 - 0.06 * ci), xycoords="axes fraction", fontsize=8, color=col, va="top")
     batches = sorted({r["batch"] for r in decode})
     for a in (a1, a2):
-        a.set_xscale("log", base=2)
-        a.set_xticks(batches)
-        a.set_xticklabels([str(b) for b in batches])
-        a.minorticks_off()
+        log2_axis(a, batches)
         a.set_xlabel("batch (sequences)")
         a.grid(alpha=0.3, which="both")
     a1.set_yscale("log")
@@ -125,9 +134,7 @@ def fig_prefill(prefill: list[dict]):
     for r in ok:
         ax.annotate(f"{r['step_ps'] / 1e12:.2f} s, {label(r)}", (r["prompt"], r["step_ps"] / 1e12), fontsize=7,
                     xytext=(4, -10), textcoords="offset points")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([str(x) for x in xs])
+    log2_axis(ax, xs)
     ax.set_yscale("log")
     ax.set_xlabel("prompt length (tokens), batch 1")
     ax.set_ylabel("time to first token (s, log)")
@@ -209,17 +216,8 @@ def fig_design(design: list[dict]):
             continue
         ax.plot([r["hbm_bandwidth_gbps"] for r in ok], [r["tokens_per_s"] for r in ok], marker="o",
                 color=colors.get(arr, "0.3"), label=f"{arr}x{arr} PE arrays")
-        last = None
-        for r in ok:  # the mapping where it changes along the line
-            if label(r) != last:
-                ax.annotate(label(r), (r["hbm_bandwidth_gbps"], r["tokens_per_s"]), fontsize=7, xytext=(3, -10),
-                            textcoords="offset points")
-            last = label(r)
-    bws = sorted({r["hbm_bandwidth_gbps"] for r in design})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(bws)
-    ax.set_xticklabels([str(b) for b in bws])
-    ax.minorticks_off()
+        label_changes(ax, ok, "hbm_bandwidth_gbps", lambda r: r["tokens_per_s"], fontsize=7, xytext=(3, -10))
+    log2_axis(ax, sorted({r["hbm_bandwidth_gbps"] for r in design}))
     ax.set_yscale("log")
     ax.set_xlabel("HBM bandwidth per cube (GB/s)")
     ax.set_ylabel("tokens/s (log)")

@@ -55,6 +55,21 @@ OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, S
   return p.vector_copy(m1, t, rows, {x});
 }
 
+void FlashChunks::step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, OpId ldv, SramBuf q, SramBuf k, SramBuf v,
+                       SramBuf s, std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b) {
+  const OpId mm1 = p.matmul(q, k, s, rows, n, d, false, {ldk, lq, rs_prev, last_mm});
+  const SramBuf md = first ? b.m : b.mc, ld = first ? b.l : b.lc, od = first ? b.o : b.oc;
+  OpId x = p.vector_scale(s, rows * n, scale, {mm1});
+  x = p.row_max(md, s, rows, n, {x});
+  x = p.row_sub(s, md, rows, n, {x});
+  const OpId ex = p.vector_exp(s, rows * n, {x});
+  const OpId rs = p.row_sum(ld, s, rows, n, {ex});
+  const OpId mm2 = p.matmul(s, v, od, rows, d, n, false, {ex, ldv});
+  last_vec = first ? rs : flash_merge(p, b.m, b.l, b.o, b.mc, b.lc, b.oc, b.t, rows, d, {mm2, rs});
+  last_mm = mm2;
+  mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
+}
+
 namespace {
 
 Rank rank(std::int64_t cube, std::int64_t pe) { return Rank{0, static_cast<std::int32_t>(cube), static_cast<std::int32_t>(pe)}; }
@@ -139,8 +154,7 @@ class DecodeKernel {
     s.m = p.sram(R * 4, DType::f32), s.l = p.sram(R * 4, DType::f32), s.o = p.sram(R * d * 4, DType::f32);
     s.t = p.sram(R * 4, DType::f32);
     const OpId lq = p.load(t_.q, Region{w.units.lo * G, R, 0, d}, qb);
-    OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
-    OpId rs_prev = engine::kNoOp;
+    FlashChunks chain;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     std::int64_t step = 0;
     for (std::int64_t u = 0; u < w.units.len; ++u) {
@@ -153,21 +167,12 @@ class DecodeKernel {
         const int slot = static_cast<int>(step % 2);
         const bool first = j == 0;
         // K is stored transposed, [batch, h_kv, d, S]; V as [batch, h_kv, S, d].
-        const OpId ldk = p.load(t_.k, Box{{b, h, 0, pos}, {1, 1, d, n}}, kb[slot], {mm1_of[slot]});
-        const OpId ldv = p.load(t_.v, Box{{b, h, pos, 0}, {1, 1, n, d}}, vb[slot], {mm2_of[slot]});
-        const OpId mm1 = p.matmul(qu, kb[slot], sb, G, n, d, false, {ldk, lq, rs_prev, s.last_mm});
-        const SramBuf md = first ? mu : mc, ld = first ? lu : lcb, od = first ? ou : oc;
-        OpId x = p.vector_scale(sb, G * n, scale, {mm1});
-        x = p.row_max(md, sb, G, n, {x});
-        x = p.row_sub(sb, md, G, n, {x});
-        const OpId ex = p.vector_exp(sb, G * n, {x});
-        const OpId rs = p.row_sum(ld, sb, G, n, {ex});
-        const OpId mm2 = p.matmul(sb, vb[slot], od, G, d, n, false, {ex, ldv});
-        s.last_vec = first ? rs : flash_merge(p, mu, lu, ou, mc, lcb, oc, tu, G, d, {mm2, rs});
-        s.last_mm = mm2;
-        mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
+        const OpId ldk = p.load(t_.k, Box{{b, h, 0, pos}, {1, 1, d, n}}, kb[slot], {chain.k_free(slot)});
+        const OpId ldv = p.load(t_.v, Box{{b, h, pos, 0}, {1, 1, n, d}}, vb[slot], {chain.v_free(slot)});
+        chain.step(p, slot, first, lq, ldk, ldv, qu, kb[slot], vb[slot], sb, G, n, d, scale, FlashBufs{mu, lu, ou, tu, mc, lcb, oc});
       }
     }
+    s.last_vec = chain.last_vec, s.last_mm = chain.last_mm;
     return s;
   }
 

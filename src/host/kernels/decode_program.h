@@ -35,6 +35,25 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
 OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, SramBuf l2, SramBuf o2, SramBuf t,
                  std::int64_t rows, std::int64_t d, Deps deps);
 
+// Flash decoding's chunk loop as ops, shared by the decode kernel and prefill's causal
+// attention (src/host/kernels/llm_program.cpp), so both run what dec_detail::step times.
+// The accumulators (m, l, O and a scratch row t) and a chunk's partials (mc, lc, oc).
+struct FlashBufs {
+  SramBuf m, l, o, t, mc, lc, oc;
+};
+struct FlashChunks {
+  OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
+  OpId rs_prev = engine::kNoOp, last_mm = engine::kNoOp, last_vec = engine::kNoOp;
+  // What chunk `slot`'s K and V loads must follow (their buffers free).
+  OpId k_free(int slot) const { return mm1_of[slot]; }
+  OpId v_free(int slot) const { return mm2_of[slot]; }
+  // One chunk of n positions whose K and V loads (into k and v) are ldk and ldv, for `rows`
+  // query rows q (loaded by lq): S = q K^T into s, the softmax passes, O = P V, and, after
+  // the first chunk, the merge of the chunk's partials into the accumulators.
+  void step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, OpId ldv, SramBuf q, SramBuf k, SramBuf v, SramBuf s,
+            std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b);
+};
+
 // The ops run_decode builds for `c`, at most (found without building them).
 std::int64_t decode_reference_ops(const DecodeConfig& c);
 // The family's reference: the figures of run_decode, as the model reports them.

@@ -140,29 +140,17 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
         const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}};
         const SramBuf qs = p.slice(qb, 0, R * d);
         const OpId lq = p.load(q, rows, qs);
-        OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
-        OpId rs_prev = engine::kNoOp, last_mm = engine::kNoOp, last_vec = engine::kNoOp;
+        FlashChunks chain;
         for (std::int64_t j = 0; j < J; ++j) {
           const std::int64_t n = j + 1 < J ? t : it.positions - (J - 1) * t, pos = j * t;
           const int slot = static_cast<int>(j % 2);
-          const bool first = j == 0;
           const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * d), sj = p.slice(sb, 0, R * n);
-          const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {mm1_of[slot]});
-          const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {mm2_of[slot]});
-          const OpId mm1 = p.matmul(qs, kj, sj, R, n, d, false, {ldk, lq, rs_prev, last_mm});
-          const SramBuf md = first ? m : mc, ld = first ? l : lc, od = first ? ob : oc;
+          const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
+          const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {chain.v_free(slot)});
           // The causal mask of the diagonal block rides on the scaling pass (timed alike).
-          OpId x = p.vector_scale(sj, R * n, scale, {mm1});
-          x = p.row_max(md, sj, R, n, {x});
-          x = p.row_sub(sj, md, R, n, {x});
-          const OpId ex = p.vector_exp(sj, R * n, {x});
-          const OpId rs = p.row_sum(ld, sj, R, n, {ex});
-          const OpId mm2 = p.matmul(sj, vj, od, R, d, n, false, {ex, ldv});
-          last_vec = first ? rs : flash_merge(p, m, l, ob, mc, lc, oc, tmp, R, d, {mm2, rs});
-          last_mm = mm2;
-          mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
+          chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc});
         }
-        const OpId div = p.row_div(ob, l, R, d, {last_vec, last_mm});
+        const OpId div = p.row_div(ob, l, R, d, {chain.last_vec, chain.last_mm});
         p.store(p.slice(ob, 0, R * d), o, rows, {div});
       }
     });
