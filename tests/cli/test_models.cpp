@@ -181,6 +181,31 @@ TEST(Models, TheRankProgramAddsUpToTheBounds) {
   }
 }
 
+// 8-bit weights and KV cache, timed on both engines: against fp16, HBM reads drop by exactly
+// one byte per weight multiplied (every projection and the LM head, once each at batch 1)
+// and per KV value attended to, KV appends write half, and the step is no slower.
+TEST(Models, EightBitWeightsAndKvCacheReadHalfTheBytes) {
+  auto eval = [&](const std::string& bytes) {
+    const Result r = run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --batch 2 "
+                         "--context 4096 --layers 1 --json " + bytes);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["parity"], true) << bytes;
+    return j;
+  };
+  const json fp16 = eval(""), w8 = eval("--weight-bytes 1"), kv8 = eval("--kv-bytes 1");
+  auto get = [](const json& j, const char* k) { return j[k].get<std::int64_t>(); };
+  const std::int64_t matmul = std::int64_t{32} * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + std::int64_t{128256} * 4096;
+  EXPECT_EQ(get(fp16, "hbm_read_bytes") - get(w8, "hbm_read_bytes"), matmul);
+  EXPECT_EQ(get(fp16, "hbm_write_bytes"), get(w8, "hbm_write_bytes"));
+  EXPECT_EQ(get(fp16, "hbm_read_bytes") - get(kv8, "hbm_read_bytes"), std::int64_t{32} * 2 * 1024 * 4096 * 2);
+  EXPECT_EQ(get(fp16, "hbm_write_bytes") - get(kv8, "hbm_write_bytes"), std::int64_t{32} * 2 * 1024 * 2);
+  EXPECT_LT(get(w8, "tpot_ps"), get(fp16, "tpot_ps"));
+  EXPECT_LE(get(kv8, "attention_ps"), get(fp16, "attention_ps"));
+  EXPECT_LT(get(w8, "memory_bound_ps"), get(fp16, "memory_bound_ps"));
+  EXPECT_EQ(get(w8, "cube_weight_bytes") * 2, get(fp16, "cube_weight_bytes"));
+}
+
 // eval llm: a model by name, its dimensions overridable, both engines equal, and the step
 // adding up: layers x layer + head, its kinds summing to it, the MACs the bounds count.
 TEST(Models, EvalLlmAddsUpAndAgrees) {

@@ -48,6 +48,7 @@ inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count,
     p.cubes = pick(1, t.cubes_per_sip());
     p.buffers = pick(1, 2);
     p.split = pick(0, 4);  // auto, rows, cols, rows-k, cols-k
+    p.b_bytes = pick(1, 2);  // 8-bit or fp16 B
     const std::int64_t ops = ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) * (3 * ceil_div(p.k, p.tile_k) + 1);
     if (ops > max_ops || gemm_check(gemm_config(t, p)) != kGemmOk) continue;
     out.push_back(c);

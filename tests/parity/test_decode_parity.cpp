@@ -71,6 +71,7 @@ std::vector<DecodeConfig> random_configs(int count, std::uint64_t seed, std::vec
     c.s_kv = parts * pick(1, pick(0, 3) ? 12 : 200) + pick(0, parts - 1);
     c.chunk = pick(0, 1) ? 0 : pick(1, std::min<std::int64_t>(c.s_kv, 64));
     c.allreduce = c.decode_case == 4 ? pick(0, 1) : 0;
+    c.kv_bytes = pick(1, 2);  // an 8-bit or fp16 KV cache
     decode_complete(c);
     if (decode_check(c) != kDecOk) continue;
     // Keep the reference small: the busiest PE's steps times the PEs.

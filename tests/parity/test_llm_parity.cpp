@@ -27,7 +27,7 @@ std::string describe(const LlmConfig& c) {
   o << "hidden=" << c.hidden << " inter=" << c.intermediate << " heads=" << c.heads << "/" << c.kv_heads << "x" << c.head_dim
     << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " phase=" << c.phase << " batch=" << c.batch
     << " context=" << c.context << " prompt=" << c.prompt
-    << " tp=" << c.tp << "@" << c.tp_level << " pp=" << c.pp << " mb=" << c.microbatches << " algo=" << c.tp_algo
+    << " wb=" << c.weight_bytes << " kvb=" << c.kv_bytes << " tp=" << c.tp << "@" << c.tp_level << " pp=" << c.pp << " mb=" << c.microbatches << " algo=" << c.tp_algo
     << " case=" << c.attention_case << " run=" << c.layers_run
     << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
     << c.hw.pe_cols;
@@ -42,7 +42,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {4, 8, 16, 32};
   std::vector<LlmConfig> out;
-  counts->assign(2 + kCollAlgos + 4 + 1 + 2, 0);
+  counts->assign(2 + kCollAlgos + 4 + 1 + 2 + 2, 0);
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
@@ -60,7 +60,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     c.layers = pick(1, 4);
     c.vocab = pick(16, 1200);
     c.tied = pick(0, 1);
-    c.weight_bytes = c.kv_bytes = 2;
+    c.weight_bytes = pick(1, 2), c.kv_bytes = pick(1, 2);  // fp16, or 8-bit weights or KV cache
     const bool prefill = pick(0, 2) == 0;
     c.phase = static_cast<std::int64_t>(prefill ? LlmPhase::prefill : LlmPhase::decode);
     c.batch = prefill ? pick(1, 2) : pick(1, 6);
@@ -87,6 +87,8 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     else ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 4)];
     if (c.pp > 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 5)];
     if (c.microbatches > 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 6)];
+    if (c.weight_bytes == 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 7)];
+    if (c.kv_bytes == 1 && !prefill) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 8)];
     out.push_back(c);
   }
   return out;

@@ -37,7 +37,7 @@ TEST(LlmVector, ModelEqualsReferenceOnRandomKernels) {
   std::mt19937_64 rng(20261202);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const HwConfig base = unittest::topo("default.yaml").hw();
-  int run = 0, tiled = 0, uneven = 0;
+  int run = 0, tiled = 0, uneven = 0, converted = 0;
   for (int i = 0; i < 3000; ++i) {
     LlmVecConfig c{};
     c.hw = base;
@@ -52,8 +52,10 @@ TEST(LlmVector, ModelEqualsReferenceOnRandomKernels) {
     c.kind = kKinds[pick(0, 4)];
     c.rows = pick(1, 3) == 1 ? pick(1, 8) : pick(1, 600);
     c.cols = pick(1, 3000);
+    if (c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append)) c.out_bytes = pick(1, 2);  // an 8-bit cache, or fp16
     if (llm_vec_check(c) != kLlmVecOk) continue;
     ++run;
+    converted += c.out_bytes == 1;
     tiled += llm_vec_tile_rows(c, llm_vec_rows_of(c, 0)) < llm_vec_rows_of(c, 0);
     uneven += llm_vec_rows_of(c, 0) != llm_vec_rows_of(c, c.hw.cubes_per_sip() * c.hw.pes_per_cube() - 1);
     expect_same(c);
@@ -62,6 +64,7 @@ TEST(LlmVector, ModelEqualsReferenceOnRandomKernels) {
   EXPECT_GT(run, 2500);
   EXPECT_GT(tiled, 200);   // PEs streaming several tiles
   EXPECT_GT(uneven, 500);  // rows that do not split evenly (some PEs idle, cubes sharing unevenly)
+  EXPECT_GT(converted, 150);  // KV appends into an 8-bit cache
 }
 
 // One PE, one tile of 4 rows x 64 values, residual add: two loads of 512 bytes, one add of

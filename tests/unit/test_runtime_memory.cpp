@@ -3,6 +3,8 @@
 // zero-latency heads, and buffer mistakes as input errors (placement, copies and links:
 // test_runtime.cpp).
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "runtime_kernels.h"
@@ -26,6 +28,25 @@ namespace {
 
 // A cube's HBM is shared by the PEs that access it in the launch: one PE working alone
 // gets min(DMA rate, HBM rate), two working split the stack.
+// fp8 (e4m3) rounding, as 8-bit weights and KV caches hold their values: 3 fraction bits,
+// ties to even, subnormals from 2^-9, saturating at 448; one byte a value.
+TEST(Runtime, Fp8RoundsToE4m3) {
+  EXPECT_EQ(dtype_bytes(DType::fp8), 1);
+  EXPECT_STREQ(to_string(DType::fp8), "fp8");
+  const float cases[][2] = {{1.0f, 1.0f},         {0.3f, 0.3125f},  {-1.0625f, -1.0f},     {1.1875f, 1.25f},
+                            {0.001953125f, 0.001953125f}, {0.0009f, 0.0f}, {0.0030f, 0.00390625f}, {448.0f, 448.0f},
+                            {500.0f, 448.0f},     {-1e6f, -448.0f}, {240.0f, 240.0f},      {0.0f, 0.0f}};
+  for (const auto& c : cases) EXPECT_EQ(round_to(DType::fp8, c[0]), c[1]) << c[0];
+  // Every value it gives is its own rounding, and has at most 4 significant bits.
+  for (int i = -2000; i <= 2000; ++i) {
+    const float r = round_to(DType::fp8, static_cast<float>(i) / 37.0f);
+    EXPECT_EQ(round_to(DType::fp8, r), r);
+    int e;
+    const float f = std::frexp(std::fabs(r), &e);
+    if (r != 0.0f && e - 1 >= -6) EXPECT_EQ(std::ldexp(f, 4), std::nearbyint(std::ldexp(f, 4))) << r;
+  }
+}
+
 TEST(Runtime, HbmIsSharedByThePesThatAccessIt) {
   TopologySpec t = tiny();
   t.hbm_bandwidth_gbps = 8;  // as fast as one PE's DMA

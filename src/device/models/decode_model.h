@@ -46,7 +46,10 @@ struct DecodeConfig {
   std::int64_t s_kv, batch, h_q, h_kv, d_head;
   std::int64_t chunk;      // KV positions per step; 0: automatic (decode_complete)
   std::int64_t allreduce;  // case 4: 1 = every cube ends with the answer
+  std::int64_t kv_bytes;   // bytes of a K or V value: 2 (fp16; 0 means 2) or 1 (8-bit, multiplied as fp16)
 };
+// Bytes of a cached K or V value (0 stands for the fp16 default).
+KB_HD constexpr std::int64_t dec_kv_bytes(const DecodeConfig& c) { return c.kv_bytes == 1 ? 1 : 2; }
 
 #define KB_DECODE_STATUSES(X)                                                                             \
   X(kDecOk, "valid")                                                                                      \
@@ -261,19 +264,19 @@ KB_HD inline std::int64_t dec_max_rows(const DecodeConfig& c) {
 // The longest KV shard of a PE.
 KB_HD inline std::int64_t dec_max_shard(const DecodeConfig& c) { return ceil_div(c.s_kv, dec_kv_parts(c)); }
 
-// SRAM of a working PE with R rows and chunk Lc (bytes): q (f16), K and V chunks (f16, two
-// each), scores (f32), a chunk's (m, l, O) and a scratch row, the accumulated (m, l, O) and a
+// SRAM of a working PE with R rows and chunk Lc (bytes): q (f16), K and V chunks (kv_bytes a
+// value, two each), scores (f32), a chunk's (m, l, O) and a scratch row, the accumulated (m, l, O) and a
 // scratch (f32); plus on every PE of the launch the inboxes (m, l, O per slot) and, with
 // allreduce, the answer.
 KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc) {
   const std::int64_t d = c.d_head, G = dec_group(c), Rm = dec_max_rows(c);
   const std::int64_t sym = dec_slots(c) * Rm * (2 + d) * 4 + (c.allreduce ? Rm * d * 4 : 0);
-  return sym + rows * d * 2 + 8 * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
+  return sym + rows * d * 2 + 4 * dec_kv_bytes(c) * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
 }
 
 // HBM bytes of K and V on one cube (the placement's shards).
 KB_HD inline std::int64_t dec_kv_cube_bytes(const DecodeConfig& c, std::int64_t cube) {
-  const std::int64_t per_pos = 2 * 2 * dec_units(c) * c.d_head;  // K and V, f16, every unit
+  const std::int64_t per_pos = 2 * dec_kv_bytes(c) * dec_units(c) * c.d_head;  // K and V, every unit
   switch (dec_case(c)) {
     case DecodeCase::cube_sp_pe_tp:
     case DecodeCase::cube_sp_pe_sp: return per_pos * dec_part(c.s_kv, c.hw.cubes_per_sip(), cube).len;
@@ -287,7 +290,7 @@ KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t 
   std::int64_t b = 0;
   for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {
     const DecWork w = dec_work(c, cube, p);
-    if (dec_works(w)) b += 2 * 2 * w.units.len * w.kv.len * c.d_head;
+    if (dec_works(w)) b += 2 * dec_kv_bytes(c) * w.units.len * w.kv.len * c.d_head;
   }
   return b;
 }
@@ -295,7 +298,7 @@ KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t 
 // Bounds: the KV cache's bytes over every cube's HBM bandwidth (the best any sharding could
 // do), and the busiest cube's KV reads over its HBM bandwidth (this case's placement).
 KB_HD inline ps_t dec_lower_bound_ps(const DecodeConfig& c) {
-  return transfer_ps(2 * 2 * dec_units(c) * c.s_kv * c.d_head, c.hw.cubes_per_sip() * c.hw.hbm_bandwidth_gbps);
+  return transfer_ps(2 * dec_kv_bytes(c) * dec_units(c) * c.s_kv * c.d_head, c.hw.cubes_per_sip() * c.hw.hbm_bandwidth_gbps);
 }
 KB_HD inline ps_t dec_case_bound_ps(const DecodeConfig& c) {
   std::int64_t most = 0;
@@ -328,7 +331,7 @@ KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, bool merges, std
   const std::int64_t d = c.d_head, G = dec_group(c);
   const HwConfig& h = c.hw;
   Chunk k;
-  k.ldk = shared_transfer_ps(d * n * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+  k.ldk = shared_transfer_ps(d * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   k.ldv = k.ldk;
   const std::int64_t c1 = systolic_cycles(G, n, d, h.matrix_rows, h.matrix_cols, h.dataflow);
   const std::int64_t c2 = systolic_cycles(G, d, n, h.matrix_rows, h.matrix_cols, h.dataflow);
@@ -429,7 +432,7 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
     r.dma_busy += count * (k.ldk + k.ldv);
     r.cycles += count * k.cyc;
     r.macs += count * 2 * G * n * d;
-    r.read_bytes += count * 2 * n * d * 2;
+    r.read_bytes += count * 2 * n * d * dec_kv_bytes(c);
   };
   add(units, kf, first);
   if (J >= 3) add(units * (J - 2), km, Lc);
@@ -476,6 +479,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   const HwConfig& h = c.hw;
   if (!hw_fits(h)) return kDecBadHardware;
   if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
+  if (c.kv_bytes < 0 || c.kv_bytes > 2) return kDecBadShape;
   if (c.s_kv < 1 || c.s_kv > kDecMaxSkv || c.batch < 1 || c.batch > kDecMaxBatch || c.h_q < 1 ||
       c.h_q > kDecMaxHeads || c.h_kv < 1 || c.h_kv > c.h_q || c.h_q % c.h_kv != 0 || c.d_head < 1 ||
       c.d_head > kDecMaxDHead)

@@ -26,7 +26,11 @@ struct GemmConfig {
   std::int64_t cubes;  // cubes of SIP 0
   std::int64_t buffers;  // 1 or 2 SRAM buffer sets
   std::int64_t split;    // GemmSplit: how output tiles go to cubes
+  std::int64_t b_bytes;  // bytes of a B value: 2 (fp16; 0 means 2) or 1 (8-bit weights, multiplied as fp16)
 };
+// Bytes of an A value (fp16) and of a B value (b_bytes; 0 stands for the fp16 default).
+constexpr std::int64_t kGemmABytes = 2;
+KB_HD constexpr std::int64_t gemm_b_bytes(const GemmConfig& c) { return c.b_bytes == 1 ? 1 : 2; }
 // Output tiles go to cubes in contiguous blocks of whole tile rows (rows) or of whole tile
 // columns (cols). Inside a cube, the plain splits give each PE a contiguous run of whole
 // output tiles; the -k splits (rows-k, cols-k) split the cube's work evenly at k-slice
@@ -44,7 +48,7 @@ constexpr std::int64_t kGemmAutoTile = 128;
   X(kGemmOk, "valid")                                                                          \
   X(kGemmBadShape, "bad_shape")                /* a dimension outside 1..2^20 */               \
   X(kGemmBadTile, "tile_larger_than_matrix")   /* a tile dimension outside 1..its dimension */ \
-  X(kGemmBadBuffers, "bad_buffers")            /* buffers not 1 or 2 */                        \
+  X(kGemmBadBuffers, "bad_buffers")            /* buffers not 1 or 2, or b_bytes not 0..2 */   \
   X(kGemmBadPes, "too_many_pes")               /* pes outside 1..pes_per_cube */               \
   X(kGemmBadCubes, "too_many_cubes")           /* cubes outside 1..cubes_per_sip */            \
   X(kGemmSramOverflow, "sram_overflow")        /* the tile buffers do not fit the SRAM */      \
@@ -80,10 +84,10 @@ struct GemmResult {
   ps_t compute_roof_ps, hbm_roof_ps, roofline_ps;
 };
 
-// Bytes of SRAM one PE needs for its tiles: `buffers` sets of an A tile, a B tile (fp16)
-// and a C accumulator (fp32).
+// Bytes of SRAM one PE needs for its tiles: `buffers` sets of an A tile (fp16), a B tile
+// (b_bytes a value) and a C accumulator (fp32).
 KB_HD constexpr std::int64_t gemm_tile_sram_bytes(const GemmConfig& c) {
-  return c.buffers * (2 * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) + 4 * c.tile_m * c.tile_n);
+  return c.buffers * (kGemmABytes * c.tile_m * c.tile_k + gemm_b_bytes(c) * c.tile_k * c.tile_n + 4 * c.tile_m * c.tile_n);
 }
 
 // The tile grid: tile rows, tile columns, k-slices per tile.
@@ -217,6 +221,7 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
     return kGemmBadTile;
   if (!hw_fits(h)) return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
+  if (g.b_bytes < 0 || g.b_bytes > 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;
   if (g.split < kGemmSplitAuto || g.split > kGemmSplitColsK) return kGemmBadSplit;
@@ -226,7 +231,8 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   const bool by_cols = gemm_split_by_cols(gemm_split_of(g));
   const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((grid.tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
   const std::int64_t c_cols = by_cols ? imin(g.n, ((grid.tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
-  if (2 * (g.m * g.k + g.k * g.n + c_rows * c_cols) > h.hbm_capacity_bytes()) return kGemmHbmOverflow;
+  if (kGemmABytes * (g.m * g.k + c_rows * c_cols) + gemm_b_bytes(g) * g.k * g.n > h.hbm_capacity_bytes())
+    return kGemmHbmOverflow;
   // One op's time must be representable: the largest transfer through the shared HBM
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
   // count itself below 2^61).
@@ -243,7 +249,7 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
 KB_HD inline void gemm_roofline(const GemmConfig& g, GemmResult& r) {
   const std::int64_t workers = g.pes * g.cubes;
   r.compute_roof_ps = cycles_ps(ceil_div(g.m * g.n * g.k, g.hw.matrix_rows * g.hw.matrix_cols * workers), g.hw.clock_mhz);
-  const std::int64_t min_bytes = 2 * (g.m * g.k + g.k * g.n + g.m * g.n);
+  const std::int64_t min_bytes = kGemmABytes * (g.m * g.k + g.m * g.n) + gemm_b_bytes(g) * g.k * g.n;
   r.hbm_roof_ps = transfer_ps(min_bytes, imin(g.cubes * g.hw.hbm_bandwidth_gbps, workers * g.hw.dma_gbps()));
   r.roofline_ps = imax(r.compute_roof_ps, r.hbm_roof_ps);
 }

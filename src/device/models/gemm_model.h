@@ -102,7 +102,7 @@ struct GemmEval {
     }
     if (bound >= kTimeLimitPs || r.mac_cycles >= kTimeLimitPs) return false;
     r.macs = g.m * g.n * g.k;
-    r.hbm_read_bytes = 2 * (tn * g.m * g.k + tm * g.n * g.k);
+    r.hbm_read_bytes = kGemmABytes * tn * g.m * g.k + gemm_b_bytes(g) * tm * g.n * g.k;
     r.hbm_write_bytes = 2 * g.m * g.n;
     r.ops = tm * tn * (3 * kt + 1);
     return true;

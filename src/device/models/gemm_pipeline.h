@@ -258,8 +258,8 @@ struct TileKinds {
     const std::int64_t kc[2] = {g.tile_k, cost.k_last};
     ps_t load_a[2][2], load_b[2][2];  // [mi][kc], [kc][nj]
     for (int q = 0; q < nq; ++q) {
-      for (int a = 0; a < na; ++a) load_a[a][q] = cost.xfer(2 * k.mi[a] * kc[q]);
-      for (int b = 0; b < nb; ++b) load_b[q][b] = cost.xfer(2 * kc[q] * k.nj[b]);
+      for (int a = 0; a < na; ++a) load_a[a][q] = cost.xfer(kGemmABytes * k.mi[a] * kc[q]);
+      for (int b = 0; b < nb; ++b) load_b[q][b] = cost.xfer(gemm_b_bytes(g) * kc[q] * k.nj[b]);
     }
     for (int a = 0; a < na; ++a)
       for (int b = 0; b < nb; ++b) {

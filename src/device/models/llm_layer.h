@@ -112,7 +112,9 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
   out[n++] = gemm("qkv", M, H, q + 2 * kv, wb);
   out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1, 0);
   {
-    LlmKernel a{LlmKernelKind::kv_append, "kv_append", 0, 0, 0, M, 2 * kv, 0, M * 2 * kv * r.kv_bytes, 0, 0,
+    // K and V into the cache; into an 8-bit cache through a conversion pass.
+    const std::int64_t convert = r.kv_bytes == 1 ? vector_cycles(VecOp::copy, M, 2 * kv, L) : 0;
+    LlmKernel a{LlmKernelKind::kv_append, "kv_append", 0, 0, 0, M, 2 * kv, convert, M * 2 * kv * r.kv_bytes, 0, 0,
                 M * 2 * kv * r.kv_bytes};
     out[n++] = a;
   }

@@ -66,12 +66,10 @@ KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   return h;
 }
 
-// What this version times: decode steps and prefills, ranks that are cubes or SIPs, fp16
-// weights and KV cache (the families' operands). The rest is placed and bounded by model
-// place, and refused here as `unsupported`.
+// What this version times: decode steps and prefills, ranks that are cubes or SIPs. The
+// rest is placed and bounded by model place, and refused here as `unsupported`.
 KB_HD inline bool llm_supported(const LlmConfig& c) {
-  return (c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip)) &&
-         c.weight_bytes == 2 && c.kv_bytes == 2;
+  return c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip);
 }
 
 // Calls the visitor with each kernel of the layer program (layer = true) and of the head,
@@ -97,6 +95,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         g.hw = rank;
         g.m = k.m, g.n = k.n, g.k = k.k;
         g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
+        g.b_bytes = c.weight_bytes;  // B is the weights
         gemm_complete(g);
         v.gemm(g, k, layer);
         break;
@@ -117,6 +116,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         d.decode_case = c.attention_case;
         d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
         d.allreduce = 0;
+        d.kv_bytes = c.kv_bytes;
         std::int64_t wave = r.batch;
         for (;;) {
           d.batch = wave, d.chunk = 0;
@@ -146,6 +146,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         LlmVecConfig x{};
         x.hw = rank;
         x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
+        x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
         v.vector(x, k, layer);
         break;
       }

@@ -22,7 +22,12 @@ struct LlmVecConfig {
   HwConfig hw;
   std::int64_t kind;  // LlmKernelKind: norm, rope, residual, silu_mul or kv_append
   std::int64_t rows, cols;
+  std::int64_t out_bytes;  // bytes of a stored value: 2 (fp16; 0 means 2), or 1 (kv_append into an 8-bit cache)
 };
+
+// Bytes of a stored value. At 1 byte a tile's output is converted (a copy pass of the
+// vector engine into a buffer of its own) before its store.
+KB_HD constexpr std::int64_t llm_vec_out_bytes(const LlmVecConfig& c) { return c.out_bytes == 1 ? 1 : 2; }
 
 struct LlmVecResult {
   std::int32_t status;
@@ -46,9 +51,10 @@ KB_HD inline int llm_vec_inputs(std::int64_t kind) {
              : 1;
 }
 
-// SRAM one PE needs for a tile of t rows: each input's tile (fp16) and a row buffer (f32).
-KB_HD inline std::int64_t llm_vec_sram_bytes(std::int64_t kind, std::int64_t t, std::int64_t cols) {
-  return llm_vec_inputs(kind) * t * cols * 2 + t * 4;
+// SRAM one PE needs for a tile of t rows: each input's tile (fp16), the converted output
+// (at 1 byte a value) and a row buffer (f32).
+KB_HD inline std::int64_t llm_vec_sram_bytes(const LlmVecConfig& c, std::int64_t t) {
+  return llm_vec_inputs(c.kind) * t * c.cols * 2 + (llm_vec_out_bytes(c) == 1 ? t * c.cols : 0) + t * 4;
 }
 
 // Rows of PE g (0..cubes x PEs - 1, cube-major) of the rank: an even split.
@@ -59,7 +65,7 @@ KB_HD inline std::int64_t llm_vec_rows_of(const LlmVecConfig& c, std::int64_t g)
 
 // A PE's tile: the most rows (at most its own) whose buffers fit its SRAM.
 KB_HD inline std::int64_t llm_vec_tile_rows(const LlmVecConfig& c, std::int64_t rows) {
-  const std::int64_t per_row = llm_vec_sram_bytes(c.kind, 1, c.cols);
+  const std::int64_t per_row = llm_vec_sram_bytes(c, 1);
   const std::int64_t fit = c.hw.sram_bytes() / per_row;
   return fit < rows ? fit : rows;
 }
@@ -71,12 +77,12 @@ KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::silu_mul) ||
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append);
   if (!known || c.rows < 1 || c.rows > kLlmVecMaxRows || c.cols < 1 || c.cols > kLlmVecMaxCols) return kLlmVecBadField;
-  if (!hw_fits(c.hw) || c.hw.sips != 1) return kLlmVecBadField;
-  if (llm_vec_sram_bytes(c.kind, 1, c.cols) > c.hw.sram_bytes()) return kLlmVecSramOverflow;
+  if (!hw_fits(c.hw) || c.hw.sips != 1 || c.out_bytes < 0 || c.out_bytes > 2) return kLlmVecBadField;
+  if (llm_vec_sram_bytes(c, 1) > c.hw.sram_bytes()) return kLlmVecSramOverflow;
   // A bound on any finish: every byte at a share of every PE, every pass, plus latencies.
   const std::int64_t P = c.hw.pes_per_cube(), bytes = 3 * c.rows * c.cols * 2;
   if (transfer_overflows(bytes, 2 * P)) return kLlmVecTimeOverflow;
-  const std::int64_t passes = 8 * vector_cycles(VecOp::exp, c.rows, c.cols, c.hw.vector_lanes);
+  const std::int64_t passes = 9 * vector_cycles(VecOp::exp, c.rows, c.cols, c.hw.vector_lanes);
   if (passes > kTimeLimitPs / 1000000 / 4) return kLlmVecTimeOverflow;
   const std::int64_t tiles = c.rows;  // at most one a row
   if (sat_mul(tiles, 4 * c.hw.hbm_latency_ns * kPsPerNs) >= kTimeLimitPs / 4) return kLlmVecTimeOverflow;
@@ -92,25 +98,27 @@ struct VecPe {
 
 // A PE streaming `rows` rows, its cube's HBM shared by `sharers` PEs: per tile, each input's
 // load on its DMA queue, the passes on its vector engine once the loads have landed, and the
-// store once the passes are done; the queue serves in program order, so the next tile's
-// loads follow the store.
+// store once the passes (and the conversion to 8 bits, if any) are done; the queue serves
+// in program order, so the next tile's loads follow the store.
 KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t sharers) {
   const HwConfig& h = c.hw;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
-  const std::int64_t T = llm_vec_tile_rows(c, rows), inputs = llm_vec_inputs(c.kind);
+  const std::int64_t T = llm_vec_tile_rows(c, rows), inputs = llm_vec_inputs(c.kind), ob = llm_vec_out_bytes(c);
   VecPe r{0, 0, 0};
   ps_t dma = 0, vec = 0;
   for (std::int64_t lo = 0; lo < rows; lo += T) {
     const std::int64_t t = imin(T, rows - lo), bytes = t * c.cols * 2;
     const ps_t b = shared_transfer_ps(bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+    const ps_t out = ob == 2 ? b : shared_transfer_ps(t * c.cols * ob, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
     ps_t landed = 0;
     for (int i = 0; i < inputs; ++i) {
       landed = dma + b + lat;
       dma += b;
     }
-    r.dma_busy += (inputs + 1) * b;
-    LlmVecPass p[5];
-    const int n = llm_vec_passes(c.kind, t, c.cols, p);
+    r.dma_busy += inputs * b + out;
+    LlmVecPass p[6];
+    int n = llm_vec_passes(c.kind, t, c.cols, p);
+    if (ob == 1) p[n++] = LlmVecPass{VecOp::copy, t, c.cols};
     ps_t done = landed;
     if (n > 0) {
       vec = imax(vec, landed);
@@ -121,7 +129,7 @@ KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t
       }
       done = vec;
     }
-    dma = imax(dma, done) + b;
+    dma = imax(dma, done) + out;
     r.end = dma + lat;
   }
   return r;
@@ -167,7 +175,7 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
     }
   }
   r.hbm_read_bytes = llm_vec_inputs(c.kind) * R * c.cols * 2;
-  r.hbm_write_bytes = R * c.cols * 2;
+  r.hbm_write_bytes = R * c.cols * llm_vec_out_bytes(c);
   return r;
 }
 

@@ -147,8 +147,10 @@ class DecodeKernel {
     State s;
     s.rows = R;
     const SramBuf qb = p.sram(R * d * 2, DType::f16);
-    const SramBuf kb[2] = {p.sram(d * lc * 2, DType::f16), p.sram(d * lc * 2, DType::f16)};
-    const SramBuf vb[2] = {p.sram(lc * d * 2, DType::f16), p.sram(lc * d * 2, DType::f16)};
+    const std::int64_t kvb = dec_kv_bytes(c_);
+    const DType kvt = decode_kv_dtype(c_);
+    const SramBuf kb[2] = {p.sram(d * lc * kvb, kvt), p.sram(d * lc * kvb, kvt)};
+    const SramBuf vb[2] = {p.sram(lc * d * kvb, kvt), p.sram(lc * d * kvb, kvt)};
     const SramBuf sb = p.sram(G * lc * 4, DType::f32);
     const SramBuf oc = p.sram(G * d * 4, DType::f32), mc = p.sram(G * 4, DType::f32), lcb = p.sram(G * 4, DType::f32);
     s.m = p.sram(R * 4, DType::f32), s.l = p.sram(R * 4, DType::f32), s.o = p.sram(R * d * 4, DType::f32);
@@ -299,12 +301,12 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
     if (pe_sp) kp.pe = vp.pe = Split::row_wise, kp.pes = vp.pes = P, kp.pe_dim = 3, vp.pe_dim = 2;
     if (data) {
       t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
-      t.k = ctx.random({c.batch, c.h_kv, d, S}, DType::f16, kp, "K", seed + 1);
-      t.v = ctx.random({c.batch, c.h_kv, S, d}, DType::f16, vp, "V", seed + 2);
+      t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
+      t.v = ctx.random({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V", seed + 2);
     } else {
       t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
-      t.k = ctx.zeros({c.batch, c.h_kv, d, S}, DType::f16, kp, "K");
-      t.v = ctx.zeros({c.batch, c.h_kv, S, d}, DType::f16, vp, "V");
+      t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
+      t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
     }
     if (c.allreduce) {
       Placement op = rep;
@@ -398,6 +400,7 @@ std::string decode_status_message(std::int32_t status, const DecodeConfig& c) {
     case kDecOk: return "valid";
     case kDecBadCase: return "case: " + std::to_string(c.decode_case) + " is not 1..4 (or allreduce is not 0 or 1)";
     case kDecBadShape:
+      if (c.kv_bytes < 0 || c.kv_bytes > 2) return "kv-bytes: must be 1 or 2 (got " + std::to_string(c.kv_bytes) + ")";
       return "shape: s_kv 1.." + std::to_string(kDecMaxSkv) + ", batch 1.." + std::to_string(kDecMaxBatch) + ", h_q 1.." +
              std::to_string(kDecMaxHeads) + " a multiple of h_kv, d_head 1.." + std::to_string(kDecMaxDHead) + " (got s_kv " +
              std::to_string(c.s_kv) + ", batch " + std::to_string(c.batch) + ", h_q " + std::to_string(c.h_q) + ", h_kv " +

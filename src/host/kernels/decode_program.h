@@ -61,6 +61,8 @@ DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_pa
 
 // The one-line reason a status names, for `eval decode`.
 std::string decode_status_message(std::int32_t status, const DecodeConfig& c);
+// The type the KV cache is held in: fp16, or fp8 (e4m3) at one byte a value.
+inline DType decode_kv_dtype(const DecodeConfig& c) { return dec_kv_bytes(c) == 1 ? DType::fp8 : DType::f16; }
 
 // The original study's panel name and kind of a case (1..4).
 const char* decode_panel(std::int64_t decode_case);

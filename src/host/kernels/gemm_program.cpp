@@ -19,6 +19,7 @@ GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
   c.cubes = p.cubes;
   c.buffers = p.buffers;
   c.split = p.split;
+  c.b_bytes = p.b_bytes;
   gemm_resolve_split(c);  // as every output reports it
   return c;
 }
@@ -28,6 +29,7 @@ GemmParams gemm_params(const GemmConfig& c) {
   p.m = c.m, p.n = c.n, p.k = c.k;
   p.tile_m = c.tile_m, p.tile_n = c.tile_n, p.tile_k = c.tile_k;
   p.pes = c.pes, p.cubes = c.cubes, p.buffers = c.buffers, p.split = c.split;
+  p.b_bytes = gemm_b_bytes(c);
   return p;
 }
 
@@ -40,7 +42,8 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
     case kGemmBadTile:
       return "tile-m, tile-n, tile-k: each must be in 1..its matrix dimension (got " + s(c.tile_m) + ", " +
              s(c.tile_n) + ", " + s(c.tile_k) + " for " + s(c.m) + "x" + s(c.n) + "x" + s(c.k) + ")";
-    case kGemmBadBuffers: return "buffers: must be 1 or 2 (got " + s(c.buffers) + ")";
+    case kGemmBadBuffers:
+      return "buffers: must be 1 or 2, and B's bytes a value 1 or 2 (got " + s(c.buffers) + " and " + s(c.b_bytes) + ")";
     case kGemmBadPes:
       return "pes: must be in 1.." + s(c.hw.pes_per_cube()) + ", the PEs of one cube (got " + s(c.pes) + ")";
     case kGemmBadCubes:
@@ -79,10 +82,10 @@ GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t
                                    : Placement{Split::row_wise, p.cubes, p.tile_m, 0};
   if (seed != 0) {
     t.a = ctx.random({p.m, p.k}, DType::f16, rep, "A", seed);
-    t.b = ctx.random({p.k, p.n}, DType::f16, rep, "B", seed + 1);
+    t.b = ctx.random({p.k, p.n}, gemm_b_dtype(p), rep, "B", seed + 1);
   } else {
     t.a = ctx.empty({p.m, p.k}, DType::f16, rep, "A");
-    t.b = ctx.empty({p.k, p.n}, DType::f16, rep, "B");
+    t.b = ctx.empty({p.k, p.n}, gemm_b_dtype(p), rep, "B");
   }
   t.c = ctx.zeros({p.m, p.n}, DType::f16, blocks, "C");
   if (gemm_split_k(c.split)) {
@@ -118,7 +121,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   std::vector<SramBuf> abuf, bbuf, cbuf;
   for (std::int64_t b = 0; b < nb; ++b) {
     abuf.push_back(prog.sram(2 * p.tile_m * p.tile_k, DType::f16));
-    bbuf.push_back(prog.sram(2 * p.tile_k * p.tile_n, DType::f16));
+    bbuf.push_back(prog.sram(p.b_bytes * p.tile_k * p.tile_n, gemm_b_dtype(p)));
     cbuf.push_back(prog.sram(4 * p.tile_m * p.tile_n, DType::f32));
   }
 

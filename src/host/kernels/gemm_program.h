@@ -15,7 +15,10 @@ struct GemmParams {
   std::int64_t cubes = 1;  // of SIP 0
   std::int64_t buffers = 2;
   std::int64_t split = kGemmSplitAuto;  // GemmSplit
+  std::int64_t b_bytes = 2;             // B's values: 2 (fp16) or 1 (fp8, e4m3)
 };
+// The type B's values are held in.
+inline DType gemm_b_dtype(const GemmParams& p) { return p.b_bytes == 1 ? DType::fp8 : DType::f16; }
 
 // The flat config of the batched model for these params on this topology.
 GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p);

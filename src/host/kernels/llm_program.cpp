@@ -42,12 +42,16 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
     rep.cubes = C;
     Tensor in[2];
     for (int i = 0; i < inputs; ++i) in[i] = ctx.zeros({c.rows, c.cols}, DType::f16, rep, i == 0 ? "x" : "y");
+    // The output overwrites the first input, or (converted to 8 bits) goes to a tensor of its own.
+    const bool convert = llm_vec_out_bytes(c) == 1;
+    const Tensor out = convert ? ctx.zeros({c.rows, c.cols}, DType::fp8, rep, "out") : in[0];
     ctx.launch("llm_vector", LaunchGrid{1, C, P}, [&](PeProgram& p) {
       const std::int64_t g = p.rank().cube * P + p.rank().pe, rows = llm_vec_rows_of(c, g);
       if (rows == 0) return;
       const std::int64_t first = g * c.rows / parts, T = llm_vec_tile_rows(c, rows);
       SramBuf buf[2];
       for (int i = 0; i < inputs; ++i) buf[i] = p.sram(T * c.cols * 2, DType::f16);
+      const SramBuf narrow = convert ? p.sram(T * c.cols, DType::fp8) : SramBuf{};
       const SramBuf row = p.sram(T * 4, DType::f32);
       for (std::int64_t lo = 0; lo < rows; lo += T) {
         const std::int64_t t = std::min(T, rows - lo), n = t * c.cols;
@@ -79,7 +83,12 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
           case LlmKernelKind::residual: last = p.vector_add(x, y, n, {a, loaded}); break;
           default: break;  // kv_append: the tile goes back as it came
         }
-        p.store(x, in[0], reg, {last});
+        if (convert) {
+          last = p.vector_copy(narrow, x, n, {last});
+          p.store(narrow, out, reg, {last});
+        } else {
+          p.store(x, out, reg, {last});
+        }
       }
     });
   } catch (const InputError& e) {

@@ -5,8 +5,16 @@
 
 namespace kb {
 
-std::int64_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
-const char* to_string(DType t) { return t == DType::f16 ? "f16" : t == DType::bf16 ? "bf16" : "f32"; }
+std::int64_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : t == DType::fp8 ? 1 : 2; }
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+    case DType::fp8: return "fp8";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -20,6 +28,20 @@ float round_f16(float x) {
   const int exp = e - 1 < -14 ? -14 : e - 1;  // unbiased exponent of the binade, clamped for subnormals
   const float quantum = std::ldexp(1.0f, exp - 10);
   return std::copysign(std::nearbyint(ax / quantum) * quantum, x);  // default rounding: ties to even
+}
+
+// OCP fp8 e4m3: 3 fraction bits, exponents -6..8, subnormals below 2^-6; it has no
+// infinity, so a value past the largest finite (448) saturates to it (the usual conversion
+// of weights and KV caches).
+float round_fp8(float x) {
+  if (!std::isfinite(x) || x == 0.0f) return x;
+  const float ax = std::fabs(x);
+  if (ax >= 448.0f) return std::copysign(448.0f, x);
+  int e;
+  std::frexp(ax, &e);
+  const int exp = e - 1 < -6 ? -6 : e - 1;
+  const float quantum = std::ldexp(1.0f, exp - 3);
+  return std::copysign(std::fmin(std::nearbyint(ax / quantum) * quantum, 448.0f), x);
 }
 
 float round_bf16(float x) {
@@ -40,6 +62,7 @@ float round_to(DType t, float x) {
     case DType::f16: return round_f16(x);
     case DType::bf16: return round_bf16(x);
     case DType::f32: return x;
+    case DType::fp8: return round_fp8(x);
   }
   return x;
 }

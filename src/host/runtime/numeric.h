@@ -7,7 +7,8 @@
 
 namespace kb {
 
-enum class DType : std::int32_t { f16 = 0, bf16, f32 };
+// fp8: OCP e4m3 (4 exponent bits, bias 7, 3 fraction bits, largest finite 448).
+enum class DType : std::int32_t { f16 = 0, bf16, f32, fp8 };
 
 std::int64_t dtype_bytes(DType t);
 const char* to_string(DType t);
