@@ -206,6 +206,58 @@ TEST(Models, EightBitWeightsAndKvCacheReadHalfTheBytes) {
   EXPECT_EQ(get(w8, "cube_weight_bytes") * 2, get(fp16, "cube_weight_bytes"));
 }
 
+// --pp-layers: each stage's layers, placed (model place), timed on both engines and echoed;
+// with one micro-batch the stages run in turn, so the step is every layer, each transfer and
+// the head whatever the split; splits that do not fit the mapping or the model are exit 2.
+TEST(Models, PipelineStagesTakeTheLayersGiven) {
+  const std::string ring = " --topology '" + kTopo + "/ring8.yaml'";
+  const json p = place("llama-3.1-8b" + ring + " --pp-layers 20,12");
+  ASSERT_EQ(p["stages"].size(), 2u);
+  EXPECT_EQ(p["stages"][0]["layers"], 20);
+  EXPECT_EQ(p["stages"][1]["layers"], 12);
+  EXPECT_EQ(p["mapping"]["pp"], 2);
+  auto eval = [&](const std::string& more) {
+    const Result r = run("eval llm --model llama-3.1-8b" + ring + " --tp 2 --tp-level sip --tp-algo ring --attention-case 1 "
+                         "--batch 4 --layers 1 --json " + more);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["parity"], true) << more;
+    return j;
+  };
+  const json split = eval("--pp-layers 20,12"), even = eval("--pp 2"), four = eval("--pp-layers 5,9,9,9 --microbatches 4");
+  EXPECT_EQ(split["stage_layers"], "20,12");
+  EXPECT_EQ(even["stage_layers"], "16,16");
+  EXPECT_EQ(four["stage_layers"], "5,9,9,9");
+  EXPECT_EQ(four["pp"], 4);
+  for (const json* j : {&split, &even}) {
+    const std::int64_t step = (*j)["step_ps"], layer = (*j)["layer_ps"], head = (*j)["head_ps"], xfer = (*j)["transfer_ps"];
+    EXPECT_EQ(step, 32 * layer + xfer + head);
+  }
+  EXPECT_EQ(split["step_ps"], even["step_ps"]);  // one micro-batch: the split does not matter
+  EXPECT_GT(split["cube_weight_bytes"].get<std::int64_t>(), even["cube_weight_bytes"].get<std::int64_t>());  // 20 layers, not 16
+  // Four micro-batches through 5,9,9,9: the busiest stage (9 layers, or the last's 9 and the
+  // head) paces them, so the step beats the stages in turn.
+  const std::int64_t layer = four["layer_ps"], head = four["head_ps"];
+  EXPECT_LT(four["step_ps"].get<std::int64_t>(), 4 * (32 * layer + head));
+  EXPECT_GE(four["step_ps"].get<std::int64_t>(), 4 * 9 * layer + head);
+  expect_input_error(run("eval llm" + ring + " --pp-layers 10,10 --tp 1 --tp-level sip"),
+                     "--pp-layers 10,10: 2 stages of 20 layers in all; the mapping has 2 stages (--pp) and the model 32 layers");
+  expect_input_error(run("eval llm" + ring + " --pp 4 --pp-layers 16,16 --tp 1 --tp-level sip"),
+                     "--pp-layers 16,16: 2 stages of 32 layers in all; the mapping has 4 stages (--pp)");
+  expect_input_error(run("eval llm --pp-layers 10,x"), "--pp-layers 10,x: expected each pipeline stage's layers");
+  expect_input_error(run("eval llm --pp-layers 0,32"), "--pp-layers 0,32: expected each pipeline stage's layers");
+  expect_input_error(run("model place llama-3.1-8b" + ring + " --pp-layers 30,1,1,0"), "--pp-layers 30,1,1,0: expected");
+  expect_input_error(run("model place llama-3.1-8b" + ring + " --pp 3 --pp-layers 30,2"),
+                     "--pp-layers 30,2: 2 stages of 32 layers in all; the mapping has 3 stages");
+  // A sweep takes one split for every point; its rows echo it.
+  const Result s = run("sweep llm" + ring + " --pp-layers 20,12 --tp 1,2 --tp-level sip --tp-algo ring --attention-case 1 "
+                       "--json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json sj = json::parse(s.out);
+  ASSERT_FALSE(sj["top"].empty());
+  for (const json& row : sj["top"]) EXPECT_EQ(row["stage_layers"], "20,12");
+}
+
 // eval llm: a model by name, its dimensions overridable, both engines equal, and the step
 // adding up: layers x layer + head, its kinds summing to it, the MACs the bounds count.
 TEST(Models, EvalLlmAddsUpAndAgrees) {

@@ -28,7 +28,8 @@ std::string describe(const LlmConfig& c) {
     << " layers=" << c.layers << " vocab=" << c.vocab << " tied=" << c.tied << " phase=" << c.phase << " batch=" << c.batch
     << " context=" << c.context << " prompt=" << c.prompt
     << " wb=" << c.weight_bytes << " kvb=" << c.kv_bytes << " tp=" << c.tp << "@" << c.tp_level << " pp=" << c.pp << " mb=" << c.microbatches << " algo=" << c.tp_algo
-    << " case=" << c.attention_case << " run=" << c.layers_run
+    << " case=" << c.attention_case << " run=" << c.layers_run << " split=" << c.stage_layers[0] << "," << c.stage_layers[1]
+    << "," << c.stage_layers[2]
     << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
     << c.hw.pe_cols;
   return o.str();
@@ -42,7 +43,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {4, 8, 16, 32};
   std::vector<LlmConfig> out;
-  counts->assign(2 + kCollAlgos + 4 + 1 + 2 + 2, 0);
+  counts->assign(2 + kCollAlgos + 4 + 1 + 2 + 2 + 1, 0);
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
@@ -78,6 +79,14 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     c.tp_algo = pick(0, kCollAlgos - 1);
     c.attention_case = pick(1, 4);
     c.layers_run = pick(0, 1) ? 0 : pick(1, c.layers);
+    if (c.pp > 1 && c.pp <= c.layers && pick(0, 1)) {  // --pp-layers: a random split, each stage at least one layer
+      std::int64_t left = c.layers;
+      for (std::int64_t s = 0; s + 1 < c.pp; ++s) {
+        c.stage_layers[s] = static_cast<std::int16_t>(pick(1, left - (c.pp - 1 - s)));
+        left -= c.stage_layers[s];
+      }
+      c.stage_layers[c.pp - 1] = static_cast<std::int16_t>(left);
+    }
     // Keep the reference small: its largest launch, and the machine.
     if (h.sips * h.cubes_per_sip() * h.pes_per_cube() > 96) continue;
     if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 4000) continue;
@@ -89,6 +98,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     if (c.microbatches > 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 6)];
     if (c.weight_bytes == 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 7)];
     if (c.kv_bytes == 1 && !prefill) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 8)];
+    if (c.stage_layers[0] != 0 && c.stage_layers[0] * c.pp != c.layers) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 9)];
     out.push_back(c);
   }
   return out;

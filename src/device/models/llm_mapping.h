@@ -27,7 +27,11 @@ struct LlmRun {
   std::int64_t weight_bytes;  // 1 or 2 bytes a weight
   std::int64_t kv_bytes;      // 1 or 2 bytes a KV cache value
   std::int64_t tp, tp_level, pp;
+  // Layers of each stage (--pp-layers), or null (or a first entry of 0): an even split.
+  const std::int16_t* stage_layers = nullptr;
 };
+
+constexpr std::int64_t kLlmMaxStages = 64;
 
 constexpr std::int64_t kLlmMaxBatch = 4096;
 constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
@@ -88,9 +92,24 @@ KB_HD inline LlmRanks llm_ranks(const HwConfig& h, const LlmRun& r) {
   return k;
 }
 
-// Layers of stage s: an even split, the first stages taking one more when it is uneven.
-KB_HD inline std::int64_t llm_stage_layers(const LlmShape& m, std::int64_t pp, std::int64_t s) {
-  return m.layers / pp + (s < m.layers % pp ? 1 : 0);
+// Layers of stage s: as --pp-layers gives them, or an even split, the first stages taking
+// one more when it is uneven.
+KB_HD inline bool llm_split_given(const LlmRun& r) { return r.stage_layers != nullptr && r.stage_layers[0] != 0; }
+KB_HD inline std::int64_t llm_stage_layers(const LlmShape& m, const LlmRun& r, std::int64_t s) {
+  if (llm_split_given(r)) return r.stage_layers[s];
+  return m.layers / r.pp + (s < m.layers % r.pp ? 1 : 0);
+}
+// Whether a given split has pp stages (the rest of the list 0), each of at least one layer,
+// adding up to the model's layers; true for an even split.
+KB_HD inline bool llm_split_fits(const LlmShape& m, const LlmRun& r) {
+  if (!llm_split_given(r)) return true;
+  std::int64_t sum = 0;
+  for (std::int64_t s = 0; s < kLlmMaxStages; ++s) {
+    const std::int64_t l = r.stage_layers[s];
+    if (s < r.pp ? l < 1 : l != 0) return false;
+    sum += l;
+  }
+  return sum == m.layers;
 }
 
 // KV heads one tp rank holds: its share, or one head when there are more ranks than KV
@@ -104,7 +123,7 @@ struct LlmRankBytes {
   std::int64_t weights, kv, activations;
 };
 KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std::int64_t s) {
-  const std::int64_t t = r.tp, layers = llm_stage_layers(m, r.pp, s);
+  const std::int64_t t = r.tp, layers = llm_stage_layers(m, r, s);
   const std::int64_t q = llm_q_width(m) / t, kv = llm_rank_kv_heads(m, t) * m.head_dim, inter = ceil_div(m.intermediate, t);
   // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank.
   const std::int64_t layer = m.hidden * (q + 2 * kv) + q * m.hidden + 3 * m.hidden * inter + 2 * m.hidden;
@@ -192,7 +211,9 @@ KB_HD inline std::int32_t llm_place_check(const HwConfig& h, const LlmShape& m, 
   if (r.tp < 1 || r.tp > coll_level_size(h, r.tp_level) || m.heads % r.tp != 0 ||
       (r.tp <= m.kv_heads ? m.kv_heads % r.tp : r.tp % m.kv_heads) != 0)
     return kLlmBadTp;
-  if (r.pp < 1 || r.pp > m.layers || r.pp * llm_ranks(h, r).sips_per_stage > h.sips) return kLlmBadPp;
+  if (r.pp < 1 || r.pp > m.layers || r.pp > kLlmMaxStages || r.pp * llm_ranks(h, r).sips_per_stage > h.sips ||
+      !llm_split_fits(m, r))
+    return kLlmBadPp;
   if (llm_bounds(h, m, r).macs < 0 || llm_mul_add(llm_kv_bytes_per_token(m, r.kv_bytes), r.batch * llm_positions(r), 0) < 0)
     return kLlmTooLarge;
   if (llm_fullest_cube(h, m, r).total > h.hbm_capacity_bytes()) return kLlmHbmOverflow;

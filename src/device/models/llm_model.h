@@ -35,6 +35,8 @@ struct LlmConfig {
   std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
   std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
   std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
+  // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
+  std::int16_t stage_layers[kLlmMaxStages];
 };
 
 struct LlmResult {
@@ -55,7 +57,7 @@ KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
   return LlmShape{c.hidden, c.intermediate, c.heads, c.kv_heads, c.head_dim, c.layers, c.vocab, c.tied};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
-  return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp};
+  return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp, c.stage_layers};
 }
 
 // The machine of one rank: SIP 0 alone (a SIP rank), or one cube of it (a cube rank).
@@ -221,8 +223,9 @@ struct LlmTally {
   // (0: all of them); the last stage runs the head.
   KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
     const LlmShape m = llm_shape_of(c);
+    const LlmRun r = llm_run_of(c);
     return llm_schedule(c.pp, c.microbatches, part[1].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
-      const std::int64_t L = llm_stage_layers(m, c.pp, s);
+      const std::int64_t L = llm_stage_layers(m, r, s);
       return layers && layers < L ? layers : L;
     });
   }

@@ -99,7 +99,6 @@ KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
 // ---- the schedule ----------------------------------------------------------------------
 
 constexpr int kLlmKinds = 5;  // GEMMs, attention, vector kernels, allreduces, transfers
-constexpr std::int64_t kLlmMaxStages = 64;
 
 // A time and the kernels' time by kind along the chain that sets it (its critical path).
 // Sums stop at kTimeLimitPs (a step that long is refused as too_large).

@@ -164,6 +164,8 @@ void cmd_eval(EvalArgs a) {
     }
     set_int(cfg.data(), ax.offset, v);
   }
+  for (const PresetDesc& p : f.presets)
+    if (p.apply && a.preset_given[p.flag]->count() != 0) p.apply(a.presets[p.flag], cfg.data());
   const BestPick pick = pick_best(f, a.backend, best_axes, best_values, cfg);
   batched::complete_config(f.id, cfg.data());
   const std::int32_t st = f.check(cfg.data());

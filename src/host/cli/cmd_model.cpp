@@ -54,7 +54,8 @@ void add_model_commands(CLI::App& app, ModelArgs& a) {
   a.place->add_option("--tp-level", a.tp_level,
                       "what a rank is: pe (PEs of a cube), cube (cubes of a SIP, the default), sip, or hier (every PE of "
                       "some cubes or SIPs)");
-  a.place->add_option("--pp", a.pp, "pipeline stages, each its own SIPs (default 1)");
+  a.pp_given = a.place->add_option("--pp", a.pp, "pipeline stages, each its own SIPs (default 1, or --pp-layers' count)");
+  a.place->add_option("--pp-layers", a.pp_layers, "each stage's layers, e.g. 21,20,20,19 (default: an even split)");
   a.place->add_option("--weight-bytes", a.weight_bytes, "bytes per weight: 2 (fp16, the default) or 1 (8-bit)");
   a.place->add_option("--kv-bytes", a.kv_bytes, "bytes per KV cache value: 2 (fp16, the default) or 1 (8-bit)");
   a.topo.add(a.place, false);
@@ -79,7 +80,13 @@ void place(const ModelArgs& a) {
   r.context = int_arg("--context", a.context, 1, kLlmMaxContext);
   r.prompt = int_arg("--prompt", a.prompt, 1, kLlmMaxPrompt);
   r.tp = int_arg("--tp", a.tp, 1, kCollMaxHierRanks);
+  std::int16_t split[kLlmMaxStages] = {};
   r.pp = int_arg("--pp", a.pp, 1, kLlmMaxLayers);
+  if (!a.pp_layers.empty()) {
+    const std::int64_t n = llm_parse_stage_layers("--pp-layers", a.pp_layers, split);
+    if (a.pp_given->count() == 0) r.pp = n;
+    r.stage_layers = split;
+  }
   r.weight_bytes = int_arg("--weight-bytes", a.weight_bytes, 1, 2);
   r.kv_bytes = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const LlmShape& m = model.shape;
@@ -100,7 +107,7 @@ void place(const ModelArgs& a) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (std::int64_t s = 0; s < r.pp; ++s) {
     const LlmRankBytes rb = llm_rank_bytes(m, r, s);
-    stages.push_back({{"layers", llm_stage_layers(m, r.pp, s)}, {"rank_weight_bytes", rb.weights}, {"rank_kv_bytes", rb.kv},
+    stages.push_back({{"layers", llm_stage_layers(m, r, s)}, {"rank_weight_bytes", rb.weights}, {"rank_kv_bytes", rb.kv},
                       {"rank_activation_bytes", rb.activations}});
   }
   j["stages"] = stages;
@@ -134,7 +141,7 @@ void place(const ModelArgs& a) {
   for (std::int64_t s = 0; s < r.pp; ++s) {
     const LlmRankBytes rb = llm_rank_bytes(m, r, s);
     std::printf("  stage %lld: %lld layers; a rank holds %.3f GB of weights, %.3f GB of KV cache, %.3f GB of activations\n",
-                (long long)s, (long long)llm_stage_layers(m, r.pp, s), rb.weights / 1e9, rb.kv / 1e9, rb.activations / 1e9);
+                (long long)s, (long long)llm_stage_layers(m, r, s), rb.weights / 1e9, rb.kv / 1e9, rb.activations / 1e9);
   }
   std::printf("  fullest cube (stage %lld): %.3f GB of %.3f GB HBM (%.1f %%)\n", (long long)c.stage, c.total / 1e9,
               h.hbm_capacity_bytes() / 1e9, 100.0 * static_cast<double>(c.total) / static_cast<double>(h.hbm_capacity_bytes()));

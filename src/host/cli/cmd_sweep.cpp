@@ -159,7 +159,8 @@ SweepRequest request_of(const Family& f, const SweepArgs& a, const std::optional
     if (a.preset_given.at(p.flag)->count() == 0) continue;
     if (file) throw InputError("--space " + a.space + ": the file sets the space; " + p.flag + " cannot be given too");
     const std::string& v = a.presets.at(p.flag);
-    if (v.find(',') != std::string::npos)
+    if (p.apply) req.presets[p.flag] = v;
+    else if (v.find(',') != std::string::npos)
       throw InputError(p.flag + " " + v + ": one value a sweep (sweep the axes it stands for, or run one sweep each)");
     for (const auto& [name, value] : p.expand(v)) req.axes.emplace(name, value);  // an axis's own flag wins
   }

@@ -97,6 +97,10 @@ struct PresetDesc {
   std::string help;
   // The (axis name, value text) pairs `value` stands for; InputError when it names nothing.
   std::function<std::vector<std::pair<std::string, std::string>>(const std::string& value)> expand;
+  // A flag that also sets fields no axis holds (`--pp-layers 21,20,20,19`: each stage's
+  // layers) sets them here, on the config every point starts from; its value is one value
+  // (commas and all) in a sweep too.
+  std::function<void(const std::string& value, void* config)> apply;
 };
 
 struct CostDesc {

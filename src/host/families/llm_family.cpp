@@ -96,6 +96,17 @@ Family make() {
                       {"head_dim", std::to_string(s.head_dim)}, {"layers", std::to_string(s.layers)},
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
                 }}};
+  f.presets.push_back(
+      {"--pp-layers", "each pipeline stage's layers, e.g. 21,20,20,19 (the stages: --pp, which defaults to their count); "
+                      "an even split when not given",
+       [](const std::string& value) {
+         std::int16_t split[kLlmMaxStages];
+         return std::vector<std::pair<std::string, std::string>>{
+             {"pp", std::to_string(llm_parse_stage_layers("--pp-layers", value, split))}};
+       },
+       [](const std::string& value, void* config) {
+         llm_parse_stage_layers("--pp-layers", value, static_cast<C*>(config)->stage_layers);
+       }});
   f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context,prompt";
   f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
   f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
@@ -157,6 +168,12 @@ Family make() {
          const LlmBounds b = bounds(c);
          return ratio(static_cast<double>(r.model_latency_ps), static_cast<double>(b.compute_ps > b.memory_ps ? b.compute_ps : b.memory_ps));
        }), false, true},
+      {"stage_layers", "", "each pipeline stage's layers (--pp-layers, or the even split)", ColType::text,
+       col([](const C& c, const R&) {
+         return c.pp >= 1 && c.pp <= kLlmMaxStages && llm_split_fits(llm_shape_of(c), llm_run_of(c))
+                    ? llm_stage_layers_text(llm_shape_of(c), llm_run_of(c))
+                    : std::string();
+       }), false, false},
       {"cube_weight_bytes", "bytes", "weights in the fullest cube's HBM", ColType::integer,
        col([](const C& c, const R&) { return llm_fullest_cube(c.hw, llm_shape_of(c), llm_run_of(c)).weights; }), false, false},
       {"cube_kv_bytes", "bytes", "KV cache in the fullest cube's HBM", ColType::integer,

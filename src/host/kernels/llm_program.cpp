@@ -399,6 +399,15 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
              " ranks at level " + kCollLevelNames[r.tp_level] + ", dividing num_attention_heads (" + std::to_string(m.heads) +
              ") and dividing or divided by num_key_value_heads (" + std::to_string(m.kv_heads) + ")";
     case kLlmBadPp:
+      if (r.pp >= 1 && r.pp <= kLlmMaxStages && !llm_split_fits(m, r)) {
+        std::int64_t n = 0, sum = 0;
+        while (n < kLlmMaxStages && r.stage_layers[n] != 0) sum += r.stage_layers[n++];
+        std::string given;
+        for (std::int64_t s = 0; s < n; ++s) given += (s ? "," : "") + std::to_string(r.stage_layers[s]);
+        return "--pp-layers " + given + ": " + std::to_string(n) + " stages of " + std::to_string(sum) +
+               " layers in all; the mapping has " + std::to_string(r.pp) + " stages (--pp) and the model " +
+               std::to_string(m.layers) + " layers";
+      }
       return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
              std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
              std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
@@ -412,6 +421,32 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
     }
     default: return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
   }
+}
+
+std::int64_t llm_parse_stage_layers(const std::string& flag, const std::string& text, std::int16_t out[kLlmMaxStages]) {
+  std::fill(out, out + kLlmMaxStages, std::int16_t{0});
+  const std::string usage = flag + " " + text + ": expected each pipeline stage's layers, 1.." +
+                            std::to_string(kLlmMaxLayers) + " each, 1.." + std::to_string(kLlmMaxStages) +
+                            " stages, separated by commas (e.g. 21,20,20,19)";
+  std::int64_t n = 0;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) throw InputError(usage);
+    const std::int64_t v = std::stoll(item);
+    if (v < 1 || v > kLlmMaxLayers || n == kLlmMaxStages) throw InputError(usage);
+    out[n++] = static_cast<std::int16_t>(v);
+    if (end == text.size()) break;
+    at = end + 1;
+  }
+  return n;
+}
+
+std::string llm_stage_layers_text(const LlmShape& m, const LlmRun& r) {
+  std::string s;
+  for (std::int64_t i = 0; i < r.pp && i < kLlmMaxStages; ++i) s += (i ? "," : "") + std::to_string(llm_stage_layers(m, r, i));
+  return s;
 }
 
 std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
@@ -433,8 +468,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmTooLarge:
     case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
     case kLlmUnsupported:
-      return "not timed yet: a step is timed for tp at level cube or sip, and fp16 weights and KV cache (model place "
-             "places and bounds the rest)";
+      return "not timed yet: a step is timed for tp at level cube or sip (model place places and bounds the rest)";
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);

@@ -40,5 +40,11 @@ std::int64_t llm_reference_ops(const LlmConfig& c);
 std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmShape& m, const LlmRun& r);
 // One line naming what is wrong with a config llm_check refuses.
 std::string llm_status_message(std::int32_t status, const LlmConfig& c);
+// `--pp-layers` (flag) text, e.g. "21,20,20,19": each pipeline stage's layers, 1..1024 each,
+// 1..64 stages, into `out` (the rest zeroed); returns the stage count. InputError naming
+// the flag otherwise. Whether they fit a model is llm_place_check's (bad_pp).
+std::int64_t llm_parse_stage_layers(const std::string& flag, const std::string& text, std::int16_t out[kLlmMaxStages]);
+// The layers of each stage of r, as "21,20,20,19".
+std::string llm_stage_layers_text(const LlmShape& m, const LlmRun& r);
 
 }  // namespace kb

@@ -353,6 +353,10 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepReq
   BuiltSpace b;
   b.space.family = f.id;
   b.space.base = base_config(f, topo);
+  for (const PresetDesc& p : f.presets) {
+    const auto it = req.presets.find(p.flag);
+    if (it != req.presets.end() && p.apply) p.apply(it->second, b.space.base.data());
+  }
   auto add_axis = [&](std::size_t i) {
     if (!cand[i].cases.empty()) {
       b.cases = cand[i].cases;
