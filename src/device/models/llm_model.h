@@ -12,6 +12,7 @@
 
 #include "../common/hw.h"
 #include "../common/kb_hd.h"
+#include "../common/kernel_memo.h"
 #include "../common/units.h"
 #include "allreduce_model.h"
 #include "decode_model.h"
@@ -258,7 +259,9 @@ struct LlmTally {
 };
 
 // The model. A kernel's model checks its config first, so a kernel its family refuses makes
-// the step bad_kernel as llm_check says, with each kernel checked once.
+// the step bad_kernel as llm_check says, with each kernel checked once. GEMMs, attention and
+// allreduces go through the kernel memo (kernel_memo.h): a sweep repeats them across
+// configs, and a repeat is the same result.
 KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
   LlmResult out{};
   out.status = llm_check_config(c);
@@ -272,22 +275,25 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
     bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
     AllreduceResult allreduce_figures{};
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
-      const GemmResult r = gemm_model(g);
+      const GemmResult r = memo_eval<GemmConfig, GemmResult>(g, [](const GemmConfig& x) { return gemm_model(x); });
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
-      const DecodeResult r = decode_model(d);
+      const DecodeResult r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return decode_model(x); });
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
-      const LlmAttnResult r = llm_attn_model(x);
+      const LlmAttnResult r = memo_eval<LlmAttnConfig, LlmAttnResult>(x, [](const LlmAttnConfig& y) { return llm_attn_model(y); });
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
     }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
-      if (!have_allreduce) allreduce_figures = AllreduceModel::evaluate(a), have_allreduce = true;
+      if (!have_allreduce)
+        allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
+                                a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); }),
+        have_allreduce = true;
       const AllreduceResult& r = allreduce_figures;
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
