@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <random>
 #include <set>
 #include <utility>
 
@@ -74,6 +75,31 @@ TEST(Decode, EveryCaseMatchesDenseAttentionInFloat64) {
 
 // The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops
 // the kernel builds, and a close one.
+// The model walks a cube's PEs (dec_cube_works); the reference asks dec_work PE by PE: the
+// same spans for every case, grid, batch and length, uneven splits included.
+TEST(Decode, ACubesWalkGivesEachPeItsWork) {
+  std::mt19937_64 rng(11);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  DecodeConfig c{};
+  c.hw = unittest::topo("default.yaml").hw();
+  for (int i = 0; i < 20000; ++i) {
+    c.hw.cube_rows = pick(1, 8), c.hw.cube_cols = pick(1, 8), c.hw.pe_rows = pick(1, 8), c.hw.pe_cols = pick(1, 8);
+    c.decode_case = pick(1, 4), c.batch = pick(1, 40), c.h_kv = pick(1, 8), c.h_q = c.h_kv * pick(1, 4);
+    c.s_kv = pick(0, 1) ? pick(1, 100) : pick(1, 1 << 20);
+    DecWork ws[kDecMaxGrid];
+    for (std::int64_t q = 0; q < c.hw.cubes_per_sip(); ++q) {
+      dec_cube_works(c, q, ws);
+      for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {
+        const DecWork w = dec_work(c, q, p);
+        ASSERT_EQ(ws[p].units.lo, w.units.lo) << i << " " << q << " " << p;
+        ASSERT_EQ(ws[p].units.len, w.units.len) << i << " " << q << " " << p;
+        ASSERT_EQ(ws[p].kv.lo, w.kv.lo) << i << " " << q << " " << p;
+        ASSERT_EQ(ws[p].kv.len, w.kv.len) << i << " " << q << " " << p;
+      }
+    }
+  }
+}
+
 TEST(Decode, TheOpBoundIsCloseAbove) {
   double loosest = 0;
   int runs = 0;

@@ -65,4 +65,26 @@ KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
 }
 
+// `total` items over `parts` in contiguous runs, part p getting [floor(p·total / parts),
+// floor((p+1)·total / parts)) (cubes' blocks, PEs' tiles and PEs' split-K units alike),
+// visited in order with the floor carried as a remainder: no division per part, and no
+// product that could overflow.
+struct Span {
+  std::int64_t lo, hi;
+};
+struct EvenParts {
+  std::int64_t per, left, parts;  // total = per·parts + left
+  std::int64_t lo = 0, carry = 0;
+  KB_HD EvenParts(std::int64_t total, std::int64_t parts_) : per(total / parts_), left(total % parts_), parts(parts_) {}
+  // The next part, in order.
+  KB_HD Span next() {
+    carry += left;
+    const bool longer = carry >= parts;
+    if (longer) carry -= parts;
+    const Span part{lo, lo + per + (longer ? 1 : 0)};
+    lo = part.hi;
+    return part;
+  }
+};
+
 }  // namespace kb

@@ -145,6 +145,33 @@ KB_HD inline DecWork dec_work(const DecodeConfig& c, std::int64_t cube, std::int
 }
 KB_HD inline bool dec_works(const DecWork& w) { return w.units.len > 0 && w.kv.len > 0; }
 
+// dec_work(c, cube, p) for every PE p of one cube, in order, into out[0..P): the same spans,
+// with the splits along S_kv walked (EvenParts) and each block size divided once, rather
+// than several divisions per PE (they were most of the model's time).
+KB_HD inline void dec_cube_works(const DecodeConfig& c, std::int64_t cube, DecWork* out) {
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), S = c.s_kv;
+  auto blocks = [&](std::int64_t parts, std::int64_t first, DecSpan kv) {  // units in blocks of ceil(U / parts)
+    const std::int64_t k = ceil_div(U, parts);
+    for (std::int64_t p = 0; p < P; ++p) {
+      const std::int64_t lo = imin(U, (first + p) * k);
+      out[p].units = DecSpan{lo, imin(U, lo + k) - lo}, out[p].kv = kv;
+    }
+  };
+  auto split = [&](DecSpan units, DecSpan kv) {  // the cube's KV span over its PEs
+    EvenParts parts(kv.len, P);
+    for (std::int64_t p = 0; p < P; ++p) {
+      const Span s = parts.next();
+      out[p].units = units, out[p].kv = DecSpan{kv.lo + s.lo, s.hi - s.lo};
+    }
+  };
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp: blocks(P, 0, dec_part(S, C, cube)); break;
+    case DecodeCase::cube_repl_pe_tp: blocks(C * P, cube * P, DecSpan{0, S}); break;
+    case DecodeCase::cube_repl_pe_sp: split(U >= C ? dec_block(U, C, cube) : DecSpan{cube % U, 1}, DecSpan{0, S}); break;
+    default: split(DecSpan{0, U}, dec_part(S, C, cube));
+  }
+}
+
 // Case 3: whether cube `cube` writes its units (the lowest cube computing a unit does).
 KB_HD inline bool dec_writer(const DecodeConfig& c, std::int64_t cube) {
   return dec_units(c) >= c.hw.cubes_per_sip() || cube < dec_units(c);
@@ -288,7 +315,7 @@ KB_HD inline std::int64_t dec_qo_cube_bytes(const DecodeConfig& c) { return 2 * 
 // KV bytes cube `cube` reads (its PEs' shards, every unit they compute).
 KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t cube) {
   std::int64_t b = 0;
-  for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {
+  for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {  // any config (a column of invalid ones too)
     const DecWork w = dec_work(c, cube, p);
     if (dec_works(w)) b += 2 * dec_kv_bytes(c) * w.units.len * w.kv.len * c.d_head;
   }
@@ -538,13 +565,15 @@ struct DecodeEval {
     const std::int64_t G = dec_group(c);
     PeRun cache[4];
     int ncache = 0, next = 0;
+    DecWork ws[kDecMaxGrid];
     for (std::int64_t q = 0; q < C; ++q) {
+      dec_cube_works(c, q, ws);
       std::int64_t sharers = 0;
-      for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(dec_work(c, q, p));
+      for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(ws[p]);
       sharers_of[q] = sharers;
       for (std::int64_t p = 0; p < P; ++p) {
         PeState& s = st[q * P + p];
-        const DecWork w = dec_work(c, q, p);
+        const DecWork& w = ws[p];
         s = PeState{0, 0, 0, 0, 0};
         if (!dec_works(w)) continue;
         int hit = -1;

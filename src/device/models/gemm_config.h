@@ -101,28 +101,6 @@ KB_HD inline GemmGrid gemm_grid(const GemmConfig& c) {
   return GemmGrid{(c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, (c.k + c.tile_k - 1) / c.tile_k};
 }
 
-// `total` items over `parts` in contiguous runs, part p getting [floor(p·total / parts),
-// floor((p+1)·total / parts)) (cubes' blocks, PEs' tiles and PEs' split-K units alike),
-// visited in order with the floor carried as a remainder: no division per part, and no
-// product that could overflow.
-struct Span {
-  std::int64_t lo, hi;
-};
-struct EvenParts {
-  std::int64_t per, left, parts;  // total = per·parts + left
-  std::int64_t lo = 0, carry = 0;
-  KB_HD EvenParts(std::int64_t total, std::int64_t parts_) : per(total / parts_), left(total % parts_), parts(parts_) {}
-  // The next part, in order.
-  KB_HD Span next() {
-    carry += left;
-    const bool longer = carry >= parts;
-    if (longer) carry -= parts;
-    const Span part{lo, lo + per + (longer ? 1 : 0)};
-    lo = part.hi;
-    return part;
-  }
-};
-
 // Stream-K: a block of `tiles` output tiles is tiles·kt units (tile-major, k-slice minor);
 // PE p of `pes` gets units [start(p), start(p+1)), start(p) = floor(p·units / pes), computed
 // without overflow.
