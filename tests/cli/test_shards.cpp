@@ -37,7 +37,10 @@ TEST(Shards, MergedShardsEqualOneRunForEveryFamily) {
       "sweep allreduce --bytes 1024,65536,1048576 --level pe,cube --algo ring,hd,tree,root --ranks 2,4,8 --buffer sram,hbm"
       " --top 7 --pareto link_bytes --backend omp --chunk 50",
       "sweep decode --case 1:4 --s-kv 4096,131072 --batch 1,4,16 --hbm-gbps 410,819 --top 5 --pareto pes --backend omp"
-      " --chunk 7"};
+      " --chunk 7",
+      // A field no axis holds (each stage's layers) travels with the shards' request.
+      "sweep llm --topology '" + kTopo + "/ring8.yaml' --pp-layers 20,12 --tp 1,2 --tp-level sip --batch 1,4 --tp-algo ring,tree"
+      " --attention-case 1,2 --layers 1 --top 5 --recheck 2 --backend omp --chunk 3"};
   int which = 0;
   for (const std::string& space : spaces) {
     SCOPED_TRACE(space);
@@ -77,6 +80,13 @@ TEST(Shards, MergeRefusesWhatIsNotOneSweep) {
   expect_input_error(run("merge" + a0 + other + a2), "request.axes");
   expect_input_error(run("merge" + a0 + topo + a2), "topology");
   expect_input_error(run("merge" + a0 + split + a2), "count");
+  // Two llm sweeps that differ only in a field no axis holds (--pp-layers) are two sweeps.
+  const std::string llm = "sweep llm --topology '" + kTopo + "/ring8.yaml' --tp 1 --tp-level sip --batch 1,4 --tp-algo ring "
+                          "--attention-case 1 --layers 1 --recheck 0";
+  const std::string l0 = dir + "/l0.json", l1 = dir + "/l1.json";
+  ASSERT_EQ(run(llm + " --pp-layers 20,12 --shard 0/2 --out '" + l0 + "'").code, 0);
+  ASSERT_EQ(run(llm + " --pp-layers 16,16 --shard 1/2 --out '" + l1 + "'").code, 0);
+  expect_input_error(run("merge '" + l0 + "' '" + l1 + "'"), "request.presets");
   expect_input_error(run("merge" + a0 + a2), "shard(s) 1 of 3 missing");
   expect_input_error(run("merge" + a0 + a1 + a1 + a2), "are both shard 1/3");
   const std::string whole = dir + "/whole.json";

@@ -73,8 +73,6 @@ TEST(Decode, EveryCaseMatchesDenseAttentionInFloat64) {
   RecordProperty("max_relative_error", std::to_string(worst));
 }
 
-// The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops
-// the kernel builds, and a close one.
 // The model walks a cube's PEs (dec_cube_works); the reference asks dec_work PE by PE: the
 // same spans for every case, grid, batch and length, uneven splits included.
 TEST(Decode, ACubesWalkGivesEachPeItsWork) {
@@ -100,6 +98,8 @@ TEST(Decode, ACubesWalkGivesEachPeItsWork) {
   }
 }
 
+// The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops
+// the kernel builds, and a close one.
 TEST(Decode, TheOpBoundIsCloseAbove) {
   double loosest = 0;
   int runs = 0;

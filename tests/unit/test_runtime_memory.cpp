@@ -26,8 +26,6 @@ using kb::unittest::tiny;
 namespace kb {
 namespace {
 
-// A cube's HBM is shared by the PEs that access it in the launch: one PE working alone
-// gets min(DMA rate, HBM rate), two working split the stack.
 // fp8 (e4m3) rounding, as 8-bit weights and KV caches hold their values: 3 fraction bits,
 // ties to even, subnormals from 2^-9, saturating at 448; one byte a value.
 TEST(Runtime, Fp8RoundsToE4m3) {
@@ -47,6 +45,8 @@ TEST(Runtime, Fp8RoundsToE4m3) {
   }
 }
 
+// A cube's HBM is shared by the PEs that access it in the launch: one PE working alone
+// gets min(DMA rate, HBM rate), two working split the stack.
 TEST(Runtime, HbmIsSharedByThePesThatAccessIt) {
   TopologySpec t = tiny();
   t.hbm_bandwidth_gbps = 8;  // as fast as one PE's DMA

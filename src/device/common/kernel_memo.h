@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kb_hd.h"
 
@@ -42,6 +43,8 @@ inline std::uint64_t hash_bytes(const void* p, std::size_t n) {
 
 template <class Config, class Result, int Slots, class Eval>
 Result host_memo(const Config& c, const Eval& eval) {
+  // Equal bytes must mean equal configs, and equal configs equal bytes (no padding).
+  static_assert(std::has_unique_object_representations_v<Config>, "a memoised config must have no padding");
   static thread_local Table<Config, Result, Slots> t;
   const int slot = static_cast<int>(hash_bytes(&c, sizeof(Config)) % Slots);
   if (t.used[slot] && std::memcmp(&t.config[slot], &c, sizeof(Config)) == 0) return t.result[slot];

@@ -123,9 +123,11 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
     // context; prompt token i (from 1) to the i positions up to it (causal).
     const bool decode = r.phase == static_cast<std::int64_t>(LlmPhase::decode);
     const std::int64_t pairs = decode ? r.context : r.prompt * (r.prompt + 1) / 2;
-    const std::int64_t cached = decode ? r.context - 1 : 0;  // positions read from the cache
+    // A decode step reads every position from the cache (the new one appended just before,
+    // at kv_bytes); a prefill reads the prompt's own K and V (fp16), as the QKV GEMM wrote them.
+    const std::int64_t kv_read = decode ? r.batch * r.context * 2 * kv * r.kv_bytes : M * 2 * kv * 2;
     LlmKernel a{LlmKernelKind::attention, "attention", 0, 0, 0, llm_q_width(m) / t / m.head_dim, kvh, 0, 0,
-                r.batch * 2 * q * pairs, r.batch * cached * 2 * kv * r.kv_bytes + M * (q + 2 * kv) * 2, M * q * 2};
+                r.batch * 2 * q * pairs, kv_read + M * q * 2, M * q * 2};
     out[n++] = a;
   }
   out[n++] = gemm("o_proj", M, q, H, wb);

@@ -40,7 +40,7 @@ constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
   X(kLlmOk, "valid")                                                                                    \
   X(kLlmBadField, "bad_field")        /* phase, level, batch, context, prompt or bytes out of range */  \
   X(kLlmBadTp, "bad_tp")              /* tp outside 1..the level's ranks, or not dividing the heads */  \
-  X(kLlmBadPp, "bad_pp")              /* pp outside 1..layers, or more SIPs than the machine has */     \
+  X(kLlmBadPp, "bad_pp")              /* pp outside 1..min(layers, 64), too few SIPs, or a split that does not fit */ \
   X(kLlmHbmOverflow, "hbm_overflow")  /* a cube's weights, KV cache and activations exceed its HBM */ \
   X(kLlmTooLarge, "too_large")        /* the step's FLOPs, bytes or time beyond int64 */               \
   X(kLlmUnsupported, "unsupported")   /* placed and bounded, not yet timed (llm_supported) */          \

@@ -94,7 +94,7 @@ struct ModelArgs {
   CLI::App *cmd = nullptr, *list = nullptr, *show = nullptr, *place = nullptr;
   std::string model, weight_bytes = "2", kv_bytes = "2", context = "4096";
   std::string phase = "decode", batch = "1", prompt = "2048", tp = "1", tp_level = "cube", pp = "1", pp_layers;
-  CLI::Option* pp_given = nullptr;
+  CLI::Option *pp_given = nullptr, *pp_layers_given = nullptr;
   TopoArgs topo;
   bool json = false;
 };

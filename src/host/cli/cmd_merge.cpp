@@ -1,5 +1,6 @@
 // `merge`: the outputs of a sweep's shards, each checked field by field, combined into the
 // output of one run.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -171,6 +172,15 @@ SweepOutcome outcome_of_request(const Part& p0) {
     for (const auto& h : rq.at("hw")) o.req.hw.push_back({h.at(0).get<std::string>(), h.at(1).get<std::string>(), h.at(2).get<std::string>()});
     o.req.zips = rq.at("zips").get<std::vector<std::string>>();
     o.req.group = rq.at("group").get<std::string>();
+    if (rq.contains("presets")) {
+      o.req.presets = rq.at("presets").get<std::map<std::string, std::string>>();
+      for (const auto& [flag, value] : o.req.presets) {
+        const auto it = std::find_if(o.f->presets.begin(), o.f->presets.end(),
+                                     [&](const PresetDesc& d) { return d.flag == flag && d.apply; });
+        if (it == o.f->presets.end())
+          throw InputError(p0.file + ": shard.request.presets: " + flag + " sets nothing in family " + o.f->name);
+      }
+    }
     for (const auto& [key, dst] : {std::pair<const char*, int*>{"top", &o.top}, {"recheck", &o.recheck}, {"top_k", &o.red.top_k}}) {
       const nlohmann::json& v = rq.at(key);
       if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > batched::kMaxTopK)

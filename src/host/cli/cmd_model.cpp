@@ -55,7 +55,8 @@ void add_model_commands(CLI::App& app, ModelArgs& a) {
                       "what a rank is: pe (PEs of a cube), cube (cubes of a SIP, the default), sip, or hier (every PE of "
                       "some cubes or SIPs)");
   a.pp_given = a.place->add_option("--pp", a.pp, "pipeline stages, each its own SIPs (default 1, or --pp-layers' count)");
-  a.place->add_option("--pp-layers", a.pp_layers, "each stage's layers, e.g. 21,20,20,19 (default: an even split)");
+  a.pp_layers_given =
+      a.place->add_option("--pp-layers", a.pp_layers, "each stage's layers, e.g. 21,20,20,19 (default: an even split)");
   a.place->add_option("--weight-bytes", a.weight_bytes, "bytes per weight: 2 (fp16, the default) or 1 (8-bit)");
   a.place->add_option("--kv-bytes", a.kv_bytes, "bytes per KV cache value: 2 (fp16, the default) or 1 (8-bit)");
   a.topo.add(a.place, false);
@@ -81,8 +82,8 @@ void place(const ModelArgs& a) {
   r.prompt = int_arg("--prompt", a.prompt, 1, kLlmMaxPrompt);
   r.tp = int_arg("--tp", a.tp, 1, kCollMaxHierRanks);
   std::int16_t split[kLlmMaxStages] = {};
-  r.pp = int_arg("--pp", a.pp, 1, kLlmMaxLayers);
-  if (!a.pp_layers.empty()) {
+  r.pp = int_arg("--pp", a.pp, 1, kLlmMaxStages);
+  if (a.pp_layers_given->count() != 0) {
     const std::int64_t n = llm_parse_stage_layers("--pp-layers", a.pp_layers, split);
     if (a.pp_given->count() == 0) r.pp = n;
     r.stage_layers = split;

@@ -72,7 +72,7 @@ Family make() {
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
       axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed (model place), not yet timed",
            offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
-      axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly (docs/model.md section 13.8)",
+      axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly or by --pp-layers (docs/model.md section 13.8)",
            offsetof(C, pp)).range(1, kLlmMaxStages).best_of("1,2,4,8").default_to("best"),
       axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm", offsetof(C, tp_algo))
           .choices(names(kCollAlgoNames)).best_of(all_of(kCollAlgoNames)).default_to("best"),

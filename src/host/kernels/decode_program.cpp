@@ -400,7 +400,8 @@ std::string decode_status_message(std::int32_t status, const DecodeConfig& c) {
     case kDecOk: return "valid";
     case kDecBadCase: return "case: " + std::to_string(c.decode_case) + " is not 1..4 (or allreduce is not 0 or 1)";
     case kDecBadShape:
-      if (c.kv_bytes < 0 || c.kv_bytes > 2) return "kv-bytes: must be 1 or 2 (got " + std::to_string(c.kv_bytes) + ")";
+      if (c.kv_bytes < 0 || c.kv_bytes > 2)
+        return "kv-bytes: must be 1 or 2 (or 0 for the fp16 default; got " + std::to_string(c.kv_bytes) + ")";
       return "shape: s_kv 1.." + std::to_string(kDecMaxSkv) + ", batch 1.." + std::to_string(kDecMaxBatch) + ", h_q 1.." +
              std::to_string(kDecMaxHeads) + " a multiple of h_kv, d_head 1.." + std::to_string(kDecMaxDHead) + " (got s_kv " +
              std::to_string(c.s_kv) + ", batch " + std::to_string(c.batch) + ", h_q " + std::to_string(c.h_q) + ", h_kv " +

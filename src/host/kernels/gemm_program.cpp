@@ -43,7 +43,8 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
       return "tile-m, tile-n, tile-k: each must be in 1..its matrix dimension (got " + s(c.tile_m) + ", " +
              s(c.tile_n) + ", " + s(c.tile_k) + " for " + s(c.m) + "x" + s(c.n) + "x" + s(c.k) + ")";
     case kGemmBadBuffers:
-      return "buffers: must be 1 or 2, and B's bytes a value 1 or 2 (got " + s(c.buffers) + " and " + s(c.b_bytes) + ")";
+      if (c.buffers == 1 || c.buffers == 2) return "b_bytes: B's bytes a value must be 1 or 2 (got " + s(c.b_bytes) + ")";
+      return "buffers: must be 1 or 2 (got " + s(c.buffers) + ")";
     case kGemmBadPes:
       return "pes: must be in 1.." + s(c.hw.pes_per_cube()) + ", the PEs of one cube (got " + s(c.pes) + ")";
     case kGemmBadCubes:

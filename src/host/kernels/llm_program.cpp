@@ -410,7 +410,8 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
       }
       return "--pp " + std::to_string(r.pp) + ": " + std::to_string(r.pp) + " stages of " +
              std::to_string(llm_ranks(h, r).sips_per_stage) + " SIP(s) each need more SIPs than the topology's " +
-             std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers)";
+             std::to_string(h.sips) + " (or more stages than the model's " + std::to_string(m.layers) + " layers, or than " +
+             std::to_string(kLlmMaxStages) + ")";
     case kLlmTooLarge: return "the step's FLOPs, bytes or time pass int64: fewer sequences, shorter prompts or fewer micro-batches";
     case kLlmHbmOverflow: {
       const LlmCubeBytes c = llm_fullest_cube(h, m, r);

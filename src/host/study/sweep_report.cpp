@@ -34,9 +34,11 @@ std::string us(ps_t ps) {
 nlohmann::json request_json(const SweepOutcome& o) {
   nlohmann::json hw = nlohmann::json::array();
   for (const HwList& h : o.req.hw) hw.push_back({h.flag, h.path, h.list});
-  return {{"family", o.f->name}, {"axes", o.req.axes}, {"hw", hw}, {"zips", o.req.zips}, {"group", o.req.group},
-          {"top", o.top}, {"recheck", o.recheck}, {"pareto", o.pareto_name}, {"histogram", o.red.histogram},
-          {"top_k", o.red.top_k}};
+  nlohmann::json r = {{"family", o.f->name}, {"axes", o.req.axes}, {"hw", hw}, {"zips", o.req.zips}, {"group", o.req.group},
+                      {"top", o.top}, {"recheck", o.recheck}, {"pareto", o.pareto_name}, {"histogram", o.red.histogram},
+                      {"top_k", o.red.top_k}};
+  if (!o.req.presets.empty()) r["presets"] = o.req.presets;  // fields no axis holds (--pp-layers)
+  return r;
 }
 
 // Re-runs the fastest configs on the reference engine; a figure that differs is exit 3. A
