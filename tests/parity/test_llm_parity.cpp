@@ -43,7 +43,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {4, 8, 16, 32};
   std::vector<LlmConfig> out;
-  counts->assign(2 + kCollAlgos + 4 + 1 + 2 + 2 + 1, 0);
+  counts->assign(2 + kCollAlgos + 4 + 1 + 2 + 2 + 1 + 2, 0);
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
@@ -67,7 +67,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     c.batch = prefill ? pick(1, 2) : pick(1, 6);
     c.context = pick(16, 400);
     c.prompt = prefill ? pick(1, 40) : 1;
-    c.tp_level = pick(0, 1) ? static_cast<std::int64_t>(CollLevel::cube) : static_cast<std::int64_t>(CollLevel::sip);
+    c.tp_level = pick(0, 2) ? pick(1, 2) : (pick(0, 1) ? 0 : 3);  // cube or sip, else pe or hier (PE ranks)
     c.tp = pick(1, 4);
     c.pp = pick(0, 2) ? 1 : pick(2, 3);
     c.microbatches = 1;
@@ -99,6 +99,8 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
     if (c.weight_bytes == 1) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 7)];
     if (c.kv_bytes == 1 && !prefill) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 8)];
     if (c.stage_layers[0] != 0 && c.stage_layers[0] * c.pp != c.layers) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 9)];
+    if (c.tp_level == static_cast<std::int64_t>(CollLevel::pe)) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 10)];
+    if (c.tp_level == static_cast<std::int64_t>(CollLevel::hier)) ++(*counts)[static_cast<std::size_t>(2 + kCollAlgos + 11)];
     out.push_back(c);
   }
   return out;

@@ -65,6 +65,17 @@ TEST(Runtime, HbmIsSharedByThePesThatAccessIt) {
     // 800 bytes: 100 ns at the DMA rate; with two sharers, 200 ns at half the stack.
     EXPECT_EQ(r.result.timing[static_cast<std::size_t>(load)].busy_end, working == 1 ? 100000 : 200000) << working;
   }
+  // A launch with co-tenants (identical launches on the cube's other PEs, as tensor-parallel
+  // ranks of one PE run) shares the cube as if they were in it: one PE with one co-tenant
+  // loads as two PEs of one launch do.
+  t.hbm_tenants = 2;
+  RuntimeContext ctx(t);
+  const Tensor x = ctx.zeros({2, 400}, DType::f16, Placement{}, "x");
+  OpId load = engine::kNoOp;
+  ctx.launch("load", LaunchGrid{1, 1, 1}, [&](PeProgram& p) { load = p.load(x, Region{0, 1, 0, 400}, p.sram(800, DType::f16)); });
+  const RunReport r = ctx.run();
+  ASSERT_EQ(r.status, engine::Status::ok);
+  EXPECT_EQ(r.result.timing[static_cast<std::size_t>(load)].busy_end, 200000);
 }
 
 }  // namespace

@@ -39,6 +39,12 @@ struct HwConfig {
   std::int64_t vector_lanes = 0;
   std::int64_t sram_kib = 0;
   std::int64_t dma_engines = 0, dma_bandwidth_gbps = 0;
+  // Not a topology field: how many identical launches share each cube's HBM at once, this
+  // one included (0 or 1: none but this one). A tensor-parallel rank of one PE runs its
+  // kernels on one PE while the other ranks of its cube run theirs alike, so every HBM port
+  // a launch uses counts that many times in the cube's share (ADR 0002, docs/model.md
+  // section 13.5).
+  std::int64_t hbm_tenants = 0;
 
   KB_HD constexpr std::int64_t cubes_per_sip() const { return cube_rows * cube_cols; }
   KB_HD constexpr std::int64_t pes_per_cube() const { return pe_rows * pe_cols; }
@@ -48,6 +54,8 @@ struct HwConfig {
   KB_HD constexpr std::int64_t sram_bytes() const { return sram_kib << 10; }
   // Aggregate DMA rate of one PE.
   KB_HD constexpr std::int64_t dma_gbps() const { return dma_engines * dma_bandwidth_gbps; }
+  // The launches sharing each cube's HBM (hbm_tenants, at least 1).
+  KB_HD constexpr std::int64_t tenants() const { return hbm_tenants > 1 ? hbm_tenants : 1; }
 };
 
 // The ranges a topology file allows, one per kind of field (KB_HW_RANGES below gives each
@@ -116,6 +124,8 @@ constexpr std::int64_t kMaxMachinePes = INT64_C(1) << 24;
 // A hardware config a topology file could hold: every field in its range (kHwRanges), and
 // the checks that span fields. Every model's check starts with it. Computed without
 // overflow for any field values.
-KB_HD constexpr bool hw_fits(const HwConfig& h) { return hw_in_range(h) && h.total_pes() <= kMaxMachinePes; }
+KB_HD constexpr bool hw_fits(const HwConfig& h) {
+  return hw_in_range(h) && h.total_pes() <= kMaxMachinePes && h.hbm_tenants >= 0 && h.hbm_tenants <= kMaxGrid;
+}
 
 }  // namespace kb

@@ -523,7 +523,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   // Every op's time must be representable, and so the sum of every op's busy time and latency
   // (a bound on any finish time): the largest transfer at the smallest share, the largest
   // matmul and vector op, times the ops of the busiest PE, times the PEs.
-  const std::int64_t d = c.d_head, P = h.pes_per_cube(), shard = dec_max_shard(c);
+  const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants(), shard = dec_max_shard(c);
   const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
   if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;
   const dec_detail::Chunk k = dec_detail::chunk(c, c.chunk, true, P);
@@ -570,6 +570,7 @@ struct DecodeEval {
       dec_cube_works(c, q, ws);
       std::int64_t sharers = 0;
       for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(ws[p]);
+      sharers *= h.tenants();  // identical launches beside this one share the cube too
       sharers_of[q] = sharers;
       for (std::int64_t p = 0; p < P; ++p) {
         PeState& s = st[q * P + p];

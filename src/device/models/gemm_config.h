@@ -215,7 +215,7 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
   // count itself below 2^61).
   const std::int64_t tile_bytes = 2 * imax(imax(g.tile_m * g.tile_k, g.tile_k * g.tile_n), g.tile_m * g.tile_n);
-  if (tile_bytes > kTimeLimitPs / (kPsPerNs * g.pes)) return kGemmTimeOverflow;
+  if (tile_bytes > kTimeLimitPs / (kPsPerNs * g.pes * h.tenants())) return kGemmTimeOverflow;
   const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, h.matrix_rows, h.matrix_cols, h.dataflow);
   if (cycles > kTimeLimitPs / 1000000) return kGemmTimeOverflow;
   return kGemmOk;

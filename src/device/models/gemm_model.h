@@ -42,7 +42,8 @@ struct GemmEval {
 
   // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
   // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
-  KB_HD std::int64_t share_of(std::int64_t tiles) const { return imin(g.pes, tiles * unit); }
+  // The cube's HBM sharers: its PEs with tiles, times the launches alike beside it.
+  KB_HD std::int64_t share_of(std::int64_t tiles) const { return imin(g.pes, tiles * unit) * g.hw.tenants(); }
   KB_HD const TileKinds& kinds_of(std::int64_t tiles) {
     if (share_of(tiles) != kinds_share) {
       kinds_share = share_of(tiles);

@@ -79,7 +79,7 @@ KB_HD inline std::int64_t llm_attn_item_of(const LlmAttnConfig& c, std::int64_t 
 // PEs of cube q with work: they share its HBM.
 KB_HD inline std::int64_t llm_attn_sharers(const LlmAttnConfig& c, std::int64_t q) {
   const std::int64_t P = c.hw.pes_per_cube(), busy = imin(llm_attn_items(c), llm_attn_pes(c));
-  return imax(0, imin(P, busy - q * P));
+  return imax(0, imin(P, busy - q * P)) * c.hw.tenants();
 }
 
 // The automatic tile for items of h heads: the largest power of two from 256 down (at most
@@ -150,7 +150,7 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   // A bound on any finish: every chunk step of every item on one PE, each at its costs with
   // two HBM latencies, plus each item's query load, division and store.
   const HwConfig& h = c.hw;
-  const std::int64_t R = c.tile * c.heads, d = c.head_dim, P = h.pes_per_cube();
+  const std::int64_t R = c.tile * c.heads, d = c.head_dim, P = h.pes_per_cube() * h.tenants();
   if (R * d * 4 > kTimeLimitPs / (kPsPerNs * P * 4)) return kLlmAttnTimeOverflow;
   const DecodeConfig f = llm_attn_flash(c, R);
   const dec_detail::Chunk k = dec_detail::chunk(f, c.tile, true, P);

@@ -43,7 +43,7 @@ constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
   X(kLlmBadPp, "bad_pp")              /* pp outside 1..min(layers, 64), too few SIPs, or a split that does not fit */ \
   X(kLlmHbmOverflow, "hbm_overflow")  /* a cube's weights, KV cache and activations exceed its HBM */ \
   X(kLlmTooLarge, "too_large")        /* the step's FLOPs, bytes or time beyond int64 */               \
-  X(kLlmUnsupported, "unsupported")   /* placed and bounded, not yet timed (llm_supported) */          \
+  X(kLlmUnsupported, "unsupported")   /* reserved: every mapping placed is timed */                   \
   X(kLlmBadKernel, "bad_kernel")      /* a kernel of the layer program its family refuses */
 
 enum LlmPlaceStatus : std::int32_t {

@@ -61,18 +61,18 @@ KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
   return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp, c.stage_layers};
 }
 
-// The machine of one rank: SIP 0 alone (a SIP rank), or one cube of it (a cube rank).
+// The machine of one rank: SIP 0 alone (a SIP rank), one cube of it (a cube rank), or one PE
+// of one cube (a PE rank, of level pe or hier), whose cube's HBM the other ranks of that
+// cube share, running the same kernels at the same time (HwConfig::hbm_tenants).
 KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   HwConfig h = c.hw;
   h.sips = 1;
-  if (c.tp_level == static_cast<std::int64_t>(CollLevel::cube)) h.cube_rows = h.cube_cols = 1;
+  if (c.tp_level != static_cast<std::int64_t>(CollLevel::sip)) h.cube_rows = h.cube_cols = 1;
+  if (c.tp_level == static_cast<std::int64_t>(CollLevel::pe) || c.tp_level == static_cast<std::int64_t>(CollLevel::hier)) {
+    h.pe_rows = h.pe_cols = 1;
+    h.hbm_tenants = llm_ranks(c.hw, llm_run_of(c)).ranks_per_cube;
+  }
   return h;
-}
-
-// What this version times: decode steps and prefills, ranks that are cubes or SIPs. The
-// rest is placed and bounded by model place, and refused here as `unsupported`.
-KB_HD inline bool llm_supported(const LlmConfig& c) {
-  return c.tp_level == static_cast<std::int64_t>(CollLevel::cube) || c.tp_level == static_cast<std::int64_t>(CollLevel::sip);
 }
 
 // Calls the visitor with each kernel of the layer program (layer = true) and of the head,
@@ -179,7 +179,6 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
     return kLlmBadField;
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
-  if (!llm_supported(c)) return kLlmUnsupported;
   return kLlmOk;
 }
 

@@ -26,7 +26,8 @@
 namespace kb {
 
 // The transfer between stages 0 and 1 of a mapping: `stage_sips` SIPs a stage, `ranks` tp
-// ranks at `level` (cube or sip), `bytes` a rank.
+// ranks at `level` (PEs of a cube, cubes, SIPs, or hier: the first PEs of the stage), `bytes`
+// a rank.
 struct LlmSendConfig {
   HwConfig hw;
   std::int64_t stage_sips, level, ranks, bytes;
@@ -44,19 +45,42 @@ enum LlmSendStatus : std::int32_t { kLlmSendOk = 0, kLlmSendBadField, kLlmSendTi
 // The sender and destination r's nodes.
 KB_HD inline net::Node llm_send_from(const LlmSendConfig& c) { return net::Node{c.stage_sips - 1, 0, 0}; }
 KB_HD inline net::Node llm_send_to(const LlmSendConfig& c, std::int64_t r) {
-  return c.level == static_cast<std::int64_t>(CollLevel::cube) ? net::Node{c.stage_sips, r, 0}
-                                                               : net::Node{c.stage_sips + r, 0, 0};
+  const std::int64_t P = c.hw.pes_per_cube(), C = c.hw.cubes_per_sip();
+  switch (static_cast<CollLevel>(c.level)) {
+    case CollLevel::pe: return net::Node{c.stage_sips, 0, r};
+    case CollLevel::cube: return net::Node{c.stage_sips, r, 0};
+    case CollLevel::sip: return net::Node{c.stage_sips + r, 0, 0};
+    case CollLevel::hier: break;
+  }
+  return net::Node{c.stage_sips + r / (C * P), (r / P) % C, r % P};  // the stage's PEs in (SIP, cube, PE) order
+}
+// The HBM write ports the transfer uses in a receiving cube (ADR 0002: the launch's users
+// share the cube): one per rank there, the ranks of a cube being PEs of it (pe, hier).
+KB_HD inline std::int64_t llm_send_receivers(const LlmSendConfig& c) {
+  const std::int64_t P = c.hw.pes_per_cube();
+  if (c.level == static_cast<std::int64_t>(CollLevel::pe)) return c.ranks;
+  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) return c.ranks < P ? c.ranks : P;
+  return 1;
+}
+// Whether `ranks` tp ranks of `level` fill a stage of `stage_sips` SIPs as llm_ranks places them.
+KB_HD inline bool llm_send_ranks_fit(const LlmSendConfig& c) {
+  const std::int64_t P = c.hw.pes_per_cube(), C = c.hw.cubes_per_sip(), t = c.ranks;
+  switch (static_cast<CollLevel>(c.level)) {
+    case CollLevel::pe: return t <= P && c.stage_sips == 1;
+    case CollLevel::cube: return t <= C && c.stage_sips == 1;
+    case CollLevel::sip: return t == c.stage_sips;
+    case CollLevel::hier: return t <= c.stage_sips * C * P && (t <= P || t % P == 0) && (t <= C * P || t % (C * P) == 0);
+  }
+  return false;
 }
 
 KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
   if (!hw_fits(c.hw) || c.stage_sips < 1 || 2 * c.stage_sips > c.hw.sips || c.bytes < 2 || c.bytes % 2 != 0 ||
-      c.bytes > kCollMaxBytes || c.ranks < 1 ||
-      (c.level != static_cast<std::int64_t>(CollLevel::cube) && c.level != static_cast<std::int64_t>(CollLevel::sip)) ||
-      (c.level == static_cast<std::int64_t>(CollLevel::cube) ? c.ranks > c.hw.cubes_per_sip() : c.ranks != c.stage_sips))
+      c.bytes > kCollMaxBytes || c.ranks < 1 || c.level < 0 || c.level >= kCollLevels || !llm_send_ranks_fit(c))
     return kLlmSendBadField;
-  if (transfer_overflows(c.bytes, 1)) return kLlmSendTimeOverflow;
+  if (transfer_overflows(c.bytes, llm_send_receivers(c))) return kLlmSendTimeOverflow;
   // Every copy's time, at most: its hops' latencies and its slowest hop.
-  const ps_t port = shared_transfer_ps(c.bytes, c.hw.dma_gbps(), c.hw.hbm_bandwidth_gbps, 1);
+  const ps_t port = shared_transfer_ps(c.bytes, c.hw.dma_gbps(), c.hw.hbm_bandwidth_gbps, llm_send_receivers(c));
   ps_t total = 0;
   for (std::int64_t i = 0; i < c.ranks; ++i) {
     ps_t slowest = port, latency = sat_mul(2 * c.hw.hbm_latency_ns, kPsPerNs);
@@ -73,14 +97,15 @@ KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
 // One copy, alone: every hop of the route (a DMA read at the sender's HBM share, the links,
 // the write through the receiver's HBM port at its share) held for the slowest one; the
 // copy ends the hops' latencies after it starts, plus that slowest time (cut-through,
-// docs/model.md section 6). Each end's cube has one HBM user: the sender's queue, the
-// receiver's port.
+// docs/model.md section 6). The sender's cube has one HBM user (its queue); a receiving
+// cube has one per rank in it (their write ports: llm_send_receivers).
 KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
   LlmSendResult r{};
   r.status = llm_send_check(c);
   if (r.status != kLlmSendOk) return r;
   const HwConfig& h = c.hw;
-  const ps_t port = shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, 1);
+  const ps_t send = shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, 1);
+  const ps_t port = imax(send, shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, llm_send_receivers(c)));
   for (std::int64_t i = 0; i < c.ranks; ++i) {
     ps_t slowest = port, latency = 2 * h.hbm_latency_ns * kPsPerNs;
     std::int64_t hops = 0;

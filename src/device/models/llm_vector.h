@@ -80,7 +80,7 @@ KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
   if (!hw_fits(c.hw) || c.hw.sips != 1 || c.out_bytes < 0 || c.out_bytes > 2) return kLlmVecBadField;
   if (llm_vec_sram_bytes(c, 1) > c.hw.sram_bytes()) return kLlmVecSramOverflow;
   // A bound on any finish: every byte at a share of every PE, every pass, plus latencies.
-  const std::int64_t P = c.hw.pes_per_cube(), bytes = 3 * c.rows * c.cols * 2;
+  const std::int64_t P = c.hw.pes_per_cube() * c.hw.tenants(), bytes = 3 * c.rows * c.cols * 2;
   if (transfer_overflows(bytes, 2 * P)) return kLlmVecTimeOverflow;
   const std::int64_t passes = 9 * vector_cycles(VecOp::exp, c.rows, c.cols, c.hw.vector_lanes);
   if (passes > kTimeLimitPs / 1000000 / 4) return kLlmVecTimeOverflow;
@@ -148,7 +148,7 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
   LlmVecResult r{};
   r.status = llm_vec_check(c);
   if (r.status != kLlmVecOk) return r;
-  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), n = C * P, R = c.rows;
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), n = C * P, R = c.rows, T = c.hw.tenants();
   auto add = [&](const llm_detail::VecPe& pe, std::int64_t count) {
     if (count == 0) return;
     r.latency_ps = imax(r.latency_ps, pe.end);
@@ -157,8 +157,8 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
   };
   if (R >= n) {
     const std::int64_t lo = R / n, more = R % n;
-    add(llm_detail::vec_pe(c, lo, P), n - more);
-    if (more) add(llm_detail::vec_pe(c, lo + 1, P), more);
+    add(llm_detail::vec_pe(c, lo, P * T), n - more);
+    if (more) add(llm_detail::vec_pe(c, lo + 1, P * T), more);
   } else {
     std::int64_t seen_sharers[2] = {-1, -1};
     llm_detail::VecPe seen[2];
@@ -169,7 +169,7 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
       if (i < 0) {
         i = seen_sharers[0] < 0 ? 0 : 1;
         seen_sharers[i] = s;
-        seen[i] = llm_detail::vec_pe(c, 1, s);
+        seen[i] = llm_detail::vec_pe(c, 1, s * T);
       }
       add(seen[i], s);
     }

@@ -70,7 +70,8 @@ Family make() {
           .range(1, kLlmMaxContext).default_to("4096").defines_problem(),
       axis("prompt", "--prompt", "prefill: tokens a prompt", offsetof(C, prompt)).range(1, kLlmMaxPrompt).default_to("2048").defines_problem(),
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
-      axis("tp_level", "--tp-level", "what a rank is: cube (cubes of SIP 0) or sip (SIPs); pe and hier are placed (model place), not yet timed",
+      axis("tp_level", "--tp-level", "what a rank is: pe (a PE of one cube), cube (a cube of SIP 0), sip (a SIP), or hier "
+                                     "(a PE, over the first tp PEs of the stage)",
            offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
       axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly or by --pp-layers (docs/model.md section 13.8)",
            offsetof(C, pp)).range(1, kLlmMaxStages).best_of("1,2,4,8").default_to("best"),

@@ -468,8 +468,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmBadPp:
     case kLlmTooLarge:
     case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
-    case kLlmUnsupported:
-      return "not timed yet: a step is timed for tp at level cube or sip (model place places and bounds the rest)";
+    case kLlmUnsupported: return "unsupported";
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);

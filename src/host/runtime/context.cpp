@@ -182,6 +182,7 @@ void RuntimeContext::end_launch() {
       last_bytes = -1;
       sharers = 0;
       for (std::int64_t p = 0; p < 2 * ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(2 * h.cube * ppc + p)] == launches_;
+      sharers *= topo_.tenants();  // identical launches on the cube's other PEs use as many ports
     }
     const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
     if (bytes != last_bytes) {
