@@ -548,7 +548,7 @@ KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
 
 // The config's fields and memory (allreduce_check adds the model's capacity).
 KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
-  if (!hw_fits(c.hw)) return kArBadHardware;
+  if (!hw_fits(c.hw) || c.hw.hbm_tenants > 1) return kArBadHardware;  // a collective's launch is every rank's
   if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
       c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
     return kArBadField;

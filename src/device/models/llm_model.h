@@ -67,6 +67,7 @@ KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
 KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   HwConfig h = c.hw;
   h.sips = 1;
+  h.hbm_tenants = 0;  // alone, unless its cube holds other ranks (below)
   if (c.tp_level != static_cast<std::int64_t>(CollLevel::sip)) h.cube_rows = h.cube_cols = 1;
   if (c.tp_level == static_cast<std::int64_t>(CollLevel::pe) || c.tp_level == static_cast<std::int64_t>(CollLevel::hier)) {
     h.pe_rows = h.pe_cols = 1;
@@ -164,10 +165,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   }
 }
 
-// The status of the config alone: its fields and mapping (llm_place_check), what this
-// version times, and every kernel's config as its family checks it. `bad` gets the index of
-// the first kernel its family refuses (its status in `*kernel_status`).
-// The config's own fields and mapping, and what this version times (no kernel's check).
+// The config's own fields and mapping (llm_place_check; no kernel's check).
 KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
   if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
@@ -182,6 +180,9 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   return kLlmOk;
 }
 
+// The status of the config: llm_check_config, then every kernel's config as its family
+// checks it. `bad` gets the index of the first kernel its family refuses (its status in
+// `*kernel_status`).
 KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = nullptr, std::int32_t* kernel_status = nullptr) {
   const std::int32_t s = llm_check_config(c);
   if (s != kLlmOk) return s;

@@ -75,7 +75,7 @@ KB_HD inline bool llm_send_ranks_fit(const LlmSendConfig& c) {
 }
 
 KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
-  if (!hw_fits(c.hw) || c.stage_sips < 1 || 2 * c.stage_sips > c.hw.sips || c.bytes < 2 || c.bytes % 2 != 0 ||
+  if (!hw_fits(c.hw) || c.hw.hbm_tenants > 1 || c.stage_sips < 1 || 2 * c.stage_sips > c.hw.sips || c.bytes < 2 || c.bytes % 2 != 0 ||
       c.bytes > kCollMaxBytes || c.ranks < 1 || c.level < 0 || c.level >= kCollLevels || !llm_send_ranks_fit(c))
     return kLlmSendBadField;
   if (transfer_overflows(c.bytes, llm_send_receivers(c))) return kLlmSendTimeOverflow;
