@@ -181,17 +181,23 @@ TEST(Models, TheRankProgramAddsUpToTheBounds) {
   }
 }
 
+// `eval llm ARGS --json` on both engines: exit 0 and identical figures.
+json eval_both(const std::string& args) {
+  const Result r = run("eval llm " + args + " --json");
+  EXPECT_EQ(r.code, 0) << args << r.err;
+  if (r.code != 0) return json();
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["parity"], true) << args;
+  return j;
+}
+
 // 8-bit weights and KV cache, timed on both engines: against fp16, HBM reads drop by exactly
 // one byte per weight multiplied (every projection and the LM head, once each at batch 1)
 // and per KV value attended to, KV appends write half, and the step is no slower.
 TEST(Models, EightBitWeightsAndKvCacheReadHalfTheBytes) {
   auto eval = [&](const std::string& bytes) {
-    const Result r = run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --batch 2 "
-                         "--context 4096 --layers 1 --json " + bytes);
-    EXPECT_EQ(r.code, 0) << r.err;
-    const json j = json::parse(r.out);
-    EXPECT_EQ(j["parity"], true) << bytes;
-    return j;
+    return eval_both("--model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --batch 2 --context 4096 "
+                     "--layers 1 " + bytes);
   };
   const json fp16 = eval(""), w8 = eval("--weight-bytes 1"), kv8 = eval("--kv-bytes 1");
   auto get = [](const json& j, const char* k) { return j[k].get<std::int64_t>(); };
@@ -217,12 +223,8 @@ TEST(Models, PipelineStagesTakeTheLayersGiven) {
   EXPECT_EQ(p["stages"][1]["layers"], 12);
   EXPECT_EQ(p["mapping"]["pp"], 2);
   auto eval = [&](const std::string& more) {
-    const Result r = run("eval llm --model llama-3.1-8b" + ring + " --tp 2 --tp-level sip --tp-algo ring --attention-case 1 "
-                         "--batch 4 --layers 1 --json " + more);
-    EXPECT_EQ(r.code, 0) << r.err;
-    const json j = json::parse(r.out);
-    EXPECT_EQ(j["parity"], true) << more;
-    return j;
+    return eval_both("--model llama-3.1-8b" + ring + " --tp 2 --tp-level sip --tp-algo ring --attention-case 1 --batch 4 "
+                     "--layers 1 " + more);
   };
   const json split = eval("--pp-layers 20,12"), even = eval("--pp 2"), four = eval("--pp-layers 5,9,9,9 --microbatches 4");
   EXPECT_EQ(split["stage_layers"], "20,12");
@@ -388,11 +390,9 @@ TEST(Models, RanksOfOnePeAreTimed) {
   std::int64_t step[3];
   int i = 0;
   for (const char* mapping : {"--tp 8 --tp-level pe", "--tp 16 --tp-level hier", "--tp 8 --tp-level cube"}) {
-    const Result r = run(std::string("eval llm --model llama-3.1-8b --weight-bytes 1 --tp-algo ring --attention-case 1 --batch 2 "
-                                     "--layers 1 --json ") + mapping);
-    ASSERT_EQ(r.code, 0) << mapping << r.err;
-    const json j = json::parse(r.out);
-    EXPECT_EQ(j["parity"], true) << mapping;
+    const json j = eval_both(std::string("--model llama-3.1-8b --weight-bytes 1 --tp-algo ring --attention-case 1 --batch 2 "
+                                         "--layers 1 ") + mapping);
+    ASSERT_FALSE(j.is_null()) << mapping;
     step[i++] = j["step_ps"];
   }
   EXPECT_GT(step[0], step[2]);

@@ -96,7 +96,8 @@ Family make() {
                       {"heads", std::to_string(s.heads)},       {"kv_heads", std::to_string(s.kv_heads)},
                       {"head_dim", std::to_string(s.head_dim)}, {"layers", std::to_string(s.layers)},
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
-                }}};
+                },
+                nullptr}};
   f.presets.push_back(
       {"--pp-layers", "each pipeline stage's layers, e.g. 21,20,20,19 (the stages: --pp, which defaults to their count); "
                       "an even split when not given",

@@ -320,7 +320,7 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     // Whether to run this kernel: every pass runs the layer's, the first pass the head's too.
     bool runs(bool layer) const { return layer || first; }
     // Where kernel k of the first layer writes its trace (none for later ones and the head).
-    std::string trace_file;
+    std::string trace_file{};
     const std::string* to(bool layer) {
       if (!trace || !first || !layer) return nullptr;
       trace_file = trace->part(traced);
