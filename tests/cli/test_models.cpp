@@ -202,7 +202,10 @@ TEST(Models, EightBitWeightsAndKvCacheReadHalfTheBytes) {
   const json fp16 = eval(""), w8 = eval("--weight-bytes 1"), kv8 = eval("--kv-bytes 1");
   auto get = [](const json& j, const char* k) { return j[k].get<std::int64_t>(); };
   const std::int64_t matmul = std::int64_t{32} * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + std::int64_t{128256} * 4096;
-  EXPECT_EQ(get(fp16, "hbm_read_bytes") - get(w8, "hbm_read_bytes"), matmul);
+  // And the norms' weights (two a layer and the final one), loaded by each PE with a row:
+  // 2 of each of the 8 ranks' cubes.
+  const std::int64_t norms = std::int64_t{2 * 32 + 1} * 8 * 2 * 4096;
+  EXPECT_EQ(get(fp16, "hbm_read_bytes") - get(w8, "hbm_read_bytes"), matmul + norms);
   EXPECT_EQ(get(fp16, "hbm_write_bytes"), get(w8, "hbm_write_bytes"));
   EXPECT_EQ(get(fp16, "hbm_read_bytes") - get(kv8, "hbm_read_bytes"), std::int64_t{32} * 2 * 1024 * 4096 * 2);
   EXPECT_EQ(get(fp16, "hbm_write_bytes") - get(kv8, "hbm_write_bytes"), std::int64_t{32} * 2 * 1024 * 2);
@@ -410,6 +413,39 @@ TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --model nosuch"), "--model nosuch: no such model");
   expect_input_error(run("sweep llm --model llama-3.1-8b,llama-3.1-70b --tp 8"), "--model llama-3.1-8b,llama-3.1-70b: one value a sweep");
   expect_input_error(run("eval llm --tp 8 --layers 40"), "a field is out of range");
+}
+
+// Data mode from the command line (docs/model.md section 13.9): the shipped tiny random
+// model's logits against a float64 forward pass, in decode and prefill; the figures as timed;
+// what it cannot run is one line and exit 2, before any output.
+TEST(Models, EvalLlmDataModeReportsTheLogitsError) {
+  for (const char* phase : {"--phase decode --context 24", "--phase prefill --prompt 20"}) {
+    const json j = eval_both(std::string("--model llama-tiny-random --tp 1 --pp 1 --batch 2 --data --seed 3 ") + phase);
+    ASSERT_TRUE(j.contains("data")) << phase;
+    const json& d = j["data"];
+    EXPECT_EQ(d["seed"], 3);
+    EXPECT_EQ(d["sequences"], 2);
+    EXPECT_EQ(d["vocab"], 256);
+    EXPECT_GT(d["max_abs_logit"].get<double>(), 0.1);
+    EXPECT_LE(d["relative_error"].get<double>(), 1.0 / 128) << d;  // fp16 accuracy
+    EXPECT_GT(d["max_abs_error"].get<double>(), 0.0);  // fp16 is not float64
+    EXPECT_EQ(d["layer_ps"], j["layer_ps"]);
+    EXPECT_EQ(d["head_ps"], j["head_ps"]);
+  }
+  const Result text = run("eval llm --model llama-tiny-random --tp 1 --pp 1 --data");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  data: logits of 1 sequence(s) x 256 against a float64 forward pass (seed 1): max |error| "),
+            std::string::npos)
+      << text.out;
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 2 --pp 1 --data"), "--data runs one rank: --tp 1 (got 2)");
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --layers 1 --data"), "--data runs every layer");
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --data --seed x"), "--seed x");
+  expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --data"),
+                     "--data runs one rank");
+  expect_input_error(run("eval llm --model llama-3.1-8b --tp 1 --tp-level sip --pp 1 --tp-algo ring --attention-case 1 --data"),
+                     "--data computes every value on the host");
+  const Result gemm = run("eval gemm --m 64 --n 64 --k 64 --data");
+  EXPECT_EQ(gemm.code, 2);  // a family without a data mode has no --data
 }
 
 TEST(Models, BadMappingsAreOneLine) {

@@ -18,7 +18,8 @@ const std::int64_t kKinds[] = {static_cast<std::int64_t>(LlmKernelKind::norm), s
                                static_cast<std::int64_t>(LlmKernelKind::kv_append)};
 
 std::string describe(const LlmVecConfig& c) {
-  return "kind " + std::to_string(c.kind) + " rows " + std::to_string(c.rows) + " cols " + std::to_string(c.cols) + " cubes " +
+  return "kind " + std::to_string(c.kind) + " rows " + std::to_string(c.rows) + " cols " + std::to_string(c.cols) + " head_dim " +
+         std::to_string(c.head_dim) + " weight_bytes " + std::to_string(c.weight_bytes) + " cubes " +
          std::to_string(c.hw.cube_rows) + "x" + std::to_string(c.hw.cube_cols) + " pes " + std::to_string(c.hw.pe_rows) + "x" +
          std::to_string(c.hw.pe_cols) + " sram_kib " + std::to_string(c.hw.sram_kib);
 }
@@ -53,6 +54,11 @@ TEST(LlmVector, ModelEqualsReferenceOnRandomKernels) {
     c.rows = pick(1, 3) == 1 ? pick(1, 8) : pick(1, 600);
     c.cols = pick(1, 3000);
     if (c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append)) c.out_bytes = pick(1, 2);  // an 8-bit cache, or fp16
+    if (c.kind == static_cast<std::int64_t>(LlmKernelKind::norm)) c.weight_bytes = pick(1, 2);      // its weights' bytes
+    if (c.kind == static_cast<std::int64_t>(LlmKernelKind::rope)) {                                 // heads of 2..128 values
+      c.head_dim = 2 * pick(1, 64);
+      c.cols = c.head_dim * pick(1, 24);
+    }
     if (llm_vec_check(c) != kLlmVecOk) continue;
     ++run;
     converted += c.out_bytes == 1;

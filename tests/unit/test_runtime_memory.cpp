@@ -41,7 +41,9 @@ TEST(Runtime, Fp8RoundsToE4m3) {
     EXPECT_EQ(round_to(DType::fp8, r), r);
     int e;
     const float f = std::frexp(std::fabs(r), &e);
-    if (r != 0.0f && e - 1 >= -6) EXPECT_EQ(std::ldexp(f, 4), std::nearbyint(std::ldexp(f, 4))) << r;
+    if (r != 0.0f && e - 1 >= -6) {
+      EXPECT_EQ(std::ldexp(f, 4), std::nearbyint(std::ldexp(f, 4))) << r;
+    }
   }
 }
 

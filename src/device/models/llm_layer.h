@@ -66,23 +66,15 @@ KB_HD inline int llm_vec_passes(std::int64_t kind, std::int64_t t, std::int64_t 
   int n = 0;
   switch (static_cast<LlmKernelKind>(kind)) {
     case LlmKernelKind::norm:
-      out[n++] = {VecOp::mul, t, cols};      // x·x
-      out[n++] = {VecOp::row_sum, t, cols};  // each row's sum
-      out[n++] = {VecOp::exp, 1, t};         // 1/sqrt(mean + eps) of each row: an exp-class op
-      out[n++] = {VecOp::row_mul, t, cols};  // scale each row
-      out[n++] = {VecOp::mul, t, cols};      // the norm's weights
+      out[n++] = {VecOp::row_sumsq, t, cols};  // each row's sum of squares
+      out[n++] = {VecOp::rsqrt, 1, t};         // 1/sqrt(mean + eps) of each row
+      out[n++] = {VecOp::row_mul, t, cols};    // scale each row
+      out[n++] = {VecOp::col_mul, t, cols};    // the norm's weights
       break;
-    case LlmKernelKind::rope:
-      out[n++] = {VecOp::mul, t, cols};
-      out[n++] = {VecOp::mul, t, cols};
-      out[n++] = {VecOp::add, t, cols};
-      break;
+    case LlmKernelKind::rope: out[n++] = {VecOp::rope, t, cols}; break;
     case LlmKernelKind::silu_mul:
-      out[n++] = {VecOp::exp, t, cols};      // e^-gate
-      out[n++] = {VecOp::add, t, cols};      // 1 + e^-gate
-      out[n++] = {VecOp::row_div, t, cols};  // gate / (1 + e^-gate): one pass, as a divide
-      out[n++] = {VecOp::mul, t, cols};
-      out[n++] = {VecOp::mul, t, cols};      // x up
+      out[n++] = {VecOp::silu, t, cols};  // gate / (1 + e^-gate)
+      out[n++] = {VecOp::mul, t, cols};   // x up
       break;
     case LlmKernelKind::residual: out[n++] = {VecOp::add, t, cols}; break;
     default: break;
@@ -110,7 +102,8 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
   int n = 0;
   out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("qkv", M, H, q + 2 * kv, wb);
-  out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1, 0);
+  out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1,
+                 M * m.head_dim * 2);  // and the table's cos/sin rows
   {
     // K and V into the cache; into an 8-bit cache through a conversion pass.
     const std::int64_t convert = r.kv_bytes == 1 ? vector_cycles(VecOp::copy, M, 2 * kv, L) : 0;

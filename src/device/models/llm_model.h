@@ -151,6 +151,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         x.hw = rank;
         x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
         x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
+        x.head_dim = c.head_dim, x.weight_bytes = c.weight_bytes;
         v.vector(x, k, layer);
         break;
       }
@@ -170,7 +171,7 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
   if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
-      c.head_dim < 1 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
+      c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
       c.tp_algo < 0 || c.tp_algo >= kCollAlgos || c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
       c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages)

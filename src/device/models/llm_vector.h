@@ -2,7 +2,8 @@
 // RoPE, SiLU(gate) x up, a residual add, and the KV cache append, on one tensor-parallel
 // rank (a cube, or a SIP's cubes). Rows (tokens) are split evenly over the rank's PEs; a PE
 // streams its rows through its SRAM in tiles: it loads a tile of each input from its cube's
-// HBM, runs the kernel's passes on its vector engine, and stores the tile back. The op list
+// HBM (and RoPE's cos/sin rows for the tile; a norm loads its weights once, first), runs the
+// kernel's passes on its vector engine, and stores the tile back. The op list
 // and the tiling are shared with the reference program (src/host/kernels/llm_program.cpp),
 // as routes are; the timing below is the model's own.
 #pragma once
@@ -23,11 +24,21 @@ struct LlmVecConfig {
   std::int64_t kind;  // LlmKernelKind: norm, rope, residual, silu_mul or kv_append
   std::int64_t rows, cols;
   std::int64_t out_bytes;  // bytes of a stored value: 2 (fp16; 0 means 2), or 1 (kv_append into an 8-bit cache)
+  std::int64_t head_dim;      // rope: values of a head (even, dividing cols), the width of its cos/sin table
+  std::int64_t weight_bytes;  // norm: bytes of a weight (1 or 2; 0 means 2)
 };
 
 // Bytes of a stored value. At 1 byte a tile's output is converted (a copy pass of the
 // vector engine into a buffer of its own) before its store.
 KB_HD constexpr std::int64_t llm_vec_out_bytes(const LlmVecConfig& c) { return c.out_bytes == 1 ? 1 : 2; }
+// A norm's weights (cols values at weight_bytes each), loaded once by each PE with rows.
+KB_HD constexpr std::int64_t llm_vec_weight_bytes(const LlmVecConfig& c) {
+  return c.kind == static_cast<std::int64_t>(LlmKernelKind::norm) ? c.cols * (c.weight_bytes == 1 ? 1 : 2) : 0;
+}
+// RoPE's table: per row, head_dim / 2 cosines and as many sines (fp16), loaded with each tile.
+KB_HD constexpr std::int64_t llm_vec_table_cols(const LlmVecConfig& c) {
+  return c.kind == static_cast<std::int64_t>(LlmKernelKind::rope) ? c.head_dim : 0;
+}
 
 struct LlmVecResult {
   std::int32_t status;
@@ -38,6 +49,8 @@ struct LlmVecResult {
 };
 
 constexpr std::int64_t kLlmVecMaxRows = INT64_C(1) << 32, kLlmVecMaxCols = INT64_C(1) << 20;
+// RMSNorm's epsilon (LLaMA-3.1's rms_norm_eps): values only, never timing.
+constexpr float kLlmRmsNormEps = 1e-5f;
 
 // 0 valid, 1 bad field (kind, rows or cols), 2 a row of the kernel's buffers does not fit
 // a PE's SRAM, 3 times could pass int64.
@@ -51,10 +64,13 @@ KB_HD inline int llm_vec_inputs(std::int64_t kind) {
              : 1;
 }
 
-// SRAM one PE needs for a tile of t rows: each input's tile (fp16), the converted output
-// (at 1 byte a value) and a row buffer (f32).
+// SRAM one PE needs for a tile of t rows: a norm's weights, each input's tile (fp16), RoPE's
+// table rows (fp16), the converted output (at 1 byte a value) and a row buffer (f32).
+KB_HD inline std::int64_t llm_vec_row_bytes(const LlmVecConfig& c) {
+  return llm_vec_inputs(c.kind) * c.cols * 2 + llm_vec_table_cols(c) * 2 + (llm_vec_out_bytes(c) == 1 ? c.cols : 0) + 4;
+}
 KB_HD inline std::int64_t llm_vec_sram_bytes(const LlmVecConfig& c, std::int64_t t) {
-  return llm_vec_inputs(c.kind) * t * c.cols * 2 + (llm_vec_out_bytes(c) == 1 ? t * c.cols : 0) + t * 4;
+  return llm_vec_weight_bytes(c) + t * llm_vec_row_bytes(c);
 }
 
 // Rows of PE g (0..cubes x PEs - 1, cube-major) of the rank: an even split.
@@ -65,8 +81,7 @@ KB_HD inline std::int64_t llm_vec_rows_of(const LlmVecConfig& c, std::int64_t g)
 
 // A PE's tile: the most rows (at most its own) whose buffers fit its SRAM.
 KB_HD inline std::int64_t llm_vec_tile_rows(const LlmVecConfig& c, std::int64_t rows) {
-  const std::int64_t per_row = llm_vec_sram_bytes(c, 1);
-  const std::int64_t fit = c.hw.sram_bytes() / per_row;
+  const std::int64_t fit = (c.hw.sram_bytes() - llm_vec_weight_bytes(c)) / llm_vec_row_bytes(c);
   return fit < rows ? fit : rows;
 }
 
@@ -77,10 +92,14 @@ KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::silu_mul) ||
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append);
   if (!known || c.rows < 1 || c.rows > kLlmVecMaxRows || c.cols < 1 || c.cols > kLlmVecMaxCols) return kLlmVecBadField;
-  if (!hw_fits(c.hw) || c.hw.sips != 1 || c.out_bytes < 0 || c.out_bytes > 2) return kLlmVecBadField;
+  if (!hw_fits(c.hw) || c.hw.sips != 1 || c.out_bytes < 0 || c.out_bytes > 2 || c.weight_bytes < 0 || c.weight_bytes > 2)
+    return kLlmVecBadField;
+  if (c.kind == static_cast<std::int64_t>(LlmKernelKind::rope) &&
+      (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmVecMaxCols || c.cols % c.head_dim != 0))
+    return kLlmVecBadField;
   if (llm_vec_sram_bytes(c, 1) > c.hw.sram_bytes()) return kLlmVecSramOverflow;
   // A bound on any finish: every byte at a share of every PE, every pass, plus latencies.
-  const std::int64_t P = c.hw.pes_per_cube() * c.hw.tenants(), bytes = 3 * c.rows * c.cols * 2;
+  const std::int64_t P = c.hw.pes_per_cube() * c.hw.tenants(), bytes = 3 * c.rows * (c.cols + c.head_dim) * 2 + 2 * c.cols;
   if (transfer_overflows(bytes, 2 * P)) return kLlmVecTimeOverflow;
   const std::int64_t passes = 9 * vector_cycles(VecOp::exp, c.rows, c.cols, c.hw.vector_lanes);
   if (passes > kTimeLimitPs / 1000000 / 4) return kLlmVecTimeOverflow;
@@ -96,16 +115,21 @@ struct VecPe {
   ps_t end, vector_busy, dma_busy;
 };
 
-// A PE streaming `rows` rows, its cube's HBM shared by `sharers` PEs: per tile, each input's
-// load on its DMA queue, the passes on its vector engine once the loads have landed, and the
-// store once the passes (and the conversion to 8 bits, if any) are done; the queue serves
-// in program order, so the next tile's loads follow the store.
+// A PE streaming `rows` rows, its cube's HBM shared by `sharers` PEs: a norm's weights first,
+// then per tile each input's load (and RoPE's table rows) on its DMA queue, the passes on its
+// vector engine once the loads have landed, and the store once the passes (and the
+// conversion to 8 bits, if any) are done; the queue serves in program order, so the next
+// tile's loads follow the store.
 KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t sharers) {
   const HwConfig& h = c.hw;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t T = llm_vec_tile_rows(c, rows), inputs = llm_vec_inputs(c.kind), ob = llm_vec_out_bytes(c);
   VecPe r{0, 0, 0};
   ps_t dma = 0, vec = 0;
+  if (llm_vec_weight_bytes(c) > 0) {  // lands before the first tile, which follows it on the queue
+    dma = shared_transfer_ps(llm_vec_weight_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+    r.dma_busy = dma;
+  }
   for (std::int64_t lo = 0; lo < rows; lo += T) {
     const std::int64_t t = imin(T, rows - lo), bytes = t * c.cols * 2;
     const ps_t b = shared_transfer_ps(bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
@@ -114,6 +138,12 @@ KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t
     for (int i = 0; i < inputs; ++i) {
       landed = dma + b + lat;
       dma += b;
+    }
+    if (llm_vec_table_cols(c) > 0) {
+      const ps_t tb = shared_transfer_ps(t * llm_vec_table_cols(c) * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+      landed = dma + tb + lat;
+      dma += tb;
+      r.dma_busy += tb;
     }
     r.dma_busy += inputs * b + out;
     LlmVecPass p[6];
@@ -174,7 +204,7 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
       add(seen[i], s);
     }
   }
-  r.hbm_read_bytes = llm_vec_inputs(c.kind) * R * c.cols * 2;
+  r.hbm_read_bytes = llm_vec_inputs(c.kind) * R * c.cols * 2 + R * llm_vec_table_cols(c) * 2 + imin(R, n) * llm_vec_weight_bytes(c);
   r.hbm_write_bytes = R * c.cols * llm_vec_out_bytes(c);
   return r;
 }

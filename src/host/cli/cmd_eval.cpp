@@ -39,6 +39,12 @@ CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   cmd->add_option("--backend", a.backend, "batched-model backend: auto, cuda or omp")->capture_default_str();
   cmd->add_option("--trace", a.trace, "write a Chrome trace (Perfetto) of the reference run to FILE");
   a.max_ops.add(cmd, "");
+  if (f.data_run) {
+    cmd->add_flag("--data", a.data,
+                  "also run the reference engine with values (random weights from --seed) and compare its output with a "
+                  "float64 forward pass");
+    cmd->add_option("--seed", a.seed, "the seed of --data's values")->capture_default_str();
+  }
   cmd->add_flag("--json", a.json, "print one JSON object");
   a.topo.add(cmd, false);
   return cmd;
@@ -173,6 +179,14 @@ void cmd_eval(EvalArgs a) {
 
   const bool want_ref = a.engine != "batched", want_batched = a.engine != "reference";
   if (!a.trace.empty() && !want_ref) throw InputError("--trace: needs the reference engine (--engine reference or both)");
+  std::uint64_t seed = 0;
+  if (a.data) {
+    const std::vector<std::int64_t> s = parse_axis_values("--seed", a.seed);
+    if (s.size() != 1) throw InputError("--seed " + a.seed + ": expected one value");
+    seed = static_cast<std::uint64_t>(s[0]);
+    const std::string why = f.data_refusal(cfg.data());
+    if (!why.empty()) throw InputError(why);
+  }
   const std::int64_t max_ops = a.max_ops.value();
   if (want_ref) check_reference_size(f, cfg.data(), max_ops);
   Study study(f, want_batched ? resolve_backend(a.backend, f.id) : BackendKind::omp, {want_batched, want_ref});
@@ -183,6 +197,8 @@ void cmd_eval(EvalArgs a) {
   const void* primary = study.result(0);
   const void* rr = study.reference(0);
   const void* rb = study.batched(0);
+  std::string data_line;
+  const nlohmann::json data = a.data ? f.data_run(cfg.data(), seed, &data_line) : nlohmann::json();
 
   // The config and each engine's figures as rows of the family's tables.
   Table config(config_columns(f));
@@ -218,6 +234,7 @@ void cmd_eval(EvalArgs a) {
       j["parity"] = diff.empty();
       if (!diff.empty()) j["parity_diff"] = diff;
     }
+    if (a.data) j["data"] = data;
     std::cout << j.dump(2) << "\n";
   } else {
     std::string line;
@@ -236,6 +253,7 @@ void cmd_eval(EvalArgs a) {
     std::printf("%s", figures.record(0).c_str());
     if (want_ref && want_batched) std::printf("  parity: %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
     if (!a.trace.empty()) std::printf("  trace: %s\n", a.trace.c_str());
+    if (a.data) std::printf("  data: %s\n", data_line.c_str());
   }
   if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
 }

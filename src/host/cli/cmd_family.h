@@ -46,6 +46,8 @@ struct EvalArgs {
   std::string trace, engine = "both", backend = "auto";
   MaxOpsArg max_ops;  // the reference run's op cap
   bool json = false;
+  bool data = false;  // --data (families with a data mode)
+  std::string seed = "1";
 };
 
 struct SweepArgs {

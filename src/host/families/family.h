@@ -134,6 +134,10 @@ struct Family {
   // An upper bound of the ops the reference program builds for a config (its graph, signals
   // included), found without building it; the reference run holds its graph to it.
   std::function<std::int64_t(const void* config)> reference_ops;
+  // Data mode (eval --data), for a family that has one: why a config cannot run with values
+  // ("" when it can), and the run from a seed, its findings as JSON plus one line of text.
+  std::function<std::string(const void* config)> data_refusal;
+  std::function<nlohmann::json(const void* config, std::uint64_t seed, std::string* line)> data_run;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }

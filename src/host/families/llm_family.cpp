@@ -1,8 +1,10 @@
 // The llm family's descriptor: one step of a whole LLaMA model under a tensor-parallel
 // mapping, composed from the families' kernels (docs/model.md section 13.5).
 #include <cstddef>
+#include <cstdio>
 #include <iterator>
 
+#include "../kernels/llm_data.h"
 #include "../kernels/llm_program.h"
 #include "../llm/model_file.h"
 #include "family.h"
@@ -188,6 +190,30 @@ Family make() {
       f, [](const C& c) { return llm_check(c); },
       [](const C& c, const std::string* trace_path) { return llm_reference(c, trace_path); },
       [](const C& c) { return llm_reference_ops(c); });
+  f.data_refusal = [](const void* c) { return llm_data_refusal(*static_cast<const C*>(c)); };
+  f.data_run = [](const void* cfg, std::uint64_t seed, std::string* line) {
+    const LlmDataReport d = llm_data_run(*static_cast<const C*>(cfg), seed);
+    const double rel = ratio(d.max_abs_error, d.max_abs_logit);
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "logits of %lld sequence(s) x %lld against a float64 forward pass (seed %llu): max |error| %.3g, "
+                  "max |logit| %.3g (error %.2g of it, %.2g fp16 half-ulps), rms error %.3g; %lld kernels in data mode, "
+                  "each layer %lld ps as timed",
+                  static_cast<long long>(d.sequences), static_cast<long long>(d.vocab), static_cast<unsigned long long>(seed),
+                  d.max_abs_error, d.max_abs_logit, rel, rel / 0x1p-11, d.rms_error, static_cast<long long>(d.kernels),
+                  static_cast<long long>(d.layer_ps));
+    *line = text;
+    return nlohmann::json{{"seed", seed},
+                          {"sequences", d.sequences},
+                          {"vocab", d.vocab},
+                          {"max_abs_error", d.max_abs_error},
+                          {"max_abs_logit", d.max_abs_logit},
+                          {"relative_error", rel},
+                          {"rms_error", d.rms_error},
+                          {"kernels", d.kernels},
+                          {"layer_ps", d.layer_ps},
+                          {"head_ps", d.head_ps}};
+  };
   return f;
 }
 

@@ -56,10 +56,12 @@ OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, S
 }
 
 void FlashChunks::step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, OpId ldv, SramBuf q, SramBuf k, SramBuf v,
-                       SramBuf s, std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b) {
+                       SramBuf s, std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b,
+                       FlashCausal mask) {
   const OpId mm1 = p.matmul(q, k, s, rows, n, d, false, {ldk, lq, rs_prev, last_mm});
   const SramBuf md = first ? b.m : b.mc, ld = first ? b.l : b.lc, od = first ? b.o : b.oc;
-  OpId x = p.vector_scale(s, rows * n, scale, {mm1});
+  OpId x = mask.on ? p.causal_scale(s, rows, n, scale, mask.first_token, mask.heads, mask.pos0, {mm1})
+                   : p.vector_scale(s, rows * n, scale, {mm1});
   x = p.row_max(md, s, rows, n, {x});
   x = p.row_sub(s, md, rows, n, {x});
   const OpId ex = p.vector_exp(s, rows * n, {x});
@@ -278,7 +280,8 @@ std::int64_t decode_reference_ops(const DecodeConfig& in) {
   return ops;
 }
 
-DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
+DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path,
+                     const std::vector<std::vector<float>>* inputs) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
@@ -299,7 +302,15 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
     const bool pe_sp = kase == DecodeCase::cube_repl_pe_sp || kase == DecodeCase::cube_sp_pe_sp;
     if (cube_sp) kp.cube = vp.cube = Split::row_wise, kp.cube_dim = 3, vp.cube_dim = 2;
     if (pe_sp) kp.pe = vp.pe = Split::row_wise, kp.pes = vp.pes = P, kp.pe_dim = 3, vp.pe_dim = 2;
-    if (data) {
+    if (data && inputs) {
+      if (inputs->size() != 3) throw InputError("decode: 3 input tensors, " + std::to_string(inputs->size()) + " given");
+      t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
+      t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
+      t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
+      ctx.assign(t.q, (*inputs)[0]);
+      ctx.assign(t.k, (*inputs)[1]);
+      ctx.assign(t.v, (*inputs)[2]);
+    } else if (data) {
       t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
       t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
       t.v = ctx.random({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V", seed + 2);
@@ -368,8 +379,10 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
   return o;
 }
 
-DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path) {
-  const DecodeRun run = run_decode(c, false, 1, trace_path);
+DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path, KernelValues* data) {
+  if (data && c.allreduce) throw InputError("decode: data mode of a layer program has no cross-cube reduce");
+  const DecodeRun run = run_decode(c, data != nullptr, 1, trace_path, data ? &data->in : nullptr);
+  if (data) data->out = run.outputs.at(0);
   const engine::Summary& s = run.report.summary;
   DecodeResult r{};
   r.status = kDecOk;

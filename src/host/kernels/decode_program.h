@@ -10,6 +10,7 @@
 
 #include "../../device/models/decode_model.h"
 #include "../runtime/context.h"
+#include "kernel_values.h"
 
 namespace kb {
 
@@ -23,8 +24,9 @@ struct DecodeRun {
 };
 
 // Runs the config (decode_check must accept it); data mode fills q, K and V with random
-// values from `seed`.
-DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, const std::string* trace_path = nullptr);
+// values from `seed`, or with `inputs` (q, K, V in the layouts above) when given.
+DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed = 1, const std::string* trace_path = nullptr,
+                     const std::vector<std::vector<float>>* inputs = nullptr);
 
 // softmax(q K^T / sqrt(d)) V in float64, [units x G, d], from a run's inputs.
 std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run);
@@ -41,6 +43,12 @@ OpId flash_merge(PeProgram& p, SramBuf m1, SramBuf l1, SramBuf o1, SramBuf m2, S
 struct FlashBufs {
   SramBuf m, l, o, t, mc, lc, oc;
 };
+// A causal block (prefill's diagonal) masks, in data mode, the scores of positions (from
+// pos0) past each row's token (from first_token, `heads` rows a token).
+struct FlashCausal {
+  bool on = false;
+  std::int64_t first_token = 0, heads = 1, pos0 = 0;
+};
 struct FlashChunks {
   OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
   OpId rs_prev = engine::kNoOp, last_mm = engine::kNoOp, last_vec = engine::kNoOp;
@@ -51,13 +59,15 @@ struct FlashChunks {
   // query rows q (loaded by lq): S = q K^T into s, the softmax passes, O = P V, and, after
   // the first chunk, the merge of the chunk's partials into the accumulators.
   void step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, OpId ldv, SramBuf q, SramBuf k, SramBuf v, SramBuf s,
-            std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b);
+            std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b, FlashCausal mask = FlashCausal());
 };
 
 // The ops run_decode builds for `c`, at most (found without building them).
 std::int64_t decode_reference_ops(const DecodeConfig& c);
 // The family's reference: the figures of run_decode, as the model reports them.
-DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path);
+// With `data`: in data mode on data->in (q, K, V as run_decode lays them out), the answer
+// [units x G, d] left in data->out (c.allreduce must be 0).
+DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_path, KernelValues* data = nullptr);
 
 // The one-line reason a status names, for `eval decode`.
 std::string decode_status_message(std::int32_t status, const DecodeConfig& c);

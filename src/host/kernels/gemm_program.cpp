@@ -210,17 +210,24 @@ std::int64_t gemm_graph_ops(const GemmParams& p) {
 
 std::int64_t gemm_reference_ops(const GemmConfig& c) { return gemm_graph_ops(gemm_params(c)); }
 
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& asked, const std::string* trace_path) {
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& asked, const std::string* trace_path,
+                                 KernelValues* data) {
   validate_gemm(topo, asked);
   const GemmParams p = gemm_params(gemm_config(topo, asked));  // the split resolved
   const std::int64_t ops = gemm_graph_ops(p);
-  RuntimeContext ctx(topo);
+  RuntimeContext ctx(topo, ContextOptions{data != nullptr});
   ctx.limit_ops(ops);
   ctx.reserve(static_cast<std::size_t>(ops), static_cast<std::size_t>(4 * ops));  // at most 3 deps per op, 2 per load
   // The request was validated: anything the runtime rejects from here on is a bug of the
   // shipped kernel program, not the user's input.
+  GemmTensors t;
   try {
-    const GemmTensors t = gemm_tensors(ctx, p, 0);
+    t = gemm_tensors(ctx, p, 0);
+    if (data) {
+      if (data->in.size() != 2) throw InputError("gemm: 2 input tensors, " + std::to_string(data->in.size()) + " given");
+      ctx.assign(t.a, data->in[0]);
+      ctx.assign(t.b, data->in[1]);
+    }
     ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
   } catch (const InputError& e) {
     throw InternalError(std::string("the GEMM reference program was rejected by the runtime: ") + e.what(), __FILE__,
@@ -229,11 +236,12 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& ask
   GemmReference out;
   out.report = ctx.run_checked("shape", "GEMM reference");
   if (trace_path) ctx.write_trace(*trace_path, out.report);
+  if (data) data->out = ctx.values(t.c);
   return out;
 }
 
-GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path) {
-  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace_path);
+GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path, KernelValues* data) {
+  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace_path, data);
   const engine::Summary& s = ref.report.summary;
   GemmResult r{};
   r.status = kGemmOk;

@@ -5,6 +5,7 @@
 
 #include "../../device/models/gemm_model.h"
 #include "../runtime/context.h"
+#include "kernel_values.h"
 
 namespace kb {
 
@@ -47,10 +48,13 @@ struct GemmReference {
   RunReport report;
 };
 // Builds, launches and simulates the GEMM on the reference engine.
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path = nullptr);
+// With `data`: in data mode, A and B from data->in[0] and [1] (row-major [m, k], [k, n]), and
+// C [m, n] left in data->out.
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path = nullptr,
+                                 KernelValues* data = nullptr);
 // The family's reference program: the figures of a config from the reference engine (and
 // its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
-GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path = nullptr);
+GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path = nullptr, KernelValues* data = nullptr);
 
 // The ops the reference program builds for `p` (tiles auto-resolved), at most: per output
 // tile a load pair and a matmul per K step and a store, and with split-K each PE's partial

@@ -23,61 +23,76 @@
 namespace kb {
 
 std::int64_t llm_vec_reference_ops(const LlmVecConfig& c) {
-  // Per tile: the loads, at most five passes and the store; a PE's tiles at most its rows.
+  // Per tile: the loads, at most five passes and the store; a PE's tiles at most its rows;
+  // a norm's weights once a PE.
   const std::int64_t parts = c.hw.cubes_per_sip() * c.hw.pes_per_cube();
-  return sat_mul(sat_mul(ceil_div(c.rows, parts), parts), llm_vec_inputs(c.kind) + 6);
+  return sat_mul(sat_mul(ceil_div(c.rows, parts), parts), llm_vec_inputs(c.kind) + 7) + parts;
 }
 
-LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path) {
+LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path, KernelValues* data) {
   LlmVecResult r{};
   r.status = llm_vec_check(c);
   if (r.status != kLlmVecOk) throw InputError("llm vector kernel: invalid config (status " + std::to_string(r.status) + ")");
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), parts = C * P;
   const int inputs = llm_vec_inputs(c.kind);
   const auto kind = static_cast<LlmKernelKind>(c.kind);
-  RuntimeContext ctx(topology_of(c.hw), ContextOptions{false});
+  const std::int64_t d = llm_vec_table_cols(c), wbytes = llm_vec_weight_bytes(c);
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{data != nullptr});
   ctx.limit_ops(llm_vec_reference_ops(c));
+  Tensor out;
   try {
     Placement rep;  // every cube holds the tensors, shared by its PEs
     rep.cubes = C;
-    Tensor in[2];
+    Tensor in[2], extra;
     for (int i = 0; i < inputs; ++i) in[i] = ctx.zeros({c.rows, c.cols}, DType::f16, rep, i == 0 ? "x" : "y");
+    // A norm's weights; RoPE's cos/sin rows.
+    const DType wtype = c.weight_bytes == 1 ? DType::fp8 : DType::f16;
+    if (wbytes > 0) extra = ctx.zeros({1, c.cols}, wtype, rep, "weights");
+    if (d > 0) extra = ctx.zeros({c.rows, d}, DType::f16, rep, "cos_sin");
+    if (data) {
+      const std::size_t given = static_cast<std::size_t>(inputs + (wbytes > 0 || d > 0 ? 1 : 0));
+      if (data->in.size() != given)
+        throw InputError("llm vector kernel: " + std::to_string(given) + " input tensors, " + std::to_string(data->in.size()) + " given");
+      for (int i = 0; i < inputs; ++i) ctx.assign(in[i], data->in[static_cast<std::size_t>(i)]);
+      if (given > static_cast<std::size_t>(inputs)) ctx.assign(extra, data->in.back());
+    }
     // The output overwrites the first input, or (converted to 8 bits) goes to a tensor of its own.
     const bool convert = llm_vec_out_bytes(c) == 1;
-    const Tensor out = convert ? ctx.zeros({c.rows, c.cols}, DType::fp8, rep, "out") : in[0];
+    out = convert ? ctx.zeros({c.rows, c.cols}, DType::fp8, rep, "out") : in[0];
+    const float inv_cols = 1.0f / static_cast<float>(c.cols);
     ctx.launch("llm_vector", LaunchGrid{1, C, P}, [&](PeProgram& p) {
       const std::int64_t g = p.rank().cube * P + p.rank().pe, rows = llm_vec_rows_of(c, g);
       if (rows == 0) return;
       const std::int64_t first = g * c.rows / parts, T = llm_vec_tile_rows(c, rows);
+      SramBuf weights;
+      OpId have_weights = engine::kNoOp;
+      if (wbytes > 0) {
+        weights = p.sram(wbytes, wtype);
+        have_weights = p.load(extra, Region{0, 1, 0, c.cols}, weights);
+      }
       SramBuf buf[2];
       for (int i = 0; i < inputs; ++i) buf[i] = p.sram(T * c.cols * 2, DType::f16);
+      const SramBuf table = d > 0 ? p.sram(T * d * 2, DType::f16) : SramBuf{};
       const SramBuf narrow = convert ? p.sram(T * c.cols, DType::fp8) : SramBuf{};
       const SramBuf row = p.sram(T * 4, DType::f32);
       for (std::int64_t lo = 0; lo < rows; lo += T) {
         const std::int64_t t = std::min(T, rows - lo), n = t * c.cols;
         const Region reg{first + lo, t, 0, c.cols};
         const OpId a = p.load(in[0], reg, buf[0]);
-        const OpId loaded = inputs == 2 ? p.load(in[1], reg, buf[1]) : a;
+        OpId loaded = inputs == 2 ? p.load(in[1], reg, buf[1]) : a;
+        if (d > 0) loaded = p.load(extra, Region{first + lo, t, 0, d}, table);
         const SramBuf x = buf[0], y = inputs == 2 ? buf[1] : buf[0];
         OpId last = loaded;
         switch (kind) {
-          case LlmKernelKind::norm:
-            last = p.vector_mul(x, x, n, {loaded});
-            last = p.row_sum(row, x, t, c.cols, {last});
-            last = p.vector_exp(row, t, {last});
+          case LlmKernelKind::norm:  // x / sqrt(mean(x^2) + eps) * weights, each row
+            last = p.row_sumsq(row, x, t, c.cols, {loaded});
+            last = p.vector_rsqrt(row, t, inv_cols, kLlmRmsNormEps, {last});
             last = p.row_mul(x, row, t, c.cols, {last});
-            last = p.vector_mul(x, x, n, {last});
+            last = p.col_mul(x, weights, t, c.cols, {last, have_weights});
             break;
-          case LlmKernelKind::rope:
-            last = p.vector_mul(x, x, n, {loaded});
-            last = p.vector_mul(x, x, n, {last});
-            last = p.vector_add(x, x, n, {last});
-            break;
+          case LlmKernelKind::rope: last = p.rope(x, table, t, c.cols, d, {a, loaded}); break;
           case LlmKernelKind::silu_mul:
-            last = p.vector_exp(x, n, {a, loaded});
-            last = p.vector_add(x, x, n, {last});
-            last = p.row_div(x, row, t, c.cols, {last});
-            last = p.vector_mul(x, x, n, {last});
+            last = p.vector_silu(x, n, {a, loaded});
             last = p.vector_mul(x, y, n, {last});
             break;
           case LlmKernelKind::residual: last = p.vector_add(x, y, n, {a, loaded}); break;
@@ -96,6 +111,7 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
   }
   const RunReport report = ctx.run_checked("llm", "llm vector kernel");
   if (trace_path) ctx.write_trace(*trace_path, report);
+  if (data) data->out = ctx.values(out);
   const engine::Summary& s = report.summary;
   r.latency_ps = s.latency_ps;
   r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
@@ -112,15 +128,16 @@ std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c) {
   return sat_mul(llm_attn_units(c), sat_add(sat_mul(3, nb), sat_mul(22, sat_mul(nb, nb + 1) / 2)));
 }
 
-LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path) {
+LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path, KernelValues* data) {
   LlmAttnResult r{};
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) throw InputError("llm attention kernel: invalid config (status " + std::to_string(r.status) + ")");
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
   const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, h = c.heads, S = G / h, Rm = t * h;
   const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
-  RuntimeContext ctx(topology_of(c.hw), ContextOptions{false});
+  RuntimeContext ctx(topology_of(c.hw), ContextOptions{data != nullptr});
   ctx.limit_ops(llm_attn_reference_ops(c));
+  Tensor answer;
   try {
     Placement rep;  // every cube holds the tensors, shared by its PEs
     rep.cubes = C;
@@ -130,6 +147,13 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
     const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
     const Tensor v = ctx.zeros({KV, T, d}, DType::f16, rep, "v");
     const Tensor o = ctx.zeros({KV, T, G, d}, DType::f16, rep, "o");
+    answer = o;
+    if (data) {
+      if (data->in.size() != 3) throw InputError("llm attention: 3 input tensors, " + std::to_string(data->in.size()) + " given");
+      ctx.assign(q, data->in[0]);
+      ctx.assign(k, data->in[1]);
+      ctx.assign(v, data->in[2]);
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     ctx.launch("llm_attention", LaunchGrid{1, C, P}, [&](PeProgram& p) {
       const std::int64_t g = p.rank().cube * P + p.rank().pe;
@@ -157,7 +181,9 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
           const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
           const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {chain.v_free(slot)});
           // The causal mask of the diagonal block rides on the scaling pass (timed alike).
-          chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc});
+          FlashCausal mask;
+          if (j + 1 == J) mask = FlashCausal{true, it.first, h, pos};
+          chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc}, mask);
         }
         const OpId div = p.row_div(ob, l, R, d, {chain.last_vec, chain.last_mm});
         p.store(p.slice(ob, 0, R * d), o, rows, {div});
@@ -168,6 +194,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   }
   const RunReport report = ctx.run_checked("llm", "llm attention kernel");
   if (trace_path) ctx.write_trace(*trace_path, report);
+  if (data) data->out = ctx.values(answer);
   const engine::Summary& s = report.summary;
   r.latency_ps = s.latency_ps;
   r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];

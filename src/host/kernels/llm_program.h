@@ -9,18 +9,23 @@
 #include "../../device/models/llm_attention.h"
 #include "../../device/models/llm_model.h"
 #include "../../device/models/llm_vector.h"
+#include "kernel_values.h"
 
 namespace kb {
 
-// The kernel on the reference engine: its figures as an LlmVecResult. The passes are timed,
-// not computed (the program runs without data).
-LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path = nullptr);
+// The kernel on the reference engine: its figures as an LlmVecResult. With `data`, it runs in
+// data mode on data->in (x, then y for residual and silu_mul, a norm's weights [cols] or
+// RoPE's cos/sin table [rows, head_dim]) and leaves what it wrote in data->out.
+LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path = nullptr, KernelValues* data = nullptr);
 // The ops it builds, at most.
 std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
 
 // The causal prefill attention kernel on the reference engine (docs/model.md section 13.6):
-// each PE's items as explicit loads, matmuls, vector ops and stores. Timed, not computed.
-LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path = nullptr);
+// each PE's items as explicit loads, matmuls, vector ops and stores. With `data`, in data mode
+// on data->in (q [KV, T, G, d], K [KV, d, T], V [KV, T, d], KV = batch x kv_heads, G query heads
+// of a KV head), the answer o [KV, T, G, d] left in data->out.
+LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path = nullptr,
+                                 KernelValues* data = nullptr);
 std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c);
 
 // The activation transfer between pipeline stages (docs/model.md section 13.8): one

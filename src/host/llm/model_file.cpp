@@ -122,6 +122,10 @@ LlmShape read_shape(const std::string& file, const YAML::Node& root) {
                ") times a head size of 1.." + std::to_string(kLlmMaxHeadDim) + " (give head_dim)");
     m.head_dim = m.hidden / m.heads;
   }
+  if (m.head_dim % 2 != 0)  // RoPE rotates a head's values in pairs
+    refuse(at(file, r.has("head_dim") ? r.node("head_dim").Mark() : r.node("hidden_size").Mark()),
+           r.has("head_dim") ? "head_dim" : "hidden_size",
+           "a head of " + std::to_string(m.head_dim) + " values: RoPE rotates a head's values in pairs, so it must be even");
   m.layers = r.integer("num_hidden_layers", 1, kLlmMaxLayers);
   m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
   m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;

@@ -135,6 +135,15 @@ const std::vector<float>& RuntimeContext::values(Tensor t) const {
   if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
   return tensor(t).data;
 }
+void RuntimeContext::assign(Tensor t, const std::vector<float>& values) {
+  if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
+  tensor(t);  // throws for a tensor of another context
+  TensorInfo& info = tensors_[static_cast<std::size_t>(t.id)];
+  if (values.size() != info.data.size())
+    throw InputError("tensor '" + info.name + "' holds " + std::to_string(info.data.size()) + " values; " +
+                     std::to_string(values.size()) + " given");
+  for (std::size_t i = 0; i < values.size(); ++i) info.data[i] = round_to(info.dtype, values[i]);
+}
 std::int64_t RuntimeContext::rows(Tensor t) const { return tensor(t).rows; }
 std::int64_t RuntimeContext::cols(Tensor t) const { return tensor(t).cols; }
 const std::vector<std::int64_t>& RuntimeContext::shape(Tensor t) const { return tensor(t).shape; }

@@ -167,6 +167,21 @@ class PeProgram {
   // accumulated left to right in f32.
   OpId row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
   OpId row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  // The layer program's (docs/model.md section 13.4): dst[r] = sum over c of src[r * cols + c]^2
+  // (f32, left to right); dst[i] = 1 / sqrt(dst[i] s + eps); dst[r * cols + c] *= src[c];
+  // rotary embedding: each head of `head_dim` values of row r, halves (x1, x2), becomes
+  // (x1 cos - x2 sin, x2 cos + x1 sin), with table row r holding head_dim / 2 cosines then
+  // as many sines; dst[i] = dst[i] / (1 + exp(-dst[i])) (SiLU).
+  OpId row_sumsq(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  OpId vector_rsqrt(SramBuf dst, std::int64_t n, float s, float eps, Deps deps = {});
+  OpId col_mul(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps = {});
+  OpId rope(SramBuf dst, SramBuf table, std::int64_t rows, std::int64_t cols, std::int64_t head_dim, Deps deps = {});
+  OpId vector_silu(SramBuf dst, std::int64_t n, Deps deps = {});
+  // vector_scale of a rows x cols block of scores whose row r is query token
+  // first_token + r / heads and column c position pos0 + c; in data mode a score of a later
+  // position than its token becomes -inf (the causal mask, timed as the scale it rides on).
+  OpId causal_scale(SramBuf dst, std::int64_t rows, std::int64_t cols, float s, std::int64_t first_token,
+                    std::int64_t heads, std::int64_t pos0, Deps deps = {});
   // SRAM -> SRAM of another rank, over PE copy queues, cube links and SIP links.
   OpId copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps = {});
   // Copies whose source or destination is a region of a tensor in HBM (this rank's cube for
@@ -196,7 +211,8 @@ class PeProgram {
   PeProgram(RuntimeContext& ctx, Rank rank, LaunchGrid grid, std::int32_t label)
       : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {}
   engine::Op base(engine::OpKind kind, engine::ResourceId res) const;
-  OpId vector_op(VecOp op, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s, Deps deps);
+  OpId vector_op(VecOp op, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s, Deps deps,
+                 float s2 = 0.0f, std::int64_t period = 0);
   // One end of a copy: an SRAM buffer, or a region of a tensor in HBM.
   struct CopyEnd {
     SramBuf buf;
@@ -228,6 +244,8 @@ class RuntimeContext {
                 std::uint64_t seed);
   // The values of a tensor (data mode only), row-major.
   const std::vector<float>& values(Tensor t) const;
+  // Data mode: sets every value of a tensor (row-major, rounded to its type) before run().
+  void assign(Tensor t, const std::vector<float>& values);
   // rows: the product of every dimension but the last; cols: the last.
   std::int64_t rows(Tensor t) const;
   std::int64_t cols(Tensor t) const;

@@ -207,16 +207,20 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
 }
 
 OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s,
-                          Deps deps) {
+                          Deps deps, float s2, std::int64_t period) {
   if (rows <= 0 || cols <= 0) throw InputError("vector op with no elements");
-  const bool reduce = kind == VecOp::row_sum || kind == VecOp::row_max;
-  const bool unary = kind == VecOp::scale || kind == VecOp::exp;
+  const bool reduce = kind == VecOp::row_sum || kind == VecOp::row_max || kind == VecOp::row_sumsq;
+  const bool unary = kind == VecOp::scale || kind == VecOp::exp || kind == VecOp::rsqrt || kind == VecOp::silu;
   const bool broadcast = kind == VecOp::row_sub || kind == VecOp::row_mul || kind == VecOp::row_div;
+  if (kind == VecOp::rope && (period < 2 || period % 2 != 0 || cols % period != 0))
+    throw InputError("rope on " + ctx_.rank_name(rank_) + ": heads of " + std::to_string(period) +
+                     " values (even, at least 2) must tile rows of " + std::to_string(cols));
   auto elements_of = [&](SramBuf b) {
     const auto& info = ctx_.use_buf(b, rank_, 0, "vector op");
     return info.bytes / dtype_bytes(info.dtype);
   };
-  if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < (broadcast ? rows : rows * cols)))
+  const std::int64_t src_need = broadcast ? rows : kind == VecOp::col_mul ? cols : kind == VecOp::rope ? rows * period : rows * cols;
+  if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < src_need))
     throw InputError("vector op on " + ctx_.rank_name(rank_) + ": " + std::to_string(rows * cols) +
                      " elements do not fit its buffers");
   engine::Op op = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
@@ -224,18 +228,34 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   op.busy_ps = cycles_ps(op.cycles, ctx_.topo_.clock_mhz);
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
-    ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s]() {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s, s2, period, unary]() {
       const DType dt = ctx.bufs_[static_cast<std::size_t>(dst.id)].dtype;
       float* D = ctx.vals(dst.id);
-      const float* S = kind == VecOp::scale || kind == VecOp::exp ? nullptr : ctx.vals(src.id);
+      const float* S = unary ? nullptr : ctx.vals(src.id);
       auto at = [](float* v, std::int64_t i) -> float& { return v[i]; };
       auto in = [&](std::int64_t i) { return S[i]; };
-      if (kind == VecOp::row_sum || kind == VecOp::row_max) {
+      if (kind == VecOp::row_sum || kind == VecOp::row_max || kind == VecOp::row_sumsq) {
         for (std::int64_t r = 0; r < rows; ++r) {
-          float acc = in(r * cols);
-          for (std::int64_t c = 1; c < cols; ++c) acc = kind == VecOp::row_sum ? acc + in(r * cols + c) : std::max(acc, in(r * cols + c));
+          float acc = kind == VecOp::row_sumsq ? 0.0f : in(r * cols);
+          for (std::int64_t c = kind == VecOp::row_sumsq ? 0 : 1; c < cols; ++c) {
+            const float x = in(r * cols + c);
+            acc = kind == VecOp::row_sum ? acc + x : kind == VecOp::row_sumsq ? acc + x * x : std::max(acc, x);
+          }
           at(D, r) = round_to(dt, acc);
         }
+        return;
+      }
+      if (kind == VecOp::rope) {  // each head's halves (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
+        const std::int64_t half = period / 2;
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t h = 0; h < cols; h += period)
+            for (std::int64_t i = 0; i < half; ++i) {
+              float& a = at(D, r * cols + h + i);
+              float& b = at(D, r * cols + h + half + i);
+              const float cs = in(r * period + i), sn = in(r * period + half + i), x1 = a, x2 = b;
+              a = round_to(dt, x1 * cs - x2 * sn);
+              b = round_to(dt, x2 * cs + x1 * sn);
+            }
         return;
       }
       for (std::int64_t i = 0; i < rows * cols; ++i) {
@@ -252,6 +272,9 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
           case VecOp::row_sub: v = d - in(i / cols); break;
           case VecOp::row_mul: v = d * in(i / cols); break;
           case VecOp::row_div: v = d / in(i / cols); break;
+          case VecOp::rsqrt: v = 1.0f / std::sqrt(d * s + s2); break;
+          case VecOp::col_mul: v = d * in(i % cols); break;
+          case VecOp::silu: v = d / (1.0f + std::exp(-d)); break;
           default: break;
         }
         d = round_to(dt, v);
@@ -294,6 +317,34 @@ OpId PeProgram::row_sum(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_
 }
 OpId PeProgram::row_max(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
   return vector_op(VecOp::row_max, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::row_sumsq(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::row_sumsq, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::vector_rsqrt(SramBuf dst, std::int64_t n, float s, float eps, Deps deps) {
+  return vector_op(VecOp::rsqrt, dst, dst, 1, n, s, deps, eps);
+}
+OpId PeProgram::col_mul(SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, Deps deps) {
+  return vector_op(VecOp::col_mul, dst, src, rows, cols, 0.0f, deps);
+}
+OpId PeProgram::rope(SramBuf dst, SramBuf table, std::int64_t rows, std::int64_t cols, std::int64_t head_dim, Deps deps) {
+  return vector_op(VecOp::rope, dst, table, rows, cols, 0.0f, deps, 0.0f, head_dim);
+}
+OpId PeProgram::vector_silu(SramBuf dst, std::int64_t n, Deps deps) { return vector_op(VecOp::silu, dst, dst, 1, n, 0.0f, deps); }
+OpId PeProgram::causal_scale(SramBuf dst, std::int64_t rows, std::int64_t cols, float s, std::int64_t first_token,
+                             std::int64_t heads, std::int64_t pos0, Deps deps) {
+  const OpId id = vector_op(VecOp::scale, dst, dst, 1, rows * cols, s, deps);
+  if (ctx_.opts_.enable_data)
+    ctx_.graph_.set_action(id, [&ctx = ctx_, dst, rows, cols, s, first_token, heads, pos0]() {
+      const DType dt = ctx.bufs_[static_cast<std::size_t>(dst.id)].dtype;
+      float* D = ctx.vals(dst.id);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) {
+          float& v = D[r * cols + c];
+          v = pos0 + c > first_token + r / heads ? -INFINITY : round_to(dt, v * s);
+        }
+    });
+  return id;
 }
 
 OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {

@@ -1,0 +1,185 @@
+// Data mode of a whole model (docs/model.md section 13.9): the reference engine's logits of a
+// small random model equal a float64 forward pass within fp16 accuracy, in decode and
+// prefill, on random machines (tiled vector kernels, split GEMMs, every attention case,
+// decode waves); the data-mode run takes the timing run's time; the layer program's vector
+// ops compute what they say.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "host/common/error.h"
+#include "host/kernels/llm_data.h"
+#include "host/kernels/llm_program.h"
+#include "host/runtime/context.h"
+#include "topologies.h"
+
+namespace kb {
+namespace {
+
+std::string describe(const LlmConfig& c) {
+  return std::string(c.phase == static_cast<std::int64_t>(LlmPhase::decode) ? "decode" : "prefill") + " hidden " +
+         std::to_string(c.hidden) + " inter " + std::to_string(c.intermediate) + " heads " + std::to_string(c.heads) + "/" +
+         std::to_string(c.kv_heads) + "x" + std::to_string(c.head_dim) + " layers " + std::to_string(c.layers) + " vocab " +
+         std::to_string(c.vocab) + " batch " + std::to_string(c.batch) + " context " + std::to_string(c.context) + " prompt " +
+         std::to_string(c.prompt) + " case " + std::to_string(c.attention_case) + " tp_level " + std::to_string(c.tp_level) +
+         " cubes " + std::to_string(c.hw.cubes_per_sip()) + " pes " + std::to_string(c.hw.pes_per_cube()) + " sram_kib " +
+         std::to_string(c.hw.sram_kib) + " wb " + std::to_string(c.weight_bytes);
+}
+
+// The example: hidden 64, 2 layers, 4 heads, 2 KV heads, on the default machine.
+LlmConfig tiny(LlmPhase phase) {
+  LlmConfig c{};
+  c.hw = unittest::topo("default.yaml").hw();
+  c.hidden = 64, c.intermediate = 160, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.layers = 2, c.vocab = 256;
+  c.weight_bytes = 2, c.kv_bytes = 2;
+  c.phase = static_cast<std::int64_t>(phase);
+  c.batch = 2, c.context = 24, c.prompt = phase == LlmPhase::prefill ? 20 : 1;
+  c.tp = 1, c.tp_level = static_cast<std::int64_t>(CollLevel::cube), c.pp = 1, c.microbatches = 1;
+  c.tp_algo = 0, c.attention_case = 1;
+  return c;
+}
+
+// fp16 accuracy: a value stored in fp16 is off by up to 2^-11 of itself; a layer stores its
+// activations a dozen times and the logits are sums of H such products, so the logits' error
+// is held to 2^-7 of their largest magnitude.
+constexpr double kTolerance = 1.0 / 128;
+
+void expect_close(const LlmConfig& c, std::uint64_t seed) {
+  const LlmDataReport d = llm_data_run(c, seed);
+  ASSERT_EQ(d.logits.size(), static_cast<std::size_t>(c.batch * c.vocab)) << describe(c);
+  ASSERT_GT(d.max_abs_logit, 0.1) << describe(c);
+  EXPECT_LE(d.max_abs_error, kTolerance * d.max_abs_logit) << describe(c) << ": rms " << d.rms_error;
+  // The values change nothing of the timing: each layer takes the timing run's time.
+  const LlmResult t = llm_reference(c);
+  EXPECT_EQ(d.layer_ps, t.layer_ps) << describe(c);
+  EXPECT_EQ(d.head_ps, t.head_ps) << describe(c);
+}
+
+TEST(LlmData, TinyModelLogitsMatchFloat64) {
+  for (LlmPhase phase : {LlmPhase::decode, LlmPhase::prefill}) {
+    const LlmConfig c = tiny(phase);
+    const LlmDataReport d = llm_data_run(c, 7);
+    EXPECT_LE(d.max_abs_error, kTolerance * d.max_abs_logit) << describe(c);
+    // The forward pass is not a copy of the run: a different seed moves the logits.
+    const LlmDataReport other = llm_data_run(c, 8);
+    EXPECT_NE(d.expected, other.expected);
+    std::printf("[ data ] %s: logits %lldx%lld, max |error| %.3g against max |logit| %.3g (%.2g of it), rms %.3g\n",
+                phase == LlmPhase::decode ? "decode" : "prefill", static_cast<long long>(d.sequences),
+                static_cast<long long>(d.vocab), d.max_abs_error, d.max_abs_logit, d.max_abs_error / d.max_abs_logit,
+                d.rms_error);
+    expect_close(c, 7);
+  }
+}
+
+TEST(LlmData, RandomModelsAndMachines) {
+  std::mt19937_64 rng(20261203);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  int run = 0, prefills = 0, tiled = 0;
+  int cases[5] = {};
+  for (int i = 0; i < 400 && run < 40; ++i) {
+    LlmConfig c = tiny(pick(0, 2) == 0 ? LlmPhase::prefill : LlmPhase::decode);
+    HwConfig& h = c.hw;
+    h.cube_rows = pick(1, 2), h.cube_cols = pick(1, 2), h.pe_rows = pick(1, 2), h.pe_cols = pick(1, 3);
+    h.sram_kib = pick(0, 2) == 0 ? pick(16, 48) : pick(256, 1024);  // small SRAMs tile the kernels and split decode into waves
+    h.vector_lanes = std::int64_t{1} << pick(2, 6);
+    c.tp_level = pick(1, 2);  // a cube, or the SIP's cubes
+    c.kv_heads = pick(1, 2);
+    c.heads = c.kv_heads * pick(1, 3);
+    c.head_dim = 2 * pick(2, 12);
+    c.hidden = 8 * pick(2, 10);
+    c.intermediate = pick(8, 96);
+    c.layers = pick(1, 3);
+    c.vocab = pick(8, 160);
+    c.weight_bytes = pick(1, 2);
+    c.batch = pick(1, 4);
+    c.context = pick(1, 40);
+    if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) c.prompt = pick(1, 24), c.batch = pick(1, 2);
+    c.attention_case = pick(1, 4);
+    if (llm_check(c) != kLlmOk) continue;
+    ++run;
+    prefills += c.phase == static_cast<std::int64_t>(LlmPhase::prefill);
+    tiled += h.sram_kib < 64;
+    ++cases[c.phase == static_cast<std::int64_t>(LlmPhase::prefill) ? 0 : c.attention_case];
+    expect_close(c, static_cast<std::uint64_t>(i) + 1);
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(run, 40);
+  EXPECT_GE(prefills, 6);
+  EXPECT_GE(tiled, 6);
+  for (int k = 1; k <= 4; ++k) EXPECT_GE(cases[k], 2) << "attention case " << k;
+}
+
+TEST(LlmData, RefusesWhatItCannotCompute) {
+  LlmConfig c = tiny(LlmPhase::decode);
+  auto why = [&](const LlmConfig& x) {
+    try {
+      llm_data_run(x, 1);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  LlmConfig t = c;
+  t.tp = 2;
+  EXPECT_NE(why(t).find("--data runs one rank: --tp 1"), std::string::npos) << why(t);
+  t = c, t.layers_run = 1;
+  EXPECT_NE(why(t).find("--data runs every layer"), std::string::npos) << why(t);
+  t = c, t.batch = 2, t.microbatches = 2;
+  EXPECT_NE(why(t).find("--microbatches 1"), std::string::npos) << why(t);
+  // LLaMA-3.1-8B: a decode step is 8 x 10^9 multiply-accumulates.
+  t = c, t.hidden = 4096, t.intermediate = 14336, t.heads = 32, t.kv_heads = 8, t.head_dim = 128, t.vocab = 128256;
+  t.layers = 32, t.batch = 1, t.context = 4096, t.tp_level = static_cast<std::int64_t>(CollLevel::sip);
+  ASSERT_EQ(llm_check(t), kLlmOk);
+  EXPECT_NE(why(t).find("computes every value on the host"), std::string::npos) << why(t);
+}
+
+// Each new op on its own, against the formula in float64.
+TEST(LlmData, LayerOpsComputeWhatTheySay) {
+  RuntimeContext ctx(unittest::topo("tiny.yaml"), ContextOptions{true});
+  const std::int64_t R = 3, C = 8, d = 4;
+  const Tensor x = ctx.random({R, C}, DType::f32, Placement{}, "x", 3);
+  const Tensor w = ctx.random({1, C}, DType::f32, Placement{}, "w", 4);
+  const Tensor tab = ctx.random({R, d}, DType::f32, Placement{}, "table", 5);
+  Tensor out[4];
+  for (int i = 0; i < 4; ++i) out[i] = ctx.zeros({R, C}, DType::f32, Placement{}, "o" + std::to_string(i));
+  const Tensor sums = ctx.zeros({R, 1}, DType::f32, Placement{}, "sums");
+  ctx.launch("ops", LaunchGrid{}, [&](PeProgram& p) {
+    const SramBuf a = p.sram(R * C * 4, DType::f32), wb = p.sram(C * 4, DType::f32), tb = p.sram(R * d * 4, DType::f32);
+    const SramBuf row = p.sram(R * 4, DType::f32);
+    OpId l = p.load(x, Region{0, R, 0, C}, a);
+    const OpId lw = p.load(w, Region{0, 1, 0, C}, wb), lt = p.load(tab, Region{0, R, 0, d}, tb);
+    OpId s = p.row_sumsq(row, a, R, C, {l});
+    s = p.store(row, sums, Region{0, R, 0, 1}, {s});
+    s = p.vector_rsqrt(row, R, 0.5f, 0.25f, {s});
+    s = p.row_mul(a, row, R, C, {s});
+    s = p.col_mul(a, wb, R, C, {s, lw});
+    l = p.store(a, out[0], Region{0, R, 0, C}, {s});
+    l = p.load(x, Region{0, R, 0, C}, a, {l});
+    l = p.rope(a, tb, R, C, d, {l, lt});
+    l = p.store(a, out[1], Region{0, R, 0, C}, {l});
+    l = p.load(x, Region{0, R, 0, C}, a, {l});
+    l = p.vector_silu(a, R * C, {l});
+    p.store(a, out[2], Region{0, R, 0, C}, {l});
+  });
+  ASSERT_EQ(ctx.run().status, engine::Status::ok);
+  const auto &X = ctx.values(x), &W = ctx.values(w), &T = ctx.values(tab);
+  for (std::int64_t r = 0; r < R; ++r) {
+    double ss = 0;
+    for (std::int64_t c = 0; c < C; ++c) ss += static_cast<double>(X[r * C + c]) * X[r * C + c];
+    EXPECT_NEAR(ctx.values(sums)[r], ss, 1e-5);
+    const double inv = 1.0 / std::sqrt(ss * 0.5 + 0.25);
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double v = X[r * C + c];
+      EXPECT_NEAR(ctx.values(out[0])[r * C + c], v * inv * W[c], 1e-5) << r << "," << c;
+      EXPECT_NEAR(ctx.values(out[2])[r * C + c], v / (1 + std::exp(-v)), 1e-5) << r << "," << c;
+      const std::int64_t head = c / d * d, i = c % d, half = d / 2, j = i % half;
+      const double cs = T[r * d + j], sn = T[r * d + half + j];
+      const double x1 = X[r * C + head + j], x2 = X[r * C + head + half + j];
+      EXPECT_NEAR(ctx.values(out[1])[r * C + c], i < half ? x1 * cs - x2 * sn : x2 * cs + x1 * sn, 1e-5) << r << "," << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kb
