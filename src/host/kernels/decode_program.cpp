@@ -93,6 +93,12 @@ class DecodeKernel {
     if (c.allreduce) answer_ = ctx.symmetric(Rm * d * 4, DType::f32, grid, "answer");
   }
 
+  // Returns its symmetric buffers (once its launch is issued).
+  void release() {
+    for (SymBuf s : inbox_) ctx_.free(s);
+    if (c_.allreduce) ctx_.free(answer_);
+  }
+
   void operator()(PeProgram& p) {
     const std::int64_t q = p.rank().cube, pe = p.rank().pe;
     const DecWork w = dec_work(c_, q, pe);
@@ -278,6 +284,29 @@ std::int64_t decode_reference_ops(const DecodeConfig& in) {
       ops = sat_add(ops, sat_add(sat_mul(22, steps) - 13 * w.units.len, per_pe));
     }
   return ops;
+}
+
+void decode_compose(RuntimeContext& ctx, const DecodeConfig& c) {
+  const std::int32_t st = decode_check(c);
+  if (st != kDecOk) throw InputError(decode_status_message(st, c));
+  const std::int64_t C = c.hw.cubes_per_sip(), U = dec_units(c), G = dec_group(c), d = c.d_head, S = c.s_kv;
+  const DecodeCase kase = dec_case(c);
+  Placement rep;
+  rep.cubes = C;
+  Placement kp = rep, vp = rep;
+  const bool cube_sp = kase == DecodeCase::cube_sp_pe_tp || kase == DecodeCase::cube_sp_pe_sp;
+  const bool pe_sp = kase == DecodeCase::cube_repl_pe_sp || kase == DecodeCase::cube_sp_pe_sp;
+  if (cube_sp) kp.cube = vp.cube = Split::row_wise, kp.cube_dim = 3, vp.cube_dim = 2;
+  if (pe_sp) kp.pe = vp.pe = Split::row_wise, kp.pes = vp.pes = c.hw.pes_per_cube(), kp.pe_dim = 3, vp.pe_dim = 2;
+  if (c.allreduce) throw InputError("decode: a composed kernel has no cross-cube reduce");
+  Tensors t;
+  t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
+  t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
+  t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
+  t.o = ctx.zeros({U * G, d}, DType::f16, rep, "O");
+  DecodeKernel kernel(ctx, c, t);
+  ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, C, c.hw.pes_per_cube()}, [&](PeProgram& p) { kernel(p); });
+  kernel.release();
 }
 
 DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const std::string* trace_path,

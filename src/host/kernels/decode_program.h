@@ -62,6 +62,10 @@ struct FlashChunks {
             std::int64_t rows, std::int64_t n, std::int64_t d, float scale, const FlashBufs& b, FlashCausal mask = FlashCausal());
 };
 
+// The kernel of `c` (allreduce 0) built into `ctx`, a context of `c`'s machine that holds
+// other kernels too: its tensors and its launch, its symmetric buffers returned (no run).
+void decode_compose(RuntimeContext& ctx, const DecodeConfig& c);
+
 // The ops run_decode builds for `c`, at most (found without building them).
 std::int64_t decode_reference_ops(const DecodeConfig& c);
 // The family's reference: the figures of run_decode, as the model reports them.

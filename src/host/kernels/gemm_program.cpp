@@ -240,6 +240,15 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& ask
   return out;
 }
 
+void gemm_compose(RuntimeContext& ctx, const GemmConfig& c) {
+  validate_gemm(ctx.topology(), gemm_params(c));
+  const GemmParams p = gemm_params(gemm_config(ctx.topology(), gemm_params(c)));
+  const GemmTensors t = gemm_tensors(ctx, p, 0);
+  ctx.set_resident(t.b);  // the weights
+  ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
+  if (t.split_k) ctx.free(t.partials);
+}
+
 GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path, KernelValues* data) {
   const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace_path, data);
   const engine::Summary& s = ref.report.summary;

@@ -55,6 +55,9 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, 
 // The family's reference program: the figures of a config from the reference engine (and
 // its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
 GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path = nullptr, KernelValues* data = nullptr);
+// The kernel of `c` built into `ctx`, a context of `c`'s machine that holds other kernels
+// too: its tensors (B, the weights, resident) and its launch (no run).
+void gemm_compose(RuntimeContext& ctx, const GemmConfig& c);
 
 // The ops the reference program builds for `p` (tiles auto-resolved), at most: per output
 // tile a load pair and a matmul per K step and a store, and with split-K each PE's partial

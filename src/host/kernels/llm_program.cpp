@@ -29,83 +29,100 @@ std::int64_t llm_vec_reference_ops(const LlmVecConfig& c) {
   return sat_mul(sat_mul(ceil_div(c.rows, parts), parts), llm_vec_inputs(c.kind) + 7) + parts;
 }
 
-LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path, KernelValues* data) {
-  LlmVecResult r{};
-  r.status = llm_vec_check(c);
-  if (r.status != kLlmVecOk) throw InputError("llm vector kernel: invalid config (status " + std::to_string(r.status) + ")");
+namespace {
+
+// The vector kernel's tensors (its weights or RoPE's table resident, data mode's values
+// assigned) and launch in `ctx`; returns the tensor it writes.
+Tensor vec_build(RuntimeContext& ctx, const LlmVecConfig& c, const KernelValues* data) {
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), parts = C * P;
   const int inputs = llm_vec_inputs(c.kind);
   const auto kind = static_cast<LlmKernelKind>(c.kind);
   const std::int64_t d = llm_vec_table_cols(c), wbytes = llm_vec_weight_bytes(c);
+  Placement rep;  // every cube holds the tensors, shared by its PEs
+  rep.cubes = C;
+  Tensor in[2], extra;
+  for (int i = 0; i < inputs; ++i) in[i] = ctx.zeros({c.rows, c.cols}, DType::f16, rep, i == 0 ? "x" : "y");
+  // A norm's weights; RoPE's cos/sin rows.
+  const DType wtype = c.weight_bytes == 1 ? DType::fp8 : DType::f16;
+  if (wbytes > 0) extra = ctx.zeros({1, c.cols}, wtype, rep, "weights");
+  if (d > 0) extra = ctx.zeros({c.rows, d}, DType::f16, rep, "cos_sin");
+  if (extra.id >= 0) ctx.set_resident(extra);
+  if (data) {
+    const std::size_t given = static_cast<std::size_t>(inputs + (extra.id >= 0 ? 1 : 0));
+    if (data->in.size() != given)
+      throw InputError("llm vector kernel: " + std::to_string(given) + " input tensors, " + std::to_string(data->in.size()) + " given");
+    for (int i = 0; i < inputs; ++i) ctx.assign(in[i], data->in[static_cast<std::size_t>(i)]);
+    if (extra.id >= 0) ctx.assign(extra, data->in.back());
+  }
+  // The output overwrites the first input, or (converted to 8 bits) goes to a tensor of its own.
+  const bool convert = llm_vec_out_bytes(c) == 1;
+  const Tensor out = convert ? ctx.zeros({c.rows, c.cols}, DType::fp8, rep, "out") : in[0];
+  const float inv_cols = 1.0f / static_cast<float>(c.cols);
+  ctx.launch("llm_vector", LaunchGrid{1, C, P}, [&](PeProgram& p) {
+    const std::int64_t g = p.rank().cube * P + p.rank().pe, rows = llm_vec_rows_of(c, g);
+    if (rows == 0) return;
+    const std::int64_t first = g * c.rows / parts, T = llm_vec_tile_rows(c, rows);
+    SramBuf weights;
+    OpId have_weights = engine::kNoOp;
+    if (wbytes > 0) {
+      weights = p.sram(wbytes, wtype);
+      have_weights = p.load(extra, Region{0, 1, 0, c.cols}, weights);
+    }
+    SramBuf buf[2];
+    for (int i = 0; i < inputs; ++i) buf[i] = p.sram(T * c.cols * 2, DType::f16);
+    const SramBuf table = d > 0 ? p.sram(T * d * 2, DType::f16) : SramBuf{};
+    const SramBuf narrow = convert ? p.sram(T * c.cols, DType::fp8) : SramBuf{};
+    const SramBuf row = p.sram(T * 4, DType::f32);
+    for (std::int64_t lo = 0; lo < rows; lo += T) {
+      const std::int64_t t = std::min(T, rows - lo), n = t * c.cols;
+      const Region reg{first + lo, t, 0, c.cols};
+      const OpId a = p.load(in[0], reg, buf[0]);
+      OpId loaded = inputs == 2 ? p.load(in[1], reg, buf[1]) : a;
+      if (d > 0) loaded = p.load(extra, Region{first + lo, t, 0, d}, table);
+      const SramBuf x = buf[0], y = inputs == 2 ? buf[1] : buf[0];
+      OpId last = loaded;
+      switch (kind) {
+        case LlmKernelKind::norm:  // x / sqrt(mean(x^2) + eps) * weights, each row
+          last = p.row_sumsq(row, x, t, c.cols, {loaded});
+          last = p.vector_rsqrt(row, t, inv_cols, kLlmRmsNormEps, {last});
+          last = p.row_mul(x, row, t, c.cols, {last});
+          last = p.col_mul(x, weights, t, c.cols, {last, have_weights});
+          break;
+        case LlmKernelKind::rope: last = p.rope(x, table, t, c.cols, d, {a, loaded}); break;
+        case LlmKernelKind::silu_mul:
+          last = p.vector_silu(x, n, {a, loaded});
+          last = p.vector_mul(x, y, n, {last});
+          break;
+        case LlmKernelKind::residual: last = p.vector_add(x, y, n, {a, loaded}); break;
+        default: break;  // kv_append: the tile goes back as it came
+      }
+      if (convert) {
+        last = p.vector_copy(narrow, x, n, {last});
+        p.store(narrow, out, reg, {last});
+      } else {
+        p.store(x, out, reg, {last});
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+void llm_vec_compose(RuntimeContext& ctx, const LlmVecConfig& c) {
+  if (llm_vec_check(c) != kLlmVecOk) throw InputError("llm vector kernel: invalid config");
+  vec_build(ctx, c, nullptr);
+}
+
+LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path, KernelValues* data) {
+  LlmVecResult r{};
+  r.status = llm_vec_check(c);
+  if (r.status != kLlmVecOk) throw InputError("llm vector kernel: invalid config (status " + std::to_string(r.status) + ")");
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data != nullptr});
   ctx.limit_ops(llm_vec_reference_ops(c));
   Tensor out;
   try {
-    Placement rep;  // every cube holds the tensors, shared by its PEs
-    rep.cubes = C;
-    Tensor in[2], extra;
-    for (int i = 0; i < inputs; ++i) in[i] = ctx.zeros({c.rows, c.cols}, DType::f16, rep, i == 0 ? "x" : "y");
-    // A norm's weights; RoPE's cos/sin rows.
-    const DType wtype = c.weight_bytes == 1 ? DType::fp8 : DType::f16;
-    if (wbytes > 0) extra = ctx.zeros({1, c.cols}, wtype, rep, "weights");
-    if (d > 0) extra = ctx.zeros({c.rows, d}, DType::f16, rep, "cos_sin");
-    if (data) {
-      const std::size_t given = static_cast<std::size_t>(inputs + (wbytes > 0 || d > 0 ? 1 : 0));
-      if (data->in.size() != given)
-        throw InputError("llm vector kernel: " + std::to_string(given) + " input tensors, " + std::to_string(data->in.size()) + " given");
-      for (int i = 0; i < inputs; ++i) ctx.assign(in[i], data->in[static_cast<std::size_t>(i)]);
-      if (given > static_cast<std::size_t>(inputs)) ctx.assign(extra, data->in.back());
-    }
-    // The output overwrites the first input, or (converted to 8 bits) goes to a tensor of its own.
-    const bool convert = llm_vec_out_bytes(c) == 1;
-    out = convert ? ctx.zeros({c.rows, c.cols}, DType::fp8, rep, "out") : in[0];
-    const float inv_cols = 1.0f / static_cast<float>(c.cols);
-    ctx.launch("llm_vector", LaunchGrid{1, C, P}, [&](PeProgram& p) {
-      const std::int64_t g = p.rank().cube * P + p.rank().pe, rows = llm_vec_rows_of(c, g);
-      if (rows == 0) return;
-      const std::int64_t first = g * c.rows / parts, T = llm_vec_tile_rows(c, rows);
-      SramBuf weights;
-      OpId have_weights = engine::kNoOp;
-      if (wbytes > 0) {
-        weights = p.sram(wbytes, wtype);
-        have_weights = p.load(extra, Region{0, 1, 0, c.cols}, weights);
-      }
-      SramBuf buf[2];
-      for (int i = 0; i < inputs; ++i) buf[i] = p.sram(T * c.cols * 2, DType::f16);
-      const SramBuf table = d > 0 ? p.sram(T * d * 2, DType::f16) : SramBuf{};
-      const SramBuf narrow = convert ? p.sram(T * c.cols, DType::fp8) : SramBuf{};
-      const SramBuf row = p.sram(T * 4, DType::f32);
-      for (std::int64_t lo = 0; lo < rows; lo += T) {
-        const std::int64_t t = std::min(T, rows - lo), n = t * c.cols;
-        const Region reg{first + lo, t, 0, c.cols};
-        const OpId a = p.load(in[0], reg, buf[0]);
-        OpId loaded = inputs == 2 ? p.load(in[1], reg, buf[1]) : a;
-        if (d > 0) loaded = p.load(extra, Region{first + lo, t, 0, d}, table);
-        const SramBuf x = buf[0], y = inputs == 2 ? buf[1] : buf[0];
-        OpId last = loaded;
-        switch (kind) {
-          case LlmKernelKind::norm:  // x / sqrt(mean(x^2) + eps) * weights, each row
-            last = p.row_sumsq(row, x, t, c.cols, {loaded});
-            last = p.vector_rsqrt(row, t, inv_cols, kLlmRmsNormEps, {last});
-            last = p.row_mul(x, row, t, c.cols, {last});
-            last = p.col_mul(x, weights, t, c.cols, {last, have_weights});
-            break;
-          case LlmKernelKind::rope: last = p.rope(x, table, t, c.cols, d, {a, loaded}); break;
-          case LlmKernelKind::silu_mul:
-            last = p.vector_silu(x, n, {a, loaded});
-            last = p.vector_mul(x, y, n, {last});
-            break;
-          case LlmKernelKind::residual: last = p.vector_add(x, y, n, {a, loaded}); break;
-          default: break;  // kv_append: the tile goes back as it came
-        }
-        if (convert) {
-          last = p.vector_copy(narrow, x, n, {last});
-          p.store(narrow, out, reg, {last});
-        } else {
-          p.store(x, out, reg, {last});
-        }
-      }
-    });
+    out = vec_build(ctx, c, data);
   } catch (const InputError& e) {
     throw InternalError(std::string("the llm vector kernel was rejected by the runtime: ") + e.what(), __FILE__, __LINE__);
   }
@@ -128,67 +145,83 @@ std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c) {
   return sat_mul(llm_attn_units(c), sat_add(sat_mul(3, nb), sat_mul(22, sat_mul(nb, nb + 1) / 2)));
 }
 
+namespace {
+
+// The causal attention kernel's tensors (data mode's values assigned) and launch in `ctx`;
+// returns the tensor it writes.
+Tensor attn_build(RuntimeContext& ctx, const LlmAttnConfig& c, const KernelValues* data) {
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
+  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, h = c.heads, S = G / h, Rm = t * h;
+  const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
+  Placement rep;  // every cube holds the tensors, shared by its PEs
+  rep.cubes = C;
+  // Per (sequence, KV head): its queries and answers [T, G, d], K transposed [d, T] and V
+  // [T, d], as the decode kernel keeps them.
+  const Tensor q = ctx.zeros({KV, T, G, d}, DType::f16, rep, "q");
+  const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
+  const Tensor v = ctx.zeros({KV, T, d}, DType::f16, rep, "v");
+  const Tensor o = ctx.zeros({KV, T, G, d}, DType::f16, rep, "o");
+  if (data) {
+    if (data->in.size() != 3) throw InputError("llm attention: 3 input tensors, " + std::to_string(data->in.size()) + " given");
+    ctx.assign(q, data->in[0]);
+    ctx.assign(k, data->in[1]);
+    ctx.assign(v, data->in[2]);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  ctx.launch("llm_attention", LaunchGrid{1, C, P}, [&](PeProgram& p) {
+    const std::int64_t g = p.rank().cube * P + p.rank().pe;
+    if (llm_attn_item_of(c, g, 0) < 0) return;
+    const SramBuf qb = p.sram(Rm * d * 2, DType::f16);
+    const SramBuf kb[2] = {p.sram(d * t * 2, DType::f16), p.sram(d * t * 2, DType::f16)};
+    const SramBuf vb[2] = {p.sram(t * d * 2, DType::f16), p.sram(t * d * 2, DType::f16)};
+    const SramBuf sb = p.sram(Rm * t * 4, DType::f32);
+    const SramBuf oc = p.sram(Rm * d * 4, DType::f32), mc = p.sram(Rm * 4, DType::f32), lc = p.sram(Rm * 4, DType::f32);
+    const SramBuf m = p.sram(Rm * 4, DType::f32), l = p.sram(Rm * 4, DType::f32), ob = p.sram(Rm * d * 4, DType::f32);
+    const SramBuf tmp = p.sram(Rm * 4, DType::f32);
+    for (std::int64_t round = 0;; ++round) {
+      const std::int64_t item = llm_attn_item_of(c, g, round);
+      if (item < 0) break;
+      const LlmAttnItem it = llm_attn_item(c, item);
+      const std::int64_t R = it.tokens * h, J = ceil_div(it.positions, t), u = it.unit / S;
+      const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}};
+      const SramBuf qs = p.slice(qb, 0, R * d);
+      const OpId lq = p.load(q, rows, qs);
+      FlashChunks chain;
+      for (std::int64_t j = 0; j < J; ++j) {
+        const std::int64_t n = j + 1 < J ? t : it.positions - (J - 1) * t, pos = j * t;
+        const int slot = static_cast<int>(j % 2);
+        const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * d), sj = p.slice(sb, 0, R * n);
+        const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
+        const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {chain.v_free(slot)});
+        // The causal mask of the diagonal block rides on the scaling pass (timed alike).
+        FlashCausal mask;
+        if (j + 1 == J) mask = FlashCausal{true, it.first, h, pos};
+        chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc}, mask);
+      }
+      const OpId div = p.row_div(ob, l, R, d, {chain.last_vec, chain.last_mm});
+      p.store(p.slice(ob, 0, R * d), o, rows, {div});
+    }
+  });
+  return o;
+}
+
+}  // namespace
+
+void llm_attn_compose(RuntimeContext& ctx, const LlmAttnConfig& c) {
+  if (llm_attn_check(c) != kLlmAttnOk) throw InputError("llm attention kernel: invalid config");
+  attn_build(ctx, c, nullptr);
+}
+
 LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path, KernelValues* data) {
   LlmAttnResult r{};
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) throw InputError("llm attention kernel: invalid config (status " + std::to_string(r.status) + ")");
-  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
-  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, h = c.heads, S = G / h, Rm = t * h;
-  const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
+  const std::int64_t T = c.prompt, G = llm_attn_group(c), d = c.head_dim, KV = c.batch * c.kv_heads;
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data != nullptr});
   ctx.limit_ops(llm_attn_reference_ops(c));
   Tensor answer;
   try {
-    Placement rep;  // every cube holds the tensors, shared by its PEs
-    rep.cubes = C;
-    // Per (sequence, KV head): its queries and answers [T, G, d], K transposed [d, T] and V
-    // [T, d], as the decode kernel keeps them.
-    const Tensor q = ctx.zeros({KV, T, G, d}, DType::f16, rep, "q");
-    const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
-    const Tensor v = ctx.zeros({KV, T, d}, DType::f16, rep, "v");
-    const Tensor o = ctx.zeros({KV, T, G, d}, DType::f16, rep, "o");
-    answer = o;
-    if (data) {
-      if (data->in.size() != 3) throw InputError("llm attention: 3 input tensors, " + std::to_string(data->in.size()) + " given");
-      ctx.assign(q, data->in[0]);
-      ctx.assign(k, data->in[1]);
-      ctx.assign(v, data->in[2]);
-    }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    ctx.launch("llm_attention", LaunchGrid{1, C, P}, [&](PeProgram& p) {
-      const std::int64_t g = p.rank().cube * P + p.rank().pe;
-      if (llm_attn_item_of(c, g, 0) < 0) return;
-      const SramBuf qb = p.sram(Rm * d * 2, DType::f16);
-      const SramBuf kb[2] = {p.sram(d * t * 2, DType::f16), p.sram(d * t * 2, DType::f16)};
-      const SramBuf vb[2] = {p.sram(t * d * 2, DType::f16), p.sram(t * d * 2, DType::f16)};
-      const SramBuf sb = p.sram(Rm * t * 4, DType::f32);
-      const SramBuf oc = p.sram(Rm * d * 4, DType::f32), mc = p.sram(Rm * 4, DType::f32), lc = p.sram(Rm * 4, DType::f32);
-      const SramBuf m = p.sram(Rm * 4, DType::f32), l = p.sram(Rm * 4, DType::f32), ob = p.sram(Rm * d * 4, DType::f32);
-      const SramBuf tmp = p.sram(Rm * 4, DType::f32);
-      for (std::int64_t round = 0;; ++round) {
-        const std::int64_t item = llm_attn_item_of(c, g, round);
-        if (item < 0) break;
-        const LlmAttnItem it = llm_attn_item(c, item);
-        const std::int64_t R = it.tokens * h, J = ceil_div(it.positions, t), u = it.unit / S;
-        const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}};
-        const SramBuf qs = p.slice(qb, 0, R * d);
-        const OpId lq = p.load(q, rows, qs);
-        FlashChunks chain;
-        for (std::int64_t j = 0; j < J; ++j) {
-          const std::int64_t n = j + 1 < J ? t : it.positions - (J - 1) * t, pos = j * t;
-          const int slot = static_cast<int>(j % 2);
-          const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * d), sj = p.slice(sb, 0, R * n);
-          const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
-          const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {chain.v_free(slot)});
-          // The causal mask of the diagonal block rides on the scaling pass (timed alike).
-          FlashCausal mask;
-          if (j + 1 == J) mask = FlashCausal{true, it.first, h, pos};
-          chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc}, mask);
-        }
-        const OpId div = p.row_div(ob, l, R, d, {chain.last_vec, chain.last_mm});
-        p.store(p.slice(ob, 0, R * d), o, rows, {div});
-      }
-    });
+    answer = attn_build(ctx, c, data);
   } catch (const InputError& e) {
     throw InternalError(std::string("the llm attention kernel was rejected by the runtime: ") + e.what(), __FILE__, __LINE__);
   }

@@ -9,6 +9,7 @@
 #include "../../device/models/llm_attention.h"
 #include "../../device/models/llm_model.h"
 #include "../../device/models/llm_vector.h"
+#include "../runtime/context.h"
 #include "kernel_values.h"
 
 namespace kb {
@@ -19,6 +20,9 @@ namespace kb {
 LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_path = nullptr, KernelValues* data = nullptr);
 // The ops it builds, at most.
 std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
+// The kernel built into `ctx`, a context of c's machine that holds other kernels too: its
+// tensors (the weights or RoPE's table resident) and its launch, not run.
+void llm_vec_compose(RuntimeContext& ctx, const LlmVecConfig& c);
 
 // The causal prefill attention kernel on the reference engine (docs/model.md section 13.6):
 // each PE's items as explicit loads, matmuls, vector ops and stores. With `data`, in data mode
@@ -27,6 +31,7 @@ std::int64_t llm_vec_reference_ops(const LlmVecConfig& c);
 LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trace_path = nullptr,
                                  KernelValues* data = nullptr);
 std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c);
+void llm_attn_compose(RuntimeContext& ctx, const LlmAttnConfig& c);
 
 // The activation transfer between pipeline stages (docs/model.md section 13.8): one
 // HBM-to-HBM copy to each rank of the next stage in turn.

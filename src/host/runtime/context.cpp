@@ -135,6 +135,16 @@ const std::vector<float>& RuntimeContext::values(Tensor t) const {
   if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
   return tensor(t).data;
 }
+OpId RuntimeContext::join(std::size_t from) {
+  engine::Op op{};
+  op.kind = OpKind::signal;
+  op.resource = engine::kNoResource;
+  op.label = graph_.add_label("join");
+  const OpId id = graph_.add_op(op, {});
+  for (std::size_t i = from; i < static_cast<std::size_t>(id); ++i) graph_.add_dep(id, static_cast<OpId>(i));
+  return id;
+}
+
 void RuntimeContext::assign(Tensor t, const std::vector<float>& values) {
   if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
   tensor(t);  // throws for a tensor of another context

@@ -280,6 +280,17 @@ class RuntimeContext {
     end_launch();
   }
 
+  // Composing kernels without a barrier (docs/adr/0019): from now on every read of a tensor
+  // in HBM (a load, or a copy from it) waits for `gate` unless the tensor is resident (set
+  // before any kernel runs: weights, tables); kNoOp lifts the gate. join(from) is an op that
+  // completes when every op from index `from` on has (a kernel's end: its first op's index
+  // is graph().ops().size() before its launch).
+  void set_resident(Tensor t) {
+    tensor(t);  // throws for a tensor of another context
+    tensors_[static_cast<std::size_t>(t.id)].resident = true;
+  }
+  void set_gate(OpId gate) { gate_ = gate; }
+  OpId join(std::size_t from);
   // Room for `ops` ops with `deps` dependencies in all (a hint: saves regrowing).
   void reserve(std::size_t ops, std::size_t deps) {
     graph_.reserve(ops, deps);
@@ -315,6 +326,7 @@ class RuntimeContext {
     std::vector<std::int64_t> shape;  // as given
     std::int64_t dim[kMaxDims];       // padded at the front with ones
     mutable std::size_t last_hit = 0;  // the shard local_shard found last (ranks reuse theirs)
+    bool resident = false;             // its reads never wait for the gate (set_gate)
   };
   struct BufInfo {
     std::int64_t pe;  // global PE index
@@ -388,6 +400,10 @@ class RuntimeContext {
   std::vector<engine::ResourceId> links_;  // per link id of the network; kNoResource until used
   std::vector<std::pair<engine::ResourceId, std::int64_t>> link_of_;  // the links used
   LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
+  OpId gate_ = engine::kNoOp;  // what reads of non-resident tensors wait for (set_gate)
+  void gate_read(OpId op, Tensor t) {
+    if (gate_ != engine::kNoOp && !tensors_[static_cast<std::size_t>(t.id)].resident) graph_.add_dep(op, gate_);
+  }
 };
 
 }  // namespace kb

@@ -164,6 +164,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   op.bytes = bytes;
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
+  if (load) ctx_.gate_read(id, tensor);
   ctx_.hbm_access(id, rank_, 0);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
@@ -411,6 +412,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
 
   OpId prev = engine::kNoOp, first = engine::kNoOp;
   std::vector<OpId> first_deps(deps);
+  if (src.hbm() && ctx_.gate_ != engine::kNoOp && !ctx_.tensor(src.tensor).resident) first_deps.push_back(ctx_.gate_);
   std::vector<OpId> chain;
   auto add_hop = [&](const engine::Op& op) {
     chain.push_back(static_cast<OpId>(ctx_.graph_.ops().size()));
