@@ -455,6 +455,12 @@ TEST(Models, BadMappingsAreOneLine) {
                      "--pp 2: 2 stages of 8 SIP(s) each need more SIPs than the topology's 8");
   expect_input_error(run("model place llama-3.1-8b --phase train"), "--phase train: expected decode or prefill");
   expect_input_error(run("model place llama-3.1-8b --tp-level rack"), "--tp-level rack: expected pe, cube, sip or hier");
+  // hier ranks are part of a cube, whole cubes or whole SIPs: 4 on cubes of 3 PEs is none.
+  expect_input_error(run("model place llama-tiny-random --tp 4 --tp-level hier --set cube.pe_rows=1 --set cube.pe_cols=3"),
+                     "--tp 4: a mapping needs 1..24 ranks at level hier (part of one cube's 3 PEs, whole cubes of one SIP, "
+                     "or whole SIPs)");
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 4 --tp-level hier --set cube.pe_rows=1 --set cube.pe_cols=3"),
+                     "--tp 4: a mapping needs 1..24 ranks at level hier");
   expect_input_error(run("model place llama-3.1-8b --batch 0"), "--batch 0: must be > 0");
   expect_input_error(run("model place llama-3.1-8b --set cube.hbm.capacity_mib=abc"), "cube.hbm.capacity_mib");
   expect_input_error(run("model place llama-3.1-405b --topology '" + kTopo + "/ring8.yaml' --tp 8 --tp-level sip --phase prefill "

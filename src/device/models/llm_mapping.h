@@ -201,6 +201,13 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   return b;
 }
 
+// Ranks of level hier are a collective's hier ranks (coll_hier_dims): part of one cube's
+// PEs, whole cubes of one SIP, or whole SIPs.
+KB_HD inline bool llm_hier_fits(const HwConfig& h, std::int64_t tp) {
+  const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
+  return tp <= ppc || (tp % ppc == 0 && tp <= pps) || (tp % pps == 0 && tp / pps <= h.sips);
+}
+
 KB_HD inline std::int32_t llm_place_check(const HwConfig& h, const LlmShape& m, const LlmRun& r) {
   if (r.phase < 0 || r.phase > 1 || r.tp_level < 0 || r.tp_level >= kCollLevels || r.batch < 1 ||
       r.batch > kLlmMaxBatch || r.weight_bytes < 1 || r.weight_bytes > 2 || r.kv_bytes < 1 || r.kv_bytes > 2)
@@ -209,7 +216,8 @@ KB_HD inline std::int32_t llm_place_check(const HwConfig& h, const LlmShape& m, 
                                                              : (r.prompt < 1 || r.prompt > kLlmMaxPrompt))
     return kLlmBadField;
   if (r.tp < 1 || r.tp > coll_level_size(h, r.tp_level) || m.heads % r.tp != 0 ||
-      (r.tp <= m.kv_heads ? m.kv_heads % r.tp : r.tp % m.kv_heads) != 0)
+      (r.tp <= m.kv_heads ? m.kv_heads % r.tp : r.tp % m.kv_heads) != 0 ||
+      (r.tp_level == static_cast<std::int64_t>(CollLevel::hier) && !llm_hier_fits(h, r.tp)))
     return kLlmBadTp;
   if (r.pp < 1 || r.pp > m.layers || r.pp > kLlmMaxStages || r.pp * llm_ranks(h, r).sips_per_stage > h.sips ||
       !llm_split_fits(m, r))

@@ -456,7 +456,11 @@ std::string llm_place_message(std::int32_t status, const HwConfig& h, const LlmS
   switch (status) {
     case kLlmBadTp:
       return "--tp " + std::to_string(r.tp) + ": a mapping needs 1.." + std::to_string(coll_level_size(h, r.tp_level)) +
-             " ranks at level " + kCollLevelNames[r.tp_level] + ", dividing num_attention_heads (" + std::to_string(m.heads) +
+             " ranks at level " + kCollLevelNames[r.tp_level] +
+             (r.tp_level == static_cast<std::int64_t>(CollLevel::hier)
+                  ? " (part of one cube's " + std::to_string(h.pes_per_cube()) + " PEs, whole cubes of one SIP, or whole SIPs)"
+                  : std::string()) +
+             ", dividing num_attention_heads (" + std::to_string(m.heads) +
              ") and dividing or divided by num_key_value_heads (" + std::to_string(m.kv_heads) + ")";
     case kLlmBadPp:
       if (r.pp >= 1 && r.pp <= kLlmMaxStages && !llm_split_fits(m, r)) {
