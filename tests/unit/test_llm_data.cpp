@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "host/common/error.h"
@@ -41,15 +42,21 @@ LlmConfig tiny(LlmPhase phase) {
 }
 
 // fp16 accuracy: a value stored in fp16 is off by up to 2^-11 of itself; a layer stores its
-// activations a dozen times and the logits are sums of H such products, so the logits' error
-// is held to 2^-7 of their largest magnitude.
-constexpr double kTolerance = 1.0 / 128;
+// activations a dozen times, mostly as sums of many such products whose errors partly
+// cancel, so the logits' error and every token's residual stream's are held to 2^-9 of their
+// largest magnitude (four half-ulps). An 8-bit KV cache rounds the new positions to e4m3
+// (2^-4), which the float64 pass does not: 2^-4 there.
+double tolerance(const LlmConfig& c) { return c.kv_bytes == 1 ? 1.0 / 16 : 1.0 / 512; }
+
+double worst = 0;  // the largest relative error seen (fp16 caches)
 
 void expect_close(const LlmConfig& c, std::uint64_t seed) {
   const LlmDataReport d = llm_data_run(c, seed);
   ASSERT_EQ(d.logits.size(), static_cast<std::size_t>(c.batch * c.vocab)) << describe(c);
   ASSERT_GT(d.max_abs_logit, 0.1) << describe(c);
-  EXPECT_LE(d.max_abs_error, kTolerance * d.max_abs_logit) << describe(c) << ": rms " << d.rms_error;
+  EXPECT_LE(d.max_abs_error, tolerance(c) * d.max_abs_logit) << describe(c) << ": rms " << d.rms_error;
+  EXPECT_LE(d.hidden_max_abs_error, tolerance(c) * d.hidden_max_abs) << describe(c);
+  if (c.kv_bytes != 1) worst = std::max({worst, d.max_abs_error / d.max_abs_logit, d.hidden_max_abs_error / d.hidden_max_abs});
   // The values change nothing of the timing: each layer takes the timing run's time.
   const LlmResult t = llm_reference(c);
   EXPECT_EQ(d.layer_ps, t.layer_ps) << describe(c);
@@ -60,7 +67,7 @@ TEST(LlmData, TinyModelLogitsMatchFloat64) {
   for (LlmPhase phase : {LlmPhase::decode, LlmPhase::prefill}) {
     const LlmConfig c = tiny(phase);
     const LlmDataReport d = llm_data_run(c, 7);
-    EXPECT_LE(d.max_abs_error, kTolerance * d.max_abs_logit) << describe(c);
+    EXPECT_LE(d.max_abs_error, tolerance(c) * d.max_abs_logit) << describe(c);
     // The forward pass is not a copy of the run: a different seed moves the logits.
     const LlmDataReport other = llm_data_run(c, 8);
     EXPECT_NE(d.expected, other.expected);
@@ -92,6 +99,7 @@ TEST(LlmData, RandomModelsAndMachines) {
     c.layers = pick(1, 3);
     c.vocab = pick(8, 160);
     c.weight_bytes = pick(1, 2);
+    c.kv_bytes = pick(0, 4) == 0 ? 1 : 2;
     c.batch = pick(1, 4);
     c.context = pick(1, 40);
     if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) c.prompt = pick(1, 24), c.batch = pick(1, 2);
@@ -104,6 +112,7 @@ TEST(LlmData, RandomModelsAndMachines) {
     expect_close(c, static_cast<std::uint64_t>(i) + 1);
     if (HasFailure()) return;
   }
+  std::printf("[ data ] worst relative error of %d random models (fp16 KV cache): %.3g\n", run, worst);
   EXPECT_EQ(run, 40);
   EXPECT_GE(prefills, 6);
   EXPECT_GE(tiled, 6);

@@ -7,6 +7,7 @@
 #include "benches/milestone_gqa_decode.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
+#include "host/kernels/llm_barrier.h"
 #include "host/llm/model_file.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"
@@ -279,7 +280,31 @@ void BM_SweepCuda(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepCuda)->ArgName("reductions")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// What the barrier between a step's kernels costs (docs/adr/0019-whole-models.md, item 7):
+// one layer of LLaMA-3.1-8B on one SIP rank of the default topology, context 4096, attention
+// case 1, as timed and composed without barriers; arg 0: decode at batch 1 or 64 (1, 64), or
+// prefill of 1 or 4 prompts of 512 tokens (-1, -4). The counters are the layer's picoseconds.
+void BM_LlmBarrierCost(benchmark::State& state) {
+  const LlmShape m = load_llm_model("llama-3.1-8b").shape;
+  LlmConfig c{};
+  c.hw = load_topology(data_dir() + "/topologies/default.yaml").hw();
+  c.hidden = m.hidden, c.intermediate = m.intermediate, c.heads = m.heads, c.kv_heads = m.kv_heads;
+  c.head_dim = m.head_dim, c.layers = m.layers, c.vocab = m.vocab, c.tied = m.tied;
+  c.weight_bytes = c.kv_bytes = 2;
+  const bool prefill = state.range(0) < 0;
+  c.phase = static_cast<std::int64_t>(prefill ? LlmPhase::prefill : LlmPhase::decode);
+  c.batch = prefill ? -state.range(0) : state.range(0), c.context = 4096, c.prompt = prefill ? 512 : 1;
+  c.tp = 1, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1, c.microbatches = 1, c.attention_case = 1;
+  LlmBarrierCost b;
+  for (auto _ : state) b = llm_barrier_cost(c);
+  state.counters["with_barrier_ps"] = static_cast<double>(b.with_barrier);
+  state.counters["tensor_order_ps"] = static_cast<double>(b.tensor_order);
+  state.counters["pe_order_ps"] = static_cast<double>(b.pe_order);
+}
+BENCHMARK(BM_LlmBarrierCost)->ArgName("batch")->Arg(1)->Arg(64)->Arg(-1)->Arg(-4)->Iterations(1)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace kb
 
 BENCHMARK_MAIN();
+

@@ -188,7 +188,7 @@ void cmd_eval(EvalArgs a) {
     if (!why.empty()) throw InputError(why);
   }
   const std::int64_t max_ops = a.max_ops.value();
-  if (want_ref) check_reference_size(f, cfg.data(), max_ops);
+  if (want_ref || a.data) check_reference_size(f, cfg.data(), max_ops);  // --data runs the reference too
   Study study(f, want_batched ? resolve_backend(a.backend, f.id) : BackendKind::omp, {want_batched, want_ref});
   study.add(cfg.data());
   study.run(Rejected::input_error, a.trace.empty() ? nullptr : &a.trace);

@@ -210,6 +210,8 @@ Family make() {
                           {"max_abs_logit", d.max_abs_logit},
                           {"relative_error", rel},
                           {"rms_error", d.rms_error},
+                          {"hidden_max_abs_error", d.hidden_max_abs_error},
+                          {"hidden_max_abs", d.hidden_max_abs},
                           {"kernels", d.kernels},
                           {"layer_ps", d.layer_ps},
                           {"head_ps", d.head_ps}};

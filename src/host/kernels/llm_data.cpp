@@ -14,8 +14,9 @@ namespace {
 
 // LLaMA-3.1's rope_theta: the rotary frequencies are theta^(-2i / head_dim) (values only).
 constexpr double kRopeTheta = 500000.0;
-// Data mode computes every value on the host: a step of at most this many multiply-accumulates.
-constexpr std::int64_t kDataMaxMacs = INT64_C(1) << 32;
+// Data mode computes every value on the host: a step of at most this many multiply-accumulates,
+// and at most this many values of weights and KV cache held.
+constexpr std::int64_t kDataMaxMacs = INT64_C(1) << 32, kDataMaxValues = INT64_C(1) << 26;
 
 using Values = std::vector<float>;
 
@@ -104,6 +105,7 @@ class DataPass {
   }
   ps_t ran() const { return ran_; }
   const Values& logits() const { return logits_; }
+  const Values& hidden() const { return x_; }  // the residual stream after the last layer
 
   void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
     if (!runs(layer)) return;
@@ -114,7 +116,8 @@ class DataPass {
     else if (name == "o_proj") v.in = {att_, w_.o[l]};
     else if (name == "gate_up") v.in = {h_, w_.gate_up[l]};
     else if (name == "down") v.in = {act_, w_.down[l]};
-    else v.in = {h_, w_.lm_head};  // lm_head, on the final norm's rows
+    else if (name == "lm_head") v.in = {h_, w_.lm_head};  // on the final norm's rows
+    else unknown(name);
     add(layer, gemm_reference(g, nullptr, &v).latency_ps);
     if (name == "qkv") qkv_ = std::move(v.out);
     else if (name == "o_proj" || name == "down") y_ = std::move(v.out);
@@ -196,7 +199,8 @@ class DataPass {
     else if (name == "rope") v.in = {columns(qkv_, a_.M, a_.q + 2 * a_.kv, 0, a_.q + a_.kv), rope_table()};
     else if (name == "kv_append") v.in = {kv_rows()};
     else if (name == "silu_mul") v.in = {columns(gate_up_, a_.M, 2 * a_.I, 0, a_.I), columns(gate_up_, a_.M, 2 * a_.I, a_.I, a_.I)};
-    else v.in = {x_, y_};  // the residual adds
+    else if (name == "attn_residual" || name == "mlp_residual") v.in = {x_, y_};
+    else unknown(name);
     add(layer, llm_vec_reference(x, nullptr, &v).latency_ps);
     if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm") h_ = std::move(v.out);
     else if (name == "rope") qk_ = std::move(v.out);
@@ -210,6 +214,9 @@ class DataPass {
   bool last_layer = false;
 
  private:
+  [[noreturn]] static void unknown(const std::string& name) {
+    throw InternalError("data mode does not know the layer program's kernel " + name, __FILE__, __LINE__);
+  }
   // The layer's kernels run every pass; the head's after the last layer only.
   bool runs(bool layer) const { return layer || last_layer; }
   void add(bool layer, ps_t latency) {
@@ -278,7 +285,8 @@ Dense matmul(const Dense& a, std::int64_t m, std::int64_t k, const Values& b, st
   return c;
 }
 
-Dense forward_f64(const Dims& a, const Weights& w) {
+// The logits, and in `hidden` the residual stream after the last layer, [M, H].
+Dense forward_f64(const Dims& a, const Weights& w, Dense* hidden) {
   const std::int64_t M = a.M, H = a.H, d = a.d, half = d / 2, wq = a.q + 2 * a.kv;
   Dense x(w.x.begin(), w.x.end());
   for (std::int64_t l = 0; l < a.layers; ++l) {
@@ -287,7 +295,9 @@ Dense forward_f64(const Dims& a, const Weights& w) {
     for (std::int64_t r = 0; r < M; ++r)  // RoPE on every query and key head
       for (std::int64_t h = 0; h < a.heads + a.kvh; ++h)
         for (std::int64_t i = 0; i < half; ++i) {
-          const double th = rope_angle(a, a.position(r), i);
+          // The position, and the frequency, from the definitions (not the kernels' helpers).
+          const std::int64_t pos = a.decode ? a.S - 1 : r - (r / a.T) * a.T;
+          const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(d));
           double& x1 = qkv[static_cast<std::size_t>(r * wq + h * d + i)];
           double& x2 = qkv[static_cast<std::size_t>(r * wq + h * d + half + i)];
           const double u = x1, v = x2;
@@ -297,7 +307,7 @@ Dense forward_f64(const Dims& a, const Weights& w) {
     Dense att(static_cast<std::size_t>(M * a.q), 0.0);
     std::vector<double> score(static_cast<std::size_t>(a.S));
     for (std::int64_t r = 0; r < M; ++r) {
-      const std::int64_t b = r / a.T, pos = a.position(r);
+      const std::int64_t b = r / a.T, pos = a.decode ? a.S - 1 : r - b * a.T;
       for (std::int64_t j = 0; j < a.heads; ++j) {
         const std::int64_t h = j / a.G;
         // Key and value of position s: the cache's earlier positions (decode), or row s of
@@ -338,6 +348,7 @@ Dense forward_f64(const Dims& a, const Weights& w) {
     const Dense down = matmul(act, M, a.I, w.down[L], H);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] += down[i];
   }
+  *hidden = x;
   Dense last(static_cast<std::size_t>(a.B * H));
   for (std::int64_t b = 0; b < a.B; ++b) std::copy_n(x.begin() + ((b + 1) * a.T - 1) * H, H, last.begin() + b * H);
   return matmul(rms_norm(last, a.B, H, w.final_norm), a.B, H, w.lm_head, a.V);
@@ -355,6 +366,15 @@ std::string llm_data_refusal(const LlmConfig& c) {
   if (r.status == kLlmOk && r.macs > kDataMaxMacs)
     return "--data computes every value on the host: at most " + std::to_string(kDataMaxMacs) +
            " multiply-accumulates a step; this step has " + std::to_string(r.macs) + " (a smaller model, batch or context)";
+  if (r.status == kLlmOk) {
+    const Dims a = dims_of(c);
+    const std::int64_t layer = a.H * (a.q + 2 * a.kv) + a.q * a.H + 3 * a.H * a.I + 2 * a.H,
+                       cache = a.decode ? 2 * a.B * a.kvh * (a.S - 1) * a.d : 0;
+    const std::int64_t values = a.layers * (layer + cache) + a.H * a.V + a.H;
+    if (values > kDataMaxValues)
+      return "--data holds every weight and cached value on the host: at most " + std::to_string(kDataMaxValues) +
+             " values; this model and step have " + std::to_string(values) + " (a smaller model, batch or context)";
+  }
   return "";
 }
 
@@ -378,8 +398,23 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
                               std::to_string(rep.layer_ps) + " ps",
                           __FILE__, __LINE__);
   }
+  // Values never change timing: each layer, and the head, as the timing run takes them.
+  LlmConfig one = c;
+  one.layers_run = 1;
+  const LlmResult timed = llm_reference(one);
+  if (timed.layer_ps != rep.layer_ps || timed.head_ps != rep.head_ps)
+    throw InternalError("data mode took " + std::to_string(rep.layer_ps) + " ps a layer and " + std::to_string(rep.head_ps) +
+                            " ps for the head; the timing run " + std::to_string(timed.layer_ps) + " and " +
+                            std::to_string(timed.head_ps),
+                        __FILE__, __LINE__);
   rep.logits = pass.logits();
-  rep.expected = forward_f64(a, w);
+  Dense hidden;
+  rep.expected = forward_f64(a, w, &hidden);
+  const Values& got = pass.hidden();
+  for (std::size_t i = 0; i < hidden.size(); ++i) {
+    rep.hidden_max_abs_error = std::max(rep.hidden_max_abs_error, std::fabs(static_cast<double>(got.at(i)) - hidden[i]));
+    rep.hidden_max_abs = std::max(rep.hidden_max_abs, std::fabs(hidden[i]));
+  }
   double sq = 0;
   for (std::size_t i = 0; i < rep.expected.size(); ++i) {
     const double e = std::fabs(static_cast<double>(rep.logits.at(i)) - rep.expected[i]);

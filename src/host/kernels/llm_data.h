@@ -20,13 +20,17 @@ struct LlmDataReport {
   double max_abs_error = 0;      // max |logits - expected|
   double max_abs_logit = 0;      // max |expected|
   double rms_error = 0;          // sqrt(mean((logits - expected)^2))
+  // The residual stream after the last layer, every token's row: max |error|, max |value|.
+  double hidden_max_abs_error = 0, hidden_max_abs = 0;
   ps_t layer_ps = 0;             // each layer's kernels, summed (every layer alike)
   ps_t head_ps = 0;              // the final norm's and the LM head's
   std::int64_t kernels = 0;      // kernels run in data mode
 };
 
 // Why data mode cannot run `c` ("" when it can): it needs one rank (tp 1), one stage and one
-// micro-batch, every layer run, and a step small enough to compute on the host.
+// micro-batch, every layer run, and a step small enough to compute and hold on the host.
+// RMSNorm's epsilon and RoPE's base are LLaMA-3.1's (1e-5, 500000), whatever the model file
+// says: they change values, not work.
 std::string llm_data_refusal(const LlmConfig& c);
 
 // The step of `c` in data mode, with weights, embeddings and (decode) the earlier positions of

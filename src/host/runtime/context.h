@@ -281,8 +281,9 @@ class RuntimeContext {
   }
 
   // Composing kernels without a barrier (docs/adr/0019): from now on every read of a tensor
-  // in HBM (a load, or a copy from it) waits for `gate` unless the tensor is resident (set
-  // before any kernel runs: weights, tables); kNoOp lifts the gate. join(from) is an op that
+  // in HBM (a load, or a copy from it) waits for `gate` unless the tensor is resident
+  // (weights, tables: marked before the kernel that reads them is built); kNoOp lifts the
+  // gate. join(from) is an op that
   // completes when every op from index `from` on has (a kernel's end: its first op's index
   // is graph().ops().size() before its launch).
   void set_resident(Tensor t) {
