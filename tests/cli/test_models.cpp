@@ -438,11 +438,17 @@ TEST(Models, EvalLlmDataModeReportsTheLogitsError) {
   EXPECT_NE(text.out.find("  data: logits of 1 sequence(s) x 256 against a float64 forward pass (seed 1): max |error| "),
             std::string::npos)
       << text.out;
-  expect_input_error(run("eval llm --model llama-tiny-random --tp 2 --pp 1 --data"), "--data runs one rank: --tp 1 (got 2)");
+  // Two ranks over cubes and two pipeline stages: each rank's share, summed by the allreduce.
+  const json two = eval_both("--model llama-tiny-random --tp 2 --tp-level cube --tp-algo ring --pp 2 --microbatches 1 "
+                             "--attention-case 1 --topology '" + kTopo + "/ring8.yaml' --batch 2 --data");
+  EXPECT_LE(two["data"]["relative_error"].get<double>(), 1.0 / 512) << two["data"];
+  EXPECT_EQ(two["data"]["layer_ps"], two["layer_ps"]);
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --batch 2 --microbatches 2 --data"),
+                     "--data runs the batch whole: --microbatches 1 (got 2)");
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --layers 1 --data"), "--data runs every layer");
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --data --seed x"), "--seed x");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --data"),
-                     "--data runs one rank");
+                     "--data computes every value on the host");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 1 --tp-level sip --pp 1 --tp-algo ring --attention-case 1 --data"),
                      "--data computes every value on the host");
   const Result gemm = run("eval gemm --m 64 --n 64 --k 64 --data");

@@ -82,9 +82,9 @@ TEST(LlmData, TinyModelLogitsMatchFloat64) {
 TEST(LlmData, RandomModelsAndMachines) {
   std::mt19937_64 rng(20261203);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  int run = 0, prefills = 0, tiled = 0;
+  int run = 0, prefills = 0, tiled = 0, tp = 0, pp = 0, replicated = 0;
   int cases[5] = {};
-  for (int i = 0; i < 400 && run < 40; ++i) {
+  for (int i = 0; i < 2000 && run < 60; ++i) {
     LlmConfig c = tiny(pick(0, 2) == 0 ? LlmPhase::prefill : LlmPhase::decode);
     HwConfig& h = c.hw;
     h.cube_rows = pick(1, 2), h.cube_cols = pick(1, 2), h.pe_rows = pick(1, 2), h.pe_cols = pick(1, 3);
@@ -104,7 +104,19 @@ TEST(LlmData, RandomModelsAndMachines) {
     c.context = pick(1, 40);
     if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) c.prompt = pick(1, 24), c.batch = pick(1, 2);
     c.attention_case = pick(1, 4);
+    if (pick(0, 1)) {  // tensor-parallel ranks of any level, and pipeline stages
+      h.sips = pick(1, 2);
+      h.cube_rows = h.cube_cols = h.pe_rows = 2, h.pe_cols = pick(2, 4);  // room for 4 or 8 ranks of a level
+      c.tp_level = pick(0, 3);
+      c.kv_heads = 2 * pick(1, 2), c.heads = c.kv_heads * 2 * pick(1, 2);  // more ranks than KV heads, often
+      c.tp = std::int64_t{2} << pick(0, 2);
+      c.pp = c.layers > 1 && h.sips == 2 && c.tp_level != 2 ? 2 : 1;
+      c.tp_algo = pick(0, kCollAlgos - 1);
+    }
     if (llm_check(c) != kLlmOk) continue;
+    tp += c.tp > 1;
+    replicated += c.tp > c.kv_heads;
+    pp += c.pp > 1;
     ++run;
     prefills += c.phase == static_cast<std::int64_t>(LlmPhase::prefill);
     tiled += h.sram_kib < 64;
@@ -113,7 +125,10 @@ TEST(LlmData, RandomModelsAndMachines) {
     if (HasFailure()) return;
   }
   std::printf("[ data ] worst relative error of %d random models (fp16 KV cache): %.3g\n", run, worst);
-  EXPECT_EQ(run, 40);
+  EXPECT_EQ(run, 60);
+  EXPECT_GE(tp, 12);
+  EXPECT_GE(pp, 3);
+  EXPECT_GE(replicated, 3);  // each KV head on several ranks
   EXPECT_GE(prefills, 6);
   EXPECT_GE(tiled, 6);
   for (int k = 1; k <= 4; ++k) EXPECT_GE(cases[k], 2) << "attention case " << k;
@@ -130,9 +145,7 @@ TEST(LlmData, RefusesWhatItCannotCompute) {
     return std::string("accepted");
   };
   LlmConfig t = c;
-  t.tp = 2;
-  EXPECT_NE(why(t).find("--data runs one rank: --tp 1"), std::string::npos) << why(t);
-  t = c, t.layers_run = 1;
+  t.layers_run = 1;
   EXPECT_NE(why(t).find("--data runs every layer"), std::string::npos) << why(t);
   t = c, t.batch = 2, t.microbatches = 2;
   EXPECT_NE(why(t).find("--microbatches 1"), std::string::npos) << why(t);

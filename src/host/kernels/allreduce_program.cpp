@@ -272,7 +272,8 @@ std::int64_t allreduce_reference_ops(const AllreduceConfig& c) {
   return ops + barriers * g.sips * g.cubes * g.pes;
 }
 
-CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, const std::string* trace_path) {
+CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, const std::string* trace_path,
+                             const std::vector<std::vector<float>>* inputs) {
   check_valid(c);
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(allreduce_reference_ops(c));
@@ -281,11 +282,25 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
   // The request was validated: anything the runtime rejects from here on is a bug of the
   // collective library, not the user's input.
   try {
-    b = make_buffers(ctx, c, data ? seed : 0);
-    if (data) {
-      if (!b.hbm) fill(ctx, c, b, seed);
-      out.inputs = read_back(ctx, c, b);
+    b = make_buffers(ctx, c, data && !inputs ? seed : 0);
+    if (data && inputs) {
+      if (static_cast<std::int64_t>(inputs->size()) != c.ranks) throw InputError("allreduce: one input a rank");
+      if (!b.hbm) {
+        for (std::int64_t r = 0; r < c.ranks; ++r) ctx.poke(b.data, rank_of(c, r), (*inputs)[static_cast<std::size_t>(r)], 0, b.values);
+      } else {
+        std::vector<std::vector<float>> all;
+        for (const Tensor& t : b.hdata) all.push_back(ctx.values(t));
+        for (std::int64_t r = 0; r < c.ranks; ++r) {
+          const auto& in = (*inputs)[static_cast<std::size_t>(r)];
+          if (static_cast<std::int64_t>(in.size()) != b.values) throw InputError("allreduce: an input of the wrong size");
+          std::copy(in.begin(), in.end(), all[hbm_tensor(c, r)].begin() + hbm_box(c, r, 0, 0, 1).lo[0] * b.values);
+        }
+        for (std::size_t s = 0; s < b.hdata.size(); ++s) ctx.assign(b.hdata[s], all[s]);
+      }
+    } else if (data && !b.hbm) {
+      fill(ctx, c, b, seed);
     }
+    if (data) out.inputs = read_back(ctx, c, b);
     launch_collective(ctx, c, b);
   } catch (const InputError& e) {
     throw InternalError(std::string("the collective library's program was rejected by the runtime: ") + e.what(),

@@ -26,9 +26,11 @@ struct CollectiveRun {
 
 
 // Runs the config (which allreduce_check must accept) through the library call; data mode
-// fills every rank's buffer with random values from `seed`.
+// fills every rank's buffer with random values from `seed`, or with inputs[r] (bytes / 2
+// values a rank) when given.
 CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed = 1,
-                             const std::string* trace_path = nullptr);
+                             const std::string* trace_path = nullptr,
+                             const std::vector<std::vector<float>>* inputs = nullptr);
 
 // The direct-launch ring allreduce (SRAM buffers, any level and chunking).
 CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed = 1);

@@ -5,6 +5,7 @@
 
 #include "../common/error.h"
 #include "../runtime/numeric.h"
+#include "allreduce_program.h"
 #include "decode_program.h"
 #include "gemm_program.h"
 #include "llm_program.h"
@@ -44,14 +45,19 @@ struct Weights {
   Values final_norm, lm_head, x;
 };
 
-// The step's shape, as the layer program sees it on its one rank.
+// The step's shape: the model's, and a tensor-parallel rank's share (Megatron's split,
+// docs/model.md section 13.2).
 struct Dims {
   std::int64_t B, T, S, M;  // sequences, tokens of each (1 in decode), positions attended, rows
   std::int64_t H, I, heads, kvh, d, G, q, kv, V, layers;
+  std::int64_t tp, hq, hkv, qr, kvr, Ir, Vr;  // a rank's query and KV heads, widths, MLP columns, vocabulary rows
   bool decode;
   DType wtype, kvtype;
   // Row r's position in its sequence.
   std::int64_t position(std::int64_t r) const { return decode ? S - 1 : r % T; }
+  // The model's query head of rank r's i-th, and KV head of its j-th.
+  std::int64_t q_head(std::int64_t r, std::int64_t i) const { return r * hq + i; }
+  std::int64_t kv_head(std::int64_t r, std::int64_t j) const { return tp <= kvh ? r * hkv + j : r * kvh / tp; }
 };
 
 Dims dims_of(const LlmConfig& c) {
@@ -62,7 +68,25 @@ Dims dims_of(const LlmConfig& c) {
   a.q = a.heads * a.d, a.kv = a.kvh * a.d, a.V = c.vocab, a.layers = c.layers;
   a.wtype = c.weight_bytes == 1 ? DType::fp8 : DType::f16;
   a.kvtype = c.kv_bytes == 1 ? DType::fp8 : DType::f16;
+  a.tp = c.tp, a.hq = a.heads / a.tp, a.hkv = llm_rank_kv_heads(llm_shape_of(c), a.tp);
+  a.qr = a.hq * a.d, a.kvr = a.hkv * a.d, a.Ir = ceil_div(a.I, a.tp), a.Vr = ceil_div(a.V, a.tp);
   return a;
+}
+
+// Rank r's share of a weight matrix [rows, cols]: the columns (or rows) `pick` names, in
+// order, -1 for a zero one (the padding of an uneven split).
+Values take_cols(const Values& w, std::int64_t rows, std::int64_t cols, const std::vector<std::int64_t>& pick) {
+  Values out(static_cast<std::size_t>(rows) * pick.size(), 0.0f);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < pick.size(); ++j)
+      if (pick[j] >= 0) out[static_cast<std::size_t>(i) * pick.size() + j] = w[static_cast<std::size_t>(i * cols + pick[j])];
+  return out;
+}
+Values take_rows(const Values& w, std::int64_t cols, const std::vector<std::int64_t>& pick) {
+  Values out(pick.size() * static_cast<std::size_t>(cols), 0.0f);
+  for (std::size_t i = 0; i < pick.size(); ++i)
+    if (pick[i] >= 0) std::copy_n(w.begin() + pick[i] * cols, cols, out.begin() + static_cast<std::ptrdiff_t>(i) * cols);
+  return out;
 }
 
 Weights draw_weights(const Dims& a, std::uint64_t seed) {
@@ -95,127 +119,206 @@ double rope_angle(const Dims& a, std::int64_t pos, std::int64_t i) {
 }
 
 // Runs each kernel of the layer program in data mode and carries the values between them.
+// Every tensor-parallel rank runs its kernels on its share (the timing run times one rank:
+// the others take the same time, which is checked); the norms and residual adds work on the
+// whole activation, alike on every rank, so they run once.
 class DataPass {
  public:
-  DataPass(const Dims& a, const Weights& w, LlmDataReport& rep) : a_(a), w_(w), rep_(rep), x_(w.x) {}
+  DataPass(const Dims& a, const Weights& w, LlmDataReport& rep)
+      : a_(a), w_(w), rep_(rep), x_(w.x), rank_(static_cast<std::size_t>(a.tp)) {}
 
   void start_layer(std::int64_t l) {
     layer_ = l;
     ran_ = 0;
   }
   ps_t ran() const { return ran_; }
-  const Values& logits() const { return logits_; }
+  // The logits, [B, V]: each rank's vocabulary rows side by side.
+  Values logits() const {
+    Values out(static_cast<std::size_t>(a_.B * a_.V));
+    for (std::int64_t b = 0; b < a_.B; ++b)
+      for (std::int64_t v = 0; v < a_.V; ++v)
+        out[static_cast<std::size_t>(b * a_.V + v)] = rank_[static_cast<std::size_t>(v / a_.Vr)].logits[static_cast<std::size_t>(b * a_.Vr + v % a_.Vr)];
+    return out;
+  }
   const Values& hidden() const { return x_; }  // the residual stream after the last layer
 
   void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
     if (!runs(layer)) return;
     const std::string name = k.name;
     const std::size_t l = static_cast<std::size_t>(layer_);
-    KernelValues v;
-    if (name == "qkv") v.in = {h_, w_.qkv[l]};
-    else if (name == "o_proj") v.in = {att_, w_.o[l]};
-    else if (name == "gate_up") v.in = {h_, w_.gate_up[l]};
-    else if (name == "down") v.in = {act_, w_.down[l]};
-    else if (name == "lm_head") v.in = {h_, w_.lm_head};  // on the final norm's rows
-    else unknown(name);
-    add(layer, gemm_reference(g, nullptr, &v).latency_ps);
-    if (name == "qkv") qkv_ = std::move(v.out);
-    else if (name == "o_proj" || name == "down") y_ = std::move(v.out);
-    else if (name == "gate_up") gate_up_ = std::move(v.out);
-    else logits_ = std::move(v.out);
+    ps_t took = -1;
+    for (std::int64_t r = 0; r < a_.tp; ++r) {
+      Rank& me = rank_[static_cast<std::size_t>(r)];
+      KernelValues v;
+      if (name == "qkv") v.in = {h_, take_cols(w_.qkv[l], a_.H, a_.q + 2 * a_.kv, qkv_cols(r))};
+      else if (name == "o_proj") v.in = {me.att, take_rows(w_.o[l], a_.H, q_rows(r))};
+      else if (name == "gate_up") v.in = {h_, take_cols(w_.gate_up[l], a_.H, 2 * a_.I, gate_up_cols(r))};
+      else if (name == "down") v.in = {me.act, take_rows(w_.down[l], a_.H, share(r, a_.Ir, a_.I, 0))};
+      else if (name == "lm_head") v.in = {h_, take_cols(w_.lm_head, a_.H, a_.V, share(r, a_.Vr, a_.V, 0))};
+      else unknown(name);
+      same(took, gemm_reference(g, nullptr, &v).latency_ps, name);
+      if (name == "qkv") me.qkv = std::move(v.out);
+      else if (name == "o_proj" || name == "down") me.y = std::move(v.out);
+      else if (name == "gate_up") me.gate_up = std::move(v.out);
+      else me.logits = std::move(v.out);
+    }
+    add(layer, took);
+    if (a_.tp == 1 && (name == "o_proj" || name == "down")) y_ = rank_[0].y;  // no allreduce at tp 1
   }
 
   // Decode: the sequences of one wave against the cache, its last position the new one.
   void attention(const DecodeConfig& dc, const LlmKernel&, bool layer) {
     if (!runs(layer)) return;
-    const std::int64_t n = dc.batch, b0 = wave_done_, d = a_.d, S = a_.S, G = a_.G, kvh = a_.kvh;
+    const std::int64_t n = dc.batch, b0 = wave_done_, d = a_.d, S = a_.S, kvh = a_.hkv, G = a_.hq / a_.hkv;
     const Values& kc = w_.k_cache[static_cast<std::size_t>(layer_)];
     const Values& vc = w_.v_cache[static_cast<std::size_t>(layer_)];
-    Values q(static_cast<std::size_t>(n * kvh * G * d)), K(static_cast<std::size_t>(n * kvh * d * S)), V(K.size());
-    for (std::int64_t b = 0; b < n; ++b)
-      for (std::int64_t h = 0; h < kvh; ++h) {
-        const std::int64_t u = b * kvh + h, row = b0 + b;
-        for (std::int64_t g = 0; g < G; ++g)
-          for (std::int64_t e = 0; e < d; ++e)
-            q[static_cast<std::size_t>((u * G + g) * d + e)] = qk_[static_cast<std::size_t>(row * (a_.q + a_.kv) + (h * G + g) * d + e)];
-        for (std::int64_t s = 0; s < S; ++s)
-          for (std::int64_t e = 0; e < d; ++e) {
-            const bool fresh = s == S - 1;
-            const std::size_t old = static_cast<std::size_t>(((row * kvh + h) * (S - 1) + s) * d + e);
-            const std::size_t now = static_cast<std::size_t>(row * 2 * a_.kv + h * d + e);
-            K[static_cast<std::size_t>((u * d + e) * S + s)] = fresh ? kv_new_[now] : kc[old];
-            V[static_cast<std::size_t>((u * S + s) * d + e)] = fresh ? kv_new_[now + static_cast<std::size_t>(a_.kv)] : vc[old];
-          }
-      }
-    KernelValues v;
-    v.in = {std::move(q), std::move(K), std::move(V)};
-    add(layer, decode_reference(dc, nullptr, &v).latency_ps);
-    for (std::int64_t b = 0; b < n; ++b)
-      for (std::int64_t j = 0; j < a_.heads; ++j)  // query head j = h G + g is row u G + g
-        std::copy_n(v.out.begin() + ((b * kvh + j / G) * G + j % G) * d, d, att_.begin() + ((b0 + b) * a_.q + j * d));
+    ps_t took = -1;
+    for (std::int64_t r = 0; r < a_.tp; ++r) {
+      Rank& me = rank_[static_cast<std::size_t>(r)];
+      Values q(static_cast<std::size_t>(n * kvh * G * d)), K(static_cast<std::size_t>(n * kvh * d * S)), V(K.size());
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t h = 0; h < kvh; ++h) {
+          const std::int64_t u = b * kvh + h, row = b0 + b, model_h = a_.kv_head(r, h);
+          for (std::int64_t g = 0; g < G; ++g)
+            for (std::int64_t e = 0; e < d; ++e)
+              q[static_cast<std::size_t>((u * G + g) * d + e)] = me.qk[static_cast<std::size_t>(row * (a_.qr + a_.kvr) + (h * G + g) * d + e)];
+          for (std::int64_t s = 0; s < S; ++s)
+            for (std::int64_t e = 0; e < d; ++e) {
+              const bool fresh = s == S - 1;
+              const std::size_t old = static_cast<std::size_t>(((row * a_.kvh + model_h) * (S - 1) + s) * d + e);
+              const std::size_t now = static_cast<std::size_t>(row * 2 * a_.kvr + h * d + e);
+              K[static_cast<std::size_t>((u * d + e) * S + s)] = fresh ? me.kv_new[now] : kc[old];
+              V[static_cast<std::size_t>((u * S + s) * d + e)] = fresh ? me.kv_new[now + static_cast<std::size_t>(a_.kvr)] : vc[old];
+            }
+        }
+      KernelValues v;
+      v.in = {std::move(q), std::move(K), std::move(V)};
+      same(took, decode_reference(dc, nullptr, &v).latency_ps, "attention");
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t j = 0; j < a_.hq; ++j)  // query head j = h G + g is row u G + g
+          std::copy_n(v.out.begin() + ((b * kvh + j / G) * G + j % G) * d, d, me.att.begin() + ((b0 + b) * a_.qr + j * d));
+    }
+    add(layer, took);
     wave_done_ += n;
   }
 
   // Prefill: causal attention of every prompt over its own fresh keys and values.
   void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
     if (!runs(layer)) return;
-    const std::int64_t T = a_.T, d = a_.d, G = a_.G, kvh = a_.kvh, KV = a_.B * kvh, w = a_.q + 2 * a_.kv;
-    Values q(static_cast<std::size_t>(KV * T * G * d)), K(static_cast<std::size_t>(KV * d * T)), V(K.size());
-    for (std::int64_t b = 0; b < a_.B; ++b)
-      for (std::int64_t h = 0; h < kvh; ++h) {
-        const std::int64_t u = b * kvh + h;
-        for (std::int64_t t = 0; t < T; ++t) {
-          const std::int64_t row = b * T + t;
-          for (std::int64_t e = 0; e < d; ++e) {
-            for (std::int64_t g = 0; g < G; ++g)
-              q[static_cast<std::size_t>(((u * T + t) * G + g) * d + e)] =
-                  qk_[static_cast<std::size_t>(row * (a_.q + a_.kv) + (h * G + g) * d + e)];
-            K[static_cast<std::size_t>((u * d + e) * T + t)] = qk_[static_cast<std::size_t>(row * (a_.q + a_.kv) + a_.q + h * d + e)];
-            V[static_cast<std::size_t>((u * T + t) * d + e)] = qkv_[static_cast<std::size_t>(row * w + a_.q + a_.kv + h * d + e)];
+    const std::int64_t T = a_.T, d = a_.d, kvh = a_.hkv, G = a_.hq / a_.hkv, KV = a_.B * kvh;
+    const std::int64_t wq = a_.qr + a_.kvr, w = a_.qr + 2 * a_.kvr;
+    ps_t took = -1;
+    for (std::int64_t r = 0; r < a_.tp; ++r) {
+      Rank& me = rank_[static_cast<std::size_t>(r)];
+      Values q(static_cast<std::size_t>(KV * T * G * d)), K(static_cast<std::size_t>(KV * d * T)), V(K.size());
+      for (std::int64_t b = 0; b < a_.B; ++b)
+        for (std::int64_t h = 0; h < kvh; ++h) {
+          const std::int64_t u = b * kvh + h;
+          for (std::int64_t t = 0; t < T; ++t) {
+            const std::int64_t row = b * T + t;
+            for (std::int64_t e = 0; e < d; ++e) {
+              for (std::int64_t g = 0; g < G; ++g)
+                q[static_cast<std::size_t>(((u * T + t) * G + g) * d + e)] = me.qk[static_cast<std::size_t>(row * wq + (h * G + g) * d + e)];
+              K[static_cast<std::size_t>((u * d + e) * T + t)] = me.qk[static_cast<std::size_t>(row * wq + a_.qr + h * d + e)];
+              V[static_cast<std::size_t>((u * T + t) * d + e)] = me.qkv[static_cast<std::size_t>(row * w + a_.qr + a_.kvr + h * d + e)];
+            }
           }
         }
-      }
-    KernelValues v;
-    v.in = {std::move(q), std::move(K), std::move(V)};
-    add(layer, llm_attn_reference(x, nullptr, &v).latency_ps);
-    for (std::int64_t b = 0; b < a_.B; ++b)
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t j = 0; j < a_.heads; ++j)
-          std::copy_n(v.out.begin() + (((b * kvh + j / G) * T + t) * G + j % G) * d, d, att_.begin() + ((b * T + t) * a_.q + j * d));
+      KernelValues v;
+      v.in = {std::move(q), std::move(K), std::move(V)};
+      same(took, llm_attn_reference(x, nullptr, &v).latency_ps, "attention");
+      for (std::int64_t b = 0; b < a_.B; ++b)
+        for (std::int64_t t = 0; t < T; ++t)
+          for (std::int64_t j = 0; j < a_.hq; ++j)
+            std::copy_n(v.out.begin() + (((b * kvh + j / G) * T + t) * G + j % G) * d, d, me.att.begin() + ((b * T + t) * a_.qr + j * d));
+    }
+    add(layer, took);
   }
 
-  void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {
-    throw InternalError("data mode runs one rank: no allreduce", __FILE__, __LINE__);
+  // The ranks' partial sums of the O projection or the down projection, summed by the
+  // collective's program on the reference engine.
+  void allreduce(const AllreduceConfig& c, const LlmKernel&, bool layer) {
+    if (!runs(layer)) return;
+    std::vector<Values> parts;
+    for (const Rank& me : rank_) parts.push_back(me.y);
+    const CollectiveRun run = run_collective(c, true, 1, nullptr, &parts);
+    add(layer, run.report.summary.latency_ps);
+    y_ = run.values.at(0);
+    for (const Values& v : run.values)
+      if (v != y_) throw InternalError("the allreduce left different sums on its ranks", __FILE__, __LINE__);
   }
 
   void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
     if (!runs(layer)) return;
     const std::string name = k.name;
     const std::size_t l = static_cast<std::size_t>(layer_);
-    KernelValues v;
-    if (name == "attn_norm") v.in = {x_, w_.attn_norm[l]};
-    else if (name == "mlp_norm") v.in = {x_, w_.mlp_norm[l]};
-    else if (name == "final_norm") v.in = {last_rows(), w_.final_norm};
-    else if (name == "rope") v.in = {columns(qkv_, a_.M, a_.q + 2 * a_.kv, 0, a_.q + a_.kv), rope_table()};
-    else if (name == "kv_append") v.in = {kv_rows()};
-    else if (name == "silu_mul") v.in = {columns(gate_up_, a_.M, 2 * a_.I, 0, a_.I), columns(gate_up_, a_.M, 2 * a_.I, a_.I, a_.I)};
-    else if (name == "attn_residual" || name == "mlp_residual") v.in = {x_, y_};
-    else unknown(name);
-    add(layer, llm_vec_reference(x, nullptr, &v).latency_ps);
-    if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm") h_ = std::move(v.out);
-    else if (name == "rope") qk_ = std::move(v.out);
-    else if (name == "kv_append") kv_new_ = std::move(v.out), wave_done_ = 0, att_.assign(static_cast<std::size_t>(a_.M * a_.q), 0.0f);
-    else if (name == "silu_mul") act_ = std::move(v.out);
-    else x_ = std::move(v.out);
+    const bool each = name == "rope" || name == "kv_append" || name == "silu_mul";  // on each rank's share
+    ps_t took = -1;
+    for (std::int64_t r = 0; r < (each ? a_.tp : 1); ++r) {
+      Rank& me = rank_[static_cast<std::size_t>(r)];
+      KernelValues v;
+      if (name == "attn_norm") v.in = {x_, w_.attn_norm[l]};
+      else if (name == "mlp_norm") v.in = {x_, w_.mlp_norm[l]};
+      else if (name == "final_norm") v.in = {last_rows(), w_.final_norm};
+      else if (name == "rope") v.in = {columns(me.qkv, a_.M, a_.qr + 2 * a_.kvr, 0, a_.qr + a_.kvr), rope_table()};
+      else if (name == "kv_append") v.in = {kv_rows(me)};
+      else if (name == "silu_mul") v.in = {columns(me.gate_up, a_.M, 2 * a_.Ir, 0, a_.Ir), columns(me.gate_up, a_.M, 2 * a_.Ir, a_.Ir, a_.Ir)};
+      else if (name == "attn_residual" || name == "mlp_residual") v.in = {x_, y_};
+      else unknown(name);
+      same(took, llm_vec_reference(x, nullptr, &v).latency_ps, name);
+      if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm") h_ = std::move(v.out);
+      else if (name == "rope") me.qk = std::move(v.out);
+      else if (name == "kv_append") {
+        me.kv_new = std::move(v.out);
+        me.att.assign(static_cast<std::size_t>(a_.M * a_.qr), 0.0f);
+        wave_done_ = 0;
+      } else if (name == "silu_mul") me.act = std::move(v.out);
+      else x_ = std::move(v.out);
+    }
+    add(layer, took);
   }
 
-  void transfer(const LlmSendConfig&) { throw InternalError("data mode runs one stage: no transfer", __FILE__, __LINE__); }
+  void transfer(const LlmSendConfig&) {}  // between stages the activation arrives as it left
 
   bool last_layer = false;
 
  private:
+  // One rank's tensors.
+  struct Rank {
+    Values qkv, qk, kv_new, att, y, gate_up, act, logits;
+  };
   [[noreturn]] static void unknown(const std::string& name) {
     throw InternalError("data mode does not know the layer program's kernel " + name, __FILE__, __LINE__);
+  }
+  // Every rank's run of a kernel takes the same time (the timing run's one rank stands for all).
+  static void same(ps_t& took, ps_t latency, const std::string& name) {
+    if (took >= 0 && latency != took)
+      throw InternalError("kernel " + name + " took " + std::to_string(latency) + " ps on one rank and " + std::to_string(took) +
+                              " on another",
+                          __FILE__, __LINE__);
+    took = latency;
+  }
+  // Rank r's n of `total` (from `base`): [r n, (r + 1) n), -1 past the end.
+  static std::vector<std::int64_t> share(std::int64_t r, std::int64_t n, std::int64_t total, std::int64_t base) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) out.push_back(i < total ? base + i : -1);
+    return out;
+  }
+  // The QKV weight's columns of rank r: its query heads', then its KV heads' K and V.
+  std::vector<std::int64_t> qkv_cols(std::int64_t r) const {
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = 0; i < a_.hq; ++i)
+      for (std::int64_t e = 0; e < a_.d; ++e) out.push_back(a_.q_head(r, i) * a_.d + e);
+    for (std::int64_t part = 0; part < 2; ++part)
+      for (std::int64_t j = 0; j < a_.hkv; ++j)
+        for (std::int64_t e = 0; e < a_.d; ++e) out.push_back(a_.q + part * a_.kv + a_.kv_head(r, j) * a_.d + e);
+    return out;
+  }
+  std::vector<std::int64_t> q_rows(std::int64_t r) const { return share(r, a_.qr, a_.q, 0); }
+  std::vector<std::int64_t> gate_up_cols(std::int64_t r) const {
+    std::vector<std::int64_t> out = share(r, a_.Ir, a_.I, 0), up = share(r, a_.Ir, a_.I, a_.I);
+    out.insert(out.end(), up.begin(), up.end());
+    return out;
   }
   // The layer's kernels run every pass; the head's after the last layer only.
   bool runs(bool layer) const { return layer || last_layer; }
@@ -242,12 +345,12 @@ class DataPass {
       }
     return t;
   }
-  // The new positions' K (rotated) and V, [M, 2 kv].
-  Values kv_rows() const {
-    Values out(static_cast<std::size_t>(a_.M * 2 * a_.kv));
+  // The new positions' K (rotated) and V of a rank, [M, 2 kv].
+  Values kv_rows(const Rank& me) const {
+    Values out(static_cast<std::size_t>(a_.M * 2 * a_.kvr));
     for (std::int64_t r = 0; r < a_.M; ++r) {
-      std::copy_n(qk_.begin() + r * (a_.q + a_.kv) + a_.q, a_.kv, out.begin() + r * 2 * a_.kv);
-      std::copy_n(qkv_.begin() + r * (a_.q + 2 * a_.kv) + a_.q + a_.kv, a_.kv, out.begin() + r * 2 * a_.kv + a_.kv);
+      std::copy_n(me.qk.begin() + r * (a_.qr + a_.kvr) + a_.qr, a_.kvr, out.begin() + r * 2 * a_.kvr);
+      std::copy_n(me.qkv.begin() + r * (a_.qr + 2 * a_.kvr) + a_.qr + a_.kvr, a_.kvr, out.begin() + r * 2 * a_.kvr + a_.kvr);
     }
     return out;
   }
@@ -257,7 +360,8 @@ class DataPass {
   LlmDataReport& rep_;
   std::int64_t layer_ = 0, wave_done_ = 0;
   ps_t ran_ = 0;
-  Values x_, h_, qkv_, qk_, kv_new_, att_, y_, gate_up_, act_, logits_;
+  Values x_, h_, y_;
+  std::vector<Rank> rank_;
 };
 
 // The float64 forward pass: the same model on the same weights, by the textbook formulas.
@@ -357,8 +461,6 @@ Dense forward_f64(const Dims& a, const Weights& w, Dense* hidden) {
 }  // namespace
 
 std::string llm_data_refusal(const LlmConfig& c) {
-  if (c.tp != 1) return "--data runs one rank: --tp 1 (got " + std::to_string(c.tp) + ")";
-  if (c.pp != 1) return "--data runs one pipeline stage: --pp 1 (got " + std::to_string(c.pp) + ")";
   if (c.microbatches != 1) return "--data runs the batch whole: --microbatches 1 (got " + std::to_string(c.microbatches) + ")";
   if (c.layers_run != 0 && c.layers_run != c.layers)
     return "--data runs every layer: leave --layers out (got " + std::to_string(c.layers_run) + " of " + std::to_string(c.layers) + ")";
