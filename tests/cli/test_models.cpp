@@ -443,8 +443,10 @@ TEST(Models, EvalLlmDataModeReportsTheLogitsError) {
                              "--attention-case 1 --topology '" + kTopo + "/ring8.yaml' --batch 2 --data");
   EXPECT_LE(two["data"]["relative_error"].get<double>(), 1.0 / 512) << two["data"];
   EXPECT_EQ(two["data"]["layer_ps"], two["layer_ps"]);
-  expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --batch 2 --microbatches 2 --data"),
-                     "--data runs the batch whole: --microbatches 1 (got 2)");
+  const json micro = eval_both("--model llama-tiny-random --tp 1 --tp-level cube --pp 2 --topology '" + kTopo +
+                               "/ring8.yaml' --batch 4 --microbatches 2 --attention-case 1 --data");
+  EXPECT_EQ(micro["data"]["sequences"], 4);
+  EXPECT_LE(micro["data"]["relative_error"].get<double>(), 1.0 / 512) << micro["data"];
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --layers 1 --data"), "--data runs every layer");
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --data --seed x"), "--seed x");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --data"),

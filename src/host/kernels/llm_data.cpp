@@ -38,11 +38,16 @@ Values columns(const Values& a, std::int64_t rows, std::int64_t cols, std::int64
   return out;
 }
 
-// The model's values: weights of every layer (B of each GEMM is [in, out]), the norms' weights,
-// the step's input activations and, for decode, the KV cache's earlier positions.
+// The model's values: weights of every layer (B of each GEMM is [in, out]) and the norms'.
 struct Weights {
-  std::vector<Values> attn_norm, qkv, o, mlp_norm, gate_up, down, k_cache, v_cache;  // per layer
-  Values final_norm, lm_head, x;
+  std::vector<Values> attn_norm, qkv, o, mlp_norm, gate_up, down;  // per layer
+  Values final_norm, lm_head;
+};
+// The step's: its input activations [M, H] and, for decode, the KV cache's earlier positions
+// per layer [B, kv_heads, S - 1, d].
+struct Inputs {
+  Values x;
+  std::vector<Values> k_cache, v_cache;
 };
 
 // The step's shape: the model's, and a tensor-parallel rank's share (Megatron's split,
@@ -89,7 +94,7 @@ Values take_rows(const Values& w, std::int64_t cols, const std::vector<std::int6
   return out;
 }
 
-Weights draw_weights(const Dims& a, std::uint64_t seed) {
+Weights draw_weights(const Dims& a, std::uint64_t seed, Inputs& in) {
   Weights w;
   std::uint64_t id = 0;
   // Weights scaled by 1/sqrt(fan-in), so that activations keep their size through the layers.
@@ -105,13 +110,29 @@ Weights draw_weights(const Dims& a, std::uint64_t seed) {
     w.gate_up.push_back(matrix(a.H, 2 * a.I));
     w.down.push_back(matrix(a.I, a.H));
     const std::int64_t earlier = a.decode ? a.B * a.kvh * (a.S - 1) * a.d : 0;  // [B, kvh, S - 1, d]
-    w.k_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
-    w.v_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
+    in.k_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
+    in.v_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
   }
   w.final_norm = norm();
   w.lm_head = matrix(a.H, a.V);
-  w.x = draw(a.M * a.H, seed, ++id, 0.0, 1.0, DType::f16);
+  in.x = draw(a.M * a.H, seed, ++id, 0.0, 1.0, DType::f16);
   return w;
+}
+
+// Micro-batch m of n: its sequences' rows of the inputs.
+Inputs micro_batch(const Dims& a, const Inputs& in, std::int64_t m, std::int64_t n) {
+  const std::int64_t per = a.B / n;
+  auto rows = [&](const Values& v, std::int64_t row) {  // `row` values a sequence
+    return Values(v.begin() + m * per * row, v.begin() + (m + 1) * per * row);
+  };
+  Inputs out;
+  out.x = rows(in.x, a.T * a.H);
+  const std::int64_t cached = a.decode ? a.kvh * (a.S - 1) * a.d : 0;  // a prefill has no earlier positions
+  for (std::size_t l = 0; l < in.k_cache.size(); ++l) {
+    out.k_cache.push_back(rows(in.k_cache[l], cached));
+    out.v_cache.push_back(rows(in.v_cache[l], cached));
+  }
+  return out;
 }
 
 double rope_angle(const Dims& a, std::int64_t pos, std::int64_t i) {
@@ -124,8 +145,8 @@ double rope_angle(const Dims& a, std::int64_t pos, std::int64_t i) {
 // whole activation, alike on every rank, so they run once.
 class DataPass {
  public:
-  DataPass(const Dims& a, const Weights& w, LlmDataReport& rep)
-      : a_(a), w_(w), rep_(rep), x_(w.x), rank_(static_cast<std::size_t>(a.tp)) {}
+  DataPass(const Dims& a, const Weights& w, const Inputs& in, LlmDataReport& rep)
+      : a_(a), w_(w), in_(in), rep_(rep), x_(in.x), rank_(static_cast<std::size_t>(a.tp)) {}
 
   void start_layer(std::int64_t l) {
     layer_ = l;
@@ -170,8 +191,8 @@ class DataPass {
   void attention(const DecodeConfig& dc, const LlmKernel&, bool layer) {
     if (!runs(layer)) return;
     const std::int64_t n = dc.batch, b0 = wave_done_, d = a_.d, S = a_.S, kvh = a_.hkv, G = a_.hq / a_.hkv;
-    const Values& kc = w_.k_cache[static_cast<std::size_t>(layer_)];
-    const Values& vc = w_.v_cache[static_cast<std::size_t>(layer_)];
+    const Values& kc = in_.k_cache[static_cast<std::size_t>(layer_)];
+    const Values& vc = in_.v_cache[static_cast<std::size_t>(layer_)];
     ps_t took = -1;
     for (std::int64_t r = 0; r < a_.tp; ++r) {
       Rank& me = rank_[static_cast<std::size_t>(r)];
@@ -357,6 +378,7 @@ class DataPass {
 
   const Dims& a_;
   const Weights& w_;
+  const Inputs& in_;
   LlmDataReport& rep_;
   std::int64_t layer_ = 0, wave_done_ = 0;
   ps_t ran_ = 0;
@@ -390,9 +412,9 @@ Dense matmul(const Dense& a, std::int64_t m, std::int64_t k, const Values& b, st
 }
 
 // The logits, and in `hidden` the residual stream after the last layer, [M, H].
-Dense forward_f64(const Dims& a, const Weights& w, Dense* hidden) {
+Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, Dense* hidden) {
   const std::int64_t M = a.M, H = a.H, d = a.d, half = d / 2, wq = a.q + 2 * a.kv;
-  Dense x(w.x.begin(), w.x.end());
+  Dense x(in.x.begin(), in.x.end());
   for (std::int64_t l = 0; l < a.layers; ++l) {
     const std::size_t L = static_cast<std::size_t>(l);
     Dense qkv = matmul(rms_norm(x, M, H, w.attn_norm[L]), M, H, w.qkv[L], wq);
@@ -417,12 +439,12 @@ Dense forward_f64(const Dims& a, const Weights& w, Dense* hidden) {
         // Key and value of position s: the cache's earlier positions (decode), or row s of
         // this sequence's prompt.
         auto key = [&](std::int64_t s, std::int64_t e) -> double {
-          if (a.decode && s < a.S - 1) return w.k_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
+          if (a.decode && s < a.S - 1) return in.k_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
           const std::int64_t row = a.decode ? r : b * a.T + s;
           return qkv[static_cast<std::size_t>(row * wq + a.q + h * d + e)];
         };
         auto value = [&](std::int64_t s, std::int64_t e) -> double {
-          if (a.decode && s < a.S - 1) return w.v_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
+          if (a.decode && s < a.S - 1) return in.v_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
           const std::int64_t row = a.decode ? r : b * a.T + s;
           return qkv[static_cast<std::size_t>(row * wq + a.q + a.kv + h * d + e)];
         };
@@ -461,7 +483,6 @@ Dense forward_f64(const Dims& a, const Weights& w, Dense* hidden) {
 }  // namespace
 
 std::string llm_data_refusal(const LlmConfig& c) {
-  if (c.microbatches != 1) return "--data runs the batch whole: --microbatches 1 (got " + std::to_string(c.microbatches) + ")";
   if (c.layers_run != 0 && c.layers_run != c.layers)
     return "--data runs every layer: leave --layers out (got " + std::to_string(c.layers_run) + " of " + std::to_string(c.layers) + ")";
   const LlmResult r = llm_model(c);
@@ -486,19 +507,34 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
   const std::string why = llm_data_refusal(c);
   if (!why.empty()) throw InputError(why);
   const Dims a = dims_of(c);
-  const Weights w = draw_weights(a, seed);
+  Inputs in;
+  const Weights w = draw_weights(a, seed, in);
   LlmDataReport rep;
   rep.sequences = a.B, rep.vocab = a.V;
-  DataPass pass(a, w, rep);
-  for (std::int64_t l = 0; l < a.layers; ++l) {
-    pass.start_layer(l);
-    pass.last_layer = l + 1 == a.layers;
-    llm_for_each_kernel(c, pass);
-    if (l == 0) rep.layer_ps = pass.ran();
-    if (pass.ran() != rep.layer_ps)
-      throw InternalError("layer " + std::to_string(l) + " took " + std::to_string(pass.ran()) + " ps in data mode, the first " +
-                              std::to_string(rep.layer_ps) + " ps",
-                          __FILE__, __LINE__);
+  // Each micro-batch through every layer and the head (its own sequences, the same kernels).
+  Values got;
+  for (std::int64_t mb = 0; mb < c.microbatches; ++mb) {
+    Dims am = a;
+    am.B = a.B / c.microbatches, am.M = am.B * a.T;
+    const Inputs part = micro_batch(a, in, mb, c.microbatches);
+    LlmDataReport one;
+    DataPass pass(am, w, part, one);
+    for (std::int64_t l = 0; l < a.layers; ++l) {
+      pass.start_layer(l);
+      pass.last_layer = l + 1 == a.layers;
+      llm_for_each_kernel(c, pass);
+      if (l == 0 && mb == 0) rep.layer_ps = pass.ran();
+      if (pass.ran() != rep.layer_ps)
+        throw InternalError("layer " + std::to_string(l) + " took " + std::to_string(pass.ran()) + " ps in data mode, the first " +
+                                std::to_string(rep.layer_ps) + " ps",
+                            __FILE__, __LINE__);
+    }
+    if (mb == 0) rep.head_ps = one.head_ps;
+    if (one.head_ps != rep.head_ps) throw InternalError("the head's time differs between micro-batches", __FILE__, __LINE__);
+    rep.kernels += one.kernels;
+    const Values logits = pass.logits();
+    rep.logits.insert(rep.logits.end(), logits.begin(), logits.end());
+    got.insert(got.end(), pass.hidden().begin(), pass.hidden().end());
   }
   // Values never change timing: each layer, and the head, as the timing run takes them.
   LlmConfig one = c;
@@ -509,10 +545,8 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
                             " ps for the head; the timing run " + std::to_string(timed.layer_ps) + " and " +
                             std::to_string(timed.head_ps),
                         __FILE__, __LINE__);
-  rep.logits = pass.logits();
   Dense hidden;
-  rep.expected = forward_f64(a, w, &hidden);
-  const Values& got = pass.hidden();
+  rep.expected = forward_f64(a, w, in, &hidden);
   for (std::size_t i = 0; i < hidden.size(); ++i) {
     rep.hidden_max_abs_error = std::max(rep.hidden_max_abs_error, std::fabs(static_cast<double>(got.at(i)) - hidden[i]));
     rep.hidden_max_abs = std::max(rep.hidden_max_abs, std::fabs(hidden[i]));

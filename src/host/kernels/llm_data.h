@@ -27,8 +27,8 @@ struct LlmDataReport {
   std::int64_t kernels = 0;      // kernels run in data mode
 };
 
-// Why data mode cannot run `c` ("" when it can): it needs one rank (tp 1), one stage and one
-// micro-batch, every layer run, and a step small enough to compute and hold on the host.
+// Why data mode cannot run `c` ("" when it can): it needs every layer run, and a step small
+// enough to compute and hold on the host.
 // RMSNorm's epsilon and RoPE's base are LLaMA-3.1's (1e-5, 500000), whatever the model file
 // says: they change values, not work.
 std::string llm_data_refusal(const LlmConfig& c);
