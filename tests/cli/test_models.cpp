@@ -441,12 +441,21 @@ TEST(Models, EvalLlmDataModeReportsTheLogitsError) {
   // Two ranks over cubes and two pipeline stages: each rank's share, summed by the allreduce.
   const json two = eval_both("--model llama-tiny-random --tp 2 --tp-level cube --tp-algo ring --pp 2 --microbatches 1 "
                              "--attention-case 1 --topology '" + kTopo + "/ring8.yaml' --batch 2 --data");
-  EXPECT_LE(two["data"]["relative_error"].get<double>(), 1.0 / 512) << two["data"];
-  EXPECT_EQ(two["data"]["layer_ps"], two["layer_ps"]);
+  // And four ranks of one PE each: more ranks than KV heads, each KV head on two.
+  const json four = eval_both("--model llama-tiny-random --tp 4 --tp-level pe --tp-algo ring --pp 1 --attention-case 1 "
+                              "--batch 2 --data");
+  for (const json* j : {&two, &four}) {
+    const json& d = (*j)["data"];
+    EXPECT_LE(d["relative_error"].get<double>(), 1.0 / 512) << d;
+    EXPECT_LE(d["hidden_max_abs_error"].get<double>(), d["hidden_max_abs"].get<double>() / 512) << d;
+    EXPECT_EQ(d["layer_ps"], (*j)["layer_ps"]);
+    EXPECT_EQ(d["head_ps"], (*j)["head_ps"]);
+  }
   const json micro = eval_both("--model llama-tiny-random --tp 1 --tp-level cube --pp 2 --topology '" + kTopo +
                                "/ring8.yaml' --batch 4 --microbatches 2 --attention-case 1 --data");
-  EXPECT_EQ(micro["data"]["sequences"], 4);
   EXPECT_LE(micro["data"]["relative_error"].get<double>(), 1.0 / 512) << micro["data"];
+  EXPECT_LE(micro["data"]["hidden_max_abs_error"].get<double>(), micro["data"]["hidden_max_abs"].get<double>() / 512);
+  EXPECT_EQ(micro["data"]["head_ps"], micro["head_ps"]);
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --layers 1 --data"), "--data runs every layer");
   expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --data --seed x"), "--seed x");
   expect_input_error(run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --data"),

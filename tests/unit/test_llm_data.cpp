@@ -1,7 +1,8 @@
 // Data mode of a whole model (docs/model.md section 13.9): the reference engine's logits of a
 // small random model equal a float64 forward pass within fp16 accuracy, in decode and
 // prefill, on random machines (tiled vector kernels, split GEMMs, every attention case,
-// decode waves); the data-mode run takes the timing run's time; the layer program's vector
+// decode waves) and mappings (tensor-parallel ranks of every level, pipeline stages,
+// micro-batches); the data-mode run takes the timing run's time; the layer program's vector
 // ops compute what they say.
 #include <gtest/gtest.h>
 

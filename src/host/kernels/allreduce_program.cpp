@@ -275,6 +275,14 @@ std::int64_t allreduce_reference_ops(const AllreduceConfig& c) {
 CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t seed, const std::string* trace_path,
                              const std::vector<std::vector<float>>* inputs) {
   check_valid(c);
+  if (inputs) {
+    if (static_cast<std::int64_t>(inputs->size()) != c.ranks)
+      throw InputError("allreduce: " + std::to_string(c.ranks) + " ranks' inputs, " + std::to_string(inputs->size()) + " given");
+    for (const auto& in : *inputs)
+      if (static_cast<std::int64_t>(in.size()) != coll_values(c))
+        throw InputError("allreduce: an input of " + std::to_string(in.size()) + " values; a rank holds " +
+                         std::to_string(coll_values(c)));
+  }
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(allreduce_reference_ops(c));
   CollectiveRun out;
@@ -284,7 +292,6 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
   try {
     b = make_buffers(ctx, c, data && !inputs ? seed : 0);
     if (data && inputs) {
-      if (static_cast<std::int64_t>(inputs->size()) != c.ranks) throw InputError("allreduce: one input a rank");
       if (!b.hbm) {
         for (std::int64_t r = 0; r < c.ranks; ++r) ctx.poke(b.data, rank_of(c, r), (*inputs)[static_cast<std::size_t>(r)], 0, b.values);
       } else {
@@ -292,7 +299,6 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
         for (const Tensor& t : b.hdata) all.push_back(ctx.values(t));
         for (std::int64_t r = 0; r < c.ranks; ++r) {
           const auto& in = (*inputs)[static_cast<std::size_t>(r)];
-          if (static_cast<std::int64_t>(in.size()) != b.values) throw InputError("allreduce: an input of the wrong size");
           std::copy(in.begin(), in.end(), all[hbm_tensor(c, r)].begin() + hbm_box(c, r, 0, 0, 1).lo[0] * b.values);
         }
         for (std::size_t s = 0; s < b.hdata.size(); ++s) ctx.assign(b.hdata[s], all[s]);
