@@ -29,7 +29,7 @@ std::string describe(const LlmConfig& c) {
          std::to_string(c.hw.sram_kib) + " wb " + std::to_string(c.weight_bytes);
 }
 
-// The example: hidden 64, 2 layers, 4 heads, 2 KV heads, on the default machine.
+// The shipped tiny random model's shape: hidden 64, 2 layers, 4 heads, 2 KV heads, on the default machine.
 LlmConfig tiny(LlmPhase phase) {
   LlmConfig c{};
   c.hw = unittest::topo("default.yaml").hw();
