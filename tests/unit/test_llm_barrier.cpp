@@ -45,7 +45,9 @@ TEST(LlmBarrier, TheGateHoldsReadsOfAllButResidentTensors) {
     EXPECT_EQ(r.result.timing[static_cast<std::size_t>(lw)].start, 0) << gated;
     EXPECT_EQ(r.result.timing[static_cast<std::size_t>(lx)].start, gated ? 30000 : 4000) << gated;
     EXPECT_GE(r.result.timing[static_cast<std::size_t>(cx)].start, gated ? 30000 : 8000) << gated;
-    if (!gated) EXPECT_LT(r.result.timing[static_cast<std::size_t>(cx)].start, 30000);
+    if (!gated) {
+      EXPECT_LT(r.result.timing[static_cast<std::size_t>(cx)].start, 30000);
+    }
   }
 }
 

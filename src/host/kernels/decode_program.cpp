@@ -286,26 +286,50 @@ std::int64_t decode_reference_ops(const DecodeConfig& in) {
   return ops;
 }
 
-void decode_compose(RuntimeContext& ctx, const DecodeConfig& c) {
-  const std::int32_t st = decode_check(c);
-  if (st != kDecOk) throw InputError(decode_status_message(st, c));
+namespace {
+
+// The kernel's tensors: q, the answer, and K [batch, h_kv, d, S] and V [batch, h_kv, S, d]
+// split along S as the case says; q, K and V random from `seed` when `random`, else zeros.
+Tensors decode_tensors(RuntimeContext& ctx, const DecodeConfig& c, bool random, std::uint64_t seed) {
   const std::int64_t C = c.hw.cubes_per_sip(), U = dec_units(c), G = dec_group(c), d = c.d_head, S = c.s_kv;
   const DecodeCase kase = dec_case(c);
-  Placement rep;
+  Placement rep;  // on every cube, shared by its PEs
   rep.cubes = C;
   Placement kp = rep, vp = rep;
   const bool cube_sp = kase == DecodeCase::cube_sp_pe_tp || kase == DecodeCase::cube_sp_pe_sp;
   const bool pe_sp = kase == DecodeCase::cube_repl_pe_sp || kase == DecodeCase::cube_sp_pe_sp;
   if (cube_sp) kp.cube = vp.cube = Split::row_wise, kp.cube_dim = 3, vp.cube_dim = 2;
   if (pe_sp) kp.pe = vp.pe = Split::row_wise, kp.pes = vp.pes = c.hw.pes_per_cube(), kp.pe_dim = 3, vp.pe_dim = 2;
-  if (c.allreduce) throw InputError("decode: a composed kernel has no cross-cube reduce");
   Tensors t;
-  t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
-  t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
-  t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
-  t.o = ctx.zeros({U * G, d}, DType::f16, rep, "O");
-  DecodeKernel kernel(ctx, c, t);
-  ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, C, c.hw.pes_per_cube()}, [&](PeProgram& p) { kernel(p); });
+  if (random) {
+    t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
+    t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
+    t.v = ctx.random({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V", seed + 2);
+  } else {
+    t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
+    t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
+    t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
+  }
+  if (c.allreduce) {
+    Placement op = rep;
+    op.cube = Split::row_wise;
+    t.o = ctx.zeros({C, U * G, d}, DType::f16, op, "O");
+    t.per_cube = true;
+  } else {
+    t.o = ctx.zeros({U * G, d}, DType::f16, rep, "O");
+  }
+  return t;
+}
+
+}  // namespace
+
+void decode_compose(RuntimeContext& ctx, const DecodeConfig& c) {
+  const std::int32_t st = decode_check(c);
+  if (st != kDecOk) throw InputError(decode_status_message(st, c));
+  if (c.allreduce) throw InputError("decode: a composed kernel has no cross-cube reduce");
+  DecodeKernel kernel(ctx, c, decode_tensors(ctx, c, false, 0));
+  ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, c.hw.cubes_per_sip(), c.hw.pes_per_cube()},
+             [&](PeProgram& p) { kernel(p); });
   kernel.release();
 }
 
@@ -316,45 +340,18 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(decode_reference_ops(c));
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
-  const std::int64_t d = c.d_head, S = c.s_kv;
-  const DecodeCase kase = dec_case(c);
+  const std::int64_t d = c.d_head;
   DecodeRun out;
   Tensors t;
   // The request was validated: anything the runtime rejects from here on is a bug of the
   // kernel, not the user's input.
   try {
-    Placement rep;  // on every cube, shared by its PEs
-    rep.cubes = C;
-    // K [batch, h_kv, d, S] and V [batch, h_kv, S, d], split along S as the case says.
-    Placement kp = rep, vp = rep;
-    const bool cube_sp = kase == DecodeCase::cube_sp_pe_tp || kase == DecodeCase::cube_sp_pe_sp;
-    const bool pe_sp = kase == DecodeCase::cube_repl_pe_sp || kase == DecodeCase::cube_sp_pe_sp;
-    if (cube_sp) kp.cube = vp.cube = Split::row_wise, kp.cube_dim = 3, vp.cube_dim = 2;
-    if (pe_sp) kp.pe = vp.pe = Split::row_wise, kp.pes = vp.pes = P, kp.pe_dim = 3, vp.pe_dim = 2;
+    t = decode_tensors(ctx, c, data && !inputs, seed);
     if (data && inputs) {
       if (inputs->size() != 3) throw InputError("decode: 3 input tensors, " + std::to_string(inputs->size()) + " given");
-      t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
-      t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
-      t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
       ctx.assign(t.q, (*inputs)[0]);
       ctx.assign(t.k, (*inputs)[1]);
       ctx.assign(t.v, (*inputs)[2]);
-    } else if (data) {
-      t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
-      t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
-      t.v = ctx.random({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V", seed + 2);
-    } else {
-      t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
-      t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
-      t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
-    }
-    if (c.allreduce) {
-      Placement op = rep;
-      op.cube = Split::row_wise;
-      t.o = ctx.zeros({C, U * G, d}, DType::f16, op, "O");
-      t.per_cube = true;
-    } else {
-      t.o = ctx.zeros({U * G, d}, DType::f16, rep, "O");
     }
     DecodeKernel kernel(ctx, c, t);
     ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, C, P}, [&](PeProgram& p) { kernel(p); });
