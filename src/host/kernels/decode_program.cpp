@@ -327,7 +327,8 @@ void decode_compose(RuntimeContext& ctx, const DecodeConfig& c) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
   if (c.allreduce) throw InputError("decode: a composed kernel has no cross-cube reduce");
-  DecodeKernel kernel(ctx, c, decode_tensors(ctx, c, false, 0));
+  const Tensors t = decode_tensors(ctx, c, false, 0);  // the kernel keeps a reference
+  DecodeKernel kernel(ctx, c, t);
   ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, c.hw.cubes_per_sip(), c.hw.pes_per_cube()},
              [&](PeProgram& p) { kernel(p); });
   kernel.release();
