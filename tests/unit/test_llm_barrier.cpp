@@ -10,6 +10,7 @@
 #include "host/kernels/llm_program.h"
 #include "host/kernels/llm_barrier.h"
 #include "host/runtime/context.h"
+#include "tiny_llm.h"
 #include "topologies.h"
 
 namespace kb {
@@ -51,17 +52,7 @@ TEST(LlmBarrier, TheGateHoldsReadsOfAllButResidentTensors) {
   }
 }
 
-LlmConfig tiny_model(LlmPhase phase) {
-  LlmConfig c{};
-  c.hw = unittest::topo("default.yaml").hw();
-  c.hidden = 64, c.intermediate = 160, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.layers = 2, c.vocab = 256;
-  c.weight_bytes = 2, c.kv_bytes = 2;
-  c.phase = static_cast<std::int64_t>(phase);
-  c.batch = 4, c.context = 512, c.prompt = phase == LlmPhase::prefill ? 64 : 1;
-  c.tp = 1, c.tp_level = static_cast<std::int64_t>(CollLevel::cube), c.pp = 1, c.microbatches = 1;
-  c.attention_case = 1;
-  return c;
-}
+LlmConfig tiny_model(LlmPhase phase) { return unittest::tiny_llm(phase, 4, 512, 64); }
 
 // Without a barrier a layer is never slower, and with only each PE's program order it is
 // at least as fast as with the activations' order too.

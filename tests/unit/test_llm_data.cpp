@@ -14,6 +14,7 @@
 #include "host/kernels/llm_data.h"
 #include "host/kernels/llm_program.h"
 #include "host/runtime/context.h"
+#include "tiny_llm.h"
 #include "topologies.h"
 
 namespace kb {
@@ -30,17 +31,7 @@ std::string describe(const LlmConfig& c) {
 }
 
 // The shipped tiny random model's shape: hidden 64, 2 layers, 4 heads, 2 KV heads, on the default machine.
-LlmConfig tiny(LlmPhase phase) {
-  LlmConfig c{};
-  c.hw = unittest::topo("default.yaml").hw();
-  c.hidden = 64, c.intermediate = 160, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.layers = 2, c.vocab = 256;
-  c.weight_bytes = 2, c.kv_bytes = 2;
-  c.phase = static_cast<std::int64_t>(phase);
-  c.batch = 2, c.context = 24, c.prompt = phase == LlmPhase::prefill ? 20 : 1;
-  c.tp = 1, c.tp_level = static_cast<std::int64_t>(CollLevel::cube), c.pp = 1, c.microbatches = 1;
-  c.tp_algo = 0, c.attention_case = 1;
-  return c;
-}
+LlmConfig tiny(LlmPhase phase) { return unittest::tiny_llm(phase, 2, 24, 20); }
 
 // fp16 accuracy: a value stored in fp16 is off by up to 2^-11 of itself; a layer stores its
 // activations a dozen times, mostly as sums of many such products whose errors partly
