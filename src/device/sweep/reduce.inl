@@ -502,6 +502,20 @@ struct Extras {
   }
 };
 
+// A chunk's latencies into red.latencies (when asked for), before any reduction reorders
+// the keyed configs.
+template <class It>
+void copy_latencies(It keyed, std::int64_t len, std::int64_t start, const Reductions& red) {
+  if (!red.latencies) return;
+  std::vector<Keyed> host(static_cast<std::size_t>(len));
+  thrust::copy(keyed, keyed + len, host.begin());
+  std::int64_t* out = red.latencies + (start - red.begin);
+  for (std::int64_t i = 0; i < len; ++i) {
+    const std::int64_t l = host[static_cast<std::size_t>(i)].latency;
+    out[i] = l == INT64_MAX ? -1 : l;
+  }
+}
+
 // The chunk loop of a sweep: configs generated from flat indices and evaluated, tallied,
 // reduced to each group's best by `best_of(keyed, start, len)` (the backend's choice), and
 // fed to the optional reductions. `data`: flatten_values(space), readable by the system.
@@ -536,6 +550,7 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
       thrust::for_each(pol, items, items + blocks,
                        EvalBlock<Model, N>{view, start, len, Sys::kEvalBlock, blocks, scatter_stride(blocks),
                                            thrust::raw_pointer_cast(&*keyed), sums});
+      copy_latencies(keyed, len, start, red);
       Tally<N> t{};
       for (int x = 0; x < N; ++x) t.by_status[x] = by_status[static_cast<std::size_t>(x)];
       t.checksum = checksum;
@@ -555,6 +570,7 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
       thrust::counting_iterator<std::int64_t> first(start);
       thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
       Sys::check();
+      copy_latencies(keyed, len, start, red);
       add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},
                                               AddTally<N>{}));
       merge(sum, best_of(keyed, start, len));

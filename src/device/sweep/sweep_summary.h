@@ -28,6 +28,9 @@ struct Reductions {
   bool histogram = false;
   // Called on the host after each chunk with the number of configs evaluated so far.
   std::function<void(std::int64_t)> progress;
+  // When set, each evaluated config's latency_ps (-1: invalid) at latencies[index - begin]
+  // (host memory, end - begin entries).
+  std::int64_t* latencies = nullptr;
   // The flat indices evaluated, [begin, end) (end < 0: to the end of the space): a shard.
   // Every reduction is exact and associative, so shards' summaries merge into the
   // summary of their union (src/host/sweep/merge.h).

@@ -235,25 +235,25 @@ void cmd_eval(EvalArgs a) {
       if (!diff.empty()) j["parity_diff"] = diff;
     }
     if (a.data) j["data"] = data;
-    std::cout << j.dump(2) << "\n";
+    cli_out() << j.dump(2) << "\n";
   } else {
     std::string line;
     const nlohmann::json c = config.row_json(0);
     for (const Column& col : config.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
-    std::printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
+    cli_printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
     if (!best_axes.empty()) {
       std::string picked;
       for (const AxisDesc* ax : best_axes)
         picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(cfg.data(), ax->offset)));
-      std::printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
+      cli_printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
                   f.objective.c_str(), pick.valid, pick.candidates);
     }
-    std::printf("  engine: %s%s\n", a.engine.c_str(),
+    cli_printf("  engine: %s%s\n", a.engine.c_str(),
                 want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
-    std::printf("%s", figures.record(0).c_str());
-    if (want_ref && want_batched) std::printf("  parity: %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
-    if (!a.trace.empty()) std::printf("  trace: %s\n", a.trace.c_str());
-    if (a.data) std::printf("  data: %s\n", data_line.c_str());
+    cli_printf("%s", figures.record(0).c_str());
+    if (want_ref && want_batched) cli_printf("  parity: %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
+    if (!a.trace.empty()) cli_printf("  trace: %s\n", a.trace.c_str());
+    if (a.data) cli_printf("  data: %s\n", data_line.c_str());
   }
   if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
 }

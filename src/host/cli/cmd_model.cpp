@@ -132,31 +132,31 @@ void place(const ModelArgs& a) {
   j["bounds"] = {{"macs", b.macs}, {"read_bytes", b.read_bytes}, {"compute_ps", b.compute_ps}, {"memory_ps", b.memory_ps},
                  {"bound", b.compute_ps >= b.memory_ps ? "compute" : "memory"}};
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    cli_out() << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s on %s: %s, batch %lld, %s %lld; tp %lld at level %s, pp %lld (%lld SIP(s) a stage, %lld cubes in use)\n",
+  cli_printf("%s on %s: %s, batch %lld, %s %lld; tp %lld at level %s, pp %lld (%lld SIP(s) a stage, %lld cubes in use)\n",
               model.name.c_str(), topo.name.c_str(), a.phase.c_str(), (long long)r.batch,
               r.phase == 0 ? "context" : "prompt", (long long)llm_positions(r), (long long)r.tp, kCollLevelNames[r.tp_level],
               (long long)r.pp, (long long)k.sips_per_stage, (long long)k.cubes_used);
   for (std::int64_t s = 0; s < r.pp; ++s) {
     const LlmRankBytes rb = llm_rank_bytes(m, r, s);
-    std::printf("  stage %lld: %lld layers; a rank holds %.3f GB of weights, %.3f GB of KV cache, %.3f GB of activations\n",
+    cli_printf("  stage %lld: %lld layers; a rank holds %.3f GB of weights, %.3f GB of KV cache, %.3f GB of activations\n",
                 (long long)s, (long long)llm_stage_layers(m, r, s), rb.weights / 1e9, rb.kv / 1e9, rb.activations / 1e9);
   }
-  std::printf("  fullest cube (stage %lld): %.3f GB of %.3f GB HBM (%.1f %%)\n", (long long)c.stage, c.total / 1e9,
+  cli_printf("  fullest cube (stage %lld): %.3f GB of %.3f GB HBM (%.1f %%)\n", (long long)c.stage, c.total / 1e9,
               h.hbm_capacity_bytes() / 1e9, 100.0 * static_cast<double>(c.total) / static_cast<double>(h.hbm_capacity_bytes()));
-  std::printf("  a rank's program, each layer then after the last (shapes, MACs, HBM bytes read and written):\n");
+  cli_printf("  a rank's program, each layer then after the last (shapes, MACs, HBM bytes read and written):\n");
   for (int i = 0; i < nl + nh; ++i) {
     const LlmKernel& k = i < nl ? layer[i] : head[i - nl];
     const std::string shape = k.kind == LlmKernelKind::gemm
                                   ? std::to_string(k.m) + " x " + std::to_string(k.k) + " x " + std::to_string(k.n)
                                   : std::to_string(k.rows) + " x " + std::to_string(k.cols);
-    std::printf("    %-15s %-10s %-22s %12.4g MACs %12.4g B read %12.4g B written\n", k.name,
+    cli_printf("    %-15s %-10s %-22s %12.4g MACs %12.4g B read %12.4g B written\n", k.name,
                 kLlmKernelKindNames[static_cast<int>(k.kind)], shape.c_str(), static_cast<double>(k.macs),
                 static_cast<double>(k.hbm_read), static_cast<double>(k.hbm_write));
   }
-  std::printf("  bounds of the step: compute %.3f us (%.4g MACs at every used PE's peak), memory %.3f us (%.4g bytes at every "
+  cli_printf("  bounds of the step: compute %.3f us (%.4g MACs at every used PE's peak), memory %.3f us (%.4g bytes at every "
               "used cube's HBM bandwidth): %s-bound\n",
               b.compute_ps / 1e6, static_cast<double>(b.macs), b.memory_ps / 1e6, static_cast<double>(b.read_bytes),
               b.compute_ps >= b.memory_ps ? "compute" : "memory");
@@ -172,7 +172,7 @@ void cmd_model(const ModelArgs& a) {
   if (a.list->parsed()) {
     for (const std::string& n : shipped_llm_models()) {
       const LlmModelFile m = load_llm_model(n);
-      std::printf("%-16s %6.1f B parameters, %lld layers\n", n.c_str(), static_cast<double>(llm_params(m.shape).total) / 1e9,
+      cli_printf("%-16s %6.1f B parameters, %lld layers\n", n.c_str(), static_cast<double>(llm_params(m.shape).total) / 1e9,
                   static_cast<long long>(m.shape.layers));
     }
     return;
@@ -203,20 +203,20 @@ void cmd_model(const ModelArgs& a) {
   j["kv_bytes_per_sequence"] = kv_token * ctx;
   j["decode_flops_per_token"] = 2 * llm_token_macs(s, ctx - 1);
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    cli_out() << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s (%s)\n", m.name.c_str(), m.path.c_str());
-  std::printf("  hidden %lld, intermediate %lld, %lld heads of %lld, %lld KV heads (groups of %lld), %lld layers, vocab %lld%s\n",
+  cli_printf("%s (%s)\n", m.name.c_str(), m.path.c_str());
+  cli_printf("  hidden %lld, intermediate %lld, %lld heads of %lld, %lld KV heads (groups of %lld), %lld layers, vocab %lld%s\n",
               (long long)s.hidden, (long long)s.intermediate, (long long)s.heads, (long long)s.head_dim, (long long)s.kv_heads,
               (long long)llm_group(s), (long long)s.layers, (long long)s.vocab, s.tied ? ", LM head tied to the embedding" : "");
-  std::printf("  parameters %lld (%.2f B): embedding %lld, per layer %lld (attention %lld, MLP %lld, norms %lld), LM head %lld\n",
+  cli_printf("  parameters %lld (%.2f B): embedding %lld, per layer %lld (attention %lld, MLP %lld, norms %lld), LM head %lld\n",
               (long long)p.total, static_cast<double>(p.total) / 1e9, (long long)p.embedding, (long long)p.layer,
               (long long)p.attention, (long long)p.mlp, (long long)p.norms, (long long)p.lm_head);
-  std::printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
+  cli_printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
               static_cast<double>(p.total * wb) / 1e9, (long long)wb, wb == 1 ? "" : "s", (long long)kv_token, (long long)kvb,
               kvb == 1 ? "" : "s", static_cast<double>(kv_token * ctx) / 1e9, (long long)ctx);
-  std::printf("  a decoded token at context %lld: %.3f GFLOP\n", (long long)ctx,
+  cli_printf("  a decoded token at context %lld: %.3f GFLOP\n", (long long)ctx,
               static_cast<double>(2 * llm_token_macs(s, ctx - 1)) / 1e9);
 }
 

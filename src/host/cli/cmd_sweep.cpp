@@ -242,11 +242,14 @@ batched::SweepSummary run_part(const Family& f, const BuiltSpace& sp, BackendKin
   const auto t0 = std::chrono::steady_clock::now();
   auto last = t0;
   bool shown_progress = false;
-  const bool tty = ::isatty(STDERR_FILENO) && ranks == 1;
+  const Embedding* emb = embedding();  // in process: its callback, no lines of our own
+  const bool tty = !emb && ::isatty(STDERR_FILENO) && ranks == 1;
   const std::int64_t mine = shard_n > 0 ? shard_configs(sp.space.size(), shard_i, shard_n) : sp.space.size();
   std::int64_t before = 0;  // configs of this shard's earlier blocks
   const std::int64_t job = ranks > 1 ? sp.space.size() : mine;
-  if (!quiet && (tty ? !json : progress_every > 0)) {
+  if (emb && emb->progress) {
+    red.progress = [&, mine](std::int64_t done_block) { emb->progress(before + done_block, mine); };
+  } else if (!emb && !quiet && (tty ? !json : progress_every > 0)) {
     red.progress = [&, mine, job](std::int64_t done_block) {
       const std::int64_t done_mine = before + done_block;
       const auto now = std::chrono::steady_clock::now();
@@ -266,13 +269,22 @@ batched::SweepSummary run_part(const Family& f, const BuiltSpace& sp, BackendKin
     };
   }
   batched::SweepSummary sum;
+  std::vector<std::int64_t>* latencies = emb ? emb->latencies : nullptr;
+  if (latencies) {
+    if (mine > emb->max_latencies)
+      throw InputError("latencies: the space has " + std::to_string(mine) + " configs, more than the " +
+                       std::to_string(emb->max_latencies) + " asked for at most");
+    latencies->assign(static_cast<std::size_t>(mine), -1);
+  }
   if (shard_n == 0) {
+    if (latencies) red.latencies = latencies->data();
     sum = sweep(backend, sp.space, chunk, 0, red);
   } else {  // this shard's blocks, one after another, folded as merge folds shards
     sum = empty_summary(sp.space.groups(), static_cast<int>(f.statuses.size()), red.histogram);
     const std::int64_t size = sp.space.size(), block = shard_block(size, shard_n);
     for (std::int64_t b = shard_i; b * block < size; b += shard_n) {
       red.begin = b * block, red.end = std::min(size, (b + 1) * block);
+      if (latencies) red.latencies = latencies->data() + before;
       merge_summary(sum, sweep(backend, sp.space, chunk, 0, red), red.top_k);
       before += red.end - red.begin;
     }
@@ -357,16 +369,16 @@ void cmd_sweep(const SweepArgs& args) {
   for (const auto& set : topo.overrides) topo_text += " --set " + set;
   const std::string group_text = a.group.empty() ? f.default_group : a.group;
   if (!a.json && !quiet) {  // the size first: a space too large to wait for can be stopped at once
-    std::printf("sweep %s: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", f.name.c_str(),
+    cli_printf("sweep %s: %lld configs over %zu axes, %lld group(s), backend %s, topology %s\n", f.name.c_str(),
                 (long long)sp.space.size(), sp.space.axes.size(), (long long)sp.space.groups(), to_string(backend),
                 topo_text.c_str());
     if (ranks > 1)
-      std::printf("  over %d MPI ranks, each a shard of about %lld configs (blocks of %lld, interleaved)\n", ranks,
+      cli_printf("  over %d MPI ranks, each a shard of about %lld configs (blocks of %lld, interleaved)\n", ranks,
                   (long long)shard_configs(sp.space.size(), 0, ranks), (long long)shard_block(sp.space.size(), ranks));
     else if (shard_n > 0)
-      std::printf("  shard %lld/%lld: %lld configs (blocks of %lld, interleaved)\n", (long long)shard_i, (long long)shard_n,
+      cli_printf("  shard %lld/%lld: %lld configs (blocks of %lld, interleaved)\n", (long long)shard_i, (long long)shard_n,
                   (long long)shard_configs(sp.space.size(), shard_i, shard_n), (long long)shard_block(sp.space.size(), shard_n));
-    std::fflush(stdout);
+    cli_out().flush();
   }
   if ((estimate.sampled > 0 || estimate.write.rows > 0) && !quiet) {
     std::string line = "  estimate: about " + duration_text(estimate.seconds);
@@ -382,7 +394,7 @@ void cmd_sweep(const SweepArgs& args) {
       line += part;
     }
     line += "\n";
-    std::fputs(line.c_str(), a.json ? stderr : stdout);  // the JSON alone on stdout
+    (a.json ? cli_err() : cli_out()) << line;  // the JSON alone on stdout
   }
 
   double seconds = 0;

@@ -78,20 +78,20 @@ TopologySpec TopoArgs::load() const {
 namespace {
 
 void cmd_list() {
-  std::printf("%-28s %s\n", "bench", "description [axes]");
+  cli_printf("%-28s %s\n", "bench", "description [axes]");
   for (const auto& b : benches()) {
     std::string axes;
     for (const auto& a : b.axes) axes += (axes.empty() ? "" : ", ") + a;
-    std::printf("%-28s %s [%s]\n", b.name.c_str(), b.description.c_str(), axes.c_str());
+    cli_printf("%-28s %s [%s]\n", b.name.c_str(), b.description.c_str(), axes.c_str());
   }
-  std::printf("\n%-28s %s\n", "family (eval/sweep NAME)", "description [axes; hardware axes]");
+  cli_printf("\n%-28s %s\n", "family (eval/sweep NAME)", "description [axes; hardware axes]");
   for (const Family* f : families()) {
     std::string axes;
     for (const auto& a : f->axes) axes += (axes.empty() ? "" : ", ") + a.name;
     axes += ";";
     for (const auto& h : f->hw_axes) axes += " " + h.name + ",";
     axes += " any topology field by --hw PATH";
-    std::printf("%-28s %s [%s]\n", f->name.c_str(), f->description.c_str(), axes.c_str());
+    cli_printf("%-28s %s [%s]\n", f->name.c_str(), f->description.c_str(), axes.c_str());
   }
 }
 
@@ -122,11 +122,11 @@ std::string escape_text(const std::string& s) {
 namespace {
 
 // CLI11 reports a mistyped subcommand as a missing one: name the word it does not know, and
-// the subcommands it could be (exit 2); 0 when every word is known.
-int unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+// the subcommands it could be (InputError).
+void check_subcommands(const CLI::App& app, const std::vector<std::string>& words) {
   const CLI::App* level = &app;
-  for (int i = 1; i < argc && level->get_require_subcommand_min() > 0; ++i) {
-    const std::string word = argv[i];
+  for (std::size_t i = 1; i < words.size() && level->get_require_subcommand_min() > 0; ++i) {
+    const std::string& word = words[i];
     if (word.empty() || word[0] == '-') break;
     const CLI::App* next = nullptr;
     std::string known;
@@ -134,26 +134,22 @@ int unknown_subcommand(const CLI::App& app, int argc, char** argv) {
       known += (known.empty() ? "" : ", ") + sub->get_name();
       if (sub->get_name() == word) next = sub;
     }
-    if (!next) {
-      std::fprintf(stderr, "error: unknown subcommand '%s' (known: %s)\n", escape_text(word).c_str(), escape_text(known).c_str());
-      return 2;
-    }
+    if (!next) throw InputError("unknown subcommand '" + word + "' (known: " + known + ")");
     level = next;
   }
-  return 0;
 }
 
 // The command line's words, `sweep --space FILE ...` given the file's family when it names
 // none (InputError when the file cannot say).
-std::vector<std::string> words_of(int argc, char** argv) {
-  std::vector<std::string> words(argv, argv + argc);
+std::vector<std::string> words_of(std::vector<std::string> words) {
+  const std::size_t argc = words.size();
   if (argc < 3 || words[1] != "sweep") return words;
   bool named = false;
   for (const Family* f : families()) named |= words[2] == f->name;
   std::string space;
-  for (int i = 2; i < argc && !named; ++i) {
-    if (words[static_cast<std::size_t>(i)] == "--space" && i + 1 < argc) space = words[static_cast<std::size_t>(i) + 1];
-    else if (words[static_cast<std::size_t>(i)].rfind("--space=", 0) == 0) space = words[static_cast<std::size_t>(i)].substr(8);
+  for (std::size_t i = 2; i < argc && !named; ++i) {
+    if (words[i] == "--space" && i + 1 < argc) space = words[i + 1];
+    else if (words[i].rfind("--space=", 0) == 0) space = words[i].substr(8);
   }
   if (!named && !space.empty()) words.insert(words.begin() + 2, space_file_family(space));
   return words;
@@ -227,9 +223,9 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
     render_figures(b.plot, committed, ctx.out_dir);
     write_file_atomic(json, json_text);
     write_file_atomic(ctx.out_dir + "/" + b.csv(), csv_text);
-    std::printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
+    cli_printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
   } else {
-    ctx.out = &std::cout;
+    ctx.out = &cli_out();
     b.fn(ctx);
   }
 }
@@ -242,7 +238,7 @@ void cmd_plot(const std::string& plot_bench, const std::string& plot_sweep, cons
     read_file(plot_sweep);  // a missing file is a clear input error
     const std::string out = plot_out.empty() ? std::filesystem::path(plot_sweep).parent_path().string() : plot_out;
     render_figures("plot_sweep.py", plot_sweep, out.empty() ? "." : out);
-    std::printf("rendered the figures of %s into %s\n", plot_sweep.c_str(), out.empty() ? "." : out.c_str());
+    cli_printf("rendered the figures of %s into %s\n", plot_sweep.c_str(), out.empty() ? "." : out.c_str());
     return;
   }
   if (plot_bench.empty()) throw InputError("plot: give --bench NAME or --sweep FILE");
@@ -254,16 +250,19 @@ void cmd_plot(const std::string& plot_bench, const std::string& plot_sweep, cons
   const std::string json = in + "/" + b.json;
   read_file(json);  // a missing file is a clear input error
   render_figures(b.plot, json, plot_out.empty() ? in : plot_out);
-  std::printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
+  cli_printf("rendered figures of %s into %s\n", json.c_str(), (plot_out.empty() ? in : plot_out).c_str());
 }
 
 }  // namespace
 
 int cli_main(int argc, char** argv) {
-  if (!bench_registry_errors().empty()) {
-    std::fprintf(stderr, "error: internal: %s\n", bench_registry_errors().front().c_str());
-    return 3;
-  }
+  int rc = 0;
+  const int failed = exit_code_of([&] { rc = cli_run(std::vector<std::string>(argv, argv + argc)); });
+  return failed != 0 ? failed : rc;
+}
+
+int cli_run(const std::vector<std::string>& argv_words) {
+  if (!bench_registry_errors().empty()) throw std::runtime_error(bench_registry_errors().front());
   CLI::App app{"kernbench-gpu: performance simulator for a multi-package AI accelerator", "kernbench-gpu"};
   app.set_version_flag("--version", std::string("kernbench-gpu ") + KB_VERSION);
   app.require_subcommand(1);
@@ -328,31 +327,23 @@ int cli_main(int argc, char** argv) {
   plot->add_option("--in", plot_in, "folder holding the bench's JSON (default: its output folder)");
   plot->add_option("--out", plot_out, "folder for the figures (default: --in)");
 
-  if (const int rc = unknown_subcommand(app, argc, argv)) return rc;
-
+  check_subcommands(app, argv_words);
   try {
-    std::vector<std::string> words;
-    try {
-      words = words_of(argc, argv);
-    } catch (const InputError& e) {
-      std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-      return 2;
-    }
+    std::vector<std::string> words = words_of(argv_words);
     std::vector<char*> wargv;
     for (std::string& w : words) wargv.push_back(w.data());
     app.parse(static_cast<int>(wargv.size()), wargv.data());
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return app.exit(e, cli_out(), cli_err());
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return app.exit(e, cli_out(), cli_err());
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return app.exit(e, cli_out(), cli_err());
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see kernbench-gpu --help)\n", escape_text(e.what()).c_str());
-    return 2;
+    throw InputError(std::string(e.what()) + " (see kernbench-gpu --help)");
   }
 
-  return exit_code_of([&] {
+  {
     if (list->parsed()) {
       cmd_list();
     } else if (run->parsed()) {
@@ -367,20 +358,21 @@ int cli_main(int argc, char** argv) {
       cmd_merge(merge_args);
     } else if (tcheck->parsed()) {
       const TopologySpec t = check_args.load();
-      std::printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
+      cli_printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
     } else if (tdiagram->parsed()) {
       write_topology_diagram(diagram_args.load(), diagram_out);
-      std::printf("wrote %s\n", diagram_out.c_str());
+      cli_printf("wrote %s\n", diagram_out.c_str());
     } else if (tshow->parsed()) {
       const TopologySpec t = show_args.load();
-      if (show_json) std::cout << topology_summary(t).dump(2) << "\n";
-      else std::cout << topology_summary_text(t);
+      if (show_json) cli_out() << topology_summary(t).dump(2) << "\n";
+      else cli_out() << topology_summary_text(t);
     } else if (plot->parsed()) {
       cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);
     } else if (model_args.cmd->parsed()) {
       cmd_model(model_args);
     }
-  });
+  }
+  return 0;
 }
 
 }  // namespace kb

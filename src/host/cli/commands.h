@@ -1,8 +1,18 @@
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace kb {
 
 // The whole command line; returns the process exit code. Throws nothing.
 int cli_main(int argc, char** argv);
+
+// The command line's words (the program's name first), run: returns 0, or help's or
+// --version's code; throws for anything wrong (InputError: bad input; EnvironmentError;
+// InternalError or another exception: a fault). What cli_main prints as `error: ...` is the
+// exception's message. Output goes to cli_out() and cli_err() (src/host/common/output.h),
+// so a program embedding the tool (the Python module) runs it under an EmbeddingScope.
+int cli_run(const std::vector<std::string>& words);
 
 }  // namespace kb

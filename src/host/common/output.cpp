@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstring>
+#include <iostream>
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +34,15 @@ bool holds_data(const fs::path& p) {
 }
 }  // namespace
 
+namespace {
+std::string g_data_dir;  // set_data_dir's folder
+}  // namespace
+
+void set_data_dir(const std::string& path) { g_data_dir = path; }
+
 std::string data_dir() {
   if (const char* env = std::getenv("KERNBENCH_DATA_DIR")) return env;
+  if (!g_data_dir.empty()) return g_data_dir;
   if (const char* env = std::getenv("KERNBENCH_SOURCE_DIR")) return env;  // older name, kept for scripts
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -97,7 +106,7 @@ ScratchScope::~ScratchScope() {
   sigset_t old;
   block_signals(&old);
   g_nscratch = mark_;
-  if (mark_ == 0) {
+  if (mark_ == 0 && !embedding()) {
     ::sigaction(SIGINT, &g_old_int, nullptr);
     ::sigaction(SIGTERM, &g_old_term, nullptr);
   }
@@ -111,7 +120,7 @@ void ScratchScope::add(const std::string& path, bool folder) {
   block_signals(&old);
   std::strcpy(g_scratch[g_nscratch].path, path.c_str());
   g_scratch[g_nscratch].folder = folder ? 1 : 0;
-  if (g_nscratch == 0) {
+  if (g_nscratch == 0 && !embedding()) {  // an embedding's caller handles its own signals
     struct sigaction sa {};
     sa.sa_handler = undo_scratch_and_die;
     sigemptyset(&sa.sa_mask);
@@ -375,6 +384,59 @@ void render_figures(const std::string& script, const std::string& json_path, con
                                             : "signal " + std::to_string(WTERMSIG(status));
   throw InternalError("figure script " + script + " failed (" + how + ")" + (said.empty() ? "" : ": " + said), __FILE__,
                       __LINE__);
+}
+
+namespace {
+thread_local const Embedding* t_embedding = nullptr;
+
+// Text written nowhere (an embedding without that stream).
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c == EOF ? 0 : c; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+std::ostream& null_stream() {
+  static NullBuffer buffer;
+  static std::ostream os(&buffer);
+  return os;
+}
+}  // namespace
+
+const Embedding* embedding() { return t_embedding; }
+
+EmbeddingScope::EmbeddingScope(const Embedding* e) : saved_(t_embedding) { t_embedding = e; }
+EmbeddingScope::~EmbeddingScope() { t_embedding = saved_; }
+
+std::ostream& cli_out() {
+  if (!t_embedding) return std::cout;
+  return t_embedding->out ? *t_embedding->out : null_stream();
+}
+
+std::ostream& cli_err() {
+  if (!t_embedding) return std::cerr;
+  return t_embedding->err ? *t_embedding->err : null_stream();
+}
+
+void cli_printf(const char* format, ...) {
+  char small[1024];
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(small, sizeof small, format, args);
+  va_end(args);
+  if (n < 0) {
+    va_end(again);
+    return;
+  }
+  if (static_cast<std::size_t>(n) < sizeof small) {
+    cli_out().write(small, n);
+  } else {
+    std::string big(static_cast<std::size_t>(n) + 1, '\0');
+    std::vsnprintf(big.data(), big.size(), format, again);
+    cli_out().write(big.data(), n);
+  }
+  va_end(again);
 }
 
 }  // namespace kb

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -76,5 +77,42 @@ void render_figures(const std::string& script, const std::string& json_path, con
 // share/kernbench-gpu/ (the installed layout, <prefix>/bin and <prefix>/share; a build
 // folder has one that links into the source tree) or is itself such a data folder.
 std::string data_dir();
+// A data folder that data_dir() returns unless $KERNBENCH_DATA_DIR is set: the Python
+// module's own (its process is python, so the binary's folder says nothing). Empty: none.
+void set_data_dir(const std::string& path);
+
+// ---- running a command in another program's process (the Python module) ------------------
+
+// What an in-process caller asks of a command beyond its words: where the text a terminal
+// user reads goes (stdout and stderr of the CLI; null: discarded), a progress callback a sweep
+// calls between chunks with (configs done, configs in all) and which may throw to stop it,
+// and, when `latencies` is set, every config's latency_ps (-1: invalid) in index order, for
+// a space of at most `max_latencies` configs (more is an InputError). An embedded command
+// installs no signal handlers: the caller's own handle SIGINT.
+struct Embedding {
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
+  std::vector<std::int64_t>* latencies = nullptr;
+  std::int64_t max_latencies = 0;
+};
+// The embedding of the command running on this thread; null for the command line.
+const Embedding* embedding();
+// Sets this thread's embedding for the scope's life.
+class EmbeddingScope {
+ public:
+  explicit EmbeddingScope(const Embedding* e);
+  ~EmbeddingScope();
+  EmbeddingScope(const EmbeddingScope&) = delete;
+  EmbeddingScope& operator=(const EmbeddingScope&) = delete;
+
+ private:
+  const Embedding* saved_;
+};
+// A command's standard output and standard error: the process's, or the embedding's.
+std::ostream& cli_out();
+std::ostream& cli_err();
+// printf to cli_out().
+void cli_printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace kb

@@ -305,12 +305,12 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
   if (!out.empty()) write_file_atomic(out, write);
   if (to_stdout) {
     if (out.empty()) {
-      write(std::cout);
+      write(cli_out());
     } else {  // the file just written, rather than every row evaluated again
       std::ifstream in(out, std::ios::binary);
-      std::cout << in.rdbuf();
+      cli_out() << in.rdbuf();
     }
-    std::cout.flush();
+    cli_out().flush();
   }
 }
 
@@ -328,25 +328,25 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
   const std::vector<batched::Ranked>& top_shown = rep.top;
   const nlohmann::json& rechecked = rep.rechecked;
   const std::int64_t ev = sum.evaluated;
-  std::printf("  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
+  cli_printf("  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
               ev > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(ev) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(ev) / seconds : 0.0);
   if (shard)
-    std::printf("  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
+    cli_printf("  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
                 (long long)o.shard_i, (long long)o.shard_n, (long long)sum.evaluated, (long long)size);
   if (!shard && o.recheck > 0) {
-    std::printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
+    cli_printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
     if (!rechecked["skipped"].empty())
-      std::printf("  passed over %zu faster config(s) whose reference run would build more than --max-ops %lld ops\n",
+      cli_printf("  passed over %zu faster config(s) whose reference run would build more than --max-ops %lld ops\n",
                   rechecked["skipped"].size(), static_cast<long long>(o.max_ops));
   }
-  if (sum.valid == 0) std::printf("  no valid config in the space\n");
+  if (sum.valid == 0) cli_printf("  no valid config in the space\n");
   if (sum.valid < ev) {
     std::string why;
     for (std::size_t st = 1; st < sum.by_status.size(); ++st)
       if (sum.by_status[st] > 0)
         why += (why.empty() ? "" : ", ") + f.status_name(static_cast<std::int32_t>(st)) + " " + std::to_string(sum.by_status[st]);
-    std::printf("  invalid %lld: %s\n", (long long)(ev - sum.valid), why.c_str());
+    cli_printf("  invalid %lld: %s\n", (long long)(ev - sum.valid), why.c_str());
   }
   bool mixed = false;  // does a problem axis vary inside a group?
   std::string problem;
@@ -356,27 +356,27 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
         mixed = true;
         problem += (problem.empty() ? "" : ", ") + m.name;
       }
-  if (mixed) std::printf("  note: %s vary inside a group, so its best and its front compare different problems\n", problem.c_str());
-  std::printf("  columns: times in microseconds (NAME_us)\n");
+  if (mixed) cli_printf("  note: %s vary inside a group, so its best and its front compare different problems\n", problem.c_str());
+  cli_printf("  columns: times in microseconds (NAME_us)\n");
   const std::size_t shown = std::min<std::size_t>(sum.best.size(), 50);
-  std::printf("\nbest per group (%s):\n", group_text.c_str());
+  cli_printf("\nbest per group (%s):\n", group_text.c_str());
   std::vector<std::int64_t> best_rows;
   for (std::size_t g = 0; g < shown; ++g)
     if (sum.best[g].index >= 0) best_rows.push_back(sum.best[g].index);
-  if (!best_rows.empty()) std::printf("%s", rows.terminal(best_rows, {}, "").c_str());
+  if (!best_rows.empty()) cli_printf("%s", rows.terminal(best_rows, {}, "").c_str());
   for (std::size_t g = 0; g < shown; ++g)  // after the table: the groups it leaves out, and why
     if (sum.best[g].index < 0)
-      std::printf("  group %s: no valid config (the first: %s)\n", rows.group_key(static_cast<std::int64_t>(g)).dump().c_str(),
+      cli_printf("  group %s: no valid config (the first: %s)\n", rows.group_key(static_cast<std::int64_t>(g)).dump().c_str(),
                   rows.first_reason(static_cast<std::int64_t>(g)).c_str());
-  if (shown < sum.best.size()) std::printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
+  if (shown < sum.best.size()) cli_printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
   if (!top_shown.empty()) {
-    std::printf("\ntop %zu of the %s:\n", top_shown.size(), shard ? "shard" : "whole space");
+    cli_printf("\ntop %zu of the %s:\n", top_shown.size(), shard ? "shard" : "whole space");
     std::vector<std::int64_t> idx;
     for (const auto& t : top_shown) idx.push_back(t.index);
-    std::printf("%s", rows.terminal(idx, {}, "").c_str());
+    cli_printf("%s", rows.terminal(idx, {}, "").c_str());
   }
   if (red.pareto != 0 && !sum.pareto.empty()) {
-    std::printf("\nPareto front per group, latency against %s:\n",
+    cli_printf("\nPareto front per group, latency against %s:\n",
                 f.costs[static_cast<std::size_t>(red.pareto - 1)].meaning.c_str());
     std::int64_t fronts = 0;
     for (std::size_t p = 0; p < sum.pareto.size();) {
@@ -388,12 +388,12 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
         idx.push_back(sum.pareto[p].index);
         cost.push_back(sum.pareto[p].cost);
       }
-      std::printf("  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
+      cli_printf("  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
     }
-    if (fronts > 10) std::printf("  ... fronts of further groups in --json\n");
+    if (fronts > 10) cli_printf("  ... fronts of further groups in --json\n");
   }
   if (red.histogram && sum.valid > 0) {
-    std::printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
+    cli_printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
     const int per = batched::kHistBinsPerOctave;
     std::int64_t peak = 0;
     std::vector<std::int64_t> oct(batched::kHistBins / per, 0);
@@ -402,7 +402,7 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
     for (std::size_t o = 0; o < oct.size(); ++o) {
       if (oct[o] == 0) continue;
       const int bar = static_cast<int>(40 * oct[o] / peak);
-      std::printf("  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
+      cli_printf("  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
                   us(batched::hist_bin_lo(static_cast<int>(o + 1) * per)).c_str(), (long long)oct[o],
                   std::string(static_cast<std::size_t>(std::max(bar, 1)), '#').c_str());
     }
@@ -431,8 +431,8 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
   if (json_out || !out.empty()) print_json(o, rows, rep, json_out, out);
   if (json_out) return;
   print_terminal(o, rows, rep);
-  if (!out.empty()) std::printf("\nwrote %s\n", out.c_str());
-  if (!csv_out.empty()) std::printf("wrote %s\n", csv_out.c_str());
+  if (!out.empty()) cli_printf("\nwrote %s\n", out.c_str());
+  if (!csv_out.empty()) cli_printf("wrote %s\n", csv_out.c_str());
 }
 
 WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool json, bool csv, bool json_copied) {
