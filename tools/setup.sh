@@ -4,7 +4,8 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
-      libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache openmpi-bin libopenmpi-dev)
+      libbenchmark-dev libthrust-dev libcub-dev python3 python3-matplotlib graphviz ccache openmpi-bin libopenmpi-dev
+      python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas python3-tqdm)
 
 missing=()
 for p in "${pkgs[@]}"; do

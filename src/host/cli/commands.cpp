@@ -16,6 +16,7 @@
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/topology/diagram.h"
+#include "host/topology/fields.h"
 #include "host/topology/load.h"
 #include "host/topology/topology_summary.h"
 
@@ -76,6 +77,70 @@ TopologySpec TopoArgs::load() const {
 }
 
 namespace {
+
+const char* col_type_name(ColType t) {
+  switch (t) {
+    case ColType::integer: return "integer";
+    case ColType::real: return "real";
+    case ColType::text: return "text";
+    case ColType::boolean: return "boolean";
+    case ColType::any: break;
+  }
+  return "any";
+}
+
+// A family's descriptor as `list --json` gives it: what eval and sweep take (axes with their
+// types and ranges, hardware axes with their units, presets) and what they report.
+nlohmann::json family_json(const Family& f) {
+  nlohmann::json axes = nlohmann::json::array(), hw = nlohmann::json::array(), presets = nlohmann::json::array(),
+                 columns = nlohmann::json::array(), costs = nlohmann::json::array();
+  for (const AxisDesc& a : f.axes) {
+    nlohmann::json x = {{"name", a.name}, {"flag", a.flag}, {"help", a.help}, {"type", a.names.empty() ? "integer" : "enum"},
+                        {"min", a.lo}, {"max", a.hi}, {"max_from_hardware", a.hi_of != nullptr},
+                        {"default", a.fallback.empty() ? nlohmann::json() : nlohmann::json(a.fallback)},
+                        {"defines_problem", a.problem}};
+    if (!a.names.empty()) x["values"] = a.names;
+    if (a.auto_value >= 0) x["auto"] = a.auto_value;
+    if (!a.best.empty()) x["best"] = a.best;
+    axes.push_back(x);
+  }
+  for (const HwAxisDesc& h : f.hw_axes) {
+    const HwField* field = find_hw_field(h.path);
+    nlohmann::json x = {{"name", h.name}, {"flag", h.flag}, {"path", h.path}, {"help", h.help}};
+    if (field) {
+      x["unit"] = field->unit;
+      x["type"] = field->is_enum() ? "enum" : "integer";
+      if (field->is_enum()) x["values"] = field->names;
+      x["min"] = field->lo, x["max"] = field->hi;
+    }
+    hw.push_back(x);
+  }
+  for (const PresetDesc& p : f.presets) presets.push_back({{"flag", p.flag}, {"help", p.help}});
+  for (const ColumnDesc& c : f.columns)
+    columns.push_back({{"name", c.name}, {"unit", c.unit}, {"help", c.help}, {"type", col_type_name(c.type)}, {"parity", c.parity}});
+  for (const CostDesc& c : f.costs) costs.push_back({{"name", c.name}, {"meaning", c.meaning}});
+  return {{"name", f.name},       {"description", f.description}, {"axes", axes},
+          {"hw_axes", hw},        {"presets", presets},           {"columns", columns},
+          {"costs", costs},       {"default_cost", f.default_cost}, {"default_group", f.default_group},
+          {"statuses", f.statuses}, {"objective", f.objective},   {"data_mode", static_cast<bool>(f.data_run)}};
+}
+
+void cmd_list_json() {
+  nlohmann::json j;
+  j["schema"] = "kernbench-gpu/list";
+  j["schema_version"] = "1.0.0";
+  j["generator"] = std::string("kernbench-gpu ") + KB_VERSION;
+  nlohmann::json bs = nlohmann::json::array(), fs = nlohmann::json::array();
+  for (const auto& b : benches())
+    bs.push_back({{"name", b.name}, {"description", b.description}, {"axes", b.axes}, {"domain", b.domain},
+                  {"json", b.json}, {"csv", b.csv()}, {"figures", !b.plot.empty()},
+                  {"topology", b.topology.empty() ? std::string("default.yaml") : b.topology},
+                  {"schema", b.schema}, {"schema_version", b.schema_version}});
+  for (const Family* f : families()) fs.push_back(family_json(*f));
+  j["benches"] = bs;
+  j["families"] = fs;
+  cli_out() << j.dump(2) << "\n";
+}
 
 void cmd_list() {
   cli_printf("%-28s %s\n", "bench", "description [axes]");
@@ -155,27 +220,42 @@ std::vector<std::string> words_of(std::vector<std::string> words) {
   return words;
 }
 
-// Runs `work`, each kind of error becoming its one line and exit code: 2 bad input, 3 an
-// internal error or no memory, 4 the environment. Library code throws; only here are exit
-// codes chosen.
+}  // namespace
+
+std::string cli_error_line(std::exception_ptr error, int* code) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError& e) {
+    *code = 2;
+    return "error: " + escape_text(e.what());
+  } catch (const EnvironmentError& e) {
+    *code = 4;
+    return "error: environment: " + escape_text(e.what());
+  } catch (const InternalError& e) {
+    *code = 3;
+    return "error: " + escape_text(e.what());
+  } catch (const std::bad_alloc&) {
+    *code = 3;
+    return "error: out of memory: the request needs more memory than this machine gives it";
+  } catch (const std::exception& e) {
+    *code = 3;
+    return "error: internal: " + escape_text(e.what());
+  }
+}
+
+namespace {
+
+// Runs `work`, each kind of error becoming its one line (cli_error_line) and exit code: 2 bad
+// input, 3 an internal error or no memory, 4 the environment. Library code throws; only here
+// are exit codes chosen.
 int exit_code_of(const std::function<void()>& work) {
   try {
     work();
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-    return 2;
-  } catch (const EnvironmentError& e) {
-    std::fprintf(stderr, "error: environment: %s\n", escape_text(e.what()).c_str());
-    return 4;
-  } catch (const InternalError& e) {
-    std::fprintf(stderr, "error: %s\n", escape_text(e.what()).c_str());
-    return 3;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory: the request needs more memory than this machine gives it\n");
-    return 3;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: internal: %s\n", escape_text(e.what()).c_str());
-    return 3;
+  } catch (...) {
+    int code = 3;
+    const std::string line = cli_error_line(std::current_exception(), &code);
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return code;
   }
   return 0;
 }
@@ -268,6 +348,8 @@ int cli_run(const std::vector<std::string>& argv_words) {
   app.require_subcommand(1);
 
   auto* list = app.add_subcommand("list", "list the registered benches and workload families");
+  bool list_json = false;
+  list->add_flag("--json", list_json, "machine-readable: every family's axes (types, ranges, units) and columns");
 
   auto* run = app.add_subcommand("run", "run a bench: writes JSON, CSV and figures");
   std::string bench_name, out_dir, backend = "auto";
@@ -345,7 +427,8 @@ int cli_run(const std::vector<std::string>& argv_words) {
 
   {
     if (list->parsed()) {
-      cmd_list();
+      if (list_json) cmd_list_json();
+      else cmd_list();
     } else if (run->parsed()) {
       cmd_run(bench_name, run_topo, out_dir, backend, fast);
     } else if (eval->parsed()) {
@@ -364,7 +447,11 @@ int cli_run(const std::vector<std::string>& argv_words) {
       cli_printf("wrote %s\n", diagram_out.c_str());
     } else if (tshow->parsed()) {
       const TopologySpec t = show_args.load();
-      if (show_json) cli_out() << topology_summary(t).dump(2) << "\n";
+      if (show_json) {
+        nlohmann::json j = topology_summary(t);
+        j["fields"] = topology_record(t)["fields"];  // every field's resolved value
+        cli_out() << j.dump(2) << "\n";
+      }
       else cli_out() << topology_summary_text(t);
     } else if (plot->parsed()) {
       cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);

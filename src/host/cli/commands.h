@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,9 @@ int cli_main(int argc, char** argv);
 // exception's message. Output goes to cli_out() and cli_err() (src/host/common/output.h),
 // so a program embedding the tool (the Python module) runs it under an EmbeddingScope.
 int cli_run(const std::vector<std::string>& words);
+
+// The line cli_main prints for an exception cli_run threw ("error: ..."), and its exit code:
+// 2 bad input, 3 an internal error or no memory, 4 the environment.
+std::string cli_error_line(std::exception_ptr error, int* code);
 
 }  // namespace kb

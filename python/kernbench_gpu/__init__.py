@@ -1,0 +1,396 @@
+"""kernbench-gpu in Python: the simulator's engines in process, for notebooks and scripts.
+
+Every call runs the same code as the command line, in this process, and returns what the
+command's ``--json`` gives, parsed: the same names, the same values. ::
+
+    import kernbench_gpu as kb
+    r = kb.eval("gemm", m=4096, n=4096, k=4096, pes=8)
+    r["latency_ps"], r["parity"]
+    s = kb.sweep("gemm", axes={"m": "1024:8192:*2", "pes": [1, 2, 4, 8]}, n=4096, k=4096)
+    s.best, s.to_pandas()
+
+Bad input raises :class:`InputError` with the command line's one-line message; a fault of
+the tool raises :class:`InternalError`; no memory or a device error raises
+:class:`EnvironmentError`. Nothing is printed unless asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+from ._core import EnvironmentError, InputError, InternalError  # noqa: A004 (the package's own)
+
+__all__ = [
+    "EnvironmentError",
+    "InputError",
+    "InternalError",
+    "SweepResult",
+    "Topology",
+    "__version__",
+    "benches",
+    "eval",
+    "families",
+    "merge",
+    "run_bench",
+    "sweep",
+    "topology",
+]
+
+__version__: str = _core.version()
+
+# The shipped data (topologies, models, figure scripts, committed results): the package's
+# own folder when installed by pip, or the build folder's links when run from a build.
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+if os.path.isfile(os.path.join(_DATA, "topologies", "default.yaml")):
+    _core.set_data_dir(_DATA)
+
+Value = Union[int, str, bool]
+Values = Union[Value, Sequence[Value], range]
+Progress = Union[None, bool, Callable[[int, int], None]]
+TopologyArg = Union[None, str, os.PathLike, "Topology"]
+
+
+def _run(words: List[str], progress: Optional[Callable[[int, int], None]] = None, latencies: bool = False,
+         max_latencies: int = 0) -> Tuple[str, Any]:
+    rc, out, _err, lat = _core.run([str(w) for w in words], progress, latencies, max_latencies)
+    if rc != 0:
+        raise InternalError(f"command {' '.join(words[:2])} ended with exit code {rc}")
+    return out, lat
+
+
+def _json(words: List[str], **kw: Any) -> Any:
+    out, _ = _run(words, **kw)
+    return json.loads(out)
+
+
+def _one(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _list(v: Any) -> str:
+    """A value or a list of them as the command line writes it (V, V1,V2, or LO:HI[:STEP])."""
+    if isinstance(v, (str, int)) or not isinstance(v, Iterable):
+        return _one(v)
+    return ",".join(_one(x) for x in v)
+
+
+_listing: Optional[Dict[str, Any]] = None
+
+
+def _list_json() -> Dict[str, Any]:
+    global _listing
+    if _listing is None:
+        _listing = _json(["list", "--json"])
+    return _listing
+
+
+def families() -> List[Dict[str, Any]]:
+    """Each workload family with its axes (types, ranges, defaults), hardware axes (units),
+    presets, result columns (units), Pareto costs and statuses: ``list --json``'s families."""
+    return json.loads(json.dumps(_list_json()["families"]))
+
+
+def benches() -> List[Dict[str, Any]]:
+    """Each registered bench (``run --bench NAME``): its name, axes, output files and schema."""
+    return json.loads(json.dumps(_list_json()["benches"]))
+
+
+def _family(name: str, command: str) -> Dict[str, Any]:
+    for f in _list_json()["families"]:
+        if f["name"] == name:
+            return f
+    _run([command, str(name), "--json"])  # the command line's own message for an unknown family
+    raise InputError(f"unknown family '{name}'")
+
+
+def _flag(fam: Dict[str, Any], key: str) -> str:
+    """The flag of a config keyword: an axis, a hardware axis or a preset, by its name
+    (tile_m) or its flag's words (tile-m)."""
+    k = key.replace("-", "_")
+    for a in fam["axes"] + fam["hw_axes"]:
+        if a["name"] == k:
+            return a["flag"]
+    for p in fam["presets"]:
+        if p["flag"][2:].replace("-", "_") == k:
+            return p["flag"]
+    known = [a["name"] for a in fam["axes"] + fam["hw_axes"]] + [p["flag"][2:].replace("-", "_") for p in fam["presets"]]
+    raise InputError(f"{key}: not an axis of {fam['name']} (known: {', '.join(known)})")
+
+
+class Topology:
+    """A resolved topology: a file (default: topologies/default.yaml) with fields set.
+
+    ``fields`` maps every field's path to its value (enums by name), ``summary`` is
+    ``topo show --json``; ``show()`` prints ``topo show``, ``diagram(path)`` draws it."""
+
+    def __init__(self, path: Union[None, str, os.PathLike] = None, sets: Optional[Mapping[str, Any]] = None):
+        self.path: Optional[str] = None if path is None else os.fspath(path)
+        self.sets: Dict[str, Any] = dict(sets or {})
+        self.summary: Dict[str, Any] = _json(["topo", "show", self._file(), "--json"] + self._set_words())
+        self.fields: Dict[str, Any] = self.summary.pop("fields")
+        self.name: str = self.summary["name"]
+
+    def _file(self) -> str:
+        return self.path if self.path is not None else os.path.join(_core.data_dir(), "topologies", "default.yaml")
+
+    def _set_words(self) -> List[str]:
+        words: List[str] = []
+        for k, v in self.sets.items():
+            words += ["--set", f"{k}={_one(v)}"]
+        return words
+
+    def words(self) -> List[str]:
+        """The command-line flags that give this topology (--topology FILE --set PATH=V ...)."""
+        return (["--topology", self.path] if self.path is not None else []) + self._set_words()
+
+    def show(self) -> None:
+        """Prints what ``kernbench-gpu topo show`` prints."""
+        out, _ = _run(["topo", "show", self._file()] + self._set_words())
+        print(out, end="")
+
+    def diagram(self, path: Union[str, os.PathLike]) -> str:
+        """Draws the topology to PATH (.dot, .svg or .png); returns the path."""
+        _run(["topo", "diagram", self._file(), "-o", os.fspath(path)] + self._set_words())
+        return os.fspath(path)
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}, path={self.path!r}, sets={self.sets!r})"
+
+
+def topology(path: Union[None, str, os.PathLike] = None, **set: Any) -> Topology:
+    """The topology in PATH (default: topologies/default.yaml) with fields set, e.g.
+    ``topology(**{"pe.sram_kib": 512})``."""
+    return Topology(path, set)
+
+
+def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[str]:
+    if isinstance(t, Topology):
+        topo = Topology.__new__(Topology)
+        topo.path, topo.sets = t.path, {**t.sets, **(sets or {})}
+        return topo.words()
+    words = ["--topology", os.fspath(t)] if t is not None else []
+    for k, v in (sets or {}).items():
+        words += ["--set", f"{k}={_one(v)}"]
+    return words
+
+
+def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace: Union[None, str, os.PathLike] = None,
+         backend: str = "auto", set: Optional[Mapping[str, Any]] = None, data: bool = False, seed: Optional[int] = None,
+         max_ops: Optional[int] = None, **config: Value) -> Dict[str, Any]:  # noqa: A001 (the command's name)
+    """One config of a family on the reference engine and/or the batched model: every
+    figure, as ``eval FAMILY --json`` gives them. Config keywords are the family's axes by
+    name (``tile_m=128``), its hardware axes, or its presets (``model="llama-3.1-8b"``); a
+    keyword set to True gives its flag alone."""
+    fam = _family(family, "eval")
+    words = ["eval", family, "--json", "--engine", engine, "--backend", backend]
+    words += _topology_words(topology, set)
+    if trace is not None:
+        words += ["--trace", os.fspath(trace)]
+    if data:
+        words.append("--data")
+    if seed is not None:
+        words += ["--seed", _one(seed)]
+    if max_ops is not None:
+        words += ["--max-ops", _one(max_ops)]
+    for key, value in config.items():
+        flag = _flag(fam, key)
+        if value is True:
+            words.append(flag)
+        else:
+            words += [flag, _list(value)]
+    return _json(words)
+
+
+class SweepResult:
+    """A sweep's summary: what ``sweep --json`` (or ``merge --json``) gives.
+
+    ``best`` (a group's values and its best config), ``top``, ``pareto`` (the fronts) and
+    ``histogram``; ``counts`` (evaluated, valid, invalid) and ``invalid`` (by status);
+    ``latencies``: every config's latency_ps (-1: invalid) when asked for."""
+
+    def __init__(self, text: str, latencies: Any = None):
+        self._text = text
+        self.json: Dict[str, Any] = json.loads(text)
+        self.latencies = latencies
+
+    @property
+    def best(self) -> List[Dict[str, Any]]:
+        return self.json["best_per_group"]
+
+    @property
+    def top(self) -> List[Dict[str, Any]]:
+        return self.json.get("top", [])
+
+    @property
+    def pareto(self) -> List[Dict[str, Any]]:
+        p = self.json.get("pareto")
+        return p["fronts"] if p else []
+
+    @property
+    def histogram(self) -> Optional[Dict[str, Any]]:
+        return self.json.get("histogram")
+
+    @property
+    def invalid(self) -> Dict[str, int]:
+        return self.json.get("invalid", {})
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        j = self.json
+        return {"evaluated": j["evaluated"], "valid": j["valid"], "invalid": j["evaluated"] - j["valid"]}
+
+    def to_json(self, path: Union[None, str, os.PathLike] = None) -> str:
+        """The JSON text, exactly as ``sweep --json`` prints it; written to PATH when given."""
+        if path is not None:
+            tmp = os.fspath(path) + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(self._text)
+            os.replace(tmp, os.fspath(path))
+        return self._text
+
+    def to_pandas(self, which: str = "best") -> Any:
+        """A pandas DataFrame of the best config per group (``which="best"``), the top
+        configs (``"top"``) or the Pareto points (``"pareto"``, with a group_index column)."""
+        import pandas as pd  # optional: only this method needs it
+
+        if which == "best":
+            rows = [dict(b["best"]) for b in self.best if b.get("best")]
+        elif which == "top":
+            rows = [dict(r) for r in self.top]
+        elif which == "pareto":
+            rows = [dict(p, group_index=f["group_index"]) for f in self.pareto for p in f["points"]]
+        else:
+            raise InputError(f"to_pandas: which={which!r}: expected best, top or pareto")
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return f"SweepResult({self.json.get('family')!r}, evaluated={c['evaluated']}, valid={c['valid']})"
+
+
+def _progress_callback(progress: Progress) -> Tuple[Optional[Callable[[int, int], None]], Any]:
+    if progress is None or progress is False:
+        return None, None
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError as e:
+            raise InputError("progress=True: draws a tqdm bar, and tqdm is not installed (pip install tqdm)") from e
+        bar = tqdm(total=0, unit="configs", unit_scale=True)
+
+        def update(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        return update, bar
+    if not callable(progress):
+        raise InputError("progress: expected a callable (done, total), True for a tqdm bar, or None")
+    return progress, None
+
+
+def _chunk_words(backend: str, chunk: Optional[int]) -> List[str]:
+    # A sweep polls for Ctrl-C and reports progress between chunks: on the CPU, chunks of 2^18
+    # configs keep that under a second (the results do not depend on the chunk).
+    if chunk is not None:
+        return ["--chunk", _one(chunk)]
+    if backend == "omp" or (backend == "auto" and _core.cuda_device_count() == 0):
+        return ["--chunk", str(1 << 18)]
+    return []
+
+
+def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional[Mapping[str, Values]] = None,
+          zip: Optional[Mapping[Union[str, Tuple[str, ...]], Iterable[Sequence[Value]]]] = None,  # noqa: A002
+          group: Union[None, str, Sequence[str]] = None, top: Optional[int] = None, pareto: Optional[str] = None,
+          recheck: Optional[int] = None, shard: Optional[Tuple[int, int]] = None, topology: TopologyArg = None,
+          set: Optional[Mapping[str, Any]] = None, backend: str = "auto", histogram: bool = True,  # noqa: A002
+          space: Union[None, str, os.PathLike] = None, chunk: Optional[int] = None, max_hours: Optional[float] = None,
+          max_ops: Optional[int] = None, progress: Progress = None, return_latencies: bool = False,
+          max_latencies: int = 1 << 26, out: Union[None, str, os.PathLike] = None,
+          csv: Union[None, str, os.PathLike] = None, **config: Values) -> SweepResult:
+    """A space of a family's configs on the batched model, reduced as ``sweep FAMILY --json``
+    reduces it. ``axes`` (and config keywords) give each axis a value or a list (a list, a
+    range, or the command line's text such as ``"1:1024:*2"``); ``hw`` sweeps hardware axes
+    or topology fields by path; ``zip`` gives fields that take their values together
+    (``{"m,n,k": [(32, 10240, 8192), ...]}``). ``progress``: a callable (done, total) called
+    between chunks, or True for a tqdm bar. ``return_latencies``: also every config's
+    latency_ps in index order (-1: invalid), as a NumPy array, for at most ``max_latencies``
+    configs. Ctrl-C stops the sweep with KeyboardInterrupt and writes nothing."""
+    fam = _family(family, "sweep")
+    words = ["sweep", family, "--json", "--backend", backend] + _chunk_words(backend, chunk)
+    words += _topology_words(topology, set)
+    for key, value in {**(axes or {}), **config}.items():
+        words += [_flag(fam, key), _list(value)]
+    for key, value in (hw or {}).items():
+        if "." in key:
+            words += ["--hw", f"{key}={_list(value)}"]
+        else:
+            words += [_flag(fam, key), _list(value)]
+    for names, tuples in (zip or {}).items():
+        n = names if isinstance(names, str) else ",".join(names)
+        words += ["--zip", n + "=" + ",".join("/".join(_one(v) for v in t) for t in tuples)]
+    if group is not None:
+        words += ["--group", group if isinstance(group, str) else (",".join(group) or "none")]
+    if top is not None:
+        words += ["--top", _one(top)]
+    if pareto is not None:
+        words += ["--pareto", pareto]
+    if recheck is not None:
+        words += ["--recheck", _one(recheck)]
+    if shard is not None:
+        words += ["--shard", f"{shard[0]}/{shard[1]}"]
+    if not histogram:
+        words.append("--no-histogram")
+    if space is not None:
+        words += ["--space", os.fspath(space)]
+    if max_hours is not None:
+        words += ["--max-hours", _one(max_hours)]
+    if max_ops is not None:
+        words += ["--max-ops", _one(max_ops)]
+    if out is not None:
+        words += ["--out", os.fspath(out)]
+    if csv is not None:
+        words += ["--csv", os.fspath(csv)]
+    callback, bar = _progress_callback(progress)
+    try:
+        text, lat = _run(words, progress=callback, latencies=return_latencies, max_latencies=max_latencies)
+    finally:
+        if bar is not None:
+            bar.close()
+    return SweepResult(text, lat)
+
+
+def merge(paths: Sequence[Union[str, os.PathLike]], out: Union[None, str, os.PathLike] = None,
+          csv: Union[None, str, os.PathLike] = None) -> SweepResult:
+    """The shards of one sweep (their ``--out`` files) merged: ``merge --json``."""
+    words = ["merge"] + [os.fspath(p) for p in paths] + ["--json"]
+    if out is not None:
+        words += ["--out", os.fspath(out)]
+    if csv is not None:
+        words += ["--csv", os.fspath(csv)]
+    text, _ = _run(words)
+    return SweepResult(text)
+
+
+def run_bench(name: str, out: Union[None, str, os.PathLike] = None, fast: bool = False, topology: TopologyArg = None,
+              set: Optional[Mapping[str, Any]] = None, backend: str = "auto") -> Dict[str, Any]:  # noqa: A002
+    """Runs a bench (``run --bench NAME``): its JSON, CSV and figures written to OUT
+    (default: benches/1H_milestone_output/DOMAIN). Returns the folder (``out``), the files
+    written (``files``) and the results document (``results``, its JSON parsed)."""
+    info = next((b for b in _list_json()["benches"] if b["name"] == name), None)
+    words = ["run", "--bench", name, "--backend", backend] + _topology_words(topology, set)
+    if out is not None:
+        words += ["--out", os.fspath(out)]
+    if fast:
+        words.append("--fast")
+    _run(words)  # an unknown bench: the command line's message
+    assert info is not None
+    folder = os.fspath(out) if out is not None else os.path.join("benches", "1H_milestone_output", info["domain"])
+    with open(os.path.join(folder, info["json"]), encoding="utf-8") as f:
+        results = json.load(f)
+    return {"out": folder, "files": sorted(os.listdir(folder)), "results": results}

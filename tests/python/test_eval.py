@@ -1,0 +1,100 @@
+"""kb.eval against `eval --json`, for every family; kb.families() against `list --json`."""
+
+import pytest
+
+import kernbench_gpu as kb
+from conftest import cli, cli_json
+
+# One config of each family: (kwargs for kb.eval, the same on the command line).
+CASES = {
+    "gemm": ({"m": 512, "n": 1024, "k": 256, "pes": 4, "tile_m": 128},
+             ["--m", "512", "--n", "1024", "--k", "256", "--pes", "4", "--tile-m", "128"]),
+    "allreduce": ({"bytes": 65536, "level": "cube", "algo": "ring", "ranks": 4, "buffer": "hbm", "chunks": 2},
+                  ["--bytes", "65536", "--level", "cube", "--algo", "ring", "--ranks", "4", "--buffer", "hbm",
+                   "--chunks", "2"]),
+    "decode": ({"case": 4, "s_kv": 8192, "allreduce": True},
+               ["--case", "4", "--s-kv", "8192", "--allreduce"]),
+    "llm": ({"model": "llama-tiny-random", "batch": 2, "context": 64},
+            ["--model", "llama-tiny-random", "--batch", "2", "--context", "64"]),
+}
+
+
+def test_every_family_has_a_case():
+    assert sorted(f["name"] for f in kb.families()) == sorted(CASES)
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_eval_is_the_command_lines(family):
+    kwargs, flags = CASES[family]
+    mine = kb.eval(family, **kwargs)
+    theirs = cli_json("eval", family, *flags, "--json")
+    assert mine == theirs
+    assert mine["parity"] is True
+    assert mine["latency_ps"] > 0
+
+
+@pytest.mark.parametrize("engine", ["reference", "batched"])
+def test_eval_one_engine(engine):
+    kwargs, flags = CASES["gemm"]
+    mine = kb.eval("gemm", engine=engine, **kwargs)
+    assert mine == cli_json("eval", "gemm", *flags, "--engine", engine, "--json")
+    assert ("reference" in mine) == (engine == "reference")
+    assert ("batched" in mine) == (engine == "batched")
+
+
+def test_eval_with_a_topology_and_sets(tmp_path):
+    t = kb.topology(**{"pe.sram_kib": 1024, "cube.hbm.bandwidth_gbps": 410})
+    mine = kb.eval("gemm", topology=t, m=256, n=256, k=256)
+    theirs = cli_json("eval", "gemm", "--m", "256", "--n", "256", "--k", "256", "--set", "pe.sram_kib=1024",
+                      "--set", "cube.hbm.bandwidth_gbps=410", "--json")
+    assert mine == theirs
+    assert mine["topology"]["fields"]["pe.sram_kib"] == 1024
+    ring8 = kb.eval("allreduce", topology=_ring8(), bytes=4096, level="sip", algo="ring", ranks=8, buffer="sram")
+    assert ring8["topology"]["name"] == "ring8"
+
+
+def _ring8():
+    import os
+    return os.path.join(kb._core.data_dir(), "topologies", "ring8.yaml")
+
+
+def test_eval_trace_and_hardware_axis(tmp_path):
+    trace = tmp_path / "t.json"
+    mine = kb.eval("gemm", m=128, n=128, k=128, dataflow="ws", trace=trace, engine="reference")
+    assert trace.is_file() and trace.stat().st_size > 0
+    assert mine["dataflow"] == "ws"
+
+
+def test_families_describe_axes_and_columns():
+    listing = cli_json("list", "--json")
+    assert kb.families() == listing["families"]
+    assert kb.benches() == listing["benches"]
+    gemm = next(f for f in kb.families() if f["name"] == "gemm")
+    m = next(a for a in gemm["axes"] if a["name"] == "m")
+    assert m["type"] == "integer" and m["min"] == 1 and m["default"] is None
+    split = next(a for a in gemm["axes"] if a["name"] == "split")
+    assert split["type"] == "enum" and "rows" in split["values"]
+    lat = next(c for c in gemm["columns"] if c["name"] == "latency_ps")
+    assert lat["unit"] == "ps" and lat["type"] == "integer" and lat["parity"]
+    assert any(h["unit"] for h in gemm["hw_axes"])
+    assert "milestone-1h-gemm" in [b["name"] for b in kb.benches()]
+
+
+def test_topology_fields_show_and_diagram(tmp_path, capsys):
+    t = kb.topology(**{"pe.sram_kib": 512})
+    assert t.fields["pe.sram_kib"] == 512 and t.fields["pe.matrix.dataflow"] == "os"
+    assert t.summary["pes"] == 64
+    t.show()
+    shown = capsys.readouterr().out
+    assert shown == cli("topo", "show", _default(), "--set", "pe.sram_kib=512")[1]
+    dot = t.diagram(tmp_path / "t.dot")
+    assert open(dot).read().startswith("graph topology {")
+
+
+def _default():
+    import os
+    return os.path.join(kb._core.data_dir(), "topologies", "default.yaml")
+
+
+def test_version_is_the_command_lines():
+    assert cli("--version")[1].strip() == "kernbench-gpu " + kb.__version__
