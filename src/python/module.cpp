@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <exception>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,7 +51,8 @@ PyObject* g_environment_error = nullptr;
 // Runs one command (its words, without the program's name). Returns (exit code, stdout
 // text, stderr text, latencies or None). `progress(done, total)` is called between a sweep's
 // chunks; a pending signal raises its Python exception there (KeyboardInterrupt), which ends
-// the command with nothing written.
+// the command with nothing written. Commands run one at a time: the tool's scratch files
+// (removed as a command ends) and its caches are the process's, not a thread's.
 py::tuple run(const std::vector<std::string>& words, const py::object& progress, bool want_latencies,
               std::int64_t max_latencies) {
   std::vector<std::string> argv{"kernbench-gpu"};
@@ -72,7 +74,9 @@ py::tuple run(const std::vector<std::string>& words, const py::object& progress,
   int rc = 0;
   std::exception_ptr failure;
   {
-    py::gil_scoped_release nogil;
+    py::gil_scoped_release nogil;  // waiting for the lock, too
+    static std::mutex one_at_a_time;
+    const std::lock_guard<std::mutex> lock(one_at_a_time);
     kb::EmbeddingScope scope(&e);
     try {
       rc = kb::cli_run(argv);
@@ -95,10 +99,10 @@ py::tuple run(const std::vector<std::string>& words, const py::object& progress,
     }
   }
   py::object lat = py::none();
-  if (want_latencies) {
-    py::array_t<std::int64_t> a(static_cast<py::ssize_t>(latencies.size()));
-    std::copy(latencies.begin(), latencies.end(), a.mutable_data());
-    lat = std::move(a);
+  if (want_latencies) {  // the vector handed to NumPy, not copied
+    auto* held = new std::vector<std::int64_t>(std::move(latencies));
+    const py::capsule owner(held, [](void* p) { delete static_cast<std::vector<std::int64_t>*>(p); });
+    lat = py::array_t<std::int64_t>(static_cast<py::ssize_t>(held->size()), held->data(), owner);
   }
   return py::make_tuple(rc, out.str(), err.str(), lat);
 }

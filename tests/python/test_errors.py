@@ -1,6 +1,8 @@
 """Errors: the command line's one-line message, as the package's exceptions; nothing printed."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -59,11 +61,21 @@ def test_an_unknown_keyword_names_the_axes():
         kb.eval("gemm", m=8, n=8, k=8, tile_q=4)
 
 
-def test_no_memory_is_the_environments():
-    # Every config's latency of a space of 2^40 configs does not fit in memory.
-    with pytest.raises(kb.EnvironmentError, match="out of memory"):
-        kb.sweep("gemm", m="1:1048576", n="1:1048576", k=64, group="none", max_hours=0, return_latencies=True,
-                 max_latencies=1 << 62)
+def test_no_memory_is_the_environments(tmp_path):
+    # Under a 2 GiB address-space limit, every latency of 2^29 configs (4 GiB) cannot be held:
+    # in a child process, so that the limit is its own.
+    script = tmp_path / "oom.py"
+    script.write_text(
+        "import resource, kernbench_gpu as kb\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+        "try:\n"
+        "    kb.sweep('gemm', m='1:1048576', n='1:512', k=64, group='none', max_hours=0, return_latencies=True,\n"
+        "             max_latencies=1 << 30)\n"
+        "except kb.EnvironmentError as e:\n"
+        "    print('EnvironmentError:', e)\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=os.environ.copy())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("EnvironmentError: out of memory"), p.stdout
 
 
 def test_nothing_is_printed(capfd):

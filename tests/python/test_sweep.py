@@ -87,10 +87,39 @@ def test_progress_callback_sees_every_config():
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1][0] == total
 
 
-def test_progress_bar_with_tqdm():
-    pytest.importorskip("tqdm", reason="tqdm is optional; tools/setup.sh installs it")
+def test_progress_bar_with_tqdm(monkeypatch):
+    tqdm_auto = pytest.importorskip("tqdm.auto", reason="tqdm is optional; tools/setup.sh installs it")
+    bars = []
+
+    class Bar:  # records what the package does with its bar
+        def __init__(self, **kw):
+            self.kw, self.total, self.n, self.refreshed, self.closed = kw, None, 0, 0, False
+            bars.append(self)
+
+        def refresh(self):
+            self.refreshed += 1
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(tqdm_auto, "tqdm", Bar)
     s = kb.sweep("gemm", m="1:256", n=64, k=64, chunk=64, progress=True)
-    assert s.counts["evaluated"] == 256
+    assert len(bars) == 1 and bars[0].closed
+    assert bars[0].total == bars[0].n == s.counts["evaluated"] == 256 and bars[0].refreshed == 4
+
+
+def test_no_latencies_of_a_shard(tmp_path):
+    with pytest.raises(kb.InputError, match="not of a shard"):
+        kb.sweep("gemm", m="1:64", n=64, k=64, shard=(0, 2), out=tmp_path / "s.json", return_latencies=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_space_file_is_read_again_by_the_next_call(tmp_path):
+    space = tmp_path / "s.yaml"
+    space.write_text("family: gemm\naxes:\n  m: [64, 128]\n  n: 64\n  k: 64\n")
+    assert kb.sweep("gemm", space=space).counts["evaluated"] == 2
+    space.write_text("family: gemm\naxes:\n  m: [64, 128, 256, 512]\n  n: 64\n  k: 64\n")
+    assert kb.sweep("gemm", space=space).counts["evaluated"] == 4
 
 
 def test_a_million_configs_as_the_command_line():

@@ -271,6 +271,9 @@ batched::SweepSummary run_part(const Family& f, const BuiltSpace& sp, BackendKin
   batched::SweepSummary sum;
   std::vector<std::int64_t>* latencies = emb ? emb->latencies : nullptr;
   if (latencies) {
+    if (shard_n > 0)
+      throw InputError("latencies: not of a shard (its configs are blocks spread over the space); ask for them of "
+                       "the whole sweep");
     if (mine > emb->max_latencies)
       throw InputError("latencies: the space has " + std::to_string(mine) + " configs, more than the " +
                        std::to_string(emb->max_latencies) + " asked for at most");
@@ -284,7 +287,6 @@ batched::SweepSummary run_part(const Family& f, const BuiltSpace& sp, BackendKin
     const std::int64_t size = sp.space.size(), block = shard_block(size, shard_n);
     for (std::int64_t b = shard_i; b * block < size; b += shard_n) {
       red.begin = b * block, red.end = std::min(size, (b + 1) * block);
-      if (latencies) red.latencies = latencies->data() + before;
       merge_summary(sum, sweep(backend, sp.space, chunk, 0, red), red.top_k);
       before += red.end - red.begin;
     }

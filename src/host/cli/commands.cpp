@@ -343,6 +343,7 @@ int cli_main(int argc, char** argv) {
 
 int cli_run(const std::vector<std::string>& argv_words) {
   if (!bench_registry_errors().empty()) throw std::runtime_error(bench_registry_errors().front());
+  forget_space_files();  // a file edited since an earlier command of this process is read again
   CLI::App app{"kernbench-gpu: performance simulator for a multi-package AI accelerator", "kernbench-gpu"};
   app.set_version_flag("--version", std::string("kernbench-gpu ") + KB_VERSION);
   app.require_subcommand(1);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -71,6 +72,9 @@ struct ScratchEntry {
 ScratchEntry g_scratch[kMaxScratch];
 volatile sig_atomic_t g_nscratch = 0;
 volatile sig_atomic_t g_child = 0;
+// Commands running embedded (any thread, and the threads they start): while one does, no
+// signal handler is installed.
+std::atomic<int> g_embedded{0};
 struct sigaction g_old_int {}, g_old_term {};
 
 extern "C" void undo_scratch_and_die(int sig) {
@@ -106,7 +110,7 @@ ScratchScope::~ScratchScope() {
   sigset_t old;
   block_signals(&old);
   g_nscratch = mark_;
-  if (mark_ == 0 && !embedding()) {
+  if (mark_ == 0 && g_embedded.load() == 0) {
     ::sigaction(SIGINT, &g_old_int, nullptr);
     ::sigaction(SIGTERM, &g_old_term, nullptr);
   }
@@ -120,7 +124,7 @@ void ScratchScope::add(const std::string& path, bool folder) {
   block_signals(&old);
   std::strcpy(g_scratch[g_nscratch].path, path.c_str());
   g_scratch[g_nscratch].folder = folder ? 1 : 0;
-  if (g_nscratch == 0 && !embedding()) {  // an embedding's caller handles its own signals
+  if (g_nscratch == 0 && g_embedded.load() == 0) {  // an embedding's caller handles its own signals
     struct sigaction sa {};
     sa.sa_handler = undo_scratch_and_die;
     sigemptyset(&sa.sa_mask);
@@ -404,8 +408,14 @@ std::ostream& null_stream() {
 
 const Embedding* embedding() { return t_embedding; }
 
-EmbeddingScope::EmbeddingScope(const Embedding* e) : saved_(t_embedding) { t_embedding = e; }
-EmbeddingScope::~EmbeddingScope() { t_embedding = saved_; }
+EmbeddingScope::EmbeddingScope(const Embedding* e) : saved_(t_embedding) {
+  t_embedding = e;
+  if (e) ++g_embedded;
+}
+EmbeddingScope::~EmbeddingScope() {
+  if (t_embedding) --g_embedded;
+  t_embedding = saved_;
+}
 
 std::ostream& cli_out() {
   if (!t_embedding) return std::cout;

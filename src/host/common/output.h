@@ -87,8 +87,8 @@ void set_data_dir(const std::string& path);
 // user reads goes (stdout and stderr of the CLI; null: discarded), a progress callback a sweep
 // calls between chunks with (configs done, configs in all) and which may throw to stop it,
 // and, when `latencies` is set, every config's latency_ps (-1: invalid) in index order, for
-// a space of at most `max_latencies` configs (more is an InputError). An embedded command
-// installs no signal handlers: the caller's own handle SIGINT.
+// a space of at most `max_latencies` configs (more, or a shard, is an InputError). While any
+// command runs embedded, no signal handler is installed: the caller's own handle SIGINT.
 struct Embedding {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;

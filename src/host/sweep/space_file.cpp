@@ -44,10 +44,16 @@ void check_nodes(const std::string& path, const YAML::Node& n, const std::string
   }
 }
 
-// The file's text, read once per process however often the file is parsed (a FIFO or a
+// Space files read by the command running (forget_space_files empties it).
+std::map<std::string, std::string>& space_texts() {
+  static std::map<std::string, std::string> texts;
+  return texts;
+}
+
+// The file's text, read once per command however often the file is parsed (a FIFO or a
 // pipe could not be read twice; read_file refuses them anyway).
 const std::string& space_text(const std::string& path) {
-  static std::map<std::string, std::string> texts;
+  std::map<std::string, std::string>& texts = space_texts();
   auto it = texts.find(path);
   if (it != texts.end()) return it->second;
   std::string text = read_file(path);  // a missing file is an input error naming it
@@ -112,6 +118,8 @@ bool boolean(const std::string& file, const YAML::Node& n, const std::string& fi
 }
 
 }  // namespace
+
+void forget_space_files() { space_texts().clear(); }
 
 static std::string space_file_family_of(const std::string& path);
 static SpaceFile load_space_file_of(const std::string& path);

@@ -27,6 +27,9 @@ struct SpaceFile {
 
 // The family a space file names (for `sweep --space FILE` without a family).
 std::string space_file_family(const std::string& path);
+// A space file is read once per command, however often it is parsed; a new command (in a
+// process that runs several, as the Python module does) reads it again.
+void forget_space_files();
 SpaceFile load_space_file(const std::string& path);
 // build_space for a file's request: an error names the line of the axis at fault.
 BuiltSpace build_space_from_file(const Family& f, const TopologySpec& topo, const SpaceFile& s);
