@@ -58,6 +58,10 @@ def _run(words: List[str], progress: Optional[Callable[[int, int], None]] = None
     rc, out, _err, lat = _core.run([str(w) for w in words], progress, latencies, max_latencies)
     if rc != 0:
         raise InternalError(f"command {' '.join(words[:2])} ended with exit code {rc}")
+    if lat is not None:
+        import numpy as np  # only latencies need it
+
+        lat = np.asarray(lat)  # the module's buffer, not a copy
     return out, lat
 
 

@@ -1,8 +1,8 @@
 # Type stubs of the extension module (src/python/module.cpp); use the package's functions.
 from typing import Callable, Optional, Sequence, Tuple
 
-import numpy as np
-import numpy.typing as npt
+class Latencies:  # every config's latency_ps: a buffer of int64 (numpy.asarray takes it without a copy)
+    def __buffer__(self, flags: int) -> memoryview: ...
 
 class InputError(ValueError): ...
 class InternalError(RuntimeError): ...
@@ -17,4 +17,4 @@ def run(
     progress: Optional[Callable[[int, int], None]] = None,
     latencies: bool = False,
     max_latencies: int = 0,
-) -> Tuple[int, str, str, Optional[npt.NDArray[np.int64]]]: ...
+) -> Tuple[int, str, str, Optional[Latencies]]: ...

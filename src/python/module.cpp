@@ -5,7 +5,6 @@
 // GIL is released while a command runs, and a sweep polls for signals (Ctrl-C) and reports
 // progress between its chunks.
 #include <pybind11/functional.h>
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -47,6 +46,12 @@ PyObject* g_environment_error = nullptr;
   PyErr_SetString(type, line.c_str());
   throw py::error_already_set();
 }
+
+// Every config's latency, as a buffer (Python's buffer protocol: numpy.asarray takes it
+// without a copy, and with no dependence on NumPy's C API or its version).
+struct Latencies {
+  std::vector<std::int64_t> values;
+};
 
 // Runs one command (its words, without the program's name). Returns (exit code, stdout
 // text, stderr text, latencies or None). `progress(done, total)` is called between a sweep's
@@ -99,11 +104,7 @@ py::tuple run(const std::vector<std::string>& words, const py::object& progress,
     }
   }
   py::object lat = py::none();
-  if (want_latencies) {  // the vector handed to NumPy, not copied
-    auto* held = new std::vector<std::int64_t>(std::move(latencies));
-    const py::capsule owner(held, [](void* p) { delete static_cast<std::vector<std::int64_t>*>(p); });
-    lat = py::array_t<std::int64_t>(static_cast<py::ssize_t>(held->size()), held->data(), owner);
-  }
+  if (want_latencies) lat = py::cast(Latencies{std::move(latencies)});  // moved, not copied
   return py::make_tuple(rc, out.str(), err.str(), lat);
 }
 
@@ -117,6 +118,10 @@ PYBIND11_MODULE(_core, m) {
   g_input_error = input_error.ptr();
   g_internal_error = internal_error.ptr();
   g_environment_error = environment_error.ptr();
+  py::class_<Latencies>(m, "Latencies", py::buffer_protocol()).def_buffer([](Latencies& l) {
+    return py::buffer_info(l.values.data(), sizeof(std::int64_t), py::format_descriptor<std::int64_t>::format(), 1,
+                           {static_cast<py::ssize_t>(l.values.size())}, {static_cast<py::ssize_t>(sizeof(std::int64_t))});
+  });
   m.def("version", [] { return std::string(KB_VERSION); }, "the version, as `kernbench-gpu --version` gives it");
   m.def("set_data_dir", &kb::set_data_dir, py::arg("path"),
         "the folder of the shipped data (topologies/, models/, tools/plot/, docs/diagrams/)");

@@ -63,6 +63,11 @@ def test_latencies_are_every_configs():
     assert (lat[1::2] == -1).all() and (lat[0::2] > 0).all()  # tile_m varies fastest
     valid = lat[lat >= 0]
     assert int(valid.min()) == s.top[0]["latency_ps"] and int(np.argmin(np.where(lat >= 0, lat, 2**62))) == s.top[0]["index"]
+    # Each one is its config's: the top list, asked for every valid config, names them.
+    every = kb.sweep("allreduce", bytes=[4096, 65536], level=["pe", "cube"], algo=["ring", "hd", "tree"], ranks=8,
+                     buffer=["sram", "hbm"], return_latencies=True, top=24, recheck=0)
+    assert len(every.top) == every.counts["valid"] == 24
+    assert sorted((t["index"], t["latency_ps"]) for t in every.top) == list(enumerate(every.latencies.tolist()))
     with pytest.raises(kb.InputError, match="more than the 100"):
         kb.sweep("gemm", m="1:64", n=64, k=64, tile_m=[1, 128], return_latencies=True, max_latencies=100)
 
