@@ -16,6 +16,7 @@ the tool raises :class:`InternalError`; no memory or a device error raises
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -96,12 +97,12 @@ def _list_json() -> Dict[str, Any]:
 def families() -> List[Dict[str, Any]]:
     """Each workload family with its axes (types, ranges, defaults), hardware axes (units),
     presets, result columns (units), Pareto costs and statuses: ``list --json``'s families."""
-    return json.loads(json.dumps(_list_json()["families"]))
+    return copy.deepcopy(_list_json()["families"])
 
 
 def benches() -> List[Dict[str, Any]]:
     """Each registered bench (``run --bench NAME``): its name, axes, output files and schema."""
-    return json.loads(json.dumps(_list_json()["benches"]))
+    return copy.deepcopy(_list_json()["benches"])
 
 
 def _family(name: str, command: str) -> Dict[str, Any]:
@@ -143,14 +144,11 @@ class Topology:
         return self.path if self.path is not None else os.path.join(_core.data_dir(), "topologies", "default.yaml")
 
     def _set_words(self) -> List[str]:
-        words: List[str] = []
-        for k, v in self.sets.items():
-            words += ["--set", f"{k}={_one(v)}"]
-        return words
+        return _set_words(self.sets)
 
     def words(self) -> List[str]:
         """The command-line flags that give this topology (--topology FILE --set PATH=V ...)."""
-        return (["--topology", self.path] if self.path is not None else []) + self._set_words()
+        return _topology_words(self, None)
 
     def show(self) -> None:
         """Prints what ``kernbench-gpu topo show`` prints."""
@@ -172,15 +170,20 @@ def topology(path: Union[None, str, os.PathLike] = None, **set: Any) -> Topology
     return Topology(path, set)
 
 
-def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[str]:
-    if isinstance(t, Topology):
-        topo = Topology.__new__(Topology)
-        topo.path, topo.sets = t.path, {**t.sets, **(sets or {})}
-        return topo.words()
-    words = ["--topology", os.fspath(t)] if t is not None else []
+def _set_words(sets: Optional[Mapping[str, Any]]) -> List[str]:
+    words: List[str] = []
     for k, v in (sets or {}).items():
         words += ["--set", f"{k}={_one(v)}"]
     return words
+
+
+def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[str]:
+    """--topology FILE and --set PATH=V flags: a path, or a Topology's with `sets` added."""
+    if isinstance(t, Topology):
+        path, sets = t.path, {**t.sets, **(sets or {})}
+    else:
+        path = None if t is None else os.fspath(t)
+    return (["--topology", path] if path is not None else []) + _set_words(sets)
 
 
 def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace: Union[None, str, os.PathLike] = None,

@@ -4,8 +4,6 @@ import json
 import os
 import subprocess
 
-import pytest
-
 import kernbench_gpu as kb
 
 CLI = os.environ.get("KB_CLI_EXE", "")
@@ -33,6 +31,6 @@ def without_timing(doc):
     return d
 
 
-@pytest.fixture
-def kb_module():
-    return kb
+def data_file(*parts):
+    """A file of the package's data folder (topologies/...)."""
+    return os.path.join(kb._core.data_dir(), *parts)

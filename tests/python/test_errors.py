@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import kernbench_gpu as kb
-from conftest import cli
+from conftest import cli, data_file
 
 
 def cli_line(*words):
@@ -20,7 +20,7 @@ def cli_line(*words):
 
 def bad_topology(tmp_path):
     """The default topology with no SIPs."""
-    text = open(os.path.join(kb._core.data_dir(), "topologies", "default.yaml")).read()
+    text = open(data_file("topologies", "default.yaml")).read()
     assert "sips: 1\n" in text
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("sips: 1\n", "sips: 0\n"))

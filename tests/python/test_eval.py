@@ -3,7 +3,7 @@
 import pytest
 
 import kernbench_gpu as kb
-from conftest import cli, cli_json
+from conftest import cli, cli_json, data_file
 
 # One config of each family: (kwargs for kb.eval, the same on the command line).
 CASES = {
@@ -49,13 +49,8 @@ def test_eval_with_a_topology_and_sets(tmp_path):
                       "--set", "cube.hbm.bandwidth_gbps=410", "--json")
     assert mine == theirs
     assert mine["topology"]["fields"]["pe.sram_kib"] == 1024
-    ring8 = kb.eval("allreduce", topology=_ring8(), bytes=4096, level="sip", algo="ring", ranks=8, buffer="sram")
+    ring8 = kb.eval("allreduce", topology=data_file("topologies", "ring8.yaml"), bytes=4096, level="sip", algo="ring", ranks=8, buffer="sram")
     assert ring8["topology"]["name"] == "ring8"
-
-
-def _ring8():
-    import os
-    return os.path.join(kb._core.data_dir(), "topologies", "ring8.yaml")
 
 
 def test_eval_trace_and_hardware_axis(tmp_path):
@@ -86,14 +81,9 @@ def test_topology_fields_show_and_diagram(tmp_path, capsys):
     assert t.summary["pes"] == 64
     t.show()
     shown = capsys.readouterr().out
-    assert shown == cli("topo", "show", _default(), "--set", "pe.sram_kib=512")[1]
+    assert shown == cli("topo", "show", data_file("topologies", "default.yaml"), "--set", "pe.sram_kib=512")[1]
     dot = t.diagram(tmp_path / "t.dot")
     assert open(dot).read().startswith("graph topology {")
-
-
-def _default():
-    import os
-    return os.path.join(kb._core.data_dir(), "topologies", "default.yaml")
 
 
 def test_version_is_the_command_lines():
