@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <set>
@@ -96,6 +97,43 @@ TEST(Decode, ACubesWalkGivesEachPeItsWork) {
       }
     }
   }
+}
+
+// Cubes alike (equal cube keys) are evaluated once and their totals repeated: on 10^5 random
+// configs (every case, ragged splits, cubes without work, shared HBM) the result is bytewise
+// the one of evaluating every cube on its own.
+TEST(Decode, CubesAlikeShareOneEvaluation) {
+  std::mt19937_64 rng(29);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const std::int64_t arrays[] = {1, 2, 3, 4, 8, 16, 32};
+  const HwConfig base = unittest::topo("default.yaml").hw();
+  std::int64_t valid[5] = {0, 0, 0, 0, 0}, alike = 0;
+  for (int i = 0; i < 100000; ++i) {
+    DecodeConfig c{};
+    HwConfig& h = c.hw;
+    h = base;
+    h.cube_rows = pick(1, 5), h.cube_cols = pick(1, 6), h.pe_rows = pick(1, 5), h.pe_cols = pick(1, 6);
+    for (LinkSpec* l : {&h.cube_link, &h.ipcq}) l->bandwidth_gbps = pick(1, 400), l->latency_ns = pick(0, 3) ? pick(0, 800) : 0;
+    h.hbm_bandwidth_gbps = pick(1, 1500), h.hbm_latency_ns = pick(0, 3) ? pick(0, 300) : 0;
+    h.dma_engines = pick(1, 4), h.dma_bandwidth_gbps = pick(1, 400), h.clock_mhz = pick(100, 3000);
+    h.vector_lanes = pick(1, 128), h.matrix_rows = arrays[pick(0, 6)], h.matrix_cols = arrays[pick(0, 6)];
+    h.dataflow = static_cast<Dataflow>(pick(0, 2));
+    h.hbm_tenants = pick(0, 3) ? 0 : pick(1, 4);
+    c.decode_case = pick(1, 4), c.allreduce = c.decode_case == 4 ? pick(0, 1) : 0;
+    c.h_kv = INT64_C(1) << pick(0, 4), c.h_q = c.h_kv * pick(1, 8), c.batch = pick(0, 2) ? pick(1, 8) : pick(1, 200);
+    c.d_head = pick(0, 1) ? 128 : pick(1, 256), c.kv_bytes = pick(0, 2);
+    c.s_kv = pick(0, 1) ? pick(1, 5000) : pick(1, 1 << 20), c.chunk = pick(0, 2) ? 0 : pick(1, 600);
+    decode_complete(c);
+    const DecodeResult shared = decode_model(c), apart = decode_model(c, true);
+    ASSERT_EQ(0, std::memcmp(&shared, &apart, sizeof shared))
+        << i << ": case " << c.decode_case << " s_kv " << c.s_kv << " batch " << c.batch << ": latency "
+        << shared.latency_ps << " against " << apart.latency_ps;
+    if (shared.status != kDecOk) continue;
+    ++valid[c.decode_case];
+    alike += h.cubes_per_sip() > 1;
+  }
+  for (int k = 1; k <= 4; ++k) EXPECT_GT(valid[k], 15000) << "case " << k;
+  EXPECT_GT(alike, 50000);
 }
 
 // The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops

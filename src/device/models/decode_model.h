@@ -49,7 +49,8 @@ struct Chunk {
   ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
   std::int64_t cyc;                        // matrix cycles
 };
-KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, bool merges, std::int64_t sharers) {
+// `merge`: merge_ps(c, G) where the step merges, else -1.
+KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std::int64_t sharers) {
   const std::int64_t d = c.d_head, G = dec_group(c);
   const HwConfig& h = c.hw;
   Chunk k;
@@ -63,7 +64,7 @@ KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, bool merges, std
   k.va = vec_ps(c, VecOp::scale, 1, G * n) + vec_ps(c, VecOp::row_max, G, n) + vec_ps(c, VecOp::row_sub, G, n) +
          vec_ps(c, VecOp::exp, 1, G * n);
   k.vb = vec_ps(c, VecOp::row_sum, G, n);
-  k.merge = merges ? merge_ps(c, G) : -1;
+  k.merge = merge;
   return k;
 }
 
@@ -137,7 +138,13 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
   const std::int64_t d = c.d_head, G = dec_group(c), Lc = c.chunk, R = units * G;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t J = ceil_div(len, Lc), first = imin(Lc, len), last = len - (J - 1) * Lc;
-  const Chunk kf = chunk(c, first, false, sharers), km = chunk(c, Lc, true, sharers), kl = chunk(c, last, true, sharers);
+  // The first chunk of a unit (no merge), the middle ones and the last. With two chunks or
+  // more the first is a whole one (first = Lc), so one costing serves the first two kinds.
+  const ps_t merge = merge_ps(c, G);
+  const Chunk km = chunk(c, first, merge, sharers);
+  Chunk kf = km;
+  kf.merge = -1;
+  const Chunk kl = last == first ? km : chunk(c, last, merge, sharers);
   PeRun r{units, len, sharers, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   const ps_t bq = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   Pipe p{bq, 0, 0, 0, 0, 0, 0};
@@ -221,7 +228,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants(), shard = dec_max_shard(c);
   const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
   if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;
-  const dec_detail::Chunk k = dec_detail::chunk(c, c.chunk, true, P);
+  const dec_detail::Chunk k = dec_detail::chunk(c, c.chunk, dec_detail::merge_ps(c, dec_group(c)), P);
   const std::int64_t steps = sat_mul(ceil_div(rows, dec_group(c)), ceil_div(shard, c.chunk));
   if (4 * dec_units(c) * c.s_kv * d > kTimeLimitPs / kPsPerNs) return kDecTimeOverflow;  // the bounds' bytes
   ps_t per_step = k.ldk + k.ldv + k.mm1 + k.mm2 + k.va + k.vb + k.merge + 2 * h.hbm_latency_ns * kPsPerNs;
@@ -246,22 +253,53 @@ struct DecodeEval {
   ps_t lat, ipcq_lat, link_lat;
   PeState st[kDecMaxPes];
   std::int64_t sharers_of[kDecMaxGrid];
+  // Cube q's PEs have the states of cube rep[q]'s (rep[q] <= q; rep[q] == q: its own).
+  std::int64_t rep[kDecMaxGrid];
+  // The last costs asked for, by what they depend on: a merge's and an answer's division
+  // (rows), a store's (rows, sharers), a partial's copy over a cube link (rows). Neighbouring
+  // PEs mostly ask for the same.
+  std::int64_t merge_rows = -1, div_rows = -1, store_rows = -1, store_sharers = -1, link_rows = -1;
+  ps_t merge_time = 0, div_time = 0, store_time = 0, link_m = 0, link_o = 0;  // link_*: over a cube link
   DecodeResult r{};
 
-  KB_HD explicit DecodeEval(const DecodeConfig& config)
+  bool cubes_apart;  // every cube evaluated on its own (tests compare it with the sharing)
+
+  KB_HD explicit DecodeEval(const DecodeConfig& config, bool apart = false)
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
-        link_lat(config.hw.cube_link.latency_ns * kPsPerNs) {}
+        link_lat(config.hw.cube_link.latency_ns * kPsPerNs),
+        cubes_apart(apart) {}
 
   KB_HD void done(ps_t t) { r.latency_ps = imax(r.latency_ps, t); }
 
-  // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation.
+  // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation, and cubes
+  // alike (cube_key) share their PEs' states: a cube like an earlier one, its representative
+  // rep[q], adds the same totals, and its states are the representative's until a phase
+  // needs them apart (materialize).
   KB_HD void compute() {
     const std::int64_t G = dec_group(c);
     PeRun cache[4];
     int ncache = 0, next = 0;
     DecWork ws[kDecMaxGrid];
+    struct Seen {
+      std::int64_t key, cube;
+      DecodeResult sums;  // what the cube added to r
+    } seen[kCubeKinds];
+    int nseen = 0;
     for (std::int64_t q = 0; q < C; ++q) {
+      const std::int64_t key = cube_key(q);
+      int hit_cube = -1;
+      for (int i = 0; i < nseen; ++i)
+        if (seen[i].key == key) hit_cube = i;
+      if (hit_cube >= 0) {
+        const Seen& e = seen[hit_cube];
+        rep[q] = e.cube;
+        sharers_of[q] = sharers_of[e.cube];
+        add_sums(e.sums);
+        continue;
+      }
+      rep[q] = q;
+      const DecodeResult before = r;
       dec_cube_works(c, q, ws);
       std::int64_t sharers = 0;
       for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(ws[p]);
@@ -288,12 +326,46 @@ struct DecodeEval {
         r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
         ++r.working_pes;
       }
+      if (nseen < kCubeKinds) seen[nseen++] = Seen{key, q, sums_minus(r, before)};
     }
+  }
+
+  // What decides a cube's PEs' work lengths (dec_cube_works), and so their states and the
+  // cube's HBM sharers: cubes with equal keys compute alike. Cases 1 and 4: the length of the
+  // cube's part of S_kv; case 2: how many of its units are left for the cube (0..P x block);
+  // case 3: the cube's units.
+  static constexpr int kCubeKinds = 4;  // distinct keys remembered (a split has at most 3)
+  KB_HD std::int64_t cube_key(std::int64_t q) const {
+    if (cubes_apart) return -1 - q;  // a key no other cube has
+    const std::int64_t U = dec_units(c);
+    switch (dec_case(c)) {
+      case DecodeCase::cube_repl_pe_tp: {
+        const std::int64_t k = ceil_div(U, C * P);
+        return imin(P * k, imax(0, U - q * P * k));
+      }
+      case DecodeCase::cube_repl_pe_sp: return U >= C ? dec_block(U, C, q).len : 1;
+      default: return dec_part(c.s_kv, C, q).len;
+    }
+  }
+  // The totals compute() adds: a cube's share (b - a), and adding one.
+  KB_HD static DecodeResult sums_minus(const DecodeResult& b, const DecodeResult& a) {
+    DecodeResult d{};
+    d.matrix_busy_ps = b.matrix_busy_ps - a.matrix_busy_ps, d.vector_busy_ps = b.vector_busy_ps - a.vector_busy_ps;
+    d.dma_busy_ps = b.dma_busy_ps - a.dma_busy_ps, d.mac_cycles = b.mac_cycles - a.mac_cycles;
+    d.macs = b.macs - a.macs, d.hbm_read_bytes = b.hbm_read_bytes - a.hbm_read_bytes;
+    d.working_pes = b.working_pes - a.working_pes, d.latency_ps = b.latency_ps;
+    return d;
+  }
+  KB_HD void add_sums(const DecodeResult& d) {
+    r.matrix_busy_ps += d.matrix_busy_ps, r.vector_busy_ps += d.vector_busy_ps, r.dma_busy_ps += d.dma_busy_ps;
+    r.mac_cycles += d.mac_cycles, r.macs += d.macs, r.hbm_read_bytes += d.hbm_read_bytes;
+    r.working_pes += d.working_pes, r.latency_ps = imax(r.latency_ps, d.latency_ps);
   }
 
   // Merges children into `s` in order, their partials arriving at arrival[i].
   KB_HD void merge_into(PeState& s, const ps_t* arrival, int n) {
-    const ps_t m = merge_ps(c, s.rows);
+    if (s.rows != merge_rows) merge_rows = s.rows, merge_time = merge_ps(c, s.rows);
+    const ps_t m = merge_time;
     for (int i = 0; i < n; ++i) {
       s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
       r.vector_busy_ps += m;
@@ -303,7 +375,8 @@ struct DecodeEval {
 
   // The answer: O / l on the PE, then (when it writes) a store of O (f16) through its DMA queue.
   KB_HD ps_t finish(PeState& s, std::int64_t cube, bool writes) {
-    const ps_t div = vec_ps(c, VecOp::row_div, s.rows, d);
+    if (s.rows != div_rows) div_rows = s.rows, div_time = vec_ps(c, VecOp::row_div, s.rows, d);
+    const ps_t div = div_time;
     const ps_t end = imax(s.vec, s.mm) + div;
     r.vector_busy_ps += div;
     s.vec = end;
@@ -315,7 +388,11 @@ struct DecodeEval {
 
   // A store of `rows` rows of O (f16) from `s`'s DMA queue once it has them at `ready`.
   KB_HD void store(PeState& s, ps_t ready, std::int64_t rows, std::int64_t cube) {
-    const ps_t b = shared_transfer_ps(rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers_of[cube]);
+    if (rows != store_rows || sharers_of[cube] != store_sharers) {
+      store_rows = rows, store_sharers = sharers_of[cube];
+      store_time = shared_transfer_ps(rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, store_sharers);
+    }
+    const ps_t b = store_time;
     s.dma = imax(s.dma, ready) + b;
     r.dma_busy_ps += b;
     r.hbm_write_bytes += rows * d * 2;
@@ -349,34 +426,56 @@ struct DecodeEval {
     }
   }
 
-  // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE. Cubes whose PEs
-  // finish their compute alike reduce alike: the last such cube's outcome is copied (cases 3
-  // and 4 on an even split: every cube).
-  KB_HD void reduce_in_cubes(const DecTree& pt) {
-    PeState before[kDecMaxGrid];
-    bool have = false;
-    std::int64_t last = -1, d_copies = 0, d_bytes = 0;
-    ps_t d_vec = 0;
-    auto same = [](const PeState& a, const PeState& b) {
-      return a.dma == b.dma && a.mm == b.mm && a.vec == b.vec && a.send == b.send && a.rows == b.rows;
-    };
+  // The totals a phase adds per cube, for a representative's to be repeated by the cubes
+  // like it (every time and total of theirs is the same; done() takes the same maxima).
+  struct Tally {
+    std::int64_t copies_pe, link_bytes_pe, hbm_write_bytes;
+    ps_t vector_busy, dma_busy;
+  };
+  KB_HD Tally tally() const {
+    return Tally{r.copies_pe, r.link_bytes_pe, r.hbm_write_bytes, r.vector_busy_ps, r.dma_busy_ps};
+  }
+  KB_HD static Tally minus(const Tally& b, const Tally& a) {
+    return Tally{b.copies_pe - a.copies_pe, b.link_bytes_pe - a.link_bytes_pe, b.hbm_write_bytes - a.hbm_write_bytes,
+                 b.vector_busy - a.vector_busy, b.dma_busy - a.dma_busy};
+  }
+  KB_HD void add(const Tally& d) {
+    r.copies_pe += d.copies_pe, r.link_bytes_pe += d.link_bytes_pe, r.hbm_write_bytes += d.hbm_write_bytes;
+    r.vector_busy_ps += d.vector_busy, r.dma_busy_ps += d.dma_busy;
+  }
+  // Runs phase(q) on each representative cube and adds its totals again for every cube whose
+  // states are that cube's (rep[q] < q).
+  template <class Phase>
+  KB_HD void per_kind(const Phase& phase) {
+    Tally d[kDecMaxGrid];
     for (std::int64_t q = 0; q < C; ++q) {
-      if (st[q * P].rows == 0) continue;  // a cube without units (case 3)
-      bool alike = have;
-      for (std::int64_t p = 0; alike && p < P; ++p) alike = same(before[p], st[q * P + p]);
-      if (alike) {
-        for (std::int64_t p = 0; p < P; ++p) st[q * P + p] = st[last * P + p];
-        r.copies_pe += d_copies, r.link_bytes_pe += d_bytes, r.vector_busy_ps += d_vec;
+      if (rep[q] != q) {
+        add(d[rep[q]]);
         continue;
       }
-      for (std::int64_t p = 0; p < P; ++p) before[p] = st[q * P + p];
-      have = true;
-      last = q;
-      const std::int64_t c0 = r.copies_pe, b0 = r.link_bytes_pe;
-      const ps_t v0 = r.vector_busy_ps;
-      reduce_cube(q, pt);
-      d_copies = r.copies_pe - c0, d_bytes = r.link_bytes_pe - b0, d_vec = r.vector_busy_ps - v0;
+      const Tally before = tally();
+      phase(q);
+      d[q] = minus(tally(), before);
     }
+  }
+  // Gives every cube its own copy of its representative's states (position `only`, or all
+  // positions when it is negative), for the phases that change cubes apart.
+  KB_HD void materialize(std::int64_t only) {
+    for (std::int64_t q = 0; q < C; ++q) {
+      if (rep[q] == q) continue;
+      if (only >= 0) st[q * P + only] = st[rep[q] * P + only];
+      else
+        for (std::int64_t p = 0; p < P; ++p) st[q * P + p] = st[rep[q] * P + p];
+      rep[q] = q;
+    }
+  }
+
+  // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE; a cube like an
+  // earlier one reduces alike.
+  KB_HD void reduce_in_cubes(const DecTree& pt) {
+    per_kind([&](std::int64_t q) {
+      if (st[q * P].rows != 0) reduce_cube(q, pt);  // a cube without units (case 3) has none
+    });
   }
 
   // Cross-cube reduce (cases 1 and 4): PE position p of each cube to the centre cube's; in
@@ -399,7 +498,11 @@ struct DecodeEval {
           if (s.rows == 0) continue;
           const ps_t t = flow ? imax(s.send, free_at[x]) : s.send;
           const std::int64_t R = s.rows;
-          const ps_t bm = transfer_ps(R * 4, h.cube_link.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+          if (R != link_rows) {  // neighbouring positions mostly hold as many rows
+            link_rows = R;
+            link_m = transfer_ps(R * 4, h.cube_link.bandwidth_gbps), link_o = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+          }
+          const ps_t bm = link_m, bo = link_o;
           m[nm++] = Msg{t, p, 0, bm, static_cast<std::int32_t>(p)};
           m[nm++] = Msg{t, p, 1, bm, static_cast<std::int32_t>(p)};
           m[nm++] = Msg{t, p, 2, bo, static_cast<std::int32_t>(p)};
@@ -443,16 +546,22 @@ struct DecodeEval {
   KB_HD void answer(DecodeCase kase, const DecTree& pt, const DecTree& ct) {
     const std::int64_t pr = pt.root();
     if (kase == DecodeCase::cube_repl_pe_tp) {
-      for (std::int64_t g = 0; g < C * P; ++g)
-        if (st[g].rows > 0) finish(st[g], g / P, true);
+      per_kind([&](std::int64_t q) {
+        for (std::int64_t p = 0; p < P; ++p)
+          if (st[q * P + p].rows > 0) finish(st[q * P + p], q, true);
+      });
       return;
     }
     if (kase == DecodeCase::cube_repl_pe_sp) {
-      for (std::int64_t q = 0; q < C; ++q)
-        if (st[q * P + pr].rows > 0) finish(st[q * P + pr], q, dec_writer(c, q));
+      for (std::int64_t q = 0; q < C; ++q) {  // whether a cube writes is its own
+        PeState s = st[rep[q] * P + pr];
+        if (s.rows > 0) finish(s, q, dec_writer(c, q));
+      }
       return;
     }
-    reduce_across_cubes(pr, ct, kase == DecodeCase::cube_sp_pe_sp);
+    const bool flow = kase == DecodeCase::cube_sp_pe_sp;
+    materialize(flow ? pr : -1);  // case 4 goes on with the centre PEs only
+    reduce_across_cubes(pr, ct, flow);
     const std::int64_t rc = ct.root();
     if (kase == DecodeCase::cube_sp_pe_tp) {
       for (std::int64_t p = 0; p < P; ++p)
@@ -467,14 +576,16 @@ struct DecodeEval {
 
 }  // namespace dec_detail
 
-KB_HD inline DecodeResult decode_model(const DecodeConfig& c) {
+// `cubes_apart`: evaluate every cube on its own rather than once per kind (the same result;
+// tests compare the two).
+KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
   const std::int32_t status = decode_check(c);
   if (status != kDecOk) {
     DecodeResult r{};
     r.status = status;
     return r;
   }
-  dec_detail::DecodeEval e(c);
+  dec_detail::DecodeEval e(c, cubes_apart);
   e.compute();
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
