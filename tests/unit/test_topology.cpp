@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "device/common/area.h"
 #include "host/common/error.h"
 #include "host/topology/fields.h"
 #include "host/topology/load.h"
@@ -101,6 +102,62 @@ TEST(Topology, OneBadLine) {
     const std::string p = variant(c.file, c.from, c.to);
     EXPECT_EQ(error_of(p), p + c.error) << c.file;
   }
+}
+
+// The cost fields: sourced defaults when absent, read from a file or --set like any
+// field, and a bad value is one clear line naming the field.
+TEST(Topology, CostFieldsDefaultAndValidate) {
+  const TopologySpec d = load_topology(kTopo + "/default.yaml");
+  EXPECT_EQ(d.mac_fj, 500);
+  EXPECT_EQ(d.hbm_read_fj_per_byte, 31200);
+  EXPECT_EQ(d.cube_link.energy_fj_per_byte, 2376);
+  EXPECT_EQ(d.sip_link.energy_fj_per_byte, 44000);
+  EXPECT_EQ(d.ipcq.energy_fj_per_byte, 970);
+  EXPECT_EQ(d.pe_static_mw, 12);
+  EXPECT_EQ(d.sram_area_um2_per_mib, 339600);
+  const std::string p = variant("mac.yaml", "    dataflow: os", "    dataflow: os\n    mac_fj: 321\n    mac_area_um2: 0");
+  const TopologySpec f = load_topology(p);
+  EXPECT_EQ(f.mac_fj, 321);
+  EXPECT_EQ(f.mac_area_um2, 0);
+  EXPECT_NE(f.hash, d.hash);
+  EXPECT_EQ(load_topology(kTopo + "/default.yaml", {"cube.hbm.write_fj_per_byte=7"}).hbm_write_fj_per_byte, 7);
+  EXPECT_EQ(error_of(variant("macneg.yaml", "    dataflow: os", "    dataflow: os\n    mac_fj: -1")),
+            ::testing::TempDir() + "macneg.yaml:33:13: pe.matrix.mac_fj: must be >= 0 (got -1)");
+  EXPECT_EQ(error_of(kTopo + "/default.yaml", {"pe.static_mw=1000000001"}),
+            "--set pe.static_mw=1000000001: pe.static_mw: must be <= 1000000000 (got 1000000001)");
+  EXPECT_EQ(error_of(kTopo + "/default.yaml", {"sip.cube_link.phy_area_um2=1.5"}),
+            "--set sip.cube_link.phy_area_um2=1.5: sip.cube_link.phy_area_um2: expected an integer (got '1.5')");
+}
+
+// Areas by hand on the default machine and on ring8, and saturation at 2^61 where a sum or
+// product would pass it.
+TEST(Topology, AreaAddsUpItsParts) {
+  const TopologySpec d = load_topology(kTopo + "/default.yaml");
+  const HwArea a = hw_area(d);
+  EXPECT_EQ(a.pe_matrix, 32 * 32 * 263);
+  EXPECT_EQ(a.pe_vector, 64 * 263);
+  EXPECT_EQ(a.pe_sram, 2048 * 339600 / 1024);
+  EXPECT_EQ(a.pe, 965344);
+  EXPECT_EQ(a.cube, 8 * 965344 + 10450000);
+  EXPECT_EQ(a.cube_link_phys, 20 * 379000);  // a 2x4 mesh: 10 links, both ways
+  EXPECT_EQ(a.sip_link_phys, 0);             // one SIP: no SIP links
+  EXPECT_EQ(a.machine, 8 * (8 * 965344 + 10450000) + 20 * 379000);
+  const HwArea r = hw_area(load_topology(kTopo + "/ring8.yaml"));
+  EXPECT_EQ(r.sip_link_phys, 2 * 1760000);
+  EXPECT_EQ(r.machine, 8 * (a.machine + 2 * 1760000));
+  HwConfig fc = load_topology(kTopo + "/ring8.yaml", {"system.sip_link.topology=fully_connected"}).hw();
+  EXPECT_EQ(hw_area(fc).sip_link_phys, 7 * 1760000);
+  fc.sip_topology = SipTopology::switch_;
+  EXPECT_EQ(hw_area(fc).sip_link_phys, 1760000);
+  HwConfig odd = d.hw();
+  odd.sram_kib = 1000, odd.sram_area_um2_per_mib = 1025;  // 1000 KiB of 1025 µm²/MiB: 1000.97 µm², rounded down
+  EXPECT_EQ(hw_area(odd).pe_sram, 1000);
+  HwConfig huge = load_topology(kTopo + "/default.yaml", {"pe.matrix.rows=4096", "pe.matrix.cols=4096",
+                                                          "pe.matrix.mac_area_um2=1000000000000", "system.sips=4096"})
+                      .hw();
+  const HwArea h = hw_area(huge);
+  EXPECT_EQ(h.pe_matrix, kAreaCap);
+  EXPECT_EQ(h.machine, kAreaCap);
 }
 
 TEST(Topology, ValueBeyondInt64) {

@@ -16,6 +16,7 @@ enum class SipTopology : std::int64_t { ring = 0, fully_connected = 1, switch_ =
 struct LinkSpec {
   std::int64_t bandwidth_gbps = 0;
   std::int64_t latency_ns = 0;
+  std::int64_t energy_fj_per_byte = 0;  // energy of moving one byte over one hop
 };
 
 // Field names carry their units; the table that documents, loads and overrides them is
@@ -39,6 +40,13 @@ struct HwConfig {
   std::int64_t vector_lanes = 0;
   std::int64_t sram_kib = 0;
   std::int64_t dma_engines = 0, dma_bandwidth_gbps = 0;
+  // energy per action (fJ), static power (mW) and area (square micrometres): what a design
+  // costs (docs/topology.md gives each default and its source)
+  std::int64_t mac_fj = 0, vector_op_fj = 0, sram_read_fj_per_byte = 0, sram_write_fj_per_byte = 0;
+  std::int64_t hbm_read_fj_per_byte = 0, hbm_write_fj_per_byte = 0;
+  std::int64_t pe_static_mw = 0, cube_static_mw = 0, sip_static_mw = 0;
+  std::int64_t mac_area_um2 = 0, vector_lane_area_um2 = 0, sram_area_um2_per_mib = 0;
+  std::int64_t hbm_phy_area_um2 = 0, cube_link_phy_area_um2 = 0, sip_link_phy_area_um2 = 0;
   // Not a topology field: how many identical launches share each cube's HBM at once, this
   // one included (0 or 1: none but this one). A tensor-parallel rank of one PE runs its
   // kernels on one PE while the other ranks of its cube run theirs alike, so every HBM port
@@ -69,6 +77,9 @@ constexpr std::int64_t kMaxClockMhz = 100000;
 constexpr std::int64_t kMaxArray = 4096;  // systolic array rows or columns
 constexpr std::int64_t kMaxLanes = 65536;
 constexpr std::int64_t kMaxDmaEngines = 64;
+constexpr std::int64_t kMaxEnergyFj = 1000000000;            // 1 µJ per action or byte
+constexpr std::int64_t kMaxStaticMw = 1000000000;            // 1 MW per component
+constexpr std::int64_t kMaxAreaUm2 = INT64_C(1000000000000);  // 1 m² per component
 
 // Every field's range, once: X(member, lo, hi). The topology loader and --set/--hw
 // (src/host/topology/fields.cpp), hw_fits and with it every model's check read this list.
@@ -95,7 +106,25 @@ constexpr std::int64_t kMaxDmaEngines = 64;
   X(vector_lanes, 1, kMaxLanes)                      \
   X(sram_kib, 1, kMaxCapacity)                       \
   X(dma_engines, 1, kMaxDmaEngines)                  \
-  X(dma_bandwidth_gbps, 1, kMaxBandwidthGbps)
+  X(dma_bandwidth_gbps, 1, kMaxBandwidthGbps)        \
+  X(sip_link.energy_fj_per_byte, 0, kMaxEnergyFj)    \
+  X(cube_link.energy_fj_per_byte, 0, kMaxEnergyFj)   \
+  X(ipcq.energy_fj_per_byte, 0, kMaxEnergyFj)        \
+  X(mac_fj, 0, kMaxEnergyFj)                         \
+  X(vector_op_fj, 0, kMaxEnergyFj)                   \
+  X(sram_read_fj_per_byte, 0, kMaxEnergyFj)          \
+  X(sram_write_fj_per_byte, 0, kMaxEnergyFj)         \
+  X(hbm_read_fj_per_byte, 0, kMaxEnergyFj)           \
+  X(hbm_write_fj_per_byte, 0, kMaxEnergyFj)          \
+  X(pe_static_mw, 0, kMaxStaticMw)                   \
+  X(cube_static_mw, 0, kMaxStaticMw)                 \
+  X(sip_static_mw, 0, kMaxStaticMw)                  \
+  X(mac_area_um2, 0, kMaxAreaUm2)                    \
+  X(vector_lane_area_um2, 0, kMaxAreaUm2)            \
+  X(sram_area_um2_per_mib, 0, kMaxAreaUm2)           \
+  X(hbm_phy_area_um2, 0, kMaxAreaUm2)                \
+  X(cube_link_phy_area_um2, 0, kMaxAreaUm2)          \
+  X(sip_link_phy_area_um2, 0, kMaxAreaUm2)
 
 // A field's range by its offset in HwConfig (the host's field table reads them so).
 struct HwRange {

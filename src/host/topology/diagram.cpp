@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "../../device/common/area.h"
 #include "../common/error.h"
 #include "../common/output.h"
 
@@ -19,8 +20,16 @@ namespace kb {
 
 namespace {
 
-std::string link_label(const LinkSpec& l) {
-  return std::to_string(l.bandwidth_gbps) + " GB/s\\n" + std::to_string(l.latency_ns) + " ns";
+// An area in mm², to three decimals.
+std::string mm2_text(std::int64_t um2) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.3f mm²", static_cast<double>(um2) / 1e6);
+  return b;
+}
+
+// A link's figures, and the area of its PHYs per direction.
+std::string link_label(const LinkSpec& l, std::int64_t phy_um2) {
+  return std::to_string(l.bandwidth_gbps) + " GB/s\\n" + std::to_string(l.latency_ns) + " ns\\nPHY " + mm2_text(phy_um2);
 }
 
 std::string cube_node(std::int64_t sip, std::int64_t cube) { return "s" + std::to_string(sip) + "c" + std::to_string(cube); }
@@ -51,14 +60,20 @@ std::string escaped(const std::string& s) {
 }  // namespace
 
 std::string topology_dot(const TopologySpec& t) {
+  const HwArea area = hw_area(t);
+  char per_mm2[64];
+  const double peak = 2.0 * static_cast<double>(t.matrix_rows * t.matrix_cols) * static_cast<double>(t.clock_mhz) / 1e6 *
+                      static_cast<double>(t.total_pes());
+  std::snprintf(per_mm2, sizeof per_mm2, "%.3f", area.machine > 0 ? peak / (static_cast<double>(area.machine) / 1e6) : 0.0);
   std::string d = "graph topology {\n";
   d += "  graph [compound=true, newrank=true, fontname=\"Helvetica\", labelloc=t, fontsize=18, label=\"" + escaped(t.name) + ": " +
        std::to_string(t.sips) + " SIP(s) x " + std::to_string(t.cube_rows) + "x" + std::to_string(t.cube_cols) +
-       " cubes x " + std::to_string(t.pe_rows) + "x" + std::to_string(t.pe_cols) + " PEs\"];\n";
+       " cubes x " + std::to_string(t.pe_rows) + "x" + std::to_string(t.pe_cols) + " PEs; " + mm2_text(area.machine) + ", " +
+       per_mm2 + " TFLOP/s per mm²\"];\n";
   d += "  node [shape=plaintext, fontname=\"Helvetica\", fontsize=10];\n";
   d += "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\", fontcolor=\"#333333\"];\n";
   const std::string pe_text = std::to_string(t.matrix_rows) + "x" + std::to_string(t.matrix_cols) + " " +
-                              to_string(t.dataflow) + ", " + std::to_string(t.sram_kib) + " KiB";
+                              to_string(t.dataflow) + ", " + std::to_string(t.sram_kib) + " KiB, " + mm2_text(area.pe);
   // Every SIP in detail up to two; beyond, SIP 0 in detail and the others as one box each
   // (they are alike), so that the figure stays readable.
   const std::int64_t detailed = t.sips <= 2 ? t.sips : 1;
@@ -101,9 +116,10 @@ std::string topology_dot(const TopologySpec& t) {
       const std::int64_t span = t.pes_per_cube() <= kMaxPeCells ? t.pe_cols : 1;
       d += "    " + cube_node(s, cube) + " [label=<<TABLE BORDER=\"1\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"3\">" +
            "<TR><TD COLSPAN=\"" + std::to_string(span) + "\" BGCOLOR=\"#c6dbef\"><B>cube " + std::to_string(cube) +
-           "</B> (" + std::to_string(cube / t.cube_cols) + "," + std::to_string(cube % t.cube_cols) + ")</TD></TR>" +
-           "<TR><TD COLSPAN=\"" + std::to_string(span) + "\">HBM " + std::to_string(t.hbm_bandwidth_gbps) + " GB/s, " +
-           std::to_string(t.hbm_capacity_mib) + " MiB</TD></TR>" + cells + "<TR><TD COLSPAN=\"" + std::to_string(span) +
+           "</B> (" + std::to_string(cube / t.cube_cols) + "," + std::to_string(cube % t.cube_cols) + "), " +
+           mm2_text(area.cube) + "</TD></TR>" + "<TR><TD COLSPAN=\"" + std::to_string(span) + "\">HBM " +
+           std::to_string(t.hbm_bandwidth_gbps) + " GB/s, " + std::to_string(t.hbm_capacity_mib) + " MiB, PHY " +
+           mm2_text(area.hbm_phy) + "</TD></TR>" + cells + "<TR><TD COLSPAN=\"" + std::to_string(span) +
            "\">PE: " + pe_text + "</TD></TR><TR><TD COLSPAN=\"" + std::to_string(span) + "\">ipcq " +
            std::to_string(t.ipcq.bandwidth_gbps) + " GB/s, " + std::to_string(t.ipcq.latency_ns) + " ns</TD></TR></TABLE>>];\n";
     }
@@ -112,10 +128,10 @@ std::string topology_dot(const TopologySpec& t) {
       const std::int64_t r = cube / t.cube_cols, c = cube % t.cube_cols;
       if (r >= rows || c >= cols) continue;
       if (c + 1 < cols)
-        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + 1) + " [label=\"" + link_label(t.cube_link) + "\"];\n";
+        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + 1) + " [label=\"" + link_label(t.cube_link, t.cube_link_phy_area_um2) + "\"];\n";
       if (r + 1 < rows)
-        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + t.cube_cols) + " [label=\"" + link_label(t.cube_link) +
-             "\"];\n";
+        d += "    " + cube_node(s, cube) + " -- " + cube_node(s, cube + t.cube_cols) + " [label=\"" +
+             link_label(t.cube_link, t.cube_link_phy_area_um2) + "\"];\n";
     }
     d += "  }\n";
   }
@@ -128,16 +144,16 @@ std::string topology_dot(const TopologySpec& t) {
   };
   auto sip_edge = [&](std::int64_t a, std::int64_t b) {
     d += "  " + end(a) + " -- " + end(b) + " [" + clip("ltail", a) + clip("lhead", b) + "label=\"" +
-         link_label(t.sip_link) + "\"," + sip_style + "];\n";
+         link_label(t.sip_link, t.sip_link_phy_area_um2) + "\"," + sip_style + "];\n";
   };
   if (crowd) {
     d += "  " + cube_node(0, 0) + " -- others [ltail=cluster_sip0, label=\"" + to_string(t.sip_topology) + " of " +
-         std::to_string(t.sips) + " SIPs\\n" + link_label(t.sip_link) + "\"," + sip_style + "];\n";
+         std::to_string(t.sips) + " SIPs\\n" + link_label(t.sip_link, t.sip_link_phy_area_um2) + "\"," + sip_style + "];\n";
   } else if (t.sips > 1) {
     if (t.sip_topology == SipTopology::switch_) {
       d += "  switch [shape=box, style=filled, fillcolor=\"#fddbc7\", label=\"SIP switch\"];\n";
       for (std::int64_t s = 0; s < t.sips; ++s)
-        d += "  " + end(s) + " -- switch [" + clip("ltail", s) + "label=\"" + link_label(t.sip_link) + "\"," + sip_style +
+        d += "  " + end(s) + " -- switch [" + clip("ltail", s) + "label=\"" + link_label(t.sip_link, t.sip_link_phy_area_um2) + "\"," + sip_style +
              "];\n";
     } else if (t.sip_topology == SipTopology::fully_connected) {
       for (std::int64_t a = 0; a < t.sips; ++a)

@@ -2,10 +2,22 @@
 
 #include <cstdio>
 
+#include "../../device/common/area.h"
+
 namespace kb {
+
+namespace {
+double mm2(std::int64_t um2) { return static_cast<double>(um2) / 1e6; }
+}  // namespace
 
 nlohmann::json topology_summary(const TopologySpec& t) {
   const double pe_tflops = 2.0 * static_cast<double>(t.matrix_rows * t.matrix_cols) * static_cast<double>(t.clock_mhz) / 1e6;
+  const HwArea a = hw_area(t);
+  const double peak = pe_tflops * static_cast<double>(t.total_pes());
+  // Static power: every PE, cube and SIP of the machine (mW).
+  const double static_mw = static_cast<double>(t.pe_static_mw) * static_cast<double>(t.total_pes()) +
+                           static_cast<double>(t.cube_static_mw) * static_cast<double>(t.total_cubes()) +
+                           static_cast<double>(t.sip_static_mw) * static_cast<double>(t.sips);
   return {
       {"name", t.name},
       {"source", t.source},
@@ -20,6 +32,13 @@ nlohmann::json topology_summary(const TopologySpec& t) {
       {"hbm_bandwidth_gbps", t.hbm_bandwidth_gbps * t.total_cubes()},
       {"hbm_capacity_gib", static_cast<double>(t.hbm_capacity_mib * t.total_cubes()) / 1024.0},
       {"sram_total_mib", static_cast<double>(t.sram_kib * t.total_pes()) / 1024.0},
+      {"area_mm2",
+       {{"pe", mm2(a.pe)}, {"pe_matrix", mm2(a.pe_matrix)}, {"pe_vector", mm2(a.pe_vector)}, {"pe_sram", mm2(a.pe_sram)},
+        {"cube", mm2(a.cube)}, {"hbm_phy", mm2(a.hbm_phy)}, {"sip", mm2(a.sip)},
+        {"sip_cube_link_phys", mm2(a.cube_link_phys)}, {"sip_link_phys", mm2(a.sip_link_phys)},
+        {"total", mm2(a.machine)}}},
+      {"peak_fp16_tflops_per_mm2", a.machine > 0 ? peak / mm2(a.machine) : 0.0},
+      {"static_power_w", static_mw / 1e3},
       {"matrix", {{"rows", t.matrix_rows}, {"cols", t.matrix_cols}, {"dataflow", to_string(t.dataflow)}}},
       {"links",
        {{"pe_ipcq", {{"bandwidth_gbps", t.ipcq.bandwidth_gbps}, {"latency_ns", t.ipcq.latency_ns}}},
@@ -31,7 +50,8 @@ nlohmann::json topology_summary(const TopologySpec& t) {
 
 std::string topology_summary_text(const TopologySpec& t) {
   const auto j = topology_summary(t);
-  char buf[2048];
+  const auto& area = j["area_mm2"];
+  char buf[4096];
   std::snprintf(buf, sizeof buf,
                 "topology %s (%s, hash %s)\n"
                 "  SIPs               %lld (%s)\n"
@@ -41,6 +61,12 @@ std::string topology_summary_text(const TopologySpec& t) {
                 "  peak fp16          %.1f TFLOP/s (%.3f per PE)\n"
                 "  HBM                %lld GB/s, %.1f GiB in all (%lld GB/s per cube)\n"
                 "  SRAM               %.1f MiB in all (%lld KiB per PE)\n"
+                "  area               %.1f mm2 (%.3f TFLOP/s per mm2); a PE %.3f mm2 (matrix %.3f, vector %.3f,\n"
+                "                     SRAM %.3f), a cube %.2f mm2 with %.2f of HBM PHY, a SIP %.1f mm2 with\n"
+                "                     %.2f of mesh link PHYs and %.2f of SIP link PHYs\n"
+                "  static power       %.2f W (%lld mW per PE, %lld per cube, %lld per SIP)\n"
+                "  energy per action  MAC %lld fJ, vector op %lld fJ; per byte: SRAM read %lld fJ, write %lld,\n"
+                "                     HBM read %lld, write %lld, PE copy %lld, mesh hop %lld, SIP hop %lld\n"
                 "  links, per direction:\n"
                 "    PE-to-PE ipcq    %lld GB/s, %lld ns\n"
                 "    cube mesh        %lld GB/s, %lld ns\n"
@@ -52,6 +78,16 @@ std::string topology_summary_text(const TopologySpec& t) {
                 j["peak_fp16_tflops"].get<double>(), j["pe_peak_fp16_tflops"].get<double>(),
                 (long long)(t.hbm_bandwidth_gbps * t.total_cubes()), j["hbm_capacity_gib"].get<double>(),
                 (long long)t.hbm_bandwidth_gbps, j["sram_total_mib"].get<double>(), (long long)t.sram_kib,
+                area["total"].get<double>(), j["peak_fp16_tflops_per_mm2"].get<double>(), area["pe"].get<double>(),
+                area["pe_matrix"].get<double>(), area["pe_vector"].get<double>(), area["pe_sram"].get<double>(),
+                area["cube"].get<double>(), area["hbm_phy"].get<double>(), area["sip"].get<double>(),
+                area["sip_cube_link_phys"].get<double>(), area["sip_link_phys"].get<double>(),
+                j["static_power_w"].get<double>(), (long long)t.pe_static_mw, (long long)t.cube_static_mw,
+                (long long)t.sip_static_mw, (long long)t.mac_fj, (long long)t.vector_op_fj,
+                (long long)t.sram_read_fj_per_byte, (long long)t.sram_write_fj_per_byte,
+                (long long)t.hbm_read_fj_per_byte, (long long)t.hbm_write_fj_per_byte,
+                (long long)t.ipcq.energy_fj_per_byte, (long long)t.cube_link.energy_fj_per_byte,
+                (long long)t.sip_link.energy_fj_per_byte,
                 (long long)t.ipcq.bandwidth_gbps, (long long)t.ipcq.latency_ns, (long long)t.cube_link.bandwidth_gbps,
                 (long long)t.cube_link.latency_ns, (long long)t.sip_link.bandwidth_gbps,
                 (long long)t.sip_link.latency_ns);
