@@ -216,6 +216,37 @@ TEST(Cli, OverflowingRequestIsAnInputError) {
                      "would overflow int64 picoseconds");
 }
 
+// --pareto area, in every family: the cost is the machine's area from the topology's area
+// fields, here worked by hand (docs/topology.md) for the configs of the front.
+TEST(Cli, SweepParetoAreaInEveryFamily) {
+  const auto list = nlohmann::json::parse(run("list --json").out);
+  for (const auto& f : list["families"]) {
+    bool area = false;
+    for (const auto& c : f["costs"]) area |= c["name"] == "area";
+    EXPECT_TRUE(area) << f["name"];
+  }
+  // The default machine: 8 cubes of 8 PEs, a 2x4 mesh (20 link directions), one SIP.
+  auto machine = [](std::int64_t rows, std::int64_t cols, std::int64_t sram_kib) {
+    const std::int64_t pe = rows * cols * 263 + 64 * 263 + sram_kib * 339600 / 1024;
+    return 8 * (8 * pe + 10450000) + 20 * 379000;
+  };
+  const auto g = nlohmann::json::parse(run("sweep gemm --m 1024 --n 1024 --k 1024 --hw pe.matrix.rows=16,32,64 "
+                                           "--hw pe.matrix.cols=16,64 --group none --pareto area --backend omp --json")
+                                           .out);
+  EXPECT_EQ(g["pareto"]["cost"], "area");
+  const auto& front = g["pareto"]["fronts"][0]["points"];
+  ASSERT_GE(front.size(), 3u);
+  for (const auto& p : front)
+    EXPECT_EQ(p["cost"], machine(p["array_rows"].get<std::int64_t>(), p["array_cols"].get<std::int64_t>(), 2048)) << p;
+  const auto a = nlohmann::json::parse(run("sweep allreduce --level pe --algo ring --ranks 8 --bytes 65536 --buffer sram "
+                                           "--hw pe.sram_kib=1024,4096 --set pe.sram_area_um2_per_mib=1000000 "
+                                           "--group none --pareto area --backend omp --json")
+                                           .out);
+  const auto& afront = a["pareto"]["fronts"][0]["points"];
+  ASSERT_EQ(afront.size(), 1u);  // more SRAM: more area, the same latency
+  EXPECT_EQ(afront[0]["cost"], 8 * (8 * (32 * 32 * 263 + 64 * 263 + 1000000) + 10450000) + 20 * 379000);
+}
+
 // sweep gemm: the reductions come back, consistent with each other and with `eval gemm`.
 TEST(Cli, SweepGemmJson) {
   const std::string out = fresh_dir("sweep_out") + "/sweep.json";
@@ -346,7 +377,7 @@ TEST(Cli, SweepGemmBadInput) {
       {"--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048",
        "2097152 groups; at most 2^20 (group by fewer axes, or --group none)"},
       {"--top 1025", "--top 1025: must be <= 1024"},
-      {"--pareto area", "--pareto area: expected pes, sram, hbm or none"},
+      {"--pareto volume", "--pareto volume: expected pes, sram, hbm, area or none"},
       {"--chunk -1", "--chunk -1: must be >= 0"},
       {"--pes 1:16", "--pes 1:16: item '1:16': 9 is outside 1..8"},
       {"--buffers 1,3", "--buffers 1,3: item '3': 3 is outside 1..2"},

@@ -13,6 +13,10 @@ namespace kb {
 
 constexpr std::int64_t kAreaCap = kTimeLimitPs;  // 2^61 µm²: saturated
 
+// The Pareto cost every family has besides its own (`--pareto area`): the machine's area,
+// hw_area(c.hw).machine. Above any family's own cost kinds (1, 2, ...).
+constexpr std::int32_t kCostArea = 1000;
+
 // Links leaving one SIP: ring, forward and backward; fully connected, one per other SIP;
 // switch, its uplink. None with one SIP.
 KB_HD constexpr std::int64_t hw_sip_links_out(const HwConfig& h) {

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "../common/area.h"
 #include "batched_space.h"
 #include "sweep_summary.h"
 #include "keyed.h"
@@ -102,7 +103,8 @@ template <class Model>
 KB_HD inline Keyed keyed_of(const SpaceView<typename Model::Config>& s, std::int64_t group, std::int64_t i,
                             const typename Model::Config& c, const typename Model::Result& r) {
   const bool ok = r.status == 0;
-  return Keyed{group, ok ? r.latency_ps : INT64_MAX, i, ok ? (s.pareto ? Model::cost(s.pareto, c, r) : 0) : r.status};
+  const std::int64_t cost = !s.pareto ? 0 : s.pareto == kCostArea ? hw_area(c.hw).machine : Model::cost(s.pareto, c, r);
+  return Keyed{group, ok ? r.latency_ps : INT64_MAX, i, ok ? cost : r.status};
 }
 
 template <class Model>

@@ -63,7 +63,7 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
                       f.default_group + "]");
   a.opt["--top"] = cmd->add_option("--top", a.top, "report the N fastest configs of the whole space (0..1024; ties: the order given) [default: 10]");
   std::string costs;
-  for (const CostDesc& c : f.costs) costs += c.name + ", ";
+  for (const CostDesc& c : family_costs(f)) costs += c.name + ", ";
   a.opt["--pareto"] = cmd->add_option("--pareto", a.pareto, "Pareto front of latency against: " + costs + "or none [default: " + f.default_cost + "]");
   a.opt["--no-histogram"] = cmd->add_flag("--no-histogram", a.no_histogram, "skip the latency histogram (8 bins per octave)");
   cmd->add_option("--backend", a.backend, "auto, cuda or omp")->capture_default_str();

@@ -118,7 +118,7 @@ nlohmann::json family_json(const Family& f) {
   for (const PresetDesc& p : f.presets) presets.push_back({{"flag", p.flag}, {"help", p.help}});
   for (const ColumnDesc& c : f.columns)
     columns.push_back({{"name", c.name}, {"unit", c.unit}, {"help", c.help}, {"type", col_type_name(c.type)}, {"parity", c.parity}});
-  for (const CostDesc& c : f.costs) costs.push_back({{"name", c.name}, {"meaning", c.meaning}});
+  for (const CostDesc& c : family_costs(f)) costs.push_back({{"name", c.name}, {"meaning", c.meaning}});
   return {{"name", f.name},       {"description", f.description}, {"axes", axes},
           {"hw_axes", hw},        {"presets", presets},           {"columns", columns},
           {"costs", costs},       {"default_cost", f.default_cost}, {"default_group", f.default_group},

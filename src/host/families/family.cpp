@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 
+#include "../../device/common/area.h"
 #include "../common/error.h"
 #include "../topology/fields.h"
 
@@ -38,6 +39,22 @@ std::vector<const Family*>& all_families() {
   return all;
 }
 }  // namespace
+
+namespace {
+const CostDesc kAreaCost{"area", "machine area in square micrometres (the topology's area fields)"};
+}  // namespace
+
+std::vector<CostDesc> family_costs(const Family& f) {
+  std::vector<CostDesc> c = f.costs;
+  c.push_back(kAreaCost);
+  return c;
+}
+
+const CostDesc& cost_of(const Family& f, int kind) {
+  if (kind == kCostArea) return kAreaCost;
+  KB_INTERNAL_CHECK(kind >= 1 && kind <= static_cast<int>(f.costs.size()), "no such cost kind");
+  return f.costs[static_cast<std::size_t>(kind - 1)];
+}
 
 const std::vector<const Family*>& families() { return all_families(); }
 

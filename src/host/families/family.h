@@ -182,6 +182,12 @@ void check_reference_size(const Family& f, const void* config, std::int64_t max_
 
 // Every family, in the order of families.h, then the extension families in the order they
 // were registered.
+// A family's Pareto costs: its own (kinds 1, 2, ...), then `area` (kCostArea), which every
+// family has.
+std::vector<CostDesc> family_costs(const Family& f);
+// The cost of kind `kind` (its own, or kCostArea).
+const CostDesc& cost_of(const Family& f, int kind);
+
 const std::vector<const Family*>& families();
 // Records an extension family's descriptor (its id from batched::register_extension),
 // checked against its model as the listed ones are; see extension.h.

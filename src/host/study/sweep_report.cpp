@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "device/common/area.h"
 #include "document.h"
 #include "host/common/error.h"
 #include "host/common/json_stream.h"
@@ -275,7 +276,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
       if (k == 0 || sum.pareto[k].group != sum.pareto[k - 1].group) front_at.push_back(k);
     front_at.push_back(sum.pareto.size());
     j["pareto"] = {{"cost", o.pareto_name},
-                   {"meaning", f.costs[static_cast<std::size_t>(o.red.pareto - 1)].meaning},
+                   {"meaning", cost_of(f, o.red.pareto).meaning},
                    {"fronts", nullptr}};
     lazy["/pareto/fronts"] = {static_cast<std::int64_t>(front_at.size()) - 1, [&, front_at](std::int64_t i) {
                                 const std::size_t from = front_at[static_cast<std::size_t>(i)];
@@ -377,7 +378,7 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
   }
   if (red.pareto != 0 && !sum.pareto.empty()) {
     cli_printf("\nPareto front per group, latency against %s:\n",
-                f.costs[static_cast<std::size_t>(red.pareto - 1)].meaning.c_str());
+                cost_of(f, red.pareto).meaning.c_str());
     std::int64_t fronts = 0;
     for (std::size_t p = 0; p < sum.pareto.size();) {
       const std::int64_t g = sum.pareto[p].group;
@@ -418,6 +419,9 @@ int parse_pareto(const Family& f, const std::string& s) {
     if (f.costs[i].name == s) return static_cast<int>(i) + 1;
     names += f.costs[i].name + ", ";
   }
+  const CostDesc area = cost_of(f, kCostArea);
+  if (s == area.name) return kCostArea;
+  names += area.name + ", ";
   throw InputError("--pareto " + s + ": expected " + names.substr(0, names.size() - 2) + " or none");
 }
 

@@ -242,7 +242,7 @@ static SpaceFile load_space_file_of(const std::string& path) {
       const std::string cost = scalar(path, kv.second, "objectives.pareto");
       bool known = cost == "none";
       std::string names;
-      for (const CostDesc& c : fam.costs) known |= c.name == cost, names += c.name + ", ";
+      for (const CostDesc& c : family_costs(fam)) known |= c.name == cost, names += c.name + ", ";
       if (!known) fail(path, kv.second, "objectives.pareto", "'" + cost + "': expected " + names + "or none");
       s.pareto = cost;
     }
