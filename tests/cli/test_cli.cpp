@@ -47,14 +47,14 @@ TEST(Cli, TopoShowAndCheck) {
   EXPECT_EQ(doc["sips"], 8);
   EXPECT_DOUBLE_EQ(doc["pe_peak_fp16_tflops"].get<double>(), 2.048);
   // Area and static power: 8 SIPs of 8 cubes of 8 PEs (docs/topology.md), and what they give.
-  const double pe = 1024 * 263 + 64 * 263 + 2048 * 339600 / 1024, cube = 8 * pe + 10450000;
+  const double pe = 1024 * 263 + 64 * 263 + 2 * 323450, cube = 8 * pe + 10450000;
   const double sip = 8 * cube + 20 * 379000 + 2 * 1760000;
   EXPECT_DOUBLE_EQ(doc["area_mm2"]["pe"].get<double>(), pe / 1e6);
   EXPECT_DOUBLE_EQ(doc["area_mm2"]["total"].get<double>(), 8 * sip / 1e6);
   EXPECT_NEAR(doc["peak_fp16_tflops_per_mm2"].get<double>(), 512 * 2.048 / (8 * sip / 1e6), 1e-12);
-  EXPECT_DOUBLE_EQ(doc["static_power_w"].get<double>(), (512 * 12 + 64 * 384) / 1e3);
-  EXPECT_NE(r.out.find("area               153.0 mm2 (1.285 TFLOP/s per mm2)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("static power       3.84 W"), std::string::npos) << r.out;
+  EXPECT_DOUBLE_EQ(doc["static_power_w"].get<double>(), (512 * 11 + 64 * 384) / 1e3);
+  EXPECT_NE(r.out.find("area               150.9 mm2 (1.303 TFLOP/s per mm2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("static power       3.78 W"), std::string::npos) << r.out;
   EXPECT_EQ(run("topo check '" + kTopo + "/tiny.yaml'").code, 0);
 }
 
@@ -227,7 +227,7 @@ TEST(Cli, SweepParetoAreaInEveryFamily) {
   }
   // The default machine: 8 cubes of 8 PEs, a 2x4 mesh (20 link directions), one SIP.
   auto machine = [](std::int64_t rows, std::int64_t cols, std::int64_t sram_kib) {
-    const std::int64_t pe = rows * cols * 263 + 64 * 263 + sram_kib * 339600 / 1024;
+    const std::int64_t pe = rows * cols * 263 + 64 * 263 + sram_kib * 323450 / 1024;
     return 8 * (8 * pe + 10450000) + 20 * 379000;
   };
   const auto g = nlohmann::json::parse(run("sweep gemm --m 1024 --n 1024 --k 1024 --hw pe.matrix.rows=16,32,64 "

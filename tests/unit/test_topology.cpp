@@ -112,9 +112,9 @@ TEST(Topology, CostFieldsDefaultAndValidate) {
   EXPECT_EQ(d.hbm_read_fj_per_byte, 31200);
   EXPECT_EQ(d.cube_link.energy_fj_per_byte, 2376);
   EXPECT_EQ(d.sip_link.energy_fj_per_byte, 44000);
-  EXPECT_EQ(d.ipcq.energy_fj_per_byte, 970);
-  EXPECT_EQ(d.pe_static_mw, 12);
-  EXPECT_EQ(d.sram_area_um2_per_mib, 339600);
+  EXPECT_EQ(d.ipcq.energy_fj_per_byte, 323);
+  EXPECT_EQ(d.pe_static_mw, 11);
+  EXPECT_EQ(d.sram_area_um2_per_mib, 323450);
   const std::string p = variant("mac.yaml", "    dataflow: os", "    dataflow: os\n    mac_fj: 321\n    mac_area_um2: 0");
   const TopologySpec f = load_topology(p);
   EXPECT_EQ(f.mac_fj, 321);
@@ -136,22 +136,28 @@ TEST(Topology, AreaAddsUpItsParts) {
   const HwArea a = hw_area(d);
   EXPECT_EQ(a.pe_matrix, 32 * 32 * 263);
   EXPECT_EQ(a.pe_vector, 64 * 263);
-  EXPECT_EQ(a.pe_sram, 2048 * 339600 / 1024);
-  EXPECT_EQ(a.pe, 965344);
-  EXPECT_EQ(a.cube, 8 * 965344 + 10450000);
+  EXPECT_EQ(a.pe_sram, 2 * 323450);
+  EXPECT_EQ(a.pe, 933044);
+  EXPECT_EQ(a.cube, 8 * 933044 + 10450000);
   EXPECT_EQ(a.cube_link_phys, 20 * 379000);  // a 2x4 mesh: 10 links, both ways
   EXPECT_EQ(a.sip_link_phys, 0);             // one SIP: no SIP links
-  EXPECT_EQ(a.machine, 8 * (8 * 965344 + 10450000) + 20 * 379000);
+  EXPECT_EQ(a.machine, 8 * (8 * 933044 + 10450000) + 20 * 379000);
   const HwArea r = hw_area(load_topology(kTopo + "/ring8.yaml"));
   EXPECT_EQ(r.sip_link_phys, 2 * 1760000);
   EXPECT_EQ(r.machine, 8 * (a.machine + 2 * 1760000));
   HwConfig fc = load_topology(kTopo + "/ring8.yaml", {"system.sip_link.topology=fully_connected"}).hw();
   EXPECT_EQ(hw_area(fc).sip_link_phys, 7 * 1760000);
-  fc.sip_topology = SipTopology::switch_;
-  EXPECT_EQ(hw_area(fc).sip_link_phys, 1760000);
+  fc.sip_topology = SipTopology::switch_;  // its uplink and its downlink
+  EXPECT_EQ(hw_area(fc).sip_link_phys, 2 * 1760000);
+  fc.sips = 1;
+  EXPECT_EQ(hw_area(fc).sip_link_phys, 0);
   HwConfig odd = d.hw();
   odd.sram_kib = 1000, odd.sram_area_um2_per_mib = 1025;  // 1000 KiB of 1025 µm²/MiB: 1000.97 µm², rounded down
   EXPECT_EQ(hw_area(odd).pe_sram, 1000);
+  odd.sram_kib = INT64_C(1) << 30, odd.sram_area_um2_per_mib = 1000000000000;  // 2^20 MiB of 1 m²: 1.05e18, below 2^61
+  EXPECT_EQ(hw_area(odd).pe_sram, (INT64_C(1) << 20) * 1000000000000);
+  odd.sram_kib = (INT64_C(1) << 30) - 1;  // and the rest of a MiB rounded down
+  EXPECT_EQ(hw_area(odd).pe_sram, ((INT64_C(1) << 20) - 1) * 1000000000000 + 1023 * 1000000000000 / 1024);
   HwConfig huge = load_topology(kTopo + "/default.yaml", {"pe.matrix.rows=4096", "pe.matrix.cols=4096",
                                                           "pe.matrix.mac_area_um2=1000000000000", "system.sips=4096"})
                       .hw();

@@ -17,15 +17,12 @@ constexpr std::int64_t kAreaCap = kTimeLimitPs;  // 2^61 µm²: saturated
 // hw_area(c.hw).machine. Above any family's own cost kinds (1, 2, ...).
 constexpr std::int32_t kCostArea = 1000;
 
-// Links leaving one SIP: ring, forward and backward; fully connected, one per other SIP;
-// switch, its uplink. None with one SIP.
+// SIP link directions per SIP (network.h's links over the SIPs): ring, the links to the next
+// and the previous SIP; fully connected, one to each other SIP; switch, its uplink and its
+// downlink. None with one SIP.
 KB_HD constexpr std::int64_t hw_sip_links_out(const HwConfig& h) {
   if (h.sips < 2) return 0;
-  switch (h.sip_topology) {
-    case SipTopology::ring: return 2;
-    case SipTopology::fully_connected: return h.sips - 1;
-    default: return 1;
-  }
+  return h.sip_topology == SipTopology::fully_connected ? h.sips - 1 : 2;
 }
 // Mesh link directions of one SIP's cube grid: every pair of neighbouring cubes, both ways.
 KB_HD constexpr std::int64_t hw_cube_links(const HwConfig& h) {
@@ -46,8 +43,9 @@ KB_HD constexpr HwArea hw_area(const HwConfig& h) {
   HwArea a{};
   a.pe_matrix = sat_mul(h.matrix_rows * h.matrix_cols, h.mac_area_um2);
   a.pe_vector = sat_mul(h.vector_lanes, h.vector_lane_area_um2);
-  const std::int64_t sram = sat_mul(h.sram_kib, h.sram_area_um2_per_mib);
-  a.pe_sram = sram >= kAreaCap ? kAreaCap : sram / 1024;
+  // sram_kib / 1024 MiB, rounded down to a whole µm², without passing 2^61 on the way.
+  const std::int64_t whole = sat_mul(h.sram_kib / 1024, h.sram_area_um2_per_mib);
+  a.pe_sram = sat_add(whole, sat_mul(h.sram_kib % 1024, h.sram_area_um2_per_mib) / 1024);
   a.pe = sat_add(sat_add(a.pe_matrix, a.pe_vector), a.pe_sram);
   a.cube_pes = sat_mul(h.pes_per_cube(), a.pe);
   a.hbm_phy = h.hbm_phy_area_um2;

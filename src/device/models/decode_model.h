@@ -515,7 +515,7 @@ struct DecodeEval {
       }
       for (std::int64_t p = 0; p < P; ++p) {
         PeState& s = st[x * P + p];
-        if (s.rows == 0 || (flow && p != pr)) continue;
+        if ((flow && p != pr) || s.rows == 0) continue;  // case 4: only the centre PEs have their states
         merge_into(s, arrival[p], k);
       }
     }

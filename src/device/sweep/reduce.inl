@@ -103,8 +103,9 @@ template <class Model>
 KB_HD inline Keyed keyed_of(const SpaceView<typename Model::Config>& s, std::int64_t group, std::int64_t i,
                             const typename Model::Config& c, const typename Model::Result& r) {
   const bool ok = r.status == 0;
+  if (!ok) return Keyed{group, INT64_MAX, i, r.status};
   const std::int64_t cost = !s.pareto ? 0 : s.pareto == kCostArea ? hw_area(c.hw).machine : Model::cost(s.pareto, c, r);
-  return Keyed{group, ok ? r.latency_ps : INT64_MAX, i, ok ? cost : r.status};
+  return Keyed{group, r.latency_ps, i, cost};
 }
 
 template <class Model>

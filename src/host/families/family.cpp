@@ -27,6 +27,9 @@ const Family& checked(const Family& f, batched::Family id) {
     KB_INTERNAL_CHECK(a.offset % 8 == 0 && a.offset + 8 <= f.config_size(), "family " + f.name + ": axis " + a.name + " is outside the config");
   KB_INTERNAL_CHECK(f.check && f.reference && f.reference_ops && f.status_message,
                     "family " + f.name + ": check, reference, reference_ops and status_message are required");
+  for (const CostDesc& c : f.costs)
+    KB_INTERNAL_CHECK(c.name != "area", "family " + f.name + ": the cost 'area' is every family's (kCostArea)");
+  KB_INTERNAL_CHECK(static_cast<int>(f.costs.size()) < kCostArea, "family " + f.name + ": too many costs");
   return f;
 }
 }  // namespace
