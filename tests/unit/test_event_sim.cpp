@@ -186,5 +186,44 @@ TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
               static_cast<long long>(refused));
 }
 
+// The ring's closed form (allreduce_ring.h): at least 10^5 random configs of its domain (the
+// ring allreduce on SRAM at the pe, cube and SIP levels) that it took, each equal to the event
+// simulation, figure for figure and rank for rank.
+TEST(EventSim, AllreduceRingWalkEqualsEventsOnRandomConfigs) {
+  auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  events->events_only = true;
+  std::vector<int> counts;
+  std::int64_t taken = 0, refused = 0, per_level[3] = {0, 0, 0}, chunked = 0;
+  for (std::uint64_t seed = 1; taken < 100000; ++seed) {
+    ASSERT_LT(seed, 200u) << "the closed form is too rare to test";
+    for (AllreduceConfig c : testing::random_allreduce_configs(10000, 20261202 + seed, &counts)) {
+      c.algo = static_cast<std::int64_t>(CollAlgo::ring), c.buffer = static_cast<std::int64_t>(CollBuffer::sram);
+      c.op = static_cast<std::int64_t>(CollOp::allreduce);
+      if (c.level == static_cast<std::int64_t>(CollLevel::hier)) c.level = static_cast<std::int64_t>(seed % 3);
+      if (allreduce_check(c) != kArOk) continue;
+      ASSERT_TRUE(ar_detail::ring_walk_domain(c));
+      for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer) {  // the ring's op count in closed form
+        AllreduceConfig k = c;
+        k.buffer = buffer;
+        ASSERT_EQ(ar_detail::count_ops(k), ar_detail::count_ops_by_schedule(k)) << testing::describe(k);
+      }
+      const AllreduceResult a = allreduce_model(c, *walk);
+      if (walk->walked_levels == 0) {
+        ++refused;
+        continue;
+      }
+      ++taken, ++per_level[c.level], chunked += c.chunks > 1;
+      const AllreduceResult b = allreduce_model(c, *events);
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
+    }
+  }
+  std::printf("ring walk: taken on %lld configs (pe %lld, cube %lld, sip %lld; %lld chunked), simulated on %lld\n",
+              static_cast<long long>(taken), static_cast<long long>(per_level[0]), static_cast<long long>(per_level[1]),
+              static_cast<long long>(per_level[2]), static_cast<long long>(chunked), static_cast<long long>(refused));
+  for (std::int64_t n : per_level) EXPECT_GT(n, 10000);
+  EXPECT_GT(chunked, 10000);
+}
+
 }  // namespace
 }  // namespace kb

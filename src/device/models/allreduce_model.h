@@ -16,6 +16,7 @@
 #include "../common/network.h"
 #include "../common/units.h"
 #include "../sim/event_sim.h"
+#include "allreduce_ring.h"
 #include "collective.h"
 #include "vector.h"
 
@@ -52,8 +53,10 @@ struct Sim {
   const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
   std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
   bool hier = false;
-  bool events_only = false;  // skip the simulator's fast path (tests compare the two)
-  std::int32_t levels = 0, event_levels = 0;  // levels simulated, and those the fast path could not take
+  bool events_only = false;  // skip the closed form and the simulator's fast path (tests compare them)
+  // Levels evaluated, those the simulator's fast path could not take, and those the ring's
+  // closed form took (allreduce_ring.h).
+  std::int32_t levels = 0, event_levels = 0, walked_levels = 0;
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
   std::int8_t port[2 * kCollMaxHierRanks];
   std::int16_t writer[kCollMaxPieces];  // per (rank, chunk, piece): the op that last wrote it
@@ -62,6 +65,7 @@ struct Sim {
   std::int64_t group_chunk[kGroup];
   std::int32_t ngroup = 0, arrival[kGroup];
   AllreduceResult out{};
+  RingWalk walk;
   Engine e;
 
   // Per rank of the level, set by build(): its node, its global PE, and how many HBM ports
@@ -235,8 +239,9 @@ struct Sim {
   }
 };
 
-// Ops of one single-level collective as the model expands it (against kCollMaxOps).
-KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
+// Ops of one single-level collective as the model expands it (against kCollMaxOps), by
+// walking its transfers.
+KB_HD inline std::int64_t count_ops_by_schedule(const AllreduceConfig& c) {
   struct Count {
     const AllreduceConfig* c;
     std::int64_t ops = 0;
@@ -249,6 +254,19 @@ KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
   } count{&c};
   coll_schedule(c, count);
   return count.ops;
+}
+
+// The same count; for the ring allreduce in closed form: each of its 2 (p - 1) rounds of
+// every chunk sends once from every rank over that rank's route (and, on HBM, a read and a
+// write), and each reduce-scatter round adds once on every rank (HBM: read, add, write).
+KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
+  if (c.algo != static_cast<std::int64_t>(CollAlgo::ring) || c.op != static_cast<std::int64_t>(CollOp::allreduce))
+    return count_ops_by_schedule(c);
+  const std::int64_t p = c.ranks;
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  std::int64_t sends = hbm ? 2 * p : 0;  // one round's send ops
+  for (std::int64_t i = 0; i < p; ++i) sends += net::hop_count(c.hw, coll_node(c, i), coll_node(c, (i + 1) % p));
+  return (p - 1) * c.chunks * (2 * sends + p * (hbm ? 3 : 1));
 }
 
 }  // namespace ar_detail
@@ -280,6 +298,16 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   sim.top = &top;
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
+  AllreduceFigures f;
+  if (!sim.events_only && !sim.hier && ring_walk_domain(c) && ring_walk(c, sim.walk, &f)) {
+    AllreduceResult& o = sim.out;
+    o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
+    o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
+    o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
+    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = sim.walk.mark_done[r];
+    ++sim.levels, ++sim.walked_levels;
+    return kArOk;
+  }
   sim.e.reset();
   sim.build();
   sim.e.run(sim.events_only);
@@ -297,7 +325,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
 KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
-  sim.levels = sim.event_levels = 0;
+  sim.levels = sim.event_levels = sim.walked_levels = 0;
   if (r.status != kArOk) return r;
   // The static HBM share needs every port the launch uses before the first op.
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
