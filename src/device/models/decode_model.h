@@ -272,6 +272,30 @@ struct DecodeEval {
 
   KB_HD void done(ps_t t) { r.latency_ps = imax(r.latency_ps, t); }
 
+  // The totals a phase adds per cube, for a representative's to be repeated by the cubes
+  // like it (every time and total of theirs is the same; maxima such as the latency too).
+  struct Tally {
+    ps_t matrix_busy, vector_busy, dma_busy;
+    std::int64_t mac_cycles, macs, hbm_read_bytes, hbm_write_bytes, copies_pe, link_bytes_pe, working_pes;
+  };
+  KB_HD Tally tally() const {
+    return Tally{r.matrix_busy_ps, r.vector_busy_ps, r.dma_busy_ps,   r.mac_cycles,    r.macs,
+                 r.hbm_read_bytes, r.hbm_write_bytes, r.copies_pe, r.link_bytes_pe, r.working_pes};
+  }
+  KB_HD static Tally minus(const Tally& b, const Tally& a) {
+    return Tally{b.matrix_busy - a.matrix_busy,         b.vector_busy - a.vector_busy,
+                 b.dma_busy - a.dma_busy,               b.mac_cycles - a.mac_cycles,
+                 b.macs - a.macs,                       b.hbm_read_bytes - a.hbm_read_bytes,
+                 b.hbm_write_bytes - a.hbm_write_bytes, b.copies_pe - a.copies_pe,
+                 b.link_bytes_pe - a.link_bytes_pe,     b.working_pes - a.working_pes};
+  }
+  KB_HD void add(const Tally& d) {
+    r.matrix_busy_ps += d.matrix_busy, r.vector_busy_ps += d.vector_busy, r.dma_busy_ps += d.dma_busy;
+    r.mac_cycles += d.mac_cycles, r.macs += d.macs, r.hbm_read_bytes += d.hbm_read_bytes;
+    r.hbm_write_bytes += d.hbm_write_bytes, r.copies_pe += d.copies_pe, r.link_bytes_pe += d.link_bytes_pe;
+    r.working_pes += d.working_pes;
+  }
+
   // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation, and cubes
   // alike (cube_key) share their PEs' states: a cube like an earlier one, its representative
   // rep[q], adds the same totals, and its states are the representative's until a phase
@@ -283,7 +307,7 @@ struct DecodeEval {
     DecWork ws[kDecMaxGrid];
     struct Seen {
       std::int64_t key, cube;
-      DecodeResult sums;  // what the cube added to r
+      Tally sums;  // what the cube added to r
     } seen[kCubeKinds];
     int nseen = 0;
     for (std::int64_t q = 0; q < C; ++q) {
@@ -295,11 +319,11 @@ struct DecodeEval {
         const Seen& e = seen[hit_cube];
         rep[q] = e.cube;
         sharers_of[q] = sharers_of[e.cube];
-        add_sums(e.sums);
+        add(e.sums);
         continue;
       }
       rep[q] = q;
-      const DecodeResult before = r;
+      const Tally before = tally();
       dec_cube_works(c, q, ws);
       std::int64_t sharers = 0;
       for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(ws[p]);
@@ -326,7 +350,7 @@ struct DecodeEval {
         r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
         ++r.working_pes;
       }
-      if (nseen < kCubeKinds) seen[nseen++] = Seen{key, q, sums_minus(r, before)};
+      if (nseen < kCubeKinds) seen[nseen++] = Seen{key, q, minus(tally(), before)};
     }
   }
 
@@ -346,20 +370,6 @@ struct DecodeEval {
       case DecodeCase::cube_repl_pe_sp: return U >= C ? dec_block(U, C, q).len : 1;
       default: return dec_part(c.s_kv, C, q).len;
     }
-  }
-  // The totals compute() adds: a cube's share (b - a), and adding one.
-  KB_HD static DecodeResult sums_minus(const DecodeResult& b, const DecodeResult& a) {
-    DecodeResult d{};
-    d.matrix_busy_ps = b.matrix_busy_ps - a.matrix_busy_ps, d.vector_busy_ps = b.vector_busy_ps - a.vector_busy_ps;
-    d.dma_busy_ps = b.dma_busy_ps - a.dma_busy_ps, d.mac_cycles = b.mac_cycles - a.mac_cycles;
-    d.macs = b.macs - a.macs, d.hbm_read_bytes = b.hbm_read_bytes - a.hbm_read_bytes;
-    d.working_pes = b.working_pes - a.working_pes, d.latency_ps = b.latency_ps;
-    return d;
-  }
-  KB_HD void add_sums(const DecodeResult& d) {
-    r.matrix_busy_ps += d.matrix_busy_ps, r.vector_busy_ps += d.vector_busy_ps, r.dma_busy_ps += d.dma_busy_ps;
-    r.mac_cycles += d.mac_cycles, r.macs += d.macs, r.hbm_read_bytes += d.hbm_read_bytes;
-    r.working_pes += d.working_pes, r.latency_ps = imax(r.latency_ps, d.latency_ps);
   }
 
   // Merges children into `s` in order, their partials arriving at arrival[i].
@@ -426,23 +436,6 @@ struct DecodeEval {
     }
   }
 
-  // The totals a phase adds per cube, for a representative's to be repeated by the cubes
-  // like it (every time and total of theirs is the same; done() takes the same maxima).
-  struct Tally {
-    std::int64_t copies_pe, link_bytes_pe, hbm_write_bytes;
-    ps_t vector_busy, dma_busy;
-  };
-  KB_HD Tally tally() const {
-    return Tally{r.copies_pe, r.link_bytes_pe, r.hbm_write_bytes, r.vector_busy_ps, r.dma_busy_ps};
-  }
-  KB_HD static Tally minus(const Tally& b, const Tally& a) {
-    return Tally{b.copies_pe - a.copies_pe, b.link_bytes_pe - a.link_bytes_pe, b.hbm_write_bytes - a.hbm_write_bytes,
-                 b.vector_busy - a.vector_busy, b.dma_busy - a.dma_busy};
-  }
-  KB_HD void add(const Tally& d) {
-    r.copies_pe += d.copies_pe, r.link_bytes_pe += d.link_bytes_pe, r.hbm_write_bytes += d.hbm_write_bytes;
-    r.vector_busy_ps += d.vector_busy, r.dma_busy_ps += d.dma_busy;
-  }
   // Runs phase(q) on each representative cube and adds its totals again for every cube whose
   // states are that cube's (rep[q] < q).
   template <class Phase>

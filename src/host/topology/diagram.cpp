@@ -13,6 +13,7 @@
 #include "../../device/common/area.h"
 #include "../common/error.h"
 #include "../common/output.h"
+#include "topology_summary.h"
 
 extern char** environ;
 
@@ -62,8 +63,7 @@ std::string escaped(const std::string& s) {
 std::string topology_dot(const TopologySpec& t) {
   const HwArea area = hw_area(t);
   char per_mm2[64];
-  const double peak = 2.0 * static_cast<double>(t.matrix_rows * t.matrix_cols) * static_cast<double>(t.clock_mhz) / 1e6 *
-                      static_cast<double>(t.total_pes());
+  const double peak = peak_fp16_tflops(t);
   std::snprintf(per_mm2, sizeof per_mm2, "%.3f", area.machine > 0 ? peak / (static_cast<double>(area.machine) / 1e6) : 0.0);
   std::string d = "graph topology {\n";
   d += "  graph [compound=true, newrank=true, fontname=\"Helvetica\", labelloc=t, fontsize=18, label=\"" + escaped(t.name) + ": " +

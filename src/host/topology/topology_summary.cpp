@@ -8,12 +8,17 @@ namespace kb {
 
 namespace {
 double mm2(std::int64_t um2) { return static_cast<double>(um2) / 1e6; }
+double pe_peak_fp16_tflops(const HwConfig& h) {
+  return 2.0 * static_cast<double>(h.matrix_rows * h.matrix_cols) * static_cast<double>(h.clock_mhz) / 1e6;
+}
 }  // namespace
 
+double peak_fp16_tflops(const HwConfig& h) { return pe_peak_fp16_tflops(h) * static_cast<double>(h.total_pes()); }
+
 nlohmann::json topology_summary(const TopologySpec& t) {
-  const double pe_tflops = 2.0 * static_cast<double>(t.matrix_rows * t.matrix_cols) * static_cast<double>(t.clock_mhz) / 1e6;
+  const double pe_tflops = pe_peak_fp16_tflops(t);
   const HwArea a = hw_area(t);
-  const double peak = pe_tflops * static_cast<double>(t.total_pes());
+  const double peak = peak_fp16_tflops(t);
   // Static power: every PE, cube and SIP of the machine (mW).
   const double static_mw = static_cast<double>(t.pe_static_mw) * static_cast<double>(t.total_pes()) +
                            static_cast<double>(t.cube_static_mw) * static_cast<double>(t.total_cubes()) +
@@ -28,7 +33,7 @@ nlohmann::json topology_summary(const TopologySpec& t) {
       {"pes", t.total_pes()},
       {"pes_per_cube", t.pes_per_cube()},
       {"pe_peak_fp16_tflops", pe_tflops},
-      {"peak_fp16_tflops", pe_tflops * static_cast<double>(t.total_pes())},
+      {"peak_fp16_tflops", peak},
       {"hbm_bandwidth_gbps", t.hbm_bandwidth_gbps * t.total_cubes()},
       {"hbm_capacity_gib", static_cast<double>(t.hbm_capacity_mib * t.total_cubes()) / 1024.0},
       {"sram_total_mib", static_cast<double>(t.sram_kib * t.total_pes()) / 1024.0},
