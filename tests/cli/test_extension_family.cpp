@@ -52,6 +52,7 @@ struct ChainModel {
   using Config = ChainConfig;
   using Result = ChainResult;
   static constexpr int kStatuses = kChainStatusCount;
+  static constexpr bool kCounts = false;  // no energy yet
   KB_HD static void complete(Config&) {}
   KB_HD static Result evaluate(const Config& c) {
     Result r{};

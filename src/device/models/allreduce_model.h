@@ -386,6 +386,7 @@ struct AllreduceModel {
   using Config = AllreduceConfig;
   using Result = AllreduceResult;
   static constexpr int kStatuses = kArStatusCount;
+  static constexpr bool kCounts = false;  // no energy yet
   KB_HD static void complete(Config&) {}
   // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) {

@@ -596,6 +596,7 @@ struct DecodeModel {
   using Config = DecodeConfig;
   using Result = DecodeResult;
   static constexpr int kStatuses = kDecStatusCount;
+  static constexpr bool kCounts = false;  // no energy yet
   KB_HD static void complete(Config& c) { decode_complete(c); }
   KB_HD static KB_NOINLINE Result evaluate(const Config& c) { return decode_model(c); }
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {

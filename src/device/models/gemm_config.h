@@ -82,6 +82,9 @@ struct GemmResult {
   std::int64_t hbm_read_bytes, hbm_write_bytes;
   std::int64_t ops;
   ps_t compute_roof_ps, hbm_roof_ps, roofline_ps;
+  // Counted actions beyond MACs and HBM bytes (docs/model.md section 14): split-K's adds and
+  // partial sums over the copy queues, and every PE's SRAM traffic.
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes, link_bytes_pe;
 };
 
 // Bytes of SRAM one PE needs for its tiles: `buffers` sets of an A tile (fp16), a B tile

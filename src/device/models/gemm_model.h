@@ -6,6 +6,7 @@
 // PE's steps in gemm_pipeline.h; this file puts them together into the figures of a config.
 #pragma once
 
+#include "../common/energy.h"
 #include "gemm_pipeline.h"
 
 namespace kb {
@@ -173,7 +174,8 @@ struct GemmEval {
   // one walk.
   KB_HD void latencies() {
     const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
-    std::int64_t seen_rows = -1, seen_cols = -1, sends = 0;
+    std::int64_t seen_rows = -1, seen_cols = -1, sends = 0, sent = 0;
+    std::int64_t sent_key[4] = {-1, -1, -1, -1}, sent_block = 0;
     BlockFigures fig;
     // The cubes' blocks of gemm_cube_tiles, walked.
     EvenParts blocks(grid.along(by_cols), g.cubes);
@@ -192,11 +194,51 @@ struct GemmEval {
       }
       r.latency_ps = imax(r.latency_ps, fig.latency);
       sends += fig.sends;
+      if (split_k) {  // what a block sends depends on whether it holds ragged tiles, unlike its timing
+        const std::int64_t key[4] = {ct.rows(), ct.cols(), has_last_row && ragged_m, has_last_col && ragged_n};
+        if (key[0] != sent_key[0] || key[1] != sent_key[1] || key[2] != sent_key[2] || key[3] != sent_key[3]) {
+          for (int i = 0; i < 4; ++i) sent_key[i] = key[i];
+          sent_block = block_sent(ct, key[2] != 0, key[3] != 0);
+        }
+        sent = sat_add(sent, sent_block);
+      }
       r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, fig.busy.matrix);
       r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, fig.busy.dma);
     }
     // A partial sum sent is a copy over two ports, the receiver's signal and wait, and an add.
     r.ops += 5 * sends;
+    counts(sent);
+  }
+
+  // Split-K: the values of the partial sums a cube's block sends, each sender's first tile (the
+  // block's last row or column ragged when `ragged_row` or `ragged_col`).
+  KB_HD std::int64_t block_sent(const CubeTiles& ct, bool ragged_row, bool ragged_col) const {
+    const std::int64_t w = ct.cols();
+    std::int64_t sent = 0;
+    EvenParts ranges(ct.rows() * w * kt, g.pes);  // gemm_unit_start, walked
+    for (std::int64_t pe = 0; pe < g.pes; ++pe) {
+      const Span u = ranges.next();
+      if (u.hi <= u.lo || u.lo % kt == 0) continue;
+      const std::int64_t t = u.lo / kt;
+      const bool short_row = ragged_row && t / w == ct.rows() - 1, short_col = ragged_col && t % w == w - 1;
+      sent += (short_row ? m_last : g.tile_m) * (short_col ? n_last : g.tile_n);
+    }
+    return sent;
+  }
+
+  // The counted actions (docs/model.md section 14.2), from the totals and the `sent` values of
+  // split-K's partial sums (fp32). Every slice's matmul reads its A and B tiles as loaded
+  // (hbm_read_bytes) and writes its fp32 accumulator (4·kt·m·n in all); it reads the
+  // accumulator too, except on a tile's first slice and a sender's first; a sent partial is read,
+  // copied and written into the owner's slot, then added (two reads, one write); a store reads
+  // the accumulator (4·m·n). Reads and writes come to the same sum.
+  KB_HD void counts(std::int64_t sent) {
+    const std::int64_t acc = sat_mul(4 * kt, g.m * g.n);
+    const std::int64_t sram = sat_add(sat_add(r.hbm_read_bytes, acc), 8 * sent);
+    r.vector_ops = sent;
+    r.link_bytes_pe = 4 * sent;
+    r.sram_read_bytes = sram;
+    r.sram_write_bytes = sram;
   }
 };
 
@@ -243,6 +285,12 @@ struct GemmModel {
       default: return 0;
     }
   }
+  static constexpr bool kCounts = true;
+  KB_HD static Actions actions(const Config&, const Result& r) {
+    return Actions{r.macs,           r.vector_ops,      r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes,
+                   r.hbm_write_bytes, r.link_bytes_pe, 0,                 0};
+  }
+  KB_HD static Energy energy(const Config& c, const Result& r) { return energy_of(c.hw, actions(c, r), r.latency_ps); }
 };
 
 }  // namespace kb

@@ -324,6 +324,7 @@ struct LlmModel {
   using Config = LlmConfig;
   using Result = LlmResult;
   static constexpr int kStatuses = kLlmPlaceStatusCount;
+  static constexpr bool kCounts = false;  // no energy yet
   KB_HD static void complete(Config&) {}
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
   // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.

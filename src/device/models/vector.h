@@ -46,4 +46,59 @@ KB_HD constexpr std::int64_t vector_cycles(VecOp op, std::int64_t rows, std::int
   }
 }
 
+// Element-ops of op (what the vector engine's energy per element-op is charged for): each
+// pass of vector_cycles over the rows·cols values, one element-op per value (the lanes a
+// last cycle leaves idle and a reduction's fold are not counted).
+KB_HD constexpr std::int64_t vector_element_ops(VecOp op, std::int64_t rows, std::int64_t cols) {
+  switch (op) {
+    case VecOp::row_sumsq: return 2 * rows * cols;
+    case VecOp::exp:
+    case VecOp::rsqrt: return kExpPasses * rows * cols;
+    case VecOp::rope: return 3 * rows * cols;
+    case VecOp::silu: return (kExpPasses + 3) * rows * cols;
+    default: return rows * cols;
+  }
+}
+
+// SRAM bytes op reads and writes, with dst and src holding dst_bytes and src_bytes a value:
+// every operand value read once, every result written once. Reductions read src and write one
+// value per row of dst; unary ops (scale, exp, rsqrt, silu) work in place on dst; copy reads
+// src; the elementwise binary ops read dst and src; the broadcasts read dst and one src value
+// per row (row_sub, row_mul, row_div) or per column (col_mul); rope reads dst and the rows'
+// cos/sin table of `period` values each.
+struct SramBytes {
+  std::int64_t read, write;
+};
+KB_HD constexpr SramBytes vector_sram(VecOp op, std::int64_t rows, std::int64_t cols, std::int64_t dst_bytes,
+                                       std::int64_t src_bytes, std::int64_t period = 0) {
+  const std::int64_t n = rows * cols;
+  switch (op) {
+    case VecOp::row_sum:
+    case VecOp::row_max:
+    case VecOp::row_sumsq: return SramBytes{n * src_bytes, rows * dst_bytes};
+    case VecOp::scale:
+    case VecOp::exp:
+    case VecOp::rsqrt:
+    case VecOp::silu: return SramBytes{n * dst_bytes, n * dst_bytes};
+    case VecOp::copy: return SramBytes{n * src_bytes, n * dst_bytes};
+    case VecOp::row_sub:
+    case VecOp::row_mul:
+    case VecOp::row_div: return SramBytes{n * dst_bytes + rows * src_bytes, n * dst_bytes};
+    case VecOp::col_mul: return SramBytes{n * dst_bytes + cols * src_bytes, n * dst_bytes};
+    case VecOp::rope: return SramBytes{n * dst_bytes + rows * period * src_bytes, n * dst_bytes};
+    default: return SramBytes{n * (dst_bytes + src_bytes), n * dst_bytes};  // add, mul, max, sub
+  }
+}
+
+}  // namespace kb
+
+namespace kb {
+
+// SRAM bytes of a matmul C (m x n) = A (m x k) B (k x n), plus C when it accumulates: A, B
+// and (then) C read once, C written once, each at its buffer's value size.
+KB_HD constexpr SramBytes matmul_sram(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t a_bytes,
+                                      std::int64_t b_bytes, std::int64_t c_bytes, bool accumulate) {
+  return SramBytes{m * k * a_bytes + k * n * b_bytes + (accumulate ? m * n * c_bytes : 0), m * n * c_bytes};
+}
+
 }  // namespace kb

@@ -23,6 +23,7 @@
 #include <iterator>
 
 #include "../common/area.h"
+#include "../common/energy.h"
 #include "batched_space.h"
 #include "sweep_summary.h"
 #include "keyed.h"
@@ -98,13 +99,29 @@ struct EvalOne {
   KB_HD typename Model::Result operator()(const typename Model::Config& c) const { return Model::evaluate(c); }
 };
 
+// `--pareto energy`: a valid config's energy_fj (INT64_MAX on an overflow); a family that
+// does not count its actions never offers it.
+template <class Model>
+KB_HD inline std::int64_t energy_cost(const typename Model::Config& c, const typename Model::Result& r) {
+  if constexpr (Model::kCounts) {
+    const Energy e = Model::energy(c, r);
+    return e.status == kEnergyOk ? e.total : INT64_MAX;
+  } else {
+    return 0;
+  }
+}
+
 // Config i of group `group`, completed as c and evaluated as r, as the reductions see it.
 template <class Model>
 KB_HD inline Keyed keyed_of(const SpaceView<typename Model::Config>& s, std::int64_t group, std::int64_t i,
                             const typename Model::Config& c, const typename Model::Result& r) {
   const bool ok = r.status == 0;
   if (!ok) return Keyed{group, INT64_MAX, i, r.status};
-  const std::int64_t cost = !s.pareto ? 0 : s.pareto == kCostArea ? hw_area(c.hw).machine : Model::cost(s.pareto, c, r);
+  std::int64_t cost = 0;
+  if (!s.pareto) cost = 0;
+  else if (s.pareto == kCostArea) cost = hw_area(c.hw).machine;
+  else if (s.pareto == kCostEnergy) cost = energy_cost<Model>(c, r);
+  else cost = Model::cost(s.pareto, c, r);
   return Keyed{group, r.latency_ps, i, cost};
 }
 

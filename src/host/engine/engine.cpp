@@ -276,6 +276,9 @@ class Simulator {
       s.latency_ps = std::max(s.latency_ps, timing[i].end);
       if (op.resource != kNoResource)
         s.busy_ps[static_cast<std::size_t>(res[static_cast<std::size_t>(op.resource)].cls)] += op.busy_ps;
+      s.vector_ops += op.vector_ops;
+      s.sram_read_bytes += op.sram_read;
+      s.sram_write_bytes += op.sram_write;
       switch (op.kind) {
         case OpKind::matmul:
           s.mac_cycles += op.cycles;

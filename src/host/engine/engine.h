@@ -25,6 +25,7 @@ struct Summary {
   std::int64_t mac_cycles = 0;
   std::int64_t macs = 0;
   std::int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  std::int64_t vector_ops = 0, sram_read_bytes = 0, sram_write_bytes = 0;
   std::array<std::int64_t, kLinkLevels> link_bytes{};
   std::array<std::int64_t, kLinkLevels> link_copies{};
   std::int64_t events = 0;

@@ -56,6 +56,12 @@ void Graph::set_busy(OpId op, ps_t busy_ps) {
   ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
 }
 
+void Graph::add_sram(OpId op, std::int64_t read, std::int64_t write) {
+  KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && read >= 0 && write >= 0, "add_sram on an unknown op");
+  ops_[static_cast<std::size_t>(op)].sram_read += read;
+  ops_[static_cast<std::size_t>(op)].sram_write += write;
+}
+
 void Graph::set_action(OpId op, std::function<void()> fn) {
   if (actions_.size() < ops_.size()) actions_.resize(ops_.size());
   actions_[static_cast<std::size_t>(op)] = std::move(fn);

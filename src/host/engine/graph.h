@@ -59,6 +59,9 @@ struct Op {
   std::int64_t bytes = 0;
   std::int64_t macs = 0;
   std::int64_t cycles = 0;  // matrix-engine cycles (matmul) or vector cycles
+  // What the op does that costs energy beyond bytes and MACs (docs/model.md section 14): its
+  // vector element-ops, and the bytes it reads from and writes to SRAM (on any PE).
+  std::int64_t vector_ops = 0, sram_read = 0, sram_write = 0;
   Rank rank;
   std::int32_t issue = 0;  // index of the op among those its rank issued (arbitration ties)
   std::int32_t label = 0;  // index into Graph::labels (the launch name)
@@ -84,6 +87,8 @@ class Graph {
   void add_head_dep(OpId op, OpId dep);
   // Sets an op's busy time after it was added (a time known only once its launch is whole).
   void set_busy(OpId op, ps_t busy_ps);
+  // Adds SRAM bytes to an op after it was added (a copy's ends, known once its hops are).
+  void add_sram(OpId op, std::int64_t read, std::int64_t write);
   // Optional action run when the op completes, in simulation order (data mode).
   void set_action(OpId op, std::function<void()> fn);
 

@@ -28,7 +28,7 @@ const Family& checked(const Family& f, batched::Family id) {
   KB_INTERNAL_CHECK(f.check && f.reference && f.reference_ops && f.status_message,
                     "family " + f.name + ": check, reference, reference_ops and status_message are required");
   for (const CostDesc& c : f.costs)
-    KB_INTERNAL_CHECK(c.name != "area", "family " + f.name + ": the cost 'area' is every family's (kCostArea)");
+    KB_INTERNAL_CHECK(c.name != "area" && c.name != "energy", "family " + f.name + ": the costs 'area' and 'energy' are every family's");
   KB_INTERNAL_CHECK(static_cast<int>(f.costs.size()) < kCostArea, "family " + f.name + ": too many costs");
   return f;
 }
@@ -45,16 +45,19 @@ std::vector<const Family*>& all_families() {
 
 namespace {
 const CostDesc kAreaCost{"area", "machine area in square micrometres (the topology's area fields)"};
+const CostDesc kEnergyCost{"energy", "energy of the run in femtojoules (energy_fj)"};
 }  // namespace
 
 std::vector<CostDesc> family_costs(const Family& f) {
   std::vector<CostDesc> c = f.costs;
   c.push_back(kAreaCost);
+  if (f.energy) c.push_back(kEnergyCost);
   return c;
 }
 
 const CostDesc& cost_of(const Family& f, int kind) {
   if (kind == kCostArea) return kAreaCost;
+  if (kind == kCostEnergy && f.energy) return kEnergyCost;
   KB_INTERNAL_CHECK(kind >= 1 && kind <= static_cast<int>(f.costs.size()), "no such cost kind");
   return f.costs[static_cast<std::size_t>(kind - 1)];
 }
@@ -166,6 +169,49 @@ std::vector<Column> result_columns(const Family& f) {
   std::vector<Column> c;
   for (const ColumnDesc& d : f.columns) c.push_back({d.name, d.unit, d.type});
   return c;
+}
+
+void add_energy_columns(Family& f) {
+  KB_INTERNAL_CHECK(f.actions && f.energy, "family " + f.name + ": add_energy_columns without actions and energy");
+  auto count = [&](const char* name, const char* unit, const char* help, std::int64_t Actions::*m) {
+    if (f.column(name)) return;  // the family's own figure of that name: the same count
+    f.columns.push_back({name, unit, help, ColType::integer,
+                         [a = f.actions, m](const void* c, const void* r) -> nlohmann::json { return a(c, r).*m; }, true});
+  };
+  count("macs", "", "multiply-accumulates", &Actions::macs);
+  count("vector_ops", "", "vector element-ops (each pass over a value)", &Actions::vector_ops);
+  count("sram_read_bytes", "bytes", "SRAM bytes read, every PE", &Actions::sram_read_bytes);
+  count("sram_write_bytes", "bytes", "SRAM bytes written, every PE", &Actions::sram_write_bytes);
+  count("hbm_read_bytes", "bytes", "HBM bytes read", &Actions::hbm_read_bytes);
+  count("hbm_write_bytes", "bytes", "HBM bytes written", &Actions::hbm_write_bytes);
+  count("link_bytes_pe", "bytes", "bytes over PE copy queues", &Actions::link_bytes_pe);
+  count("link_bytes_cube", "bytes", "bytes over cube mesh links (each hop)", &Actions::link_bytes_cube);
+  count("link_bytes_sip", "bytes", "bytes over SIP links (each hop)", &Actions::link_bytes_sip);
+  auto part = [&](const char* name, const char* help, std::int64_t Energy::*m, bool terminal = false) {
+    f.columns.push_back({name, "fJ", help, ColType::integer,
+                         [e = f.energy, m](const void* c, const void* r) -> nlohmann::json {
+                           const Energy en = e(c, r);
+                           return en.status == kEnergyOk ? nlohmann::json(en.*m) : nlohmann::json(nullptr);
+                         },
+                         true, terminal});
+  };
+  part("energy_fj", "energy of the run: every part below", &Energy::total, true);
+  part("energy_matrix_fj", "MACs x pe.matrix.mac_fj", &Energy::matrix);
+  part("energy_vector_fj", "vector_ops x pe.vector.op_fj", &Energy::vector);
+  part("energy_sram_fj", "SRAM bytes read and written x their energies", &Energy::sram);
+  part("energy_hbm_fj", "HBM bytes read and written x their energies", &Energy::hbm);
+  part("energy_links_fj", "bytes per link level x that level's energy", &Energy::links);
+  part("energy_static_fj", "the machine's static power x the run's latency", &Energy::static_);
+  f.columns.push_back({"avg_power_w", "W", "energy_fj / the run's latency", ColType::real,
+                       [e = f.energy](const void* c, const void* r) -> nlohmann::json {
+                         const Energy en = e(c, r);  // fJ per ps is mW
+                         if (en.status != kEnergyOk || en.latency_ps <= 0) return nullptr;
+                         return static_cast<double>(en.total) / static_cast<double>(en.latency_ps) / 1000.0;
+                       }});
+  f.columns.push_back({"energy_status", "", "ok, or energy_overflow (energy past 2^63 fJ: the energy columns are null)",
+                       ColType::text, [e = f.energy](const void* c, const void* r) -> nlohmann::json {
+                         return kEnergyStatusNames[e(c, r).status];
+                       }});
 }
 
 std::vector<nlohmann::json> config_values(const Family& f, const void* config) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../../device/backends/backends.h"
+#include "../../device/common/energy.h"
 #include "../common/table.h"
 #include "../topology/spec.h"
 
@@ -138,6 +139,10 @@ struct Family {
   // ("" when it can), and the run from a seed, its findings as JSON plus one line of text.
   std::function<std::string(const void* config)> data_refusal;
   std::function<nlohmann::json(const void* config, std::uint64_t seed, std::string* line)> data_run;
+  // What a valid config's run did and what it cost in energy (docs/model.md section 14), for a
+  // family whose model counts its actions: set by add_energy, with the columns they give.
+  std::function<Actions(const void* config, const void* result)> actions;
+  std::function<Energy(const void* config, const void* result)> energy;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }
@@ -172,6 +177,21 @@ void set_engines(Family& f, Check check, Reference reference, Ops ops) {
   f.reference_ops = [ops](const void* c) { return ops(*static_cast<const Config*>(c)); };
 }
 
+// Appends the count columns (those of Actions the family does not already have) and the
+// energy columns (energy_fj and its parts, avg_power_w, energy_status) to f.columns; f.actions
+// and f.energy must be set.
+void add_energy_columns(Family& f);
+// The energy of a family whose Model counts: Model::actions(config, result) and
+// Model::energy(config, result) (energy_of over the run's latency), and their columns.
+template <class Model>
+void add_energy(Family& f) {
+  using C = typename Model::Config;
+  using R = typename Model::Result;
+  f.actions = [](const void* c, const void* r) { return Model::actions(*static_cast<const C*>(c), *static_cast<const R*>(r)); };
+  f.energy = [](const void* c, const void* r) { return Model::energy(*static_cast<const C*>(c), *static_cast<const R*>(r)); };
+  add_energy_columns(f);
+}
+
 // The ops a reference run may build unless --max-ops says otherwise: about 2 GiB of graph.
 constexpr std::int64_t kDefaultMaxOps = INT64_C(1) << 24;
 // What one op of a reference graph takes, about (bytes; measured, docs/PERFORMANCE.md).
@@ -183,9 +203,9 @@ void check_reference_size(const Family& f, const void* config, std::int64_t max_
 // Every family, in the order of families.h, then the extension families in the order they
 // were registered.
 // A family's Pareto costs: its own (kinds 1, 2, ...), then `area` (kCostArea), which every
-// family has.
+// family has, and `energy` (kCostEnergy), which every family that counts its actions has.
 std::vector<CostDesc> family_costs(const Family& f);
-// The cost of kind `kind` (its own, or kCostArea).
+// The cost of kind `kind` (its own, kCostArea or kCostEnergy).
 const CostDesc& cost_of(const Family& f, int kind);
 
 const std::vector<const Family*>& families();

@@ -113,6 +113,7 @@ Family make() {
       f, [](const C& c) { return gemm_check(c); },
       [](const C& c, const std::string* trace_path) { return gemm_reference(c, trace_path); },
       [](const C& c) { return gemm_reference_ops(c); });
+  add_energy<GemmModel>(f);
   return f;
 }
 

@@ -264,6 +264,10 @@ GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path, Ke
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   r.ops = s.ops;
+  r.vector_ops = s.vector_ops;
+  r.sram_read_bytes = s.sram_read_bytes;
+  r.sram_write_bytes = s.sram_write_bytes;
+  r.link_bytes_pe = s.link_bytes[static_cast<std::size_t>(engine::LinkLevel::pe)];
   gemm_roofline(c, r);  // closed-form bounds of the problem, not the schedule's timing
   return r;
 }

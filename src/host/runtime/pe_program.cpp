@@ -158,10 +158,11 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   ctx_.local_shard(t, rank_, g);
   const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
   // The buffer holds the block's elements in its own type (loads round to it).
-  ctx_.use_elements(buf, rank_, g.elements(), load ? "load" : "store");
+  const auto& info = ctx_.use_elements(buf, rank_, g.elements(), load ? "load" : "store");
   check_transfer(bytes);  // at its HBM share, checked when the launch ends
   engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
+  (load ? op.sram_write : op.sram_read) = g.elements() * dtype_bytes(info.dtype);  // the buffer's side
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (load) ctx_.gate_read(id, tensor);
@@ -181,13 +182,15 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
 OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
                        bool accumulate, Deps deps) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
-  ctx_.use_elements(a, rank_, m * k, "matmul A");
-  ctx_.use_elements(b, rank_, k * n, "matmul B");
-  ctx_.use_elements(c, rank_, m * n, "matmul C");
+  const DType ta = ctx_.use_elements(a, rank_, m * k, "matmul A").dtype;
+  const DType tb = ctx_.use_elements(b, rank_, k * n, "matmul B").dtype;
+  const DType tc = ctx_.use_elements(c, rank_, m * n, "matmul C").dtype;
   const auto& T = ctx_.topo_;
   engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
   op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
   op.macs = m * n * k;
+  const SramBytes sb = matmul_sram(m, n, k, dtype_bytes(ta), dtype_bytes(tb), dtype_bytes(tc), accumulate);
+  op.sram_read = sb.read, op.sram_write = sb.write;
   op.busy_ps = cycles_ps(op.cycles, T.clock_mhz);
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
@@ -220,6 +223,7 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
     const auto& info = ctx_.use_buf(b, rank_, 0, "vector op");
     return info.bytes / dtype_bytes(info.dtype);
   };
+  auto value_bytes = [&](SramBuf b) { return dtype_bytes(ctx_.use_buf(b, rank_, 0, "vector op").dtype); };
   const std::int64_t src_need = broadcast ? rows : kind == VecOp::col_mul ? cols : kind == VecOp::rope ? rows * period : rows * cols;
   if (elements_of(dst) < (reduce ? rows : rows * cols) || (!unary && elements_of(src) < src_need))
     throw InputError("vector op on " + ctx_.rank_name(rank_) + ": " + std::to_string(rows * cols) +
@@ -227,6 +231,9 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   engine::Op op = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
   op.cycles = vector_cycles(kind, rows, cols, ctx_.topo_.vector_lanes);
   op.busy_ps = cycles_ps(op.cycles, ctx_.topo_.clock_mhz);
+  op.vector_ops = vector_element_ops(kind, rows, cols);
+  const SramBytes sb = vector_sram(kind, rows, cols, value_bytes(dst), unary ? 0 : value_bytes(src), period);
+  op.sram_read = sb.read, op.sram_write = sb.write;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s, s2, period, unary]() {
@@ -450,6 +457,9 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     op.latency_ps = hbm_latency;
     ctx_.hbm_access(add_hop(op), to, 1);
   }
+  // Its SRAM ends: the source read as the first hop leaves, the destination written by the last.
+  if (!src.hbm()) ctx_.graph_.add_sram(first, bytes, 0);
+  if (!dst.hbm()) ctx_.graph_.add_sram(prev, 0, bytes);
   // A chain streams at its slowest hop; with an HBM end that is known when the launch ends.
   if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));
   if (ctx_.opts_.enable_data) {
@@ -516,6 +526,7 @@ OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& s
   engine::Op ad = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
   ad.cycles = vector_cycles(VecOp::add, 1, elements, T.vector_lanes);
   ad.busy_ps = cycles_ps(ad.cycles, T.clock_mhz);
+  ad.vector_ops = vector_element_ops(VecOp::add, 1, elements);  // streamed HBM to HBM: no SRAM
   const OpId a = ctx_.graph_.add_op(ad, {});
   ctx_.graph_.add_head_dep(a, r);
   engine::Op wr = base(OpKind::dma_store, ctx_.dma_in_resource(rank_));

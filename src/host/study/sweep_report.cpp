@@ -419,9 +419,12 @@ int parse_pareto(const Family& f, const std::string& s) {
     if (f.costs[i].name == s) return static_cast<int>(i) + 1;
     names += f.costs[i].name + ", ";
   }
-  const CostDesc area = cost_of(f, kCostArea);
-  if (s == area.name) return kCostArea;
-  names += area.name + ", ";
+  for (int kind : {kCostArea, kCostEnergy}) {
+    if (kind == kCostEnergy && !f.energy) continue;
+    const CostDesc& c = cost_of(f, kind);
+    if (s == c.name) return kind;
+    names += c.name + ", ";
+  }
   throw InputError("--pareto " + s + ": expected " + names.substr(0, names.size() - 2) + " or none");
 }
 

@@ -1,0 +1,82 @@
+// Energy from counted actions (docs/model.md section 14, ADR 0022): what a run did, counted by
+// either engine, times the topology's energy per action, plus the machine's static power over
+// the run's latency. Integer femtojoules, summed in 128 bits; a total past int64 is the
+// `energy_overflow` status, never a wrapped value.
+#pragma once
+
+#include <cstdint>
+
+#include "hw.h"
+#include "kb_hd.h"
+#include "units.h"
+
+namespace kb {
+
+// The actions of one run, every rank together. A count at kTimeLimitPs (2^61) is saturated
+// (the model's sums stop there) and makes the energy an overflow.
+struct Actions {
+  std::int64_t macs;
+  std::int64_t vector_ops;                         // element-ops of the vector engines (vector_element_ops)
+  std::int64_t sram_read_bytes, sram_write_bytes;  // every PE's SRAM
+  std::int64_t hbm_read_bytes, hbm_write_bytes;
+  std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;  // per hop, as the link_bytes figures
+};
+
+enum EnergyStatus : std::int32_t { kEnergyOk = 0, kEnergyOverflow = 1 };
+constexpr const char* kEnergyStatusNames[] = {"ok", "energy_overflow"};
+
+// Femtojoules, by component; all 0 unless status is kEnergyOk. latency_ps: the time static
+// power was charged over.
+struct Energy {
+  std::int32_t status;
+  std::int64_t total, matrix, vector, sram, hbm, links, static_;
+  ps_t latency_ps;
+};
+
+// The machine's static power in mW: every PE, every cube (its HBM stack) and every SIP of the
+// topology, whatever part of it a run uses. At most 2^24 PEs of 10^9 mW: below 2^54.
+KB_HD constexpr std::int64_t hw_static_mw(const HwConfig& h) {
+  return h.sips * (h.sip_static_mw + h.cubes_per_sip() * (h.cube_static_mw + h.pes_per_cube() * h.pe_static_mw));
+}
+
+#if defined(__SIZEOF_INT128__) || defined(__CUDACC__)
+using i128 = __int128;
+#else
+#error "energy sums need a 128-bit integer (__int128)"
+#endif
+
+// Energy of `a` on `h` over `latency_ps`. A mW over a ps is exactly a fJ. Each product is below
+// 2^61 · 10^9 < 2^91, and their sum below 2^95: 128 bits never wrap.
+KB_HD inline Energy energy_of(const HwConfig& h, const Actions& a, ps_t latency_ps) {
+  Energy e{kEnergyOverflow, 0, 0, 0, 0, 0, 0, 0, latency_ps};
+  const std::int64_t counts[] = {a.macs,           a.vector_ops,      a.sram_read_bytes,
+                                 a.sram_write_bytes, a.hbm_read_bytes, a.hbm_write_bytes,
+                                 a.link_bytes_pe,  a.link_bytes_cube, a.link_bytes_sip};
+  for (std::int64_t n : counts)
+    if (n < 0 || n >= kTimeLimitPs) return e;
+  if (latency_ps < 0 || latency_ps >= kTimeLimitPs) return e;
+  const i128 matrix = static_cast<i128>(a.macs) * h.mac_fj;
+  const i128 vector = static_cast<i128>(a.vector_ops) * h.vector_op_fj;
+  const i128 sram = static_cast<i128>(a.sram_read_bytes) * h.sram_read_fj_per_byte +
+                    static_cast<i128>(a.sram_write_bytes) * h.sram_write_fj_per_byte;
+  const i128 hbm = static_cast<i128>(a.hbm_read_bytes) * h.hbm_read_fj_per_byte +
+                   static_cast<i128>(a.hbm_write_bytes) * h.hbm_write_fj_per_byte;
+  const i128 links = static_cast<i128>(a.link_bytes_pe) * h.ipcq.energy_fj_per_byte +
+                     static_cast<i128>(a.link_bytes_cube) * h.cube_link.energy_fj_per_byte +
+                     static_cast<i128>(a.link_bytes_sip) * h.sip_link.energy_fj_per_byte;
+  const i128 stat = static_cast<i128>(hw_static_mw(h)) * latency_ps;
+  const i128 total = matrix + vector + sram + hbm + links + stat;
+  if (total > static_cast<i128>(INT64_MAX)) return e;  // every part is no larger than the total
+  e.status = kEnergyOk;
+  e.total = static_cast<std::int64_t>(total);
+  e.matrix = static_cast<std::int64_t>(matrix), e.vector = static_cast<std::int64_t>(vector);
+  e.sram = static_cast<std::int64_t>(sram), e.hbm = static_cast<std::int64_t>(hbm);
+  e.links = static_cast<std::int64_t>(links), e.static_ = static_cast<std::int64_t>(stat);
+  return e;
+}
+
+// The Pareto cost every family with counted actions has (`--pareto energy`): energy_fj, or
+// INT64_MAX on an overflow (behind every config whose energy is known).
+constexpr std::int32_t kCostEnergy = 1001;
+
+}  // namespace kb
