@@ -17,6 +17,7 @@
 #include "../common/units.h"
 #include "../sim/event_sim.h"
 #include "allreduce_ring.h"
+#include "../common/energy.h"
 #include "collective.h"
 #include "vector.h"
 
@@ -31,6 +32,10 @@ struct AllreduceResult {
   std::int64_t hbm_read_bytes, hbm_write_bytes;
   ps_t vector_busy_ps;     // vector engines' busy time, summed
   std::int64_t transfers;  // messages between ranks
+  // Counted actions (docs/model.md section 14.3): the adds' element-ops, and SRAM bytes (an
+  // SRAM transfer reads its source and writes its destination, an add reads two operands and
+  // writes one; HBM buffers stream and touch no SRAM).
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
 };
 
 // Pareto costs a sweep can trade latency against (1-based; 0: none).
@@ -163,6 +168,8 @@ struct Sim {
       add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, nb));
       out.hbm_write_bytes += nb;
       e.chain(first, prev - first + 1);
+    } else {
+      out.sram_read_bytes += nb, out.sram_write_bytes += nb;
     }
     ++out.transfers;
     e.mark(prev, x.dst);
@@ -178,7 +185,10 @@ struct Sim {
     }
     const std::int64_t nb = xfer_bytes(ch, x), values = nb / 2;
     const ps_t add_ps = cycles_ps(vector_cycles(VecOp::add, 1, values, c->hw.vector_lanes), c->hw.clock_mhz);
+    out.vector_ops += vector_element_ops(VecOp::add, 1, values);
     if (!hbm_mode()) {
+      const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
+      out.sram_read_bytes += sb.read, out.sram_write_bytes += sb.write;
       const std::int32_t o = op(x.dst, vector_of(x.dst), add_ps);
       e.dep(o, landed);
       range_deps(o, x.dst, ch, x.k0, x.k1);
@@ -304,6 +314,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
     o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
     o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
+    o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = sim.walk.mark_done[r];
     ++sim.levels, ++sim.walked_levels;
     return kArOk;
@@ -363,6 +374,8 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
       r.hbm_read_bytes += g * o.hbm_read_bytes, r.hbm_write_bytes += g * o.hbm_write_bytes;
       r.vector_busy_ps += g * o.vector_busy_ps;
       r.transfers += g * o.transfers;
+      r.vector_ops += g * o.vector_ops;
+      r.sram_read_bytes += g * o.sram_read_bytes, r.sram_write_bytes += g * o.sram_write_bytes;
       ps_t next = 0;
       if (ph[k].up) {
         next = sim.e.mark_done[coll_root(ph[k].sub)];
@@ -386,7 +399,7 @@ struct AllreduceModel {
   using Config = AllreduceConfig;
   using Result = AllreduceResult;
   static constexpr int kStatuses = kArStatusCount;
-  static constexpr bool kCounts = false;  // no energy yet
+  static constexpr bool kCounts = true;
   KB_HD static void complete(Config&) {}
   // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
@@ -402,6 +415,18 @@ struct AllreduceModel {
       default: return 0;
     }
   }
+  KB_HD static Actions actions(const Config&, const Result& r) {
+    return Actions{0,
+                   r.vector_ops,
+                   r.sram_read_bytes,
+                   r.sram_write_bytes,
+                   r.hbm_read_bytes,
+                   r.hbm_write_bytes,
+                   r.link_bytes_pe,
+                   r.link_bytes_cube,
+                   r.link_bytes_sip};
+  }
+  KB_HD static Energy energy(const Config& c, const Result& r) { return energy_of(c.hw, actions(c, r), r.latency_ps); }
 };
 
 }  // namespace kb

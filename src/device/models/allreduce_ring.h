@@ -27,6 +27,7 @@ struct AllreduceFigures {
   std::int64_t copies_pe, copies_cube, copies_sip;
   ps_t vector_busy_ps;
   std::int64_t transfers;
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
 };
 
 // The scratch of the walk: when each piece (rank, chunk, piece) was last written (-1: never),
@@ -112,6 +113,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
           w.landed[i] = end;
           w.mark_done[(i + 1) % p] = imax(w.mark_done[(i + 1) % p], end);
           ++f.transfers;
+          f.sram_read_bytes += nb, f.sram_write_bytes += nb;
         }
         for (std::int64_t i = 0; i < p; ++i) {
           const std::int64_t dst = (i + 1) % p, j = coll_detail::mod(rs ? i - s : i + 1 - s, p);
@@ -129,6 +131,9 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
           f.latency_ps = imax(f.latency_ps, end);
           w.mark_done[dst] = imax(w.mark_done[dst], end);
           f.vector_busy_ps += add;
+          f.vector_ops += vector_element_ops(VecOp::add, 1, values);
+          const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
+          f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
         }
       }
   }

@@ -108,6 +108,7 @@ Family make() {
       f, [](const C& c) { return allreduce_check(c); },
       [](const C& c, const std::string* trace_path) { return allreduce_reference(c, trace_path); },
       [](const C& c) { return allreduce_reference_ops(c); });
+  add_energy<AllreduceModel>(f);
   return f;
 }
 

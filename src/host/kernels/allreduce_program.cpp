@@ -379,6 +379,7 @@ AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string*
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
+  r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
   // Messages: every copy whose last hop is an in-port, a cube link into its destination, a
   // SIP link or an HBM write; counted from the graph as ops the library issued as copies.
   std::int64_t transfers = 0;
