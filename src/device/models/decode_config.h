@@ -74,6 +74,8 @@ struct DecodeResult {
   std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;
   std::int64_t kv_footprint_bytes, kv_max_cube_bytes;  // K and V in HBM: all cubes, the fullest cube
   std::int64_t working_pes;                            // PEs that read a KV shard
+  // Counted actions (docs/model.md section 14.4): vector element-ops and SRAM bytes.
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
 };
 
 // ---- geometry (shared with the reference kernel, like routes: no timing) ---------------------

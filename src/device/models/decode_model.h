@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "../common/energy.h"
 #include "../common/hw.h"
 #include "../common/kb_hd.h"
 #include "../common/units.h"
@@ -44,10 +45,29 @@ KB_HD inline ps_t merge_ps(const DecodeConfig& c, std::int64_t R) {
          2 * vec_ps(c, VecOp::row_mul, R, d) + vec_ps(c, VecOp::add, 1, R * d);
 }
 
+// Counted actions beyond MACs and HBM bytes: vector element-ops, SRAM bytes read and written.
+struct Counts {
+  std::int64_t vops, rd, wr;
+  KB_HD void add(const Counts& o, std::int64_t times = 1) { vops += times * o.vops, rd += times * o.rd, wr += times * o.wr; }
+  KB_HD void vec(VecOp op, std::int64_t rows, std::int64_t cols, std::int64_t times = 1) {
+    const SramBytes b = vector_sram(op, rows, cols, 4, 4);  // every vector operand is fp32
+    vops += times * vector_element_ops(op, rows, cols), rd += times * b.read, wr += times * b.write;
+  }
+  KB_HD void sram(const SramBytes& b) { rd += b.read, wr += b.write; }
+};
+// What merge_ps's ops count, op for op.
+KB_HD inline Counts merge_counts(const DecodeConfig& c, std::int64_t R) {
+  Counts k{0, 0, 0};
+  k.vec(VecOp::copy, 1, R, 2), k.vec(VecOp::max, 1, R), k.vec(VecOp::sub, 1, R, 2), k.vec(VecOp::exp, 1, R, 2);
+  k.vec(VecOp::mul, 1, R, 2), k.vec(VecOp::add, 1, R), k.vec(VecOp::row_mul, R, c.d_head, 2), k.vec(VecOp::add, 1, R * c.d_head);
+  return k;
+}
+
 // One chunk step's costs.
 struct Chunk {
   ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
   std::int64_t cyc;                        // matrix cycles
+  Counts counts;                           // the step's, its merge's included
 };
 // `merge`: merge_ps(c, G) where the step merges, else -1.
 KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std::int64_t sharers) {
@@ -65,6 +85,15 @@ KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std:
          vec_ps(c, VecOp::exp, 1, G * n);
   k.vb = vec_ps(c, VecOp::row_sum, G, n);
   k.merge = merge;
+  // The K and V chunks land in SRAM; S = q K^T (q fp16, K as stored, S fp32), the softmax
+  // passes over S, O = P V (P fp32, V as stored, O fp32), then the merge.
+  const std::int64_t kvb = dec_kv_bytes(c);
+  k.counts = Counts{0, 0, 2 * d * n * kvb};
+  k.counts.sram(matmul_sram(G, n, d, 2, kvb, 4, false));
+  k.counts.vec(VecOp::scale, 1, G * n), k.counts.vec(VecOp::row_max, G, n), k.counts.vec(VecOp::row_sub, G, n);
+  k.counts.vec(VecOp::exp, 1, G * n), k.counts.vec(VecOp::row_sum, G, n);
+  k.counts.sram(matmul_sram(G, d, n, 4, kvb, 4, false));
+  if (merge >= 0) k.counts.add(merge_counts(c, G));
   return k;
 }
 
@@ -131,6 +160,7 @@ struct PeRun {
   ps_t dma, mm, vec;                 // DMA queue free, last matmul end, vector free
   ps_t matrix_busy, vector_busy, dma_busy;
   std::int64_t cycles, macs, read_bytes;
+  Counts counts;
 };
 
 KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_t len, std::int64_t sharers) {
@@ -144,8 +174,9 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
   const Chunk km = chunk(c, first, merge, sharers);
   Chunk kf = km;
   kf.merge = -1;
+  kf.counts.add(merge_counts(c, G), -1);
   const Chunk kl = last == first ? km : chunk(c, last, merge, sharers);
-  PeRun r{units, len, sharers, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  PeRun r{units, len, sharers, 0, 0, 0, 0, 0, 0, 0, 0, 0, Counts{0, 0, 0}};
   const ps_t bq = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   Pipe p{bq, 0, 0, 0, 0, 0, 0};
   auto unit = [&](Pipe& s) {
@@ -162,12 +193,14 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
     r.cycles += count * k.cyc;
     r.macs += count * 2 * G * n * d;
     r.read_bytes += count * 2 * n * d * dec_kv_bytes(c);
+    r.counts.add(k.counts, count);
   };
   add(units, kf, first);
   if (J >= 3) add(units * (J - 2), km, Lc);
   if (J >= 2) add(units, kl, last);
   r.dma_busy += bq;
   r.read_bytes += R * d * 2;
+  r.counts.wr += R * d * 2;  // q, fp16
   return r;
 }
 
@@ -277,24 +310,34 @@ struct DecodeEval {
   struct Tally {
     ps_t matrix_busy, vector_busy, dma_busy;
     std::int64_t mac_cycles, macs, hbm_read_bytes, hbm_write_bytes, copies_pe, link_bytes_pe, working_pes;
+    std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
   };
   KB_HD Tally tally() const {
     return Tally{r.matrix_busy_ps, r.vector_busy_ps, r.dma_busy_ps,   r.mac_cycles,    r.macs,
-                 r.hbm_read_bytes, r.hbm_write_bytes, r.copies_pe, r.link_bytes_pe, r.working_pes};
+                 r.hbm_read_bytes, r.hbm_write_bytes, r.copies_pe, r.link_bytes_pe, r.working_pes,
+                 r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes};
   }
   KB_HD static Tally minus(const Tally& b, const Tally& a) {
     return Tally{b.matrix_busy - a.matrix_busy,         b.vector_busy - a.vector_busy,
                  b.dma_busy - a.dma_busy,               b.mac_cycles - a.mac_cycles,
                  b.macs - a.macs,                       b.hbm_read_bytes - a.hbm_read_bytes,
                  b.hbm_write_bytes - a.hbm_write_bytes, b.copies_pe - a.copies_pe,
-                 b.link_bytes_pe - a.link_bytes_pe,     b.working_pes - a.working_pes};
+                 b.link_bytes_pe - a.link_bytes_pe,     b.working_pes - a.working_pes,
+                 b.vector_ops - a.vector_ops,           b.sram_read_bytes - a.sram_read_bytes,
+                 b.sram_write_bytes - a.sram_write_bytes};
   }
   KB_HD void add(const Tally& d) {
     r.matrix_busy_ps += d.matrix_busy, r.vector_busy_ps += d.vector_busy, r.dma_busy_ps += d.dma_busy;
     r.mac_cycles += d.mac_cycles, r.macs += d.macs, r.hbm_read_bytes += d.hbm_read_bytes;
     r.hbm_write_bytes += d.hbm_write_bytes, r.copies_pe += d.copies_pe, r.link_bytes_pe += d.link_bytes_pe;
     r.working_pes += d.working_pes;
+    r.vector_ops += d.vector_ops, r.sram_read_bytes += d.sram_read_bytes, r.sram_write_bytes += d.sram_write_bytes;
   }
+  KB_HD void add(const Counts& k, std::int64_t times = 1) {
+    r.vector_ops += times * k.vops, r.sram_read_bytes += times * k.rd, r.sram_write_bytes += times * k.wr;
+  }
+  // A copy of `bytes` from one PE's SRAM to another's.
+  KB_HD void sram_copy(std::int64_t bytes) { r.sram_read_bytes += bytes, r.sram_write_bytes += bytes; }
 
   // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation, and cubes
   // alike (cube_key) share their PEs' states: a cube like an earlier one, its representative
@@ -347,6 +390,7 @@ struct DecodeEval {
         s = PeState{e.dma, e.mm, e.vec, imax(e.vec, e.mm), w.units.len * G};
         r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
         r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
+        add(e.counts);
         r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
         ++r.working_pes;
       }
@@ -380,6 +424,7 @@ struct DecodeEval {
       s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
       r.vector_busy_ps += m;
     }
+    add(merge_counts(c, s.rows), n);
     s.send = imax(s.vec, s.mm);
   }
 
@@ -389,6 +434,9 @@ struct DecodeEval {
     const ps_t div = div_time;
     const ps_t end = imax(s.vec, s.mm) + div;
     r.vector_busy_ps += div;
+    Counts k{0, 0, 0};
+    k.vec(VecOp::row_div, s.rows, d);
+    add(k);
     s.vec = end;
     done(end);
     if (!writes) return end;
@@ -406,6 +454,7 @@ struct DecodeEval {
     s.dma = imax(s.dma, ready) + b;
     r.dma_busy_ps += b;
     r.hbm_write_bytes += rows * d * 2;
+    r.sram_read_bytes += rows * d * 4;  // from the fp32 answer
     done(s.dma + lat);
   }
 
@@ -428,6 +477,7 @@ struct DecodeEval {
         m[nm++] = Msg{t + 2 * bm, ch[j], 2, bo, j};
         r.copies_pe += 3;
         r.link_bytes_pe += R * (2 + d) * 4;
+        sram_copy(R * (2 + d) * 4);
       }
       sim::serve_all(m, nm, ipcq_lat);  // every claim is known: the senders' last ops are done
       ps_t arrival[4] = {0, 0, 0, 0};
@@ -501,6 +551,7 @@ struct DecodeEval {
           m[nm++] = Msg{t, p, 2, bo, static_cast<std::int32_t>(p)};
           r.copies_cube += 3;
           r.link_bytes_cube += R * (2 + d) * 4;
+          sram_copy(R * (2 + d) * 4);
         }
         sim::serve_all(m, nm, link_lat);
         for (std::int64_t p = 0; p < P; ++p) arrival[p][j] = 0;
@@ -529,6 +580,7 @@ struct DecodeEval {
         got[ch[j]] = got[x] + bo + link_lat;
         r.copies_cube += 1;
         r.link_bytes_cube += R * d * 4;
+        sram_copy(R * d * 4);
         done(got[ch[j]]);
       }
     }
@@ -596,7 +648,7 @@ struct DecodeModel {
   using Config = DecodeConfig;
   using Result = DecodeResult;
   static constexpr int kStatuses = kDecStatusCount;
-  static constexpr bool kCounts = false;  // no energy yet
+  static constexpr bool kCounts = true;
   KB_HD static void complete(Config& c) { decode_complete(c); }
   KB_HD static KB_NOINLINE Result evaluate(const Config& c) { return decode_model(c); }
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
@@ -607,6 +659,11 @@ struct DecodeModel {
       default: (void)c; return 0;
     }
   }
+  KB_HD static Actions actions(const Config&, const Result& r) {
+    return Actions{r.macs,           r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes,
+                   r.hbm_write_bytes, r.link_bytes_pe, r.link_bytes_cube, r.link_bytes_sip};
+  }
+  KB_HD static Energy energy(const Config& c, const Result& r) { return energy_of(c.hw, actions(c, r), r.latency_ps); }
 };
 
 }  // namespace kb

@@ -111,6 +111,7 @@ Family make() {
       f, [](const C& c) { return decode_check(c); },
       [](const C& c, const std::string* trace_path) { return decode_reference(c, trace_path); },
       [](const C& c) { return decode_reference_ops(c); });
+  add_energy<DecodeModel>(f);
   return f;
 }
 

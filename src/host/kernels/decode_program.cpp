@@ -421,6 +421,7 @@ DecodeResult decode_reference(const DecodeConfig& c, const std::string* trace_pa
   r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
+  r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
   r.link_bytes_pe = s.link_bytes[0], r.link_bytes_cube = s.link_bytes[1], r.link_bytes_sip = s.link_bytes[2];
   r.copies_pe = s.link_copies[0], r.copies_cube = s.link_copies[1], r.copies_sip = s.link_copies[2];
   // The KV footprint as the runtime placed it: each cube's HBM in use, less q and the output.
