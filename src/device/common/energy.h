@@ -22,6 +22,20 @@ struct Actions {
   std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;  // per hop, as the link_bytes figures
 };
 
+// a + k·b, count by count, saturating at kTimeLimitPs (an overflow, to energy_of).
+KB_HD inline Actions actions_add(const Actions& a, const Actions& b, std::int64_t k = 1) {
+  auto f = [k](std::int64_t x, std::int64_t y) { return sat_add(x, sat_mul(k, y)); };
+  return Actions{f(a.macs, b.macs),
+                 f(a.vector_ops, b.vector_ops),
+                 f(a.sram_read_bytes, b.sram_read_bytes),
+                 f(a.sram_write_bytes, b.sram_write_bytes),
+                 f(a.hbm_read_bytes, b.hbm_read_bytes),
+                 f(a.hbm_write_bytes, b.hbm_write_bytes),
+                 f(a.link_bytes_pe, b.link_bytes_pe),
+                 f(a.link_bytes_cube, b.link_bytes_cube),
+                 f(a.link_bytes_sip, b.link_bytes_sip)};
+}
+
 enum EnergyStatus : std::int32_t { kEnergyOk = 0, kEnergyOverflow = 1 };
 constexpr const char* kEnergyStatusNames[] = {"ok", "energy_overflow"};
 

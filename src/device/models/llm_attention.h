@@ -36,6 +36,7 @@ struct LlmAttnResult {
   ps_t matrix_busy_ps, vector_busy_ps, dma_busy_ps;  // summed over PEs
   std::int64_t macs;                                 // the causal pairs' (the masked half of diagonal blocks not counted)
   std::int64_t hbm_read_bytes, hbm_write_bytes;
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;  // counted actions (docs/model.md section 14)
 };
 
 constexpr std::int64_t kLlmAttnMaxTile = 256, kLlmAttnMinSplitTile = 32, kLlmAttnMaxItems = INT64_C(1) << 24;
@@ -173,6 +174,7 @@ struct AttnItem {
   std::int64_t tokens, positions, sharers;  // the key
   ps_t dma, matrix_busy, vector_busy, dma_busy;
   std::int64_t read;
+  dec_detail::Counts counts;  // its chunks', division's and store's
 };
 KB_HD inline AttnItem attn_item(const LlmAttnConfig& c, std::int64_t tokens, std::int64_t positions, std::int64_t sharers) {
   const HwConfig& h = c.hw;
@@ -182,9 +184,12 @@ KB_HD inline AttnItem attn_item(const LlmAttnConfig& c, std::int64_t tokens, std
   const ps_t div = dec_detail::vec_ps(f, VecOp::row_div, R, d);
   const ps_t store = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   const ps_t ready = imax(e.vec, e.mm) + div;
+  dec_detail::Counts k = e.counts;
+  k.vec(VecOp::row_div, R, d);
+  k.rd += R * d * 4;  // the store, from the fp32 answer
   return AttnItem{tokens,           positions,        sharers,
                   imax(e.dma, ready) + store, e.matrix_busy, e.vector_busy + div,
-                  e.dma_busy + store, e.read_bytes};
+                  e.dma_busy + store, e.read_bytes, k};
 }
 
 }  // namespace llm_detail
@@ -225,6 +230,7 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
       r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
       r.hbm_read_bytes += e.read;
       r.hbm_write_bytes += it.tokens * H * d * 2;
+      r.vector_ops += e.counts.vops, r.sram_read_bytes += e.counts.rd, r.sram_write_bytes += e.counts.wr;
       any = true;
     }
     if (any) r.latency_ps = imax(r.latency_ps, t + lat);

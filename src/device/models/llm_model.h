@@ -52,7 +52,24 @@ struct LlmResult {
   std::int64_t macs;                              // the whole model's step, every rank
   std::int64_t hbm_read_bytes, hbm_write_bytes;   // the same
   std::int64_t link_bytes;                        // bytes over links, every level: allreduces and stage transfers
+  // Counted actions of the whole model's step, every rank (docs/model.md section 14): vector
+  // element-ops, SRAM bytes, and link bytes per level as the engine counts them (a hop into a
+  // PE's in-port, over a mesh link, over a SIP link).
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
+  std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;
 };
+
+// The counted actions of each kind of kernel's result (the rank's, or the group's for an
+// allreduce), as both engines' tallies take them.
+KB_HD inline Actions llm_attn_actions(const LlmAttnResult& r) {
+  return Actions{r.macs, r.vector_ops, r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes, r.hbm_write_bytes, 0, 0, 0};
+}
+KB_HD inline Actions llm_vec_actions(const LlmVecResult& r) {
+  return Actions{0, r.vector_ops, r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes, r.hbm_write_bytes, 0, 0, 0};
+}
+KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
+  return Actions{0, 0, 0, 0, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes_pe, r.link_bytes_cube, r.link_bytes_sip};
+}
 
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
   return LlmShape{c.hidden, c.intermediate, c.heads, c.kv_heads, c.head_dim, c.layers, c.vocab, c.tied};
@@ -212,15 +229,14 @@ struct LlmTally {
   enum Kind { kGemm = 0, kAttention, kVector, kAllreduce, kTransfer };
   struct Part {
     ps_t latency, kind[kLlmKinds];
-    std::int64_t macs, read, write, link;
+    Actions a;          // counted actions, every rank
+    std::int64_t link;  // link bytes, every hop (out-ports included for transfers)
   } part[3] = {};  // 0: the head, 1: a layer, 2: a transfer
-  KB_HD void add(bool layer, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
-                 std::int64_t link) {
-    add_to(part[layer ? 1 : 0], k, latency, macs, read, write, link);
+  // A kernel's latency, its actions (`times` over: tp for a rank's kernel) and link bytes.
+  KB_HD void add(bool layer, Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link) {
+    add_to(part[layer ? 1 : 0], k, latency, a, times, link);
   }
-  KB_HD void add_transfer(ps_t latency, std::int64_t read, std::int64_t write, std::int64_t link) {
-    add_to(part[2], kTransfer, latency, 0, read, write, link);
-  }
+  KB_HD void add_transfer(ps_t latency, const Actions& a, std::int64_t link) { add_to(part[2], kTransfer, latency, a, 1, link); }
   // The step through the schedule, each stage running `layers` of its layers at most
   // (0: all of them); the last stage runs the head.
   KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
@@ -244,18 +260,21 @@ struct LlmTally {
     o.model_latency_ps = all.at;
     o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
     o.allreduce_ps = all.kind[kAllreduce], o.transfer_ps = all.kind[kTransfer];
-    o.macs = M * (L * l.macs + h.macs);
-    o.hbm_read_bytes = M * (L * l.read + h.read) + X * x.read;
-    o.hbm_write_bytes = M * (L * l.write + h.write) + X * x.write;
+    // M micro-batches of L layers and the head, and X transfers.
+    const Actions a = actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X);
+    o.macs = a.macs;
+    o.hbm_read_bytes = a.hbm_read_bytes, o.hbm_write_bytes = a.hbm_write_bytes;
     o.link_bytes = M * (L * l.link + h.link) + X * x.link;
+    o.vector_ops = a.vector_ops, o.sram_read_bytes = a.sram_read_bytes, o.sram_write_bytes = a.sram_write_bytes;
+    o.link_bytes_pe = a.link_bytes_pe, o.link_bytes_cube = a.link_bytes_cube, o.link_bytes_sip = a.link_bytes_sip;
     return o;
   }
 
  private:
-  KB_HD static void add_to(Part& p, Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
-                           std::int64_t link) {
+  KB_HD static void add_to(Part& p, Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link) {
     p.latency = sat_add(p.latency, latency), p.kind[k] = sat_add(p.kind[k], latency);
-    p.macs += macs, p.read += read, p.write += write, p.link += link;
+    p.a = actions_add(p.a, a, times);
+    p.link += link;
   }
 };
 
@@ -278,17 +297,17 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
       const GemmResult r = memo_eval<GemmConfig, GemmResult>(g, [](const GemmConfig& x) { return gemm_model(x); });
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0);
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
       const DecodeResult r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return decode_model(x); });
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0);
     }
     KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
       const LlmAttnResult r = memo_eval<LlmAttnConfig, LlmAttnResult>(x, [](const LlmAttnConfig& y) { return llm_attn_model(y); });
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      t.add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0);
     }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
       if (!have_allreduce)
@@ -297,18 +316,18 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
         have_allreduce = true;
       const AllreduceResult& r = allreduce_figures;
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
+      t.add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
             r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
     }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
       const LlmVecResult r = llm_vec_model(x);
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0);
+      t.add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0);
     }
     KB_HD void transfer(const LlmSendConfig& x) {
       const LlmSendResult r = llm_send_model(x);
       bad = bad || r.status != 0;
-      t.add_transfer(r.latency_ps, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes);
+      t.add_transfer(r.latency_ps, llm_send_actions(r), r.link_bytes);
     }
   } time{LlmTally{}, c.tp};
   llm_for_each_kernel(c, time);
@@ -324,7 +343,7 @@ struct LlmModel {
   using Config = LlmConfig;
   using Result = LlmResult;
   static constexpr int kStatuses = kLlmPlaceStatusCount;
-  static constexpr bool kCounts = false;  // no energy yet
+  static constexpr bool kCounts = true;
   KB_HD static void complete(Config&) {}
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
   // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
@@ -335,6 +354,12 @@ struct LlmModel {
       default: return 0;
     }
   }
+  // The whole model's step: its counts, and the machine's static power over its latency.
+  KB_HD static Actions actions(const Config&, const Result& r) {
+    return Actions{r.macs,           r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes,
+                   r.hbm_write_bytes, r.link_bytes_pe, r.link_bytes_cube, r.link_bytes_sip};
+  }
+  KB_HD static Energy energy(const Config& c, const Result& r) { return energy_of(c.hw, actions(c, r), r.model_latency_ps); }
 };
 
 }  // namespace kb

@@ -38,6 +38,7 @@ struct LlmSendResult {
   std::int32_t reserved;
   ps_t latency_ps;
   std::int64_t hbm_read_bytes, hbm_write_bytes, link_bytes;  // link bytes: per hop
+  std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;  // per level, as the engine counts (no out-ports)
 };
 
 enum LlmSendStatus : std::int32_t { kLlmSendOk = 0, kLlmSendBadField, kLlmSendTimeOverflow };
@@ -113,6 +114,12 @@ KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
       slowest = imax(slowest, transfer_ps(c.bytes, hop.bandwidth_gbps));
       latency += hop.latency_ns * kPsPerNs;
       ++hops;
+      switch (hop.kind) {
+        case net::LinkKind::ipcq_in: r.link_bytes_pe += c.bytes; break;
+        case net::LinkKind::cube_link: r.link_bytes_cube += c.bytes; break;
+        case net::LinkKind::sip_link: r.link_bytes_sip += c.bytes; break;
+        default: break;  // a sender's out-port: the copy is counted at the in-port
+      }
     });
     r.latency_ps += latency + slowest;
     r.link_bytes += hops * c.bytes;

@@ -46,6 +46,7 @@ struct LlmVecResult {
   ps_t latency_ps;
   ps_t vector_busy_ps, dma_busy_ps;  // summed over PEs
   std::int64_t hbm_read_bytes, hbm_write_bytes;
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;  // counted actions (docs/model.md section 14)
 };
 
 constexpr std::int64_t kLlmVecMaxRows = INT64_C(1) << 32, kLlmVecMaxCols = INT64_C(1) << 20;
@@ -108,11 +109,43 @@ KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
   return kLlmVecOk;
 }
 
+// The counted actions of the kernel, every PE's (docs/model.md section 14): what a tile's loads
+// write to SRAM, its passes do, and its store reads, all in proportion to the tile's rows (the
+// PEs' tiles together count as one tile of every row) but for the weights a norm's col_mul
+// reads once a tile (`tiles`: every PE's tiles); and each PE with rows loads a norm's weights
+// once. A pass's operands: the inputs, the output and RoPE's table fp16, the row buffer fp32,
+// a norm's weights at weight_bytes, the 8-bit output one byte.
+KB_HD inline void llm_vec_counts(const LlmVecConfig& c, std::int64_t tiles, LlmVecResult& r) {
+  const std::int64_t R = c.rows, ob = llm_vec_out_bytes(c);
+  LlmVecPass p[6];
+  int np = llm_vec_passes(c.kind, R, c.cols, p);
+  if (ob == 1) p[np++] = LlmVecPass{VecOp::copy, R, c.cols};
+  r.vector_ops = 0;
+  r.sram_read_bytes = R * c.cols * ob;   // the stores
+  r.sram_write_bytes = r.hbm_read_bytes;  // the loads, weights included
+  for (int i = 0; i < np; ++i) {
+    std::int64_t dst = 2, src = 2;
+    switch (p[i].op) {
+      case VecOp::row_sumsq: dst = 4; break;                           // into the row buffer
+      case VecOp::rsqrt: dst = 4, src = 0; break;                      // the row buffer, in place
+      case VecOp::row_mul: src = 4; break;                             // by the row buffer
+      case VecOp::col_mul: src = c.weight_bytes == 1 ? 1 : 2; break;  // by the weights
+      case VecOp::copy: dst = 1; break;                                // into the 8-bit buffer
+      default: break;
+    }
+    SramBytes b = vector_sram(p[i].op, p[i].rows, p[i].cols, dst, src, llm_vec_table_cols(c));
+    if (p[i].op == VecOp::col_mul) b.read += (tiles - 1) * c.cols * src;  // the weights, once a tile
+    r.vector_ops += vector_element_ops(p[i].op, p[i].rows, p[i].cols);
+    r.sram_read_bytes += b.read, r.sram_write_bytes += b.write;
+  }
+}
+
 namespace llm_detail {
 
 // One PE's run: its end, and its busy totals.
 struct VecPe {
   ps_t end, vector_busy, dma_busy;
+  std::int64_t tiles;
 };
 
 // A PE streaming `rows` rows, its cube's HBM shared by `sharers` PEs: a norm's weights first,
@@ -124,7 +157,7 @@ KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t
   const HwConfig& h = c.hw;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t T = llm_vec_tile_rows(c, rows), inputs = llm_vec_inputs(c.kind), ob = llm_vec_out_bytes(c);
-  VecPe r{0, 0, 0};
+  VecPe r{0, 0, 0, 0};
   ps_t dma = 0, vec = 0;
   if (llm_vec_weight_bytes(c) > 0) {  // lands before the first tile, which follows it on the queue
     dma = shared_transfer_ps(llm_vec_weight_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
@@ -132,6 +165,7 @@ KB_HD inline VecPe vec_pe(const LlmVecConfig& c, std::int64_t rows, std::int64_t
   }
   for (std::int64_t lo = 0; lo < rows; lo += T) {
     const std::int64_t t = imin(T, rows - lo), bytes = t * c.cols * 2;
+    ++r.tiles;
     const ps_t b = shared_transfer_ps(bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
     const ps_t out = ob == 2 ? b : shared_transfer_ps(t * c.cols * ob, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
     ps_t landed = 0;
@@ -179,8 +213,10 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
   r.status = llm_vec_check(c);
   if (r.status != kLlmVecOk) return r;
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), n = C * P, R = c.rows, T = c.hw.tenants();
+  std::int64_t tiles = 0;
   auto add = [&](const llm_detail::VecPe& pe, std::int64_t count) {
     if (count == 0) return;
+    tiles += count * pe.tiles;
     r.latency_ps = imax(r.latency_ps, pe.end);
     r.vector_busy_ps += count * pe.vector_busy;
     r.dma_busy_ps += count * pe.dma_busy;
@@ -206,6 +242,7 @@ KB_HD inline LlmVecResult llm_vec_model(const LlmVecConfig& c) {
   }
   r.hbm_read_bytes = llm_vec_inputs(c.kind) * R * c.cols * 2 + R * llm_vec_table_cols(c) * 2 + imin(R, n) * llm_vec_weight_bytes(c);
   r.hbm_write_bytes = R * c.cols * llm_vec_out_bytes(c);
+  llm_vec_counts(c, tiles, r);
   return r;
 }
 

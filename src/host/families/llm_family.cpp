@@ -216,6 +216,7 @@ Family make() {
                           {"layer_ps", d.layer_ps},
                           {"head_ps", d.head_ps}};
   };
+  add_energy<LlmModel>(f);
   return f;
 }
 

@@ -135,6 +135,7 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
   r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
+  r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
   return r;
 }
 
@@ -236,6 +237,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   r.macs = KV * 2 * G * d * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
+  r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
   return r;
 }
 
@@ -279,6 +281,7 @@ LlmSendResult llm_send_reference(const LlmSendConfig& c, const std::string* trac
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   for (const LinkUse& u : report.links) r.link_bytes += u.bytes;
+  r.link_bytes_pe = s.link_bytes[0], r.link_bytes_cube = s.link_bytes[1], r.link_bytes_sip = s.link_bytes[2];
   return r;
 }
 
@@ -386,44 +389,44 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
       trace_file = trace->part(traced);
       return &trace_file;
     }
-    void add(bool layer, LlmTally::Kind k, ps_t latency, std::int64_t macs, std::int64_t read, std::int64_t write,
-             std::int64_t link, const LlmKernel& kernel) {
+    void add(bool layer, LlmTally::Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link,
+             const LlmKernel& kernel) {
       if (trace && first && layer) trace->add(traced++, kernel.name, ran, latency);
       ran = sat_add(ran, latency);
       if (layer) layer_latency += latency;
-      if (first) t.add(layer, k, latency, macs, read, write, link);
+      if (first) t.add(layer, k, latency, a, times, link);
     }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
       const GemmResult r = gemm_reference(g, to(layer));
-      add(layer, LlmTally::kGemm, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
+      add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0, k);
     }
     void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
       const DecodeResult r = decode_reference(d, to(layer));
-      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
+      add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0, k);
     }
     void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
       const LlmAttnResult r = llm_attn_reference(x, to(layer));
-      add(layer, LlmTally::kAttention, r.latency_ps, tp * r.macs, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
+      add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0, k);
     }
     void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
       const AllreduceResult r = allreduce_reference(a, to(layer));
-      add(layer, LlmTally::kAllreduce, r.latency_ps, 0, r.hbm_read_bytes, r.hbm_write_bytes,
+      add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
           r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip, k);
     }
     void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
       const LlmVecResult r = llm_vec_reference(x, to(layer));
-      add(layer, LlmTally::kVector, r.latency_ps, 0, tp * r.hbm_read_bytes, tp * r.hbm_write_bytes, 0, k);
+      add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0, k);
     }
     void transfer(const LlmSendConfig& x) {
       if (!first) return;
       const LlmSendResult r = llm_send_reference(x);
       ran = sat_add(ran, r.latency_ps);
-      t.add_transfer(r.latency_ps, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes);
+      t.add_transfer(r.latency_ps, llm_send_actions(r), r.link_bytes);
     }
   } time{LlmTally{}, c.tp};
   std::unique_ptr<LayerTrace> trace;
