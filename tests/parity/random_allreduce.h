@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "energy_check.h"
 #include "host/kernels/allreduce_program.h"
 #include "host/topology/load.h"
 
@@ -42,6 +43,7 @@ void random_machine(HwConfig& h, Pick& pick) {
   h.dma_bandwidth_gbps = pick(1, 400);
   h.clock_mhz = pick(100, 3000);
   h.vector_lanes = pick(1, 128);
+  random_energy(h, pick);
 }
 
 // Random valid configs; `counts` tallies them per (level, algo, buffer).

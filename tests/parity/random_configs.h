@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "energy_check.h"
 #include "host/kernels/gemm_program.h"
 
 namespace kb::testing {
@@ -37,6 +38,7 @@ inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count,
     t.ipcq.bandwidth_gbps = pick(1, 400);
     t.ipcq.latency_ns = pick(0, 100);
     t.vector_lanes = pick(1, 128);
+    random_energy(t, pick);
     GemmParams& p = c.params;
     p.m = pick(1, pick(0, 3) ? 300 : 40);
     p.n = pick(1, 300);

@@ -47,6 +47,7 @@ TEST_P(AllreduceParity, TenThousandRandomConfigs) {
     ASSERT_EQ(exec[i].status, kArOk) << describe(configs[i]);
     const AllreduceResult ref = allreduce_reference(configs[i], nullptr);
     ASSERT_EQ(figures_diff(family("allreduce"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+    ASSERT_EQ(testing::energy_recompute_diff(family("allreduce"), &configs[i], &exec[i]), "") << describe(configs[i]);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "benches/milestone_gqa_decode.h"
+#include "energy_check.h"
 #include "host/families/family.h"
 #include "host/kernels/decode_program.h"
 #include "host/parity/figures.h"
@@ -60,6 +61,7 @@ std::vector<DecodeConfig> random_configs(int count, std::uint64_t seed, std::vec
     h.dataflow = static_cast<Dataflow>(pick(0, 2));
     h.sram_kib = pick(0, 3) ? 2048 : pick(16, 512);
     h.hbm_capacity_mib = pick(1, 64);
+    testing::random_energy(h, pick);
     c.decode_case = pick(1, 4);
     c.batch = pick(0, 2) ? 1 : pick(2, 6);
     c.h_kv = pick(0, 2) ? 1 : pick(2, 3);
@@ -106,6 +108,7 @@ TEST_P(DecodeParity, TenThousandRandomConfigs) {
     ASSERT_EQ(exec[i].status, kDecOk) << describe(configs[i]);
     const DecodeResult ref = decode_reference(configs[i], nullptr);
     ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+    ASSERT_EQ(testing::energy_recompute_diff(family("decode"), &configs[i], &exec[i]), "") << describe(configs[i]);
   }
 }
 

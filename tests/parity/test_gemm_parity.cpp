@@ -46,6 +46,7 @@ class GemmParity : public ::testing::TestWithParam<BackendKind> {
     ASSERT_EQ(exec.size(), configs.size());
     for (std::size_t i = 0; i < configs.size(); ++i) {
       ASSERT_EQ(exec[i].status, kGemmOk) << describe(configs[i]);
+      ASSERT_EQ(testing::energy_recompute_diff(family("gemm"), &configs[i], &exec[i]), "") << describe(configs[i]);
       if (i % step) continue;
       const GemmResult ref = gemm_reference(configs[i]);
       ASSERT_EQ(figures_diff(family("gemm"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);

@@ -133,6 +133,7 @@ TEST_P(LlmParity, TwoThousandRandomConfigs) {
     ASSERT_EQ(exec[i].status, kLlmOk) << describe(configs[i]);
     const LlmResult ref = llm_reference(configs[i], nullptr);
     ASSERT_EQ(figures_diff(family("llm"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+    ASSERT_EQ(testing::energy_recompute_diff(family("llm"), &configs[i], &exec[i], "step_ps"), "") << describe(configs[i]);
   }
 }
 

@@ -184,6 +184,22 @@ TEST(Collective, RingOfSipsMatchesTheAlphaBetaGammaModel) {
     }
 }
 
+// The ring, hd and tree models see the ranks, not the grid they would fill: 4 cubes on a
+// grid 3 wide are 4 ranks (the grid's 1 x 3 was once taken for them, and hd refused it).
+TEST(Collective, AnalyticalModelCountsRanksNotTheirGrid) {
+  TopologySpec t = topo("default.yaml");
+  t.cube_rows = 2, t.cube_cols = 3;
+  for (CollAlgo algo : {CollAlgo::ring, CollAlgo::hd, CollAlgo::tree})
+    for (CollOp op : {CollOp::allreduce, CollOp::reduce}) {
+      const AllreduceConfig c = config(t, CollLevel::cube, algo, 4, 4096, CollBuffer::hbm, op);
+      ASSERT_EQ(allreduce_check(c), kArOk) << name(c);
+      EXPECT_EQ(collective_analytical_ps(c),
+                analytical::collective_ps(algo, op == CollOp::reduce, 1, 4, 4096,
+                                          collective_step_costs(c)))
+          << name(c);
+    }
+}
+
 TEST(Collective, InvalidRequestsNameTheirReason) {
   const TopologySpec def = topo("default.yaml");
   AllreduceConfig c = config(def, CollLevel::cube, CollAlgo::hd, 6, 1 << 12);

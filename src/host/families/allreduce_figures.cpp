@@ -25,8 +25,11 @@ std::int64_t level_ps(const AllreduceConfig& c) {
                              : static_cast<double>(ceil_log2(c.ranks));
     return static_cast<std::int64_t>(std::llround(steps * (k.alpha_ps + static_cast<double>(c.bytes) * k.beta_ps_per_byte)));
   }
-  return analytical::collective_ps(static_cast<CollAlgo>(c.algo),
-                                   c.op == static_cast<std::int64_t>(CollOp::reduce), coll_rows(c), coll_cols(c), c.bytes, k);
+  // The grid matters to mesh2d and root; the others see p ranks in a row (4 ranks on a grid
+  // 3 wide are 4, not the 1 x 3 a grid of them would hold).
+  const bool grid = c.algo == static_cast<std::int64_t>(CollAlgo::mesh2d) || c.algo == static_cast<std::int64_t>(CollAlgo::root);
+  return analytical::collective_ps(static_cast<CollAlgo>(c.algo), c.op == static_cast<std::int64_t>(CollOp::reduce),
+                                   grid ? coll_rows(c) : 1, grid ? coll_cols(c) : c.ranks, c.bytes, k);
 }
 
 }  // namespace
