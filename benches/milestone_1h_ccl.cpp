@@ -166,7 +166,7 @@ KB_BENCH([] {
   b.fn = run_ccl_milestone;
   b.json = "allreduce_sweep.json";
   b.schema = "kernbench-gpu/allreduce-sweep";
-  b.schema_version = "1.0.0";
+  b.schema_version = "1.1.0";
   b.plot = "plot_ccl.py";
   return b;
 }());

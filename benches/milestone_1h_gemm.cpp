@@ -76,7 +76,7 @@ KB_BENCH([] {
   b.fn = run_gemm_milestone;
   b.json = "gemm_sweep.json";
   b.schema = "kernbench-gpu/gemm-sweep";
-  b.schema_version = "1.3.0";
+  b.schema_version = "1.4.0";
   b.plot = "plot_gemm.py";
   return b;
 }());

@@ -282,7 +282,7 @@ KB_BENCH([] {
   b.fn = run_decode_milestone;
   b.json = "sweep.json";
   b.schema = "kernbench-gpu/gqa-decode-4cases";
-  b.schema_version = "1.0.0";
+  b.schema_version = "1.1.0";
   b.plot = "plot_decode.py";
   return b;
 }());

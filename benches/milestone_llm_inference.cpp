@@ -292,7 +292,7 @@ KB_BENCH([] {
   b.fn = run_llm_milestone;
   b.json = "llm_inference.json";
   b.schema = "kernbench-gpu/llm-inference";
-  b.schema_version = "1.0.0";
+  b.schema_version = "1.1.0";
   b.plot = "plot_llm.py";
   b.topology = "ring8.yaml";
   return b;

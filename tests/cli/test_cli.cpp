@@ -165,7 +165,7 @@ TEST(Cli, MilestoneWithoutMatplotlibWritesNumbersThenFails) {
   EXPECT_NE(r.out.find("parity: 24/24"), std::string::npos) << r.out;
   std::ifstream in(out + "/gemm_sweep.json");
   const auto doc = nlohmann::json::parse(in);
-  EXPECT_EQ(doc["schema_version"], "1.3.0");
+  EXPECT_EQ(doc["schema_version"], "1.4.0");
   EXPECT_EQ(doc["configs"].size(), 24u);
   EXPECT_EQ(doc["parity"]["ok"], true);
   EXPECT_TRUE(fs::exists(out + "/gemm_sweep.csv"));
@@ -377,7 +377,7 @@ TEST(Cli, SweepGemmBadInput) {
       {"--group tile_k,tile_n --tile-k 1:1024 --tile-n 1:2048",
        "2097152 groups; at most 2^20 (group by fewer axes, or --group none)"},
       {"--top 1025", "--top 1025: must be <= 1024"},
-      {"--pareto volume", "--pareto volume: expected pes, sram, hbm, area or none"},
+      {"--pareto volume", "--pareto volume: expected pes, sram, hbm, area, energy or none"},
       {"--chunk -1", "--chunk -1: must be >= 0"},
       {"--pes 1:16", "--pes 1:16: item '1:16': 9 is outside 1..8"},
       {"--buffers 1,3", "--buffers 1,3: item '3': 3 is outside 1..2"},

@@ -214,7 +214,7 @@ void cmd_eval(EvalArgs a) {
   if (want_batched) figures.add(figure_row(rb));
   const std::size_t ref_row = 1, batched_row = want_ref ? 2 : 1;
   if (a.json) {
-    nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.0.0", topo);
+    nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.1.0", topo);
     j["family"] = f.name;
     j["engine"] = a.engine;
     if (want_batched) j["backend"] = to_string(backend);

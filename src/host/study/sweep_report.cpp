@@ -225,7 +225,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
   const BuiltSpace& sp = o.sp;
   const batched::SweepSummary& sum = o.sum;
   const std::int64_t size = sp.space.size();
-  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.0.0", o.topo);
+  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.1.0", o.topo);
   LazyArrays lazy;  // the arrays too large to hold, made as they are written
   j["family"] = f.name;
   j["backend"] = to_string(o.backend);
