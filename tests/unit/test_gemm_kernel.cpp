@@ -173,6 +173,43 @@ TEST(GemmModel, WorkedExampleBothBufferings) {
   }
 }
 
+// docs/model.md section 14.4: the same GEMM's counts and energy, by hand, on both engines.
+TEST(GemmModel, WorkedExampleEnergy) {
+  GemmParams p = params(8, 8, 12, 4, 1, 1, 2);
+  p.tile_k = 8;
+  const GemmConfig c = gemm_config(tiny(), p);
+  const GemmResult r = gemm_model(c);
+  ASSERT_EQ(r.status, kGemmOk);
+  EXPECT_EQ(r.sram_read_bytes, 768 + 256 + 256);
+  EXPECT_EQ(r.sram_write_bytes, 768 + 512);
+  EXPECT_EQ(r.vector_ops, 0);
+  const Energy e = GemmModel::energy(c, r);
+  ASSERT_EQ(e.status, kEnergyOk);
+  EXPECT_EQ(e.matrix, 768 * 500);
+  EXPECT_EQ(e.sram, 2 * 1280 * 1750);
+  EXPECT_EQ(e.hbm, (768 + 128) * 31200);
+  EXPECT_EQ(e.static_, INT64_C(1624) * 184000);
+  EXPECT_EQ(e.total, 331635200);
+  const GemmResult ref = gemm_reference(c);
+  EXPECT_EQ(ref.sram_read_bytes, r.sram_read_bytes);
+  EXPECT_EQ(ref.sram_write_bytes, r.sram_write_bytes);
+  EXPECT_EQ(GemmModel::energy(c, ref).total, 331635200);
+}
+
+// An energy past int64 is a status, never a wrapped value.
+TEST(GemmModel, EnergyPastInt64IsAnOverflow) {
+  GemmParams p = params(8, 8, 12, 4, 1, 1, 2);
+  const GemmConfig base = gemm_config(tiny(), p);
+  GemmConfig c = base;
+  c.hw.pe_static_mw = c.hw.cube_static_mw = c.hw.sip_static_mw = 1000000000;  // 10^9 mW each
+  c.hw.pe_rows = c.hw.pe_cols = 64;
+  c.hw.cube_rows = c.hw.cube_cols = 16;  // 2^21 PEs' static power over the run passes 2^63 fJ
+  const GemmResult r = gemm_model(c);
+  ASSERT_EQ(r.status, kGemmOk);
+  EXPECT_EQ(GemmModel::energy(c, r).status, kEnergyOverflow);
+  EXPECT_EQ(GemmModel::energy(base, gemm_model(base)).status, kEnergyOk);
+}
+
 TEST(GemmModel, BadHardwareInABatchIsAStatus) {
   GemmParams p = params(64, 64, 64, 32);
   GemmConfig c = gemm_config(tiny(), p);
