@@ -149,7 +149,7 @@ void run_ccl_milestone(BenchContext& ctx) {
   out << "time: batched " << study.batched_seconds() * 1e3 << " ms for " << configs.size() << " points; reference "
       << (configs.empty() ? 0.0 : study.reference_seconds() * 1e3 / static_cast<double>(configs.size())) << " ms per point\n";
   write_bench(ctx, doc, table);
-  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 2 topology diagrams and 4 figures to " << ctx.out_dir
+  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 2 topology diagrams and 6 figures to " << ctx.out_dir
       << " in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
 }
 

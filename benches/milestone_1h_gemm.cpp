@@ -32,6 +32,22 @@ void run_gemm_milestone(BenchContext& ctx) {
     }
   study.run(Rejected::internal_error);
   study.require_parity();
+  // Energy against tile size: one square GEMM on one double-buffered PE, square tiles from 16
+  // to 256 (both engines, as every point).
+  Study tiles(fam, resolve_backend(ctx.backend_request));
+  for (std::int64_t t : gemm_milestone_energy_tiles()) {
+    GemmParams p;
+    p.m = p.n = p.k = kGemmEnergyDim;
+    p.tile_m = p.tile_n = p.tile_k = t;
+    try {
+      validate_gemm(topo, p);
+    } catch (const InputError& e) {
+      throw InputError("milestone-1h-gemm: tile " + std::to_string(t) + " does not fit this topology: " + e.what());
+    }
+    tiles.add_config(gemm_config(topo, p), {t});
+  }
+  tiles.run(Rejected::internal_error);
+  tiles.require_parity();
 
   const Table table = study.table({{"shape", "", ColType::text}, {"variant", "", ColType::text}}, false);
   Table summary({{"shape", "", ColType::text}, {"variant", "", ColType::text}, {"latency_ps", "ps", ColType::integer},
@@ -60,9 +76,11 @@ void run_gemm_milestone(BenchContext& ctx) {
   doc["shapes"] = shapes;
   doc["variants"] = variants;
   doc["configs"] = table.json();
+  doc["tile_energy"] = tiles.table({{"tile", "", ColType::integer}}, false).json();
   out << study.parity_line("configs") << "\n";
+  out << tiles.parity_line("tile-size points") << "\n";
   write_bench(ctx, doc, table);
-  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << " and 3 figures to " << ctx.out_dir << "\n";
+  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << " and 5 figures to " << ctx.out_dir << "\n";
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ struct Variant {
 
 const std::vector<Shape>& gemm_milestone_shapes();
 const std::vector<Variant>& gemm_milestone_variants();
+// The energy-against-tile-size series: square tiles of these sides on one double-buffered PE
+// for an M = N = K = kGemmEnergyDim GEMM.
+constexpr std::int64_t kGemmEnergyDim = 512;
+const std::vector<std::int64_t>& gemm_milestone_energy_tiles();
 // Shape-major, variant-minor: the order of the bench's outputs.
 GemmParams gemm_milestone_params(const Shape& s, const Variant& v);
 

@@ -15,6 +15,11 @@ const std::vector<Shape>& gemm_milestone_shapes() {
   return shapes;
 }
 
+const std::vector<std::int64_t>& gemm_milestone_energy_tiles() {
+  static const std::vector<std::int64_t> tiles = {16, 32, 64, 128, 256};
+  return tiles;
+}
+
 const std::vector<Variant>& gemm_milestone_variants() {
   static const std::vector<Variant> variants = {
     {"1pe-single", 1, 1, 1, "one PE, single-buffered: loads and compute serialise"},

@@ -265,7 +265,7 @@ void run_decode_milestone(BenchContext& ctx) {
     if (pts[i].series == Series::panel) out << " case " << pts[i].c.decode_case << " " << study.reference_seconds(i) * 1e3;
   out << "\n";
   write_bench(ctx, doc, table);
-  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 4 traces and 3 figures to " << ctx.out_dir << " in "
+  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 4 traces and 4 figures to " << ctx.out_dir << " in "
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
 }
 

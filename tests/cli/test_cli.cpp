@@ -168,6 +168,18 @@ TEST(Cli, MilestoneWithoutMatplotlibWritesNumbersThenFails) {
   EXPECT_EQ(doc["schema_version"], "1.4.0");
   EXPECT_EQ(doc["configs"].size(), 24u);
   EXPECT_EQ(doc["parity"]["ok"], true);
+  EXPECT_NE(r.out.find("parity: 5/5 tile-size points"), std::string::npos) << r.out;
+  // Energy against tile size: larger tiles reuse each loaded byte more, so the energy a MAC
+  // costs beside static power falls with the tile.
+  ASSERT_EQ(doc["tile_energy"].size(), 5u);
+  double last = 1e300;
+  for (const auto& t : doc["tile_energy"]) {
+    EXPECT_EQ(t["parity"], true);
+    const double dynamic = static_cast<double>(t["energy_fj"].get<std::int64_t>() - t["energy_static_fj"].get<std::int64_t>()) /
+                           static_cast<double>(t["macs"].get<std::int64_t>());
+    EXPECT_LT(dynamic, last) << t["tile"];
+    last = dynamic;
+  }
   EXPECT_TRUE(fs::exists(out + "/gemm_sweep.csv"));
   EXPECT_FALSE(fs::exists(out + "/gemm_roofline.png"));
 }
@@ -179,7 +191,7 @@ TEST(Cli, MilestoneFastRerendersCommittedResults) {
   const Result r = run("run --bench milestone-1h-gemm --fast --out '" + out + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* f : {"gemm_sweep.json", "gemm_sweep.csv", "gemm_latency_vs_roofline.png", "gemm_mac_util.png",
-                        "gemm_roofline.png"})
+                        "gemm_roofline.png", "gemm_energy.png", "gemm_pj_per_mac_vs_tile.png"})
     EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
   // MILESTONE_FAST takes the usual true words (and false ones); any other value is an error.
   for (const char* word : {"1", "true", "Yes", "ON"}) {

@@ -109,7 +109,8 @@ TEST(Collectives, MilestoneGivesTheCommittedNumbers) {
   EXPECT_TRUE(fs::exists(out + "/allreduce_sweep.csv"));
   if (!plots) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
   for (const char* f : {"ccl_latency_vs_size.png", "ccl_busbw.png", "ccl_hbm_vs_sram.png", "ccl_engines.png",
-                        "ccl_topology_default.png", "ccl_topology_ring8.png"})
+                        "ccl_energy_per_byte.png", "ccl_energy_hbm_vs_sram.png", "ccl_topology_default.png",
+                        "ccl_topology_ring8.png"})
     EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
   const std::string again = fresh_dir("kb_ccl_replot");
   const Result p = run("plot --bench milestone-1h-ccl --in '" + out + "' --out '" + again + "'");

@@ -97,7 +97,7 @@ TEST(DecodeCli, MilestoneGivesTheCommittedNumbers) {
   EXPECT_TRUE(fs::exists(out + "/sweep.csv"));
   for (int k = 1; k <= 4; ++k) EXPECT_GT(fs::file_size(fs::path(out) / ("trace_case" + std::to_string(k) + ".json")), 1000u);
   if (!plots) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
-  for (const char* f : {"decode_cases.png", "decode_vs_s_kv.png", "decode_vs_batch.png"})
+  for (const char* f : {"decode_cases.png", "decode_vs_s_kv.png", "decode_vs_batch.png", "decode_energy.png"})
     EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
   const std::string again = fresh_dir("kb_decode_replot");
   const Result p = run("plot --bench milestone-gqa-decode-4cases --in '" + out + "' --out '" + again + "'");

@@ -298,6 +298,33 @@ def require_choice(obj: dict, key: str, ctx: str, where: str, choices: Sequence[
     return v
 
 
+# The parts of a record's energy (docs/model.md section 14), in drawing order, with their
+# labels and colours (the same in every figure).
+ENERGY_PARTS = [
+    ("energy_matrix_fj", "matrix (MACs)", "#4c72b0"),
+    ("energy_vector_fj", "vector", "#8172b2"),
+    ("energy_sram_fj", "SRAM", "#55a868"),
+    ("energy_hbm_fj", "HBM", "#c44e52"),
+    ("energy_links_fj", "links", "#dd8452"),
+    ("energy_static_fj", "static", "#999999"),
+]
+
+
+def energy_of(obj: dict, ctx: str, where: str) -> dict[str, int] | None:
+    """A record's energy parts and ``energy_fj`` (integers, fJ), checked to add up; None when
+    the record has no energy columns (a document from before them)."""
+    if "energy_fj" not in obj:
+        return None
+    if obj.get("energy_status") != "ok":
+        raise InputError(where, f'{ctx}: "energy_status" is {json.dumps(obj.get("energy_status"))[:40]}, expected "ok"')
+    out = {k: require_int(obj, k, ctx, where) for k, _, _ in ENERGY_PARTS}
+    total = require_int(obj, "energy_fj", ctx, where)
+    if sum(out.values()) != total:
+        raise InputError(where, f'{ctx}: the energy parts add up to {sum(out.values())}, "energy_fj" is {total}')
+    out["energy_fj"] = total
+    return out
+
+
 def require_topology(doc: dict, where: str) -> dict:
     """Every results document names the topology it was simulated on."""
     t = require_dict(doc, "topology", "top level", where)

@@ -18,6 +18,13 @@ level by level) at the most ranks of the level:
     ccl_engines.png           reference engine against batched model (every
                               point), and simulated / analytical per size
 
+and, when the document has energy columns (1.1.0 on), two more:
+
+    ccl_energy_per_byte.png   energy per byte of message (pJ) per algorithm
+                              against size, SRAM and HBM buffers
+    ccl_energy_hbm_vs_sram.png  the energy HBM buffers cost over SRAM buffers
+                              (nJ), where both fit
+
 On a missing/unreadable file, wrong schema or malformed data it prints one line
 ``error: FILE: <what is wrong>`` to stderr, exits 2 and writes nothing.  On
 success it prints ``wrote DIR/NAME.png`` for each figure.
@@ -44,6 +51,8 @@ FIG_LATENCY = "ccl_latency_vs_size.png"
 FIG_BUSBW = "ccl_busbw.png"
 FIG_BUFFERS = "ccl_hbm_vs_sram.png"
 FIG_ENGINES = "ccl_engines.png"
+FIG_ENERGY = "ccl_energy_per_byte.png"
+FIG_ENERGY_BUFFERS = "ccl_energy_hbm_vs_sram.png"
 
 LEVELS = ["pe", "cube", "sip", "hier"]
 LEVEL_TITLES = {"pe": "PEs of one cube", "cube": "cubes of one SIP", "sip": "SIPs on a ring",
@@ -64,6 +73,7 @@ class Point:
     reference_ps: float
     analytical_ps: float
     busbw: float
+    energy_fj: int | None = None  # None: no energy columns
 
 
 def parse(doc: dict, where: str) -> list[Point]:
@@ -86,9 +96,13 @@ def parse(doc: dict, where: str) -> list[Point]:
         algo = kbplot.require_choice(c, "algo", ctx, where, ALGOS)
         buffer = kbplot.require_choice(c, "buffer", ctx, where, ("sram", "hbm"))
         integer = lambda key, **kw: kbplot.require_int(c, key, ctx, where, **kw)  # noqa: E731
+        energy = kbplot.energy_of(c, ctx, where)
         points.append(Point(level, algo, integer("ranks", lo=2, hi=4096), buffer, integer("bytes", lo=2, hi=1 << 32),
                             integer("latency_ps", lo=1), integer("reference_latency_ps", lo=1),
-                            integer("analytical_ps"), kbplot.require_real(c, "busbw_gbps", ctx, where, hi=1e9)))
+                            integer("analytical_ps"), kbplot.require_real(c, "busbw_gbps", ctx, where, hi=1e9),
+                            energy["energy_fj"] if energy else None))
+    if any(p.energy_fj is None for p in points) and any(p.energy_fj is not None for p in points):
+        raise InputError(where, "configs: some have energy columns and some do not")
     return points
 
 
@@ -209,6 +223,49 @@ def fig_buffers(points):
     return fig
 
 
+def fig_energy(points):
+    fig, axes = panels("Allreduce energy per byte against message size",
+                       "energy of the run (every part, static included) / bytes per rank; solid: SRAM, dotted: HBM buffers")
+    for ax, level in zip(axes, LEVELS):
+        ranks = most_ranks(points, level)
+        for algo in ALGOS:
+            plot_buffers(ax, points, level, algo, ranks, lambda p: p.energy_fj / 1000.0 / p.bytes)
+        size_axis(ax)
+        ax.set_yscale("log")
+        no_minor_ticks(ax)
+        ax.set_ylabel("energy per byte (pJ/B)")
+        ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
+    algo_legend(fig, [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
+                      Line2D([], [], color="0.3", linestyle=":", marker="o", markerfacecolor="white", label="HBM")])
+    return fig
+
+
+def fig_energy_buffers(points):
+    fig, axes = panels("What HBM buffers cost over SRAM buffers, in energy",
+                       "energy with the data in HBM - energy with it in SRAM (nJ), where both fit")
+    for ax, level in zip(axes, LEVELS):
+        ranks = most_ranks(points, level)
+        lows = []
+        for algo in ALGOS:
+            sram = {p.bytes: p for p in series(points, level, algo, "sram", ranks)}
+            hbm = [p for p in series(points, level, algo, "hbm", ranks) if p.bytes in sram]
+            if hbm:
+                ys = [(p.energy_fj - sram[p.bytes].energy_fj) / 1e6 for p in hbm]
+                lows += ys
+                ax.plot([p.bytes for p in hbm], ys, color=COLORS[algo], marker=MARKERS[algo], markersize=4)
+        size_axis(ax)
+        if lows and min(lows) > 0:
+            ax.set_yscale("log")
+        else:
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.axhline(0.0, color="0.5", linewidth=0.8)
+        no_minor_ticks(ax)
+        ax.set_ylabel("HBM energy - SRAM energy (nJ)")
+        ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
+    algo_legend(fig, [])
+    return fig
+
+
 def fig_engines(points, parity):
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 6))
     fig.suptitle("Reference engine, batched model and the analytical model", fontsize=13, fontweight="bold")
@@ -265,7 +322,7 @@ def read(path: str) -> tuple[list[Point], str]:
 
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu allreduce sweep (schema "
-                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four PNG figures.", argv)
+                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four to six PNG figures.", argv)
     points, ok = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
@@ -274,6 +331,9 @@ def main(argv=None) -> None:
         (lambda: fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
         (lambda: fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
     ]
+    if points and points[0].energy_fj is not None:
+        figures.append((lambda: fig_energy(points), os.path.join(out, FIG_ENERGY)))
+        figures.append((lambda: fig_energy_buffers(points), os.path.join(out, FIG_ENERGY_BUFFERS)))
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")
 

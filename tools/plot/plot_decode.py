@@ -16,6 +16,11 @@ and writes three figures into DIR (created if missing):
                           case shaded along the axis
     decode_vs_batch.png   latency against batch (1 to 64) per case, likewise
 
+and, when the document has energy columns (1.1.0 on), a fourth:
+
+    decode_energy.png     the four cases' energy by component (matrix, vector,
+                          SRAM, HBM, links, static) and their average power
+
 On a missing/unreadable file, wrong schema or malformed data it prints one line
 ``error: FILE: <what is wrong>`` to stderr, exits 2 and writes nothing.  On
 success it prints ``wrote DIR/NAME.png`` for each figure.
@@ -37,6 +42,7 @@ SCHEMA_MAJOR = 1
 FIG_CASES = "decode_cases.png"
 FIG_SKV = "decode_vs_s_kv.png"
 FIG_BATCH = "decode_vs_batch.png"
+FIG_ENERGY = "decode_energy.png"
 
 CASES = [1, 2, 3, 4]
 NAMES = {1: "1 cube-SP / PE-TP", 2: "2 cube-repl / PE-TP", 3: "3 cube-repl / PE-SP", 4: "4 cube-SP / PE-SP"}
@@ -66,6 +72,7 @@ def parse_rows(doc: dict, where: str) -> list[dict]:
             "pe": integer("link_bytes_pe"),
             "cube": integer("link_bytes_cube"),
             "kv": integer("kv_footprint_bytes", lo=1),
+            "energy": kbplot.energy_of(s, sctx, where),
         })
     if sorted(r["case"] for r in out) != CASES:
         raise InputError(where, "rows: expected one row per case 1..4")
@@ -147,6 +154,33 @@ def fig_cases(rows: list[dict], winner: int):
     return fig
 
 
+def fig_energy(rows: list[dict], winner: int):
+    fig, ax = kbplot.new_figure((10, 6))
+    x = list(range(len(rows)))
+    base = [0.0] * len(rows)
+    for key, label, colour in kbplot.ENERGY_PARTS:
+        uj = [r["energy"][key] / 1e9 for r in rows]
+        if max(uj) > 0:
+            ax.bar(x, uj, 0.6, bottom=base, color=colour, label=label, edgecolor="white", linewidth=0.5)
+        base = [b + u for b, u in zip(base, uj)]
+    for i, r in enumerate(rows):
+        watts = r["energy"]["energy_fj"] / r["latency"] / 1000.0
+        ax.annotate(f"{base[i]:.2f} uJ\n{watts:.2f} W avg", (i, base[i]), ha="center", va="bottom", fontsize=9)
+    ax.set_ylim(0, max(base) * 1.2)
+    ax.set_xticks(x)
+    ax.set_xticklabels([NAMES[r["case"]] for r in rows], fontsize=9)
+    ax.set_ylabel("energy of the decode step (uJ)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(handles=list(reversed(ax.get_legend_handles_labels()[0])), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), title="component")
+    fig.suptitle(f"GQA decode energy per case (winner on latency: case {winner})", fontsize=12)
+    ax.set_title("the machine's static power (every PE and HBM stack) is charged over each case's latency", fontsize=9,
+                 color="0.35")
+    fig.tight_layout()
+    return fig
+
+
 def fig_series(series: dict[int, list[tuple[float, float]]], xlabel: str, title: str, base2: bool):
     fig, ax = kbplot.new_figure()
     for k in CASES:
@@ -189,7 +223,7 @@ def read(path: str):
 
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu GQA decode study (schema "
-                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three PNG figures.", argv)
+                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three or four PNG figures.", argv)
     rows, w, skv, batch = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
@@ -198,6 +232,8 @@ def main(argv=None) -> None:
          os.path.join(out, FIG_SKV)),
         (lambda: fig_series(batch, "batch", "decode latency against batch, S_kv 131072", True), os.path.join(out, FIG_BATCH)),
     ]
+    if all(r["energy"] is not None for r in rows):
+        figures.append((lambda: fig_energy(rows, w), os.path.join(out, FIG_ENERGY)))
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")
 

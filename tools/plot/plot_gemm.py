@@ -5,7 +5,8 @@ Usage:
     plot_gemm.py --in FILE.json --out DIR
 
 Reads a ``kernbench-gpu/gemm-sweep`` document (any schema_version 1.x.y) and
-writes three figures into DIR (created if missing):
+writes three figures into DIR (created if missing), and two more when the document has
+energy columns (1.4.0 on):
 
     gemm_latency_vs_roofline.png  simulated latency per shape and variant (log
                                   scale, microseconds) with each config's
@@ -14,6 +15,10 @@ writes three figures into DIR (created if missing):
     gemm_roofline.png             achieved TFLOP/s against arithmetic intensity,
                                   with the roof min(peak, intensity x bandwidth)
                                   of each distinct variant
+    gemm_energy.png               energy per MAC (pJ) per shape and variant, by
+                                  component (matrix, SRAM, HBM, links, static)
+    gemm_pj_per_mac_vs_tile.png   energy per MAC against the tile side (the
+                                  document's tile_energy series), by component
 
 On a missing/unreadable file, wrong schema or malformed data it prints one line
 ``error: FILE: <what is wrong>`` to stderr, exits 2 and writes nothing.  On
@@ -43,6 +48,8 @@ SCHEMA_MAJOR = 1
 FIG_LATENCY = "gemm_latency_vs_roofline.png"
 FIG_UTIL = "gemm_mac_util.png"
 FIG_ROOFLINE = "gemm_roofline.png"
+FIG_ENERGY = "gemm_energy.png"
+FIG_TILE = "gemm_pj_per_mac_vs_tile.png"
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p"]
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
@@ -59,6 +66,16 @@ class Config:
     achieved_tflops: float
     peak_tflops: float
     hbm_gbps: float
+    macs: int = 0
+    energy: dict | None = None  # kbplot.energy_of: the parts in fJ, or None
+
+
+@dataclass
+class TilePoint:
+    tile: int
+    macs: int
+    energy: dict
+    parity: bool = False  # both engines ran it and agree
 
 
 @dataclass
@@ -83,6 +100,9 @@ class Sweep:
     variants: list[Variant]
     configs: dict[tuple[str, str], Config]
     subtitle: str
+    tiles: list[TilePoint]
+    tile_shape: str = ""
+    topology: str = ""
 
 
 # --------------------------------------------------------------------------
@@ -149,9 +169,30 @@ def parse_sweep(doc: dict, where: str) -> Sweep:
             peak_tflops=peak,
             hbm_gbps=kbplot.require_real(c, "hbm_gbps", ctx, where, hi=1e9, positive=True),
         )
+        cfg.energy = kbplot.energy_of(c, ctx, where)
+        if cfg.energy is not None:  # the energy figures' denominator
+            cfg.macs = kbplot.require_int(c, "macs", ctx, where, lo=1)
         if (shape, variant) in configs:
             raise InputError(where, f"{ctx}: duplicate config for this shape and variant")
         configs[(shape, variant)] = cfg
+
+    tiles: list[TilePoint] = []
+    tile_shape = ""
+    for i, t in enumerate(kbplot.require_list(doc, "tile_energy", "top level", where) if "tile_energy" in doc else []):
+        ctx = f"tile_energy[{i}]"
+        kbplot.require_object(t, ctx, where)
+        e = kbplot.energy_of(t, ctx, where)
+        if e is None:
+            raise InputError(where, f'{ctx}: missing "energy_fj"')
+        tile = kbplot.require_int(t, "tile", ctx, where, lo=1, hi=1 << 40)
+        if tiles and tile <= tiles[-1].tile:
+            raise InputError(where, f'{ctx}: tile {tile} after {tiles[-1].tile}: expected increasing tiles')
+        dims = tuple(kbplot.require_int(t, d, ctx, where, lo=1, hi=1 << 40) for d in ("m", "n", "k"))
+        shape = f"M = N = K = {dims[0]}" if len(set(dims)) == 1 else f"{dims[0]} x {dims[1]} x {dims[2]}"
+        if tile_shape and shape != tile_shape:
+            raise InputError(where, f"{ctx}: {shape}, but the series began with {tile_shape}")
+        tile_shape = shape
+        tiles.append(TilePoint(tile, kbplot.require_int(t, "macs", ctx, where, lo=1), e, t.get("parity") is True))
 
     used_s = {s for s, _ in configs}
     used_v = {v for _, v in configs}
@@ -160,19 +201,28 @@ def parse_sweep(doc: dict, where: str) -> Sweep:
         variants=[v for n, v in variants.items() if n in used_v],
         configs=configs,
         subtitle=_subtitle(doc, len(configs)),
+        tiles=tiles,
+        tile_shape=tile_shape,
+        topology=_topology_label(doc),
     )
+
+
+def _topology_label(doc: dict) -> str:
+    topo = doc.get("topology")
+    if not isinstance(topo, dict) or not isinstance(topo.get("name"), str):
+        return ""
+    t = f'topology {topo["name"]}'
+    if isinstance(topo.get("hash"), str) and topo["hash"]:
+        t += f' ({topo["hash"][:12]})'
+    return t
 
 
 def _subtitle(doc: dict, nconfigs: int) -> str:
     parts = []
     if isinstance(doc.get("bench"), str):
         parts.append(doc["bench"])
-    topo = doc.get("topology")
-    if isinstance(topo, dict) and isinstance(topo.get("name"), str):
-        t = f'topology {topo["name"]}'
-        if isinstance(topo.get("hash"), str) and topo["hash"]:
-            t += f' ({topo["hash"][:12]})'
-        parts.append(t)
+    if _topology_label(doc):
+        parts.append(_topology_label(doc))
     if isinstance(doc.get("backend"), str):
         parts.append(f'backend {doc["backend"]}')
     parts.append(f"{nconfigs} configs")
@@ -361,6 +411,77 @@ def fig_util(sweep: Sweep):
     return fig
 
 
+def has_energy(sweep: Sweep) -> bool:
+    return all(c.energy is not None for c in sweep.configs.values())
+
+
+def fig_energy(sweep: Sweep):
+    """pJ per MAC per shape and variant, each bar stacked by the parts of its energy."""
+    fig, ax = kbplot.new_figure()
+    nvar = len(sweep.variants)
+    width, offsets = _bar_geometry(nvar)
+    top = 0.0
+    for j, v in enumerate(sweep.variants):
+        for i, s in enumerate(sweep.shapes):
+            c = sweep.configs.get((s.name, v.name))
+            if c is None:
+                continue
+            base = 0.0
+            for key, label, colour in kbplot.ENERGY_PARTS:
+                pj = c.energy[key] / 1000.0 / c.macs
+                if pj > 0:
+                    ax.bar(i + offsets[j], pj, width * 0.92, bottom=base, color=colour,
+                           edgecolor="white", linewidth=0.4, zorder=2)
+                base += pj
+            top = max(top, base)
+            ax.annotate(str(j + 1), (i + offsets[j], base), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=6, color="0.3")
+    ax.set_ylim(0, top * 1.12)
+    ax.set_ylabel("energy per MAC (pJ)")
+    ax.grid(axis="y", color="0.88", zorder=0)
+    ax.set_axisbelow(True)
+    _setup_shape_axis(fig, ax, sweep)
+    _titles(fig, ax, "GEMM energy per MAC by component, per shape and variant", sweep)
+    handles = [Patch(color=colour, label=label) for _, label, colour in reversed(kbplot.ENERGY_PARTS)]
+    handles += [Patch(color="white", label=f"{j + 1}: {_variant_label(v)}") for j, v in enumerate(sweep.variants)]
+    _legend_right(ax, handles=handles, labels=[h.get_label() for h in handles], title="component; bar number = variant")
+    fig.tight_layout()
+    return fig
+
+
+def fig_tile(sweep: Sweep):
+    """pJ per MAC against the tile side: the total, its dynamic part, and each part alone."""
+    fig, ax = kbplot.new_figure()
+    xs = [t.tile for t in sweep.tiles]
+    per_mac = lambda key: [t.energy[key] / 1000.0 / t.macs for t in sweep.tiles]  # noqa: E731
+    total = per_mac("energy_fj")
+    dynamic = [(t.energy["energy_fj"] - t.energy["energy_static_fj"]) / 1000.0 / t.macs for t in sweep.tiles]
+    ax.plot(xs, total, color="black", marker="o", linewidth=2.0, label="total", zorder=4)
+    ax.plot(xs, dynamic, color="black", marker="o", linewidth=1.2, linestyle="--", label="dynamic (all but static)", zorder=4)
+    for key, label, colour in kbplot.ENERGY_PARTS:
+        ys = per_mac(key)
+        if max(ys) > 0:
+            ax.plot(xs, ys, color=colour, marker="s", markersize=4, linewidth=1.2, label=label, zorder=3)
+    for x, t, d in zip(xs, total, dynamic):
+        ax.annotate(f"{t:.1f}", (x, t), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7.5)
+        ax.annotate(f"{d:.2f}", (x, d), xytext=(0, -11), textcoords="offset points", ha="center", fontsize=7.5)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_yscale("log")
+    ax.set_xlabel("square tile side (tile_m = tile_n = tile_k)")
+    ax.set_ylabel("energy per MAC (pJ, log scale)")
+    ax.grid(color="0.9", which="both", zorder=0)
+    ax.set_axisbelow(True)
+    fig.suptitle("GEMM energy per MAC against tile size", fontsize=13, fontweight="bold")
+    agree = "both engines agree on every point" if all(t.parity for t in sweep.tiles) else "batched model"
+    ax.set_title(f"{sweep.tile_shape} on one double-buffered PE  \u00b7  {sweep.topology}  \u00b7  {agree}",
+                 fontsize=8.5, color="0.35", pad=6)
+    _legend_right(ax, title="energy per MAC")
+    fig.tight_layout()
+    return fig
+
+
 def _fmt_num(v: float) -> str:
     if v >= 100:
         return f"{v:,.0f}"
@@ -478,7 +599,7 @@ def read(path: str) -> Sweep:
 
 def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu GEMM sweep (schema "
-                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three PNG figures.", argv)
+                             f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as three to five PNG figures.", argv)
     sweep = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = [
@@ -486,6 +607,10 @@ def main(argv=None) -> None:
         (lambda: fig_util(sweep), os.path.join(out, FIG_UTIL)),
         (lambda: fig_roofline(sweep), os.path.join(out, FIG_ROOFLINE)),
     ]
+    if has_energy(sweep):
+        figures.append((lambda: fig_energy(sweep), os.path.join(out, FIG_ENERGY)))
+    if sweep.tiles:
+        figures.append((lambda: fig_tile(sweep), os.path.join(out, FIG_TILE)))
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")
 
