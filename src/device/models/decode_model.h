@@ -55,11 +55,24 @@ struct Counts {
   }
   KB_HD void sram(const SramBytes& b) { rd += b.read, wr += b.write; }
 };
-// What merge_ps's ops count, op for op.
+// What merge_ps's ops count, op for op. Every count is R times one row's (no op has a part
+// that does not grow with the rows), so callers scale merge_counts(c, 1).
 KB_HD inline Counts merge_counts(const DecodeConfig& c, std::int64_t R) {
   Counts k{0, 0, 0};
   k.vec(VecOp::copy, 1, R, 2), k.vec(VecOp::max, 1, R), k.vec(VecOp::sub, 1, R, 2), k.vec(VecOp::exp, 1, R, 2);
   k.vec(VecOp::mul, 1, R, 2), k.vec(VecOp::add, 1, R), k.vec(VecOp::row_mul, R, c.d_head, 2), k.vec(VecOp::add, 1, R * c.d_head);
+  return k;
+}
+// A chunk step's counts of n positions, its merge left out: the K and V chunks land in SRAM;
+// S = q K^T (q fp16, K as stored, S fp32), the softmax passes over S, O = P V (P fp32, V as
+// stored, O fp32).
+KB_HD inline Counts chunk_counts(const DecodeConfig& c, std::int64_t n) {
+  const std::int64_t d = c.d_head, G = dec_group(c), kvb = dec_kv_bytes(c);
+  Counts k{0, 0, 2 * d * n * kvb};
+  k.sram(matmul_sram(G, n, d, 2, kvb, 4, false));
+  k.vec(VecOp::scale, 1, G * n), k.vec(VecOp::row_max, G, n), k.vec(VecOp::row_sub, G, n);
+  k.vec(VecOp::exp, 1, G * n), k.vec(VecOp::row_sum, G, n);
+  k.sram(matmul_sram(G, d, n, 4, kvb, 4, false));
   return k;
 }
 
@@ -67,7 +80,6 @@ KB_HD inline Counts merge_counts(const DecodeConfig& c, std::int64_t R) {
 struct Chunk {
   ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
   std::int64_t cyc;                        // matrix cycles
-  Counts counts;                           // the step's, its merge's included
 };
 // `merge`: merge_ps(c, G) where the step merges, else -1.
 KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std::int64_t sharers) {
@@ -85,15 +97,6 @@ KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std:
          vec_ps(c, VecOp::exp, 1, G * n);
   k.vb = vec_ps(c, VecOp::row_sum, G, n);
   k.merge = merge;
-  // The K and V chunks land in SRAM; S = q K^T (q fp16, K as stored, S fp32), the softmax
-  // passes over S, O = P V (P fp32, V as stored, O fp32), then the merge.
-  const std::int64_t kvb = dec_kv_bytes(c);
-  k.counts = Counts{0, 0, 2 * d * n * kvb};
-  k.counts.sram(matmul_sram(G, n, d, 2, kvb, 4, false));
-  k.counts.vec(VecOp::scale, 1, G * n), k.counts.vec(VecOp::row_max, G, n), k.counts.vec(VecOp::row_sub, G, n);
-  k.counts.vec(VecOp::exp, 1, G * n), k.counts.vec(VecOp::row_sum, G, n);
-  k.counts.sram(matmul_sram(G, d, n, 4, kvb, 4, false));
-  if (merge >= 0) k.counts.add(merge_counts(c, G));
   return k;
 }
 
@@ -174,7 +177,6 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
   const Chunk km = chunk(c, first, merge, sharers);
   Chunk kf = km;
   kf.merge = -1;
-  kf.counts.add(merge_counts(c, G), -1);
   const Chunk kl = last == first ? km : chunk(c, last, merge, sharers);
   PeRun r{units, len, sharers, 0, 0, 0, 0, 0, 0, 0, 0, 0, Counts{0, 0, 0}};
   const ps_t bq = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
@@ -193,11 +195,16 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
     r.cycles += count * k.cyc;
     r.macs += count * 2 * G * n * d;
     r.read_bytes += count * 2 * n * d * dec_kv_bytes(c);
-    r.counts.add(k.counts, count);
   };
   add(units, kf, first);
   if (J >= 3) add(units * (J - 2), km, Lc);
   if (J >= 2) add(units, kl, last);
+  // Counts: every chunk's, and a merge in all but a unit's first.
+  const Counts cf = chunk_counts(c, first);
+  r.counts.add(cf, units);
+  if (J >= 3) r.counts.add(cf, units * (J - 2));  // a middle chunk is a whole one, as the first is
+  if (J >= 2) r.counts.add(last == first ? cf : chunk_counts(c, last), units);
+  r.counts.add(merge_counts(c, 1), units * (J - 1) * G);
   r.dma_busy += bq;
   r.read_bytes += R * d * 2;
   r.counts.wr += R * d * 2;  // q, fp16
@@ -293,15 +300,18 @@ struct DecodeEval {
   // PEs mostly ask for the same.
   std::int64_t merge_rows = -1, div_rows = -1, store_rows = -1, store_sharers = -1, link_rows = -1;
   ps_t merge_time = 0, div_time = 0, store_time = 0, link_m = 0, link_o = 0;  // link_*: over a cube link
-  DecodeResult r{};
+  DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
+  Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
 
   bool cubes_apart;  // every cube evaluated on its own (tests compare it with the sharing)
 
   KB_HD explicit DecodeEval(const DecodeConfig& config, bool apart = false)
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
-        link_lat(config.hw.cube_link.latency_ns * kPsPerNs),
-        cubes_apart(apart) {}
+        link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_unit(merge_counts(config, 1)),
+        cubes_apart(apart) {
+    zero_words(r);
+  }
 
   KB_HD void done(ps_t t) { r.latency_ps = imax(r.latency_ps, t); }
 
@@ -424,7 +434,7 @@ struct DecodeEval {
       s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
       r.vector_busy_ps += m;
     }
-    add(merge_counts(c, s.rows), n);
+    add(merge_unit, n * s.rows);
     s.send = imax(s.vec, s.mm);
   }
 

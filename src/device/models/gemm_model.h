@@ -33,13 +33,15 @@ struct GemmEval {
   std::int64_t kinds_share = -1;
   TileKinds kinds;  // set before any use (kinds_share starts unmatched)
   ps_t bound = 0;   // every busy time plus every latency: an upper bound on any finish time
-  GemmResult r{};
+  GemmResult r;     // zeroed word by word (a brace-initialised one this size became rep stos)
 
   KB_HD explicit GemmEval(const GemmConfig& config)
       : g(config), grid(gemm_grid(config)), tm(grid.tiles_m), tn(grid.tiles_n), kt(grid.kt),
         m_last(config.m - (grid.tiles_m - 1) * config.tile_m), n_last(config.n - (grid.tiles_n - 1) * config.tile_n),
         k_last(config.k - (grid.kt - 1) * config.tile_k), split(gemm_split_of(config)),
-        by_cols(gemm_split_by_cols(split)), split_k(gemm_split_k(split)), unit(split_k ? grid.kt : 1) {}
+        by_cols(gemm_split_by_cols(split)), split_k(gemm_split_k(split)), unit(split_k ? grid.kt : 1) {
+    zero_words(r);
+  }
 
   // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
   // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
@@ -174,8 +176,7 @@ struct GemmEval {
   // one walk.
   KB_HD void latencies() {
     const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
-    std::int64_t seen_rows = -1, seen_cols = -1, sends = 0, sent = 0;
-    std::int64_t sent_key[4] = {-1, -1, -1, -1}, sent_block = 0;
+    std::int64_t seen_rows = -1, seen_cols = -1, sends = 0;
     BlockFigures fig;
     // The cubes' blocks of gemm_cube_tiles, walked.
     EvenParts blocks(grid.along(by_cols), g.cubes);
@@ -194,20 +195,33 @@ struct GemmEval {
       }
       r.latency_ps = imax(r.latency_ps, fig.latency);
       sends += fig.sends;
-      if (split_k) {  // what a block sends depends on whether it holds ragged tiles, unlike its timing
-        const std::int64_t key[4] = {ct.rows(), ct.cols(), has_last_row && ragged_m, has_last_col && ragged_n};
-        if (key[0] != sent_key[0] || key[1] != sent_key[1] || key[2] != sent_key[2] || key[3] != sent_key[3]) {
-          for (int i = 0; i < 4; ++i) sent_key[i] = key[i];
-          sent_block = block_sent(ct, key[2] != 0, key[3] != 0);
-        }
-        sent = sat_add(sent, sent_block);
-      }
       r.max_pe_matrix_busy_ps = imax(r.max_pe_matrix_busy_ps, fig.busy.matrix);
       r.max_pe_dma_busy_ps = imax(r.max_pe_dma_busy_ps, fig.busy.dma);
     }
     // A partial sum sent is a copy over two ports, the receiver's signal and wait, and an add.
     r.ops += 5 * sends;
-    counts(sent);
+    counts(split_k ? split_k_sent() : 0);
+  }
+
+  // Split-K: the values of the partial sums every cube's block sends. What a block sends
+  // depends on whether it holds the ragged last tiles, unlike its timing, so blocks are keyed
+  // by their shape and raggedness (at most a few kinds).
+  KB_HD KB_NOINLINE std::int64_t split_k_sent() const {
+    const bool ragged_m = m_last != g.tile_m, ragged_n = n_last != g.tile_n;
+    std::int64_t sent = 0, key[4] = {-1, -1, -1, -1}, block = 0;
+    EvenParts blocks(grid.along(by_cols), g.cubes);
+    for (std::int64_t cube = 0; cube < g.cubes; ++cube) {
+      const Span b = blocks.next();
+      const CubeTiles ct = by_cols ? CubeTiles{0, tm, b.lo, b.hi} : CubeTiles{b.lo, b.hi, 0, tn};
+      if (ct.rows() <= 0 || ct.cols() <= 0) continue;
+      const std::int64_t k[4] = {ct.rows(), ct.cols(), ct.r1 == tm && ragged_m, ct.c1 == tn && ragged_n};
+      if (k[0] != key[0] || k[1] != key[1] || k[2] != key[2] || k[3] != key[3]) {
+        for (int i = 0; i < 4; ++i) key[i] = k[i];
+        block = block_sent(ct, k[2] != 0, k[3] != 0);
+      }
+      sent = sat_add(sent, block);
+    }
+    return sent;
   }
 
   // Split-K: the values of the partial sums a cube's block sends, each sender's first tile (the
@@ -245,11 +259,15 @@ struct GemmEval {
 }  // namespace gemm_detail
 
 KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
-  GemmResult r{};
-  r.status = gemm_check(g);
-  if (r.status != kGemmOk) return r;
+  const std::int32_t status = gemm_check(g);
+  if (status != kGemmOk) {
+    GemmResult r{};
+    r.status = status;
+    return r;
+  }
   gemm_detail::GemmEval e(g);
   if (!e.totals()) {
+    GemmResult r{};
     r.status = kGemmTimeOverflow;  // an invalid config's result is its status
     return r;
   }
