@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "cli_run.h"
@@ -260,6 +261,31 @@ TEST(Cli, SweepParetoAreaInEveryFamily) {
 }
 
 // sweep gemm: the reductions come back, consistent with each other and with `eval gemm`.
+// --pareto energy trades latency against energy_fj, grouped here by a swept energy figure:
+// the same config costs exactly its MACs x 200 fJ more at 500 fJ a MAC than at 300.
+TEST(Cli, SweepGemmParetoEnergyGroupedByAnEnergyField) {
+  const Result r = run("sweep gemm --m 512 --n 512 --k 512 --tile-m 64,128 --pes 1,8 --hw pe.matrix.mac_fj=300,500 "
+                       "--group pe.matrix.mac_fj --pareto energy --top 0 --no-histogram --backend omp --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pareto"]["cost"], "energy");
+  const auto& fronts = j["pareto"]["fronts"];
+  ASSERT_EQ(fronts.size(), 2u);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> at300;  // (tile_m, pes) -> energy
+  for (const auto& f : fronts) {
+    const std::int64_t mac_fj = f["group"]["pe.matrix.mac_fj"];
+    ASSERT_FALSE(f["points"].empty());
+    for (const auto& p : f["points"]) {
+      EXPECT_EQ(p["cost"], p["energy_fj"]);
+      EXPECT_EQ(p["energy_matrix_fj"], p["macs"].get<std::int64_t>() * mac_fj);
+      const auto key = std::make_pair(p["tile_m"].get<std::int64_t>(), p["pes"].get<std::int64_t>());
+      if (mac_fj == 300) at300[key] = p["energy_fj"];
+      else if (at300.count(key))
+        EXPECT_EQ(p["energy_fj"].get<std::int64_t>() - at300[key], p["macs"].get<std::int64_t>() * 200);
+    }
+  }
+}
+
 TEST(Cli, SweepGemmJson) {
   const std::string out = fresh_dir("sweep_out") + "/sweep.json";
   const Result r = run("sweep gemm --m 32,2048 --n 1024 --k 4096 --tile-m 32,64 --tile-n 64:256:*2 "
