@@ -279,9 +279,11 @@ TEST(Cli, SweepGemmParetoEnergyGroupedByAnEnergyField) {
       EXPECT_EQ(p["cost"], p["energy_fj"]);
       EXPECT_EQ(p["energy_matrix_fj"], p["macs"].get<std::int64_t>() * mac_fj);
       const auto key = std::make_pair(p["tile_m"].get<std::int64_t>(), p["pes"].get<std::int64_t>());
-      if (mac_fj == 300) at300[key] = p["energy_fj"];
-      else if (at300.count(key))
+      if (mac_fj == 300) {
+        at300[key] = p["energy_fj"];
+      } else if (at300.count(key)) {
         EXPECT_EQ(p["energy_fj"].get<std::int64_t>() - at300[key], p["macs"].get<std::int64_t>() * 200);
+      }
     }
   }
 }

@@ -312,13 +312,17 @@ ENERGY_PARTS = [
 
 def energy_of(obj: dict, ctx: str, where: str) -> dict[str, int] | None:
     """A record's energy parts and ``energy_fj`` (integers, fJ), checked to add up; None when
-    the record has no energy columns (a document from before them)."""
+    the record has no energy columns (a document from before them) or its energy overflowed
+    (``energy_status`` "energy_overflow": the columns are null), so the energy figures are
+    left out rather than drawn wrong."""
     if "energy_fj" not in obj:
         return None
-    if obj.get("energy_status") != "ok":
-        raise InputError(where, f'{ctx}: "energy_status" is {json.dumps(obj.get("energy_status"))[:40]}, expected "ok"')
-    out = {k: require_int(obj, k, ctx, where) for k, _, _ in ENERGY_PARTS}
-    total = require_int(obj, "energy_fj", ctx, where)
+    status = require_choice(obj, "energy_status", ctx, where, ("ok", "energy_overflow"))
+    if status != "ok":
+        return None
+    top = (1 << 63) - 1
+    out = {k: require_int(obj, k, ctx, where, hi=top) for k, _, _ in ENERGY_PARTS}
+    total = require_int(obj, "energy_fj", ctx, where, hi=top)
     if sum(out.values()) != total:
         raise InputError(where, f'{ctx}: the energy parts add up to {sum(out.values())}, "energy_fj" is {total}')
     out["energy_fj"] = total

@@ -101,8 +101,6 @@ def parse(doc: dict, where: str) -> list[Point]:
                             integer("latency_ps", lo=1), integer("reference_latency_ps", lo=1),
                             integer("analytical_ps"), kbplot.require_real(c, "busbw_gbps", ctx, where, hi=1e9),
                             energy["energy_fj"] if energy else None))
-    if any(p.energy_fj is None for p in points) and any(p.energy_fj is not None for p in points):
-        raise InputError(where, "configs: some have energy columns and some do not")
     return points
 
 
@@ -331,7 +329,7 @@ def main(argv=None) -> None:
         (lambda: fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
         (lambda: fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
     ]
-    if points and points[0].energy_fj is not None:
+    if points and all(p.energy_fj is not None for p in points):
         figures.append((lambda: fig_energy(points), os.path.join(out, FIG_ENERGY)))
         figures.append((lambda: fig_energy_buffers(points), os.path.join(out, FIG_ENERGY_BUFFERS)))
     for path in kbplot.save_all_atomic(figures):

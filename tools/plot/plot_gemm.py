@@ -183,7 +183,7 @@ def parse_sweep(doc: dict, where: str) -> Sweep:
         kbplot.require_object(t, ctx, where)
         e = kbplot.energy_of(t, ctx, where)
         if e is None:
-            raise InputError(where, f'{ctx}: missing "energy_fj"')
+            continue  # its energy overflowed: no point to draw
         tile = kbplot.require_int(t, "tile", ctx, where, lo=1, hi=1 << 40)
         if tiles and tile <= tiles[-1].tile:
             raise InputError(where, f'{ctx}: tile {tile} after {tiles[-1].tile}: expected increasing tiles')

@@ -48,19 +48,23 @@ struct Energy {
 };
 
 // The machine's static power in mW: every PE, every cube (its HBM stack) and every SIP of the
-// topology, whatever part of it a run uses. At most 2^24 PEs of 10^9 mW: below 2^54.
+// topology, whatever part of it a run uses; saturated at 2^61 (energy_of sums it exactly).
 KB_HD constexpr std::int64_t hw_static_mw(const HwConfig& h) {
-  return h.sips * (h.sip_static_mw + h.cubes_per_sip() * (h.cube_static_mw + h.pes_per_cube() * h.pe_static_mw));
+  return sat_mul(h.sips, sat_add(h.sip_static_mw, sat_mul(h.cubes_per_sip(),
+                                                          sat_add(h.cube_static_mw, sat_mul(h.pes_per_cube(), h.pe_static_mw)))));
 }
 
 #if defined(__SIZEOF_INT128__) || defined(__CUDACC__)
-using i128 = __int128;
+using u128 = unsigned __int128;  // every operand is a checked non-negative count or figure
 #else
 #error "energy sums need a 128-bit integer (__int128)"
 #endif
 
-// Energy of `a` on `h` over `latency_ps`. A mW over a ps is exactly a fJ. Each product is below
-// 2^61 · 10^9 < 2^91, and their sum below 2^95: 128 bits never wrap.
+// Energy of `a` on `h` over `latency_ps`. A mW over a ps is exactly a fJ. A count's product is
+// below 2^61 · 10^9 < 2^91. The machine's static power is below 2^82 mW (4096 SIPs of 2^20
+// cubes of 2^20 PEs at 10^9 mW each); past 2^63 mW any run that lasts is an overflow before it
+// is multiplied, so the static part stays below 2^124 and the sum below 2^125: 128 bits never
+// wrap.
 KB_HD inline Energy energy_of(const HwConfig& h, const Actions& a, ps_t latency_ps) {
   Energy e{kEnergyOverflow, 0, 0, 0, 0, 0, 0, 0, latency_ps};
   const std::int64_t counts[] = {a.macs,           a.vector_ops,      a.sram_read_bytes,
@@ -69,18 +73,25 @@ KB_HD inline Energy energy_of(const HwConfig& h, const Actions& a, ps_t latency_
   for (std::int64_t n : counts)
     if (n < 0 || n >= kTimeLimitPs) return e;
   if (latency_ps < 0 || latency_ps >= kTimeLimitPs) return e;
-  const i128 matrix = static_cast<i128>(a.macs) * h.mac_fj;
-  const i128 vector = static_cast<i128>(a.vector_ops) * h.vector_op_fj;
-  const i128 sram = static_cast<i128>(a.sram_read_bytes) * h.sram_read_fj_per_byte +
-                    static_cast<i128>(a.sram_write_bytes) * h.sram_write_fj_per_byte;
-  const i128 hbm = static_cast<i128>(a.hbm_read_bytes) * h.hbm_read_fj_per_byte +
-                   static_cast<i128>(a.hbm_write_bytes) * h.hbm_write_fj_per_byte;
-  const i128 links = static_cast<i128>(a.link_bytes_pe) * h.ipcq.energy_fj_per_byte +
-                     static_cast<i128>(a.link_bytes_cube) * h.cube_link.energy_fj_per_byte +
-                     static_cast<i128>(a.link_bytes_sip) * h.sip_link.energy_fj_per_byte;
-  const i128 stat = static_cast<i128>(hw_static_mw(h)) * latency_ps;
-  const i128 total = matrix + vector + sram + hbm + links + stat;
-  if (total > static_cast<i128>(INT64_MAX)) return e;  // every part is no larger than the total
+  const std::int64_t figures[] = {h.mac_fj, h.vector_op_fj, h.sram_read_fj_per_byte, h.sram_write_fj_per_byte,
+                                  h.hbm_read_fj_per_byte, h.hbm_write_fj_per_byte, h.ipcq.energy_fj_per_byte,
+                                  h.cube_link.energy_fj_per_byte, h.sip_link.energy_fj_per_byte, h.pe_static_mw,
+                                  h.cube_static_mw, h.sip_static_mw, h.sips, h.cubes_per_sip(), h.pes_per_cube()};
+  for (std::int64_t f : figures)
+    if (f < 0) return e;
+  auto u = [](std::int64_t v) { return static_cast<u128>(v); };
+  const u128 matrix = u(a.macs) * u(h.mac_fj);
+  const u128 vector = u(a.vector_ops) * u(h.vector_op_fj);
+  const u128 sram = u(a.sram_read_bytes) * u(h.sram_read_fj_per_byte) + u(a.sram_write_bytes) * u(h.sram_write_fj_per_byte);
+  const u128 hbm = u(a.hbm_read_bytes) * u(h.hbm_read_fj_per_byte) + u(a.hbm_write_bytes) * u(h.hbm_write_fj_per_byte);
+  const u128 links = u(a.link_bytes_pe) * u(h.ipcq.energy_fj_per_byte) + u(a.link_bytes_cube) * u(h.cube_link.energy_fj_per_byte) +
+                     u(a.link_bytes_sip) * u(h.sip_link.energy_fj_per_byte);
+  const u128 mw = u(h.sips) * (u(h.sip_static_mw) + u(h.cubes_per_sip()) * (u(h.cube_static_mw) + u(h.pes_per_cube()) * u(h.pe_static_mw)));
+  const u128 max = static_cast<u128>(INT64_MAX);
+  if (latency_ps > 0 && mw > max) return e;
+  const u128 stat = mw * u(latency_ps);
+  const u128 total = matrix + vector + sram + hbm + links + stat;
+  if (total > max) return e;  // every part is no larger than the total
   e.status = kEnergyOk;
   e.total = static_cast<std::int64_t>(total);
   e.matrix = static_cast<std::int64_t>(matrix), e.vector = static_cast<std::int64_t>(vector);

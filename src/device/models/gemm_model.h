@@ -248,9 +248,9 @@ struct GemmEval {
   // the accumulator (4·m·n). Reads and writes come to the same sum.
   KB_HD void counts(std::int64_t sent) {
     const std::int64_t acc = sat_mul(4 * kt, g.m * g.n);
-    const std::int64_t sram = sat_add(sat_add(r.hbm_read_bytes, acc), 8 * sent);
+    const std::int64_t sram = sat_add(sat_add(r.hbm_read_bytes, acc), sat_mul(8, sent));
     r.vector_ops = sent;
-    r.link_bytes_pe = 4 * sent;
+    r.link_bytes_pe = sat_mul(4, sent);
     r.sram_read_bytes = sram;
     r.sram_write_bytes = sram;
   }
