@@ -114,6 +114,12 @@ def series(points, level, algo, buffer, ranks):
     return sel
 
 
+def both_buffers(points, level, algo, ranks):
+    """(HBM point, SRAM point) of each size where both buffer kinds fit, by size."""
+    sram = {p.bytes: p for p in series(points, level, algo, "sram", ranks)}
+    return [(p, sram[p.bytes]) for p in series(points, level, algo, "hbm", ranks) if p.bytes in sram]
+
+
 def no_minor_ticks(ax):
     """Decade ticks and grid only: a log axis spanning many decades would otherwise make eight
     minor ticks a decade, which are most of the time a figure takes to draw."""
@@ -208,10 +214,9 @@ def fig_buffers(points):
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
         for algo in ALGOS:
-            sram = {p.bytes: p for p in series(points, level, algo, "sram", ranks)}
-            hbm = [p for p in series(points, level, algo, "hbm", ranks) if p.bytes in sram]
-            if hbm:
-                ax.plot([p.bytes for p in hbm], [p.latency_ps / sram[p.bytes].latency_ps for p in hbm], color=COLORS[algo],
+            pairs = both_buffers(points, level, algo, ranks)
+            if pairs:
+                ax.plot([h.bytes for h, _ in pairs], [h.latency_ps / s.latency_ps for h, s in pairs], color=COLORS[algo],
                         marker=MARKERS[algo], markersize=4)
         size_axis(ax)
         ax.axhline(1.0, color="0.5", linewidth=0.8)
@@ -245,12 +250,11 @@ def fig_energy_buffers(points):
         ranks = most_ranks(points, level)
         lows = []
         for algo in ALGOS:
-            sram = {p.bytes: p for p in series(points, level, algo, "sram", ranks)}
-            hbm = [p for p in series(points, level, algo, "hbm", ranks) if p.bytes in sram]
-            if hbm:
-                ys = [(p.energy_fj - sram[p.bytes].energy_fj) / 1e6 for p in hbm]
+            pairs = both_buffers(points, level, algo, ranks)
+            if pairs:
+                ys = [(h.energy_fj - s.energy_fj) / 1e6 for h, s in pairs]
                 lows += ys
-                ax.plot([p.bytes for p in hbm], ys, color=COLORS[algo], marker=MARKERS[algo], markersize=4)
+                ax.plot([h.bytes for h, _ in pairs], ys, color=COLORS[algo], marker=MARKERS[algo], markersize=4)
         size_axis(ax)
         if lows and min(lows) > 0:
             ax.set_yscale("log")
