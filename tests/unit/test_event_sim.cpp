@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <numeric>
 #include <random>
+#include <vector>
 
 #include "../parity/random_allreduce.h"
 #include "device/models/allreduce_model.h"
+#include "device/models/decode_model.h"
 #include "device/sim/event_sim.h"
 
 namespace kb {
@@ -223,6 +227,57 @@ TEST(EventSim, AllreduceRingWalkEqualsEventsOnRandomConfigs) {
               static_cast<long long>(per_level[2]), static_cast<long long>(chunked), static_cast<long long>(refused));
   for (std::int64_t n : per_level) EXPECT_GT(n, 10000);
   EXPECT_GT(chunked, 10000);
+}
+
+// Decode's reduce across cubes (docs/model.md section 12.5): each PE position of a child cube
+// sends m, l and O over the cube's one link, the three ready at once, and the model serves
+// them as one bundle of their summed busy time (sim::serve_all on dec_detail::Bundle). On
+// random queues (1-64 positions in any PE order, ready times with ties, busy times of each
+// position's own and any latency) each bundle lands when the event simulation lands its
+// position's last copy, on both of the simulator's paths.
+TEST(EventSim, CopiesReadyAtOnceAreServedAsOneBundle) {
+  std::mt19937_64 rng(41);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  using Queue = sim::EventSim<256, 256, 8>;
+  auto s = std::make_unique<Queue>();
+  int ties = 0, waited = 0;
+  for (int it = 0; it < 20000; ++it) {
+    const int n = static_cast<int>(pick(1, 64));
+    const ps_t lat = pick(0, 3) ? pick(0, 300) : 0, step = pick(1, 400);
+    std::vector<ps_t> bm(static_cast<std::size_t>(n)), bo(static_cast<std::size_t>(n));
+    std::vector<std::int32_t> pe(static_cast<std::size_t>(n));
+    std::iota(pe.begin(), pe.end(), 0);
+    std::shuffle(pe.begin(), pe.end(), rng);
+    std::vector<dec_detail::Bundle> b(static_cast<std::size_t>(n));
+    std::vector<int> last(static_cast<std::size_t>(n));
+    s->reset();
+    const int link = s->resource(1, kArb, lat, 0);
+    for (int i = 0; i < n; ++i) {
+      const ps_t ready = pick(0, 2) ? pick(0, 6) * step : 0;  // few distinct instants: ties
+      bm[i] = pick(0, 60), bo[i] = pick(0, 2) ? bo[i > 0 ? i - 1 : 0] : pick(0, 500);
+      int before = -1;
+      if (ready > 0) before = s->op(pe[i], 0, s->resource(100 + i, kInOrder, 0, 1), ready, -1);
+      for (int k = 0; k < 3; ++k) {
+        last[i] = s->op(pe[i], 1 + k, link, k < 2 ? bm[i] : bo[i], -1);
+        s->dep(last[i], before);
+      }
+      b[i] = dec_detail::Bundle{ready, pe[i], /*rows: here, whose busy times*/ i};
+    }
+    s->run(it % 2 == 1);
+    ASSERT_EQ(s->status, sim::kSimOk);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < i; ++j) ties += b[i].ready == b[j].ready;
+    auto busy = [&](const dec_detail::Bundle& x) { return 2 * bm[x.rows] + bo[x.rows]; };
+    sim::serve_all(b.data(), n, lat, busy);
+    for (int i = 0; i < n; ++i) {
+      const auto at = std::find_if(b.begin(), b.end(), [&](const dec_detail::Bundle& x) { return x.pe == pe[i]; });
+      ASSERT_NE(at, b.end());
+      ASSERT_EQ(at->ready, s->end_t[last[i]]) << "queue " << it << ", position " << pe[i];
+    }
+    for (int i = 1; i < n; ++i) waited += b[i].ready - busy(b[i]) > b[i - 1].ready;  // an idle gap before it
+  }
+  EXPECT_GT(ties, 100000);  // pairs ready at one instant, to be ordered by PE
+  EXPECT_GT(waited, 1000);  // and idle gaps
 }
 
 }  // namespace

@@ -134,23 +134,25 @@ KB_HD inline DecWork dec_work(const DecodeConfig& c, std::int64_t cube, std::int
 }
 KB_HD inline bool dec_works(const DecWork& w) { return w.units.len > 0 && w.kv.len > 0; }
 
-// dec_work(c, cube, p) for every PE p of one cube, in order, into out[0..P): the same spans,
-// with the splits along S_kv walked (EvenParts) and each block size divided once, rather
-// than several divisions per PE (they were most of the model's time).
-KB_HD inline void dec_cube_works(const DecodeConfig& c, std::int64_t cube, DecWork* out) {
+// dec_work(c, cube, p) for every PE p of one cube, in order, as emit(p, work) (or, from
+// dec_cube_works, into out[0..P)): the same spans, with the splits along S_kv walked
+// (EvenParts) and each block size divided once, rather than several divisions per PE (they
+// were most of the model's time).
+template <class Emit>
+KB_HD void dec_cube_works_each(const DecodeConfig& c, std::int64_t cube, const Emit& emit) {
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), S = c.s_kv;
   auto blocks = [&](std::int64_t parts, std::int64_t first, DecSpan kv) {  // units in blocks of ceil(U / parts)
     const std::int64_t k = ceil_div(U, parts);
     for (std::int64_t p = 0; p < P; ++p) {
       const std::int64_t lo = imin(U, (first + p) * k);
-      out[p].units = DecSpan{lo, imin(U, lo + k) - lo}, out[p].kv = kv;
+      emit(p, DecWork{DecSpan{lo, imin(U, lo + k) - lo}, kv});
     }
   };
   auto split = [&](DecSpan units, DecSpan kv) {  // the cube's KV span over its PEs
     EvenParts parts(kv.len, P);
     for (std::int64_t p = 0; p < P; ++p) {
       const Span s = parts.next();
-      out[p].units = units, out[p].kv = DecSpan{kv.lo + s.lo, s.hi - s.lo};
+      emit(p, DecWork{units, DecSpan{kv.lo + s.lo, s.hi - s.lo}});
     }
   };
   switch (dec_case(c)) {
@@ -159,6 +161,9 @@ KB_HD inline void dec_cube_works(const DecodeConfig& c, std::int64_t cube, DecWo
     case DecodeCase::cube_repl_pe_sp: split(U >= C ? dec_block(U, C, cube) : DecSpan{cube % U, 1}, DecSpan{0, S}); break;
     default: split(DecSpan{0, U}, dec_part(S, C, cube));
   }
+}
+KB_HD inline void dec_cube_works(const DecodeConfig& c, std::int64_t cube, DecWork* out) {
+  dec_cube_works_each(c, cube, [&](std::int64_t p, const DecWork& w) { out[p] = w; });
 }
 
 // Case 3: whether cube `cube` writes its units (the lowest cube computing a unit does).

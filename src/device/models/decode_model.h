@@ -214,16 +214,19 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
 // A message into a single-server queue (a copy-queue in-port, or a mesh link).
 struct Msg {
   ps_t ready;
-  std::int64_t pe, issue;  // tie order: the sending PE (one cube), then its issue order
   ps_t busy;
-  std::int32_t who;  // index of the sender (child or position) it arrives for
+  std::int32_t pe, issue;  // tie order: the sending PE (one cube), then its issue order
+  std::int32_t who;        // index of the sender (child or position) it arrives for
   KB_HD sim::Claim claim() const { return sim::Claim{ready, pe, issue}; }
 };
-// Per PE of the SIP: where its partials stand.
-struct PeState {
-  ps_t dma, mm, vec;   // DMA queue free, last matmul end, vector engine free
-  ps_t send;           // when its (m, l, O) may leave (its last merge, or compute, done)
-  std::int64_t rows;   // R = units x G (0: no work)
+// The messages of one PE's partial (m, l, O) to one receiver over one single-server queue,
+// all ready at once: served back to back as a bundle (see reduce_across_cubes).
+// Its busy time, the three copies', follows from its rows.
+struct Bundle {
+  ps_t ready;
+  std::int32_t pe;    // the sending PE's position in its cube
+  std::int32_t rows;  // R
+  KB_HD sim::Claim claim() const { return sim::Claim{ready, pe, 0}; }
 };
 
 }  // namespace dec_detail
@@ -286,20 +289,36 @@ namespace dec_detail {
 // One decode evaluation as its phases run: each PE's compute, the reduce within cubes, the
 // reduce across cubes (or the answers where no reduce is needed), and the stores; the state
 // of every PE, the HBM sharers of every cube, and the result they add up to.
+//
+// A PE's state is two numbers (12 bytes, so every PE of the largest SIP fits in 12 KiB):
+// - t: when its partial (m, l, O) may leave, which is when its matrix and vector engines are
+//   both free (its compute's last op, or its last merge, done); every later op of the PE
+//   starts at t or later, so the engines' separate free times are not needed;
+// - rows: R = units x G (0: no work).
+// Its DMA queue's free time is not kept either: the queue's last op is the PE's last load,
+// which ends before the matmul that reads it, so before t; a store, the only later DMA op,
+// starts when the answer is ready (docs/model.md section 12.5).
 struct DecodeEval {
   const DecodeConfig& c;
   const HwConfig& h;
   std::int64_t C, P, d;
   ps_t lat, ipcq_lat, link_lat;
-  PeState st[kDecMaxPes];
-  std::int64_t sharers_of[kDecMaxGrid];
+  ps_t t[kDecMaxPes];
+  std::int32_t rows[kDecMaxPes];  // at most kDecMaxBatch x kDecMaxHeads
+  std::int32_t sharers_of[kDecMaxGrid];  // at most kDecMaxGrid x kMaxGrid
   // Cube q's PEs have the states of cube rep[q]'s (rep[q] <= q; rep[q] == q: its own).
-  std::int64_t rep[kDecMaxGrid];
+  std::int8_t rep[kDecMaxGrid];
+  // Cubes that are others' representatives (at most kCubeKinds): their keys and the totals
+  // a phase added for them (compute's, then each per_kind phase's in turn).
+  static constexpr int kCubeKinds = 4;  // distinct keys remembered (a split has at most 3)
+  int nkinds = 0;
+  std::int64_t kind_key[kCubeKinds];
+  std::int8_t kind_cube[kCubeKinds];
   // The last costs asked for, by what they depend on: a merge's and an answer's division
   // (rows), a store's (rows, sharers), a partial's copy over a cube link (rows). Neighbouring
   // PEs mostly ask for the same.
   std::int64_t merge_rows = -1, div_rows = -1, store_rows = -1, store_sharers = -1, link_rows = -1;
-  ps_t merge_time = 0, div_time = 0, store_time = 0, link_m = 0, link_o = 0;  // link_*: over a cube link
+  ps_t merge_time = 0, div_time = 0, store_time = 0, link_time = 0;
   DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
   Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
 
@@ -313,7 +332,7 @@ struct DecodeEval {
     zero_words(r);
   }
 
-  KB_HD void done(ps_t t) { r.latency_ps = imax(r.latency_ps, t); }
+  KB_HD void done(ps_t end) { r.latency_ps = imax(r.latency_ps, end); }
 
   // The totals a phase adds per cube, for a representative's to be repeated by the cubes
   // like it (every time and total of theirs is the same; maxima such as the latency too).
@@ -322,6 +341,7 @@ struct DecodeEval {
     std::int64_t mac_cycles, macs, hbm_read_bytes, hbm_write_bytes, copies_pe, link_bytes_pe, working_pes;
     std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
   };
+  Tally kind_sums[kCubeKinds];  // per kind_cube: what its last phase added to r
   KB_HD Tally tally() const {
     return Tally{r.matrix_busy_ps, r.vector_busy_ps, r.dma_busy_ps,   r.mac_cycles,    r.macs,
                  r.hbm_read_bytes, r.hbm_write_bytes, r.copies_pe, r.link_bytes_pe, r.working_pes,
@@ -336,12 +356,12 @@ struct DecodeEval {
                  b.vector_ops - a.vector_ops,           b.sram_read_bytes - a.sram_read_bytes,
                  b.sram_write_bytes - a.sram_write_bytes};
   }
-  KB_HD void add(const Tally& d) {
-    r.matrix_busy_ps += d.matrix_busy, r.vector_busy_ps += d.vector_busy, r.dma_busy_ps += d.dma_busy;
-    r.mac_cycles += d.mac_cycles, r.macs += d.macs, r.hbm_read_bytes += d.hbm_read_bytes;
-    r.hbm_write_bytes += d.hbm_write_bytes, r.copies_pe += d.copies_pe, r.link_bytes_pe += d.link_bytes_pe;
-    r.working_pes += d.working_pes;
-    r.vector_ops += d.vector_ops, r.sram_read_bytes += d.sram_read_bytes, r.sram_write_bytes += d.sram_write_bytes;
+  KB_HD void add(const Tally& x) {
+    r.matrix_busy_ps += x.matrix_busy, r.vector_busy_ps += x.vector_busy, r.dma_busy_ps += x.dma_busy;
+    r.mac_cycles += x.mac_cycles, r.macs += x.macs, r.hbm_read_bytes += x.hbm_read_bytes;
+    r.hbm_write_bytes += x.hbm_write_bytes, r.copies_pe += x.copies_pe, r.link_bytes_pe += x.link_bytes_pe;
+    r.working_pes += x.working_pes;
+    r.vector_ops += x.vector_ops, r.sram_read_bytes += x.sram_read_bytes, r.sram_write_bytes += x.sram_write_bytes;
   }
   KB_HD void add(const Counts& k, std::int64_t times = 1) {
     r.vector_ops += times * k.vops, r.sram_read_bytes += times * k.rd, r.sram_write_bytes += times * k.wr;
@@ -352,59 +372,58 @@ struct DecodeEval {
   // Compute: PEs alike (units, shard length, HBM sharers) share one evaluation, and cubes
   // alike (cube_key) share their PEs' states: a cube like an earlier one, its representative
   // rep[q], adds the same totals, and its states are the representative's until a phase
-  // needs them apart (materialize).
-  KB_HD void compute() {
+  // needs them apart (materialize). Out of line on the device, as the cross-cube reduce.
+  KB_HD KB_NOINLINE void compute() {
     const std::int64_t G = dec_group(c);
     PeRun cache[4];
     int ncache = 0, next = 0;
-    DecWork ws[kDecMaxGrid];
-    struct Seen {
-      std::int64_t key, cube;
-      Tally sums;  // what the cube added to r
-    } seen[kCubeKinds];
-    int nseen = 0;
     for (std::int64_t q = 0; q < C; ++q) {
       const std::int64_t key = cube_key(q);
       int hit_cube = -1;
-      for (int i = 0; i < nseen; ++i)
-        if (seen[i].key == key) hit_cube = i;
+      for (int i = 0; i < nkinds; ++i)
+        if (kind_key[i] == key) hit_cube = i;
       if (hit_cube >= 0) {
-        const Seen& e = seen[hit_cube];
-        rep[q] = e.cube;
-        sharers_of[q] = sharers_of[e.cube];
-        add(e.sums);
+        rep[q] = kind_cube[hit_cube];
+        sharers_of[q] = sharers_of[rep[q]];
+        add(kind_sums[hit_cube]);
         continue;
       }
-      rep[q] = q;
+      rep[q] = static_cast<std::int8_t>(q);
       const Tally before = tally();
-      dec_cube_works(c, q, ws);
+      // Each PE's work lengths, held until its state replaces them: units in rows[i], the KV
+      // shard's length in t[i] (0 and 0: no work).
       std::int64_t sharers = 0;
-      for (std::int64_t p = 0; p < P; ++p) sharers += dec_works(ws[p]);
+      dec_cube_works_each(c, q, [&](std::int64_t p, const DecWork& w) {
+        const bool works = dec_works(w);
+        rows[q * P + p] = works ? static_cast<std::int32_t>(w.units.len) : 0;
+        t[q * P + p] = works ? w.kv.len : 0;
+        sharers += works;
+      });
       sharers *= h.tenants();  // identical launches beside this one share the cube too
-      sharers_of[q] = sharers;
+      sharers_of[q] = static_cast<std::int32_t>(sharers);
       for (std::int64_t p = 0; p < P; ++p) {
-        PeState& s = st[q * P + p];
-        const DecWork& w = ws[p];
-        s = PeState{0, 0, 0, 0, 0};
-        if (!dec_works(w)) continue;
+        const std::int64_t i = q * P + p, units = rows[i], len = t[i];
+        if (units == 0) continue;
         int hit = -1;
-        for (int i = 0; i < ncache; ++i)
-          if (cache[i].units == w.units.len && cache[i].len == w.kv.len && cache[i].sharers == sharers) hit = i;
+        for (int j = 0; j < ncache; ++j)
+          if (cache[j].units == units && cache[j].len == len && cache[j].sharers == sharers) hit = j;
         if (hit < 0) {
           hit = next;
-          cache[hit] = run_pe(c, w.units.len, w.kv.len, sharers);
+          cache[hit] = run_pe(c, units, len, sharers);
           next = (next + 1) % 4;
           if (ncache < 4) ++ncache;
         }
         const PeRun& e = cache[hit];
-        s = PeState{e.dma, e.mm, e.vec, imax(e.vec, e.mm), w.units.len * G};
+        t[i] = imax(e.vec, e.mm);
+        rows[i] = static_cast<std::int32_t>(units * G);
         r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
         r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
         add(e.counts);
         r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
         ++r.working_pes;
       }
-      if (nseen < kCubeKinds) seen[nseen++] = Seen{key, q, minus(tally(), before)};
+      if (nkinds < kCubeKinds)
+        kind_key[nkinds] = key, kind_cube[nkinds] = static_cast<std::int8_t>(q), kind_sums[nkinds++] = minus(tally(), before);
     }
   }
 
@@ -412,7 +431,6 @@ struct DecodeEval {
   // cube's HBM sharers: cubes with equal keys compute alike. Cases 1 and 4: the length of the
   // cube's part of S_kv; case 2: how many of its units are left for the cube (0..P x block);
   // case 3: the cube's units.
-  static constexpr int kCubeKinds = 4;  // distinct keys remembered (a split has at most 3)
   KB_HD std::int64_t cube_key(std::int64_t q) const {
     if (cubes_apart) return -1 - q;  // a key no other cube has
     const std::int64_t U = dec_units(c);
@@ -426,65 +444,59 @@ struct DecodeEval {
     }
   }
 
-  // Merges children into `s` in order, their partials arriving at arrival[i].
-  KB_HD void merge_into(PeState& s, const ps_t* arrival, int n) {
-    if (s.rows != merge_rows) merge_rows = s.rows, merge_time = merge_ps(c, s.rows);
-    const ps_t m = merge_time;
-    for (int i = 0; i < n; ++i) {
-      s.vec = imax(imax(s.vec, s.mm), arrival[i]) + m;
-      r.vector_busy_ps += m;
-    }
-    add(merge_unit, n * s.rows);
-    s.send = imax(s.vec, s.mm);
+  // Merges one child's partial into PE i, arriving at `arrival`.
+  KB_HD void merge_one(std::int64_t i, ps_t arrival) {
+    const std::int64_t R = rows[i];
+    if (R != merge_rows) merge_rows = R, merge_time = merge_ps(c, R);
+    t[i] = imax(t[i], arrival) + merge_time;
+    r.vector_busy_ps += merge_time;
+    add(merge_unit, R);
   }
 
-  // The answer: O / l on the PE, then (when it writes) a store of O (f16) through its DMA queue.
-  KB_HD ps_t finish(PeState& s, std::int64_t cube, bool writes) {
-    if (s.rows != div_rows) div_rows = s.rows, div_time = vec_ps(c, VecOp::row_div, s.rows, d);
-    const ps_t div = div_time;
-    const ps_t end = imax(s.vec, s.mm) + div;
-    r.vector_busy_ps += div;
+  // The answer: O / l on the PE once its partial is complete at `ready`, then (when it
+  // writes) a store of O (f16) through its DMA queue. Returns the division's end.
+  KB_HD ps_t finish(ps_t ready, std::int64_t R, std::int64_t cube, bool writes) {
+    if (R != div_rows) div_rows = R, div_time = vec_ps(c, VecOp::row_div, R, d);
+    const ps_t end = ready + div_time;
+    r.vector_busy_ps += div_time;
     Counts k{0, 0, 0};
-    k.vec(VecOp::row_div, s.rows, d);
+    k.vec(VecOp::row_div, R, d);
     add(k);
-    s.vec = end;
     done(end);
-    if (!writes) return end;
-    store(s, end, s.rows, cube);
+    if (writes) store(end, R, cube);
     return end;
   }
 
-  // A store of `rows` rows of O (f16) from `s`'s DMA queue once it has them at `ready`.
-  KB_HD void store(PeState& s, ps_t ready, std::int64_t rows, std::int64_t cube) {
-    if (rows != store_rows || sharers_of[cube] != store_sharers) {
-      store_rows = rows, store_sharers = sharers_of[cube];
-      store_time = shared_transfer_ps(rows * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, store_sharers);
+  // A store of `R` rows of O (f16) through a DMA queue that is free by `ready`, when the
+  // answer is there.
+  KB_HD void store(ps_t ready, std::int64_t R, std::int64_t cube) {
+    if (R != store_rows || sharers_of[cube] != store_sharers) {
+      store_rows = R, store_sharers = sharers_of[cube];
+      store_time = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, store_sharers);
     }
-    const ps_t b = store_time;
-    s.dma = imax(s.dma, ready) + b;
-    r.dma_busy_ps += b;
-    r.hbm_write_bytes += rows * d * 2;
-    r.sram_read_bytes += rows * d * 4;  // from the fp32 answer
-    done(s.dma + lat);
+    r.dma_busy_ps += store_time;
+    r.hbm_write_bytes += R * d * 2;
+    r.sram_read_bytes += R * d * 4;  // from the fp32 answer
+    done(ready + store_time + lat);
   }
 
   // One cube's PEs reduce to its centre PE over the PE tree.
   KB_HD void reduce_cube(std::int64_t q, const DecTree& pt) {
     for (std::int64_t i = 0; i < P; ++i) {
       const std::int64_t n = pt.order(i);
-      PeState& x = st[q * P + n];
       std::int64_t ch[4], dirs[4];
       const int k = pt.children(n, ch, dirs);
       if (k == 0) continue;
       Msg m[12];
       int nm = 0;
-      const std::int64_t R = x.rows;
+      const std::int64_t R = rows[q * P + n];
       const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
       for (int j = 0; j < k; ++j) {
-        const ps_t t = st[q * P + ch[j]].send;  // its out-port sends m, l, O back to back
-        m[nm++] = Msg{t, ch[j], 0, bm, j};
-        m[nm++] = Msg{t + bm, ch[j], 1, bm, j};
-        m[nm++] = Msg{t + 2 * bm, ch[j], 2, bo, j};
+        const ps_t s = t[q * P + ch[j]];  // its out-port sends m, l, O back to back
+        const auto from = static_cast<std::int32_t>(ch[j]);
+        m[nm++] = Msg{s, bm, from, 0, j};
+        m[nm++] = Msg{s + bm, bm, from, 1, j};
+        m[nm++] = Msg{s + 2 * bm, bo, from, 2, j};
         r.copies_pe += 3;
         r.link_bytes_pe += R * (2 + d) * 4;
         sram_copy(R * (2 + d) * 4);
@@ -492,23 +504,25 @@ struct DecodeEval {
       sim::serve_all(m, nm, ipcq_lat);  // every claim is known: the senders' last ops are done
       ps_t arrival[4] = {0, 0, 0, 0};
       for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
-      merge_into(x, arrival, k);
+      for (int j = 0; j < k; ++j) merge_one(q * P + n, arrival[j]);  // children in order
     }
   }
 
   // Runs phase(q) on each representative cube and adds its totals again for every cube whose
-  // states are that cube's (rep[q] < q).
+  // states are that cube's (rep[q] < q). Only cubes compute() remembered (kind_cube) can be
+  // another's representative, and they come first in cube order.
   template <class Phase>
   KB_HD void per_kind(const Phase& phase) {
-    Tally d[kDecMaxGrid];
     for (std::int64_t q = 0; q < C; ++q) {
       if (rep[q] != q) {
-        add(d[rep[q]]);
+        for (int i = 0; i < nkinds; ++i)
+          if (kind_cube[i] == rep[q]) add(kind_sums[i]);
         continue;
       }
       const Tally before = tally();
       phase(q);
-      d[q] = minus(tally(), before);
+      for (int i = 0; i < nkinds; ++i)
+        if (kind_cube[i] == q) kind_sums[i] = minus(tally(), before);
     }
   }
   // Gives every cube its own copy of its representative's states (position `only`, or all
@@ -516,10 +530,9 @@ struct DecodeEval {
   KB_HD void materialize(std::int64_t only) {
     for (std::int64_t q = 0; q < C; ++q) {
       if (rep[q] == q) continue;
-      if (only >= 0) st[q * P + only] = st[rep[q] * P + only];
-      else
-        for (std::int64_t p = 0; p < P; ++p) st[q * P + p] = st[rep[q] * P + p];
-      rep[q] = q;
+      for (std::int64_t p = only >= 0 ? only : 0; p < (only >= 0 ? only + 1 : P); ++p)
+        t[q * P + p] = t[rep[q] * P + p], rows[q * P + p] = rows[rep[q] * P + p];
+      rep[q] = static_cast<std::int8_t>(q);
     }
   }
 
@@ -527,74 +540,74 @@ struct DecodeEval {
   // earlier one reduces alike.
   KB_HD void reduce_in_cubes(const DecTree& pt) {
     per_kind([&](std::int64_t q) {
-      if (st[q * P].rows != 0) reduce_cube(q, pt);  // a cube without units (case 3) has none
+      if (rows[q * P] != 0) reduce_cube(q, pt);  // a cube without units (case 3) has none
     });
   }
 
   // Cross-cube reduce (cases 1 and 4): PE position p of each cube to the centre cube's; in
   // case 4 only the cubes' centre PEs, each waiting until the receiver's inboxes are free.
-  KB_HD void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow) {
-    ps_t free_at[kDecMaxGrid];  // case 4: when cube q's centre PE has merged its own cube
-    for (std::int64_t q = 0; q < C; ++q) free_at[q] = st[q * P + pr].send;
+  // A child cube's positions share its one link to the parent, a single-server queue. Each
+  // position sends m, l and O all ready at once (issues 0, 1, 2), and no other position's
+  // claim has its PE, so goes_first puts the three together, in issue order: once the first
+  // starts the other two follow back to back. The queue therefore serves each position's
+  // three copies as one bundle of their summed busy time, in goes_first order of the
+  // bundles' first claims, and O, the last, lands at the bundle's end plus the latency.
+  // Every child's partial is merged in turn (left, right, top, bottom), by every position
+  // that has work, arriving at 0 from a child position without work.
+  KB_HD KB_NOINLINE void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow) {
+    const std::int64_t lo = flow ? pr : 0, hi = flow ? pr + 1 : P;  // the positions that take part
     for (std::int64_t i = 0; i < C; ++i) {
       const std::int64_t x = ct.order(i);
       std::int64_t ch[4], dirs[4];
       const int k = ct.children(x, ch, dirs);
-      if (k == 0) continue;
-      ps_t arrival[kDecMaxGrid][4];
+      const ps_t free_x = t[x * P + pr];  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
-        Msg m[3 * kDecMaxGrid];
-        int nm = 0;
-        for (std::int64_t p = 0; p < P; ++p) {
-          if (flow && p != pr) continue;
-          const PeState& s = st[ch[j] * P + p];
-          if (s.rows == 0) continue;
-          const ps_t t = flow ? imax(s.send, free_at[x]) : s.send;
-          const std::int64_t R = s.rows;
-          if (R != link_rows) {  // neighbouring positions mostly hold as many rows
-            link_rows = R;
-            link_m = transfer_ps(R * 4, h.cube_link.bandwidth_gbps), link_o = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
-          }
-          const ps_t bm = link_m, bo = link_o;
-          m[nm++] = Msg{t, p, 0, bm, static_cast<std::int32_t>(p)};
-          m[nm++] = Msg{t, p, 1, bm, static_cast<std::int32_t>(p)};
-          m[nm++] = Msg{t, p, 2, bo, static_cast<std::int32_t>(p)};
+        Bundle b[kDecMaxGrid];
+        int nb = 0;
+        for (std::int64_t p = lo; p < hi; ++p) {
+          const std::int64_t s = ch[j] * P + p, R = rows[s];
+          if (R == 0) continue;
+          b[nb++] = Bundle{flow ? imax(t[s], free_x) : t[s], static_cast<std::int32_t>(p), rows[s]};
           r.copies_cube += 3;
           r.link_bytes_cube += R * (2 + d) * 4;
           sram_copy(R * (2 + d) * 4);
         }
-        sim::serve_all(m, nm, link_lat);
-        for (std::int64_t p = 0; p < P; ++p) arrival[p][j] = 0;
-        for (int e = 0; e < nm; ++e) arrival[m[e].who][j] = imax(arrival[m[e].who][j], m[e].ready);
-      }
-      for (std::int64_t p = 0; p < P; ++p) {
-        PeState& s = st[x * P + p];
-        if ((flow && p != pr) || s.rows == 0) continue;  // case 4: only the centre PEs have their states
-        merge_into(s, arrival[p], k);
+        sim::serve_all(b, nb, link_lat, [&](const Bundle& x) { return link_busy(x.rows); });
+        for (int e = 0; e < nb; ++e)  // one child's merges: positions apart, so in any order
+          if (rows[x * P + b[e].pe] != 0) merge_one(x * P + b[e].pe, b[e].ready);
+        for (std::int64_t p = lo; p < hi; ++p)  // positions the child has no partial for
+          if (rows[ch[j] * P + p] == 0 && rows[x * P + p] != 0) merge_one(x * P + p, 0);
       }
     }
   }
 
+  // A partial's three copies over a cube link (m and l, then O, f32), for R rows; neighbouring
+  // positions mostly hold as many rows.
+  KB_HD ps_t link_busy(std::int64_t R) {
+    if (R != link_rows) link_rows = R, link_time = 2 * transfer_ps(R * 4, h.cube_link.bandwidth_gbps) + transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
+    return link_time;
+  }
+
   // Allreduce: O (f32) broadcast from the root cube's centre PE down the cube tree; every
   // cube stores its answer.
+  // Each edge carries one copy, after the copy into its parent: cube q has it `depth` copies
+  // after the root's division.
   KB_HD void broadcast_answer(std::int64_t rc, std::int64_t pr, const DecTree& ct) {
-    ps_t got[kDecMaxGrid];
-    got[rc] = finish(st[rc * P + pr], rc, false);
-    const std::int64_t R = st[rc * P + pr].rows;
-    const ps_t bo = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps);
-    for (std::int64_t i = C - 1; i >= 0; --i) {  // parents before children
-      const std::int64_t x = ct.order(i);
-      std::int64_t ch[4], dirs[4];
-      const int k = ct.children(x, ch, dirs);
-      for (int j = 0; j < k; ++j) {
-        got[ch[j]] = got[x] + bo + link_lat;
+    const std::int64_t R = rows[rc * P + pr];
+    const ps_t root = finish(t[rc * P + pr], R, rc, false);
+    const ps_t hop = transfer_ps(R * d * 4, h.cube_link.bandwidth_gbps) + link_lat;
+    for (std::int64_t q = 0; q < C; ++q) {
+      std::int64_t depth = 0;
+      for (std::int64_t n = q; n != rc; n = ct.parent(n)) ++depth;
+      const ps_t got = root + depth * hop;
+      if (q != rc) {
         r.copies_cube += 1;
         r.link_bytes_cube += R * d * 4;
         sram_copy(R * d * 4);
-        done(got[ch[j]]);
+        done(got);
       }
+      store(got, R, q);
     }
-    for (std::int64_t q = 0; q < C; ++q) store(st[q * P + pr], got[q], R, q);
   }
 
   // The answers, by case: where they are and who stores them.
@@ -603,14 +616,14 @@ struct DecodeEval {
     if (kase == DecodeCase::cube_repl_pe_tp) {
       per_kind([&](std::int64_t q) {
         for (std::int64_t p = 0; p < P; ++p)
-          if (st[q * P + p].rows > 0) finish(st[q * P + p], q, true);
+          if (rows[q * P + p] > 0) finish(t[q * P + p], rows[q * P + p], q, true);
       });
       return;
     }
     if (kase == DecodeCase::cube_repl_pe_sp) {
       for (std::int64_t q = 0; q < C; ++q) {  // whether a cube writes is its own
-        PeState s = st[rep[q] * P + pr];
-        if (s.rows > 0) finish(s, q, dec_writer(c, q));
+        const std::int64_t s = rep[q] * P + pr;
+        if (rows[s] > 0) finish(t[s], rows[s], q, dec_writer(c, q));
       }
       return;
     }
@@ -620,9 +633,9 @@ struct DecodeEval {
     const std::int64_t rc = ct.root();
     if (kase == DecodeCase::cube_sp_pe_tp) {
       for (std::int64_t p = 0; p < P; ++p)
-        if (st[rc * P + p].rows > 0) finish(st[rc * P + p], rc, true);
+        if (rows[rc * P + p] > 0) finish(t[rc * P + p], rows[rc * P + p], rc, true);
     } else if (!c.allreduce) {
-      finish(st[rc * P + pr], rc, true);
+      finish(t[rc * P + pr], rows[rc * P + pr], rc, true);
     } else {
       broadcast_answer(rc, pr, ct);
     }

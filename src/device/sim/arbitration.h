@@ -42,8 +42,9 @@ struct Server {
 // A single-server queue whose claims are all known before the first is served: served in
 // goes_first order. `M` has `claim()` and `busy`; each message's `ready` is set to its end
 // plus `latency` (when it lands). Insertion sort: queues here hold a handful of messages.
-template <class M>
-KB_HD void serve_all(M* m, int n, ps_t latency) {
+// `busy(m[i])` gives a message's busy time (the overload below: its member `busy`).
+template <class M, class Busy>
+KB_HD void serve_all(M* m, int n, ps_t latency, const Busy& busy) {
   for (int i = 1; i < n; ++i) {
     const M x = m[i];
     int j = i - 1;
@@ -54,7 +55,14 @@ KB_HD void serve_all(M* m, int n, ps_t latency) {
     m[j + 1] = x;
   }
   Server s;
-  for (int i = 0; i < n; ++i) m[i].ready = s.take(m[i].ready, m[i].busy) + m[i].busy + latency;
+  for (int i = 0; i < n; ++i) {
+    const ps_t b = busy(m[i]);
+    m[i].ready = s.take(m[i].ready, b) + b + latency;
+  }
+}
+template <class M>
+KB_HD void serve_all(M* m, int n, ps_t latency) {
+  serve_all(m, n, latency, [](const M& x) { return x.busy; });
 }
 
 }  // namespace sim
