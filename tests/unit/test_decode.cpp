@@ -99,6 +99,14 @@ TEST(Decode, ACubesWalkGivesEachPeItsWork) {
   }
 }
 
+// A config's evaluation state fits the 16 KiB a CUDA thread may hold (docs/PERFORMANCE.md,
+// tools/cuda-local-memory.sh): the largest SIP's 1024 PE states take 12 KiB, and the kernels
+// add about 2.5 KiB of their own (the config, the result, the phases' locals).
+TEST(Decode, TheEvaluationStateFitsSixteenKiB) {
+  EXPECT_LE(sizeof(dec_detail::DecodeEval), std::size_t{14} * 1024 - 512);
+  EXPECT_EQ(sizeof(dec_detail::Bundle), 16u);
+}
+
 // Cubes alike (equal cube keys) are evaluated once and their totals repeated: on 10^5 random
 // configs (every case, ragged splits, cubes without work, shared HBM) the result is bytewise
 // the one of evaluating every cube on its own.

@@ -309,12 +309,16 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
   AllreduceFigures f;
-  if (!sim.events_only && !sim.hier && ring_walk_domain(c) && ring_walk(c, sim.walk, &f)) {
+  const bool walk = !sim.events_only && !sim.hier && ring_walk_domain(c);
+  if (walk && c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
+    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  if (walk && ring_walk(c, sim.walk, sim.sharers, &f)) {
     AllreduceResult& o = sim.out;
     o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
     o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
+    o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
     for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = sim.walk.mark_done[r];
     ++sim.levels, ++sim.walked_levels;
     return kArOk;

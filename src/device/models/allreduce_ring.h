@@ -1,12 +1,14 @@
 // A closed form of the allreduce model (allreduce_model.h) on the domain where the device
-// simulator could make no choice: the ring allreduce on SRAM buffers at one level (pe, cube
-// or sip). docs/model.md section 11.9 proves it equal to the simulation there: every link is
-// used by one sender only, whose sends on it become ready in program order, strictly later
-// one after another (or together at time 0, before anything ran), so each arbitrated link
-// serves first in, first out, and every resource is a queue in program order. The schedule is
-// then one walk over the transfers: no ops, edges or events. The walk checks that order as
-// it goes and gives up (the simulator then runs) wherever it does not hold, or a time would
-// pass the int64 guard. Pure KB_HD code: fixed arrays, no allocation.
+// simulator could make no choice: the ring allreduce at one level (pe, cube or sip), on
+// either buffer kind. docs/model.md section 11.9 proves it equal to the simulation there
+// whenever the claims on every arbitrated resource (each link, used by one sender only, and
+// with HBM buffers each rank's HBM write port, used by the send into it and by its own adds)
+// become ready in the walk's order, strictly later one after another (or, for an SRAM
+// sender's first hop, together at time 0, before anything ran): each arbitrated resource then
+// serves first in, first out, and every other resource is a queue in program order. The
+// schedule is then one walk over the transfers: no ops, edges or events. The walk checks that
+// order as it goes and gives up (the simulator then runs) wherever it does not hold, or a time
+// would pass the int64 guard. Pure KB_HD code: fixed arrays, no allocation.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +30,13 @@ struct AllreduceFigures {
   ps_t vector_busy_ps;
   std::int64_t transfers;
   std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
+  std::int64_t hbm_read_bytes, hbm_write_bytes;
 };
 
 // The scratch of the walk: when each piece (rank, chunk, piece) was last written (-1: never),
 // each rank's vector engine is free, and each hop of each rank's route (its link's figures,
-// when it is free, and the last send's ready time on it).
+// when it is free, and the last send's ready time on it); with HBM buffers, when each rank's
+// DMA queue and HBM write port are free, and the last claim's ready time on that port.
 struct RingWalk {
   static constexpr std::int32_t kMaxHops = 256;  // over every rank's route; more: the simulator runs
   struct Hop {
@@ -40,10 +44,21 @@ struct RingWalk {
     std::int64_t bandwidth_gbps;
     ps_t latency, free, last_ready;
     bool last_unblocked;  // the last send on it waited for nothing (ready at 0 before anything ran)
+    std::int64_t memo_bytes;  // the last transfer's size over it, and its busy time
+    ps_t memo_busy;
+    KB_HD ps_t busy(std::int64_t nb) {
+      if (nb != memo_bytes) memo_bytes = nb, memo_busy = transfer_ps(nb, bandwidth_gbps);
+      return memo_busy;
+    }
   };
+  // Per rank, the last send's and the last add's costs, by their size (pieces mostly have one
+  // size): a send's chain (HBM), an add's busy time and its chain (HBM).
+  std::int64_t send_bytes[kCollMaxRanks], add_values[kCollMaxRanks];
+  ps_t send_chain[kCollMaxRanks], add_busy[kCollMaxRanks], add_chain[kCollMaxRanks];
   ps_t written[kCollMaxPieces];
   ps_t vec_free[kCollMaxRanks], landed[kCollMaxRanks];
   ps_t mark_done[kCollMaxRanks];  // per rank, the end of its last op or of the last transfer into it (as EventSim's marks)
+  ps_t dma_free[kCollMaxRanks], port_free[kCollMaxRanks], port_last[kCollMaxRanks];
   std::int32_t route[kCollMaxRanks + 1];  // rank r's hops: hops[route[r] .. route[r + 1])
   Hop hops[kMaxHops];
 };
@@ -51,13 +66,18 @@ struct RingWalk {
 // Whether the closed form covers a config (coll_check has accepted it).
 KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
   return c.level != static_cast<std::int64_t>(CollLevel::hier) && c.algo == static_cast<std::int64_t>(CollAlgo::ring) &&
-         c.buffer == static_cast<std::int64_t>(CollBuffer::sram) && c.op == static_cast<std::int64_t>(CollOp::allreduce);
+         c.op == static_cast<std::int64_t>(CollOp::allreduce);
 }
 
 // The ring allreduce of `c` (ring_walk_domain) walked transfer by transfer, as the model's
-// ops would run: false when the walk cannot vouch for the simulation's schedule.
-KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, AllreduceFigures* out) {
+// ops would run: false when the walk cannot vouch for the simulation's schedule. With HBM
+// buffers `sharers[r]` is how many HBM ports share rank r's cube (the model's static share).
+KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, const std::int64_t* sharers,
+                                        AllreduceFigures* out) {
   const std::int64_t p = c.ranks, C = c.chunks;
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  const ps_t L = c.hw.hbm_latency_ns * kPsPerNs;
+  const std::int64_t dma = c.hw.dma_gbps(), hbm_bw = c.hw.hbm_bandwidth_gbps;
   AllreduceFigures f{};
   // Each rank's route to the next, and where its hops sit.
   std::int32_t nh = 0;
@@ -69,13 +89,30 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
         fits = false;
         return;
       }
-      w.hops[nh++] = RingWalk::Hop{h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false};
+      w.hops[nh++] = RingWalk::Hop{h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
     });
     if (!fits) return false;
   }
   w.route[p] = nh;
   for (std::int64_t i = 0; i < p * C * p; ++i) w.written[i] = -1;
-  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) w.vec_free[r] = 0, w.mark_done[r] = 0;
+  for (std::int64_t r = 0; r < kCollMaxRanks; ++r)
+    w.vec_free[r] = 0, w.mark_done[r] = 0, w.dma_free[r] = 0, w.port_free[r] = 0, w.port_last[r] = -1,
+    w.send_bytes[r] = -1, w.add_values[r] = -1;
+  // An op of rank r that ends at `end`: the latency, r's mark, the int64 guard.
+  auto ended = [&](std::int64_t r, ps_t end) {
+    f.latency_ps = imax(f.latency_ps, end);
+    w.mark_done[r] = imax(w.mark_done[r], end);
+    return end <= kTimeLimitPs;
+  };
+  // A claim on rank r's HBM write port ready at `ready`, holding it `busy`: its start, or -1
+  // where it is not strictly later than the port's last claim (the walk gives up).
+  auto port = [&](std::int64_t r, ps_t ready, ps_t busy) -> ps_t {
+    if (ready <= w.port_last[r]) return -1;
+    w.port_last[r] = ready;
+    const ps_t start = imax(ready, w.port_free[r]);
+    w.port_free[r] = start + busy;
+    return start;
+  };
   auto slot = [&](std::int64_t r, std::int64_t ch, std::int64_t k) { return (r * C + ch) * p + k; };
   // Reduce-scatter steps, then all-gather steps; in each, chunk by chunk: every rank's send,
   // then every rank's receive (coll_detail::Scheduler::ring and ar_detail::Sim::flush).
@@ -86,22 +123,39 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
         for (std::int64_t i = 0; i < p; ++i) {
           const std::int64_t j = coll_detail::mod(rs ? i - s : i + 1 - s, p);
           const std::int64_t nb = 2 * (coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j));
+          const std::int64_t dst = (i + 1) % p;
           ps_t ready = w.written[slot(i, ch, j)];
           bool unblocked = ready < 0;
           if (unblocked) ready = 0;
           ps_t end = 0;
+          // HBM: one chain from the sender's HBM to the receiver's, every op holding its
+          // resource for the slowest's time (ADR 0007 rule 5), each hop starting once the one
+          // before has started and its latency passed. First the read on the sender's DMA
+          // queue, in its program order.
+          ps_t chain = 0;
+          if (hbm) {
+            if (nb != w.send_bytes[i]) {
+              chain = imax(shared_transfer_ps(nb, dma, hbm_bw, sharers[i]), shared_transfer_ps(nb, dma, hbm_bw, sharers[dst]));
+              for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) chain = imax(chain, w.hops[k].busy(nb));
+              w.send_bytes[i] = nb, w.send_chain[i] = chain;
+            }
+            chain = w.send_chain[i];
+            const ps_t start = imax(ready, w.dma_free[i]);
+            w.dma_free[i] = start + chain;
+            if (!ended(i, start + chain + L)) return false;
+            ready = start + L, unblocked = false;
+            f.hbm_read_bytes += nb;
+          }
           for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) {
             RingWalk::Hop& h = w.hops[k];
             // One sender per link, in program order: strictly later, or both at 0 unblocked.
             if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return false;
             h.last_ready = ready, h.last_unblocked = unblocked;
-            const ps_t busy = transfer_ps(nb, h.bandwidth_gbps);
+            const ps_t busy = hbm ? chain : h.busy(nb);
             const ps_t start = imax(ready, h.free);
             h.free = start + busy;
             end = start + busy + h.latency;
-            if (end > kTimeLimitPs) return false;
-            f.latency_ps = imax(f.latency_ps, end);
-            w.mark_done[i] = imax(w.mark_done[i], end);
+            if (!ended(i, end)) return false;
             switch (h.kind) {
               case net::LinkKind::ipcq_in: f.link_bytes_pe += nb, ++f.copies_pe; break;
               case net::LinkKind::cube_link: f.link_bytes_cube += nb, ++f.copies_cube; break;
@@ -110,10 +164,18 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
             }
             ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
           }
+          if (hbm) {  // the write at the receiver's HBM port, which its own adds write through too
+            const ps_t start = port(dst, ready, chain);
+            if (start < 0) return false;
+            end = start + chain + L;
+            if (!ended(i, end)) return false;
+            f.hbm_write_bytes += nb;
+          } else {
+            f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+          }
           w.landed[i] = end;
-          w.mark_done[(i + 1) % p] = imax(w.mark_done[(i + 1) % p], end);
+          w.mark_done[dst] = imax(w.mark_done[dst], end);
           ++f.transfers;
-          f.sram_read_bytes += nb, f.sram_write_bytes += nb;
         }
         for (std::int64_t i = 0; i < p; ++i) {
           const std::int64_t dst = (i + 1) % p, j = coll_detail::mod(rs ? i - s : i + 1 - s, p);
@@ -123,7 +185,30 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
             continue;
           }
           const std::int64_t values = coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j);
-          const ps_t add = cycles_ps(vector_cycles(VecOp::add, 1, values, c.hw.vector_lanes), c.hw.clock_mhz);
+          if (values != w.add_values[dst]) {
+            const std::int64_t nb = 2 * values;
+            const ps_t add = cycles_ps(vector_cycles(VecOp::add, 1, values, c.hw.vector_lanes), c.hw.clock_mhz);
+            w.add_values[dst] = values, w.add_busy[dst] = add;
+            if (hbm)  // one chain: read both operands (DMA queue), add, write the sum (HBM port)
+              w.add_chain[dst] = imax(imax(shared_transfer_ps(2 * nb, dma, hbm_bw, sharers[dst]), add),
+                                      shared_transfer_ps(nb, dma, hbm_bw, sharers[dst]));
+          }
+          const ps_t add = w.add_busy[dst];
+          f.vector_ops += vector_element_ops(VecOp::add, 1, values);
+          if (hbm) {
+            const std::int64_t nb = 2 * values;
+            const ps_t chain = w.add_chain[dst];
+            const ps_t rd = imax(imax(w.landed[i], piece), w.dma_free[dst]);
+            w.dma_free[dst] = rd + chain;
+            const ps_t ad = imax(rd + L, w.vec_free[dst]);
+            w.vec_free[dst] = ad + chain;
+            const ps_t wr = port(dst, ad, chain);
+            if (wr < 0 || !ended(dst, rd + chain + L) || !ended(dst, ad + chain) || !ended(dst, wr + chain + L)) return false;
+            piece = wr + chain + L;
+            f.vector_busy_ps += chain;
+            f.hbm_read_bytes += 2 * nb, f.hbm_write_bytes += nb;
+            continue;
+          }
           const ps_t start = imax(imax(w.landed[i], piece), w.vec_free[dst]);
           const ps_t end = start + add;
           if (end > kTimeLimitPs) return false;
@@ -131,7 +216,6 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, A
           f.latency_ps = imax(f.latency_ps, end);
           w.mark_done[dst] = imax(w.mark_done[dst], end);
           f.vector_busy_ps += add;
-          f.vector_ops += vector_element_ops(VecOp::add, 1, values);
           const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
           f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
         }
