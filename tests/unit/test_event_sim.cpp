@@ -237,6 +237,38 @@ TEST(EventSim, AllreduceRingWalkEqualsEventsOnRandomConfigs) { ring_walk_equals_
 // adds); the walk takes a config only where their claims come in its order.
 TEST(EventSim, AllreduceRingWalkOnHbmEqualsEventsOnRandomConfigs) { ring_walk_equals_events(CollBuffer::hbm, 1000); }
 
+// A hier ring allreduce's top phase is a ring allreduce among the leaders (its group 0's
+// PEs): the walk takes it there, and the whole config (every phase, each phase starting from
+// the walked one's per-rank finish times) equals the event simulation, on 10^5 random hier
+// configs on both buffer kinds.
+TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
+  auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  events->events_only = true;
+  std::vector<int> counts;
+  std::int64_t taken = 0, refused = 0, per_buffer[2] = {0, 0};
+  for (std::uint64_t seed = 1; taken < 100000; ++seed) {
+    ASSERT_LT(seed, 400u) << "the closed form is too rare to test";
+    for (AllreduceConfig c : testing::random_allreduce_configs(10000, 20261203 + seed, &counts)) {
+      if (c.level != static_cast<std::int64_t>(CollLevel::hier)) continue;
+      c.algo = static_cast<std::int64_t>(CollAlgo::ring), c.op = static_cast<std::int64_t>(CollOp::allreduce);
+      if (allreduce_check(c) != kArOk) continue;
+      const AllreduceResult a = allreduce_model(c, *walk);
+      if (walk->walked_levels == 0) {
+        ++refused;
+        continue;
+      }
+      ++taken, ++per_buffer[c.buffer];
+      const AllreduceResult b = allreduce_model(c, *events);
+      ASSERT_EQ(events->walked_levels, 0);
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
+    }
+  }
+  std::printf("ring walk in hier: taken on %lld configs (SRAM %lld, HBM %lld), simulated on %lld\n",
+              static_cast<long long>(taken), static_cast<long long>(per_buffer[0]), static_cast<long long>(per_buffer[1]),
+              static_cast<long long>(refused));
+  for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
+}
+
 // Decode's reduce across cubes (docs/model.md section 12.5): each PE position of a child cube
 // sends m, l and O over the cube's one link, the three ready at once, and the model serves
 // them as one bundle of their summed busy time (sim::serve_all on dec_detail::Bundle). On

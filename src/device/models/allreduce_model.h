@@ -309,10 +309,13 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
   AllreduceFigures f;
-  const bool walk = !sim.events_only && !sim.hier && ring_walk_domain(c);
-  if (walk && c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
-    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
-  if (walk && ring_walk(c, sim.walk, sim.sharers, &f)) {
+  const bool walk = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
+  if (walk) {
+    for (std::int64_t r = 0; r < c.ranks; ++r) sim.nodes[r] = sim.node_of(r);
+    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
+      for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  }
+  if (walk && ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f)) {
     AllreduceResult& o = sim.out;
     o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
     o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;

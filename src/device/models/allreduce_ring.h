@@ -70,10 +70,11 @@ KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
 }
 
 // The ring allreduce of `c` (ring_walk_domain) walked transfer by transfer, as the model's
-// ops would run: false when the walk cannot vouch for the simulation's schedule. With HBM
-// buffers `sharers[r]` is how many HBM ports share rank r's cube (the model's static share).
-KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, const std::int64_t* sharers,
-                                        AllreduceFigures* out) {
+// ops would run: false when the walk cannot vouch for the simulation's schedule. Rank r sits
+// at nodes[r] (coll_node, or for a hier phase its group 0's PE), and with HBM buffers
+// sharers[r] HBM ports share its cube (the model's static share).
+KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, const net::Node* nodes,
+                                        const std::int64_t* sharers, AllreduceFigures* out) {
   const std::int64_t p = c.ranks, C = c.chunks;
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
   const ps_t L = c.hw.hbm_latency_ns * kPsPerNs;
@@ -84,7 +85,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
   bool fits = true;
   for (std::int64_t r = 0; r < p; ++r) {
     w.route[r] = nh;
-    net::for_each_hop(c.hw, coll_node(c, r), coll_node(c, (r + 1) % p), [&](const net::Hop& h) {
+    net::for_each_hop(c.hw, nodes[r], nodes[(r + 1) % p], [&](const net::Hop& h) {
       if (nh >= RingWalk::kMaxHops) {
         fits = false;
         return;
