@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local memory per CUDA thread of each family's kernels, as ptxas reports it for real sm_90
 # code: the stack frame (the model's state lives there), spill stores and registers of the
-# sweep's EvalIndex kernel and eval's EvalOne kernel. Needs nvcc, not a GPU.
+# sweep's EvalIndex kernel and eval's EvalOne kernel (the larger of its own frame and the
+# cumulative stack size with its callees). Needs nvcc, not a GPU.
 #
 #   tools/cuda-local-memory.sh [FAMILY ...]    FAMILY: gemm, allreduce, decode, llm (default: all)
 #
@@ -18,11 +19,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '%-10s %-10s %12s %12s %10s\n' family kernel "stack bytes" "spill bytes" registers
 for f in "${families[@]}"; do
-  model=$(sed -n 's/.*X('"$f"', \(::kb::[A-Za-z]*\)).*/\1/p' src/device/models/families.h)
+  model=$(sed -n 's/.*X('"$f"', \(::kb::[A-Za-z0-9_]*\)).*/\1/p' src/device/models/families.h)
   [ -n "$model" ] || { echo "cuda-local-memory: no family '$f' in src/device/models/families.h" >&2; exit 2; }
   printf '#include "device/backends/cuda_family.cuh"\nKB_CUDA_FAMILY_UNIT(%s)\n' "$model" > "$tmp/$f.cu"
   "$nvcc" -DKB_HAVE_CUDA=1 -I"$PWD/src" -O3 -DNDEBUG --expt-relaxed-constexpr -std=c++17 \
-    --generate-code=arch=compute_90,code=[sm_90] -Xptxas -v -c "$tmp/$f.cu" -o "$tmp/$f.o" > "$tmp/$f.log" 2>&1 ||
+    '--generate-code=arch=compute_90,code=[sm_90]' -Xptxas -v -c "$tmp/$f.cu" -o "$tmp/$f.o" > "$tmp/$f.log" 2>&1 ||
     { cat "$tmp/$f.log" >&2; exit 1; }
   python3 - "$f" "$tmp/$f.log" <<'EOF'
 import re, sys
@@ -36,13 +37,20 @@ for i, line in enumerate(log):
         kernel = "EvalIndex" if "EvalIndex" in name else "EvalOne" if "EvalOne" in name else None
         if kernel and i + 1 < len(log):
             s = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", log[i + 1])
-            regs = None
-            for later in log[i + 2:i + 4]:
+            if not s:
+                sys.exit(f"cuda-local-memory: no stack frame line after {name[:60]}...")
+            stack, regs = int(s.group(1)), None
+            for later in log[i + 2:]:  # this kernel's "Used N registers, ..., M bytes cumulative stack size"
+                if "Function properties" in later or "Compiling entry" in later:
+                    break
                 r = re.search(r"Used (\d+) registers", later)
                 if r:
                     regs = int(r.group(1))
+                    cum = re.search(r"(\d+) bytes cumulative stack size", later)
+                    stack = max(stack, int(cum.group(1))) if cum else stack
+                    break
             old = rows.get(kernel)
-            new = (int(s.group(1)), int(s.group(2)), regs)
+            new = (stack, int(s.group(2)), regs)
             rows[kernel] = new if old is None or new[0] > old[0] else old
 for kernel in ("EvalIndex", "EvalOne"):
     if kernel in rows:

@@ -4,11 +4,12 @@
 // reference engine by the parity tests.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "../parity/random_allreduce.h"
@@ -190,6 +191,14 @@ TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
               static_cast<long long>(refused));
 }
 
+// The walk keeps its state per hop of each rank's route: it relies on no two hops sharing a
+// link (docs/model.md section 11.9, fact 1), which this checks for the last walk.
+void expect_one_sender_per_link(const ar_detail::RingWalk& w, std::int64_t ranks, const AllreduceConfig& c) {
+  std::set<std::int64_t> links;
+  for (std::int32_t k = 0; k < w.route[ranks]; ++k)
+    ASSERT_TRUE(links.insert(w.hops[k].link).second) << "link " << w.hops[k].link << " twice: " << testing::describe(c);
+}
+
 // The ring's closed form (allreduce_ring.h): at least 10^5 random configs of its domain on
 // one buffer kind (the ring allreduce at the pe, cube and SIP levels) that it took, each
 // equal to the event simulation, figure for figure and rank for rank. `chunked_least`: how
@@ -218,6 +227,7 @@ void ring_walk_equals_events(CollBuffer buffer, std::int64_t chunked_least) {
         continue;
       }
       ++taken, ++per_level[c.level], chunked += c.chunks > 1;
+      expect_one_sender_per_link(walk->walk, c.ranks, c);
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
       for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
@@ -239,8 +249,8 @@ TEST(EventSim, AllreduceRingWalkOnHbmEqualsEventsOnRandomConfigs) { ring_walk_eq
 
 // A hier ring allreduce's top phase is a ring allreduce among the leaders (its group 0's
 // PEs): the walk takes it there, and the whole config (every phase, each phase starting from
-// the walked one's per-rank finish times) equals the event simulation, on 10^5 random hier
-// configs on both buffer kinds.
+// the walked one's per-rank finish times) equals the event simulation, figure for figure and
+// rank for rank, on 10^5 random hier configs on both buffer kinds.
 TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
   auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
   events->events_only = true;
@@ -258,9 +268,14 @@ TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
         continue;
       }
       ++taken, ++per_buffer[c.buffer];
+      CollPhase ph[5];
+      const int phases = coll_hier_phases(c, ph);
+      for (int k = 0; k < phases; ++k)  // the walked one: the top phase, the one allreduce
+        if (ph[k].sub.op == static_cast<std::int64_t>(CollOp::allreduce)) expect_one_sender_per_link(walk->walk, ph[k].sub.ranks, c);
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(events->walked_levels, 0);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
     }
   }
   std::printf("ring walk in hier: taken on %lld configs (SRAM %lld, HBM %lld), simulated on %lld\n",

@@ -40,6 +40,7 @@ struct AllreduceFigures {
 struct RingWalk {
   static constexpr std::int32_t kMaxHops = 256;  // over every rank's route; more: the simulator runs
   struct Hop {
+    std::int64_t link;  // its net link id (tests check that no two hops share one)
     net::LinkKind kind;
     std::int64_t bandwidth_gbps;
     ps_t latency, free, last_ready;
@@ -90,7 +91,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
         fits = false;
         return;
       }
-      w.hops[nh++] = RingWalk::Hop{h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
+      w.hops[nh++] = RingWalk::Hop{h.link, h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
     });
     if (!fits) return false;
   }
