@@ -133,7 +133,7 @@ struct Sim {
   }
   // An HBM access of `nb` bytes by `rank` at its share, on resource `r`, issued by `by`.
   KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t nb) {
-    return op(by, r, shared_transfer_ps(nb, c->hw.dma_gbps(), c->hw.hbm_bandwidth_gbps, sharers[rank]));
+    return op(by, r, hbm_access_ps(c->hw, nb, sharers[rank]));
   }
 
   // The sender's half of a transfer: its ops, in its program order; returns the last (the

@@ -64,6 +64,12 @@ struct RingWalk {
   Hop hops[kMaxHops];
 };
 
+// An HBM access of `nb` bytes by a rank whose cube's bandwidth `sharers` ports share (ADR
+// 0007 rule 6): the model's ops (Sim::hbm_op) and the walk both cost it here.
+KB_HD inline ps_t hbm_access_ps(const HwConfig& h, std::int64_t nb, std::int64_t sharers) {
+  return shared_transfer_ps(nb, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+}
+
 // Whether the closed form covers a config (coll_check has accepted it).
 KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
   return c.level != static_cast<std::int64_t>(CollLevel::hier) && c.algo == static_cast<std::int64_t>(CollAlgo::ring) &&
@@ -79,7 +85,6 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
   const std::int64_t p = c.ranks, C = c.chunks;
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
   const ps_t L = c.hw.hbm_latency_ns * kPsPerNs;
-  const std::int64_t dma = c.hw.dma_gbps(), hbm_bw = c.hw.hbm_bandwidth_gbps;
   AllreduceFigures f{};
   // Each rank's route to the next, and where its hops sit.
   std::int32_t nh = 0;
@@ -137,7 +142,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
           ps_t chain = 0;
           if (hbm) {
             if (nb != w.send_bytes[i]) {
-              chain = imax(shared_transfer_ps(nb, dma, hbm_bw, sharers[i]), shared_transfer_ps(nb, dma, hbm_bw, sharers[dst]));
+              chain = imax(hbm_access_ps(c.hw, nb, sharers[i]), hbm_access_ps(c.hw, nb, sharers[dst]));
               for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) chain = imax(chain, w.hops[k].busy(nb));
               w.send_bytes[i] = nb, w.send_chain[i] = chain;
             }
@@ -192,8 +197,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
             const ps_t add = cycles_ps(vector_cycles(VecOp::add, 1, values, c.hw.vector_lanes), c.hw.clock_mhz);
             w.add_values[dst] = values, w.add_busy[dst] = add;
             if (hbm)  // one chain: read both operands (DMA queue), add, write the sum (HBM port)
-              w.add_chain[dst] = imax(imax(shared_transfer_ps(2 * nb, dma, hbm_bw, sharers[dst]), add),
-                                      shared_transfer_ps(nb, dma, hbm_bw, sharers[dst]));
+              w.add_chain[dst] = imax(imax(hbm_access_ps(c.hw, 2 * nb, sharers[dst]), add), hbm_access_ps(c.hw, nb, sharers[dst]));
           }
           const ps_t add = w.add_busy[dst];
           f.vector_ops += vector_element_ops(VecOp::add, 1, values);
