@@ -41,24 +41,97 @@ struct Waiting {
   }
 };
 
-// Ordered by (time, priority, insertion sequence); priority and sequence share one word
-// (priority in the top bits), which keeps an event at 16 bytes plus its op.
-struct Event {
-  ps_t time;
-  std::uint64_t order;  // priority << 58 | sequence
-  OpId op;
-  EventType type() const { return static_cast<EventType>(order >> 58); }
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : order > o.order; }
+// Ordered by (time, priority, insertion sequence), all in one 128-bit key: the time (below
+// 2^62, the overflow guard being 2^61) in the top bits, then the priority (2 bits), the
+// sequence (33 bits) and the op (31 bits, which never decides: sequences are unique).
+using Event = unsigned __int128;
+constexpr std::uint64_t kMaxSequence = UINT64_C(1) << 33;
+inline Event make_event(ps_t t, EventType type, std::uint64_t seq, OpId op) {
+  return static_cast<Event>(static_cast<std::uint64_t>(t) << 2 | static_cast<std::uint64_t>(type)) << 64 |
+         static_cast<Event>(seq << 31 | static_cast<std::uint64_t>(op));
+}
+inline ps_t event_time(Event e) { return static_cast<ps_t>(static_cast<std::uint64_t>(e >> 64) >> 2); }
+inline EventType event_type(Event e) { return static_cast<EventType>(static_cast<std::uint64_t>(e >> 64) & 3); }
+inline OpId event_op(Event e) { return static_cast<OpId>(static_cast<std::uint64_t>(e) & 0x7fffffff); }
+
+// A min-heap of events with four children per node: half the depth of a binary heap, and a
+// node's children share a cache line. The slots past the last event hold the largest key,
+// so a node's four children are compared without a bound check, and a pop moves the hole
+// down to a leaf before it places the last event (about one comparison fewer per level).
+class EventHeap {
+ public:
+  bool empty() const { return n_ == 0; }
+  void clear() {
+    n_ = 0;
+    v_.assign(kPad, kEmpty);
+  }
+  Event top() const { return v_[0]; }
+  void push(Event e) {
+    if (n_ + kPad >= v_.size()) v_.resize(2 * v_.size() + kPad, kEmpty);
+    sift_up(n_++, e);
+  }
+  void pop() {
+    const Event last = v_[--n_];
+    v_[n_] = kEmpty;
+    std::size_t i = 0;
+    for (;;) {
+      const std::size_t c = 4 * i + 1;
+      if (c >= n_) break;
+      const std::size_t a = v_[c + 1] < v_[c] ? c + 1 : c;
+      const std::size_t b = v_[c + 3] < v_[c + 2] ? c + 3 : c + 2;
+      const std::size_t m = v_[b] < v_[a] ? b : a;
+      v_[i] = v_[m];
+      i = m;
+    }
+    sift_up(i, last);
+  }
+
+ private:
+  // Places e in the hole at i, or above it.
+  void sift_up(std::size_t i, Event e) {
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (!(e < v_[parent])) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = e;
+  }
+
+  static constexpr std::size_t kPad = 8;
+  static constexpr Event kEmpty = ~static_cast<Event>(0);
+  std::vector<Event> v_ = std::vector<Event>(kPad, kEmpty);
+  std::size_t n_ = 0;
 };
-constexpr std::uint64_t kMaxSequence = UINT64_C(1) << 58;
 
 class Simulator {
  public:
-  explicit Simulator(const Graph& g) : g_(g) {}
+  // One simulator serves many runs on a thread: its scratch keeps its capacity from run to
+  // run (a sweep of reference runs allocates it once, not once a run).
+  RunResult run(const Graph& g) {
+    g_ = &g;
+    now_ = 0;
+    seq_ = 0;
+    event_count_ = 0;
+    completed_ = 0;
+    error_.clear();
+    time_overflow_ = false;
+    round_scheduled_ = false;
+    pending_.clear();
+    round_.clear();
+    events_.clear();
+    RunResult r = run_graph();
+    g_ = nullptr;
+    timing_ = nullptr;
+    // A very large graph's scratch is not kept.
+    if (hot_.size() > (std::size_t{1} << 20)) *this = Simulator();
+    return r;
+  }
 
-  RunResult run() {
+ private:
+  RunResult run_graph() {
     RunResult r;
-    const auto& ops = g_.ops();
+    const auto& ops = g_->ops();
     const std::size_t n = ops.size();
     if (n == 0) {
       r.status = Status::no_work;
@@ -70,30 +143,30 @@ class Simulator {
     timing_ = &r.timing;
 
     for (std::size_t i = 0; i < n; ++i) {
-      const Op& op = ops[i];
+      const Hot& op = hot_[i];
       if (remaining_[i] != 0) continue;
-      if (op.resource == kNoResource && op.kind != OpKind::signal) start(static_cast<OpId>(i));
-      else if (op.resource != kNoResource && arbitrated_[static_cast<std::size_t>(op.resource)]) ready(static_cast<OpId>(i));
+      if (op.res == kNoResource && !(op.flags & kSignal)) start(static_cast<OpId>(i));
+      else if (op.flags & kArbitrated) ready(static_cast<OpId>(i));
     }
     for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
 
     while (!events_.empty() && error_.empty()) {
       const Event e = events_.top();
       events_.pop();
-      KB_INTERNAL_CHECK(e.time >= now_, "event scheduled in the past");
-      now_ = e.time;
+      KB_INTERNAL_CHECK(event_time(e) >= now_, "event scheduled in the past");
+      now_ = event_time(e);
       ++event_count_;
-      switch (e.type()) {
-        case EventType::complete: complete(e.op); break;
-        case EventType::head: head(e.op); break;
-        case EventType::release: release(e.op); break;
+      switch (event_type(e)) {
+        case EventType::complete: complete(event_op(e)); break;
+        case EventType::head: head(event_op(e)); break;
+        case EventType::release: release(event_op(e)); break;
         case EventType::arbitrate: arbitrate_round(); break;
       }
     }
 
     r.summary = summarize(r.timing);
     for (std::size_t i = 0; i < resource_busy_.size(); ++i) {
-      auto& m = r.summary.max_resource_busy_ps[static_cast<std::size_t>(g_.resources()[i].cls)];
+      auto& m = r.summary.max_resource_busy_ps[static_cast<std::size_t>(g_->resources()[i].cls)];
       m = std::max(m, resource_busy_[i]);
     }
     r.summary.events = event_count_;
@@ -110,14 +183,14 @@ class Simulator {
     return r;
   }
 
- private:
   void build() {
-    const auto& ops = g_.ops();
+    const auto& ops = g_->ops();
     const std::size_t n = ops.size();
     remaining_.assign(n, 0);
     // Dependents of each op, in two CSR lists: on its completion, and on its head.
     auto csr = [&](const std::vector<Edge>& edges, std::vector<std::int32_t>& begin, std::vector<OpId>& out) {
-      std::vector<std::int32_t> deg(n + 1, 0);
+      std::vector<std::int32_t>& deg = tmp_;
+      deg.assign(n + 1, 0);
       for (const Edge& e : edges) {
         ++remaining_[static_cast<std::size_t>(e.op)];
         ++deg[static_cast<std::size_t>(e.dep) + 1];
@@ -125,63 +198,67 @@ class Simulator {
       for (std::size_t i = 0; i < n; ++i) deg[i + 1] += deg[i];
       begin = deg;
       out.assign(edges.size(), 0);
-      std::vector<std::int32_t> fill(deg.begin(), deg.end() - 1);
-      for (const Edge& e : edges) out[static_cast<std::size_t>(fill[static_cast<std::size_t>(e.dep)]++)] = e.op;
+      for (const Edge& e : edges) out[static_cast<std::size_t>(deg[static_cast<std::size_t>(e.dep)]++)] = e.op;
     };
-    csr(g_.edges(), dep_begin_, dependents_);
-    csr(g_.head_edges(), head_begin_, head_dependents_);
-    has_heads_ = !g_.head_edges().empty();
-    const std::size_t nres = g_.resources().size();
+    csr(g_->edges(), dep_begin_, dependents_);
+    csr(g_->head_edges(), head_begin_, head_dependents_);
+    const std::size_t nres = g_->resources().size();
     arbitrated_.assign(nres, 0);
-    for (std::size_t r = 0; r < nres; ++r) arbitrated_[r] = g_.resources()[r].discipline == Discipline::arbitrated;
-    waiting_.assign(nres, {});
+    for (std::size_t r = 0; r < nres; ++r) arbitrated_[r] = g_->resources()[r].discipline == Discipline::arbitrated;
+    waiting_.resize(nres);
+    for (auto& w : waiting_) w.clear();
     arbitrating_.assign(nres, 0);
-    // In-order resources queue their ops by id; arbitrated ones keep a heap of ready ops.
-    std::vector<std::int32_t> qcount(nres + 1, 0);
-    for (const Op& op : ops)
-      if (op.resource != kNoResource && !arbitrated_[static_cast<std::size_t>(op.resource)])
-        ++qcount[static_cast<std::size_t>(op.resource) + 1];
+    // What the event loop reads of each op (one pass over the ops); in-order resources
+    // queue their ops by id, arbitrated ones keep a heap of ready ops.
+    std::vector<std::int32_t>& qcount = tmp_;
+    qcount.assign(nres + 1, 0);
+    hot_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = ops[i];
+      std::int32_t flags = op.kind == OpKind::signal ? kSignal : 0;
+      if (head_begin_[i] != head_begin_[i + 1]) flags |= kHasHeads;
+      if (op.resource != kNoResource) {
+        if (arbitrated_[static_cast<std::size_t>(op.resource)]) flags |= kArbitrated;
+        else ++qcount[static_cast<std::size_t>(op.resource) + 1];
+      }
+      hot_[i] = Hot{op.busy_ps, op.latency_ps, op.resource, flags};
+    }
     for (std::size_t i = 0; i < nres; ++i) qcount[i + 1] += qcount[i];
     queue_begin_ = qcount;
     queue_.assign(static_cast<std::size_t>(qcount[nres]), 0);
-    std::vector<std::int32_t> qfill(qcount.begin(), qcount.end() - 1);
+    head_.assign(qcount.begin(), qcount.end() - 1);  // fills the queues, then is each one's head
     for (std::size_t i = 0; i < n; ++i)
-      if (ops[i].resource != kNoResource && !arbitrated_[static_cast<std::size_t>(ops[i].resource)])
-        queue_[static_cast<std::size_t>(qfill[static_cast<std::size_t>(ops[i].resource)]++)] = static_cast<OpId>(i);
+      if (hot_[i].res != kNoResource && !(hot_[i].flags & kArbitrated))
+        queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(hot_[i].res)]++)] = static_cast<OpId>(i);
     head_.assign(qcount.begin(), qcount.end() - 1);
     busy_.assign(nres, 0);
-    resource_busy_.assign(nres, 0);
-    resource_bytes_.assign(nres, 0);
   }
 
   void schedule(ps_t t, EventType type, OpId op) {
     KB_INTERNAL_CHECK(t >= now_, "scheduling an event in the past");
     KB_INTERNAL_CHECK(seq_ < kMaxSequence, "too many events");
-    events_.push(Event{t, static_cast<std::uint64_t>(type) << 58 | seq_++, op});
+    events_.push(make_event(t, type, seq_++, op));
   }
 
   void start(OpId id) {
-    const Op& op = g_.ops()[static_cast<std::size_t>(id)];
+    const Hot& op = hot_[static_cast<std::size_t>(id)];
     OpTiming& t = (*timing_)[static_cast<std::size_t>(id)];
     t.start = now_;
-    t.busy_end = now_ + op.busy_ps;
+    t.busy_end = now_ + op.busy;
     // Durations are each below the limit, so these sums cannot wrap before the check.
-    t.end = t.busy_end + op.latency_ps;
-    if (op.busy_ps > kTimeLimitPs || op.latency_ps > kTimeLimitPs || t.end > kTimeLimitPs) {
+    t.end = t.busy_end + op.latency;
+    if (op.busy > kTimeLimitPs || op.latency > kTimeLimitPs || t.end > kTimeLimitPs) {
       if (error_.empty()) {
-        error_ = "simulated time passes 2^61 ps (int64 overflow guard) at " + g_.op_name(id);
+        error_ = "simulated time passes 2^61 ps (int64 overflow guard) at " + g_->op_name(id);
         time_overflow_ = true;
       }
       return;
     }
-    if (op.resource != kNoResource) {
-      busy_[static_cast<std::size_t>(op.resource)] = 1;
-      resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
-      resource_bytes_[static_cast<std::size_t>(op.resource)] += op.bytes;
+    if (op.res != kNoResource) {
+      busy_[static_cast<std::size_t>(op.res)] = 1;
       schedule(t.busy_end, EventType::release, id);
     }
-    if (has_heads_ && head_begin_[static_cast<std::size_t>(id)] != head_begin_[static_cast<std::size_t>(id) + 1])
-      schedule(now_ + op.latency_ps, EventType::head, id);
+    if (op.flags & kHasHeads) schedule(now_ + op.latency, EventType::head, id);
     schedule(t.end, EventType::complete, id);
   }
 
@@ -195,7 +272,7 @@ class Simulator {
   // An op on an arbitrated resource whose dependencies are done: it waits for the
   // resource's next choice, made once every event of this instant has been handled.
   void ready(OpId id) {
-    const Op& op = g_.ops()[static_cast<std::size_t>(id)];
+    const Op& op = g_->ops()[static_cast<std::size_t>(id)];
     const auto r = static_cast<std::size_t>(op.resource);
     waiting_[r].push_back(Waiting{now_, op.rank.sip, op.rank.cube, op.rank.pe, op.issue, id});
     std::push_heap(waiting_[r].begin(), waiting_[r].end(), std::greater<Waiting>{});
@@ -234,7 +311,7 @@ class Simulator {
 
   void complete(OpId id) {
     ++completed_;
-    const auto& actions = g_.actions();
+    const auto& actions = g_->actions();
     if (static_cast<std::size_t>(id) < actions.size() && actions[static_cast<std::size_t>(id)])
       actions[static_cast<std::size_t>(id)]();
     for (std::int32_t i = dep_begin_[static_cast<std::size_t>(id)]; i < dep_begin_[static_cast<std::size_t>(id) + 1]; ++i)
@@ -248,14 +325,15 @@ class Simulator {
 
   void dep_done(OpId d) {
     if (--remaining_[static_cast<std::size_t>(d)] != 0) return;
-    const ResourceId res = g_.ops()[static_cast<std::size_t>(d)].resource;
+    const Hot& op = hot_[static_cast<std::size_t>(d)];
+    const ResourceId res = op.res;
     if (res == kNoResource) start(d);
-    else if (arbitrated_[static_cast<std::size_t>(res)]) ready(d);
+    else if (op.flags & kArbitrated) ready(d);
     else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
   }
 
   void release(OpId id) {
-    const auto r = static_cast<std::size_t>(g_.ops()[static_cast<std::size_t>(id)].resource);
+    const auto r = static_cast<std::size_t>(hot_[static_cast<std::size_t>(id)].res);
     busy_[r] = 0;
     if (arbitrated_[r]) {
       request_arbitration(static_cast<ResourceId>(r));
@@ -265,14 +343,23 @@ class Simulator {
     try_head(static_cast<ResourceId>(r));
   }
 
-  Summary summarize(const std::vector<OpTiming>& timing) const {
+  // The run's totals, and what each resource held and moved: the ops that started on it
+  // (an op whose times passed the overflow guard never held it).
+  Summary summarize(const std::vector<OpTiming>& timing) {
     Summary s;
-    const auto& ops = g_.ops();
-    const auto& res = g_.resources();
+    const auto& ops = g_->ops();
+    const auto& res = g_->resources();
+    resource_busy_.assign(res.size(), 0);
+    resource_bytes_.assign(res.size(), 0);
     s.ops = static_cast<std::int64_t>(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       if (timing[i].end < 0) continue;
+      if (op.resource != kNoResource && timing[i].end <= kTimeLimitPs && op.busy_ps <= kTimeLimitPs &&
+          op.latency_ps <= kTimeLimitPs) {
+        resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
+        resource_bytes_[static_cast<std::size_t>(op.resource)] += op.bytes;
+      }
       s.latency_ps = std::max(s.latency_ps, timing[i].end);
       if (op.resource != kNoResource)
         s.busy_ps[static_cast<std::size_t>(res[static_cast<std::size_t>(op.resource)].cls)] += op.busy_ps;
@@ -302,36 +389,46 @@ class Simulator {
   std::string describe_deadlock(const std::vector<OpTiming>& timing) const {
     // Every op that never started and whose own deps are not the reason it waits is a
     // root of the stall: either a dep never completed, or it sits behind a stuck op.
-    std::vector<std::vector<OpId>> waits_for(g_.ops().size());
-    for (const auto* edges : {&g_.edges(), &g_.head_edges()})
+    std::vector<std::vector<OpId>> waits_for(g_->ops().size());
+    for (const auto* edges : {&g_->edges(), &g_->head_edges()})
       for (const Edge& e : *edges)
         if (timing[static_cast<std::size_t>(e.dep)].start < 0 ||
-            (edges == &g_.edges() && (timing[static_cast<std::size_t>(e.dep)].end < 0 || timing[static_cast<std::size_t>(e.dep)].end > now_)))
+            (edges == &g_->edges() && (timing[static_cast<std::size_t>(e.dep)].end < 0 || timing[static_cast<std::size_t>(e.dep)].end > now_)))
           waits_for[static_cast<std::size_t>(e.op)].push_back(e.dep);
     std::string msg;
     std::size_t stuck = 0, shown = 0;
-    for (std::size_t i = 0; i < g_.ops().size(); ++i) {
+    for (std::size_t i = 0; i < g_->ops().size(); ++i) {
       if (timing[i].start >= 0) continue;
       ++stuck;
-      const Op& op = g_.ops()[i];
+      const Op& op = g_->ops()[i];
       const bool blocked_by_queue = op.resource != kNoResource && !arbitrated_[static_cast<std::size_t>(op.resource)] &&
                                     queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(op.resource)])] !=
                                         static_cast<OpId>(i);
       if (blocked_by_queue || shown >= 4) continue;
       ++shown;
-      msg += (msg.empty() ? "" : "; ") + g_.op_name(static_cast<OpId>(i)) + " waits for ";
+      msg += (msg.empty() ? "" : "; ") + g_->op_name(static_cast<OpId>(i)) + " waits for ";
       if (waits_for[i].empty()) {
         msg += "a signal that is never raised";
       } else {
         for (std::size_t k = 0; k < waits_for[i].size() && k < 3; ++k)
-          msg += (k ? ", " : "") + g_.op_name(waits_for[i][k]);
+          msg += (k ? ", " : "") + g_->op_name(waits_for[i][k]);
       }
     }
-    return "deadlock: " + std::to_string(stuck) + " of " + std::to_string(g_.ops().size()) +
+    return "deadlock: " + std::to_string(stuck) + " of " + std::to_string(g_->ops().size()) +
            " ops never ran; " + msg;
   }
 
-  const Graph& g_;
+  // What the event loop reads of an op, packed (an Op is about 100 bytes).
+  static constexpr std::int32_t kArbitrated = 1, kHasHeads = 2, kSignal = 4;
+  struct Hot {
+    ps_t busy, latency;
+    ResourceId res;
+    std::int32_t flags;
+  };
+
+  const Graph* g_ = nullptr;
+  std::vector<Hot> hot_;
+  std::vector<std::int32_t> tmp_;  // build()'s counts
   std::vector<std::int32_t> remaining_;
   std::vector<std::int32_t> dep_begin_, head_begin_;
   std::vector<OpId> dependents_, head_dependents_;
@@ -343,11 +440,10 @@ class Simulator {
   std::vector<ResourceId> pending_;  // resources waiting for the next arbitration round
   std::vector<ResourceId> round_;    // the round being decided
   bool round_scheduled_ = false;
-  bool has_heads_ = false;
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
   std::vector<std::int64_t> resource_bytes_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventHeap events_;
   std::vector<OpTiming>* timing_ = nullptr;
   ps_t now_ = 0;
   std::uint64_t seq_ = 0;
@@ -359,6 +455,17 @@ class Simulator {
 
 }  // namespace
 
-RunResult simulate(const Graph& g) { return Simulator(g).run(); }
+RunResult simulate(const Graph& g) {
+  // Each thread keeps one simulator; a run inside a run (an op's action that simulates)
+  // takes a fresh one.
+  thread_local Simulator cached;
+  thread_local bool in_use = false;
+  if (in_use) return Simulator().run(g);
+  in_use = true;
+  struct Free {
+    ~Free() { in_use = false; }
+  } free_on_exit;
+  return cached.run(g);
+}
 
 }  // namespace kb::engine

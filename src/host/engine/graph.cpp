@@ -34,8 +34,11 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
     throw InputError("the op graph would hold more than the " + std::to_string(op_limit_) + " ops its estimate allows");
   const OpId id = static_cast<OpId>(ops_.size());
   ops_.push_back(op);
-  for (std::size_t i = 0; i < ndeps; ++i)
-    if (deps[i] != kNoOp) add_dep(id, deps[i]);
+  for (std::size_t i = 0; i < ndeps; ++i) {
+    if (deps[i] == kNoOp) continue;
+    KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] < id, "dependency on an unknown op");
+    edges_.push_back({id, deps[i]});
+  }
   return id;
 }
 

@@ -52,10 +52,10 @@ struct Resource {
 };
 
 struct Op {
-  OpKind kind;
-  ResourceId resource;  // kNoResource: a pure synchronisation point
-  ps_t busy_ps;         // time the resource is held
-  ps_t latency_ps;      // after the resource is released, until the result is visible
+  OpKind kind = OpKind::dma_load;
+  ResourceId resource = kNoResource;  // kNoResource: a pure synchronisation point
+  ps_t busy_ps = 0;                   // time the resource is held
+  ps_t latency_ps = 0;                // after the resource is released, until the result is visible
   std::int64_t bytes = 0;
   std::int64_t macs = 0;
   std::int64_t cycles = 0;  // matrix-engine cycles (matmul) or vector cycles

@@ -44,7 +44,7 @@ void check_transfer(std::int64_t bytes) {
 const TopologySpec& PeProgram::topology() const { return ctx_.topo_; }
 
 engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
-  engine::Op op{};
+  engine::Op op;  // every field has its default (stores, not a block clear)
   op.kind = kind;
   op.resource = res;
   op.rank = rank_;
