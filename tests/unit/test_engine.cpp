@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <random>
+
 #include "host/engine/engine.h"
 
 namespace kb::engine {
@@ -202,6 +204,99 @@ TEST(Engine, TimeOverflowIsAnErrorStatus) {
   EXPECT_TRUE(res.time_overflow);
   EXPECT_NE(res.message.find("passes 2^61 ps"), std::string::npos) << res.message;
   EXPECT_NE(res.message.find(g.op_name(b)), std::string::npos) << res.message;
+}
+
+}  // namespace
+}  // namespace kb::engine
+
+namespace kb::engine {
+namespace {
+
+// The sums a run reports: over the ops that ran, by their kind and resource class. The
+// engine takes them from the graph's running totals when every op ran, and counts them op
+// by op otherwise; both must give what this test counts.
+Summary expected_sums(const Graph& g, const RunResult& r, std::vector<ps_t>& busy, std::vector<std::int64_t>& bytes) {
+  Summary s;
+  busy.assign(g.resources().size(), 0);
+  bytes.assign(g.resources().size(), 0);
+  for (std::size_t i = 0; i < g.ops().size(); ++i) {
+    const Op& op = g.ops()[i];
+    if (r.timing[i].end < 0) continue;
+    s.latency_ps = std::max(s.latency_ps, r.timing[i].end);
+    s.vector_ops += op.vector_ops;
+    s.sram_read_bytes += op.sram_read;
+    s.sram_write_bytes += op.sram_write;
+    if (op.kind == OpKind::matmul) s.mac_cycles += op.cycles, s.macs += op.macs;
+    if (op.kind == OpKind::dma_load) s.hbm_read_bytes += op.bytes;
+    if (op.kind == OpKind::dma_store) s.hbm_write_bytes += op.bytes;
+    if (op.resource == kNoResource) continue;
+    const auto cls = g.resources()[static_cast<std::size_t>(op.resource)].cls;
+    s.busy_ps[static_cast<std::size_t>(cls)] += op.busy_ps;
+    busy[static_cast<std::size_t>(op.resource)] += op.busy_ps;
+    bytes[static_cast<std::size_t>(op.resource)] += op.bytes;
+    if (op.kind == OpKind::copy && cls != ResourceClass::ipcq_out) {
+      s.link_bytes[static_cast<std::size_t>(op.level)] += op.bytes;
+      ++s.link_copies[static_cast<std::size_t>(op.level)];
+    }
+  }
+  return s;
+}
+
+TEST(Engine, RunSumsEqualTheOpsThatRan) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  int full = 0, partial = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Graph g;
+    g.add_label("t");
+    const int nres = 1 + pick(6);
+    for (int r = 0; r < nres; ++r)
+      g.add_resource("r" + std::to_string(r), static_cast<ResourceClass>(pick(kResourceClasses)), 0,
+                     pick(2) ? Discipline::arbitrated : Discipline::in_order);
+    const int n = 1 + pick(60);
+    for (int i = 0; i < n; ++i) {
+      Op o{};
+      o.kind = static_cast<OpKind>(pick(5));  // dma_load .. copy: every kind that sums
+      o.resource = pick(8) == 0 ? kNoResource : static_cast<ResourceId>(pick(nres));
+      o.busy_ps = pick(50);
+      o.latency_ps = pick(20);
+      o.bytes = pick(1000), o.macs = pick(1000), o.cycles = pick(100), o.vector_ops = pick(100);
+      o.sram_read = pick(100), o.sram_write = pick(100);
+      o.level = static_cast<LinkLevel>(pick(kLinkLevels));
+      o.rank = Rank{0, 0, pick(4)};
+      o.issue = i;
+      const OpId dep = i > 0 && pick(2) ? static_cast<OpId>(pick(i)) : kNoOp;
+      const OpId id = g.add_op(o, {dep});
+      if (pick(4) == 0) g.set_busy(id, pick(80));  // a time set once the launch is whole
+      if (pick(4) == 0) g.add_sram(id, pick(50), pick(50));
+    }
+    // Some graphs deadlock: a wait on an op added later that waits on it in turn.
+    if (n > 2 && pick(5) == 0) {
+      g.add_dep(0, static_cast<OpId>(n - 1));
+      g.add_dep(static_cast<OpId>(n - 1), 0);
+    }
+    const RunResult r = simulate(g);
+    (r.status == Status::ok ? full : partial) += 1;
+    std::vector<ps_t> busy;
+    std::vector<std::int64_t> bytes;
+    const Summary want = expected_sums(g, r, busy, bytes);
+    EXPECT_EQ(r.summary.latency_ps, want.latency_ps) << trial;
+    EXPECT_EQ(r.summary.busy_ps, want.busy_ps) << trial;
+    EXPECT_EQ(r.summary.mac_cycles, want.mac_cycles) << trial;
+    EXPECT_EQ(r.summary.macs, want.macs) << trial;
+    EXPECT_EQ(r.summary.hbm_read_bytes, want.hbm_read_bytes) << trial;
+    EXPECT_EQ(r.summary.hbm_write_bytes, want.hbm_write_bytes) << trial;
+    EXPECT_EQ(r.summary.vector_ops, want.vector_ops) << trial;
+    EXPECT_EQ(r.summary.sram_read_bytes, want.sram_read_bytes) << trial;
+    EXPECT_EQ(r.summary.sram_write_bytes, want.sram_write_bytes) << trial;
+    EXPECT_EQ(r.summary.link_bytes, want.link_bytes) << trial;
+    EXPECT_EQ(r.summary.link_copies, want.link_copies) << trial;
+    EXPECT_EQ(r.summary.ops, n) << trial;
+    EXPECT_EQ(r.resource_busy_ps, busy) << trial;
+    EXPECT_EQ(r.resource_bytes, bytes) << trial;
+  }
+  EXPECT_GT(full, 200);
+  EXPECT_GT(partial, 20);
 }
 
 }  // namespace

@@ -120,11 +120,12 @@ class Simulator {
     pending_.clear();
     round_.clear();
     events_.clear();
+    latency_ = 0;
     RunResult r = run_graph();
     g_ = nullptr;
     timing_ = nullptr;
     // A very large graph's scratch is not kept.
-    if (hot_.size() > (std::size_t{1} << 20)) *this = Simulator();
+    if (remaining_.size() > (std::size_t{1} << 20)) *this = Simulator();
     return r;
   }
 
@@ -143,10 +144,10 @@ class Simulator {
     timing_ = &r.timing;
 
     for (std::size_t i = 0; i < n; ++i) {
-      const Hot& op = hot_[i];
+      const OpTimes& op = times_[i];
       if (remaining_[i] != 0) continue;
-      if (op.res == kNoResource && !(op.flags & kSignal)) start(static_cast<OpId>(i));
-      else if (op.flags & kArbitrated) ready(static_cast<OpId>(i));
+      if (op.resource == kNoResource && !(op.flags & OpTimes::kSignal)) start(static_cast<OpId>(i));
+      else if (op.flags & OpTimes::kArbitrated) ready(static_cast<OpId>(i));
     }
     for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
 
@@ -164,7 +165,9 @@ class Simulator {
       }
     }
 
-    r.summary = summarize(r.timing);
+    // Every op ran: the graph's own sums are the run's; else the sums of the ops that did.
+    const OpTotals& sums = error_.empty() && completed_ == n ? g_->totals() : tally_ran(r.timing);
+    r.summary = to_summary(sums);
     for (std::size_t i = 0; i < resource_busy_.size(); ++i) {
       auto& m = r.summary.max_resource_busy_ps[static_cast<std::size_t>(g_->resources()[i].cls)];
       m = std::max(m, resource_busy_[i]);
@@ -202,34 +205,24 @@ class Simulator {
     };
     csr(g_->edges(), dep_begin_, dependents_);
     csr(g_->head_edges(), head_begin_, head_dependents_);
+    has_heads_ = !g_->head_edges().empty();
+    times_ = g_->times().data();
     const std::size_t nres = g_->resources().size();
     arbitrated_.assign(nres, 0);
     for (std::size_t r = 0; r < nres; ++r) arbitrated_[r] = g_->resources()[r].discipline == Discipline::arbitrated;
     waiting_.resize(nres);
     for (auto& w : waiting_) w.clear();
     arbitrating_.assign(nres, 0);
-    // What the event loop reads of each op (one pass over the ops); in-order resources
-    // queue their ops by id, arbitrated ones keep a heap of ready ops.
+    // In-order resources queue their ops by id; arbitrated ones keep a heap of ready ops.
     std::vector<std::int32_t>& qcount = tmp_;
     qcount.assign(nres + 1, 0);
-    hot_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Op& op = ops[i];
-      std::int32_t flags = op.kind == OpKind::signal ? kSignal : 0;
-      if (head_begin_[i] != head_begin_[i + 1]) flags |= kHasHeads;
-      if (op.resource != kNoResource) {
-        if (arbitrated_[static_cast<std::size_t>(op.resource)]) flags |= kArbitrated;
-        else ++qcount[static_cast<std::size_t>(op.resource) + 1];
-      }
-      hot_[i] = Hot{op.busy_ps, op.latency_ps, op.resource, flags};
-    }
-    for (std::size_t i = 0; i < nres; ++i) qcount[i + 1] += qcount[i];
+    for (std::size_t r = 0; r < nres; ++r) qcount[r + 1] = qcount[r] + (arbitrated_[r] ? 0 : g_->totals().resource_ops[r]);
     queue_begin_ = qcount;
     queue_.assign(static_cast<std::size_t>(qcount[nres]), 0);
     head_.assign(qcount.begin(), qcount.end() - 1);  // fills the queues, then is each one's head
     for (std::size_t i = 0; i < n; ++i)
-      if (hot_[i].res != kNoResource && !(hot_[i].flags & kArbitrated))
-        queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(hot_[i].res)]++)] = static_cast<OpId>(i);
+      if (times_[i].resource != kNoResource && !(times_[i].flags & OpTimes::kArbitrated))
+        queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(times_[i].resource)]++)] = static_cast<OpId>(i);
     head_.assign(qcount.begin(), qcount.end() - 1);
     busy_.assign(nres, 0);
   }
@@ -241,24 +234,26 @@ class Simulator {
   }
 
   void start(OpId id) {
-    const Hot& op = hot_[static_cast<std::size_t>(id)];
+    const OpTimes& op = times_[static_cast<std::size_t>(id)];
     OpTiming& t = (*timing_)[static_cast<std::size_t>(id)];
     t.start = now_;
-    t.busy_end = now_ + op.busy;
+    t.busy_end = now_ + op.busy_ps;
     // Durations are each below the limit, so these sums cannot wrap before the check.
-    t.end = t.busy_end + op.latency;
-    if (op.busy > kTimeLimitPs || op.latency > kTimeLimitPs || t.end > kTimeLimitPs) {
+    t.end = t.busy_end + op.latency_ps;
+    latency_ = std::max(latency_, t.end);
+    if (op.busy_ps > kTimeLimitPs || op.latency_ps > kTimeLimitPs || t.end > kTimeLimitPs) {
       if (error_.empty()) {
         error_ = "simulated time passes 2^61 ps (int64 overflow guard) at " + g_->op_name(id);
         time_overflow_ = true;
       }
       return;
     }
-    if (op.res != kNoResource) {
-      busy_[static_cast<std::size_t>(op.res)] = 1;
+    if (op.resource != kNoResource) {
+      busy_[static_cast<std::size_t>(op.resource)] = 1;
       schedule(t.busy_end, EventType::release, id);
     }
-    if (op.flags & kHasHeads) schedule(now_ + op.latency, EventType::head, id);
+    if (has_heads_ && head_begin_[static_cast<std::size_t>(id)] != head_begin_[static_cast<std::size_t>(id) + 1])
+      schedule(now_ + op.latency_ps, EventType::head, id);
     schedule(t.end, EventType::complete, id);
   }
 
@@ -325,15 +320,15 @@ class Simulator {
 
   void dep_done(OpId d) {
     if (--remaining_[static_cast<std::size_t>(d)] != 0) return;
-    const Hot& op = hot_[static_cast<std::size_t>(d)];
-    const ResourceId res = op.res;
+    const OpTimes& op = times_[static_cast<std::size_t>(d)];
+    const ResourceId res = op.resource;
     if (res == kNoResource) start(d);
-    else if (op.flags & kArbitrated) ready(d);
+    else if (op.flags & OpTimes::kArbitrated) ready(d);
     else if (queue_[static_cast<std::size_t>(head_[static_cast<std::size_t>(res)])] == d) try_head(res);
   }
 
   void release(OpId id) {
-    const auto r = static_cast<std::size_t>(hot_[static_cast<std::size_t>(id)].res);
+    const auto r = static_cast<std::size_t>(times_[static_cast<std::size_t>(id)].resource);
     busy_[r] = 0;
     if (arbitrated_[r]) {
       request_arbitration(static_cast<ResourceId>(r));
@@ -343,47 +338,47 @@ class Simulator {
     try_head(static_cast<ResourceId>(r));
   }
 
-  // The run's totals, and what each resource held and moved: the ops that started on it
-  // (an op whose times passed the overflow guard never held it).
-  Summary summarize(const std::vector<OpTiming>& timing) {
-    Summary s;
+  // The sums over the ops that ran (a run that did not finish).
+  const OpTotals& tally_ran(const std::vector<OpTiming>& timing) {
     const auto& ops = g_->ops();
-    const auto& res = g_->resources();
-    resource_busy_.assign(res.size(), 0);
-    resource_bytes_.assign(res.size(), 0);
-    s.ops = static_cast<std::int64_t>(ops.size());
+    const std::size_t nres = g_->resources().size();
+    partial_ = OpTotals{};
+    partial_.resource_busy_ps.assign(nres, 0);
+    partial_.resource_bytes.assign(nres, 0);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       if (timing[i].end < 0) continue;
-      if (op.resource != kNoResource && timing[i].end <= kTimeLimitPs && op.busy_ps <= kTimeLimitPs &&
-          op.latency_ps <= kTimeLimitPs) {
-        resource_busy_[static_cast<std::size_t>(op.resource)] += op.busy_ps;
-        resource_bytes_[static_cast<std::size_t>(op.resource)] += op.bytes;
-      }
-      s.latency_ps = std::max(s.latency_ps, timing[i].end);
-      if (op.resource != kNoResource)
-        s.busy_ps[static_cast<std::size_t>(res[static_cast<std::size_t>(op.resource)].cls)] += op.busy_ps;
-      s.vector_ops += op.vector_ops;
-      s.sram_read_bytes += op.sram_read;
-      s.sram_write_bytes += op.sram_write;
-      switch (op.kind) {
-        case OpKind::matmul:
-          s.mac_cycles += op.cycles;
-          s.macs += op.macs;
-          break;
-        case OpKind::dma_load: s.hbm_read_bytes += op.bytes; break;
-        case OpKind::dma_store: s.hbm_write_bytes += op.bytes; break;
-        case OpKind::copy:
-          // Per level, every hop except a sender's out-port (a PE-level copy is counted
-          // once, at the receiver's in-port).
-          if (res[static_cast<std::size_t>(op.resource)].cls == ResourceClass::ipcq_out) break;
-          s.link_bytes[static_cast<std::size_t>(op.level)] += op.bytes;
-          ++s.link_copies[static_cast<std::size_t>(op.level)];
-          break;
-        default: break;
-      }
+      tally(partial_, op, g_->resources(),
+            timing[i].end <= kTimeLimitPs && op.busy_ps <= kTimeLimitPs && op.latency_ps <= kTimeLimitPs);
     }
-    return s;
+    return partial_;
+  }
+
+  // The run's summary from its sums; and what each resource held and moved.
+  Summary to_summary(const OpTotals& t) {
+    auto i64 = [](OpTotals::Sum v) { return static_cast<std::int64_t>(v); };
+    Summary m;
+    m.ops = static_cast<std::int64_t>(g_->ops().size());
+    m.latency_ps = latency_;
+    for (std::size_t c = 0; c < t.busy_ps.size(); ++c) m.busy_ps[c] = i64(t.busy_ps[c]);
+    m.mac_cycles = i64(t.mac_cycles);
+    m.macs = i64(t.macs);
+    m.hbm_read_bytes = i64(t.hbm_read_bytes);
+    m.hbm_write_bytes = i64(t.hbm_write_bytes);
+    m.vector_ops = i64(t.vector_ops);
+    m.sram_read_bytes = i64(t.sram_read_bytes);
+    m.sram_write_bytes = i64(t.sram_write_bytes);
+    for (std::size_t l = 0; l < t.link_bytes.size(); ++l) {
+      m.link_bytes[l] = i64(t.link_bytes[l]);
+      m.link_copies[l] = i64(t.link_copies[l]);
+    }
+    resource_busy_.resize(t.resource_busy_ps.size());
+    resource_bytes_.resize(t.resource_bytes.size());
+    for (std::size_t i = 0; i < resource_busy_.size(); ++i) {
+      resource_busy_[i] = i64(t.resource_busy_ps[i]);
+      resource_bytes_[i] = i64(t.resource_bytes[i]);
+    }
+    return m;
   }
 
   std::string describe_deadlock(const std::vector<OpTiming>& timing) const {
@@ -418,16 +413,11 @@ class Simulator {
            " ops never ran; " + msg;
   }
 
-  // What the event loop reads of an op, packed (an Op is about 100 bytes).
-  static constexpr std::int32_t kArbitrated = 1, kHasHeads = 2, kSignal = 4;
-  struct Hot {
-    ps_t busy, latency;
-    ResourceId res;
-    std::int32_t flags;
-  };
-
   const Graph* g_ = nullptr;
-  std::vector<Hot> hot_;
+  const OpTimes* times_ = nullptr;  // the graph's, packed
+  bool has_heads_ = false;
+  ps_t latency_ = 0;  // the latest end so far
+  OpTotals partial_;  // the sums of a run that did not finish
   std::vector<std::int32_t> tmp_;  // build()'s counts
   std::vector<std::int32_t> remaining_;
   std::vector<std::int32_t> dep_begin_, head_begin_;

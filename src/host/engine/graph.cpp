@@ -4,6 +4,10 @@
 
 namespace kb::engine {
 
+namespace {
+OpTotals::Sum as_sum(std::int64_t v) { return static_cast<OpTotals::Sum>(v); }
+}  // namespace
+
 const char* to_string(ResourceClass c) {
   static const char* names[] = {"matrix", "vector", "dma", "ipcq", "cube_link", "sip_link", "ipcq_out"};
   return names[static_cast<int>(c)];
@@ -16,12 +20,45 @@ const char* to_string(OpKind k) {
 
 ResourceId Graph::add_resource(std::string name, ResourceClass cls, std::int32_t sip, Discipline discipline) {
   resources_.push_back({std::move(name), cls, sip, discipline});
+  totals_.resource_busy_ps.push_back(0);
+  totals_.resource_bytes.push_back(0);
+  totals_.resource_ops.push_back(0);
   return static_cast<ResourceId>(resources_.size() - 1);
 }
 
 std::int32_t Graph::add_label(std::string label) {
   labels_.push_back(std::move(label));
   return static_cast<std::int32_t>(labels_.size() - 1);
+}
+
+void tally(OpTotals& t, const Op& op, const std::vector<Resource>& resources, bool held) {
+  if (op.resource != kNoResource) {
+    const auto r = static_cast<std::size_t>(op.resource);
+    t.busy_ps[static_cast<std::size_t>(resources[r].cls)] += as_sum(op.busy_ps);
+    if (held) {
+      t.resource_busy_ps[r] += as_sum(op.busy_ps);
+      t.resource_bytes[r] += as_sum(op.bytes);
+    }
+  }
+  t.vector_ops += as_sum(op.vector_ops);
+  t.sram_read_bytes += as_sum(op.sram_read);
+  t.sram_write_bytes += as_sum(op.sram_write);
+  switch (op.kind) {
+    case OpKind::matmul:
+      t.mac_cycles += as_sum(op.cycles);
+      t.macs += as_sum(op.macs);
+      break;
+    case OpKind::dma_load: t.hbm_read_bytes += as_sum(op.bytes); break;
+    case OpKind::dma_store: t.hbm_write_bytes += as_sum(op.bytes); break;
+    case OpKind::copy:
+      // Per level, every hop except a sender's out-port (a PE-level copy is counted once, at
+      // the receiver's in-port).
+      if (op.resource == kNoResource || resources[static_cast<std::size_t>(op.resource)].cls == ResourceClass::ipcq_out) break;
+      t.link_bytes[static_cast<std::size_t>(op.level)] += as_sum(op.bytes);
+      ++t.link_copies[static_cast<std::size_t>(op.level)];
+      break;
+    default: break;
+  }
 }
 
 OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
@@ -34,6 +71,14 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
     throw InputError("the op graph would hold more than the " + std::to_string(op_limit_) + " ops its estimate allows");
   const OpId id = static_cast<OpId>(ops_.size());
   ops_.push_back(op);
+  std::int32_t flags = op.kind == OpKind::signal ? OpTimes::kSignal : 0;
+  if (op.resource != kNoResource) {
+    if (resources_[static_cast<std::size_t>(op.resource)].discipline == Discipline::arbitrated)
+      flags |= OpTimes::kArbitrated;
+    ++totals_.resource_ops[static_cast<std::size_t>(op.resource)];
+  }
+  times_.push_back(OpTimes{op.busy_ps, op.latency_ps, op.resource, flags});
+  tally(totals_, op, resources_);
   for (std::size_t i = 0; i < ndeps; ++i) {
     if (deps[i] == kNoOp) continue;
     KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] < id, "dependency on an unknown op");
@@ -56,13 +101,22 @@ void Graph::add_head_dep(OpId op, OpId dep) {
 
 void Graph::set_busy(OpId op, ps_t busy_ps) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0, "set_busy on an unknown op");
-  ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
+  Op& o = ops_[static_cast<std::size_t>(op)];
+  if (o.resource != kNoResource) {
+    const auto r = static_cast<std::size_t>(o.resource);
+    totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps) - as_sum(o.busy_ps);
+    totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(o.busy_ps);
+  }
+  o.busy_ps = busy_ps;
+  times_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
 }
 
 void Graph::add_sram(OpId op, std::int64_t read, std::int64_t write) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && read >= 0 && write >= 0, "add_sram on an unknown op");
   ops_[static_cast<std::size_t>(op)].sram_read += read;
   ops_[static_cast<std::size_t>(op)].sram_write += write;
+  totals_.sram_read_bytes += as_sum(read);
+  totals_.sram_write_bytes += as_sum(write);
 }
 
 void Graph::set_action(OpId op, std::function<void()> fn) {

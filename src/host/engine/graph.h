@@ -68,6 +68,39 @@ struct Op {
   LinkLevel level = LinkLevel::pe;  // copies only
 };
 
+// What the simulator's event loop reads of an op, kept packed as ops are added (an Op is
+// about 100 bytes; this is 24).
+struct OpTimes {
+  static constexpr std::int32_t kArbitrated = 1;  // its resource is arbitrated
+  static constexpr std::int32_t kSignal = 2;      // a signal
+  ps_t busy_ps, latency_ps;
+  ResourceId resource;
+  std::int32_t flags;
+};
+
+// Sums over every op of a graph, kept as ops are added and changed: what a run in which
+// every op ran reports, without a pass over the ops. Unsigned, so that a graph whose sums
+// pass int64 (it cannot run to the end) wraps instead of overflowing.
+struct OpTotals {
+  using Sum = std::uint64_t;
+  std::array<Sum, kResourceClasses> busy_ps{};  // summed over the resources of a class
+  Sum mac_cycles = 0, macs = 0;
+  Sum hbm_read_bytes = 0, hbm_write_bytes = 0;
+  Sum vector_ops = 0, sram_read_bytes = 0, sram_write_bytes = 0;
+  std::array<Sum, kLinkLevels> link_bytes{};
+  std::array<Sum, kLinkLevels> link_copies{};
+  std::vector<Sum> resource_busy_ps;        // per resource
+  std::vector<Sum> resource_bytes;          // per resource
+  std::vector<std::int32_t> resource_ops;  // per resource: ops queued on it
+};
+
+struct Resource;
+struct Op;
+// Adds an op's figures to `t`: its counters, and its busy time by its resource's class; and
+// the time and bytes it holds its resource for, unless `held` is false (an op whose times
+// passed the overflow guard never held it).
+void tally(OpTotals& t, const Op& op, const std::vector<Resource>& resources, bool held = true);
+
 struct Edge {
   OpId op, dep;  // op waits for dep to complete (head edges: for dep's start plus its latency)
 };
@@ -94,6 +127,8 @@ class Graph {
 
   const std::vector<Resource>& resources() const { return resources_; }
   const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<OpTimes>& times() const { return times_; }
+  const OpTotals& totals() const { return totals_; }
   const std::vector<Edge>& edges() const { return edges_; }
   const std::vector<Edge>& head_edges() const { return head_edges_; }
   const std::vector<std::string>& labels() const { return labels_; }
@@ -101,6 +136,7 @@ class Graph {
   std::string op_name(OpId id) const;
   void reserve(std::size_t ops, std::size_t deps) {
     ops_.reserve(ops);
+    times_.reserve(ops);
     edges_.reserve(deps);
   }
   // At most `n` ops: one more is an InputError (what a program's size estimate promised, so
@@ -111,6 +147,8 @@ class Graph {
   std::int64_t op_limit_ = INT32_MAX;
   std::vector<Resource> resources_;
   std::vector<Op> ops_;
+  std::vector<OpTimes> times_;  // per op, beside ops_
+  OpTotals totals_;
   std::vector<Edge> edges_;
   std::vector<Edge> head_edges_;
   std::vector<std::string> labels_;
