@@ -482,11 +482,8 @@ struct DecodeEval {
 
   // One cube's PEs reduce to its centre PE over the PE tree.
   KB_HD void reduce_cube(std::int64_t q, const DecTree& pt) {
-    for (std::int64_t i = 0; i < P; ++i) {
-      const std::int64_t n = pt.order(i);
-      std::int64_t ch[4], dirs[4];
-      const int k = pt.children(n, ch, dirs);
-      if (k == 0) continue;
+    pt.each_bottom_up([&](std::int64_t n, const std::int64_t* ch, const std::int64_t*, int k) {
+      if (k == 0) return;
       Msg m[12];
       int nm = 0;
       const std::int64_t R = rows[q * P + n];
@@ -505,7 +502,7 @@ struct DecodeEval {
       ps_t arrival[4] = {0, 0, 0, 0};
       for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
       for (int j = 0; j < k; ++j) merge_one(q * P + n, arrival[j]);  // children in order
-    }
+    });
   }
 
   // Runs phase(q) on each representative cube and adds its totals again for every cube whose
@@ -525,13 +522,27 @@ struct DecodeEval {
         if (kind_cube[i] == q) kind_sums[i] = minus(tally(), before);
     }
   }
-  // Gives every cube its own copy of its representative's states (position `only`, or all
-  // positions when it is negative), for the phases that change cubes apart.
-  KB_HD void materialize(std::int64_t only) {
+  // The positions among `lo`..`hi` - 1 where some cube has work, in order: the representatives'
+  // (a cube's states are its representative's). Returns how many.
+  KB_HD int working_positions(std::int64_t lo, std::int64_t hi, std::int8_t* act) const {
+    int na = 0;
+    for (std::int64_t p = lo; p < hi; ++p) {
+      bool any = false;
+      for (std::int64_t q = 0; q < C && !any; ++q) any = rep[q] == q && rows[q * P + p] != 0;
+      if (any) act[na++] = static_cast<std::int8_t>(p);
+    }
+    return na;
+  }
+  // Gives every cube its own copy of its representative's states at the positions `act`, for
+  // the phases that change cubes apart; the other positions of such a cube are left unset (no
+  // cube has work there).
+  KB_HD void materialize(const std::int8_t* act, int na) {
     for (std::int64_t q = 0; q < C; ++q) {
       if (rep[q] == q) continue;
-      for (std::int64_t p = only >= 0 ? only : 0; p < (only >= 0 ? only + 1 : P); ++p)
+      for (int a = 0; a < na; ++a) {
+        const std::int64_t p = act[a];
         t[q * P + p] = t[rep[q] * P + p], rows[q * P + p] = rows[rep[q] * P + p];
+      }
       rep[q] = static_cast<std::int8_t>(q);
     }
   }
@@ -554,18 +565,16 @@ struct DecodeEval {
   // bundles' first claims, and O, the last, lands at the bundle's end plus the latency.
   // Every child's partial is merged in turn (left, right, top, bottom), by every position
   // that has work, arriving at 0 from a child position without work.
-  KB_HD KB_NOINLINE void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow) {
-    const std::int64_t lo = flow ? pr : 0, hi = flow ? pr + 1 : P;  // the positions that take part
-    for (std::int64_t i = 0; i < C; ++i) {
-      const std::int64_t x = ct.order(i);
-      std::int64_t ch[4], dirs[4];
-      const int k = ct.children(x, ch, dirs);
+  // `act`: the positions that take part and have work in some cube (the rest never send or
+  // merge), `na` of them.
+  KB_HD KB_NOINLINE void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow, const std::int8_t* act, int na) {
+    ct.each_bottom_up([&](std::int64_t x, const std::int64_t* ch, const std::int64_t*, int k) {
       const ps_t free_x = t[x * P + pr];  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
         int nb = 0;
-        for (std::int64_t p = lo; p < hi; ++p) {
-          const std::int64_t s = ch[j] * P + p, R = rows[s];
+        for (int a = 0; a < na; ++a) {
+          const std::int64_t p = act[a], s = ch[j] * P + p, R = rows[s];
           if (R == 0) continue;
           b[nb++] = Bundle{flow ? imax(t[s], free_x) : t[s], static_cast<std::int32_t>(p), rows[s]};
           r.copies_cube += 3;
@@ -575,10 +584,10 @@ struct DecodeEval {
         sim::serve_all(b, nb, link_lat, [&](const Bundle& x) { return link_busy(x.rows); });
         for (int e = 0; e < nb; ++e)  // one child's merges: positions apart, so in any order
           if (rows[x * P + b[e].pe] != 0) merge_one(x * P + b[e].pe, b[e].ready);
-        for (std::int64_t p = lo; p < hi; ++p)  // positions the child has no partial for
-          if (rows[ch[j] * P + p] == 0 && rows[x * P + p] != 0) merge_one(x * P + p, 0);
+        for (int a = 0; a < na; ++a)  // positions the child has no partial for
+          if (rows[ch[j] * P + act[a]] == 0 && rows[x * P + act[a]] != 0) merge_one(x * P + act[a], 0);
       }
-    }
+    });
   }
 
   // A partial's three copies over a cube link (m and l, then O, f32), for R rows; neighbouring
@@ -628,12 +637,18 @@ struct DecodeEval {
       return;
     }
     const bool flow = kase == DecodeCase::cube_sp_pe_sp;
-    materialize(flow ? pr : -1);  // case 4 goes on with the centre PEs only
-    reduce_across_cubes(pr, ct, flow);
+    std::int8_t act[kDecMaxGrid];
+    int na = 1;  // case 4: the centre PEs only (each cube has work there: one part of S_kv)
+    if (flow) act[0] = static_cast<std::int8_t>(pr);
+    else na = working_positions(0, P, act);
+    materialize(act, na);
+    reduce_across_cubes(pr, ct, flow, act, na);
     const std::int64_t rc = ct.root();
     if (kase == DecodeCase::cube_sp_pe_tp) {
-      for (std::int64_t p = 0; p < P; ++p)
-        if (rows[rc * P + p] > 0) finish(t[rc * P + p], rows[rc * P + p], rc, true);
+      for (int a = 0; a < na; ++a) {
+        const std::int64_t i = rc * P + act[a];
+        if (rows[i] > 0) finish(t[i], rows[i], rc, true);
+      }
     } else if (!c.allreduce) {
       finish(t[rc * P + pr], rows[rc * P + pr], rc, true);
     } else {
