@@ -525,10 +525,14 @@ struct DecodeEval {
   // The positions among `lo`..`hi` - 1 where some cube has work, in order: the representatives'
   // (a cube's states are its representative's). Returns how many.
   KB_HD int working_positions(std::int64_t lo, std::int64_t hi, std::int8_t* act) const {
+    std::int8_t reps[kDecMaxGrid];
+    int nr = 0;
+    for (std::int64_t q = 0; q < C; ++q)
+      if (rep[q] == q) reps[nr++] = static_cast<std::int8_t>(q);
     int na = 0;
     for (std::int64_t p = lo; p < hi; ++p) {
       bool any = false;
-      for (std::int64_t q = 0; q < C && !any; ++q) any = rep[q] == q && rows[q * P + p] != 0;
+      for (int j = 0; j < nr && !any; ++j) any = rows[reps[j] * P + p] != 0;
       if (any) act[na++] = static_cast<std::int8_t>(p);
     }
     return na;
