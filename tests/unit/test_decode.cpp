@@ -316,3 +316,32 @@ TEST(Decode, CopySubAndRowBroadcastOps) {
 
 }  // namespace
 }  // namespace kb
+
+namespace kb {
+namespace {
+
+// The placement's closed forms (the most KV bytes on one cube, and on all) against the
+// cube-by-cube sums they replace, on random shapes and grids of every case.
+TEST(Decode, KvPlacementSumsEqualTheCubeByCubeSums) {
+  std::mt19937_64 rng(5);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const HwConfig base = topo("default.yaml").hw();
+  for (int i = 0; i < 20000; ++i) {
+    DecodeConfig c{};
+    c.hw = base;
+    c.hw.cube_rows = pick(1, 8), c.hw.cube_cols = pick(1, 8);
+    c.decode_case = pick(1, 4), c.kv_bytes = pick(0, 2), c.batch = pick(1, 9), c.h_kv = pick(1, 4);
+    c.h_q = c.h_kv * pick(1, 4), c.d_head = pick(1, 256);
+    c.s_kv = pick(0, 3) ? pick(1, 300) : pick(1, INT64_C(1) << 30);
+    std::int64_t most = 0, all = 0;
+    for (std::int64_t q = 0; q < c.hw.cubes_per_sip(); ++q) {
+      most = std::max(most, dec_kv_cube_bytes(c, q));
+      all += dec_kv_cube_bytes(c, q);
+    }
+    ASSERT_EQ(dec_kv_max_cube_bytes(c), most) << i;
+    ASSERT_EQ(dec_kv_total_bytes(c), all) << i;
+  }
+}
+
+}  // namespace
+}  // namespace kb

@@ -85,8 +85,8 @@ struct DecSpan {
 };
 // Part i of `parts` of [0, extent), as a placement split with granule 1 cuts it.
 KB_HD inline DecSpan dec_part(std::int64_t extent, std::int64_t parts, std::int64_t i) {
-  const std::int64_t lo = i * extent / parts;
-  return DecSpan{lo, (i + 1) * extent / parts - lo};
+  const std::int64_t lo = div_fast(i * extent, parts);
+  return DecSpan{lo, div_fast((i + 1) * extent, parts) - lo};
 }
 // Block i of `parts` of n units in blocks of ceil(n / parts): the first ranks work.
 KB_HD inline DecSpan dec_block(std::int64_t n, std::int64_t parts, std::int64_t i) {
@@ -95,7 +95,7 @@ KB_HD inline DecSpan dec_block(std::int64_t n, std::int64_t parts, std::int64_t 
 }
 
 KB_HD inline std::int64_t dec_units(const DecodeConfig& c) { return c.batch * c.h_kv; }
-KB_HD inline std::int64_t dec_group(const DecodeConfig& c) { return c.h_kv > 0 ? c.h_q / c.h_kv : 0; }
+KB_HD inline std::int64_t dec_group(const DecodeConfig& c) { return c.h_kv > 0 ? div_fast(c.h_q, c.h_kv) : 0; }
 KB_HD inline DecodeCase dec_case(const DecodeConfig& c) { return static_cast<DecodeCase>(c.decode_case); }
 
 // What PE `pe` of cube `cube` computes: work units (one (batch entry, KV head) pair each)
@@ -321,13 +321,34 @@ KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t row
   return sym + rows * d * 2 + 4 * dec_kv_bytes(c) * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
 }
 
+// HBM bytes of K and V of one position: K and V, every unit.
+KB_HD inline std::int64_t dec_kv_pos_bytes(const DecodeConfig& c) { return 2 * dec_kv_bytes(c) * dec_units(c) * c.d_head; }
 // HBM bytes of K and V on one cube (the placement's shards).
 KB_HD inline std::int64_t dec_kv_cube_bytes(const DecodeConfig& c, std::int64_t cube) {
-  const std::int64_t per_pos = 2 * dec_kv_bytes(c) * dec_units(c) * c.d_head;  // K and V, every unit
+  const std::int64_t per_pos = dec_kv_pos_bytes(c);
   switch (dec_case(c)) {
     case DecodeCase::cube_sp_pe_tp:
     case DecodeCase::cube_sp_pe_sp: return per_pos * dec_part(c.s_kv, c.hw.cubes_per_sip(), cube).len;
     default: return per_pos * c.s_kv;
+  }
+}
+// The most any cube holds, and all cubes together: split over the cubes (cases 1 and 4), the
+// parts of S_kv differ by at most one position and add up to S_kv, so the longest is
+// ceil(S_kv / cubes); replicated, every cube holds all of it.
+KB_HD inline std::int64_t dec_kv_max_cube_bytes(const DecodeConfig& c) {
+  const std::int64_t per_pos = dec_kv_pos_bytes(c);
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp:
+    case DecodeCase::cube_sp_pe_sp: return per_pos * ceil_div(c.s_kv, c.hw.cubes_per_sip());
+    default: return per_pos * c.s_kv;
+  }
+}
+KB_HD inline std::int64_t dec_kv_total_bytes(const DecodeConfig& c) {
+  const std::int64_t per_pos = dec_kv_pos_bytes(c);
+  switch (dec_case(c)) {
+    case DecodeCase::cube_sp_pe_tp:
+    case DecodeCase::cube_sp_pe_sp: return per_pos * c.s_kv;
+    default: return per_pos * c.s_kv * c.hw.cubes_per_sip();
   }
 }
 // HBM bytes of q and the output on each cube (both replicated; allreduce: one output per cube).

@@ -263,8 +263,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   if (c.allreduce && dec_case(c) != DecodeCase::cube_sp_pe_sp) return kDecBadAllreduce;
   const std::int64_t rows = dec_max_rows(c), lc = imin(c.chunk, dec_max_shard(c));
   if (dec_sram_bytes(c, rows, lc) > h.sram_bytes()) return kDecSramOverflow;
-  for (std::int64_t q = 0; q < h.cubes_per_sip(); ++q)
-    if (dec_kv_cube_bytes(c, q) + dec_qo_cube_bytes(c) > h.hbm_capacity_bytes()) return kDecHbmOverflow;
+  if (dec_kv_max_cube_bytes(c) + dec_qo_cube_bytes(c) > h.hbm_capacity_bytes()) return kDecHbmOverflow;
   // Every op's time must be representable, and so the sum of every op's busy time and latency
   // (a bound on any finish time): the largest transfer at the smallest share, the largest
   // matmul and vector op, times the ops of the busiest PE, times the PEs.
@@ -677,11 +676,8 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart =
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
   e.answer(dec_case(c), pt, ct);
-  for (std::int64_t q = 0; q < e.C; ++q) {
-    const std::int64_t kv = dec_kv_cube_bytes(c, q);
-    e.r.kv_footprint_bytes += kv;
-    e.r.kv_max_cube_bytes = imax(e.r.kv_max_cube_bytes, kv);
-  }
+  e.r.kv_footprint_bytes = dec_kv_total_bytes(c);
+  e.r.kv_max_cube_bytes = dec_kv_max_cube_bytes(c);
   return e.r;
 }
 
