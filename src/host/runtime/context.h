@@ -209,7 +209,10 @@ class PeProgram {
  private:
   friend class RuntimeContext;
   PeProgram(RuntimeContext& ctx, Rank rank, LaunchGrid grid, std::int32_t label)
-      : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {}
+      : ctx_(ctx), rank_(rank), grid_(grid), label_(label) {
+    proto_.rank = rank;
+    proto_.label = label;
+  }
   engine::Op base(engine::OpKind kind, engine::ResourceId res) const;
   OpId vector_op(VecOp op, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s, Deps deps,
                  float s2 = 0.0f, std::int64_t period = 0);
@@ -229,6 +232,7 @@ class PeProgram {
   Rank rank_;
   LaunchGrid grid_;
   std::int32_t label_;
+  engine::Op proto_;  // what every op of this rank starts from: its rank and label set
 };
 
 class RuntimeContext {

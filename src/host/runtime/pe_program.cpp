@@ -44,12 +44,10 @@ void check_transfer(std::int64_t bytes) {
 const TopologySpec& PeProgram::topology() const { return ctx_.topo_; }
 
 engine::Op PeProgram::base(OpKind kind, ResourceId res) const {
-  engine::Op op;  // every field has its default (stores, not a block clear)
+  engine::Op op = proto_;  // a copy (vector moves); a cleared Op is a string-instruction clear
   op.kind = kind;
   op.resource = res;
-  op.rank = rank_;
   op.issue = ctx_.issued_[static_cast<std::size_t>(ctx_.global_pe(rank_))]++;
-  op.label = label_;
   return op;
 }
 
