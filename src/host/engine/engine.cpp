@@ -204,8 +204,8 @@ class Simulator {
       for (const Edge& e : edges) out[static_cast<std::size_t>(deg[static_cast<std::size_t>(e.dep)]++)] = e.op;
     };
     csr(g_->edges(), dep_begin_, dependents_);
-    csr(g_->head_edges(), head_begin_, head_dependents_);
     has_heads_ = !g_->head_edges().empty();
+    if (has_heads_) csr(g_->head_edges(), head_begin_, head_dependents_);  // else never read
     times_ = g_->times().data();
     const std::size_t nres = g_->resources().size();
     arbitrated_.assign(nres, 0);
