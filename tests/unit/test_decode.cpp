@@ -240,15 +240,6 @@ TEST(Decode, TreesAreTheCollectivesReduceToRoot) {
         seen.insert(n);
       }
       EXPECT_EQ(static_cast<std::int64_t>(seen.size()), rows * cols);
-      // The walk without divisions visits order()'s nodes in turn, with their children.
-      std::int64_t i = 0;
-      t.each_bottom_up([&](std::int64_t n, const std::int64_t* ch, const std::int64_t* dirs, int k) {
-        EXPECT_EQ(n, t.order(i++));
-        std::int64_t want[4], want_dirs[4];
-        ASSERT_EQ(k, t.children(n, want, want_dirs));
-        for (int j = 0; j < k; ++j) EXPECT_TRUE(ch[j] == want[j] && dirs[j] == want_dirs[j]);
-      });
-      EXPECT_EQ(i, rows * cols);
     }
 }
 

@@ -192,7 +192,7 @@ struct DecTree {
   KB_HD std::int64_t size() const { return rows * cols; }
   // The parent of node n (-1: the root), and the direction n lies in from it.
   KB_HD std::int64_t parent(std::int64_t n, std::int64_t* dir = nullptr) const {
-    const std::int64_t r = n / cols, c = n % cols;
+    const std::int64_t r = div_fast(n, cols), c = n - r * cols;
     std::int64_t p = -1, d = 0;
     if (c < c0) p = n + 1, d = 0;
     else if (c > c0) p = n - 1, d = 1;
@@ -213,11 +213,7 @@ struct DecTree {
   KB_HD std::int64_t slots() const { return slot(4); }
   // Children of n in merge order (left, right, top, bottom); returns their count.
   KB_HD int children(std::int64_t n, std::int64_t out[4], std::int64_t dirs[4]) const {
-    return children_at(n / cols, n % cols, out, dirs);
-  }
-  // The same for the node at row r, column c.
-  KB_HD int children_at(std::int64_t r, std::int64_t c, std::int64_t out[4], std::int64_t dirs[4]) const {
-    const std::int64_t n = r * cols + c;
+    const std::int64_t r = div_fast(n, cols), c = n - r * cols;
     int k = 0;
     auto add = [&](std::int64_t ch, std::int64_t d) {
       out[k] = ch;
@@ -250,28 +246,6 @@ struct DecTree {
         --i;
       }
     return root();
-  }
-  // Calls fn(n, children, dirs, k) for every node n in order() order, its children in merge
-  // order (the walk order() describes, without a division per node).
-  template <class Fn>
-  KB_HD void each_bottom_up(const Fn& fn) const {
-    std::int64_t ch[4], dirs[4];
-    auto visit = [&](std::int64_t r, std::int64_t c) { fn(r * cols + c, ch, dirs, children_at(r, c, ch, dirs)); };
-    const std::int64_t steps = imax(c0, cols - 1 - c0);
-    for (std::int64_t k = steps; k >= 1; --k)
-      for (std::int64_t side = 0; side < 2; ++side) {
-        const std::int64_t c = side == 0 ? c0 - k : c0 + k;
-        if (c < 0 || c >= cols) continue;
-        for (std::int64_t r = 0; r < rows; ++r) visit(r, c);
-      }
-    const std::int64_t rsteps = imax(r0, rows - 1 - r0);
-    for (std::int64_t k = rsteps; k >= 1; --k)
-      for (std::int64_t side = 0; side < 2; ++side) {
-        const std::int64_t r = side == 0 ? r0 - k : r0 + k;
-        if (r < 0 || r >= rows) continue;
-        visit(r, c0);
-      }
-    visit(r0, c0);
   }
 };
 

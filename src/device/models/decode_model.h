@@ -481,8 +481,11 @@ struct DecodeEval {
 
   // One cube's PEs reduce to its centre PE over the PE tree.
   KB_HD void reduce_cube(std::int64_t q, const DecTree& pt) {
-    pt.each_bottom_up([&](std::int64_t n, const std::int64_t* ch, const std::int64_t*, int k) {
-      if (k == 0) return;
+    for (std::int64_t i = 0; i < P; ++i) {
+      const std::int64_t n = pt.order(i);
+      std::int64_t ch[4], dirs[4];
+      const int k = pt.children(n, ch, dirs);
+      if (k == 0) continue;
       Msg m[12];
       int nm = 0;
       const std::int64_t R = rows[q * P + n];
@@ -501,7 +504,7 @@ struct DecodeEval {
       ps_t arrival[4] = {0, 0, 0, 0};
       for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
       for (int j = 0; j < k; ++j) merge_one(q * P + n, arrival[j]);  // children in order
-    });
+    }
   }
 
   // Runs phase(q) on each representative cube and adds its totals again for every cube whose
@@ -571,7 +574,10 @@ struct DecodeEval {
   // `act`: the positions that take part and have work in some cube (the rest never send or
   // merge), `na` of them.
   KB_HD KB_NOINLINE void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow, const std::int8_t* act, int na) {
-    ct.each_bottom_up([&](std::int64_t x, const std::int64_t* ch, const std::int64_t*, int k) {
+    for (std::int64_t i = 0; i < C; ++i) {
+      const std::int64_t x = ct.order(i);
+      std::int64_t ch[4], dirs[4];
+      const int k = ct.children(x, ch, dirs);
       const ps_t free_x = t[x * P + pr];  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
@@ -590,7 +596,7 @@ struct DecodeEval {
         for (int a = 0; a < na; ++a)  // positions the child has no partial for
           if (rows[ch[j] * P + act[a]] == 0 && rows[x * P + act[a]] != 0) merge_one(x * P + act[a], 0);
       }
-    });
+    }
   }
 
   // A partial's three copies over a cube link (m and l, then O, f32), for R rows; neighbouring
