@@ -91,8 +91,7 @@ struct Span {
 struct EvenParts {
   std::int64_t per, left, parts;  // total = per·parts + left
   std::int64_t lo = 0, carry = 0;
-  KB_HD EvenParts(std::int64_t total, std::int64_t parts_)
-      : per(div_fast(total, parts_)), left(total - per * parts_), parts(parts_) {}
+  KB_HD EvenParts(std::int64_t total, std::int64_t parts_) : per(total / parts_), left(total % parts_), parts(parts_) {}
   // The next part, in order.
   KB_HD Span next() {
     carry += left;

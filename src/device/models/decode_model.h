@@ -578,7 +578,7 @@ struct DecodeEval {
       const std::int64_t x = ct.order(i);
       std::int64_t ch[4], dirs[4];
       const int k = ct.children(x, ch, dirs);
-      const ps_t free_x = t[x * P + pr];  // case 4: when x's centre PE has merged its own cube
+      const ps_t free_x = flow ? t[x * P + pr] : 0;  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
         int nb = 0;

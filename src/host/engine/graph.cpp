@@ -81,7 +81,7 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
   tally(totals_, op, resources_);
   for (std::size_t i = 0; i < ndeps; ++i) {
     if (deps[i] == kNoOp) continue;
-    KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] < id, "dependency on an unknown op");
+    KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] <= id, "dependency on an unknown op");
     edges_.push_back({id, deps[i]});
   }
   return id;

@@ -244,8 +244,8 @@ const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& ow
 
 const RuntimeContext::BufInfo& RuntimeContext::use_elements(SramBuf b, const Rank& owner, std::int64_t elements,
                                                           const char* what) const {
-  if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
-  return use_buf(b, owner, elements * dtype_bytes(bufs_[static_cast<std::size_t>(b.id)].dtype), what);
+  const BufInfo& info = use_buf(b, owner, 0, what);
+  return use_buf(b, owner, elements * dtype_bytes(info.dtype), what);
 }
 
 void RuntimeContext::release(std::int32_t buf) {
