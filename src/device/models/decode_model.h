@@ -646,7 +646,7 @@ struct DecodeEval {
       return;
     }
     const bool flow = kase == DecodeCase::cube_sp_pe_sp;
-    std::int8_t act[kDecMaxGrid];
+    std::int8_t act[kDecMaxGrid] = {};
     int na = 1;  // case 4: the centre PEs only (each cube has work there: one part of S_kv)
     if (flow) act[0] = static_cast<std::int8_t>(pr);
     else na = working_positions(0, P, act);
