@@ -297,33 +297,19 @@ KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t row
 
 // HBM bytes of K and V of one position: K and V, every unit.
 KB_HD inline std::int64_t dec_kv_pos_bytes(const DecodeConfig& c) { return 2 * dec_kv_bytes(c) * dec_units(c) * c.d_head; }
-// HBM bytes of K and V on one cube (the placement's shards).
+// HBM bytes of K and V on one cube (the placement's shards): the cubes split S_kv where
+// their partials are reduced across cubes (cases 1 and 4), else each holds all of it.
 KB_HD inline std::int64_t dec_kv_cube_bytes(const DecodeConfig& c, std::int64_t cube) {
-  const std::int64_t per_pos = dec_kv_pos_bytes(c);
-  switch (dec_case(c)) {
-    case DecodeCase::cube_sp_pe_tp:
-    case DecodeCase::cube_sp_pe_sp: return per_pos * dec_part(c.s_kv, c.hw.cubes_per_sip(), cube).len;
-    default: return per_pos * c.s_kv;
-  }
+  return dec_kv_pos_bytes(c) * (dec_cross_reduce(c) ? dec_part(c.s_kv, c.hw.cubes_per_sip(), cube).len : c.s_kv);
 }
 // The most any cube holds, and all cubes together: split over the cubes (cases 1 and 4), the
 // parts of S_kv differ by at most one position and add up to S_kv, so the longest is
 // ceil(S_kv / cubes); replicated, every cube holds all of it.
 KB_HD inline std::int64_t dec_kv_max_cube_bytes(const DecodeConfig& c) {
-  const std::int64_t per_pos = dec_kv_pos_bytes(c);
-  switch (dec_case(c)) {
-    case DecodeCase::cube_sp_pe_tp:
-    case DecodeCase::cube_sp_pe_sp: return per_pos * ceil_div(c.s_kv, c.hw.cubes_per_sip());
-    default: return per_pos * c.s_kv;
-  }
+  return dec_kv_pos_bytes(c) * (dec_cross_reduce(c) ? ceil_div(c.s_kv, c.hw.cubes_per_sip()) : c.s_kv);
 }
 KB_HD inline std::int64_t dec_kv_total_bytes(const DecodeConfig& c) {
-  const std::int64_t per_pos = dec_kv_pos_bytes(c);
-  switch (dec_case(c)) {
-    case DecodeCase::cube_sp_pe_tp:
-    case DecodeCase::cube_sp_pe_sp: return per_pos * c.s_kv;
-    default: return per_pos * c.s_kv * c.hw.cubes_per_sip();
-  }
+  return dec_kv_pos_bytes(c) * c.s_kv * (dec_cross_reduce(c) ? 1 : c.hw.cubes_per_sip());
 }
 // HBM bytes of q and the output on each cube (both replicated; allreduce: one output per cube).
 KB_HD inline std::int64_t dec_qo_cube_bytes(const DecodeConfig& c) { return 2 * 2 * dec_units(c) * dec_group(c) * c.d_head; }

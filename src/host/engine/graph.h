@@ -94,8 +94,6 @@ struct OpTotals {
   std::vector<std::int32_t> resource_ops;  // per resource: ops queued on it
 };
 
-struct Resource;
-struct Op;
 // Adds an op's figures to `t`: its counters, and its busy time by its resource's class; and
 // the time and bytes it holds its resource for, unless `held` is false (an op whose times
 // passed the overflow guard never held it).
