@@ -17,6 +17,7 @@
 #include "../common/units.h"
 #include "../sim/event_sim.h"
 #include "allreduce_ring.h"
+#include "allreduce_walk.h"
 #include "../common/energy.h"
 #include "collective.h"
 #include "vector.h"
@@ -61,7 +62,7 @@ struct Sim {
   bool events_only = false;  // skip the closed form and the simulator's fast path (tests compare them)
   // Levels evaluated, those the simulator's fast path could not take, and those the ring's
   // closed form took (allreduce_ring.h).
-  std::int32_t levels = 0, event_levels = 0, walked_levels = 0;
+  std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0;
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
   std::int8_t port[2 * kCollMaxHierRanks];
   std::int16_t writer[kCollMaxPieces];  // per (rank, chunk, piece): the op that last wrote it
@@ -71,9 +72,10 @@ struct Sim {
   std::int32_t ngroup = 0, arrival[kGroup];
   AllreduceResult out{};
   RingWalk walk;
+  GeneralWalk general;
   Engine e;
 
-  // Per rank of the level, set by build(): its node, its global PE, and how many HBM ports
+  // Per rank of the level, set by run_level(): its node, its global PE, and how many HBM ports
   // its cube's bandwidth is shared by.
   net::Node nodes[kCollMaxRanks];
   std::int64_t pe_of[kCollMaxRanks], sharers[kCollMaxRanks];
@@ -239,12 +241,6 @@ struct Sim {
     for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
     for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0;
     links = net::link_count(c->hw);
-    for (std::int64_t r = 0; r < c->ranks; ++r) {
-      nodes[r] = node_of(r);
-      pe_of[r] = net::global_pe(c->hw, nodes[r]);
-    }
-    if (hbm_mode())
-      for (std::int64_t r = 0; r < c->ranks; ++r) sharers[r] = hbm_sharers_of(r);
     coll_schedule(*c, *this);
   }
 };
@@ -309,21 +305,33 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
   AllreduceFigures f;
-  const bool walk = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
-  if (walk) {
-    for (std::int64_t r = 0; r < c.ranks; ++r) sim.nodes[r] = sim.node_of(r);
-    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
-      for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  // Where rank r is, its global PE, and its HBM share: the walks and build() read them.
+  for (std::int64_t r = 0; r < c.ranks; ++r) {
+    sim.nodes[r] = sim.node_of(r);
+    sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
   }
-  if (walk && ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f)) {
+  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
+    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
+  const bool ring = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
+  bool walked = ring && ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
+  const ps_t* marks = sim.walk.mark_done;
+  if (walked) {
+    ++sim.walked_levels;
+  } else if (!sim.events_only && general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f)) {
+    walked = true;
+    marks = sim.general.mark_done;
+    ++sim.general_levels;
+  }
+  if (walked) {
     AllreduceResult& o = sim.out;
     o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
     o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = sim.walk.mark_done[r];
-    ++sim.levels, ++sim.walked_levels;
+    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = marks[r];
+    ++sim.levels;
     return kArOk;
   }
   sim.e.reset();
@@ -343,7 +351,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
 KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
-  sim.levels = sim.event_levels = sim.walked_levels = 0;
+  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = 0;
   if (r.status != kArOk) return r;
   // The static HBM share needs every port the launch uses before the first op.
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {

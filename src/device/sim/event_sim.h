@@ -18,6 +18,7 @@
 #include "../common/kb_hd.h"
 #include "../common/units.h"
 #include "arbitration.h"
+#include "fast_rule.h"
 
 namespace kb {
 namespace sim {
@@ -39,7 +40,6 @@ struct EventSim {
   static constexpr std::int32_t kHash = 2 * kOps;  // resource keys to ids (open addressing)
   static constexpr std::int32_t kEvents = 3 * kOps + 8;
   static constexpr int kClasses = 2;                // resource classes whose busy time is summed (0: none)
-  static constexpr std::int32_t kMaxDepth = 30000;  // rounds in one instant the fast path follows
 
   // ---- results ----
   std::int32_t status = kSimOk;
@@ -64,12 +64,9 @@ struct EventSim {
   std::int32_t nres = 0;
   std::int64_t hash_key[kHash];
   Id hash_id[kHash];
-  ps_t res_lat[kOps], res_free[kOps];
+  ps_t res_lat[kOps];
   std::int8_t res_arb[kOps], res_class[kOps], res_busy[kOps], res_arbitrating[kOps];
-  // The fast path, per resource: the depth of its last release, and for its ops ready at
-  // run_ready, the least ready depth the next one may have.
-  Id res_free_depth[kOps], run_need[kOps];
-  ps_t run_ready[kOps];
+  FastRes fres[kOps];  // the fast path's state of each resource (fast_rule.h)
   Id res_qhead[kOps], res_qtail[kOps], res_wait[kOps];
 
   // ---- events: a binary min-heap on (time, order) ----
@@ -213,9 +210,6 @@ struct EventSim {
     if (mark_a[id] >= 0) mark_done[mark_a[id]] = imax(mark_done[mark_a[id]], end);
     if (mark_b[id] >= 0) mark_done[mark_b[id]] = imax(mark_done[mark_b[id]], end);
   }
-  KB_HD static bool overflows(ps_t b, ps_t l, ps_t end) {
-    return b > kTimeLimitPs || l > kTimeLimitPs || end > kTimeLimitPs;
-  }
 
   // The fast path: a schedule in which every resource serves its ops in a fixed order, each
   // op starting at max(ready, the previous op's release). Taken only with the certificate of
@@ -242,10 +236,7 @@ struct EventSim {
   KB_HD Pass pass(bool by_order) {
     clear_results();
     for (std::int32_t i = 0; i < n; ++i) ready_t[i] = 0, depth[i] = 0;
-    for (std::int32_t r = 0; r < nres; ++r) {
-      res_free[r] = 0, res_wait[r] = -1;  // res_wait: the resource's last op so far
-      res_free_depth[r] = 0, run_need[r] = 0, run_ready[r] = -1;
-    }
+    for (std::int32_t r = 0; r < nres; ++r) fres[r] = FastRes{}, res_wait[r] = -1;  // res_wait: r's last op so far
     auto reach = [&](std::int32_t j, ps_t t, std::int32_t d) {  // j is ready no earlier than t (depth d)
       if (t > ready_t[j]) ready_t[j] = t, depth[j] = static_cast<Id>(d);
       else if (t == ready_t[j] && d > depth[j]) depth[j] = static_cast<Id>(d);
@@ -268,34 +259,21 @@ struct EventSim {
       if (by_order && head == tail) return Pass::failed;  // the orders and dependencies form a cycle
       const std::int32_t i = by_order ? queue[head++] : step;
       const std::int32_t r = res[i];
-      const ps_t ready = ready_t[i], lat = res_lat[r];
-      const ps_t start = imax(ready, res_free[r]);
-      const std::int32_t d = depth[i], d_free = res_free[r] == start ? res_free_depth[r] : 0;
-      std::int32_t at;  // the depth of i's start, and of its zero-delay consequences
-      if (res_arb[r]) {
-        if (res_wait[r] >= 0) {
-          const std::int32_t a = res_wait[r];
-          if (!goes_first(Claim{ready_t[a], key[a], issue[a]}, Claim{ready, key[i], issue[i]})) misordered = true;
-        }
-        if (ready != run_ready[r]) run_ready[r] = ready, run_need[r] = 0;
-        if (d < run_need[r]) misordered = true;  // ready in an earlier round than an op chosen before it
-        const bool waited = start > ready;
-        if (!waited && d_free < d) run_need[r] = static_cast<Id>(d);
-        at = (waited ? d_free : imax(d, d_free)) + 1;  // the round that chooses it
-      } else {
-        at = imax(start == ready ? d : 0, start == res_free[r] ? d_free : 0);
-      }
-      if (misordered && by_order) return Pass::failed;
-      const ps_t end = start + busy[i] + lat;
-      if (overflows(busy[i], lat, end) || at >= kMaxDepth) return Pass::failed;
+      const Claim c{ready_t[i], key[i], issue[i]};
+      Claim last;
+      const bool has_last = res_arb[r] && res_wait[r] >= 0;
+      if (has_last) last = claim(res_wait[r]);
+      Served sv;
+      const Serve how = serve_fast(fres[r], res_arb[r], res_lat[r], has_last ? &last : nullptr, c, depth[i], busy[i], &sv);
+      if (how == Serve::failed || (how == Serve::misordered && by_order)) return Pass::failed;
+      if (how == Serve::misordered) misordered = true;
+      const ps_t start = sv.start, end = sv.end, lat = res_lat[r];
+      const std::int32_t at = sv.at;
       end_t[i] = end;
-      res_free[r] = start + busy[i];
-      res_free_depth[r] = static_cast<Id>(busy[i] == 0 ? at : 0);
       res_wait[r] = static_cast<Id>(i);
       account(i, end);
-      const std::int32_t end_depth = busy[i] + lat == 0 ? at : 0;
       for (std::int32_t k = dep_begin[i]; k < dep_begin[i + 1]; ++k) {
-        reach(dependents[k], end, end_depth);
+        reach(dependents[k], end, sv.end_depth);
         done(dependents[k]);
       }
       if (head_next[i] >= 0) {

@@ -1,0 +1,273 @@
+// The allreduce model's fast path without the op graph, for every algorithm: the transfers of
+// one level are walked as coll_schedule lists them, and each op the model would emit into the
+// device simulator (allreduce_model.h, Sim::send and Sim::receive: the same ops, in the same
+// id order, on the same resources, with the same issuers and issue indices) is served at
+// once by the rule of the simulator's first pass (src/device/sim/fast_rule.h). The walk is
+// therefore that pass, op for op, and it gives up wherever the pass would not certify its
+// schedule (docs/model.md section 11.8) or its tables are full; the model then builds the ops
+// and runs the simulator. What it keeps: per link and per rank the resource's state, per
+// piece when it was last written. Pure KB_HD code: fixed arrays, no allocation.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/network.h"
+#include "../common/units.h"
+#include "../sim/arbitration.h"
+#include "../sim/fast_rule.h"
+#include "allreduce_ring.h"
+#include "collective.h"
+#include "vector.h"
+
+namespace kb {
+namespace ar_detail {
+
+struct GeneralWalk {
+  static constexpr std::int32_t kSlots = 512;     // links, by open addressing on their ids
+  static constexpr std::int32_t kMaxLinks = 384;  // distinct links of one level; more: the simulator runs
+  static constexpr std::int32_t kMaxRoute = 64;   // hops of one route
+  static constexpr std::int32_t kGroup = 2 * static_cast<std::int32_t>(kCollMaxRanks);
+
+  // An arbitrated resource: its fast-path state and the claim it served last (ready < 0: none).
+  struct Arb {
+    sim::FastRes f;
+    sim::Claim last;
+  };
+  struct Link {
+    Arb a;
+    ps_t lat;
+    std::int64_t memo_bytes;  // the last transfer's size over it, and its busy time
+    ps_t memo_busy;
+  };
+  // A rank's DMA queue and vector engine (in order) and HBM write port (arbitrated).
+  struct Rank {
+    sim::FastRes dma, vec;
+    Arb port;
+    std::int32_t issued;  // ops it has issued: the next one's issue index
+  };
+
+  std::int32_t slot_key[kSlots];  // the link id in each slot (-1: empty)
+  std::int16_t slot_link[kSlots];
+  std::int32_t nlinks = 0;
+  Link links[kMaxLinks];
+  Rank ranks[kCollMaxRanks];
+  ps_t written_t[kCollMaxPieces];  // per (rank, chunk, piece): the end of its last writer (-1: never)
+  std::int16_t written_d[kCollMaxPieces];
+  ps_t mark_done[kCollMaxRanks];  // per rank, as the simulator's marks
+  CollXfer group[kGroup];
+  std::int32_t group_chunk[kGroup];
+  sim::Stamp arrival[kGroup];
+  std::int32_t ngroup = 0;
+  net::Hop route[kMaxRoute];
+  std::int16_t route_link[kMaxRoute];
+};
+
+// One level walked: the config (one level, or a hier phase), where each rank is, its global
+// PE (the issuer's key in a claim) and its HBM share.
+struct LevelWalk {
+  GeneralWalk* w;
+  const AllreduceConfig* c;
+  const net::Node* nodes;
+  const std::int64_t* pe_of;
+  const std::int64_t* sharers;
+  AllreduceFigures f{};
+  bool ok = true;
+
+  KB_HD bool hbm() const { return c->buffer == static_cast<std::int64_t>(CollBuffer::hbm); }
+  KB_HD ps_t hbm_lat() const { return c->hw.hbm_latency_ns * kPsPerNs; }
+  KB_HD std::int32_t slot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
+    return static_cast<std::int32_t>((r * c->chunks + ch) * c->ranks + k);
+  }
+
+  // The link of hop `h` (its state created on first use), or -1 where the table is full.
+  KB_HD std::int32_t link_of(const net::Hop& h) {
+    const std::int32_t id = static_cast<std::int32_t>(h.link);
+    std::int32_t i = static_cast<std::int32_t>((static_cast<std::uint32_t>(id) * 2654435761u) >> 23) & (GeneralWalk::kSlots - 1);
+    while (w->slot_key[i] != -1 && w->slot_key[i] != id) i = (i + 1) & (GeneralWalk::kSlots - 1);
+    if (w->slot_key[i] == id) return w->slot_link[i];
+    if (w->nlinks >= GeneralWalk::kMaxLinks) return -1;
+    w->slot_key[i] = id;
+    w->slot_link[i] = static_cast<std::int16_t>(w->nlinks);
+    GeneralWalk::Link& l = w->links[w->nlinks];
+    l.a.f = sim::FastRes{};
+    l.a.last = sim::Claim{-1, 0, 0};
+    l.lat = h.latency_ns * kPsPerNs;
+    l.memo_bytes = -1;
+    return w->nlinks++;
+  }
+
+  // Serves rank `by`'s next op (in its program order) on a resource, ready at `ready`, and
+  // counts its end for the latency and `by`'s mark (and `also`'s, if not negative). Returns
+  // false where the certificate fails.
+  KB_HD bool serve(sim::FastRes& fr, GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, const sim::Stamp& ready,
+                   ps_t busy, sim::Served* s, std::int64_t also = -1) {
+    const sim::Claim claim{ready.t, pe_of[by], w->ranks[by].issued++};
+    const sim::Claim* last = arb && arb->last.ready >= 0 ? &arb->last : nullptr;
+    if (sim::serve_fast(fr, arb != nullptr, lat, last, claim, ready.d, busy, s) != sim::Serve::ok) return false;
+    if (arb) arb->last = claim;
+    f.latency_ps = imax(f.latency_ps, s->end);
+    w->mark_done[by] = imax(w->mark_done[by], s->end);
+    if (also >= 0) w->mark_done[also] = imax(w->mark_done[also], s->end);
+    return true;
+  }
+  // What waits for op `s` through a head dependency: ready once its head has crossed.
+  KB_HD static sim::Stamp head_of(const sim::Served& s, ps_t lat) {
+    sim::Stamp h;
+    h.join(s.start + lat, lat == 0 ? s.at : 0);
+    return h;
+  }
+  KB_HD static sim::Stamp end_of(const sim::Served& s) {
+    sim::Stamp e;
+    e.join(s.end, s.end_depth);
+    return e;
+  }
+  // Ready once pieces [k0, k1) of a chunk on rank r have been written (joined into `at`).
+  KB_HD void pieces_ready(sim::Stamp& at, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) const {
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int32_t i = slot(r, ch, k);
+      if (w->written_t[i] >= 0) at.join(w->written_t[i], w->written_d[i]);
+    }
+  }
+  KB_HD void write_pieces(const sim::Stamp& s, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) {
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int32_t i = slot(r, ch, k);
+      w->written_t[i] = s.t, w->written_d[i] = static_cast<std::int16_t>(s.d);
+    }
+  }
+
+  // The sender's half (Sim::send): an HBM read, the route's hops cut-through, an HBM write.
+  KB_HD bool send(std::int64_t ch, const CollXfer& x, sim::Stamp* landed) {
+    const std::int64_t nb = 2 * (coll_piece_lo(*c, ch, x.k1) - coll_piece_lo(*c, ch, x.k0));
+    const bool h = hbm();
+    std::int32_t nh = 0;
+    bool fits = true;
+    net::for_each_hop(c->hw, nodes[x.src], nodes[x.dst], [&](const net::Hop& hop) {
+      if (nh >= GeneralWalk::kMaxRoute) {
+        fits = false;
+        return;
+      }
+      const std::int32_t l = fits ? link_of(hop) : -1;
+      if (l < 0) fits = false;
+      w->route[nh] = hop;
+      w->route_link[nh++] = static_cast<std::int16_t>(l);
+    });
+    if (!fits) return false;
+    auto hop_busy = [&](std::int32_t k) {
+      GeneralWalk::Link& l = w->links[w->route_link[k]];
+      if (l.memo_bytes != nb) l.memo_bytes = nb, l.memo_busy = transfer_ps(nb, w->route[k].bandwidth_gbps);
+      return l.memo_busy;
+    };
+    ps_t chain = 0;  // HBM: every op of the chain holds its resource for the slowest's time
+    if (h) {
+      chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+      for (std::int32_t k = 0; k < nh; ++k) chain = imax(chain, hop_busy(k));
+    }
+    sim::Stamp ready;
+    pieces_ready(ready, x.src, ch, x.k0, x.k1);
+    sim::Served s{};
+    const ps_t L = hbm_lat();
+    if (h) {
+      if (!serve(w->ranks[x.src].dma, nullptr, L, x.src, ready, chain, &s)) return false;
+      ready = head_of(s, L);
+      f.hbm_read_bytes += nb;
+    }
+    for (std::int32_t k = 0; k < nh; ++k) {
+      GeneralWalk::Link& l = w->links[w->route_link[k]];
+      const bool last = !h && k + 1 == nh;
+      if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : hop_busy(k), &s, last ? x.dst : -1)) return false;
+      ready = head_of(s, l.lat);
+      switch (w->route[k].kind) {
+        case net::LinkKind::ipcq_in: f.link_bytes_pe += nb, ++f.copies_pe; break;
+        case net::LinkKind::cube_link: f.link_bytes_cube += nb, ++f.copies_cube; break;
+        case net::LinkKind::sip_link: f.link_bytes_sip += nb, ++f.copies_sip; break;
+        default: break;  // a sender's out-port: the copy is counted at the in-port
+      }
+    }
+    if (h) {
+      GeneralWalk::Rank& d = w->ranks[x.dst];
+      if (!serve(d.port.f, &d.port, L, x.src, ready, chain, &s, x.dst)) return false;
+      f.hbm_write_bytes += nb;
+    } else {
+      f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+    }
+    ++f.transfers;
+    *landed = end_of(s);
+    return true;
+  }
+
+  // The receiver's half (Sim::receive): take the values as they landed, or add them in (on
+  // the vector engine, or streamed from HBM through it).
+  KB_HD bool receive(std::int64_t ch, const CollXfer& x, const sim::Stamp& landed) {
+    if (!x.reduce) {
+      write_pieces(landed, x.dst, ch, x.k0, x.k1);
+      return true;
+    }
+    const std::int64_t nb = 2 * (coll_piece_lo(*c, ch, x.k1) - coll_piece_lo(*c, ch, x.k0)), values = nb / 2;
+    const ps_t add_ps = cycles_ps(vector_cycles(VecOp::add, 1, values, c->hw.vector_lanes), c->hw.clock_mhz);
+    f.vector_ops += vector_element_ops(VecOp::add, 1, values);
+    GeneralWalk::Rank& d = w->ranks[x.dst];
+    sim::Stamp ready = landed;
+    pieces_ready(ready, x.dst, ch, x.k0, x.k1);
+    sim::Served s{};
+    if (!hbm()) {
+      const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
+      f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
+      if (!serve(d.vec, nullptr, 0, x.dst, ready, add_ps, &s)) return false;
+      f.vector_busy_ps += add_ps;
+      write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
+      return true;
+    }
+    // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port):
+    // one chain, each holding its resource for the slowest's time.
+    const ps_t L = hbm_lat();
+    const ps_t chain = imax(imax(hbm_access_ps(c->hw, 2 * nb, sharers[x.dst]), add_ps), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+    if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
+    if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
+    if (!serve(d.port.f, &d.port, L, x.dst, head_of(s, 0), chain, &s)) return false;
+    f.vector_busy_ps += chain;
+    f.hbm_read_bytes += 2 * nb, f.hbm_write_bytes += nb;
+    write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
+    return true;
+  }
+
+  // Sink of coll_schedule (as Sim's): a group's sends, then its receives.
+  KB_HD void xfer(std::int64_t ch, const CollXfer& x) {
+    w->group[w->ngroup] = x;
+    w->group_chunk[w->ngroup] = static_cast<std::int32_t>(ch);
+    ++w->ngroup;
+  }
+  KB_HD KB_NOINLINE void flush() {
+    const std::int32_t n = w->ngroup;
+    w->ngroup = 0;
+    if (!ok) return;
+    for (std::int32_t i = 0; i < n && ok; ++i) ok = send(w->group_chunk[i], w->group[i], &w->arrival[i]);
+    for (std::int32_t i = 0; i < n && ok; ++i) ok = receive(w->group_chunk[i], w->group[i], w->arrival[i]);
+  }
+};
+
+// Walks one level of `c` (not hier: a level, or a hier phase) over `w`: false where the
+// simulator's first pass would not certify its schedule (or a table is full), and the model
+// builds the ops instead.
+KB_HD KB_NOINLINE inline bool general_walk(const AllreduceConfig& c, GeneralWalk& w, const net::Node* nodes,
+                                           const std::int64_t* pe_of, const std::int64_t* sharers, AllreduceFigures* out) {
+  for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
+  w.nlinks = 0, w.ngroup = 0;
+  for (std::int64_t r = 0; r < c.ranks; ++r) {
+    GeneralWalk::Rank& k = w.ranks[r];
+    k.dma = sim::FastRes{}, k.vec = sim::FastRes{};
+    k.port.f = sim::FastRes{}, k.port.last = sim::Claim{-1, 0, 0};
+    k.issued = 0;
+  }
+  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) w.mark_done[r] = 0;
+  for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
+  LevelWalk lw{&w, &c, nodes, pe_of, sharers};
+  coll_schedule(c, lw);
+  if (!lw.ok) return false;
+  *out = lw.f;
+  return true;
+}
+
+}  // namespace ar_detail
+}  // namespace kb
