@@ -59,10 +59,12 @@ struct Sim {
   const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
   std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
   bool hier = false;
-  bool events_only = false;  // skip the closed form and the simulator's fast path (tests compare them)
-  // Levels evaluated, those the simulator's fast path could not take, and those the ring's
-  // closed form took (allreduce_ring.h).
-  std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0;
+  bool events_only = false;  // skip the closed forms and the simulator's fast path (tests compare them)
+  // Levels evaluated, those the simulator's events decided, those the ring's closed form took
+  // (allreduce_ring.h), and those the general walk (allreduce_walk.h) took, refused (its
+  // certificate failed) or could not hold.
+  std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0, general_refused = 0, general_full = 0;
+  bool general_off = false;  // skip the general walk (tests compare it with the simulator's first pass)
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
   std::int8_t port[2 * kCollMaxHierRanks];
   std::int16_t writer[kCollMaxPieces];  // per (rank, chunk, piece): the op that last wrote it
@@ -318,10 +320,11 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   const ps_t* marks = sim.walk.mark_done;
   if (walked) {
     ++sim.walked_levels;
-  } else if (!sim.events_only && general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f)) {
-    walked = true;
-    marks = sim.general.mark_done;
-    ++sim.general_levels;
+  } else if (!sim.events_only && !sim.general_off) {
+    const WalkOutcome how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f);
+    walked = how == WalkOutcome::taken;
+    if (walked) marks = sim.general.mark_done;
+    ++(walked ? sim.general_levels : how == WalkOutcome::full ? sim.general_full : sim.general_refused);
   }
   if (walked) {
     AllreduceResult& o = sim.out;
@@ -351,7 +354,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
 KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
-  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = 0;
+  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
   if (r.status != kArOk) return r;
   // The static HBM share needs every port the launch uses before the first op.
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {

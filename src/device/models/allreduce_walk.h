@@ -27,7 +27,8 @@ namespace ar_detail {
 struct GeneralWalk {
   static constexpr std::int32_t kSlots = 512;     // links, by open addressing on their ids
   static constexpr std::int32_t kMaxLinks = 384;  // distinct links of one level; more: the simulator runs
-  static constexpr std::int32_t kMaxRoute = 64;   // hops of one route
+  static constexpr std::int32_t kRoutes = 1024;   // distinct (sender, receiver) pairs of one level; more: likewise
+  static constexpr std::int32_t kPool = 4096;     // their hops
   static constexpr std::int32_t kGroup = 2 * static_cast<std::int32_t>(kCollMaxRanks);
 
   // An arbitrated resource: its fast-path state and the claim it served last (ready < 0: none).
@@ -38,8 +39,17 @@ struct GeneralWalk {
   struct Link {
     Arb a;
     ps_t lat;
+    std::int64_t bandwidth_gbps;
+    net::LinkKind kind;
     std::int64_t memo_bytes;  // the last transfer's size over it, and its busy time
     ps_t memo_busy;
+  };
+  // A route between two ranks: its links (pool[begin .. begin + len)), and with HBM buffers
+  // the last transfer's size over it and its chain's busy time.
+  struct Route {
+    std::int32_t begin, len;
+    std::int64_t memo_bytes;
+    ps_t memo_chain;
   };
   // A rank's DMA queue and vector engine (in order) and HBM write port (arbitrated).
   struct Rank {
@@ -50,8 +60,11 @@ struct GeneralWalk {
 
   std::int32_t slot_key[kSlots];  // the link id in each slot (-1: empty)
   std::int16_t slot_link[kSlots];
-  std::int32_t nlinks = 0;
+  std::int32_t nlinks = 0, nroutes = 0, npool = 0;
   Link links[kMaxLinks];
+  std::int16_t pair_route[kCollMaxRanks * kCollMaxRanks];  // per (sender, receiver): its route (-1: none yet)
+  Route routes[kRoutes];
+  std::int16_t pool[kPool];
   Rank ranks[kCollMaxRanks];
   ps_t written_t[kCollMaxPieces];  // per (rank, chunk, piece): the end of its last writer (-1: never)
   std::int16_t written_d[kCollMaxPieces];
@@ -60,8 +73,6 @@ struct GeneralWalk {
   std::int32_t group_chunk[kGroup];
   sim::Stamp arrival[kGroup];
   std::int32_t ngroup = 0;
-  net::Hop route[kMaxRoute];
-  std::int16_t route_link[kMaxRoute];
 };
 
 // One level walked: the config (one level, or a hier phase), where each rank is, its global
@@ -74,6 +85,7 @@ struct LevelWalk {
   const std::int64_t* sharers;
   AllreduceFigures f{};
   bool ok = true;
+  bool full = false;  // what failed was a table's size, not the certificate
 
   KB_HD bool hbm() const { return c->buffer == static_cast<std::int64_t>(CollBuffer::hbm); }
   KB_HD ps_t hbm_lat() const { return c->hw.hbm_latency_ns * kPsPerNs; }
@@ -94,6 +106,8 @@ struct LevelWalk {
     l.a.f = sim::FastRes{};
     l.a.last = sim::Claim{-1, 0, 0};
     l.lat = h.latency_ns * kPsPerNs;
+    l.bandwidth_gbps = h.bandwidth_gbps;
+    l.kind = h.kind;
     l.memo_bytes = -1;
     return w->nlinks++;
   }
@@ -137,32 +151,51 @@ struct LevelWalk {
     }
   }
 
+  // The route from rank `src` to rank `dst` (found once per level), or null where a table is full.
+  KB_HD GeneralWalk::Route* route_of(std::int64_t src, std::int64_t dst) {
+    std::int16_t& at = w->pair_route[src * c->ranks + dst];
+    if (at >= 0) return &w->routes[at];
+    if (w->nroutes >= GeneralWalk::kRoutes) return nullptr;
+    GeneralWalk::Route& r = w->routes[w->nroutes];
+    r.begin = w->npool, r.len = 0, r.memo_bytes = -1;
+    bool fits = true;
+    net::for_each_hop(c->hw, nodes[src], nodes[dst], [&](const net::Hop& hop) {
+      const std::int32_t l = fits && w->npool < GeneralWalk::kPool ? link_of(hop) : -1;
+      if (l < 0) {
+        fits = false;
+        return;
+      }
+      w->pool[w->npool++] = static_cast<std::int16_t>(l);
+      ++r.len;
+    });
+    if (!fits) return nullptr;
+    at = static_cast<std::int16_t>(w->nroutes++);
+    return &r;
+  }
+  KB_HD static ps_t link_busy(GeneralWalk::Link& l, std::int64_t nb) {
+    if (l.memo_bytes != nb) l.memo_bytes = nb, l.memo_busy = transfer_ps(nb, l.bandwidth_gbps);
+    return l.memo_busy;
+  }
+
   // The sender's half (Sim::send): an HBM read, the route's hops cut-through, an HBM write.
   KB_HD bool send(std::int64_t ch, const CollXfer& x, sim::Stamp* landed) {
     const std::int64_t nb = 2 * (coll_piece_lo(*c, ch, x.k1) - coll_piece_lo(*c, ch, x.k0));
     const bool h = hbm();
-    std::int32_t nh = 0;
-    bool fits = true;
-    net::for_each_hop(c->hw, nodes[x.src], nodes[x.dst], [&](const net::Hop& hop) {
-      if (nh >= GeneralWalk::kMaxRoute) {
-        fits = false;
-        return;
-      }
-      const std::int32_t l = fits ? link_of(hop) : -1;
-      if (l < 0) fits = false;
-      w->route[nh] = hop;
-      w->route_link[nh++] = static_cast<std::int16_t>(l);
-    });
-    if (!fits) return false;
-    auto hop_busy = [&](std::int32_t k) {
-      GeneralWalk::Link& l = w->links[w->route_link[k]];
-      if (l.memo_bytes != nb) l.memo_bytes = nb, l.memo_busy = transfer_ps(nb, w->route[k].bandwidth_gbps);
-      return l.memo_busy;
-    };
+    GeneralWalk::Route* route = route_of(x.src, x.dst);
+    if (!route) {
+      full = true;
+      return false;
+    }
+    const std::int16_t* hops = w->pool + route->begin;
+    const std::int32_t nh = route->len;
     ps_t chain = 0;  // HBM: every op of the chain holds its resource for the slowest's time
     if (h) {
-      chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
-      for (std::int32_t k = 0; k < nh; ++k) chain = imax(chain, hop_busy(k));
+      if (route->memo_bytes != nb) {
+        chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+        for (std::int32_t k = 0; k < nh; ++k) chain = imax(chain, link_busy(w->links[hops[k]], nb));
+        route->memo_bytes = nb, route->memo_chain = chain;
+      }
+      chain = route->memo_chain;
     }
     sim::Stamp ready;
     pieces_ready(ready, x.src, ch, x.k0, x.k1);
@@ -174,11 +207,11 @@ struct LevelWalk {
       f.hbm_read_bytes += nb;
     }
     for (std::int32_t k = 0; k < nh; ++k) {
-      GeneralWalk::Link& l = w->links[w->route_link[k]];
+      GeneralWalk::Link& l = w->links[hops[k]];
       const bool last = !h && k + 1 == nh;
-      if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : hop_busy(k), &s, last ? x.dst : -1)) return false;
+      if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : link_busy(l, nb), &s, last ? x.dst : -1)) return false;
       ready = head_of(s, l.lat);
-      switch (w->route[k].kind) {
+      switch (l.kind) {
         case net::LinkKind::ipcq_in: f.link_bytes_pe += nb, ++f.copies_pe; break;
         case net::LinkKind::cube_link: f.link_bytes_cube += nb, ++f.copies_cube; break;
         case net::LinkKind::sip_link: f.link_bytes_sip += nb, ++f.copies_sip; break;
@@ -247,13 +280,18 @@ struct LevelWalk {
   }
 };
 
-// Walks one level of `c` (not hier: a level, or a hier phase) over `w`: false where the
-// simulator's first pass would not certify its schedule (or a table is full), and the model
-// builds the ops instead.
-KB_HD KB_NOINLINE inline bool general_walk(const AllreduceConfig& c, GeneralWalk& w, const net::Node* nodes,
-                                           const std::int64_t* pe_of, const std::int64_t* sharers, AllreduceFigures* out) {
+enum class WalkOutcome : std::int32_t { taken, refused, full };
+
+// Walks one level of `c` (not hier: a level, or a hier phase) over `w`. refused: the
+// simulator's first pass would not certify its schedule (the walk is that pass, so the
+// simulator's second pass or its events decide); full: a table of the walk is too small for
+// the level. Either way the model builds the ops instead.
+KB_HD KB_NOINLINE inline WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk& w, const net::Node* nodes,
+                                                  const std::int64_t* pe_of, const std::int64_t* sharers,
+                                                  AllreduceFigures* out) {
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
-  w.nlinks = 0, w.ngroup = 0;
+  w.nlinks = 0, w.nroutes = 0, w.npool = 0, w.ngroup = 0;
+  for (std::int64_t i = 0; i < c.ranks * c.ranks; ++i) w.pair_route[i] = -1;
   for (std::int64_t r = 0; r < c.ranks; ++r) {
     GeneralWalk::Rank& k = w.ranks[r];
     k.dma = sim::FastRes{}, k.vec = sim::FastRes{};
@@ -264,9 +302,9 @@ KB_HD KB_NOINLINE inline bool general_walk(const AllreduceConfig& c, GeneralWalk
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
   LevelWalk lw{&w, &c, nodes, pe_of, sharers};
   coll_schedule(c, lw);
-  if (!lw.ok) return false;
+  if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;
   *out = lw.f;
-  return true;
+  return WalkOutcome::taken;
 }
 
 }  // namespace ar_detail

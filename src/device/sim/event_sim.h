@@ -44,6 +44,7 @@ struct EventSim {
   // ---- results ----
   std::int32_t status = kSimOk;
   Path path = Path::fast;
+  bool first_pass = false;      // the fast path's first pass (in id order) alone certified the schedule
   ps_t latency = 0;             // the last op's end
   ps_t class_busy[kClasses];    // busy time summed per resource class
   ps_t mark_done[kMarks];       // per mark: when its last op ended
@@ -167,6 +168,7 @@ struct EventSim {
 
   // Simulates the ops (events only: skip the fast path).
   KB_HD KB_NOINLINE void run(bool events_only = false) {
+    first_pass = false;
     if (status != kSimOk) return;
     streams();
     csr();
@@ -224,7 +226,8 @@ struct EventSim {
   // the certificate failed (or a time or depth overflowed), and nothing of it is kept.
   KB_HD KB_NOINLINE bool fast() {
     const Pass first = pass(false);
-    if (first != Pass::misordered) return first == Pass::ok;
+    first_pass = first == Pass::ok;
+    if (first != Pass::misordered) return first_pass;
     order_by_claims();
     return pass(true) == Pass::ok;
   }

@@ -1,0 +1,68 @@
+// The allreduce model's general walk (src/device/models/allreduce_walk.h): the device
+// simulator's first pass computed while the transfers are walked, without the op graph. It
+// must take a level exactly where the simulator's first pass certifies its schedule (unless
+// one of its tables is too small), and give that schedule: the simulator's figures and every
+// rank's finish time, which the event simulation equals (docs/model.md section 11.8).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../parity/random_allreduce.h"
+#include "device/models/allreduce_model.h"
+
+namespace kb {
+namespace {
+
+// At least 10^5 random single-level configs that the walk took, every algorithm and both
+// buffer kinds among them.
+TEST(AllreduceWalk, IsTheSimulatorsFirstPassOnRandomConfigs) {
+  auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
+       events = std::make_unique<ar_detail::Sim>();
+  ops->general_off = true;  // builds the ops: the simulator's fast path (first pass, then second), or its events
+  events->events_only = true;
+  std::vector<int> counts;
+  std::int64_t taken = 0, refused = 0, full = 0, per_algo[kCollAlgos] = {}, per_buffer[kCollBuffers] = {};
+  for (std::uint64_t seed = 1; taken < 100000; ++seed) {
+    ASSERT_LT(seed, 200u) << "the walk is too rare to test";
+    for (const AllreduceConfig& c : testing::random_allreduce_configs(10000, 20261204 + seed, &counts)) {
+      if (c.level == static_cast<std::int64_t>(CollLevel::hier)) continue;  // several levels: the parity tests
+      const AllreduceResult a = allreduce_model(c, *walk);
+      if (a.status != kArOk || walk->walked_levels > 0) continue;  // the ring's closed form: its own tests
+      ASSERT_EQ(walk->levels, 1);
+      const AllreduceResult b = allreduce_model(c, *ops);
+      ASSERT_EQ(ops->general_levels + ops->general_refused + ops->general_full, 0);
+      if (walk->general_levels == 1) {
+        ASSERT_TRUE(ops->e.first_pass) << "the walk took a level the first pass does not certify: " << testing::describe(c);
+        ++taken, ++per_algo[c.algo], ++per_buffer[c.buffer];
+      } else if (walk->general_refused == 1) {
+        ASSERT_FALSE(ops->e.first_pass) << "the walk refused a level the first pass certifies: " << testing::describe(c);
+        ++refused;
+        continue;
+      } else {
+        ASSERT_EQ(walk->general_full, 1);
+        ++full;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], ops->e.mark_done[r]) << r;
+      const AllreduceResult e = allreduce_model(c, *events);
+      ASSERT_EQ(std::memcmp(&a, &e, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << e.latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
+    }
+  }
+  std::printf("general walk: taken on %lld configs (ring %lld, hd %lld, tree %lld, mesh2d %lld, root %lld; SRAM %lld, HBM %lld), "
+              "refused on %lld, too large for it on %lld\n",
+              static_cast<long long>(taken), static_cast<long long>(per_algo[0]), static_cast<long long>(per_algo[1]),
+              static_cast<long long>(per_algo[2]), static_cast<long long>(per_algo[3]), static_cast<long long>(per_algo[4]),
+              static_cast<long long>(per_buffer[0]), static_cast<long long>(per_buffer[1]), static_cast<long long>(refused),
+              static_cast<long long>(full));
+  for (std::int64_t n : per_algo) EXPECT_GT(n, 1000);
+  for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
+  EXPECT_GT(refused, 100);  // both outcomes are exercised
+}
+
+}  // namespace
+}  // namespace kb
