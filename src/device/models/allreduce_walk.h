@@ -71,7 +71,13 @@ struct GeneralWalk {
   ps_t mark_done[kCollMaxRanks];  // per rank, as the simulator's marks
   CollXfer group[kGroup];
   std::int32_t group_chunk[kGroup];
+  std::int64_t group_bytes[kGroup];  // each transfer's size
   sim::Stamp arrival[kGroup];
+  // Where each piece of each chunk begins (coll_piece_lo), where the level has at most
+  // kPieceTable of them (else each is computed when asked for).
+  static constexpr std::int32_t kPieceTable = 1024;
+  std::int64_t piece_lo[kPieceTable];
+  bool piece_table = false;
   std::int32_t ngroup = 0;
 };
 
@@ -178,8 +184,7 @@ struct LevelWalk {
   }
 
   // The sender's half (Sim::send): an HBM read, the route's hops cut-through, an HBM write.
-  KB_HD bool send(std::int64_t ch, const CollXfer& x, sim::Stamp* landed) {
-    const std::int64_t nb = 2 * (coll_piece_lo(*c, ch, x.k1) - coll_piece_lo(*c, ch, x.k0));
+  KB_HD bool send(std::int64_t ch, const CollXfer& x, std::int64_t nb, sim::Stamp* landed) {
     const bool h = hbm();
     GeneralWalk::Route* route = route_of(x.src, x.dst);
     if (!route) {
@@ -232,12 +237,12 @@ struct LevelWalk {
 
   // The receiver's half (Sim::receive): take the values as they landed, or add them in (on
   // the vector engine, or streamed from HBM through it).
-  KB_HD bool receive(std::int64_t ch, const CollXfer& x, const sim::Stamp& landed) {
+  KB_HD bool receive(std::int64_t ch, const CollXfer& x, std::int64_t nb, const sim::Stamp& landed) {
     if (!x.reduce) {
       write_pieces(landed, x.dst, ch, x.k0, x.k1);
       return true;
     }
-    const std::int64_t nb = 2 * (coll_piece_lo(*c, ch, x.k1) - coll_piece_lo(*c, ch, x.k0)), values = nb / 2;
+    const std::int64_t values = nb / 2;
     const ps_t add_ps = cycles_ps(vector_cycles(VecOp::add, 1, values, c->hw.vector_lanes), c->hw.clock_mhz);
     f.vector_ops += vector_element_ops(VecOp::add, 1, values);
     GeneralWalk::Rank& d = w->ranks[x.dst];
@@ -265,18 +270,25 @@ struct LevelWalk {
     return true;
   }
 
+  // The first value of piece k of chunk ch.
+  KB_HD std::int64_t lo(std::int64_t ch, std::int64_t k) const {
+    return w->piece_table ? w->piece_lo[ch * (c->ranks + 1) + k] : coll_piece_lo(*c, ch, k);
+  }
+
   // Sink of coll_schedule (as Sim's): a group's sends, then its receives.
   KB_HD void xfer(std::int64_t ch, const CollXfer& x) {
     w->group[w->ngroup] = x;
     w->group_chunk[w->ngroup] = static_cast<std::int32_t>(ch);
+    w->group_bytes[w->ngroup] = 2 * (lo(ch, x.k1) - lo(ch, x.k0));
     ++w->ngroup;
   }
   KB_HD KB_NOINLINE void flush() {
     const std::int32_t n = w->ngroup;
     w->ngroup = 0;
     if (!ok) return;
-    for (std::int32_t i = 0; i < n && ok; ++i) ok = send(w->group_chunk[i], w->group[i], &w->arrival[i]);
-    for (std::int32_t i = 0; i < n && ok; ++i) ok = receive(w->group_chunk[i], w->group[i], w->arrival[i]);
+    for (std::int32_t i = 0; i < n && ok; ++i) ok = send(w->group_chunk[i], w->group[i], w->group_bytes[i], &w->arrival[i]);
+    for (std::int32_t i = 0; i < n && ok; ++i)
+      ok = receive(w->group_chunk[i], w->group[i], w->group_bytes[i], w->arrival[i]);
   }
 };
 
@@ -300,6 +312,10 @@ KB_HD KB_NOINLINE inline WalkOutcome general_walk(const AllreduceConfig& c, Gene
   }
   for (std::int64_t r = 0; r < kCollMaxRanks; ++r) w.mark_done[r] = 0;
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
+  w.piece_table = (c.ranks + 1) * c.chunks <= GeneralWalk::kPieceTable;
+  if (w.piece_table)
+    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+      for (std::int64_t k = 0; k <= c.ranks; ++k) w.piece_lo[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
   LevelWalk lw{&w, &c, nodes, pe_of, sharers};
   coll_schedule(c, lw);
   if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;
