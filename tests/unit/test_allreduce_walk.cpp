@@ -40,17 +40,17 @@ TEST(AllreduceWalk, IsTheSimulatorsFirstPassOnRandomConfigs) {
       } else if (walk->general_refused == 1) {
         ASSERT_FALSE(ops->e.first_pass) << "the walk refused a level the first pass certifies: " << testing::describe(c);
         ++refused;
-        continue;
       } else {
-        ASSERT_EQ(walk->general_full, 1);
+        ASSERT_EQ(walk->general_full, 1);  // a table too small: either outcome of the first pass
         ++full;
-        continue;
       }
+      // Taken or not, the model's answer is the simulator's.
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
-      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], ops->e.mark_done[r]) << r;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], ops->mark_done[r]) << r;
+      if (walk->general_levels == 0) continue;
       const AllreduceResult e = allreduce_model(c, *events);
       ASSERT_EQ(std::memcmp(&a, &e, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << e.latency_ps;
-      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], events->mark_done[r]) << r;
     }
   }
   std::printf("general walk: taken on %lld configs (ring %lld, hd %lld, tree %lld, mesh2d %lld, root %lld; SRAM %lld, HBM %lld), "

@@ -168,6 +168,7 @@ TEST(EventSim, FastPathEqualsEventsOnRandomGraphs) {
 // equal to the event simulation, figure for figure and rank for rank.
 TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
   auto fast = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  fast->general_off = true;  // the simulator's own fast path (the general walk: test_allreduce_walk.cpp)
   events->events_only = true;
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0;
@@ -184,7 +185,7 @@ TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c);
       ASSERT_EQ(fast->levels, events->levels);
-      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(fast->e.mark_done[r], events->e.mark_done[r]);
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(fast->mark_done[r], events->mark_done[r]);
     }
   }
   std::printf("allreduce: fast path on %lld configs, events on %lld\n", static_cast<long long>(taken),
@@ -230,7 +231,7 @@ void ring_walk_equals_events(CollBuffer buffer, std::int64_t chunked_least) {
       expect_one_sender_per_link(walk->walk, c.ranks, c);
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
-      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], events->mark_done[r]) << r;
     }
   }
   std::printf("ring walk (%s): taken on %lld configs (pe %lld, cube %lld, sip %lld; %lld chunked), simulated on %lld\n",
@@ -275,7 +276,7 @@ TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(events->walked_levels, 0);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
-      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->e.mark_done[r], events->e.mark_done[r]) << r;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], events->mark_done[r]) << r;
     }
   }
   std::printf("ring walk in hier: taken on %lld configs (SRAM %lld, HBM %lld), simulated on %lld\n",

@@ -74,8 +74,15 @@ struct Sim {
   std::int32_t ngroup = 0, arrival[kGroup];
   AllreduceResult out{};
   RingWalk walk;
-  GeneralWalk general;
-  Engine e;
+  // The general walk and the simulator: one level uses one, after the other (where the walk
+  // is refused), so they share their storage. Whichever evaluates a level is set up by it
+  // (general_walk, Engine::reset): the constructor initialises neither.
+  union {
+    GeneralWalk general;
+    Engine e;
+  };
+  ps_t mark_done[kCollMaxRanks];  // the last level's: per rank, the end of its last op or of the last transfer into it
+  KB_HD Sim() {}
 
   // Per rank of the level, set by run_level(): its node, its global PE, and how many HBM ports
   // its cube's bandwidth is shared by.
@@ -333,7 +340,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.e.mark_done[r] = marks[r];
+    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.mark_done[r] = marks[r];
     ++sim.levels;
     return kArOk;
   }
@@ -345,6 +352,7 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
   if (sim.e.status != sim::kSimOk) return sim.e.status == sim::kSimTimeOverflow ? kArTimeOverflow : kArTooLarge;
   sim.out.latency_ps = sim.e.latency;
   sim.out.vector_busy_ps = sim.e.class_busy[kVectorClass];
+  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.mark_done[r] = sim.e.mark_done[r];
   return kArOk;
 }
 
@@ -396,9 +404,9 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
       r.sram_read_bytes += g * o.sram_read_bytes, r.sram_write_bytes += g * o.sram_write_bytes;
       ps_t next = 0;
       if (ph[k].up) {
-        next = sim.e.mark_done[coll_root(ph[k].sub)];
+        next = sim.mark_done[coll_root(ph[k].sub)];
       } else {
-        for (std::int64_t i = 0; i < ph[k].sub.ranks; ++i) next = imax(next, sim.e.mark_done[i]);
+        for (std::int64_t i = 0; i < ph[k].sub.ranks; ++i) next = imax(next, sim.mark_done[i]);
       }
       start += next;
       if (start > kTimeLimitPs) r.status = kArTimeOverflow;

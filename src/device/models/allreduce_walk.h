@@ -27,8 +27,11 @@ namespace ar_detail {
 struct GeneralWalk {
   static constexpr std::int32_t kSlots = 512;     // links, by open addressing on their ids
   static constexpr std::int32_t kMaxLinks = 384;  // distinct links of one level; more: the simulator runs
-  static constexpr std::int32_t kRoutes = 1024;   // distinct (sender, receiver) pairs of one level; more: likewise
-  static constexpr std::int32_t kPool = 4096;     // their hops
+  // Distinct (sender, receiver) pairs of one level, and their hops: each route's hops are ops
+  // of at least one transfer, and allreduce_check holds a level to kCollMaxOps ops, so these
+  // never fill (the walk checks anyway).
+  static constexpr std::int32_t kRoutes = static_cast<std::int32_t>(kCollMaxOps);
+  static constexpr std::int32_t kPool = static_cast<std::int32_t>(kCollMaxOps);
   static constexpr std::int32_t kGroup = 2 * static_cast<std::int32_t>(kCollMaxRanks);
 
   // An arbitrated resource: its fast-path state and the claim it served last (ready < 0: none).
@@ -60,7 +63,7 @@ struct GeneralWalk {
 
   std::int32_t slot_key[kSlots];  // the link id in each slot (-1: empty)
   std::int16_t slot_link[kSlots];
-  std::int32_t nlinks = 0, nroutes = 0, npool = 0;
+  std::int32_t nlinks, nroutes, npool;
   Link links[kMaxLinks];
   std::int16_t pair_route[kCollMaxRanks * kCollMaxRanks];  // per (sender, receiver): its route (-1: none yet)
   Route routes[kRoutes];
@@ -77,8 +80,8 @@ struct GeneralWalk {
   // kPieceTable of them (else each is computed when asked for).
   static constexpr std::int32_t kPieceTable = 1024;
   std::int64_t piece_lo[kPieceTable];
-  bool piece_table = false;
-  std::int32_t ngroup = 0;
+  bool piece_table;
+  std::int32_t ngroup;
 };
 
 // One level walked: the config (one level, or a hier phase), where each rank is, its global

@@ -1,8 +1,8 @@
 // The device simulator's fast path, one op at a time: serving an op on a resource in a fixed
-// order, with the certificate of docs/model.md section 11.8 checked as it goes. Both forms of
-// the fast path use it: EventSim's passes over a built op graph (event_sim.h), and
-// StreamSim, which serves each op as a model emits it (stream_sim.h). The arbitration rule
-// itself is arbitration.h.
+// order, with the certificate of docs/model.md section 11.8 checked as it goes. EventSim's
+// passes over a built op graph (event_sim.h) use it, and so does the allreduce model's
+// general walk, which serves each op as the transfers are walked (models/allreduce_walk.h).
+// The arbitration rule itself is arbitration.h.
 #pragma once
 
 #include <cstdint>
