@@ -168,12 +168,7 @@ struct Sim {
     }
     net::for_each_hop(c->hw, node(x.src), node(x.dst), [&](const net::Hop& h) {
       add(op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), transfer_ps(nb, h.bandwidth_gbps)));
-      switch (h.kind) {
-        case net::LinkKind::ipcq_in: out.link_bytes_pe += nb, ++out.copies_pe; break;
-        case net::LinkKind::cube_link: out.link_bytes_cube += nb, ++out.copies_cube; break;
-        case net::LinkKind::sip_link: out.link_bytes_sip += nb, ++out.copies_sip; break;
-        default: break;  // a sender's out-port: the copy is counted at the in-port
-      }
+      count_copy(out, h.kind, nb);
     });
     if (hbm_end) {
       add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, nb));

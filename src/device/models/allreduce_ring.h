@@ -64,6 +64,19 @@ struct RingWalk {
   Hop hops[kMaxHops];
 };
 
+// A copy of `nb` bytes over one hop of kind `k`, counted at its level into `o` (figures or a
+// result: the fields are named alike). A sender's out-port counts nothing: the copy is
+// counted at the in-port.
+template <class Out>
+KB_HD void count_copy(Out& o, net::LinkKind k, std::int64_t nb) {
+  switch (k) {
+    case net::LinkKind::ipcq_in: o.link_bytes_pe += nb, ++o.copies_pe; break;
+    case net::LinkKind::cube_link: o.link_bytes_cube += nb, ++o.copies_cube; break;
+    case net::LinkKind::sip_link: o.link_bytes_sip += nb, ++o.copies_sip; break;
+    default: break;
+  }
+}
+
 // An HBM access of `nb` bytes by a rank whose cube's bandwidth `sharers` ports share (ADR
 // 0007 rule 6): the model's ops (Sim::hbm_op) and the walk both cost it here.
 KB_HD inline ps_t hbm_access_ps(const HwConfig& h, std::int64_t nb, std::int64_t sharers) {
@@ -163,12 +176,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
             h.free = start + busy;
             end = start + busy + h.latency;
             if (!ended(i, end)) return false;
-            switch (h.kind) {
-              case net::LinkKind::ipcq_in: f.link_bytes_pe += nb, ++f.copies_pe; break;
-              case net::LinkKind::cube_link: f.link_bytes_cube += nb, ++f.copies_cube; break;
-              case net::LinkKind::sip_link: f.link_bytes_sip += nb, ++f.copies_sip; break;
-              default: break;  // a sender's out-port: the copy is counted at the in-port
-            }
+            count_copy(f, h.kind, nb);
             ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
           }
           if (hbm) {  // the write at the receiver's HBM port, which its own adds write through too

@@ -219,12 +219,7 @@ struct LevelWalk {
       const bool last = !h && k + 1 == nh;
       if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : link_busy(l, nb), &s, last ? x.dst : -1)) return false;
       ready = head_of(s, l.lat);
-      switch (l.kind) {
-        case net::LinkKind::ipcq_in: f.link_bytes_pe += nb, ++f.copies_pe; break;
-        case net::LinkKind::cube_link: f.link_bytes_cube += nb, ++f.copies_cube; break;
-        case net::LinkKind::sip_link: f.link_bytes_sip += nb, ++f.copies_sip; break;
-        default: break;  // a sender's out-port: the copy is counted at the in-port
-      }
+      count_copy(f, l.kind, nb);
     }
     if (h) {
       GeneralWalk::Rank& d = w->ranks[x.dst];
