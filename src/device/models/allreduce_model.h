@@ -4,9 +4,11 @@
 // "a closed form must state when its links are contended"). The model therefore expands the
 // config's transfers into ops of the device simulator (src/device/sim/event_sim.h), which
 // holds ADR 0007's rules for the device side and takes its fast path wherever it can prove
-// no arbitration choice arises (docs/adr/0018-device-simulator.md). It shares with the
-// reference engine the transfer list, the routes and the unit helpers, never the op
-// expansion or the simulation (docs/adr/0009-collective-schedules.md).
+// no arbitration choice arises (docs/adr/0018-device-simulator.md). Two walks come first and
+// skip the ops where they can: the ring's closed form (allreduce_ring.h), and the general
+// walk (allreduce_walk.h), which is the simulator's first pass served as the ops would be
+// emitted. It shares with the reference engine the transfer list, the routes and the unit
+// helpers, never the op expansion or the simulation (docs/adr/0009-collective-schedules.md).
 #pragma once
 
 #include <cstdint>
