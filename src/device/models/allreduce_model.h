@@ -192,12 +192,12 @@ struct Sim {
       return;
     }
     const std::int64_t nb = xfer_bytes(ch, x), values = nb / 2;
-    const ps_t add_ps = cycles_ps(vector_cycles(VecOp::add, 1, values, c->hw.vector_lanes), c->hw.clock_mhz);
+    const ps_t add = add_ps(c->hw, values);
     out.vector_ops += vector_element_ops(VecOp::add, 1, values);
     if (!hbm_mode()) {
       const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
       out.sram_read_bytes += sb.read, out.sram_write_bytes += sb.write;
-      const std::int32_t o = op(x.dst, vector_of(x.dst), add_ps);
+      const std::int32_t o = op(x.dst, vector_of(x.dst), add);
       e.dep(o, landed);
       range_deps(o, x.dst, ch, x.k0, x.k1);
       wrote(o, x.dst, ch, x.k0, x.k1);
@@ -207,7 +207,7 @@ struct Sim {
     const std::int32_t rd = hbm_op(x.dst, dma_of(x.dst), x.dst, 2 * nb);
     e.dep(rd, landed);
     range_deps(rd, x.dst, ch, x.k0, x.k1);
-    const std::int32_t ad = op(x.dst, vector_of(x.dst), add_ps);
+    const std::int32_t ad = op(x.dst, vector_of(x.dst), add);
     e.head(ad, rd);
     const std::int32_t wr = hbm_op(x.dst, hbm_in_of(x.dst), x.dst, nb);
     e.head(wr, ad);

@@ -83,6 +83,18 @@ KB_HD inline ps_t hbm_access_ps(const HwConfig& h, std::int64_t nb, std::int64_t
   return shared_transfer_ps(nb, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
 }
 
+// A receiver's add of `values` f16 values on its vector engine: its busy time. With HBM
+// buffers the add is one chain (read both operands, add, write the sum: ADR 0007 rule 5), every
+// op of it held for the slowest's time, at the rank's share `sharers`. The model's ops
+// (Sim::receive) and both walks cost it here.
+KB_HD inline ps_t add_ps(const HwConfig& h, std::int64_t values) {
+  return cycles_ps(vector_cycles(VecOp::add, 1, values, h.vector_lanes), h.clock_mhz);
+}
+KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int64_t sharers) {
+  const std::int64_t nb = 2 * values;
+  return imax(imax(hbm_access_ps(h, 2 * nb, sharers), add_ps(h, values)), hbm_access_ps(h, nb, sharers));
+}
+
 // Whether the closed form covers a config (coll_check has accepted it).
 KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
   return c.level != static_cast<std::int64_t>(CollLevel::hier) && c.algo == static_cast<std::int64_t>(CollAlgo::ring) &&
@@ -201,11 +213,9 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
           }
           const std::int64_t values = coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j);
           if (values != w.add_values[dst]) {
-            const std::int64_t nb = 2 * values;
-            const ps_t add = cycles_ps(vector_cycles(VecOp::add, 1, values, c.hw.vector_lanes), c.hw.clock_mhz);
-            w.add_values[dst] = values, w.add_busy[dst] = add;
+            w.add_values[dst] = values, w.add_busy[dst] = add_ps(c.hw, values);
             if (hbm)  // one chain: read both operands (DMA queue), add, write the sum (HBM port)
-              w.add_chain[dst] = imax(imax(hbm_access_ps(c.hw, 2 * nb, sharers[dst]), add), hbm_access_ps(c.hw, nb, sharers[dst]));
+              w.add_chain[dst] = add_chain_ps(c.hw, values, sharers[dst]);
           }
           const ps_t add = w.add_busy[dst];
           f.vector_ops += vector_element_ops(VecOp::add, 1, values);

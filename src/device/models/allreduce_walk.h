@@ -241,7 +241,7 @@ struct LevelWalk {
       return true;
     }
     const std::int64_t values = nb / 2;
-    const ps_t add_ps = cycles_ps(vector_cycles(VecOp::add, 1, values, c->hw.vector_lanes), c->hw.clock_mhz);
+    const ps_t add = add_ps(c->hw, values);
     f.vector_ops += vector_element_ops(VecOp::add, 1, values);
     GeneralWalk::Rank& d = w->ranks[x.dst];
     sim::Stamp ready = landed;
@@ -250,15 +250,15 @@ struct LevelWalk {
     if (!hbm()) {
       const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
       f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
-      if (!serve(d.vec, nullptr, 0, x.dst, ready, add_ps, &s)) return false;
-      f.vector_busy_ps += add_ps;
+      if (!serve(d.vec, nullptr, 0, x.dst, ready, add, &s)) return false;
+      f.vector_busy_ps += add;
       write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
       return true;
     }
     // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port):
     // one chain, each holding its resource for the slowest's time.
     const ps_t L = hbm_lat();
-    const ps_t chain = imax(imax(hbm_access_ps(c->hw, 2 * nb, sharers[x.dst]), add_ps), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+    const ps_t chain = add_chain_ps(c->hw, values, sharers[x.dst]);
     if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
     if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
     if (!serve(d.port.f, &d.port, L, x.dst, head_of(s, 0), chain, &s)) return false;
