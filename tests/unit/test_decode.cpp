@@ -243,6 +243,28 @@ TEST(Decode, TreesAreTheCollectivesReduceToRoot) {
     }
 }
 
+// The plan a reduce walks lists exactly the nodes with children, in order(), with children().
+TEST(Decode, TreePlanIsTheOrderAndChildren) {
+  for (std::int64_t rows = 1; rows <= 8; ++rows)
+    for (std::int64_t cols = 1; cols <= 8; ++cols) {
+      const DecTree t = DecTree::of(rows, cols);
+      const DecPlan plan(t);
+      int at = 0;
+      for (std::int64_t i = 0; i < rows * cols; ++i) {
+        const std::int64_t n = t.order(i);
+        std::int64_t ch[4], dirs[4];
+        const int k = t.children(n, ch, dirs);
+        if (k == 0) continue;
+        ASSERT_LT(at, plan.n) << rows << "x" << cols;
+        EXPECT_EQ(plan.node[at], n) << rows << "x" << cols << " entry " << at;
+        ASSERT_EQ(plan.k[at], k) << rows << "x" << cols << " node " << n;
+        for (int j = 0; j < k; ++j) EXPECT_EQ(plan.ch[at][j], ch[j]) << rows << "x" << cols << " node " << n;
+        ++at;
+      }
+      EXPECT_EQ(at, plan.n) << rows << "x" << cols;
+    }
+}
+
 TEST(Decode, AutomaticChunkFitsTheSramAndBadRequestsNameTheirReason) {
   DecodeConfig c = small(4, 131072, 64, 8, 1, 128, 0);
   EXPECT_EQ(decode_check(c), kDecOk);

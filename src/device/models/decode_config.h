@@ -213,7 +213,12 @@ struct DecTree {
   KB_HD std::int64_t slots() const { return slot(4); }
   // Children of n in merge order (left, right, top, bottom); returns their count.
   KB_HD int children(std::int64_t n, std::int64_t out[4], std::int64_t dirs[4]) const {
-    const std::int64_t r = div_fast(n, cols), c = n - r * cols;
+    const std::int64_t r = div_fast(n, cols);
+    return children_at(r, n - r * cols, out, dirs);
+  }
+  // The same for the node at row r, column c.
+  KB_HD int children_at(std::int64_t r, std::int64_t c, std::int64_t out[4], std::int64_t dirs[4]) const {
+    const std::int64_t n = r * cols + c;
     int k = 0;
     auto add = [&](std::int64_t ch, std::int64_t d) {
       out[k] = ch;
@@ -246,6 +251,41 @@ struct DecTree {
         --i;
       }
     return root();
+  }
+};
+
+// The nodes of a tree that have children, in DecTree::order, each with its children in merge
+// order: a reduce walks it rather than finding each node's place and children again (a
+// division and a scan per node).
+struct DecPlan {
+  int n;                             // nodes with children
+  std::int8_t node[kDecMaxGrid];     // in order
+  std::int8_t k[kDecMaxGrid];        // children of node[i]
+  std::int8_t ch[kDecMaxGrid][4];    // in merge order (left, right, top, bottom)
+  KB_HD explicit DecPlan(const DecTree& t) : n(0) {
+    std::int64_t kids[4], dirs[4];
+    auto add = [&](std::int64_t r, std::int64_t c) {
+      const int m = t.children_at(r, c, kids, dirs);
+      if (m == 0) return;
+      node[n] = static_cast<std::int8_t>(r * t.cols + c), k[n] = static_cast<std::int8_t>(m);
+      for (int j = 0; j < m; ++j) ch[n][j] = static_cast<std::int8_t>(kids[j]);
+      ++n;
+    };
+    // As order(): the columns from the outside in (a node off the centre column has one child,
+    // its outer neighbour, where there is one), then the centre column, the root last.
+    for (std::int64_t s = imax(t.c0, t.cols - 1 - t.c0); s >= 1; --s)
+      for (std::int64_t side = 0; side < 2; ++side) {
+        const std::int64_t c = side == 0 ? t.c0 - s : t.c0 + s, outer = side == 0 ? c - 1 : c + 1;
+        if (c < 0 || c >= t.cols || outer < 0 || outer >= t.cols) continue;
+        for (std::int64_t r = 0; r < t.rows; ++r, ++n)
+          node[n] = static_cast<std::int8_t>(r * t.cols + c), k[n] = 1, ch[n][0] = static_cast<std::int8_t>(r * t.cols + outer);
+      }
+    for (std::int64_t s = imax(t.r0, t.rows - 1 - t.r0); s >= 1; --s)
+      for (std::int64_t side = 0; side < 2; ++side) {
+        const std::int64_t r = side == 0 ? t.r0 - s : t.r0 + s;
+        if (r >= 0 && r < t.rows) add(r, t.c0);
+      }
+    add(t.r0, t.c0);
   }
 };
 

@@ -157,6 +157,18 @@ KB_HD void repeat(Pipe& p, std::int64_t count, const Block& block) {
   }
 }
 
+// Costs the check computes on its way (decode_check), for the evaluation to use again rather
+// than recompute: a merge of one unit's G rows, a whole chunk's step at `whole_sharers` HBM
+// sharers (every PE of a cube, times the tenants), and the merge and division of the most rows
+// a PE holds.
+struct Known {
+  ps_t merge_g;
+  Chunk whole;
+  std::int64_t whole_sharers;
+  std::int64_t rows;
+  ps_t merge_rows, div_rows;
+};
+
 // One PE's compute phase: its end times and busy totals.
 struct PeRun {
   std::int64_t units, len, sharers;  // the key
@@ -166,15 +178,17 @@ struct PeRun {
   Counts counts;
 };
 
-KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_t len, std::int64_t sharers) {
+// `known`: the check's costs, where the caller has them.
+KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_t len, std::int64_t sharers,
+                          const Known* known = nullptr) {
   const HwConfig& h = c.hw;
   const std::int64_t d = c.d_head, G = dec_group(c), Lc = c.chunk, R = units * G;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t J = ceil_div(len, Lc), first = imin(Lc, len), last = len - (J - 1) * Lc;
   // The first chunk of a unit (no merge), the middle ones and the last. With two chunks or
   // more the first is a whole one (first = Lc), so one costing serves the first two kinds.
-  const ps_t merge = merge_ps(c, G);
-  const Chunk km = chunk(c, first, merge, sharers);
+  const ps_t merge = known ? known->merge_g : merge_ps(c, G);
+  const Chunk km = known && first == c.chunk && sharers == known->whole_sharers ? known->whole : chunk(c, first, merge, sharers);
   Chunk kf = km;
   kf.merge = -1;
   const Chunk kl = last == first ? km : chunk(c, last, merge, sharers);
@@ -211,14 +225,33 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
   return r;
 }
 
-// A message into a single-server queue (a copy-queue in-port, or a mesh link).
-struct Msg {
-  ps_t ready;
-  ps_t busy;
-  std::int32_t pe, issue;  // tie order: the sending PE (one cube), then its issue order
-  std::int32_t who;        // index of the sender (child or position) it arrives for
-  KB_HD sim::Claim claim() const { return sim::Claim{ready, pe, issue}; }
-};
+// The partials of k children (at most 4) into one receiver's copy-queue in-port, a
+// single-server queue. Child j's out-port sends its three copies m, l and O back to back from
+// `sent[j]` (busy `bm`, `bm`, `bo`), so they are ready at sent[j], + bm, + 2 bm, and claim
+// the in-port as PE `pe[j]` with issues 0, 1, 2. Each child's copies are therefore already in
+// goes_first order among themselves, and serving the queue in goes_first order is a k-way
+// merge of the children's copies; `landed[j]`: when child j's O, its last, has landed.
+KB_HD inline void serve_partials(int k, const ps_t* sent, const std::int64_t* pe, ps_t bm, ps_t bo, ps_t latency,
+                                 ps_t* landed) {
+  if (k == 1) {  // the in-port is free: each copy starts as it is ready
+    landed[0] = sent[0] + 2 * bm + bo + latency;
+    return;
+  }
+  int next[4] = {0, 0, 0, 0};
+  sim::Server port;
+  for (int n = 0; n < 3 * k; ++n) {
+    int j = -1;
+    sim::Claim first{0, 0, 0};
+    for (int i = 0; i < k; ++i) {
+      if (next[i] == 3) continue;
+      const sim::Claim x{sent[i] + next[i] * bm, pe[i], next[i]};
+      if (j < 0 || sim::goes_first(x, first)) j = i, first = x;
+    }
+    const ps_t busy = next[j] == 2 ? bo : bm;
+    const ps_t end = port.take(first.ready, busy) + busy;
+    if (++next[j] == 3) landed[j] = end + latency;
+  }
+}
 // The messages of one PE's partial (m, l, O) to one receiver over one single-server queue,
 // all ready at once: served back to back as a bundle (see reduce_across_cubes).
 // Its busy time, the three copies', follows from its rows.
@@ -247,7 +280,8 @@ KB_HD inline void decode_complete(DecodeConfig& c) {
   c.chunk = imin(lc, shard);
 }
 
-KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
+// Also gives the costs it computed (`known`, valid when it returns kDecOk).
+KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known& known) {
   const HwConfig& h = c.hw;
   if (!hw_fits(h)) return kDecBadHardware;
   if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
@@ -270,17 +304,27 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
   const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants(), shard = dec_max_shard(c);
   const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
   if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;
-  const dec_detail::Chunk k = dec_detail::chunk(c, c.chunk, dec_detail::merge_ps(c, dec_group(c)), P);
+  known.merge_g = dec_detail::merge_ps(c, dec_group(c));
+  known.whole = dec_detail::chunk(c, c.chunk, known.merge_g, P);
+  known.whole_sharers = P;
+  known.rows = rows;
+  known.merge_rows = dec_detail::merge_ps(c, rows);
+  known.div_rows = dec_detail::vec_ps(c, VecOp::row_div, rows, d);
+  const dec_detail::Chunk& k = known.whole;
   const std::int64_t steps = sat_mul(ceil_div(rows, dec_group(c)), ceil_div(shard, c.chunk));
   if (4 * dec_units(c) * c.s_kv * d > kTimeLimitPs / kPsPerNs) return kDecTimeOverflow;  // the bounds' bytes
   ps_t per_step = k.ldk + k.ldv + k.mm1 + k.mm2 + k.va + k.vb + k.merge + 2 * h.hbm_latency_ns * kPsPerNs;
   const ps_t comm = 4 * (transfer_ps(rows * (2 + d) * 4, imin(h.ipcq.bandwidth_gbps, h.cube_link.bandwidth_gbps)) +
                          (h.ipcq.latency_ns + h.cube_link.latency_ns + h.hbm_latency_ns) * kPsPerNs) +
-                    dec_detail::merge_ps(c, rows) + dec_detail::vec_ps(c, VecOp::row_div, rows, d) +
+                    known.merge_rows + known.div_rows +
                     shared_transfer_ps(rows * d * 4, h.dma_gbps(), h.hbm_bandwidth_gbps, P);
   const ps_t bound = sat_mul(sat_add(sat_mul(steps, per_step), comm), h.cubes_per_sip() * P + 1);
   if (bound >= kTimeLimitPs) return kDecTimeOverflow;
   return kDecOk;
+}
+KB_HD inline std::int32_t decode_check(const DecodeConfig& c) {
+  dec_detail::Known known;
+  return decode_check(c, known);
 }
 
 namespace dec_detail {
@@ -316,18 +360,21 @@ struct DecodeEval {
   // The last costs asked for, by what they depend on: a merge's and an answer's division
   // (rows), a store's (rows, sharers), a partial's copy over a cube link (rows). Neighbouring
   // PEs mostly ask for the same.
-  std::int64_t merge_rows = -1, div_rows = -1, store_rows = -1, store_sharers = -1, link_rows = -1;
-  ps_t merge_time = 0, div_time = 0, store_time = 0, link_time = 0;
+  std::int64_t merge_rows, div_rows, store_rows = -1, store_sharers = -1, link_rows = -1;
+  ps_t merge_time, div_time, store_time = 0, link_time = 0;
   DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
   Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
 
   bool cubes_apart;  // every cube evaluated on its own (tests compare it with the sharing)
 
-  KB_HD explicit DecodeEval(const DecodeConfig& config, bool apart = false)
+  const Known& known;  // the check's costs
+
+  KB_HD DecodeEval(const DecodeConfig& config, const Known& k, bool apart = false)
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
-        link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_unit(merge_counts(config, 1)),
-        cubes_apart(apart) {
+        link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_rows(k.rows), div_rows(k.rows),
+        merge_time(k.merge_rows), div_time(k.div_rows), merge_unit(merge_counts(config, 1)), cubes_apart(apart),
+        known(k) {
     zero_words(r);
   }
 
@@ -355,12 +402,13 @@ struct DecodeEval {
                  b.vector_ops - a.vector_ops,           b.sram_read_bytes - a.sram_read_bytes,
                  b.sram_write_bytes - a.sram_write_bytes};
   }
-  KB_HD void add(const Tally& x) {
-    r.matrix_busy_ps += x.matrix_busy, r.vector_busy_ps += x.vector_busy, r.dma_busy_ps += x.dma_busy;
-    r.mac_cycles += x.mac_cycles, r.macs += x.macs, r.hbm_read_bytes += x.hbm_read_bytes;
-    r.hbm_write_bytes += x.hbm_write_bytes, r.copies_pe += x.copies_pe, r.link_bytes_pe += x.link_bytes_pe;
-    r.working_pes += x.working_pes;
-    r.vector_ops += x.vector_ops, r.sram_read_bytes += x.sram_read_bytes, r.sram_write_bytes += x.sram_write_bytes;
+  KB_HD void add(const Tally& x, std::int64_t n = 1) {
+    r.matrix_busy_ps += n * x.matrix_busy, r.vector_busy_ps += n * x.vector_busy, r.dma_busy_ps += n * x.dma_busy;
+    r.mac_cycles += n * x.mac_cycles, r.macs += n * x.macs, r.hbm_read_bytes += n * x.hbm_read_bytes;
+    r.hbm_write_bytes += n * x.hbm_write_bytes, r.copies_pe += n * x.copies_pe, r.link_bytes_pe += n * x.link_bytes_pe;
+    r.working_pes += n * x.working_pes;
+    r.vector_ops += n * x.vector_ops, r.sram_read_bytes += n * x.sram_read_bytes,
+        r.sram_write_bytes += n * x.sram_write_bytes;
   }
   KB_HD void add(const Counts& k, std::int64_t times = 1) {
     r.vector_ops += times * k.vops, r.sram_read_bytes += times * k.rd, r.sram_write_bytes += times * k.wr;
@@ -376,6 +424,19 @@ struct DecodeEval {
     const std::int64_t G = dec_group(c);
     PeRun cache[4];
     int ncache = 0, next = 0;
+    // Cubes like an earlier one, per kind; PEs of the current cube, per cache entry: their
+    // totals are added once, times the count (the same sums as adding them one by one).
+    std::int64_t alike[kCubeKinds] = {0, 0, 0, 0}, used[4] = {0, 0, 0, 0};
+    auto flush = [&](int j) {
+      const PeRun& e = cache[j];
+      const std::int64_t n = used[j];
+      r.matrix_busy_ps += n * e.matrix_busy, r.vector_busy_ps += n * e.vector_busy, r.dma_busy_ps += n * e.dma_busy;
+      r.mac_cycles += n * e.cycles, r.macs += n * e.macs, r.hbm_read_bytes += n * e.read_bytes;
+      add(e.counts, n);
+      r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
+      r.working_pes += n;
+      used[j] = 0;
+    };
     for (std::int64_t q = 0; q < C; ++q) {
       const std::int64_t key = cube_key(q);
       int hit_cube = -1;
@@ -384,7 +445,7 @@ struct DecodeEval {
       if (hit_cube >= 0) {
         rep[q] = kind_cube[hit_cube];
         sharers_of[q] = sharers_of[rep[q]];
-        add(kind_sums[hit_cube]);
+        ++alike[hit_cube];
         continue;
       }
       rep[q] = static_cast<std::int8_t>(q);
@@ -408,22 +469,22 @@ struct DecodeEval {
           if (cache[j].units == units && cache[j].len == len && cache[j].sharers == sharers) hit = j;
         if (hit < 0) {
           hit = next;
-          cache[hit] = run_pe(c, units, len, sharers);
+          if (used[hit]) flush(hit);
+          cache[hit] = run_pe(c, units, len, sharers, &known);
           next = (next + 1) % 4;
           if (ncache < 4) ++ncache;
         }
         const PeRun& e = cache[hit];
         t[i] = imax(e.vec, e.mm);
         rows[i] = static_cast<std::int32_t>(units * G);
-        r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
-        r.mac_cycles += e.cycles, r.macs += e.macs, r.hbm_read_bytes += e.read_bytes;
-        add(e.counts);
-        r.latency_ps = imax(r.latency_ps, imax(e.mm, imax(e.vec, e.dma + lat)));
-        ++r.working_pes;
+        ++used[hit];
       }
+      for (int j = 0; j < ncache; ++j)
+        if (used[j]) flush(j);
       if (nkinds < kCubeKinds)
         kind_key[nkinds] = key, kind_cube[nkinds] = static_cast<std::int8_t>(q), kind_sums[nkinds++] = minus(tally(), before);
     }
+    for (int i = 0; i < nkinds; ++i) add(kind_sums[i], alike[i]);
   }
 
   // What decides a cube's PEs' work lengths (dec_cube_works), and so their states and the
@@ -480,29 +541,20 @@ struct DecodeEval {
   }
 
   // One cube's PEs reduce to its centre PE over the PE tree.
-  KB_HD void reduce_cube(std::int64_t q, const DecTree& pt) {
-    for (std::int64_t i = 0; i < P; ++i) {
-      const std::int64_t n = pt.order(i);
-      std::int64_t ch[4], dirs[4];
-      const int k = pt.children(n, ch, dirs);
-      if (k == 0) continue;
-      Msg m[12];
-      int nm = 0;
+  KB_HD void reduce_cube(std::int64_t q, const DecPlan& plan) {
+    for (int i = 0; i < plan.n; ++i) {
+      const std::int64_t n = plan.node[i];
+      const int k = plan.k[i];
+      std::int64_t ch[4];
+      for (int j = 0; j < k; ++j) ch[j] = plan.ch[i][j];
       const std::int64_t R = rows[q * P + n];
       const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
-      for (int j = 0; j < k; ++j) {
-        const ps_t s = t[q * P + ch[j]];  // its out-port sends m, l, O back to back
-        const auto from = static_cast<std::int32_t>(ch[j]);
-        m[nm++] = Msg{s, bm, from, 0, j};
-        m[nm++] = Msg{s + bm, bm, from, 1, j};
-        m[nm++] = Msg{s + 2 * bm, bo, from, 2, j};
-        r.copies_pe += 3;
-        r.link_bytes_pe += R * (2 + d) * 4;
-        sram_copy(R * (2 + d) * 4);
-      }
-      sim::serve_all(m, nm, ipcq_lat);  // every claim is known: the senders' last ops are done
-      ps_t arrival[4] = {0, 0, 0, 0};
-      for (int j = 0; j < nm; ++j) arrival[m[j].who] = imax(arrival[m[j].who], m[j].ready);
+      ps_t sent[4], arrival[4];
+      for (int j = 0; j < k; ++j) sent[j] = t[q * P + ch[j]];
+      r.copies_pe += 3 * k;
+      r.link_bytes_pe += k * R * (2 + d) * 4;
+      sram_copy(k * R * (2 + d) * 4);
+      serve_partials(k, sent, ch, bm, bo, ipcq_lat, arrival);  // every claim is known: the senders' last ops are done
       for (int j = 0; j < k; ++j) merge_one(q * P + n, arrival[j]);  // children in order
     }
   }
@@ -556,8 +608,9 @@ struct DecodeEval {
   // Intra-cube reduce (cases 3 and 4): each cube's PEs to its centre PE; a cube like an
   // earlier one reduces alike.
   KB_HD void reduce_in_cubes(const DecTree& pt) {
+    const DecPlan plan(pt);
     per_kind([&](std::int64_t q) {
-      if (rows[q * P] != 0) reduce_cube(q, pt);  // a cube without units (case 3) has none
+      if (rows[q * P] != 0) reduce_cube(q, plan);  // a cube without units (case 3) has none
     });
   }
 
@@ -574,10 +627,12 @@ struct DecodeEval {
   // `act`: the positions that take part and have work in some cube (the rest never send or
   // merge), `na` of them.
   KB_HD KB_NOINLINE void reduce_across_cubes(std::int64_t pr, const DecTree& ct, bool flow, const std::int8_t* act, int na) {
-    for (std::int64_t i = 0; i < C; ++i) {
-      const std::int64_t x = ct.order(i);
-      std::int64_t ch[4], dirs[4];
-      const int k = ct.children(x, ch, dirs);
+    const DecPlan plan(ct);
+    for (int i = 0; i < plan.n; ++i) {
+      const std::int64_t x = plan.node[i];
+      const int k = plan.k[i];
+      std::int64_t ch[4];
+      for (int j = 0; j < k; ++j) ch[j] = plan.ch[i][j];
       const ps_t free_x = flow ? t[x * P + pr] : 0;  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
@@ -671,13 +726,14 @@ struct DecodeEval {
 // `cubes_apart`: evaluate every cube on its own rather than once per kind (the same result;
 // tests compare the two).
 KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
-  const std::int32_t status = decode_check(c);
+  dec_detail::Known known;
+  const std::int32_t status = decode_check(c, known);
   if (status != kDecOk) {
     DecodeResult r{};
     r.status = status;
     return r;
   }
-  dec_detail::DecodeEval e(c, cubes_apart);
+  dec_detail::DecodeEval e(c, known, cubes_apart);
   e.compute();
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
