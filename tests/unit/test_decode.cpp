@@ -257,8 +257,9 @@ TEST(Decode, TreePlanIsTheOrderAndChildren) {
         if (k == 0) continue;
         ASSERT_LT(at, plan.n) << rows << "x" << cols;
         EXPECT_EQ(plan.node[at], n) << rows << "x" << cols << " entry " << at;
-        ASSERT_EQ(plan.k[at], k) << rows << "x" << cols << " node " << n;
-        for (int j = 0; j < k; ++j) EXPECT_EQ(plan.ch[at][j], ch[j]) << rows << "x" << cols << " node " << n;
+        std::int64_t pch[4];
+        ASSERT_EQ(plan.children(at, pch), k) << rows << "x" << cols << " node " << n;
+        for (int j = 0; j < k; ++j) EXPECT_EQ(pch[j], ch[j]) << rows << "x" << cols << " node " << n;
         ++at;
       }
       EXPECT_EQ(at, plan.n) << rows << "x" << cols;

@@ -254,23 +254,15 @@ struct DecTree {
   }
 };
 
-// The nodes of a tree that have children, in DecTree::order, each with its children in merge
-// order: a reduce walks it rather than finding each node's place and children again (a
-// division and a scan per node).
+// The nodes of a tree that have children, in DecTree::order, each with the directions its
+// children lie in: a reduce walks it rather than finding each node's place and children again
+// (a division and a scan per node). Two bytes a node: it lives in a reduce's stack frame.
 struct DecPlan {
-  int n;                             // nodes with children
-  std::int8_t node[kDecMaxGrid];     // in order
-  std::int8_t k[kDecMaxGrid];        // children of node[i]
-  std::int8_t ch[kDecMaxGrid][4];    // in merge order (left, right, top, bottom)
-  KB_HD explicit DecPlan(const DecTree& t) : n(0) {
-    std::int64_t kids[4], dirs[4];
-    auto add = [&](std::int64_t r, std::int64_t c) {
-      const int m = t.children_at(r, c, kids, dirs);
-      if (m == 0) return;
-      node[n] = static_cast<std::int8_t>(r * t.cols + c), k[n] = static_cast<std::int8_t>(m);
-      for (int j = 0; j < m; ++j) ch[n][j] = static_cast<std::int8_t>(kids[j]);
-      ++n;
-    };
+  int n;                         // nodes with children
+  std::int8_t node[kDecMaxGrid];   // in order
+  std::uint8_t dirs[kDecMaxGrid];  // bit d: a child in direction d (DecTree::children)
+  std::int64_t step[4];            // from a node to its child in each direction
+  KB_HD explicit DecPlan(const DecTree& t) : n(0), step{-1, 1, -t.cols, t.cols} {
     // As order(): the columns from the outside in (a node off the centre column has one child,
     // its outer neighbour, where there is one), then the centre column, the root last.
     for (std::int64_t s = imax(t.c0, t.cols - 1 - t.c0); s >= 1; --s)
@@ -278,14 +270,31 @@ struct DecPlan {
         const std::int64_t c = side == 0 ? t.c0 - s : t.c0 + s, outer = side == 0 ? c - 1 : c + 1;
         if (c < 0 || c >= t.cols || outer < 0 || outer >= t.cols) continue;
         for (std::int64_t r = 0; r < t.rows; ++r, ++n)
-          node[n] = static_cast<std::int8_t>(r * t.cols + c), k[n] = 1, ch[n][0] = static_cast<std::int8_t>(r * t.cols + outer);
+          node[n] = static_cast<std::int8_t>(r * t.cols + c), dirs[n] = static_cast<std::uint8_t>(1 << side);
       }
     for (std::int64_t s = imax(t.r0, t.rows - 1 - t.r0); s >= 1; --s)
       for (std::int64_t side = 0; side < 2; ++side) {
         const std::int64_t r = side == 0 ? t.r0 - s : t.r0 + s;
-        if (r >= 0 && r < t.rows) add(r, t.c0);
+        if (r >= 0 && r < t.rows) centre(t, r);
       }
-    add(t.r0, t.c0);
+    centre(t, t.r0);
+  }
+  // Node i's children in merge order; returns their count.
+  KB_HD int children(int i, std::int64_t out[4]) const {
+    int k = 0;
+    for (int d = 0; d < 4; ++d)
+      if (dirs[i] >> d & 1) out[k++] = node[i] + step[d];
+    return k;
+  }
+
+ private:
+  KB_HD void centre(const DecTree& t, std::int64_t r) {
+    std::int64_t kids[4], ds[4];
+    const int m = t.children_at(r, t.c0, kids, ds);
+    if (m == 0) return;
+    node[n] = static_cast<std::int8_t>(r * t.cols + t.c0), dirs[n] = 0;
+    for (int j = 0; j < m; ++j) dirs[n] = static_cast<std::uint8_t>(dirs[n] | 1 << ds[j]);
+    ++n;
   }
 };
 

@@ -544,9 +544,8 @@ struct DecodeEval {
   KB_HD void reduce_cube(std::int64_t q, const DecPlan& plan) {
     for (int i = 0; i < plan.n; ++i) {
       const std::int64_t n = plan.node[i];
-      const int k = plan.k[i];
       std::int64_t ch[4];
-      for (int j = 0; j < k; ++j) ch[j] = plan.ch[i][j];
+      const int k = plan.children(i, ch);
       const std::int64_t R = rows[q * P + n];
       const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
       ps_t sent[4], arrival[4];
@@ -630,9 +629,8 @@ struct DecodeEval {
     const DecPlan plan(ct);
     for (int i = 0; i < plan.n; ++i) {
       const std::int64_t x = plan.node[i];
-      const int k = plan.k[i];
       std::int64_t ch[4];
-      for (int j = 0; j < k; ++j) ch[j] = plan.ch[i][j];
+      const int k = plan.children(i, ch);
       const ps_t free_x = flow ? t[x * P + pr] : 0;  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
