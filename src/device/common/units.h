@@ -27,11 +27,15 @@ KB_HD constexpr std::int64_t div_fast(std::int64_t a, std::int64_t b) {
 KB_HD constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return div_fast(a + b - 1, b); }
 KB_HD constexpr std::int64_t imax(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
 KB_HD constexpr std::int64_t imin(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
-// ceil(log2(x)) for x >= 1.
+// ceil(log2(x)) for x >= 1 (0 for x <= 1): the bit length of x - 1.
 KB_HD constexpr std::int64_t ceil_log2(std::int64_t x) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  return x <= 1 ? 0 : 64 - __builtin_clzll(static_cast<unsigned long long>(x - 1));
+#else
   std::int64_t n = 0;
   while ((INT64_C(1) << n) < x) ++n;
   return n;
+#endif
 }
 
 // Time to move `bytes` at `gbps` gigabytes per second (10^9 B/s): 1 byte at 1 GB/s is 1 ns.

@@ -243,6 +243,35 @@ struct Sim {
     }
   };
 
+  // Marks every port the launch uses (the static share needs them all before the first op).
+  // A hier phase's groups are alike: the same sub-collective, its ranks mapped to the launch's
+  // by coll_hier_rank, exactly as coll_schedule_all maps each transfer. So group 0's
+  // transfers are walked once, in the phase's own ranks, and their ports marked for every
+  // group.
+  KB_HD KB_NOINLINE void mark_ports(const AllreduceConfig& launch) {
+    for (std::int64_t i = 0; i < 2 * launch.ranks; ++i) port[i] = 0;
+    if (launch.level != static_cast<std::int64_t>(CollLevel::hier)) {
+      Ports marks{port};
+      coll_schedule(launch, marks);
+      return;
+    }
+    CollPhase ph[5];
+    std::int64_t leader_pe = 0, leader_cube = 0;
+    const int n = coll_hier_phases(launch, ph, &leader_pe, &leader_cube);
+    for (int k = 0; k < n; ++k) {
+      std::int8_t local[2 * kCollMaxRanks];
+      for (std::int64_t i = 0; i < 2 * ph[k].sub.ranks; ++i) local[i] = 0;
+      Ports marks{local};
+      coll_schedule(ph[k].sub, marks);
+      for (std::int64_t g = 0; g < ph[k].groups; ++g)
+        for (std::int64_t r = 0; r < ph[k].sub.ranks; ++r) {
+          const std::int64_t at = coll_hier_rank(launch, ph[k].sub, g, r, leader_pe, leader_cube);
+          port[2 * at] = static_cast<std::int8_t>(port[2 * at] | local[2 * r]);
+          port[2 * at + 1] = static_cast<std::int8_t>(port[2 * at + 1] | local[2 * r + 1]);
+        }
+    }
+  }
+
   KB_HD KB_NOINLINE void build() {
     for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
     for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0;
@@ -362,11 +391,7 @@ KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& 
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
   if (r.status != kArOk) return r;
   // The static HBM share needs every port the launch uses before the first op.
-  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
-    for (std::int64_t i = 0; i < 2 * c.ranks; ++i) sim.port[i] = 0;
-    ar_detail::Sim::Ports marks{sim.port};
-    coll_schedule_all(c, marks);
-  }
+  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c);
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
     sim.hier = false;
     const std::int32_t s = ar_detail::run_level(sim, c, c);

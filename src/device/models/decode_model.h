@@ -364,6 +364,7 @@ struct DecodeEval {
   ps_t merge_time, div_time, store_time = 0, link_time = 0;
   DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
   Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
+  Counts div_unit;    // an answer's division of one row (row_div over d values): R rows, R times it
 
   bool cubes_apart;  // every cube evaluated on its own (tests compare it with the sharing)
 
@@ -373,9 +374,10 @@ struct DecodeEval {
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
         link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_rows(k.rows), div_rows(k.rows),
-        merge_time(k.merge_rows), div_time(k.div_rows), merge_unit(merge_counts(config, 1)), cubes_apart(apart),
+        merge_time(k.merge_rows), div_time(k.div_rows), merge_unit(merge_counts(config, 1)), div_unit{0, 0, 0}, cubes_apart(apart),
         known(k) {
     zero_words(r);
+    div_unit.vec(VecOp::row_div, 1, d);
   }
 
   KB_HD void done(ps_t end) { r.latency_ps = imax(r.latency_ps, end); }
@@ -519,9 +521,7 @@ struct DecodeEval {
     if (R != div_rows) div_rows = R, div_time = vec_ps(c, VecOp::row_div, R, d);
     const ps_t end = ready + div_time;
     r.vector_busy_ps += div_time;
-    Counts k{0, 0, 0};
-    k.vec(VecOp::row_div, R, d);
-    add(k);
+    add(div_unit, R);
     done(end);
     if (writes) store(end, R, cube);
     return end;
