@@ -243,10 +243,44 @@ TEST(Decode, TreesAreTheCollectivesReduceToRoot) {
     }
 }
 
+// A receiver's in-port serves its children's back-to-back copies as a merge of their streams:
+// the same order and landings as sorting every copy by goes_first and serving them in turn
+// (sim::serve_all), ties, zero busy times and zero latencies included.
+TEST(Decode, InPortMergeIsTheSortedServe) {
+  struct Copy {
+    ps_t ready, busy;
+    std::int64_t pe, issue;
+    int who;
+    sim::Claim claim() const { return sim::Claim{ready, pe, issue}; }
+  };
+  std::mt19937_64 rng(5);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200000; ++trial) {
+    const int k = static_cast<int>(pick(1, 4));
+    const ps_t bm = pick(0, 2) ? pick(0, 50) : 0, bo = pick(0, 3) ? pick(0, 400) : 0, lat = pick(0, 1) ? pick(0, 30) : 0;
+    std::int64_t pe[4];
+    ps_t sent[4], landed[4];
+    std::vector<std::int64_t> pes = {0, 1, 2, 3, 4, 5, 6, 7};
+    std::shuffle(pes.begin(), pes.end(), rng);
+    Copy m[12];
+    int n = 0;
+    for (int j = 0; j < k; ++j) {
+      pe[j] = pes[j];
+      sent[j] = pick(0, 2) ? pick(0, 120) : 60;  // often equal
+      for (int e = 0; e < 3; ++e) m[n++] = Copy{sent[j] + e * bm, e == 2 ? bo : bm, pe[j], e, j};
+    }
+    dec_detail::serve_partials(k, sent, pe, bm, bo, lat, landed);
+    sim::serve_all(m, n, lat);
+    ps_t want[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) want[m[i].who] = std::max(want[m[i].who], m[i].ready);
+    for (int j = 0; j < k; ++j) ASSERT_EQ(landed[j], want[j]) << "trial " << trial << " child " << j;
+  }
+}
+
 // The plan a reduce walks lists exactly the nodes with children, in order(), with children().
 TEST(Decode, TreePlanIsTheOrderAndChildren) {
-  for (std::int64_t rows = 1; rows <= 8; ++rows)
-    for (std::int64_t cols = 1; cols <= 8; ++cols) {
+  for (std::int64_t rows = 1; rows <= kDecMaxGrid; ++rows)
+    for (std::int64_t cols = 1; rows * cols <= kDecMaxGrid; ++cols) {
       const DecTree t = DecTree::of(rows, cols);
       const DecPlan plan(t);
       int at = 0;
