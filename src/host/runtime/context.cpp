@@ -231,21 +231,31 @@ void RuntimeContext::hbm_access(OpId op, const Rank& r, int port) {
 
 const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& owner, std::int64_t bytes,
                                                       const char* what) const {
-  if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
-  const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
-  if (info.pe != global_pe(owner))
-    throw InputError(std::string(what) + ": the buffer is on another PE than " + rank_name(owner));
-  if (!(info.base >= 0 ? bufs_[static_cast<std::size_t>(info.base)] : info).held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
-  if (bytes > info.bytes)
-    throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
-                     std::to_string(info.bytes));
+  const BufInfo& info = held_buf(b, owner, what);
+  fits(info, bytes, what);
   return info;
 }
 
 const RuntimeContext::BufInfo& RuntimeContext::use_elements(SramBuf b, const Rank& owner, std::int64_t elements,
                                                           const char* what) const {
-  const BufInfo& info = use_buf(b, owner, 0, what);
-  return use_buf(b, owner, elements * dtype_bytes(info.dtype), what);
+  const BufInfo& info = held_buf(b, owner, what);  // its type is known only once the buffer is
+  fits(info, elements * dtype_bytes(info.dtype), what);
+  return info;
+}
+
+const RuntimeContext::BufInfo& RuntimeContext::held_buf(SramBuf b, const Rank& owner, const char* what) const {
+  if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
+  const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
+  if (info.pe != global_pe(owner))
+    throw InputError(std::string(what) + ": the buffer is on another PE than " + rank_name(owner));
+  if (!(info.base >= 0 ? bufs_[static_cast<std::size_t>(info.base)] : info).held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
+  return info;
+}
+
+void RuntimeContext::fits(const BufInfo& info, std::int64_t bytes, const char* what) {
+  if (bytes > info.bytes)
+    throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
+                     std::to_string(info.bytes));
 }
 
 void RuntimeContext::release(std::int32_t buf) {

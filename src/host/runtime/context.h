@@ -366,6 +366,9 @@ class RuntimeContext {
   const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const;
   // use_buf for `elements` values of the buffer's own type.
   const BufInfo& use_elements(SramBuf b, const Rank& owner, std::int64_t elements, const char* what) const;
+  // The two halves of use_buf: the buffer exists, is `owner`'s and is held; `bytes` fit it.
+  const BufInfo& held_buf(SramBuf b, const Rank& owner, const char* what) const;
+  static void fits(const BufInfo& info, std::int64_t bytes, const char* what);
   const TensorInfo& tensor(Tensor t) const;
   std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
   std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }

@@ -5,7 +5,6 @@
 
 namespace kb {
 
-std::int64_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : t == DType::fp8 ? 1 : 2; }
 const char* to_string(DType t) {
   switch (t) {
     case DType::f16: return "f16";

@@ -10,7 +10,7 @@ namespace kb {
 // fp8: OCP e4m3 (4 exponent bits, bias 7, 3 fraction bits, largest finite 448).
 enum class DType : std::int32_t { f16 = 0, bf16, f32, fp8 };
 
-std::int64_t dtype_bytes(DType t);
+inline std::int64_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : t == DType::fp8 ? 1 : 2; }
 const char* to_string(DType t);
 // Nearest representable value of type t (round to nearest, ties to even).
 float round_to(DType t, float x);
