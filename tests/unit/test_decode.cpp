@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "topologies.h"
 #include "benches/milestone_gqa_decode.h"
@@ -290,7 +291,7 @@ TEST(Decode, TreePlanIsTheOrderAndChildren) {
         const int k = t.children(n, ch, dirs);
         if (k == 0) continue;
         ASSERT_LT(at, plan.n) << rows << "x" << cols;
-        EXPECT_EQ(plan.node[at], n) << rows << "x" << cols << " entry " << at;
+        EXPECT_EQ(static_cast<std::int64_t>(plan.node[at]), n) << rows << "x" << cols << " entry " << at;
         std::int64_t pch[4];
         ASSERT_EQ(plan.children(at, pch), k) << rows << "x" << cols << " node " << n;
         for (int j = 0; j < k; ++j) EXPECT_EQ(pch[j], ch[j]) << rows << "x" << cols << " node " << n;

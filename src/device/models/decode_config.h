@@ -258,6 +258,7 @@ struct DecTree {
 // children lie in: a reduce walks it rather than finding each node's place and children again
 // (a division and a scan per node). Two bytes a node: it lives in a reduce's stack frame.
 struct DecPlan {
+  static_assert(kDecMaxGrid <= 127, "a node is an int8");
   int n;                         // nodes with children
   std::int8_t node[kDecMaxGrid];   // in order
   std::uint8_t dirs[kDecMaxGrid];  // bit d: a child in direction d (DecTree::children)

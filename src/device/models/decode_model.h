@@ -358,8 +358,8 @@ struct DecodeEval {
   std::int64_t kind_key[kCubeKinds];
   std::int8_t kind_cube[kCubeKinds];
   // The last costs asked for, by what they depend on: a merge's and an answer's division
-  // (rows), a store's (rows, sharers), a partial's copy over a cube link (rows). Neighbouring
-  // PEs mostly ask for the same.
+  // (rows; to begin with, the check's for the most rows), a store's (rows, sharers), a
+  // partial's copy over a cube link (rows). Neighbouring PEs mostly ask for the same.
   std::int64_t merge_rows, div_rows, store_rows = -1, store_sharers = -1, link_rows = -1;
   ps_t merge_time, div_time, store_time = 0, link_time = 0;
   DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
