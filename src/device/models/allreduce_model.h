@@ -229,12 +229,10 @@ struct Sim {
     ngroup = 0;
   }
 
-  // Marks the HBM ports each rank uses (the sender's DMA read, the receiver's HBM write, and
-  // the read of both operands of a streamed add): the static share needs them all first.
+  // Sink of coll_schedule that marks the HBM ports each rank uses (the sender's DMA read, the
+  // receiver's HBM write, and the read of both operands of a streamed add).
   struct Ports {
     std::int8_t* port;
-    KB_HD void phase(const AllreduceConfig&) {}
-    KB_HD void barrier() {}
     KB_HD void flush() {}
     KB_HD void xfer(std::int64_t, const CollXfer& x) {
       port[2 * x.src] = 1;
