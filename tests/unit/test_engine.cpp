@@ -4,6 +4,7 @@
 #include <random>
 
 #include "host/engine/engine.h"
+#include "host/engine/event_queue.h"
 
 namespace kb::engine {
 namespace {
@@ -306,6 +307,56 @@ TEST(Engine, RunSumsEqualTheOpsThatRan) {
   EXPECT_GT(full, 200);
   EXPECT_GT(partial, 20);
   EXPECT_GT(overflowed, 10);
+}
+
+// The queue against a sort by (key, push order), on clocks that move by small steps, jump,
+// stand still, and push below the last key (a lower priority at the same instant).
+TEST(EventQueue, PopsByKeyThenPushOrder) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    EventQueue q;
+    struct Ref {
+      EventQueue::Key key;
+      std::int64_t seq;
+      std::int32_t op;
+      bool operator<(const Ref& o) const { return key != o.key ? key < o.key : seq < o.seq; }
+    };
+    std::vector<Ref> ref;  // kept sorted
+    EventQueue::Key now = rng() % 16;
+    std::int64_t seq = 0;
+    std::int32_t next_op = 0;
+    const int steps = 1 + static_cast<int>(rng() % 300);
+    for (int s = 0; s < steps; ++s) {
+      const int pushes = static_cast<int>(rng() % 4);
+      for (int p = 0; p < pushes; ++p) {
+        EventQueue::Key k = now;
+        switch (rng() % 5) {
+          case 0: break;                                              // the same key
+          case 1: k = now + rng() % 4; break;                        // the same instant or the next
+          case 2: k = now + (rng() % 64) * 4; break;                 // a little later
+          case 3: k = now + (rng() % (UINT64_C(1) << 40)); break;    // much later
+          default: k = (now & ~EventQueue::Key{3}) | (rng() % 4); break;  // this instant, any priority
+        }
+        q.push(k, next_op);
+        const Ref r{k, seq++, next_op++};
+        ref.insert(std::upper_bound(ref.begin(), ref.end(), r), r);
+      }
+      if (ref.empty() || rng() % 3 == 0) continue;
+      ASSERT_FALSE(q.empty());
+      const EventQueue::Item got = q.pop();
+      ASSERT_EQ(got.key, ref.front().key) << "trial " << trial << " step " << s;
+      ASSERT_EQ(got.op, ref.front().op) << "trial " << trial << " step " << s;
+      now = got.key;
+      ref.erase(ref.begin());
+    }
+    while (!ref.empty()) {
+      ASSERT_FALSE(q.empty());
+      const EventQueue::Item got = q.pop();
+      ASSERT_EQ(got.op, ref.front().op) << "trial " << trial << " draining";
+      ref.erase(ref.begin());
+    }
+    EXPECT_TRUE(q.empty());
+  }
 }
 
 }  // namespace

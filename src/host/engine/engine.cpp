@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "../common/error.h"
+#include "event_queue.h"
 
 namespace kb::engine {
 
@@ -40,68 +41,14 @@ struct Waiting {
   }
 };
 
-// Ordered by (time, priority, insertion sequence), all in one 128-bit key: the time (below
-// 2^62, the overflow guard being 2^61) in the top bits, then the priority (2 bits), the
-// sequence (33 bits) and the op (31 bits, which never decides: sequences are unique).
-using Event = unsigned __int128;
-constexpr std::uint64_t kMaxSequence = UINT64_C(1) << 33;
-inline Event make_event(ps_t t, EventType type, std::uint64_t seq, OpId op) {
-  return static_cast<Event>(static_cast<std::uint64_t>(t) << 2 | static_cast<std::uint64_t>(type)) << 64 |
-         static_cast<Event>(seq << 31 | static_cast<std::uint64_t>(op));
+// Ordered by (time, priority, insertion sequence): the key is the time (below 2^62, the
+// overflow guard being 2^61) above the priority (2 bits); the queue keeps equal keys in the
+// order they were scheduled (event_queue.h).
+inline EventQueue::Key event_key(ps_t t, EventType type) {
+  return static_cast<std::uint64_t>(t) << 2 | static_cast<std::uint64_t>(type);
 }
-inline ps_t event_time(Event e) { return static_cast<ps_t>(static_cast<std::uint64_t>(e >> 64) >> 2); }
-inline EventType event_type(Event e) { return static_cast<EventType>(static_cast<std::uint64_t>(e >> 64) & 3); }
-inline OpId event_op(Event e) { return static_cast<OpId>(static_cast<std::uint64_t>(e) & 0x7fffffff); }
-
-// A min-heap of events with four children per node: half the depth of a binary heap, and a
-// node's children share a cache line. The slots past the last event hold the largest key,
-// so a node's four children are compared without a bound check, and a pop moves the hole
-// down to a leaf before it places the last event (about one comparison fewer per level).
-class EventHeap {
- public:
-  bool empty() const { return n_ == 0; }
-  void clear() {
-    n_ = 0;
-    v_.assign(kPad, kEmpty);
-  }
-  Event top() const { return v_[0]; }
-  void push(Event e) {
-    if (n_ + kPad >= v_.size()) v_.resize(2 * v_.size() + kPad, kEmpty);
-    sift_up(n_++, e);
-  }
-  void pop() {
-    const Event last = v_[--n_];
-    v_[n_] = kEmpty;
-    std::size_t i = 0;
-    for (;;) {
-      const std::size_t c = 4 * i + 1;
-      if (c >= n_) break;
-      const std::size_t a = v_[c + 1] < v_[c] ? c + 1 : c;
-      const std::size_t b = v_[c + 3] < v_[c + 2] ? c + 3 : c + 2;
-      const std::size_t m = v_[b] < v_[a] ? b : a;
-      v_[i] = v_[m];
-      i = m;
-    }
-    sift_up(i, last);
-  }
-
- private:
-  // Places e in the hole at i, or above it.
-  void sift_up(std::size_t i, Event e) {
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / 4;
-      if (!(e < v_[parent])) break;
-      v_[i] = v_[parent];
-      i = parent;
-    }
-    v_[i] = e;
-  }
-
-  static constexpr std::size_t kPad = 8;
-  static constexpr Event kEmpty = ~static_cast<Event>(0);
-  std::vector<Event> v_ = std::vector<Event>(kPad, kEmpty);
-  std::size_t n_ = 0;
-};
+inline ps_t event_time(EventQueue::Key k) { return static_cast<ps_t>(k >> 2); }
+inline EventType event_type(EventQueue::Key k) { return static_cast<EventType>(k & 3); }
 
 class Simulator {
  public:
@@ -110,7 +57,6 @@ class Simulator {
   RunResult run(const Graph& g) {
     g_ = &g;
     now_ = 0;
-    seq_ = 0;
     event_count_ = 0;
     completed_ = 0;
     error_.clear();
@@ -151,15 +97,14 @@ class Simulator {
     for (std::size_t res = 0; res < head_.size(); ++res) try_head(static_cast<ResourceId>(res));
 
     while (!events_.empty() && error_.empty()) {
-      const Event e = events_.top();
-      events_.pop();
-      KB_INTERNAL_CHECK(event_time(e) >= now_, "event scheduled in the past");
-      now_ = event_time(e);
+      const EventQueue::Item e = events_.pop();
+      KB_INTERNAL_CHECK(event_time(e.key) >= now_, "event scheduled in the past");
+      now_ = event_time(e.key);
       ++event_count_;
-      switch (event_type(e)) {
-        case EventType::complete: complete(event_op(e)); break;
-        case EventType::head: head(event_op(e)); break;
-        case EventType::release: release(event_op(e)); break;
+      switch (event_type(e.key)) {
+        case EventType::complete: complete(e.op); break;
+        case EventType::head: head(e.op); break;
+        case EventType::release: release(e.op); break;
         case EventType::arbitrate: arbitrate_round(); break;
       }
     }
@@ -228,8 +173,7 @@ class Simulator {
 
   void schedule(ps_t t, EventType type, OpId op) {
     KB_INTERNAL_CHECK(t >= now_, "scheduling an event in the past");
-    KB_INTERNAL_CHECK(seq_ < kMaxSequence, "too many events");
-    events_.push(make_event(t, type, seq_++, op));
+    events_.push(event_key(t, type), op);
   }
 
   void start(OpId id) {
@@ -432,10 +376,9 @@ class Simulator {
   std::vector<std::vector<Waiting>> waiting_;  // per arbitrated resource: a min-heap
   std::vector<ps_t> resource_busy_;
   std::vector<std::int64_t> resource_bytes_;
-  EventHeap events_;
+  EventQueue events_;
   std::vector<OpTiming>* timing_ = nullptr;
   ps_t now_ = 0;
-  std::uint64_t seq_ = 0;
   std::int64_t event_count_ = 0;
   std::size_t completed_ = 0;
   std::string error_;
