@@ -376,6 +376,30 @@ TEST(Runtime, BufferMistakesAreInputErrors) {
 
 // A tensor that does not fit charges nothing; a symmetric buffer that does not fit every
 // rank is allocated on none.
+// A region outside its tensor is refused, also right after a load from the shard it would
+// otherwise fall in (an empty region inside that shard, or one that runs past the tensor).
+TEST(Runtime, RegionsOutsideTheTensorAreInputErrors) {
+  RuntimeContext ctx(tiny());
+  const Tensor x = ctx.zeros({4, 8}, DType::f16, Placement{}, "x");
+  auto error_after_a_load = [&](const Region& bad) -> std::string {
+    try {
+      ctx.launch("k", LaunchGrid{}, [&](PeProgram& p) {
+        const SramBuf b = p.sram(64, DType::f16);
+        p.load(x, Region{0, 4, 0, 8}, b);
+        p.load(x, bad, b);
+      });
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const Region& bad : {Region{1, 0, 0, 8}, Region{0, 1, 2, 0}, Region{0, -1, 0, 8}, Region{3, 2, 0, 8},
+                            Region{0, 1, 4, 5}, Region{-1, 2, 0, 8}, Region{0, 1, -1, 4}})
+    EXPECT_NE(error_after_a_load(bad).find("tensor 'x': region is outside the tensor"), std::string::npos)
+        << bad.row0 << " " << bad.rows << " " << bad.col0 << " " << bad.cols;
+  EXPECT_EQ(error_after_a_load(Region{3, 1, 7, 1}), "");
+}
+
 TEST(Runtime, FailedAllocationsChargeNothing) {
   RuntimeContext ctx(tiny());  // 1 MiB of HBM per cube, 64 KiB of SRAM per PE
   // Three rows over two cubes: one row (320 KiB) on cube 0, two (640 KiB) on cube 1.

@@ -6,6 +6,9 @@ namespace kb::engine {
 
 namespace {
 OpTotals::Sum as_sum(std::int64_t v) { return static_cast<OpTotals::Sum>(v); }
+[[noreturn]] __attribute__((noinline, cold)) void too_many_ops(std::int64_t limit) {
+  throw InputError("the op graph would hold more than the " + std::to_string(limit) + " ops its estimate allows");
+}
 }  // namespace
 
 const char* to_string(ResourceClass c) {
@@ -67,8 +70,7 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
                     "op on an unknown resource");
   KB_INTERNAL_CHECK(op.busy_ps >= 0 && op.latency_ps >= 0, "negative op duration");
   KB_INTERNAL_CHECK(ops_.size() < static_cast<std::size_t>(INT32_MAX), "too many ops");
-  if (static_cast<std::int64_t>(ops_.size()) >= op_limit_)
-    throw InputError("the op graph would hold more than the " + std::to_string(op_limit_) + " ops its estimate allows");
+  if (static_cast<std::int64_t>(ops_.size()) >= op_limit_) too_many_ops(op_limit_);
   const OpId id = static_cast<OpId>(ops_.size());
   ops_.push_back(op);
   std::int32_t flags = op.kind == OpKind::signal ? OpTimes::kSignal : 0;

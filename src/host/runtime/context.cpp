@@ -126,10 +126,7 @@ Tensor RuntimeContext::random(std::vector<std::int64_t> shape, DType dtype, Plac
   return t;
 }
 
-const RuntimeContext::TensorInfo& RuntimeContext::tensor(Tensor t) const {
-  if (t.id < 0 || t.id >= static_cast<std::int32_t>(tensors_.size())) throw InputError("not a tensor of this context");
-  return tensors_[static_cast<std::size_t>(t.id)];
-}
+void RuntimeContext::not_a_tensor() { throw InputError("not a tensor of this context"); }
 
 const std::vector<float>& RuntimeContext::values(Tensor t) const {
   if (!opts_.enable_data) throw InputError("tensor values are only kept with enable_data");
@@ -236,26 +233,17 @@ const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& ow
   return info;
 }
 
-const RuntimeContext::BufInfo& RuntimeContext::use_elements(SramBuf b, const Rank& owner, std::int64_t elements,
-                                                          const char* what) const {
-  const BufInfo& info = held_buf(b, owner, what);  // its type is known only once the buffer is
-  fits(info, elements * dtype_bytes(info.dtype), what);
-  return info;
-}
-
-const RuntimeContext::BufInfo& RuntimeContext::held_buf(SramBuf b, const Rank& owner, const char* what) const {
+// held_buf's checks again, in their order, for the first that fails.
+void RuntimeContext::bad_buf(SramBuf b, const Rank& owner, const char* what) const {
   if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
-  const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
-  if (info.pe != global_pe(owner))
+  if (bufs_[static_cast<std::size_t>(b.id)].pe != global_pe(owner))
     throw InputError(std::string(what) + ": the buffer is on another PE than " + rank_name(owner));
-  if (!(info.base >= 0 ? bufs_[static_cast<std::size_t>(info.base)] : info).held) throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
-  return info;
+  throw InputError(std::string(what) + ": the buffer was freed (or its launch has ended)");
 }
 
-void RuntimeContext::fits(const BufInfo& info, std::int64_t bytes, const char* what) {
-  if (bytes > info.bytes)
-    throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
-                     std::to_string(info.bytes));
+void RuntimeContext::too_small(const BufInfo& info, std::int64_t bytes, const char* what) {
+  throw InputError(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the buffer's " +
+                   std::to_string(info.bytes));
 }
 
 void RuntimeContext::release(std::int32_t buf) {
@@ -348,11 +336,8 @@ ResourceId RuntimeContext::dma_in_resource(const Rank& r) {
   return id;
 }
 
-ResourceId RuntimeContext::pe_resource(const Rank& r, ResourceClass cls) {
-  const int slot = cls == ResourceClass::matrix ? 0 : cls == ResourceClass::vector ? 1 : 2;
-  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 4 + slot)];
-  if (id == engine::kNoResource) id = graph_.add_resource(rank_name(r) + "." + engine::to_string(cls), cls, r.sip);
-  return id;
+ResourceId RuntimeContext::add_pe_resource(const Rank& r, ResourceClass cls) {
+  return pe_res_[pe_slot(r, cls)] = graph_.add_resource(rank_name(r) + "." + engine::to_string(cls), cls, r.sip);
 }
 
 ResourceId RuntimeContext::link_resource(std::int64_t link) {
@@ -367,9 +352,6 @@ ResourceId RuntimeContext::link_resource(std::int64_t link) {
 }
 
 const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, const Rank& r, const Block& g) const {
-  for (int d = 0; d < kMaxDims; ++d)
-    if (g.len[d] <= 0 || g.lo[d] < 0 || g.lo[d] + g.len[d] > t.dim[d])
-      throw InputError("tensor '" + t.name + "': region is outside the tensor");
   const std::int64_t cube = global_cube(r);
   auto holds = [&](const Shard& s) {
     if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) return false;
@@ -377,12 +359,29 @@ const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, co
     while (d < kMaxDims && g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d]) ++d;
     return d == kMaxDims;
   };
-  if (t.last_hit < t.shards.size() && holds(t.shards[t.last_hit])) return t.shards[t.last_hit];
+  // The shard found last, most often: every shard lies in its tensor (make() cuts them from
+  // it), so a non-empty region that one holds lies in the tensor too.
+  auto non_empty = [&] {
+    for (int d = 0; d < kMaxDims; ++d)
+      if (g.len[d] <= 0) return false;
+    return true;
+  };
+  if (t.last_hit < t.shards.size() && holds(t.shards[t.last_hit]) && non_empty()) return t.shards[t.last_hit];
+  for (int d = 0; d < kMaxDims; ++d)
+    if (g.len[d] <= 0 || g.lo[d] < 0 || g.lo[d] + g.len[d] > t.dim[d]) outside(t);
   for (std::size_t i = 0; i < t.shards.size(); ++i)
     if (holds(t.shards[i])) {
       t.last_hit = i;
       return t.shards[i];
     }
+  no_shard(t, r);
+}
+
+void RuntimeContext::outside(const TensorInfo& t) {
+  throw InputError("tensor '" + t.name + "': region is outside the tensor");
+}
+
+void RuntimeContext::no_shard(const TensorInfo& t, const Rank& r) const {
   throw InputError("tensor '" + t.name + "': " + rank_name(r) + " reads or writes a region that no shard on its cube, owned by it or shared, holds");
 }
 

@@ -365,11 +365,31 @@ class RuntimeContext {
   // A buffer an op of `owner` uses for `bytes`: it must exist, be on that PE and be held.
   const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const;
   // use_buf for `elements` values of the buffer's own type.
-  const BufInfo& use_elements(SramBuf b, const Rank& owner, std::int64_t elements, const char* what) const;
+  const BufInfo& use_elements(SramBuf b, const Rank& owner, std::int64_t elements, const char* what) const {
+    const BufInfo& info = held_buf(b, owner, what);  // its type is known only once the buffer is
+    fits(info, elements * dtype_bytes(info.dtype), what);
+    return info;
+  }
   // The two halves of use_buf: the buffer exists, is `owner`'s and is held; `bytes` fit it.
-  const BufInfo& held_buf(SramBuf b, const Rank& owner, const char* what) const;
-  static void fits(const BufInfo& info, std::int64_t bytes, const char* what);
-  const TensorInfo& tensor(Tensor t) const;
+  // Every op checks its buffers, so the checks are inline and their failures out of line.
+  const BufInfo& held_buf(SramBuf b, const Rank& owner, const char* what) const {
+    if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) bad_buf(b, owner, what);
+    const BufInfo& info = bufs_[static_cast<std::size_t>(b.id)];
+    if (info.pe != global_pe(owner) || !(info.base >= 0 ? bufs_[static_cast<std::size_t>(info.base)] : info).held)
+      bad_buf(b, owner, what);
+    return info;
+  }
+  static void fits(const BufInfo& info, std::int64_t bytes, const char* what) {
+    if (bytes > info.bytes) too_small(info, bytes, what);
+  }
+  // Throw held_buf's and fits' errors.
+  [[noreturn]] __attribute__((cold)) void bad_buf(SramBuf b, const Rank& owner, const char* what) const;
+  [[noreturn]] __attribute__((cold)) static void too_small(const BufInfo& info, std::int64_t bytes, const char* what);
+  const TensorInfo& tensor(Tensor t) const {
+    if (t.id < 0 || t.id >= static_cast<std::int32_t>(tensors_.size())) not_a_tensor();
+    return tensors_[static_cast<std::size_t>(t.id)];
+  }
+  [[noreturn]] __attribute__((cold)) static void not_a_tensor();
   std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
   std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
   std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
@@ -377,10 +397,21 @@ class RuntimeContext {
   // The buffer id of `sym`'s instance on `r`; errors start with `what`, and a freed buffer
   // is one where `live`.
   std::int32_t sym_instance(SymBuf sym, const Rank& r, const std::string& what, bool live) const;
-  engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls);
+  // A PE's matrix, vector or DMA engine (added on first use).
+  engine::ResourceId pe_resource(const Rank& r, engine::ResourceClass cls) {
+    const engine::ResourceId id = pe_res_[pe_slot(r, cls)];
+    return id != engine::kNoResource ? id : add_pe_resource(r, cls);
+  }
+  std::size_t pe_slot(const Rank& r, engine::ResourceClass cls) const {
+    const int slot = cls == engine::ResourceClass::matrix ? 0 : cls == engine::ResourceClass::vector ? 1 : 2;
+    return static_cast<std::size_t>(global_pe(r) * 4 + slot);
+  }
+  engine::ResourceId add_pe_resource(const Rank& r, engine::ResourceClass cls);
   engine::ResourceId dma_in_resource(const Rank& r);
   engine::ResourceId link_resource(std::int64_t link);
   const Shard& local_shard(const TensorInfo& t, const Rank& r, const Block& block) const;
+  [[noreturn]] __attribute__((cold)) static void outside(const TensorInfo& t);  // local_shard's errors
+  [[noreturn]] __attribute__((cold)) void no_shard(const TensorInfo& t, const Rank& r) const;
 
   TopologySpec topo_;
   ContextOptions opts_;
