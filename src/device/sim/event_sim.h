@@ -326,16 +326,21 @@ struct EventSim {
     }
     ev[i] = e;
   }
+  // Takes the least event: the hole moves down to a leaf along the lesser children (one
+  // comparison a level), then the last event, which most often belongs near the bottom,
+  // rises from there. Keys are unique (the sequence is in them), so the heap's shape never
+  // decides which event comes first.
   KB_HD KB_NOINLINE void pop() {
     const Event last = ev[--nev];
     std::int32_t i = 0;
-    for (;;) {
-      const std::int32_t l = 2 * i + 1, r = l + 1;
-      std::int32_t m = -1;
-      if (l < nev) m = r < nev && before(ev[r], ev[l]) ? r : l;
-      if (m < 0 || !before(ev[m], last)) break;
+    for (std::int32_t l = 1; l < nev; l = 2 * i + 1) {
+      const std::int32_t m = l + 1 < nev && before(ev[l + 1], ev[l]) ? l + 1 : l;
       ev[i] = ev[m];
       i = m;
+    }
+    while (i > 0 && before(last, ev[(i - 1) / 2])) {
+      ev[i] = ev[(i - 1) / 2];
+      i = (i - 1) / 2;
     }
     ev[i] = last;
   }
