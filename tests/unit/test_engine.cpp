@@ -309,12 +309,16 @@ TEST(Engine, RunSumsEqualTheOpsThatRan) {
   EXPECT_GT(overflowed, 10);
 }
 
-// The queue against a sort by (key, push order), on clocks that move by small steps, jump,
-// stand still, and push below the last key (a lower priority at the same instant).
+// The queue against a sort by (key, push order), on clocks that move by small steps, jump
+// (up to the top bucket: times near the 2^61 ps guard), stand still, and push below the last
+// key (a lower priority at the same instant). One queue serves every trial, cleared between
+// them, as the engine's does between runs.
 TEST(EventQueue, PopsByKeyThenPushOrder) {
   std::mt19937_64 rng(7);
+  EventQueue q;
+  constexpr EventQueue::Key kTop = EventQueue::Key{1} << 63;  // the time guard 2^61, shifted by the priority
   for (int trial = 0; trial < 2000; ++trial) {
-    EventQueue q;
+    q.clear();
     struct Ref {
       EventQueue::Key key;
       std::int64_t seq;
@@ -330,11 +334,12 @@ TEST(EventQueue, PopsByKeyThenPushOrder) {
       const int pushes = static_cast<int>(rng() % 4);
       for (int p = 0; p < pushes; ++p) {
         EventQueue::Key k = now;
-        switch (rng() % 5) {
+        switch (rng() % 6) {
           case 0: break;                                              // the same key
           case 1: k = now + rng() % 4; break;                        // the same instant or the next
           case 2: k = now + (rng() % 64) * 4; break;                 // a little later
           case 3: k = now + (rng() % (UINT64_C(1) << 40)); break;    // much later
+          case 4: k = now < kTop ? now + rng() % (kTop - now) : now; break;  // anywhere up to the guard
           default: k = (now & ~EventQueue::Key{3}) | (rng() % 4); break;  // this instant, any priority
         }
         q.push(k, next_op);

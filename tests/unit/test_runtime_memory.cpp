@@ -374,8 +374,6 @@ TEST(Runtime, BufferMistakesAreInputErrors) {
   }
 }
 
-// A tensor that does not fit charges nothing; a symmetric buffer that does not fit every
-// rank is allocated on none.
 // A region outside its tensor is refused, also right after a load from the shard it would
 // otherwise fall in (an empty region inside that shard, or one that runs past the tensor).
 TEST(Runtime, RegionsOutsideTheTensorAreInputErrors) {
@@ -400,6 +398,8 @@ TEST(Runtime, RegionsOutsideTheTensorAreInputErrors) {
   EXPECT_EQ(error_after_a_load(Region{3, 1, 7, 1}), "");
 }
 
+// A tensor that does not fit charges nothing; a symmetric buffer that does not fit every
+// rank is allocated on none.
 TEST(Runtime, FailedAllocationsChargeNothing) {
   RuntimeContext ctx(tiny());  // 1 MiB of HBM per cube, 64 KiB of SRAM per PE
   // Three rows over two cubes: one row (320 KiB) on cube 0, two (640 KiB) on cube 1.

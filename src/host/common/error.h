@@ -34,8 +34,8 @@ class InternalError : public std::logic_error {
   throw InternalError(what, file, line);
 }
 
-#define KB_INTERNAL_CHECK(cond, msg)                                  \
-  do {                                                                \
+#define KB_INTERNAL_CHECK(cond, msg)                                                     \
+  do {                                                                                   \
     if (__builtin_expect(!(cond), 0)) ::kb::internal_failure((msg), __FILE__, __LINE__); \
   } while (0)
 

@@ -5,12 +5,13 @@
 // heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on a 64-bit key, the time above the
 // priority: bucket 0 holds the events whose key equals the last key taken, bucket i those
 // whose key first differs from it in bit i - 1 counted from the bottom. Every event of one
-// key sits in one bucket, in the order it was pushed (a bucket is emptied into lower ones
-// in order), so equal keys leave first in, first out: the insertion sequence needs no bits
-// of its own. An event scheduled below the last key taken (at the same instant, at a lower
-// priority: a zero-time op started by a release completes before the next release) waits
-// in a small binary heap that is always emptied first, since everything in it is below
-// everything in the buckets.
+// key in the buckets sits in one bucket, in the order it was pushed (a bucket is emptied
+// into lower ones in order), so equal keys leave first in, first out: the insertion
+// sequence needs no bits of its own. An event scheduled below the last key taken (at the
+// same instant, at a lower priority: a zero-time op started by a release, a head or an
+// arbitration round completes at that instant) waits in a small binary heap, ordered by
+// key and then push order, that is always emptied first: everything in it is below
+// everything in the buckets, and the last key taken changes only once it is empty.
 #pragma once
 
 #include <algorithm>
