@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -221,6 +222,39 @@ TEST(Cli, MilestoneFastRerendersCommittedResults) {
 }  // namespace
 
 namespace {
+
+// Whether a running process has `var` (NAME=VALUE) in its environment.
+bool some_process_has(const std::string& var) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (("\0" + env).find('\0' + var + '\0') != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A bench starts its figure script before it simulates (the script imports matplotlib
+// meanwhile, then waits for its arguments). A bench that fails after that stops the script:
+// no process, no file in the temp folder, no output. One that succeeds leaves nothing either.
+TEST(Cli, FigureScriptStartedEarlyLeavesNothingBehind) {
+  if (std::system("python3 -c 'import matplotlib' 2>/dev/null && exit 0 || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0)
+    GTEST_SKIP() << "no Python with matplotlib here (tools/setup.sh installs python3-matplotlib)";
+  const std::string tmp = fresh_dir("kb_early_tmp");
+  fs::create_directories(tmp);
+  const std::string env = "TMPDIR='" + tmp + "' ";
+  const std::string none = fresh_dir("kb_early_none");
+  expect_input_error(run("run --bench milestone-1h-ccl --fast --set pe.sram_kib=1024 --out '" + none + "'", env),
+                     "--fast: the committed results are for the bench's own topology (default.yaml)");
+  EXPECT_FALSE(fs::exists(none));
+  EXPECT_TRUE(fs::is_empty(tmp));
+  EXPECT_FALSE(some_process_has("TMPDIR=" + tmp));
+  const std::string out = fresh_dir("kb_early_out");
+  const Result r = run("run --bench milestone-1h-ccl --fast --out '" + out + "'", env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(fs::file_size(fs::path(out) / "ccl_latency_vs_size.png"), 1000u);
+  EXPECT_TRUE(fs::is_empty(tmp));
+  EXPECT_FALSE(some_process_has("TMPDIR=" + tmp));
+}
 
 TEST(Cli, OverflowingRequestIsAnInputError) {
   expect_input_error(run("eval gemm --m 262144 --n 262144 --k 262144 --tile-m 262144 --tile-n 262144 --tile-k 262144"

@@ -155,9 +155,9 @@ def panels(title: str, subtitle: str):
 def algo_legend(fig, extra):
     handles = [Line2D([], [], color=COLORS[a], marker=MARKERS[a], label=a) for a in ALGOS] + extra
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)
-    # A fixed layout: tight_layout would draw the figure once more (a log axis lays out its
-    # ticks at every draw), and the saved figure's tight bounding box keeps every label.
-    fig.subplots_adjust(left=0.04, right=0.99, bottom=0.17, top=0.85, wspace=0.22)
+    # A fixed layout: tight_layout, or the saved figure's tight bounding box, would draw the
+    # figure once more (a log axis lays out its ticks at every draw).
+    kbplot.fixed_layout(fig, left=0.04, right=0.99, bottom=0.17, top=0.85, wspace=0.22)
 
 
 def plot_buffers(ax, points, level, algo, ranks, value):
@@ -310,7 +310,7 @@ def fig_engines(points, parity):
     handles += [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
                 Line2D([], [], color="0.3", linestyle=":", label="HBM")]
     right.legend(handles=handles, fontsize=8, ncol=2)
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.1, top=0.88, wspace=0.16)  # fixed, as in algo_legend
+    kbplot.fixed_layout(fig, left=0.06, right=0.98, bottom=0.1, top=0.88, wspace=0.16)  # as in algo_legend
     return fig
 
 

@@ -286,7 +286,7 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
     else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
       throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
   }
-  if (!b.plot.empty()) prefetch_plot_python();
+  if (!b.plot.empty()) prefetch_plot_python(b.plot);
   if (fast || env_is_fast) {
     // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
     const char* how = fast ? "--fast" : "MILESTONE_FAST";

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -307,26 +308,37 @@ std::string read_file(const std::string& path) {
 }
 
 namespace {
-// Runs a program with these arguments (searched on PATH, no shell): standard output to
-// /dev/null, standard error to `err` (or /dev/null). Returns its wait status, or -1 when it
-// could not be started.
-int run_program(const std::vector<std::string>& args, const std::string& err) {
+// Starts a program with these arguments (searched on PATH, no shell): standard output to
+// /dev/null, standard error to `err` (or /dev/null), standard input from `in` (or the
+// caller's, where `in` < 0). Returns its pid, or -1 when it could not be started.
+pid_t spawn_program(const std::vector<std::string>& args, const std::string& err, int in = -1) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.empty() ? "/dev/null" : err.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (in >= 0) posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  return rc == 0 ? pid : -1;
+}
+
+// Waits for a started program: its wait status, or -1.
+int wait_program(pid_t pid) {
+  if (pid < 0) return -1;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
   return status;
+}
+
+// Runs a program to its end (spawn_program, then wait_program).
+int run_program(const std::vector<std::string>& args, const std::string& err) {
+  return wait_program(spawn_program(args, err));
 }
 
 // Finds matplotlib without importing it (an import costs a third of a second, the lookup
@@ -336,9 +348,70 @@ bool can_plot(const std::string& python) {
       run_program({python, "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('matplotlib') is None)"}, "");
   return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
-}  // namespace
 
-namespace {
+std::string plot_err_path() {
+  std::error_code ec;
+  static std::atomic<int> serial{0};
+  return (fs::temp_directory_path(ec) /
+          ("kernbench-plot-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".err")).string();
+}
+
+// A figure script started before its input exists (`--args-on-stdin`): it imports matplotlib
+// while the bench simulates, then reads its arguments from its standard input, each ended by
+// a NUL byte, to the end. Never given them (the bench failed), it is stopped at exit and
+// leaves nothing. Its standard input is a socket, so that writing to a script that has died
+// is an error (MSG_NOSIGNAL), not a SIGPIPE.
+struct WarmScript {
+  std::string script, err;
+  pid_t pid = -1;
+  int to_child = -1;  // the write end of its standard input
+  void start(const std::string& python, const std::string& name) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return;  // then it starts cold, later
+    err = plot_err_path();
+    pid = spawn_program({python, data_dir() + "/tools/plot/" + name, "--args-on-stdin"}, err, fds[0]);
+    ::close(fds[0]);
+    if (pid < 0) {
+      ::close(fds[1]);
+      std::error_code ec;
+      fs::remove(err, ec);
+      return;
+    }
+    script = name, to_child = fds[1];
+  }
+  // Hands over the arguments: true where the script now runs with them.
+  bool give(const std::vector<std::string>& args) {
+    if (pid < 0) return false;
+    std::string text;
+    for (const std::string& a : args) text += a + '\0';
+    const bool sent = send_all(to_child, text);
+    ::close(to_child);
+    to_child = -1;
+    if (!sent) abandon();
+    return sent;
+  }
+  static bool send_all(int fd, const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done == text.size();
+  }
+  void abandon() {
+    if (pid < 0) return;
+    if (to_child >= 0) ::close(to_child);
+    ::kill(pid, SIGKILL);
+    wait_program(pid);
+    std::error_code ec;
+    fs::remove(err, ec);
+    pid = -1, to_child = -1;
+  }
+  ~WarmScript() { abandon(); }
+};
+
 std::string search_plot_python() {
   if (const char* env = std::getenv("KERNBENCH_PYTHON")) return can_plot(env) ? env : "";
   for (const char* c : {"python3", "/usr/bin/python3"})
@@ -346,12 +419,21 @@ std::string search_plot_python() {
   return "";
 }
 
+// Declared before the search's future, so destroyed after it: an unfinished search (which
+// may start the script) completes before the script is stopped.
+WarmScript warm_script;
 std::once_flag plot_python_once;
 std::shared_future<std::string> plot_python;
 }  // namespace
 
-void prefetch_plot_python() {
-  std::call_once(plot_python_once, [] { plot_python = std::async(std::launch::async, search_plot_python).share(); });
+void prefetch_plot_python(const std::string& script) {
+  std::call_once(plot_python_once, [script] {
+    plot_python = std::async(std::launch::async, [script] {
+                    std::string python = search_plot_python();
+                    if (!python.empty() && !script.empty()) warm_script.start(python, script);
+                    return python;
+                  }).share();
+  });
 }
 
 std::string find_plot_python() {
@@ -365,10 +447,20 @@ void render_figures(const std::string& script, const std::string& json_path, con
     throw InputError("figures: matplotlib is not available to python3; install it with "
                      "'apt-get install python3-matplotlib' or 'python3 -m pip install matplotlib' "
                      "(numbers were written to " + out_dir + ")");
-  std::error_code ec;
-  const std::string err = (fs::temp_directory_path(ec) / ("kernbench-plot-" + std::to_string(::getpid()) + ".err")).string();
   // An argument vector, no shell: paths are data, whatever characters they hold.
-  const int status = run_program({python, data_dir() + "/tools/plot/" + script, "--in", json_path, "--out", out_dir}, err);
+  const std::vector<std::string> args = {"--in", json_path, "--out", out_dir};
+  std::string err;
+  pid_t pid = -1;
+  if (warm_script.script == script && warm_script.give(args)) {
+    err = warm_script.err, pid = warm_script.pid;
+    warm_script.pid = -1, warm_script.script.clear();
+  } else {
+    std::vector<std::string> argv = {python, data_dir() + "/tools/plot/" + script};
+    argv.insert(argv.end(), args.begin(), args.end());
+    err = plot_err_path();
+    pid = spawn_program(argv, err);
+  }
+  const int status = wait_program(pid);
   std::string text;
   {
     std::ifstream in(err);
@@ -376,6 +468,7 @@ void render_figures(const std::string& script, const std::string& json_path, con
     ss << in.rdbuf();
     text = ss.str();
   }
+  std::error_code ec;
   fs::remove(err, ec);
   if (status == 0) return;
   // The script's last line, without its own "error: " prefix (main adds one).

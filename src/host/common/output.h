@@ -64,7 +64,9 @@ void check_output_path(const std::string& flag, const std::string& path, const s
 std::string find_plot_python();
 // Starts that search in the background (a command that will draw figures calls it first, so
 // that the interpreters' start-up overlaps the simulation); find_plot_python waits for it.
-void prefetch_plot_python();
+// With a figure script's name, the search then starts that script too, to import matplotlib
+// while the simulation runs; render_figures of that script hands it its arguments.
+void prefetch_plot_python(const std::string& script = "");
 
 // Runs tools/plot/<script> --in JSON --out DIR. Throws InputError with a one-line
 // explanation (how to install matplotlib) when no suitable Python is found, InputError
