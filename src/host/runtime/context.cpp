@@ -32,7 +32,7 @@ RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions opti
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   hbm_user_.assign(static_cast<std::size_t>(2 * topo_.total_pes()), 0);
   links_.assign(static_cast<std::size_t>(net::link_count(topo_)), engine::kNoResource);
-  pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * 4), engine::kNoResource);
+  pe_res_.assign(static_cast<std::size_t>(topo_.total_pes() * kPeSlots), engine::kNoResource);
 }
 
 std::string RuntimeContext::rank_name(const Rank& r) const {
@@ -226,13 +226,6 @@ void RuntimeContext::hbm_access(OpId op, const Rank& r, int port) {
   hbm_ops_.push_back({op, static_cast<std::int32_t>(global_cube(r))});
 }
 
-const RuntimeContext::BufInfo& RuntimeContext::use_buf(SramBuf b, const Rank& owner, std::int64_t bytes,
-                                                      const char* what) const {
-  const BufInfo& info = held_buf(b, owner, what);
-  fits(info, bytes, what);
-  return info;
-}
-
 // held_buf's checks again, in their order, for the first that fails.
 void RuntimeContext::bad_buf(SramBuf b, const Rank& owner, const char* what) const {
   if (b.id < 0 || b.id >= static_cast<std::int32_t>(bufs_.size())) throw InputError(std::string(what) + ": not an SRAM buffer");
@@ -329,7 +322,7 @@ Channel RuntimeContext::channel(const std::string& name) {
 }
 
 ResourceId RuntimeContext::dma_in_resource(const Rank& r) {
-  auto& id = pe_res_[static_cast<std::size_t>(global_pe(r) * 4 + 3)];
+  auto& id = pe_res_[pe_slot(r, kDmaInSlot)];
   // Written by other ranks' copies: served in the order they arrive.
   if (id == engine::kNoResource)
     id = graph_.add_resource(rank_name(r) + ".dma_in", ResourceClass::dma, r.sip, engine::Discipline::arbitrated);

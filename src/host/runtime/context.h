@@ -363,7 +363,11 @@ class RuntimeContext {
   void end_launch();
   void release(std::int32_t buf);
   // A buffer an op of `owner` uses for `bytes`: it must exist, be on that PE and be held.
-  const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const;
+  const BufInfo& use_buf(SramBuf b, const Rank& owner, std::int64_t bytes, const char* what) const {
+    const BufInfo& info = held_buf(b, owner, what);
+    fits(info, bytes, what);
+    return info;
+  }
   // use_buf for `elements` values of the buffer's own type.
   const BufInfo& use_elements(SramBuf b, const Rank& owner, std::int64_t elements, const char* what) const {
     const BufInfo& info = held_buf(b, owner, what);  // its type is known only once the buffer is
@@ -402,9 +406,11 @@ class RuntimeContext {
     const engine::ResourceId id = pe_res_[pe_slot(r, cls)];
     return id != engine::kNoResource ? id : add_pe_resource(r, cls);
   }
+  // A PE's resources in pe_res_: its matrix, vector and DMA engines, and its DMA-in queue.
+  enum PeSlot : int { kMatrixSlot, kVectorSlot, kDmaSlot, kDmaInSlot, kPeSlots };
+  std::size_t pe_slot(const Rank& r, int slot) const { return static_cast<std::size_t>(global_pe(r) * kPeSlots + slot); }
   std::size_t pe_slot(const Rank& r, engine::ResourceClass cls) const {
-    const int slot = cls == engine::ResourceClass::matrix ? 0 : cls == engine::ResourceClass::vector ? 1 : 2;
-    return static_cast<std::size_t>(global_pe(r) * 4 + slot);
+    return pe_slot(r, cls == engine::ResourceClass::matrix ? kMatrixSlot : cls == engine::ResourceClass::vector ? kVectorSlot : kDmaSlot);
   }
   engine::ResourceId add_pe_resource(const Rank& r, engine::ResourceClass cls);
   engine::ResourceId dma_in_resource(const Rank& r);
@@ -435,7 +441,7 @@ class RuntimeContext {
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
-  std::vector<engine::ResourceId> pe_res_;  // global PE * 4 + {matrix, vector, dma, dma_in}
+  std::vector<engine::ResourceId> pe_res_;  // per PE, kPeSlots of them (pe_slot)
   std::vector<engine::ResourceId> links_;  // per link id of the network; kNoResource until used
   std::vector<std::pair<engine::ResourceId, std::int64_t>> link_of_;  // the links used
   LaunchGrid grid_;  // of the current launch: sets the HBM share of each PE
