@@ -234,24 +234,40 @@ bool some_process_has(const std::string& var) {
 }
 
 // A bench starts its figure script before it simulates (the script imports matplotlib
-// meanwhile, then waits for its arguments). A bench that fails after that stops the script:
-// no process, no file in the temp folder, no output. One that succeeds leaves nothing either.
-TEST(Cli, FigureScriptStartedEarlyLeavesNothingBehind) {
-  if (std::system("python3 -c 'import matplotlib' 2>/dev/null && exit 0 || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0)
-    GTEST_SKIP() << "no Python with matplotlib here (tools/setup.sh installs python3-matplotlib)";
-  const std::string tmp = fresh_dir("kb_early_tmp");
+// meanwhile, then reads its arguments from its standard input). A wrapper as the Python logs
+// each start: one early start per bench, no cold one. A bench that fails after the start
+// ends the script with the command: no process left, nothing in the temp folder, no output.
+TEST(Cli, FigureScriptStartsEarlyAndLeavesNothingBehind) {
+  std::string python;
+  for (const char* c : {"python3", "/usr/bin/python3"})
+    if (python.empty() && std::system((std::string(c) + " -c 'import matplotlib' 2>/dev/null").c_str()) == 0) python = c;
+  if (python.empty()) GTEST_SKIP() << "no Python with matplotlib here (tools/setup.sh installs python3-matplotlib)";
+  const std::string tmp = fresh_dir("kb_early_tmp"), dir = fresh_dir("kb_early_bin");
   fs::create_directories(tmp);
-  const std::string env = "TMPDIR='" + tmp + "' ";
-  const std::string none = fresh_dir("kb_early_none");
-  expect_input_error(run("run --bench milestone-1h-ccl --fast --set pe.sram_kib=1024 --out '" + none + "'", env),
-                     "--fast: the committed results are for the bench's own topology (default.yaml)");
-  EXPECT_FALSE(fs::exists(none));
-  EXPECT_TRUE(fs::is_empty(tmp));
-  EXPECT_FALSE(some_process_has("TMPDIR=" + tmp));
+  fs::create_directories(dir);
+  const std::string log = dir + "/starts.log", wrapper = dir + "/python";
+  std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> '" << log << "'\nexec " << python << " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string env = "TMPDIR='" + tmp + "' KERNBENCH_PYTHON='" + wrapper + "' ";
+  auto starts = [&](const std::string& what) {
+    std::ifstream in(log);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
+    return n;
+  };
   const std::string out = fresh_dir("kb_early_out");
   const Result r = run("run --bench milestone-1h-ccl --fast --out '" + out + "'", env);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_GT(fs::file_size(fs::path(out) / "ccl_latency_vs_size.png"), 1000u);
+  EXPECT_EQ(starts("plot_ccl.py --args-on-stdin"), 1);
+  EXPECT_EQ(starts("plot_ccl.py --in"), 0);  // no cold start
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove(log);
+  const std::string none = fresh_dir("kb_early_none");
+  expect_input_error(run("run --bench milestone-1h-ccl --fast --set pe.sram_kib=1024 --out '" + none + "'", env),
+                     "--fast: the committed results are for the bench's own topology (default.yaml)");
+  EXPECT_EQ(starts("plot_ccl.py --args-on-stdin"), 1);
+  EXPECT_FALSE(fs::exists(none));
   EXPECT_TRUE(fs::is_empty(tmp));
   EXPECT_FALSE(some_process_has("TMPDIR=" + tmp));
 }

@@ -116,14 +116,14 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
     ``--args-on-stdin`` the arguments are read from standard input instead, each ended by a
     NUL byte: the simulator starts a bench's script early, so that importing matplotlib
     overlaps the simulation, and hands them over once the input exists. An empty standard
-    input (the bench failed) ends the script at once, writing nothing.
+    input (the bench failed, and abandons the script) is an error, writing nothing.
     """
     if argv is None:
         argv = sys.argv[1:]
     if list(argv) == ["--args-on-stdin"]:
         data = sys.stdin.buffer.read()
         if not data:
-            sys.exit(0)
+            fail("--args-on-stdin: no arguments on standard input")
         argv = [os.fsdecode(a) for a in data.split(b"\0")[:-1]]
     p = _ArgParser(description=description)
     p.add_argument("--in", dest="input", required=True, metavar="FILE.json",

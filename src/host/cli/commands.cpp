@@ -286,7 +286,12 @@ void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std:
     else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
       throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
   }
-  if (!b.plot.empty()) prefetch_plot_python(b.plot);
+  // The figure script starts now, importing matplotlib while the bench runs; not inside a
+  // program that embeds the tool, which outlives the command. It ends with the command.
+  struct EndPrefetch {
+    ~EndPrefetch() { end_plot_prefetch(); }
+  } end_prefetch;
+  if (!b.plot.empty()) prefetch_plot_python(embedding() ? "" : b.plot);
   if (fast || env_is_fast) {
     // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
     const char* how = fast ? "--fast" : "MILESTONE_FAST";

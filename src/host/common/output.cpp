@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -309,14 +310,15 @@ std::string read_file(const std::string& path) {
 
 namespace {
 // Starts a program with these arguments (searched on PATH, no shell): standard output to
-// /dev/null, standard error to `err` (or /dev/null), standard input from `in` (or the
-// caller's, where `in` < 0). Returns its pid, or -1 when it could not be started.
-pid_t spawn_program(const std::vector<std::string>& args, const std::string& err, int in = -1) {
+// /dev/null, standard error to the file `err` (or /dev/null, where `err` < 0), standard
+// input from `in` (or the caller's, where `in` < 0). Returns its pid, or -1 when it could
+// not be started.
+pid_t spawn_program(const std::vector<std::string>& args, int err = -1, int in = -1) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.empty() ? "/dev/null" : err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (err >= 0) posix_spawn_file_actions_adddup2(&fa, err, STDERR_FILENO);
+  else posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   if (in >= 0) posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -337,51 +339,68 @@ int wait_program(pid_t pid) {
 }
 
 // Runs a program to its end (spawn_program, then wait_program).
-int run_program(const std::vector<std::string>& args, const std::string& err) {
-  return wait_program(spawn_program(args, err));
-}
+int run_program(const std::vector<std::string>& args) { return wait_program(spawn_program(args)); }
 
 // Finds matplotlib without importing it (an import costs a third of a second, the lookup
 // a few milliseconds): the scripts import it once they run.
 bool can_plot(const std::string& python) {
-  const int status =
-      run_program({python, "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('matplotlib') is None)"}, "");
+  const int status = run_program({python, "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('matplotlib') is None)"});
   return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-std::string plot_err_path() {
+// A file without a name for a figure script's messages (read back once it ends): nothing is
+// left behind, however this process ends. -1 where none can be made (then they are lost).
+int anonymous_file() {
+  const int fd = ::memfd_create("kernbench-plot-messages", MFD_CLOEXEC);
+  if (fd >= 0) return fd;
   std::error_code ec;
-  static std::atomic<int> serial{0};
-  return (fs::temp_directory_path(ec) /
-          ("kernbench-plot-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".err")).string();
+  std::string path = (fs::temp_directory_path(ec) / "kernbench-plot-XXXXXX").string();
+  const int tmp = ::mkostemp(path.data(), O_CLOEXEC);
+  if (tmp >= 0) ::unlink(path.c_str());
+  return tmp;
+}
+
+std::string read_back(int fd) {
+  std::string text;
+  if (fd < 0 || ::lseek(fd, 0, SEEK_SET) != 0) return text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
 }
 
 // A figure script started before its input exists (`--args-on-stdin`): it imports matplotlib
 // while the bench simulates, then reads its arguments from its standard input, each ended by
-// a NUL byte, to the end. Never given them (the bench failed), it is stopped at exit and
-// leaves nothing. Its standard input is a socket, so that writing to a script that has died
-// is an error (MSG_NOSIGNAL), not a SIGPIPE.
+// a NUL byte, to the end. Its standard input is a socket, so that writing to a script that
+// has died is an error (MSG_NOSIGNAL), not a SIGPIPE. One never given its arguments (the
+// command failed) is abandoned when the command ends: its input closed, it exits by itself
+// (its exit handlers remove what matplotlib made), killed only if it has not within 3 s.
 struct WarmScript {
-  std::string script, err;
+  std::string script;
   pid_t pid = -1;
+  pid_t owner = -1;   // the process that started it (a forked child leaves it alone)
   int to_child = -1;  // the write end of its standard input
+  int err = -1;       // its standard error
   void start(const std::string& python, const std::string& name) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return;  // then it starts cold, later
-    err = plot_err_path();
+    err = anonymous_file();
     pid = spawn_program({python, data_dir() + "/tools/plot/" + name, "--args-on-stdin"}, err, fds[0]);
     ::close(fds[0]);
     if (pid < 0) {
       ::close(fds[1]);
-      std::error_code ec;
-      fs::remove(err, ec);
+      release_err();
       return;
     }
-    script = name, to_child = fds[1];
+    script = name, to_child = fds[1], owner = ::getpid();
   }
   // Hands over the arguments: true where the script now runs with them.
   bool give(const std::vector<std::string>& args) {
-    if (pid < 0) return false;
+    if (pid < 0 || owner != ::getpid()) return false;
     std::string text;
     for (const std::string& a : args) text += a + '\0';
     const bool sent = send_all(to_child, text);
@@ -400,14 +419,27 @@ struct WarmScript {
     }
     return done == text.size();
   }
+  void release_err() {
+    if (err >= 0) ::close(err);
+    err = -1;
+  }
   void abandon() {
-    if (pid < 0) return;
+    if (pid < 0 || owner != ::getpid()) return;
     if (to_child >= 0) ::close(to_child);
-    ::kill(pid, SIGKILL);
-    wait_program(pid);
-    std::error_code ec;
-    fs::remove(err, ec);
-    pid = -1, to_child = -1;
+    to_child = -1;
+    int status = 0;
+    for (int waited_ms = 0;; waited_ms += 10) {
+      const pid_t got = ::waitpid(pid, &status, WNOHANG);
+      if (got == pid || (got < 0 && errno != EINTR)) break;
+      if (waited_ms >= 3000) {
+        ::kill(pid, SIGKILL);
+        wait_program(pid);
+        break;
+      }
+      ::usleep(10000);
+    }
+    release_err();
+    pid = -1, script.clear();
   }
   ~WarmScript() { abandon(); }
 };
@@ -420,7 +452,7 @@ std::string search_plot_python() {
 }
 
 // Declared before the search's future, so destroyed after it: an unfinished search (which
-// may start the script) completes before the script is stopped.
+// may start the script) completes before the script is abandoned.
 WarmScript warm_script;
 std::once_flag plot_python_once;
 std::shared_future<std::string> plot_python;
@@ -436,6 +468,11 @@ void prefetch_plot_python(const std::string& script) {
   });
 }
 
+void end_plot_prefetch() {
+  if (plot_python.valid()) plot_python.wait();
+  warm_script.abandon();
+}
+
 std::string find_plot_python() {
   prefetch_plot_python();
   return plot_python.get();
@@ -449,27 +486,20 @@ void render_figures(const std::string& script, const std::string& json_path, con
                      "(numbers were written to " + out_dir + ")");
   // An argument vector, no shell: paths are data, whatever characters they hold.
   const std::vector<std::string> args = {"--in", json_path, "--out", out_dir};
-  std::string err;
+  int err = -1;
   pid_t pid = -1;
   if (warm_script.script == script && warm_script.give(args)) {
     err = warm_script.err, pid = warm_script.pid;
-    warm_script.pid = -1, warm_script.script.clear();
+    warm_script.err = -1, warm_script.pid = -1, warm_script.script.clear();
   } else {
     std::vector<std::string> argv = {python, data_dir() + "/tools/plot/" + script};
     argv.insert(argv.end(), args.begin(), args.end());
-    err = plot_err_path();
+    err = anonymous_file();
     pid = spawn_program(argv, err);
   }
   const int status = wait_program(pid);
-  std::string text;
-  {
-    std::ifstream in(err);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  std::error_code ec;
-  fs::remove(err, ec);
+  std::string text = read_back(err);
+  if (err >= 0) ::close(err);
   if (status == 0) return;
   // The script's last line, without its own "error: " prefix (main adds one).
   while (!text.empty() && text.back() == '\n') text.pop_back();

@@ -67,6 +67,9 @@ std::string find_plot_python();
 // With a figure script's name, the search then starts that script too, to import matplotlib
 // while the simulation runs; render_figures of that script hands it its arguments.
 void prefetch_plot_python(const std::string& script = "");
+// Ends what prefetch_plot_python started for a command: a script it started and that was
+// never given its arguments exits (its input closed), or is killed after 3 s.
+void end_plot_prefetch();
 
 // Runs tools/plot/<script> --in JSON --out DIR. Throws InputError with a one-line
 // explanation (how to install matplotlib) when no suitable Python is found, InputError
