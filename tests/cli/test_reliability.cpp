@@ -36,6 +36,18 @@ TEST(Reliability, PathsReachThePlotScriptAsData) {
   EXPECT_TRUE(fs::exists(dir + "/gemm_roofline.png"));
   EXPECT_FALSE(fs::exists(cwd + "/INJECTED"));
   EXPECT_FALSE(fs::exists(dir + "/INJECTED"));
+  // A bench's script, started before the bench runs, gets its paths on its standard input
+  // instead: the same folder name, and one with a line break in it.
+  for (const std::string& out : {dir + "/fast", cwd + "/two\nlines; touch INJECTED"}) {
+    std::string q = "'";
+    for (char c : out) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    q += "'";
+    const Result f = run("run --bench milestone-1h-gemm --fast --out " + q, "cd '" + cwd + "' && ");
+    EXPECT_EQ(f.code, 0) << f.err;
+    EXPECT_TRUE(fs::exists(out + "/gemm_roofline.png")) << out;
+  }
+  EXPECT_FALSE(fs::exists(cwd + "/INJECTED"));
+  EXPECT_FALSE(fs::exists(dir + "/INJECTED"));
 }
 
 TEST(Reliability, OutputsNeverReplaceSpecialFiles) {
