@@ -86,4 +86,93 @@ inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uin
   return out;
 }
 
+// Random configs over wider ranges than random_allreduce_configs: grids up to 16 in a line
+// or 8 x 8, up to 64 SIPs and 4096 PEs, ranks up to 64 on a level (the whole level, powers of
+// two, multiples of a grid row), hier up to about 600 PEs, up to 16 chunks, sizes up to 6 MiB
+// (and just above the least), SRAM and HBM sized just enough for a third of them, link
+// latencies up to 10 us, and for a third every figure equal and round (ties in arbitration).
+// Valid configs go to the result; `rejected` gets as many of the others as it is given room
+// for (its capacity), for their statuses.
+inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std::uint64_t seed,
+                                                                  std::vector<AllreduceConfig>* rejected) {
+  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto grid = [&](std::int64_t& r, std::int64_t& c) {
+    const int k = static_cast<int>(pick(0, 4));
+    if (k == 0) r = 1, c = pick(1, 16);
+    else if (k == 1) r = pick(1, 16), c = 1;
+    else r = pick(1, 4), c = pick(1, 8);
+    if (pick(0, 1)) std::swap(r, c);
+  };
+  std::vector<AllreduceConfig> out;
+  while (static_cast<int>(out.size()) < count) {
+    AllreduceConfig c{};
+    c.hw = base.hw();
+    HwConfig& h = c.hw;
+    random_machine(h, pick);
+    h.sips = pick(0, 3) ? pick(1, 8) : pick(9, 64);
+    grid(h.cube_rows, h.cube_cols);
+    grid(h.pe_rows, h.pe_cols);
+    if (h.total_pes() > 4096) continue;
+    for (LinkSpec* l : {&h.sip_link, &h.cube_link, &h.ipcq}) {
+      const int k = static_cast<int>(pick(0, 3));
+      l->bandwidth_gbps = k == 0 ? pick(1, 10) : k == 1 ? pick(1, 4000) : pick(1, 400);
+      l->latency_ns = pick(0, 3) ? pick(0, 10000) : pick(0, 5);
+    }
+    h.hbm_bandwidth_gbps = pick(0, 1) ? pick(1, 4000) : pick(1, 50);
+    h.hbm_latency_ns = pick(0, 4) ? pick(0, 1000) : 0;
+    h.dma_engines = pick(1, 8);
+    if (pick(0, 2) == 0) {  // ties: equal, round figures everywhere
+      const std::int64_t round[] = {1, 2, 4, 8, 16, 64, 100, 128, 256, 1000, 1024, 4000};
+      const std::int64_t bw = round[pick(0, 11)], lat = pick(0, 2) ? 0 : round[pick(0, 11)];
+      for (LinkSpec* l : {&h.sip_link, &h.cube_link, &h.ipcq}) {
+        l->bandwidth_gbps = pick(0, 3) ? bw : 2 * bw;
+        l->latency_ns = pick(0, 3) ? lat : 0;
+      }
+      h.hbm_bandwidth_gbps = bw << pick(0, 4);
+      h.hbm_latency_ns = pick(0, 1) ? lat : 0;
+      h.dma_bandwidth_gbps = pick(0, 1) ? bw : 2 * bw;
+      h.clock_mhz = pick(0, 1) ? 1000 : 2000;
+    }
+    h.sram_kib = pick(0, 2) ? pick(1, 8192) : pick(1, 64);
+    h.hbm_capacity_mib = pick(0, 2) ? pick(1, 256) : pick(1, 16384);
+    c.level = pick(0, 3);
+    c.algo = pick(0, 4);
+    if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
+      const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
+      const int kind = static_cast<int>(pick(0, 2));
+      c.ranks = kind == 0 ? pick(2, std::max<std::int64_t>(2, ppc))
+                : kind == 1 ? ppc * pick(2, std::max<std::int64_t>(2, h.cubes_per_sip()))
+                            : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, std::max<std::int64_t>(2, 600 / pps))));
+    } else {
+      const std::int64_t most = std::min<std::int64_t>(64, coll_level_size(h, c.level));
+      if (most < 2) continue;
+      const int k = static_cast<int>(pick(0, 3));
+      std::int64_t p = 2;
+      if (k == 0) p = most;
+      else if (k == 1) while (p * 2 <= most && pick(0, 2)) p *= 2;
+      else if (k == 2) p = std::min(most, std::max<std::int64_t>(2, (c.level == 0 ? h.pe_cols : h.cube_cols) * pick(1, 4)));
+      else p = pick(2, most);
+      c.ranks = p;
+    }
+    c.buffer = pick(0, 1);
+    c.op = pick(0, 1);
+    c.chunks = pick(0, 2) ? pick(1, 4) : pick(5, 16);
+    const std::int64_t least = c.chunks * c.ranks;
+    const int size = static_cast<int>(pick(0, 3));
+    const std::int64_t values = size == 0 ? least * pick(1, 3) + pick(0, least) : size == 1 ? pick(1, 4096)
+                                : size == 2 ? pick(4096, 1 << 20) : pick(1 << 20, 3 << 20);
+    c.bytes = 2 * values;
+    if (pick(0, 2) == 0) {  // memory just enough (or a KiB, a MiB short)
+      h.sram_kib = std::max<std::int64_t>(1, (coll_sram_bytes(c) + 1023) / 1024 - pick(0, 3) / 3);
+      const std::int64_t hbm = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
+      h.hbm_capacity_mib = std::max<std::int64_t>(1, ((hbm + (1 << 20) - 1) >> 20) - pick(0, 3) / 3);
+    }
+    if (allreduce_check(c) == kArOk) out.push_back(c);
+    else if (rejected && rejected->size() < rejected->capacity()) rejected->push_back(c);
+  }
+  return out;
+}
+
 }  // namespace kb::testing

@@ -51,6 +51,30 @@ TEST_P(AllreduceParity, TenThousandRandomConfigs) {
   }
 }
 
+// Wider machines, sizes and chunkings than the test above, and arbitration ties; configs
+// the check refuses are refused alike by the model (the check's status) and the reference.
+TEST_P(AllreduceParity, WideRangesAndTies) {
+  std::vector<AllreduceConfig> rejected;
+  rejected.reserve(200);
+  const std::vector<AllreduceConfig> configs = testing::random_wide_allreduce_configs(2000, 20261203, &rejected);
+  const std::vector<AllreduceResult> exec = eval<AllreduceModel>(GetParam(), configs);
+  std::int64_t large = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kArOk) << describe(configs[i]);
+    const AllreduceResult ref = allreduce_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("allreduce"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+    ASSERT_EQ(testing::energy_recompute_diff(family("allreduce"), &configs[i], &exec[i]), "") << describe(configs[i]);
+    large += configs[i].bytes > 8192 || configs[i].ranks > 12 || configs[i].chunks > 4;
+  }
+  EXPECT_GT(large, 1000) << "the wide ranges are barely covered";
+  ASSERT_EQ(rejected.size(), 200u);
+  const std::vector<AllreduceResult> refused = eval<AllreduceModel>(GetParam(), rejected);
+  for (std::size_t i = 0; i < rejected.size(); ++i) {
+    EXPECT_EQ(refused[i].status, allreduce_check(rejected[i])) << describe(rejected[i]);
+    EXPECT_ANY_THROW(allreduce_reference(rejected[i], nullptr)) << describe(rejected[i]);
+  }
+}
+
 TEST_P(AllreduceParity, EveryMilestonePoint) {
   const TopologySpec def = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
   const TopologySpec ring = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml");
