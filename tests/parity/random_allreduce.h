@@ -46,6 +46,17 @@ void random_machine(HwConfig& h, Pick& pick) {
   random_energy(h, pick);
 }
 
+// A hier launch's ranks: part of a cube, whole cubes of SIP 0, or whole SIPs (as many as
+// keep it under `most_pes` PEs, and at least two).
+template <class Pick>
+std::int64_t random_hier_ranks(const HwConfig& h, Pick& pick, std::int64_t most_pes) {
+  const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
+  const int kind = static_cast<int>(pick(0, 2));
+  return kind == 0   ? pick(2, std::max<std::int64_t>(2, ppc))
+         : kind == 1 ? ppc * pick(2, std::max<std::int64_t>(2, h.cubes_per_sip()))
+                     : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, most_pes / pps)));
+}
+
 // Random valid configs; `counts` tallies them per (level, algo, buffer).
 inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
   const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
@@ -63,12 +74,7 @@ inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uin
     c.level = pick(0, 3);
     c.algo = pick(0, 4);
     if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
-      // Part of a cube, whole cubes of SIP 0, or whole SIPs (as many as keep it under 100 PEs).
-      const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
-      const int kind = static_cast<int>(pick(0, 2));
-      c.ranks = kind == 0 ? pick(2, std::max<std::int64_t>(2, ppc))
-                : kind == 1 ? ppc * pick(2, std::max<std::int64_t>(2, h.cubes_per_sip()))
-                            : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, 100 / pps)));
+      c.ranks = random_hier_ranks(h, pick, 100);
     } else {
       if (coll_level_size(h, c.level) < 2) continue;  // a level of one rank (and pick(lo, hi) needs lo <= hi)
       c.ranks = pick(2, std::min<std::int64_t>(12, coll_level_size(h, c.level)));
@@ -140,11 +146,7 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
     c.level = pick(0, 3);
     c.algo = pick(0, 4);
     if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
-      const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
-      const int kind = static_cast<int>(pick(0, 2));
-      c.ranks = kind == 0 ? pick(2, std::max<std::int64_t>(2, ppc))
-                : kind == 1 ? ppc * pick(2, std::max<std::int64_t>(2, h.cubes_per_sip()))
-                            : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, std::max<std::int64_t>(2, 600 / pps))));
+      c.ranks = random_hier_ranks(h, pick, 600);
     } else {
       const std::int64_t most = std::min<std::int64_t>(64, coll_level_size(h, c.level));
       if (most < 2) continue;
