@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "energy_check.h"
+#include "wide_ranges.h"
 #include "host/kernels/allreduce_program.h"
 #include "host/topology/load.h"
 
@@ -93,7 +94,7 @@ inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uin
 }
 
 // Random configs over wider ranges than random_allreduce_configs: grids up to 16 in a line
-// or 8 x 8, up to 64 SIPs and 4096 PEs, ranks up to 64 on a level (the whole level, powers of
+// or 4 x 8, up to 64 SIPs and 4096 PEs, ranks up to 64 on a level (the whole level, powers of
 // two, multiples of a grid row), hier up to about 600 PEs, up to 16 chunks, sizes up to 6 MiB
 // (and just above the least), SRAM and HBM sized just enough for a third of them, link
 // latencies up to 10 us, and for a third every figure equal and round (ties in arbitration).
@@ -104,13 +105,6 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
   const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
   std::mt19937_64 rng(seed);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  auto grid = [&](std::int64_t& r, std::int64_t& c) {
-    const int k = static_cast<int>(pick(0, 4));
-    if (k == 0) r = 1, c = pick(1, 16);
-    else if (k == 1) r = pick(1, 16), c = 1;
-    else r = pick(1, 4), c = pick(1, 8);
-    if (pick(0, 1)) std::swap(r, c);
-  };
   std::vector<AllreduceConfig> out;
   while (static_cast<int>(out.size()) < count) {
     AllreduceConfig c{};
@@ -118,8 +112,8 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
     HwConfig& h = c.hw;
     random_machine(h, pick);
     h.sips = pick(0, 3) ? pick(1, 8) : pick(9, 64);
-    grid(h.cube_rows, h.cube_cols);
-    grid(h.pe_rows, h.pe_cols);
+    random_grid(h.cube_rows, h.cube_cols, pick, 16);
+    random_grid(h.pe_rows, h.pe_cols, pick, 16);
     if (h.total_pes() > 4096) continue;
     for (LinkSpec* l : {&h.sip_link, &h.cube_link, &h.ipcq}) {
       const int k = static_cast<int>(pick(0, 3));
@@ -129,18 +123,7 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
     h.hbm_bandwidth_gbps = pick(0, 1) ? pick(1, 4000) : pick(1, 50);
     h.hbm_latency_ns = pick(0, 4) ? pick(0, 1000) : 0;
     h.dma_engines = pick(1, 8);
-    if (pick(0, 2) == 0) {  // ties: equal, round figures everywhere
-      const std::int64_t round[] = {1, 2, 4, 8, 16, 64, 100, 128, 256, 1000, 1024, 4000};
-      const std::int64_t bw = round[pick(0, 11)], lat = pick(0, 2) ? 0 : round[pick(0, 11)];
-      for (LinkSpec* l : {&h.sip_link, &h.cube_link, &h.ipcq}) {
-        l->bandwidth_gbps = pick(0, 3) ? bw : 2 * bw;
-        l->latency_ns = pick(0, 3) ? lat : 0;
-      }
-      h.hbm_bandwidth_gbps = bw << pick(0, 4);
-      h.hbm_latency_ns = pick(0, 1) ? lat : 0;
-      h.dma_bandwidth_gbps = pick(0, 1) ? bw : 2 * bw;
-      h.clock_mhz = pick(0, 1) ? 1000 : 2000;
-    }
+    if (pick(0, 2) == 0) round_figures(h, pick, {&h.sip_link, &h.cube_link, &h.ipcq});
     h.sram_kib = pick(0, 2) ? pick(1, 8192) : pick(1, 64);
     h.hbm_capacity_mib = pick(0, 2) ? pick(1, 256) : pick(1, 16384);
     c.level = pick(0, 3);

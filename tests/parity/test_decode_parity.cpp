@@ -9,6 +9,7 @@
 
 #include "benches/milestone_gqa_decode.h"
 #include "energy_check.h"
+#include "wide_ranges.h"
 #include "host/families/family.h"
 #include "host/kernels/decode_program.h"
 #include "host/parity/figures.h"
@@ -86,6 +87,70 @@ std::vector<DecodeConfig> random_configs(int count, std::uint64_t seed, std::vec
   return out;
 }
 
+// Random configs over wider ranges than random_configs: grids up to 8 in a line or 4 x 8,
+// HBM shared by up to 8 tenants, batch up to 64, up to 8 KV heads of groups up to 8, heads of
+// up to 256 values, link latencies up to 10 us, SRAM and HBM sized just enough (or one KiB,
+// one MiB short) for a third of them, and for a third every figure equal and round (ties in
+// the merge queues). Valid configs whose reference stays small go to the result; `rejected`
+// gets as many of the others as it has room for (its capacity).
+std::vector<DecodeConfig> random_wide_configs(int count, std::uint64_t seed, std::vector<DecodeConfig>* rejected) {
+  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const std::int64_t arrays[] = {1, 2, 3, 4, 7, 8, 16, 32, 64, 128};
+  std::vector<DecodeConfig> out;
+  while (static_cast<int>(out.size()) < count) {
+    DecodeConfig c{};
+    c.hw = base.hw();
+    HwConfig& h = c.hw;
+    testing::random_grid(h.cube_rows, h.cube_cols, pick, 8);
+    testing::random_grid(h.pe_rows, h.pe_cols, pick, 8);
+    for (LinkSpec* l : {&h.cube_link, &h.ipcq}) {
+      l->bandwidth_gbps = pick(0, 3) ? pick(1, 4000) : pick(1, 10);
+      l->latency_ns = pick(0, 3) ? pick(0, 10000) : pick(0, 5);
+    }
+    h.hbm_bandwidth_gbps = pick(0, 1) ? pick(1, 4000) : pick(1, 50);
+    h.hbm_latency_ns = pick(0, 4) ? pick(0, 1000) : 0;
+    h.hbm_tenants = pick(0, 3) ? 0 : pick(1, 8);
+    h.dma_engines = pick(1, 8);
+    h.dma_bandwidth_gbps = pick(1, 4000);
+    h.clock_mhz = pick(1, 5000);
+    h.vector_lanes = pick(1, 512);
+    h.matrix_rows = arrays[pick(0, 9)], h.matrix_cols = arrays[pick(0, 9)];
+    h.dataflow = static_cast<Dataflow>(pick(0, 2));
+    testing::random_energy(h, pick);
+    if (pick(0, 2) == 0) testing::round_figures(h, pick, {&h.cube_link, &h.ipcq});
+    h.sram_kib = 8192, h.hbm_capacity_mib = 1 << 14;
+    c.decode_case = pick(1, 4);
+    c.batch = pick(0, 2) ? pick(1, 8) : pick(9, 64);
+    c.h_kv = pick(0, 1) ? 1 : pick(2, 8);
+    c.h_q = c.h_kv * pick(1, 8);
+    c.d_head = pick(0, 1) ? std::int64_t(1) << pick(0, 8) : pick(1, 256);
+    DecodeConfig probe = c;
+    probe.s_kv = 1, probe.chunk = 1;
+    const std::int64_t parts = dec_kv_parts(probe);
+    c.s_kv = parts * pick(1, pick(0, 3) ? 8 : 100) + pick(0, parts - 1);
+    c.chunk = pick(0, 1) ? 0 : pick(1, std::min<std::int64_t>(c.s_kv, 256));
+    c.allreduce = c.decode_case == 4 ? pick(0, 1) : 0;
+    c.kv_bytes = pick(1, 2);
+    decode_complete(c);
+    if (pick(0, 2) == 0 && decode_check(c) == kDecOk) {  // memory just enough (or a KiB, a MiB short)
+      const std::int64_t sram = dec_sram_bytes(c, dec_max_rows(c), std::min<std::int64_t>(c.chunk, dec_max_shard(c)));
+      h.sram_kib = std::max<std::int64_t>(1, (sram + 1023) / 1024 - pick(0, 3) / 3);
+      const std::int64_t hbm = dec_kv_max_cube_bytes(c) + dec_qo_cube_bytes(c);
+      h.hbm_capacity_mib = std::max<std::int64_t>(1, ((hbm + (1 << 20) - 1) >> 20) - pick(0, 3) / 3);
+    }
+    if (decode_check(c) != kDecOk) {
+      if (rejected && rejected->size() < rejected->capacity()) rejected->push_back(c);
+      continue;
+    }
+    const std::int64_t steps = ceil_div(dec_max_rows(c), dec_group(c)) * ceil_div(dec_max_shard(c), c.chunk);
+    if (steps * h.cubes_per_sip() * h.pes_per_cube() > 20000) continue;  // keep the reference small
+    out.push_back(c);
+  }
+  return out;
+}
+
 class DecodeParity : public ::testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override {
@@ -109,6 +174,34 @@ TEST_P(DecodeParity, TenThousandRandomConfigs) {
     const DecodeResult ref = decode_reference(configs[i], nullptr);
     ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
     ASSERT_EQ(testing::energy_recompute_diff(family("decode"), &configs[i], &exec[i]), "") << describe(configs[i]);
+  }
+}
+
+// Wider machines and shapes than the test above, shared HBM and ties; configs the check
+// refuses are refused alike by the model (the check's status) and the reference.
+TEST_P(DecodeParity, WideRangesAndTies) {
+  std::vector<DecodeConfig> rejected;
+  rejected.reserve(200);
+  const std::vector<DecodeConfig> configs = random_wide_configs(1500, 20261204, &rejected);
+  const std::vector<DecodeResult> exec = eval<DecodeModel>(GetParam(), configs);
+  int cases[5] = {0, 0, 0, 0, 0}, wide = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kDecOk) << describe(configs[i]);
+    const DecodeResult ref = decode_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+    ASSERT_EQ(testing::energy_recompute_diff(family("decode"), &configs[i], &exec[i]), "") << describe(configs[i]);
+    ++cases[configs[i].decode_case];
+    const HwConfig& h = configs[i].hw;
+    wide += h.cube_rows > 3 || h.cube_cols > 4 || h.pe_rows > 3 || h.pe_cols > 4 || configs[i].batch > 6 ||
+            configs[i].h_kv > 3 || h.hbm_tenants > 1;
+  }
+  for (int k = 1; k <= 4; ++k) EXPECT_GT(cases[k], 150) << "case " << k << " barely covered";
+  EXPECT_GT(wide, 500) << "the wide ranges are barely covered";
+  ASSERT_GT(rejected.size(), 50u);
+  const std::vector<DecodeResult> refused = eval<DecodeModel>(GetParam(), rejected);
+  for (std::size_t i = 0; i < rejected.size(); ++i) {
+    EXPECT_EQ(refused[i].status, decode_check(rejected[i])) << describe(rejected[i]);
+    EXPECT_ANY_THROW(decode_reference(rejected[i], nullptr)) << describe(rejected[i]);
   }
 }
 
