@@ -21,7 +21,6 @@
 #include <fstream>
 #include <future>
 #include <mutex>
-#include <sstream>
 #include <vector>
 
 #include "error.h"
@@ -398,16 +397,22 @@ struct WarmScript {
     }
     script = name, to_child = fds[1], owner = ::getpid();
   }
-  // Hands over the arguments: true where the script now runs with them.
-  bool give(const std::vector<std::string>& args) {
-    if (pid < 0 || owner != ::getpid()) return false;
+  // Hands `name` its arguments: true where it now runs with them, and the caller owns its
+  // pid and its standard error (this holds nothing more); false where no such script waits.
+  bool hand_over(const std::string& name, const std::vector<std::string>& args, pid_t* child, int* child_err) {
+    if (pid < 0 || owner != ::getpid() || script != name) return false;
     std::string text;
     for (const std::string& a : args) text += a + '\0';
     const bool sent = send_all(to_child, text);
     ::close(to_child);
     to_child = -1;
-    if (!sent) abandon();
-    return sent;
+    if (!sent) {
+      abandon();
+      return false;
+    }
+    *child = pid, *child_err = err;
+    pid = -1, err = -1, script.clear();
+    return true;
   }
   static bool send_all(int fd, const std::string& text) {
     std::size_t done = 0;
@@ -488,10 +493,7 @@ void render_figures(const std::string& script, const std::string& json_path, con
   const std::vector<std::string> args = {"--in", json_path, "--out", out_dir};
   int err = -1;
   pid_t pid = -1;
-  if (warm_script.script == script && warm_script.give(args)) {
-    err = warm_script.err, pid = warm_script.pid;
-    warm_script.err = -1, warm_script.pid = -1, warm_script.script.clear();
-  } else {
+  if (!warm_script.hand_over(script, args, &pid, &err)) {
     std::vector<std::string> argv = {python, data_dir() + "/tools/plot/" + script};
     argv.insert(argv.end(), args.begin(), args.end());
     err = anonymous_file();
