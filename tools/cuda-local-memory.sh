@@ -2,7 +2,9 @@
 # Local memory per CUDA thread of each family's kernels, as ptxas reports it for real sm_90
 # code: the stack frame (the model's state lives there), spill stores and registers of the
 # sweep's EvalIndex kernel and eval's EvalOne kernel (the larger of its own frame and the
-# cumulative stack size with its callees). Needs nvcc, not a GPU.
+# cumulative stack size with its callees); for a family evaluated in two stages, its first
+# stage's (EvalIndexSmall, EvalSmall) and its second's (RedoIndex, RedoOne). Needs nvcc, not
+# a GPU.
 #
 #   tools/cuda-local-memory.sh [FAMILY ...]    FAMILY: gemm, allreduce, decode, llm (default: all)
 #
@@ -28,13 +30,16 @@ for f in "${families[@]}"; do
   python3 - "$f" "$tmp/$f.log" <<'EOF'
 import re, sys
 family, log = sys.argv[1], open(sys.argv[2]).read().split("\n")
+KERNELS = ("RedoIndex", "RedoOne", "EvalIndexSmall", "EvalSmall", "EvalIndex", "EvalOne")
 rows = {}
 kernel = None
 for i, line in enumerate(log):
     m = re.search(r"Function properties for (\S+)", line)
     if m:
         name = m.group(1)
-        kernel = "EvalIndex" if "EvalIndex" in name else "EvalOne" if "EvalOne" in name else None
+        # Two-stage families (src/device/sweep/two_stage.h): the small first stage, and the
+        # second (Redo*, the full state for the deferred configs) whose name holds EvalIndex too.
+        kernel = next((k for k in KERNELS if k in name), None)
         if kernel and i + 1 < len(log):
             s = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", log[i + 1])
             if not s:
@@ -52,11 +57,11 @@ for i, line in enumerate(log):
             old = rows.get(kernel)
             new = (stack, int(s.group(2)), regs)
             rows[kernel] = new if old is None or new[0] > old[0] else old
-for kernel in ("EvalIndex", "EvalOne"):
+for kernel in KERNELS:
     if kernel in rows:
         stack, spill, regs = rows[kernel]
         print(f"{family:<10} {kernel:<10} {stack:>12,} {spill:>12,} {regs if regs is not None else '?':>10}")
 if not rows:
-    sys.exit(f"cuda-local-memory: ptxas reported no EvalIndex or EvalOne kernel for {family}")
+    sys.exit(f"cuda-local-memory: ptxas reported no evaluation kernel for {family}")
 EOF
 done

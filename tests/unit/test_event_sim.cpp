@@ -270,9 +270,22 @@ TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
       }
       ++taken, ++per_buffer[c.buffer];
       CollPhase ph[5];
-      const int phases = coll_hier_phases(c, ph);
-      for (int k = 0; k < phases; ++k)  // the walked one: the top phase, the one allreduce
-        if (ph[k].sub.op == static_cast<std::int64_t>(CollOp::allreduce)) expect_one_sender_per_link(walk->walk, ph[k].sub.ranks, c);
+      std::int64_t leader_pe = 0, leader_cube = 0;
+      const int phases = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
+      for (int k = 0; k < phases; ++k) {  // the walked one: the top phase, the one allreduce
+        const AllreduceConfig& sub = ph[k].sub;
+        if (sub.op != static_cast<std::int64_t>(CollOp::allreduce)) continue;
+        // The later phases' walks share its storage: walk it again on its own, at the
+        // model's nodes (its group 0's leaders).
+        net::Node nodes[kCollMaxRanks];
+        std::int64_t sharers[kCollMaxRanks];
+        for (std::int64_t r = 0; r < sub.ranks; ++r)
+          nodes[r] = coll_node(c, coll_hier_rank(c, sub, 0, r, leader_pe, leader_cube)), sharers[r] = 1;
+        auto alone = std::make_unique<ar_detail::RingWalk>();
+        ar_detail::AllreduceFigures f{};
+        ar_detail::ring_walk(sub, *alone, nodes, sharers, &f);
+        expect_one_sender_per_link(*alone, sub.ranks, c);
+      }
       const AllreduceResult b = allreduce_model(c, *events);
       ASSERT_EQ(events->walked_levels, 0);
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;

@@ -129,7 +129,10 @@ void eval_impl(const void* configs, std::size_t n, void* results) {
   const auto* c = static_cast<const Config*>(configs);
   thrust::cuda::vector<Config> in(c, c + n);
   thrust::cuda::vector<Result> res(n);
-  thrust::transform(thrust::cuda::par, in.begin(), in.end(), res.begin(), detail::EvalOne<Model>{});
+  // Two stages where the family offers a small state (two_stage.h): local memory is sized by
+  // the largest frame of a kernel, so the large state runs only for the configs that need it.
+  detail::eval_configs<CudaSys, Model>(thrust::cuda::par, thrust::raw_pointer_cast(in.data()), static_cast<std::int64_t>(n),
+                                       thrust::raw_pointer_cast(res.data()), detail::EvalOne<Model>{});
   KB_CUDA_CALL(cudaGetLastError());
   thrust::copy(res.begin(), res.end(), static_cast<Result*>(results));
 }

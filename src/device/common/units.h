@@ -17,6 +17,10 @@ constexpr std::int64_t kPsPerNs = 1000;
 // A finite result never exceeds this; anything larger is treated as overflow. It leaves
 // a factor of four of headroom below INT64_MAX for sums of already-checked terms.
 constexpr std::int64_t kTimeLimitPs = INT64_C(2305843009213693952);  // 2^61
+// A result's status where a model's small evaluation state cannot hold the config: the config
+// is evaluated again with the full state (docs/adr/0023-two-stage-evaluation.md). Never a
+// status a user sees.
+constexpr std::int32_t kStatusDeferred = -1;
 
 // a / b, through a 32-bit division when both fit one (several times cheaper than a 64-bit
 // one on CPUs, and native rather than emulated on GPUs); the same quotient either way.

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/hw.h"
 #include "../common/kb_hd.h"
@@ -47,16 +48,23 @@ enum AllreduceCost : std::int32_t { kArCostRanks = 1, kArCostLinkBytes, kArCostH
 namespace ar_detail {
 
 constexpr std::int32_t kOps = static_cast<std::int32_t>(kCollMaxOps);
-constexpr std::int32_t kGroup = 2 * static_cast<std::int32_t>(kCollMaxRanks);
 // The simulator of one level: ops, 4 dependency edges per op, a mark per rank.
 using Engine = sim::EventSim<kOps, 4 * kOps, static_cast<std::int32_t>(kCollMaxRanks)>;
+// The small scratch has no simulator: a level no walk takes is deferred.
+struct NoEngine {};
 constexpr int kVectorClass = 1;  // the resource class whose busy time is the vector engines'
 
 // Turns one config's transfers into ops of the device simulator (src/device/sim/), with the
 // rules of ADR 0007: a sender's half (an HBM read, the route's hops cut-through, an HBM
 // write) and a receiver's half (an add on the vector engine, or streamed from HBM through
 // it). Every array is sized for kCollMaxOps (allreduce_check refuses a config with more).
-struct Sim {
+// `Caps` (allreduce_ring.h): how much it holds; the small scratch builds no ops (its arrays
+// for them have one element).
+template <class Caps>
+struct SimT {
+  static constexpr std::int32_t kRanks = Caps::kRanks;
+  static constexpr std::int32_t kGroup = Caps::kEvents ? 2 * kRanks : 1;
+  static constexpr std::int32_t kWriters = Caps::kEvents ? Caps::kPieces : 1;
   const AllreduceConfig* c;    // the collective simulated: one level (a phase, for hier)
   const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
   std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
@@ -68,28 +76,28 @@ struct Sim {
   std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0, general_refused = 0, general_full = 0;
   bool general_off = false;  // skip the general walk (tests compare it with the simulator's first pass)
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
-  std::int8_t port[2 * kCollMaxHierRanks];
-  std::int16_t writer[kCollMaxPieces];  // per (rank, chunk, piece): the op that last wrote it
-  std::int32_t issued[kCollMaxRanks];
+  std::int8_t port[2 * Caps::kHierRanks];
+  std::int16_t writer[kWriters];  // per (rank, chunk, piece): the op that last wrote it
+  std::int32_t issued[kRanks];
   CollXfer group[kGroup];
   std::int64_t group_chunk[kGroup];
   std::int32_t ngroup = 0, arrival[kGroup];
   AllreduceResult out{};
-  RingWalk walk;
-  // The general walk and the simulator: one level uses one, after the other (where the walk
-  // is refused), so they share their storage. Whichever evaluates a level is set up by it
-  // (general_walk, Engine::reset): the constructor initialises neither.
+  // The ring's walk, the general walk and the simulator: one level uses one after the other
+  // (where a walk cannot take it), so they share their storage. Whichever evaluates a level
+  // is set up by it (ring_walk, general_walk, Engine::reset): the constructor initialises none.
   union {
-    GeneralWalk general;
-    Engine e;
+    RingWalkT<Caps> walk;
+    GeneralWalkT<Caps> general;
+    typename std::conditional<Caps::kEvents, Engine, NoEngine>::type e;
   };
-  ps_t mark_done[kCollMaxRanks];  // the last level's: per rank, the end of its last op or of the last transfer into it
-  KB_HD Sim() {}
+  ps_t mark_done[kRanks];  // the last level's: per rank, the end of its last op or of the last transfer into it
+  KB_HD SimT() {}
 
   // Per rank of the level, set by run_level(): its node, its global PE, and how many HBM ports
   // its cube's bandwidth is shared by.
-  net::Node nodes[kCollMaxRanks];
-  std::int64_t pe_of[kCollMaxRanks], sharers[kCollMaxRanks];
+  net::Node nodes[kRanks];
+  std::int64_t pe_of[kRanks], sharers[kRanks];
   std::int64_t links = 0;  // net::link_count: the first key after the links
 
   // Where rank r is: its level's node, or for a hier phase its group 0's PE.
@@ -277,6 +285,8 @@ struct Sim {
     coll_schedule(*c, *this);
   }
 };
+using Sim = SimT<ArFullCaps>;
+using SmallSim = SimT<ArSmallCaps>;
 
 // Ops of one single-level collective as the model expands it (against kCollMaxOps), by
 // walking its transfers.
@@ -330,9 +340,26 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
 
 namespace ar_detail {
 
+// A level no walk took: its ops built and simulated.
+KB_HD inline std::int32_t run_events(Sim& sim) {
+  sim.e.reset();
+  sim.build();
+  sim.e.run(sim.events_only);
+  ++sim.levels;
+  if (sim.e.path == sim::Path::events) ++sim.event_levels;
+  if (sim.e.status != sim::kSimOk) return sim.e.status == sim::kSimTimeOverflow ? kArTimeOverflow : kArTooLarge;
+  sim.out.latency_ps = sim.e.latency;
+  sim.out.vector_busy_ps = sim.e.class_busy[kVectorClass];
+  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.mark_done[r] = sim.e.mark_done[r];
+  return kArOk;
+}
+
 // One single-level collective on the scratch: its figures, and per rank (the simulator's
-// marks) when its last op, or the last transfer into it, ended.
-KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
+// marks) when its last op, or the last transfer into it, ended. The small scratch defers a
+// level beyond its capacities, or one no walk takes.
+template <class Caps>
+KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
+  if (c.ranks > Caps::kRanks) return kStatusDeferred;
   sim.c = &c;
   sim.top = &top;
   sim.ngroup = 0;
@@ -364,30 +391,32 @@ KB_HD inline std::int32_t run_level(Sim& sim, const AllreduceConfig& c, const Al
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.mark_done[r] = marks[r];
+    for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
     ++sim.levels;
     return kArOk;
   }
-  sim.e.reset();
-  sim.build();
-  sim.e.run(sim.events_only);
-  ++sim.levels;
-  if (sim.e.path == sim::Path::events) ++sim.event_levels;
-  if (sim.e.status != sim::kSimOk) return sim.e.status == sim::kSimTimeOverflow ? kArTimeOverflow : kArTooLarge;
-  sim.out.latency_ps = sim.e.latency;
-  sim.out.vector_busy_ps = sim.e.class_busy[kVectorClass];
-  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) sim.mark_done[r] = sim.e.mark_done[r];
-  return kArOk;
+  if constexpr (!Caps::kEvents) {
+    return kStatusDeferred;
+  } else {
+    return run_events(sim);
+  }
 }
 
 }  // namespace ar_detail
 
-// The model. `sim` is scratch for one evaluation (large: keep one per thread).
-KB_HD KB_NOINLINE inline AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::Sim& sim) {
+// The model. `sim` is scratch for one evaluation (the full one is large: keep one per
+// thread). With the small scratch (ar_detail::SmallSim), the status is kStatusDeferred where
+// it cannot hold the config; the result is otherwise the full scratch's.
+template <class Caps>
+KB_HD KB_NOINLINE AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps>& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
   if (r.status != kArOk) return r;
+  if (c.ranks > Caps::kHierRanks) {
+    r.status = kStatusDeferred;
+    return r;
+  }
   // The static HBM share needs every port the launch uses before the first op.
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c);
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
@@ -450,6 +479,11 @@ struct AllreduceModel {
   // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
     ar_detail::Sim sim;
+    return allreduce_model(c, sim);
+  }
+  // The same in at most 16 KiB of scratch, or kStatusDeferred (src/device/sweep/two_stage.h).
+  KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) {
+    ar_detail::SmallSim sim;
     return allreduce_model(c, sim);
   }
   // Pareto cost `kind` (AllreduceCost) of a valid config.

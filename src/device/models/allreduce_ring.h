@@ -33,12 +33,44 @@ struct AllreduceFigures {
   std::int64_t hbm_read_bytes, hbm_write_bytes;
 };
 
+// How much the allreduce model's scratch holds (allreduce_model.h, ar_detail::SimT): ranks of a
+// level, pieces (ranks x chunks x ranks), the ring walk's hops, the general walk's links,
+// routes and route hops (its slots: a power of two above its links), pieces whose first value
+// it tabulates, and ranks of a launch (hier: its PEs). The full scratch holds any config
+// allreduce_check accepts and builds ops for the simulator where no walk can take a level.
+// The small one has no simulator and fits 16 KiB: a config or level beyond it is deferred
+// (kStatusDeferred), to be evaluated again with the full scratch (docs/adr/0023-two-stage-evaluation.md).
+struct ArFullCaps {
+  static constexpr std::int32_t kRanks = static_cast<std::int32_t>(kCollMaxRanks);
+  static constexpr std::int32_t kPieces = static_cast<std::int32_t>(kCollMaxPieces);
+  static constexpr std::int32_t kRingHops = 256;
+  static constexpr std::int32_t kSlots = 512, kLinks = 384;
+  static constexpr std::int32_t kRoutes = static_cast<std::int32_t>(kCollMaxOps);
+  static constexpr std::int32_t kPool = static_cast<std::int32_t>(kCollMaxOps);
+  static constexpr std::int32_t kPieceTable = 1024;
+  static constexpr std::int32_t kHierRanks = static_cast<std::int32_t>(kCollMaxHierRanks);
+  static constexpr bool kEvents = true;
+};
+struct ArSmallCaps {
+  static constexpr std::int32_t kRanks = 16;
+  static constexpr std::int32_t kPieces = 256;
+  static constexpr std::int32_t kRingHops = 48;
+  static constexpr std::int32_t kSlots = 64, kLinks = 40;
+  static constexpr std::int32_t kRoutes = 64;
+  static constexpr std::int32_t kPool = 128;
+  static constexpr std::int32_t kPieceTable = 64;
+  static constexpr std::int32_t kHierRanks = 512;
+  static constexpr bool kEvents = false;
+};
+
 // The scratch of the walk: when each piece (rank, chunk, piece) was last written (-1: never),
 // each rank's vector engine is free, and each hop of each rank's route (its link's figures,
 // when it is free, and the last send's ready time on it); with HBM buffers, when each rank's
 // DMA queue and HBM write port are free, and the last claim's ready time on that port.
-struct RingWalk {
-  static constexpr std::int32_t kMaxHops = 256;  // over every rank's route; more: the simulator runs
+template <class Caps>
+struct RingWalkT {
+  static constexpr std::int32_t kMaxHops = Caps::kRingHops;  // over every rank's route; more: the simulator runs
+  static constexpr std::int32_t kRanks = Caps::kRanks;
   struct Hop {
     std::int64_t link;  // its net link id (tests check that no two hops share one)
     net::LinkKind kind;
@@ -54,15 +86,16 @@ struct RingWalk {
   };
   // Per rank, the last send's and the last add's costs, by their size (pieces mostly have one
   // size): a send's chain (HBM), an add's busy time and its chain (HBM).
-  std::int64_t send_bytes[kCollMaxRanks], add_values[kCollMaxRanks];
-  ps_t send_chain[kCollMaxRanks], add_busy[kCollMaxRanks], add_chain[kCollMaxRanks];
-  ps_t written[kCollMaxPieces];
-  ps_t vec_free[kCollMaxRanks], landed[kCollMaxRanks];
-  ps_t mark_done[kCollMaxRanks];  // per rank, the end of its last op or of the last transfer into it (as EventSim's marks)
-  ps_t dma_free[kCollMaxRanks], port_free[kCollMaxRanks], port_last[kCollMaxRanks];
-  std::int32_t route[kCollMaxRanks + 1];  // rank r's hops: hops[route[r] .. route[r + 1])
+  std::int64_t send_bytes[kRanks], add_values[kRanks];
+  ps_t send_chain[kRanks], add_busy[kRanks], add_chain[kRanks];
+  ps_t written[Caps::kPieces];
+  ps_t vec_free[kRanks], landed[kRanks];
+  ps_t mark_done[kRanks];  // per rank, the end of its last op or of the last transfer into it (as EventSim's marks)
+  ps_t dma_free[kRanks], port_free[kRanks], port_last[kRanks];
+  std::int32_t route[kRanks + 1];  // rank r's hops: hops[route[r] .. route[r + 1])
   Hop hops[kMaxHops];
 };
+using RingWalk = RingWalkT<ArFullCaps>;
 
 // A copy of `nb` bytes over one hop of kind `k`, counted at its level into `o` (figures or a
 // result: the fields are named alike). A sender's out-port counts nothing: the copy is
@@ -105,9 +138,12 @@ KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
 // ops would run: false when the walk cannot vouch for the simulation's schedule. Rank r sits
 // at nodes[r] (coll_node, or for a hier phase its group 0's PE), and with HBM buffers
 // sharers[r] HBM ports share its cube (the model's static share).
-KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, const net::Node* nodes,
-                                        const std::int64_t* sharers, AllreduceFigures* out) {
+template <class Caps>
+KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, const net::Node* nodes,
+                                 const std::int64_t* sharers, AllreduceFigures* out) {
+  using Walk = RingWalkT<Caps>;
   const std::int64_t p = c.ranks, C = c.chunks;
+  if (p > Caps::kRanks || p * C * p > Caps::kPieces) return false;
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
   const ps_t L = c.hw.hbm_latency_ns * kPsPerNs;
   AllreduceFigures f{};
@@ -117,17 +153,17 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
   for (std::int64_t r = 0; r < p; ++r) {
     w.route[r] = nh;
     net::for_each_hop(c.hw, nodes[r], nodes[(r + 1) % p], [&](const net::Hop& h) {
-      if (nh >= RingWalk::kMaxHops) {
+      if (nh >= Walk::kMaxHops) {
         fits = false;
         return;
       }
-      w.hops[nh++] = RingWalk::Hop{h.link, h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
+      w.hops[nh++] = typename Walk::Hop{h.link, h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
     });
     if (!fits) return false;
   }
   w.route[p] = nh;
   for (std::int64_t i = 0; i < p * C * p; ++i) w.written[i] = -1;
-  for (std::int64_t r = 0; r < kCollMaxRanks; ++r)
+  for (std::int64_t r = 0; r < Caps::kRanks; ++r)
     w.vec_free[r] = 0, w.mark_done[r] = 0, w.dma_free[r] = 0, w.port_free[r] = 0, w.port_last[r] = -1,
     w.send_bytes[r] = -1, w.add_values[r] = -1;
   // An op of rank r that ends at `end`: the latency, r's mark, the int64 guard.
@@ -179,7 +215,7 @@ KB_HD KB_NOINLINE inline bool ring_walk(const AllreduceConfig& c, RingWalk& w, c
             f.hbm_read_bytes += nb;
           }
           for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) {
-            RingWalk::Hop& h = w.hops[k];
+            typename Walk::Hop& h = w.hops[k];
             // One sender per link, in program order: strictly later, or both at 0 unblocked.
             if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return false;
             h.last_ready = ready, h.last_unblocked = unblocked;

@@ -24,15 +24,17 @@
 namespace kb {
 namespace ar_detail {
 
-struct GeneralWalk {
-  static constexpr std::int32_t kSlots = 512;     // links, by open addressing on their ids
-  static constexpr std::int32_t kMaxLinks = 384;  // distinct links of one level; more: the simulator runs
+template <class Caps>
+struct GeneralWalkT {
+  static constexpr std::int32_t kSlots = Caps::kSlots;     // links, by open addressing on their ids
+  static constexpr std::int32_t kMaxLinks = Caps::kLinks;  // distinct links of one level; more: the simulator runs
   // Distinct (sender, receiver) pairs of one level, and their hops: each route's hops are ops
-  // of at least one transfer, and allreduce_check holds a level to kCollMaxOps ops, so these
-  // never fill (the walk checks anyway).
-  static constexpr std::int32_t kRoutes = static_cast<std::int32_t>(kCollMaxOps);
-  static constexpr std::int32_t kPool = static_cast<std::int32_t>(kCollMaxOps);
-  static constexpr std::int32_t kGroup = 2 * static_cast<std::int32_t>(kCollMaxRanks);
+  // of at least one transfer, and allreduce_check holds a level to kCollMaxOps ops, so with the
+  // full capacities these never fill (the walk checks anyway).
+  static constexpr std::int32_t kRoutes = Caps::kRoutes;
+  static constexpr std::int32_t kPool = Caps::kPool;
+  static constexpr std::int32_t kRanks = Caps::kRanks;
+  static constexpr std::int32_t kGroup = 2 * kRanks;
 
   // An arbitrated resource: its fast-path state and the claim it served last (ready < 0: none).
   struct Arb {
@@ -65,28 +67,31 @@ struct GeneralWalk {
   std::int16_t slot_link[kSlots];
   std::int32_t nlinks, nroutes, npool;
   Link links[kMaxLinks];
-  std::int16_t pair_route[kCollMaxRanks * kCollMaxRanks];  // per (sender, receiver): its route (-1: none yet)
+  std::int16_t pair_route[kRanks * kRanks];  // per (sender, receiver): its route (-1: none yet)
   Route routes[kRoutes];
   std::int16_t pool[kPool];
-  Rank ranks[kCollMaxRanks];
-  ps_t written_t[kCollMaxPieces];  // per (rank, chunk, piece): the end of its last writer (-1: never)
-  std::int16_t written_d[kCollMaxPieces];
-  ps_t mark_done[kCollMaxRanks];  // per rank, as the simulator's marks
+  Rank ranks[kRanks];
+  ps_t written_t[Caps::kPieces];  // per (rank, chunk, piece): the end of its last writer (-1: never)
+  std::int16_t written_d[Caps::kPieces];
+  ps_t mark_done[kRanks];  // per rank, as the simulator's marks
   CollXfer group[kGroup];
   std::int32_t group_chunk[kGroup];
   std::int64_t group_bytes[kGroup];  // each transfer's size
   sim::Stamp arrival[kGroup];
   // Where each piece of each chunk begins (coll_piece_lo), where the level has at most
   // kPieceTable of them (else each is computed when asked for).
-  static constexpr std::int32_t kPieceTable = 1024;
+  static constexpr std::int32_t kPieceTable = Caps::kPieceTable;
   std::int64_t piece_lo[kPieceTable];
   bool piece_table;
   std::int32_t ngroup;
 };
+using GeneralWalk = GeneralWalkT<ArFullCaps>;
 
 // One level walked: the config (one level, or a hier phase), where each rank is, its global
 // PE (the issuer's key in a claim) and its HBM share.
+template <class Caps>
 struct LevelWalk {
+  using GeneralWalk = GeneralWalkT<Caps>;
   GeneralWalk* w;
   const AllreduceConfig* c;
   const net::Node* nodes;
@@ -111,7 +116,7 @@ struct LevelWalk {
     if (w->nlinks >= GeneralWalk::kMaxLinks) return -1;
     w->slot_key[i] = id;
     w->slot_link[i] = static_cast<std::int16_t>(w->nlinks);
-    GeneralWalk::Link& l = w->links[w->nlinks];
+    typename GeneralWalk::Link& l = w->links[w->nlinks];
     l.a.f = sim::FastRes{};
     l.a.last = sim::Claim{-1, 0, 0};
     l.lat = h.latency_ns * kPsPerNs;
@@ -124,7 +129,7 @@ struct LevelWalk {
   // Serves rank `by`'s next op (in its program order) on a resource, ready at `ready`, and
   // counts its end for the latency and `by`'s mark (and `also`'s, if not negative). Returns
   // false where the certificate fails.
-  KB_HD bool serve(sim::FastRes& fr, GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, const sim::Stamp& ready,
+  KB_HD bool serve(sim::FastRes& fr, typename GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, const sim::Stamp& ready,
                    ps_t busy, sim::Served* s, std::int64_t also = -1) {
     const sim::Claim claim{ready.t, pe_of[by], w->ranks[by].issued++};
     const sim::Claim* last = arb && arb->last.ready >= 0 ? &arb->last : nullptr;
@@ -161,11 +166,11 @@ struct LevelWalk {
   }
 
   // The route from rank `src` to rank `dst` (found once per level), or null where a table is full.
-  KB_HD GeneralWalk::Route* route_of(std::int64_t src, std::int64_t dst) {
+  KB_HD typename GeneralWalk::Route* route_of(std::int64_t src, std::int64_t dst) {
     std::int16_t& at = w->pair_route[src * c->ranks + dst];
     if (at >= 0) return &w->routes[at];
     if (w->nroutes >= GeneralWalk::kRoutes) return nullptr;
-    GeneralWalk::Route& r = w->routes[w->nroutes];
+    typename GeneralWalk::Route& r = w->routes[w->nroutes];
     r.begin = w->npool, r.len = 0, r.memo_bytes = -1;
     bool fits = true;
     net::for_each_hop(c->hw, nodes[src], nodes[dst], [&](const net::Hop& hop) {
@@ -181,7 +186,7 @@ struct LevelWalk {
     at = static_cast<std::int16_t>(w->nroutes++);
     return &r;
   }
-  KB_HD static ps_t link_busy(GeneralWalk::Link& l, std::int64_t nb) {
+  KB_HD static ps_t link_busy(typename GeneralWalk::Link& l, std::int64_t nb) {
     if (l.memo_bytes != nb) l.memo_bytes = nb, l.memo_busy = transfer_ps(nb, l.bandwidth_gbps);
     return l.memo_busy;
   }
@@ -189,7 +194,7 @@ struct LevelWalk {
   // The sender's half (Sim::send): an HBM read, the route's hops cut-through, an HBM write.
   KB_HD bool send(std::int64_t ch, const CollXfer& x, std::int64_t nb, sim::Stamp* landed) {
     const bool h = hbm();
-    GeneralWalk::Route* route = route_of(x.src, x.dst);
+    typename GeneralWalk::Route* route = route_of(x.src, x.dst);
     if (!route) {
       full = true;
       return false;
@@ -215,14 +220,14 @@ struct LevelWalk {
       f.hbm_read_bytes += nb;
     }
     for (std::int32_t k = 0; k < nh; ++k) {
-      GeneralWalk::Link& l = w->links[hops[k]];
+      typename GeneralWalk::Link& l = w->links[hops[k]];
       const bool last = !h && k + 1 == nh;
       if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : link_busy(l, nb), &s, last ? x.dst : -1)) return false;
       ready = head_of(s, l.lat);
       count_copy(f, l.kind, nb);
     }
     if (h) {
-      GeneralWalk::Rank& d = w->ranks[x.dst];
+      typename GeneralWalk::Rank& d = w->ranks[x.dst];
       if (!serve(d.port.f, &d.port, L, x.src, ready, chain, &s, x.dst)) return false;
       f.hbm_write_bytes += nb;
     } else {
@@ -243,7 +248,7 @@ struct LevelWalk {
     const std::int64_t values = nb / 2;
     const ps_t add = add_ps(c->hw, values);
     f.vector_ops += vector_element_ops(VecOp::add, 1, values);
-    GeneralWalk::Rank& d = w->ranks[x.dst];
+    typename GeneralWalk::Rank& d = w->ranks[x.dst];
     sim::Stamp ready = landed;
     pieces_ready(ready, x.dst, ch, x.k0, x.k1);
     sim::Served s{};
@@ -296,25 +301,28 @@ enum class WalkOutcome : std::int32_t { taken, refused, full };
 // simulator's first pass would not certify its schedule (the walk is that pass, so the
 // simulator's second pass or its events decide); full: a table of the walk is too small for
 // the level. Either way the model builds the ops instead.
-KB_HD KB_NOINLINE inline WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk& w, const net::Node* nodes,
-                                                  const std::int64_t* pe_of, const std::int64_t* sharers,
-                                                  AllreduceFigures* out) {
+template <class Caps>
+KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalkT<Caps>& w, const net::Node* nodes,
+                                           const std::int64_t* pe_of, const std::int64_t* sharers,
+                                           AllreduceFigures* out) {
+  using GeneralWalk = GeneralWalkT<Caps>;
+  if (c.ranks > Caps::kRanks || c.ranks * c.chunks * c.ranks > Caps::kPieces) return WalkOutcome::full;
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
   w.nlinks = 0, w.nroutes = 0, w.npool = 0, w.ngroup = 0;
   for (std::int64_t i = 0; i < c.ranks * c.ranks; ++i) w.pair_route[i] = -1;
   for (std::int64_t r = 0; r < c.ranks; ++r) {
-    GeneralWalk::Rank& k = w.ranks[r];
+    typename GeneralWalk::Rank& k = w.ranks[r];
     k.dma = sim::FastRes{}, k.vec = sim::FastRes{};
     k.port.f = sim::FastRes{}, k.port.last = sim::Claim{-1, 0, 0};
     k.issued = 0;
   }
-  for (std::int64_t r = 0; r < kCollMaxRanks; ++r) w.mark_done[r] = 0;
+  for (std::int64_t r = 0; r < Caps::kRanks; ++r) w.mark_done[r] = 0;
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
   w.piece_table = (c.ranks + 1) * c.chunks <= GeneralWalk::kPieceTable;
   if (w.piece_table)
     for (std::int64_t ch = 0; ch < c.chunks; ++ch)
       for (std::int64_t k = 0; k <= c.ranks; ++k) w.piece_lo[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
-  LevelWalk lw{&w, &c, nodes, pe_of, sharers};
+  LevelWalk<Caps> lw{&w, &c, nodes, pe_of, sharers};
   coll_schedule(c, lw);
   if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;
   *out = lw.f;

@@ -27,6 +27,7 @@
 #include "batched_space.h"
 #include "sweep_summary.h"
 #include "keyed.h"
+#include "two_stage.h"
 
 namespace kb::batched::detail {
 
@@ -131,6 +132,16 @@ struct EvalIndex {
   KB_HD Keyed operator()(std::int64_t i) const {
     const typename Model::Config c = decode<Model>(s, i);
     return keyed_of<Model>(s, div_fast(i, s.group_stride), i, c, Model::evaluate(c));
+  }
+};
+// The same with the family's small state (two_stage.h): kStatusDeferred where it cannot hold
+// the config.
+template <class Model>
+struct EvalIndexSmall {
+  SpaceView<typename Model::Config> s;
+  KB_HD Keyed operator()(std::int64_t i) const {
+    const typename Model::Config c = decode<Model>(s, i);
+    return keyed_of<Model>(s, div_fast(i, s.group_stride), i, c, Model::evaluate_small(c));
   }
 };
 
@@ -587,8 +598,8 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
         histogram_done = true;
       }
     } else {
-      thrust::counting_iterator<std::int64_t> first(start);
-      thrust::transform(pol, first, first + len, keyed, EvalIndex<Model>{view});
+      eval_indices<Sys, Model>(pol, start, len, thrust::raw_pointer_cast(keyed_store.data()),
+                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view});
       Sys::check();
       copy_latencies(keyed, len, start, red);
       add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},

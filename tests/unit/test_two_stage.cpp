@@ -1,0 +1,168 @@
+// Two-stage evaluation (docs/adr/0023-two-stage-evaluation.md): the allreduce model's small
+// state gives the full state's result or defers the config, and the generic two stages
+// (src/device/sweep/two_stage.h), which the CUDA backend runs, equal one-stage evaluation.
+// Here they run on Thrust's OpenMP system with one config per work item, as on the GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../parity/random_allreduce.h"
+#include "../parity/sweep_space.h"
+#include "benches/milestone_1h_ccl.h"
+#include "device/backends/omp_family.h"
+#include "device/models/allreduce_model.h"
+#include "host/families/family.h"
+#include "host/sweep/backend.h"
+
+namespace kb {
+namespace {
+
+// Thrust's OpenMP system with the CUDA backend's shape: one config per work item, so the
+// sweep takes the path with EvalIndex and the two stages.
+struct OneConfigSys {
+  template <class T>
+  using vec = thrust::omp::vector<T>;
+  static void check() {}
+  static constexpr std::int64_t kEvalBlock = 1;
+};
+
+bool same(const AllreduceResult& a, const AllreduceResult& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Whether the full state ran the simulator's ops for some level of the config it evaluated
+// last: the small state, which has no simulator, defers those.
+bool simulated(const ar_detail::Sim& full) { return full.levels > full.walked_levels + full.general_levels; }
+
+struct Deferred {
+  std::int64_t all = 0;
+  std::int64_t walkable = 0;  // of them, configs the full state walked at every level: beyond the small tables
+};
+
+// The small state's result against the full state's: equal, or deferred.
+Deferred compare_small(const std::vector<AllreduceConfig>& configs, ar_detail::SmallSim& small, ar_detail::Sim& full) {
+  Deferred d;
+  for (const AllreduceConfig& c : configs) {
+    const AllreduceResult a = allreduce_model(c, small), b = allreduce_model(c, full);
+    if (a.status == kStatusDeferred) {
+      ++d.all;
+      d.walkable += !simulated(full);
+      AllreduceResult z{};
+      z.status = kStatusDeferred;
+      EXPECT_TRUE(same(a, z)) << "a deferred result carries figures: " << testing::describe(c);
+      continue;
+    }
+    EXPECT_TRUE(same(a, b)) << testing::describe(c) << ": small " << a.status << " " << a.latency_ps << ", full "
+                            << b.status << " " << b.latency_ps;
+  }
+  return d;
+}
+
+TEST(AllreduceSmallState, FitsSixteenKiB) {
+  EXPECT_LE(sizeof(ar_detail::SmallSim), 15u * 1024u);  // the rest of 16 KiB: the config and the frame
+}
+
+TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
+  auto small = std::make_unique<ar_detail::SmallSim>();
+  auto full = std::make_unique<ar_detail::Sim>();
+  std::vector<int> counts;
+  std::vector<AllreduceConfig> rejected;
+  rejected.reserve(200);
+  const std::vector<AllreduceConfig> narrow = testing::random_allreduce_configs(20000, 20261204, &counts);
+  const std::vector<AllreduceConfig> wide = testing::random_wide_allreduce_configs(3000, 20261205, &rejected);
+  const Deferred n = compare_small(narrow, *small, *full), w = compare_small(wide, *small, *full);
+  // Refused configs: the same status, never deferred.
+  EXPECT_EQ(compare_small(rejected, *small, *full).all, 0);
+  std::printf("deferred: %lld of %zu narrow configs (%lld beyond the small tables), %lld of %zu wide ones (%lld)\n",
+              static_cast<long long>(n.all), narrow.size(), static_cast<long long>(n.walkable),
+              static_cast<long long>(w.all), wide.size(), static_cast<long long>(w.walkable));
+  // Configs the full state walks at every level fit the small one, but for a few on the
+  // narrow ranges; on the wide ranges (up to 64 ranks a level, 16 chunks) some do not.
+  EXPECT_LT(n.walkable * 100, static_cast<std::int64_t>(narrow.size())) << "the small tables hold too few configs";
+  EXPECT_GT(w.walkable, 0) << "no config was beyond the small tables: that deferral is untested";
+  EXPECT_LT(w.all, static_cast<std::int64_t>(wide.size()));
+}
+
+TEST(AllreduceSmallState, HoldsTheMilestoneMixButItsEventSimulations) {
+  const std::vector<AllreduceConfig> mix = ccl_milestone_configs(
+      load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml"),
+      load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"));
+  auto small = std::make_unique<ar_detail::SmallSim>();
+  auto full = std::make_unique<ar_detail::Sim>();
+  std::int64_t deferred = 0, with_events = 0;
+  for (const AllreduceConfig& c : mix) {
+    const AllreduceResult a = allreduce_model(c, *small), b = allreduce_model(c, *full);
+    const bool events = simulated(*full);
+    with_events += events;
+    if (a.status == kStatusDeferred) {
+      ++deferred;
+      EXPECT_TRUE(events) << "deferred, though the full state walked every level: " << testing::describe(c);
+    } else {
+      EXPECT_TRUE(same(a, b)) << testing::describe(c);
+    }
+  }
+  std::printf("milestone mix: %lld of %zu points deferred, %lld with a level of simulated ops\n",
+              static_cast<long long>(deferred), mix.size(), static_cast<long long>(with_events));
+  EXPECT_EQ(deferred, with_events);
+}
+
+// The list evaluation in two stages equals evaluate() config for config, deferred ones included.
+TEST(TwoStage, EvaluationEqualsOneStage) {
+  std::vector<AllreduceConfig> rejected;
+  std::vector<AllreduceConfig> configs = testing::random_wide_allreduce_configs(1500, 7, &rejected);
+  configs.insert(configs.end(), rejected.begin(), rejected.end());
+  std::vector<AllreduceResult> two(configs.size());
+  batched::detail::eval_configs<OneConfigSys, AllreduceModel>(
+      thrust::omp::par, configs.data(), static_cast<std::int64_t>(configs.size()), two.data(),
+      batched::detail::EvalOne<AllreduceModel>{});
+  std::int64_t deferred = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    deferred += AllreduceModel::evaluate_small(configs[i]).status == kStatusDeferred;
+    ASSERT_TRUE(same(two[i], AllreduceModel::evaluate(configs[i]))) << i << ": " << testing::describe(configs[i]);
+  }
+  EXPECT_GT(deferred, 0) << "no config took the second stage";
+}
+
+// A sweep whose configs partly defer: the two-stage path (one config per work item) and the
+// OpenMP backend's one-stage blocks agree in every reduction.
+TEST(TwoStage, SweepEqualsOneStage) {
+  const Family& f = family("allreduce");
+  AllreduceConfig base{};
+  base.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml").hw();
+  base.level = static_cast<std::int64_t>(CollLevel::cube);
+  base.op = static_cast<std::int64_t>(CollOp::allreduce);
+  base.chunks = 1;
+  base.ranks = 4;
+  base.bytes = 1 << 20;
+  batched::Space space = make_space<AllreduceModel>(base);
+  auto axis = [&](const char* name, std::vector<std::int64_t> values) {
+    const AxisDesc* a = f.axis(name);
+    ASSERT_NE(a, nullptr) << name;
+    space.axes.push_back({static_cast<std::int64_t>(a->offset), std::move(values)});
+  };
+  axis("level", {0, 1, 2, 3});
+  axis("algo", {0, 1, 2, 3, 4});
+  axis("buffer", {0, 1});
+  axis("ranks", {2, 8, 16, 32});
+  axis("chunks", {1, 3, 16});
+  axis("bytes", {4096, 1 << 20});
+  space.group_axes = 2;
+  batched::Reductions red;
+  red.top_k = 5, red.pareto = kArCostLinkBytes, red.histogram = true;
+  const std::vector<std::int64_t> flat = batched::detail::flatten_values(space);
+  batched::detail::BestByKey<OneConfigSys> best(space.size(), space.size() / space.groups());
+  const batched::SweepSummary two = batched::detail::sweep_chunks<OneConfigSys, AllreduceModel>(
+      thrust::omp::par, space, flat.data(), red, 100,
+      [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
+  const batched::SweepSummary one = sweep(BackendKind::omp, space, 1 << 20, 0, red);
+  testing::expect_same_summary(two, one);
+  std::int64_t deferred = 0;
+  const batched::SpaceDecoder decode(space);
+  for (std::int64_t i = 0; i < space.size(); ++i)
+    deferred += AllreduceModel::evaluate_small(decode_config<AllreduceModel>(decode, i)).status == kStatusDeferred;
+  EXPECT_GT(deferred, 0) << "no config of the space took the second stage";
+  EXPECT_GT(two.valid, deferred);
+}
+
+}  // namespace
+}  // namespace kb
