@@ -5,6 +5,7 @@
 // of a step are identical, docs/model.md section 13.5).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -139,6 +140,30 @@ TEST_P(LlmParity, TwoThousandRandomConfigs) {
 
 // The argument that lets a step be timed from one layer: on models small enough to run
 // whole, the reference engine running every layer gives the step the one-layer count gives.
+// The two-stage evaluation's first stage (ADR 0023): with the allreduce model's small state
+// a step is the full state's result, bytewise, or deferred (an allreduce the small state
+// cannot hold), and never anything else.
+TEST(LlmSmallState, GivesTheFullResultOrDefers) {
+  std::vector<int> counts;
+  std::int64_t deferred = 0, held = 0;
+  for (const LlmConfig& c : random_configs(3000, 20261204, &counts)) {
+    const LlmResult a = LlmModel::evaluate_small(c), b = LlmModel::evaluate(c);
+    if (a.status == kStatusDeferred) {
+      ++deferred;
+      LlmResult z{};
+      z.status = kStatusDeferred;
+      EXPECT_EQ(std::memcmp(&a, &z, sizeof a), 0) << "a deferred result carries figures: " << describe(c);
+      continue;
+    }
+    held += c.tp > 1;
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << describe(c);
+  }
+  std::printf("llm small state: %lld of 3000 deferred, %lld with an allreduce held\n", static_cast<long long>(deferred),
+              static_cast<long long>(held));
+  EXPECT_GT(deferred, 0);
+  EXPECT_GT(held, 500);
+}
+
 TEST(LlmLayers, AWholeModelEqualsItsLayersCountedFromOne) {
   std::vector<int> counts;
   std::vector<LlmConfig> configs = random_configs(100, 7, &counts);

@@ -281,8 +281,11 @@ struct LlmTally {
 // The model. A kernel's model checks its config first, so a kernel its family refuses makes
 // the step bad_kernel as llm_check says, with each kernel checked once. GEMMs, attention and
 // allreduces go through the kernel memo (kernel_memo.h): a sweep repeats them across
-// configs, and a repeat is the same result.
-KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
+// configs, and a repeat is the same result. `Small`: the allreduces in the allreduce model's
+// small state (ADR 0023), and the step kStatusDeferred where one of them is; that state is
+// the device's first stage, which has no memo, so it calls the model directly.
+template <bool Small>
+KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
   LlmResult out{};
   out.status = llm_check_config(c);
   if (out.status != kLlmOk) return out;
@@ -292,6 +295,7 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
     LlmTally t;
     std::int64_t tp;
     bool bad = false;
+    bool deferred = false;
     bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
     AllreduceResult allreduce_figures{};
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
@@ -310,10 +314,16 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
       t.add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0);
     }
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
-      if (!have_allreduce)
-        allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
-                                a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); }),
+      if (!have_allreduce) {
+        if constexpr (Small) {
+          allreduce_figures = AllreduceModel::evaluate_small(a);
+          deferred = deferred || allreduce_figures.status == kStatusDeferred;
+        } else {
+          allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
+              a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); });
+        }
         have_allreduce = true;
+      }
       const AllreduceResult& r = allreduce_figures;
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
@@ -331,12 +341,17 @@ KB_HD KB_NOINLINE inline LlmResult llm_model(const LlmConfig& c) {
     }
   } time{LlmTally{}, c.tp};
   llm_for_each_kernel(c, time);
+  if (time.deferred) {
+    out.status = kStatusDeferred;
+    return out;
+  }
   if (time.bad) {
     out.status = kLlmBadKernel;
     return out;
   }
   return time.t.finish(c);
 }
+KB_HD inline LlmResult llm_model(const LlmConfig& c) { return llm_model_in<false>(c); }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).
 struct LlmModel {
@@ -346,6 +361,8 @@ struct LlmModel {
   static constexpr bool kCounts = true;
   KB_HD static void complete(Config&) {}
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
+  // The same with the allreduces' small state, or kStatusDeferred (src/device/sweep/two_stage.h).
+  KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) { return llm_model_in<true>(c); }
   // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
     switch (kind) {
