@@ -261,17 +261,18 @@ struct SimT {
       coll_schedule(launch, marks);
       return;
     }
-    CollPhase ph[5];
+    CollPhase ph;  // one at a time
     std::int64_t leader_pe = 0, leader_cube = 0;
-    const int n = coll_hier_phases(launch, ph, &leader_pe, &leader_cube);
+    const int n = coll_hier_phases(launch, &ph, &leader_pe, &leader_cube, 0);
     for (int k = 0; k < n; ++k) {
+      coll_hier_phases(launch, &ph, nullptr, nullptr, k);
       std::int8_t local[2 * kCollMaxRanks];
-      for (std::int64_t i = 0; i < 2 * ph[k].sub.ranks; ++i) local[i] = 0;
+      for (std::int64_t i = 0; i < 2 * ph.sub.ranks; ++i) local[i] = 0;
       Ports marks{local};
-      coll_schedule(ph[k].sub, marks);
-      for (std::int64_t g = 0; g < ph[k].groups; ++g)
-        for (std::int64_t r = 0; r < ph[k].sub.ranks; ++r) {
-          const std::int64_t at = coll_hier_rank(launch, ph[k].sub, g, r, leader_pe, leader_cube);
+      coll_schedule(ph.sub, marks);
+      for (std::int64_t g = 0; g < ph.groups; ++g)
+        for (std::int64_t r = 0; r < ph.sub.ranks; ++r) {
+          const std::int64_t at = coll_hier_rank(launch, ph.sub, g, r, leader_pe, leader_cube);
           port[2 * at] = static_cast<std::int8_t>(port[2 * at] | local[2 * r]);
           port[2 * at + 1] = static_cast<std::int8_t>(port[2 * at + 1] | local[2 * r + 1]);
         }
@@ -402,17 +403,11 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   }
 }
 
-}  // namespace ar_detail
-
-// The model. `sim` is scratch for one evaluation (the full one is large: keep one per
-// thread). With the small scratch (ar_detail::SmallSim), the status is kStatusDeferred where
-// it cannot hold the config; the result is otherwise the full scratch's.
+// The model on a config allreduce_check has accepted.
 template <class Caps>
-KB_HD KB_NOINLINE AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps>& sim) {
+KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Caps>& sim) {
   AllreduceResult r{};
-  r.status = allreduce_check(c);
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
-  if (r.status != kArOk) return r;
   if (c.ranks > Caps::kHierRanks) {
     r.status = kStatusDeferred;
     return r;
@@ -428,20 +423,21 @@ KB_HD KB_NOINLINE AllreduceResult allreduce_model(const AllreduceConfig& c, ar_d
     // Phase by phase (ADR 0009): the groups of a phase are alike and start together, and a
     // rank starts a phase once everything it did in the one before is done, so the whole
     // run is the phases one after another, each from the time its ranks are free.
-    CollPhase ph[5];
+    CollPhase ph;  // one at a time: the frame holds one phase's config, not five
     std::int64_t leader_pe = 0, leader_cube = 0;
-    const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
+    const int n = coll_hier_phases(c, &ph, &leader_pe, &leader_cube, 0);
     sim.hier = true, sim.leader_pe = leader_pe, sim.leader_cube = leader_cube;
     ps_t start = 0;
     r.status = kArOk;
     for (int k = 0; k < n && r.status == kArOk; ++k) {
-      const std::int32_t s = ar_detail::run_level(sim, ph[k].sub, c);
+      coll_hier_phases(c, &ph, nullptr, nullptr, k);
+      const std::int32_t s = ar_detail::run_level(sim, ph.sub, c);
       if (s != kArOk) {
         r.status = s;
         break;
       }
       const AllreduceResult& o = sim.out;
-      const std::int64_t g = ph[k].groups;
+      const std::int64_t g = ph.groups;
       r.latency_ps = imax(r.latency_ps, start + o.latency_ps);
       r.link_bytes_pe += g * o.link_bytes_pe, r.link_bytes_cube += g * o.link_bytes_cube;
       r.link_bytes_sip += g * o.link_bytes_sip;
@@ -452,10 +448,10 @@ KB_HD KB_NOINLINE AllreduceResult allreduce_model(const AllreduceConfig& c, ar_d
       r.vector_ops += g * o.vector_ops;
       r.sram_read_bytes += g * o.sram_read_bytes, r.sram_write_bytes += g * o.sram_write_bytes;
       ps_t next = 0;
-      if (ph[k].up) {
-        next = sim.mark_done[coll_root(ph[k].sub)];
+      if (ph.up) {
+        next = sim.mark_done[coll_root(ph.sub)];
       } else {
-        for (std::int64_t i = 0; i < ph[k].sub.ranks; ++i) next = imax(next, sim.mark_done[i]);
+        for (std::int64_t i = 0; i < ph.sub.ranks; ++i) next = imax(next, sim.mark_done[i]);
       }
       start += next;
       if (start > kTimeLimitPs) r.status = kArTimeOverflow;
@@ -466,6 +462,27 @@ KB_HD KB_NOINLINE AllreduceResult allreduce_model(const AllreduceConfig& c, ar_d
     r = AllreduceResult{};
     r.status = s;
   }
+  return r;
+}
+
+// The small scratch in a frame of its own, apart from the check's (the device reserves the
+// deepest chain of frames, so the check is not nested under the scratch).
+KB_HD KB_NOINLINE inline AllreduceResult run_small(const AllreduceConfig& c) {
+  SmallSim sim;
+  return run_checked(c, sim);
+}
+
+}  // namespace ar_detail
+
+// The model. `sim` is scratch for one evaluation (the full one is large: keep one per
+// thread). With the small scratch (ar_detail::SmallSim), the status is kStatusDeferred where
+// it cannot hold the config; the result is otherwise the full scratch's.
+template <class Caps>
+KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps>& sim) {
+  AllreduceResult r{};
+  r.status = allreduce_check(c);
+  if (r.status == kArOk) return ar_detail::run_checked(c, sim);
+  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
   return r;
 }
 
@@ -483,8 +500,9 @@ struct AllreduceModel {
   }
   // The same in at most 16 KiB of scratch, or kStatusDeferred (src/device/sweep/two_stage.h).
   KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) {
-    ar_detail::SmallSim sim;
-    return allreduce_model(c, sim);
+    Result r{};
+    r.status = allreduce_check(c);
+    return r.status == kArOk ? ar_detail::run_small(c) : r;
   }
   // Pareto cost `kind` (AllreduceCost) of a valid config.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {

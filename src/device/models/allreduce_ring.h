@@ -55,11 +55,11 @@ struct ArSmallCaps {
   static constexpr std::int32_t kRanks = 16;
   static constexpr std::int32_t kPieces = 256;
   static constexpr std::int32_t kRingHops = 48;
-  static constexpr std::int32_t kSlots = 64, kLinks = 40;
+  static constexpr std::int32_t kSlots = 64, kLinks = 36;
   static constexpr std::int32_t kRoutes = 64;
   static constexpr std::int32_t kPool = 128;
   static constexpr std::int32_t kPieceTable = 64;
-  static constexpr std::int32_t kHierRanks = 512;
+  static constexpr std::int32_t kHierRanks = 256;
   static constexpr bool kEvents = false;
 };
 

@@ -186,8 +186,10 @@ struct CollPhase {
 
 // The phases of a hier config whose dims are valid; returns how many (at most 5).
 // `leader_pe` and `leader_cube` get the leader PE of a cube and the leader cube of a SIP.
-KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], std::int64_t* leader_pe = nullptr,
-                                  std::int64_t* leader_cube = nullptr) {
+// `only` >= 0: out[0] gets phase `only` alone (a device model's frame holds one phase, not
+// five configs).
+KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std::int64_t* leader_pe = nullptr,
+                                  std::int64_t* leader_cube = nullptr, int only = -1) {
   CollHier d;
   coll_hier_dims(c, &d);
   const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
@@ -202,7 +204,8 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase out[5], st
   int n = 0;
   std::int64_t slots = 0;
   auto add = [&](const AllreduceConfig& s, std::int64_t groups, bool is_up) {
-    out[n++] = CollPhase{s, groups, slots, is_up};
+    if (only < 0 || n == only) out[only < 0 ? n : 0] = CollPhase{s, groups, slots, is_up};
+    ++n;
     if (s.op != static_cast<std::int64_t>(CollOp::bcast)) slots += coll_inboxes(s);
   };
   if (has_p) add(sub(0, d.pes, top == 0 ? user : up), d.sips * d.cubes, top != 0);
