@@ -304,7 +304,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
       t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0);
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
-      const DecodeResult r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return decode_model(x); });
+      const DecodeResult r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return DecodeModel::evaluate(x); });
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0);
     }
