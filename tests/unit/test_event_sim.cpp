@@ -284,6 +284,7 @@ TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
         auto alone = std::make_unique<ar_detail::RingWalk>();
         ar_detail::AllreduceFigures f{};
         ar_detail::ring_walk(sub, *alone, nodes, sharers, &f);
+        ASSERT_GT(alone->route[sub.ranks], 0) << "the walk stopped before its routes: " << testing::describe(c);
         expect_one_sender_per_link(*alone, sub.ranks, c);
       }
       const AllreduceResult b = allreduce_model(c, *events);

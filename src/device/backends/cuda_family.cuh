@@ -119,8 +119,9 @@ class CachedAllocator {
 // Below this many groups in a chunk, reduce_by_key (all SMs on every group) is used;
 // from it on, CUB's segmented arg-min (a block per group).
 constexpr int kSegmentedMinGroups = 256;
-// Device memory a chunk config needs: keyed, picked and latency copies, a bin, sort scratch.
-constexpr std::int64_t kBytesPerChunkConfig = 160;
+// Device memory a chunk config needs: keyed, picked and latency copies, a bin, sort scratch,
+// and for a two-stage family its position where it is deferred (two_stage.h).
+constexpr std::int64_t kBytesPerChunkConfig = 168;
 
 template <class Model>
 void eval_impl(const void* configs, std::size_t n, void* results) {

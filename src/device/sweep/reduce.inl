@@ -564,6 +564,7 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   typename Sys::template vec<Keyed> keyed_store(static_cast<std::size_t>(cap));
   const auto keyed = keyed_store.begin();
   Extras<Sys> extras(red, cap, Sys::kEvalBlock == 1);
+  typename Sys::template vec<std::int64_t> deferred_at;  // two stages: the deferred positions of a chunk
   for (std::int64_t start = red.begin; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     bool histogram_done = false;
@@ -599,7 +600,7 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
       }
     } else {
       eval_indices<Sys, Model>(pol, start, len, thrust::raw_pointer_cast(keyed_store.data()),
-                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view});
+                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view}, deferred_at);
       Sys::check();
       copy_latencies(keyed, len, start, red);
       add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},

@@ -60,17 +60,20 @@ struct RedoIndex {
   KB_HD void operator()(std::int64_t at) const { out[at] = eval(start + at); }  // at: the position in the chunk
 };
 
-// The positions [0, n) whose element `deferred` accepts, gathered into `Sys::vec`, and the
-// second stage run over them; `redo(i)` evaluates position i again.
+// The positions [0, n) whose element `deferred` accepts, gathered into `at` (the system's
+// memory, grown when it is too short: a sweep keeps one across its chunks, so a chunk with
+// deferred configs allocates nothing), and the second stage run over them; `redo(p)`
+// evaluates position p again.
 template <class Sys, class Policy, class It, class Deferred, class Redo>
-void redo_deferred(const Policy& pol, It first, std::int64_t n, Deferred deferred, Redo redo) {
+void redo_deferred(const Policy& pol, It first, std::int64_t n, Deferred deferred, Redo redo,
+                   typename Sys::template vec<std::int64_t>& at) {
   const std::int64_t m = thrust::count_if(pol, first, first + n, deferred);
   if (m == 0) return;
-  typename Sys::template vec<std::int64_t> at(static_cast<std::size_t>(m));
+  if (static_cast<std::int64_t>(at.size()) < m) at.resize(static_cast<std::size_t>(m));
   thrust::counting_iterator<std::int64_t> pos(0);
   thrust::copy_if(pol, pos, pos + n, first, at.begin(), deferred);
   Sys::check();
-  thrust::for_each(pol, at.begin(), at.end(), redo);
+  thrust::for_each(pol, at.begin(), at.begin() + m, redo);
   Sys::check();
 }
 
@@ -82,20 +85,23 @@ void eval_configs(const Policy& pol, const typename Model::Config* in, std::int6
   if constexpr (HasSmall<Model>::value) {
     thrust::transform(pol, in, in + n, out, EvalSmall<Model>{});
     Sys::check();
-    redo_deferred<Sys>(pol, out, n, ResultDeferred{}, RedoOne<Model>{in, out});
+    typename Sys::template vec<std::int64_t> at;
+    redo_deferred<Sys>(pol, out, n, ResultDeferred{}, RedoOne<Model>{in, out}, at);
   } else {
     thrust::transform(pol, in, in + n, out, one);
   }
 }
 
-// keyed[i - start] = small(i), then full(i) for the deferred ones, for i in [start, start + len).
+// keyed[i - start] = small(i), then full(i) for the deferred ones, for i in [start, start + len);
+// `at`: the deferred positions' scratch, kept across a sweep's chunks.
 template <class Sys, class Model, class Policy, class Small, class Full>
-void eval_indices(const Policy& pol, std::int64_t start, std::int64_t len, Keyed* keyed, Small small, Full full) {
+void eval_indices(const Policy& pol, std::int64_t start, std::int64_t len, Keyed* keyed, Small small, Full full,
+                  typename Sys::template vec<std::int64_t>& at) {
   thrust::counting_iterator<std::int64_t> first(start);
   if constexpr (HasSmall<Model>::value) {
     thrust::transform(pol, first, first + len, keyed, small);
     Sys::check();
-    redo_deferred<Sys>(pol, keyed, len, KeyedDeferred{}, RedoIndex<Model, Full>{full, start, keyed});
+    redo_deferred<Sys>(pol, keyed, len, KeyedDeferred{}, RedoIndex<Model, Full>{full, start, keyed}, at);
   } else {
     thrust::transform(pol, first, first + len, keyed, full);
   }
