@@ -264,21 +264,30 @@ struct DecPlan {
   std::uint8_t dirs[kDecMaxGrid];  // bit d: a child in direction d (DecTree::children)
   std::int64_t step[4];            // from a node to its child in each direction
   KB_HD explicit DecPlan(const DecTree& t) : n(0), step{-1, 1, -t.cols, t.cols} {
-    // As order(): the columns from the outside in (a node off the centre column has one child,
-    // its outer neighbour, where there is one), then the centre column, the root last.
-    for (std::int64_t s = imax(t.c0, t.cols - 1 - t.c0); s >= 1; --s)
-      for (std::int64_t side = 0; side < 2; ++side) {
-        const std::int64_t c = side == 0 ? t.c0 - s : t.c0 + s, outer = side == 0 ? c - 1 : c + 1;
-        if (c < 0 || c >= t.cols || outer < 0 || outer >= t.cols) continue;
-        for (std::int64_t r = 0; r < t.rows; ++r, ++n)
-          node[n] = static_cast<std::int8_t>(r * t.cols + c), dirs[n] = static_cast<std::uint8_t>(1 << side);
-      }
-    for (std::int64_t s = imax(t.r0, t.rows - 1 - t.r0); s >= 1; --s)
-      for (std::int64_t side = 0; side < 2; ++side) {
-        const std::int64_t r = side == 0 ? t.r0 - s : t.r0 + s;
-        if (r >= 0 && r < t.rows) centre(t, r);
-      }
-    centre(t, t.r0);
+    const std::int64_t rows = t.rows, cols = t.cols, r0 = t.r0, c0 = t.c0;
+    // As order(): the columns from the outside in. A node off the centre column has one child,
+    // its outer neighbour, where there is one: column c0 - s has one for s < c0, column c0 + s
+    // for c0 + s + 1 < cols.
+    auto column = [&](std::int64_t c, std::uint8_t dir) {
+      for (std::int64_t r = 0; r < rows; ++r, ++n) node[n] = static_cast<std::int8_t>(r * cols + c), dirs[n] = dir;
+    };
+    for (std::int64_t s = imax(c0 - 1, cols - 2 - c0); s >= 1; --s) {
+      if (s < c0) column(c0 - s, 1);
+      if (c0 + s + 1 < cols) column(c0 + s, 2);
+    }
+    // Then the centre column from the outside in, the root last (DecTree::children_at): a
+    // centre node has its row's neighbours, and the outer one of its column.
+    const std::uint8_t sides = static_cast<std::uint8_t>((c0 > 0 ? 1 : 0) | (c0 + 1 < cols ? 2 : 0));
+    auto centre = [&](std::int64_t r, std::uint8_t d) {
+      if (d == 0) return;
+      node[n] = static_cast<std::int8_t>(r * cols + c0), dirs[n] = d;
+      ++n;
+    };
+    for (std::int64_t s = imax(r0, rows - 1 - r0); s >= 1; --s) {
+      if (s <= r0) centre(r0 - s, static_cast<std::uint8_t>(sides | (s < r0 ? 4 : 0)));
+      if (r0 + s < rows) centre(r0 + s, static_cast<std::uint8_t>(sides | (r0 + s + 1 < rows ? 8 : 0)));
+    }
+    centre(r0, static_cast<std::uint8_t>(sides | (r0 > 0 ? 4 : 0) | (r0 + 1 < rows ? 8 : 0)));
   }
   // Node i's children in merge order; returns their count.
   KB_HD int children(int i, std::int64_t out[4]) const {
@@ -288,15 +297,6 @@ struct DecPlan {
     return k;
   }
 
- private:
-  KB_HD void centre(const DecTree& t, std::int64_t r) {
-    std::int64_t kids[4], ds[4];
-    const int m = t.children_at(r, t.c0, kids, ds);
-    if (m == 0) return;
-    node[n] = static_cast<std::int8_t>(r * t.cols + t.c0), dirs[n] = 0;
-    for (int j = 0; j < m; ++j) dirs[n] = static_cast<std::uint8_t>(dirs[n] | 1 << ds[j]);
-    ++n;
-  }
 };
 
 KB_HD inline DecTree dec_pe_tree(const DecodeConfig& c) { return DecTree::of(c.hw.pe_rows, c.hw.pe_cols); }

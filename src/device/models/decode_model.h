@@ -237,6 +237,30 @@ KB_HD inline void serve_partials(int k, const ps_t* sent, const std::int64_t* pe
     landed[0] = sent[0] + 2 * bm + bo + latency;
     return;
   }
+  // The children in goes_first order of their first copies (an insertion sort of k <= 4).
+  int ord[4];
+  for (int i = 0; i < k; ++i) {
+    int j = i;
+    for (; j > 0 && sim::goes_first(sim::Claim{sent[i], pe[i], 0}, sim::Claim{sent[ord[j - 1]], pe[ord[j - 1]], 0}); --j)
+      ord[j] = ord[j - 1];
+    ord[j] = i;
+  }
+  // Where each child's last copy goes before the next child's first, every copy of a child
+  // goes before every copy of the next (each child's are in order), so the port serves the
+  // children one after another: its three copies back to back from max(sent, free).
+  bool apart = true;
+  for (int i = 1; i < k; ++i)
+    apart = apart && sim::goes_first(sim::Claim{sent[ord[i - 1]] + 2 * bm, pe[ord[i - 1]], 2},
+                                     sim::Claim{sent[ord[i]], pe[ord[i]], 0});
+  if (apart) {
+    ps_t free = 0;
+    for (int i = 0; i < k; ++i) {
+      const int j = ord[i];
+      free = imax(sent[j], free) + 2 * bm + bo;
+      landed[j] = free + latency;
+    }
+    return;
+  }
   int next[4] = {0, 0, 0, 0};
   sim::Server port;
   for (int n = 0; n < 3 * k; ++n) {
@@ -360,11 +384,13 @@ struct DecodeEval {
   // The last costs asked for, by what they depend on: a merge's and an answer's division
   // (rows; to begin with, the check's for the most rows), a store's (rows, sharers), a
   // partial's copy over a cube link (rows). Neighbouring PEs mostly ask for the same.
-  std::int64_t merge_rows, div_rows, store_rows = -1, store_sharers = -1, link_rows = -1;
-  ps_t merge_time, div_time, store_time = 0, link_time = 0;
+  std::int64_t merge_rows, div_rows, store_rows = -1, store_sharers = -1, link_rows = -1, ipcq_rows = -1;
+  ps_t merge_time, div_time, store_time = 0, link_time = 0, ipcq_m = 0, ipcq_o = 0;
   DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
   Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
   Counts div_unit;    // an answer's division of one row (row_div over d values): R rows, R times it
+  // Rows merged and divided so far: their counts are added once, at the end (counts()).
+  std::int64_t merged_rows = 0, divided_rows = 0;
 
   bool cubes_apart;  // every cube evaluated on its own (tests compare it with the sharing)
 
@@ -381,6 +407,11 @@ struct DecodeEval {
   }
 
   KB_HD void done(ps_t end) { r.latency_ps = imax(r.latency_ps, end); }
+  // Adds the counts of every merge and division (each R rows times one row's).
+  KB_HD void counts() {
+    add(merge_unit, merged_rows), add(div_unit, divided_rows);
+    merged_rows = divided_rows = 0;
+  }
 
   // The totals a phase adds per cube, for a representative's to be repeated by the cubes
   // like it (every time and total of theirs is the same; maxima such as the latency too).
@@ -388,12 +419,13 @@ struct DecodeEval {
     ps_t matrix_busy, vector_busy, dma_busy;
     std::int64_t mac_cycles, macs, hbm_read_bytes, hbm_write_bytes, copies_pe, link_bytes_pe, working_pes;
     std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
+    std::int64_t merged_rows, divided_rows;
   };
   Tally kind_sums[kCubeKinds];  // per kind_cube: what its last phase added to r
   KB_HD Tally tally() const {
     return Tally{r.matrix_busy_ps, r.vector_busy_ps, r.dma_busy_ps,   r.mac_cycles,    r.macs,
                  r.hbm_read_bytes, r.hbm_write_bytes, r.copies_pe, r.link_bytes_pe, r.working_pes,
-                 r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes};
+                 r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes, merged_rows,   divided_rows};
   }
   KB_HD static Tally minus(const Tally& b, const Tally& a) {
     return Tally{b.matrix_busy - a.matrix_busy,         b.vector_busy - a.vector_busy,
@@ -402,7 +434,8 @@ struct DecodeEval {
                  b.hbm_write_bytes - a.hbm_write_bytes, b.copies_pe - a.copies_pe,
                  b.link_bytes_pe - a.link_bytes_pe,     b.working_pes - a.working_pes,
                  b.vector_ops - a.vector_ops,           b.sram_read_bytes - a.sram_read_bytes,
-                 b.sram_write_bytes - a.sram_write_bytes};
+                 b.sram_write_bytes - a.sram_write_bytes, b.merged_rows - a.merged_rows,
+                 b.divided_rows - a.divided_rows};
   }
   KB_HD void add(const Tally& x, std::int64_t n = 1) {
     r.matrix_busy_ps += n * x.matrix_busy, r.vector_busy_ps += n * x.vector_busy, r.dma_busy_ps += n * x.dma_busy;
@@ -411,6 +444,7 @@ struct DecodeEval {
     r.working_pes += n * x.working_pes;
     r.vector_ops += n * x.vector_ops, r.sram_read_bytes += n * x.sram_read_bytes,
         r.sram_write_bytes += n * x.sram_write_bytes;
+    merged_rows += n * x.merged_rows, divided_rows += n * x.divided_rows;
   }
   KB_HD void add(const Counts& k, std::int64_t times = 1) {
     r.vector_ops += times * k.vops, r.sram_read_bytes += times * k.rd, r.sram_write_bytes += times * k.wr;
@@ -512,7 +546,7 @@ struct DecodeEval {
     if (R != merge_rows) merge_rows = R, merge_time = merge_ps(c, R);
     t[i] = imax(t[i], arrival) + merge_time;
     r.vector_busy_ps += merge_time;
-    add(merge_unit, R);
+    merged_rows += R;
   }
 
   // The answer: O / l on the PE once its partial is complete at `ready`, then (when it
@@ -521,7 +555,7 @@ struct DecodeEval {
     if (R != div_rows) div_rows = R, div_time = vec_ps(c, VecOp::row_div, R, d);
     const ps_t end = ready + div_time;
     r.vector_busy_ps += div_time;
-    add(div_unit, R);
+    divided_rows += R;
     done(end);
     if (writes) store(end, R, cube);
     return end;
@@ -547,13 +581,13 @@ struct DecodeEval {
       std::int64_t ch[4];
       const int k = plan.children(i, ch);
       const std::int64_t R = rows[q * P + n];
-      const ps_t bm = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), bo = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
+      if (R != ipcq_rows) ipcq_rows = R, ipcq_m = transfer_ps(R * 4, h.ipcq.bandwidth_gbps), ipcq_o = transfer_ps(R * d * 4, h.ipcq.bandwidth_gbps);
       ps_t sent[4], arrival[4];
       for (int j = 0; j < k; ++j) sent[j] = t[q * P + ch[j]];
       r.copies_pe += 3 * k;
       r.link_bytes_pe += k * R * (2 + d) * 4;
       sram_copy(k * R * (2 + d) * 4);
-      serve_partials(k, sent, ch, bm, bo, ipcq_lat, arrival);  // every claim is known: the senders' last ops are done
+      serve_partials(k, sent, ch, ipcq_m, ipcq_o, ipcq_lat, arrival);  // every claim is known: the senders' last ops are done
       for (int j = 0; j < k; ++j) merge_one(q * P + n, arrival[j]);  // children in order
     }
   }
@@ -635,14 +669,16 @@ struct DecodeEval {
       for (int j = 0; j < k; ++j) {
         Bundle b[kDecMaxGrid];
         int nb = 0;
+        std::int64_t sent_rows = 0;
         for (int a = 0; a < na; ++a) {
           const std::int64_t p = act[a], s = ch[j] * P + p, R = rows[s];
           if (R == 0) continue;
           b[nb++] = Bundle{flow ? imax(t[s], free_x) : t[s], static_cast<std::int32_t>(p), rows[s]};
-          r.copies_cube += 3;
-          r.link_bytes_cube += R * (2 + d) * 4;
-          sram_copy(R * (2 + d) * 4);
+          sent_rows += R;
         }
+        r.copies_cube += 3 * nb;
+        r.link_bytes_cube += sent_rows * (2 + d) * 4;
+        sram_copy(sent_rows * (2 + d) * 4);
         sim::serve_all(b, nb, link_lat, [&](const Bundle& x) { return link_busy(x.rows); });
         for (int e = 0; e < nb; ++e)  // one child's merges: positions apart, so in any order
           if (rows[x * P + b[e].pe] != 0) merge_one(x * P + b[e].pe, b[e].ready);
@@ -699,7 +735,7 @@ struct DecodeEval {
       return;
     }
     const bool flow = kase == DecodeCase::cube_sp_pe_sp;
-    std::int8_t act[kDecMaxGrid] = {};
+    std::int8_t act[kDecMaxGrid];
     int na = 1;  // case 4: the centre PEs only (each cube has work there: one part of S_kv)
     if (flow) act[0] = static_cast<std::int8_t>(pr);
     else na = working_positions(0, P, act);
@@ -736,6 +772,7 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart =
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
   e.answer(dec_case(c), pt, ct);
+  e.counts();
   e.r.kv_footprint_bytes = dec_kv_total_bytes(c);
   e.r.kv_max_cube_bytes = dec_kv_max_cube_bytes(c);
   return e.r;
