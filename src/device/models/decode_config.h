@@ -339,10 +339,15 @@ KB_HD inline std::int64_t dec_max_shard(const DecodeConfig& c) { return ceil_div
 // value, two each), scores (f32), a chunk's (m, l, O) and a scratch row, the accumulated (m, l, O) and a
 // scratch (f32); plus on every PE of the launch the inboxes (m, l, O per slot) and, with
 // allreduce, the answer.
-KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc) {
-  const std::int64_t d = c.d_head, G = dec_group(c), Rm = dec_max_rows(c);
+// `G` and `Rm`: dec_group(c) and dec_max_rows(c), where the caller has them.
+KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc, std::int64_t G,
+                                         std::int64_t Rm) {
+  const std::int64_t d = c.d_head;
   const std::int64_t sym = dec_slots(c) * Rm * (2 + d) * 4 + (c.allreduce ? Rm * d * 4 : 0);
   return sym + rows * d * 2 + 4 * dec_kv_bytes(c) * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
+}
+KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc) {
+  return dec_sram_bytes(c, rows, lc, dec_group(c), dec_max_rows(c));
 }
 
 // HBM bytes of K and V of one position: K and V, every unit.

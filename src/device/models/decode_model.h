@@ -319,23 +319,25 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known&
   if (c.s_kv < dec_kv_parts(c)) return kDecShortKv;
   if (c.chunk < 1 || c.chunk > c.s_kv) return kDecBadChunk;
   if (c.allreduce && dec_case(c) != DecodeCase::cube_sp_pe_sp) return kDecBadAllreduce;
-  const std::int64_t rows = dec_max_rows(c), lc = imin(c.chunk, dec_max_shard(c));
-  if (dec_sram_bytes(c, rows, lc) > h.sram_bytes()) return kDecSramOverflow;
+  const std::int64_t G = dec_group(c), rows = dec_max_rows(c), shard = dec_max_shard(c), lc = imin(c.chunk, shard);
+  if (dec_sram_bytes(c, rows, lc, G, rows) > h.sram_bytes()) return kDecSramOverflow;
   if (dec_kv_max_cube_bytes(c) + dec_qo_cube_bytes(c) > h.hbm_capacity_bytes()) return kDecHbmOverflow;
   // Every op's time must be representable, and so the sum of every op's busy time and latency
   // (a bound on any finish time): the largest transfer at the smallest share, the largest
   // matmul and vector op, times the ops of the busiest PE, times the PEs.
-  const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants(), shard = dec_max_shard(c);
-  const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8);
-  if (big > kTimeLimitPs / (kPsPerNs * P * 4)) return kDecTimeOverflow;
-  known.merge_g = dec_detail::merge_ps(c, dec_group(c));
+  // big > floor(limit / x) exactly when big x > limit, which factors below 2^31 compare
+  // without a division.
+  const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants();
+  const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8), x = kPsPerNs * P * 4;
+  if (((big | x) >> 31) == 0 ? big * x > kTimeLimitPs : big > kTimeLimitPs / x) return kDecTimeOverflow;
+  known.merge_g = dec_detail::merge_ps(c, G);
   known.whole = dec_detail::chunk(c, c.chunk, known.merge_g, P);
   known.whole_sharers = P;
   known.rows = rows;
   known.merge_rows = dec_detail::merge_ps(c, rows);
   known.div_rows = dec_detail::vec_ps(c, VecOp::row_div, rows, d);
   const dec_detail::Chunk& k = known.whole;
-  const std::int64_t steps = sat_mul(ceil_div(rows, dec_group(c)), ceil_div(shard, c.chunk));
+  const std::int64_t steps = sat_mul(ceil_div(rows, G), ceil_div(shard, c.chunk));
   if (4 * dec_units(c) * c.s_kv * d > kTimeLimitPs / kPsPerNs) return kDecTimeOverflow;  // the bounds' bytes
   ps_t per_step = k.ldk + k.ldv + k.mm1 + k.mm2 + k.va + k.vb + k.merge + 2 * h.hbm_latency_ns * kPsPerNs;
   const ps_t comm = 4 * (transfer_ps(rows * (2 + d) * 4, imin(h.ipcq.bandwidth_gbps, h.cube_link.bandwidth_gbps)) +
@@ -386,7 +388,7 @@ struct DecodeEval {
   // partial's copy over a cube link (rows). Neighbouring PEs mostly ask for the same.
   std::int64_t merge_rows, div_rows, store_rows = -1, store_sharers = -1, link_rows = -1, ipcq_rows = -1;
   ps_t merge_time, div_time, store_time = 0, link_time = 0, ipcq_m = 0, ipcq_o = 0;
-  DecodeResult r;      // zeroed word by word (zero_words): a brace-initialised one this size became rep stos
+  DecodeResult& r;     // the caller's, zeroed word by word (zero_words): a brace-initialised one this size became rep stos
   Counts merge_unit;  // merge_counts(c, 1): a merge of R rows counts R times it
   Counts div_unit;    // an answer's division of one row (row_div over d values): R rows, R times it
   // Rows merged and divided so far: their counts are added once, at the end (counts()).
@@ -396,12 +398,12 @@ struct DecodeEval {
 
   const Known& known;  // the check's costs
 
-  KB_HD DecodeEval(const DecodeConfig& config, const Known& k, bool apart = false)
+  KB_HD DecodeEval(const DecodeConfig& config, const Known& k, DecodeResult& out, bool apart = false)
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
         link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_rows(k.rows), div_rows(k.rows),
-        merge_time(k.merge_rows), div_time(k.div_rows), merge_unit(merge_counts(config, 1)), div_unit{0, 0, 0}, cubes_apart(apart),
-        known(k) {
+        merge_time(k.merge_rows), div_time(k.div_rows), r(out), merge_unit(merge_counts(config, 1)), div_unit{0, 0, 0},
+        cubes_apart(apart), known(k) {
     zero_words(r);
     div_unit.vec(VecOp::row_div, 1, d);
   }
@@ -760,22 +762,23 @@ struct DecodeEval {
 // `cubes_apart`: evaluate every cube on its own rather than once per kind (the same result;
 // tests compare the two).
 KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
+  DecodeResult r;  // one object on every path, built in place (no copy on return)
   dec_detail::Known known;
   const std::int32_t status = decode_check(c, known);
   if (status != kDecOk) {
-    DecodeResult r{};
+    zero_words(r);
     r.status = status;
     return r;
   }
-  dec_detail::DecodeEval e(c, known, cubes_apart);
+  dec_detail::DecodeEval e(c, known, r, cubes_apart);
   e.compute();
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
   e.answer(dec_case(c), pt, ct);
   e.counts();
-  e.r.kv_footprint_bytes = dec_kv_total_bytes(c);
-  e.r.kv_max_cube_bytes = dec_kv_max_cube_bytes(c);
-  return e.r;
+  r.kv_footprint_bytes = dec_kv_total_bytes(c);
+  r.kv_max_cube_bytes = dec_kv_max_cube_bytes(c);
+  return r;
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).
