@@ -674,7 +674,10 @@ struct DecodeEval {
         std::int64_t sent_rows = 0;
         for (int a = 0; a < na; ++a) {
           const std::int64_t p = act[a], s = ch[j] * P + p, R = rows[s];
-          if (R == 0) continue;
+          if (R == 0) {  // no partial from this child: a position that has work merges as if it came at 0
+            if (rows[x * P + p] != 0) merge_one(x * P + p, 0);
+            continue;
+          }
           b[nb++] = Bundle{flow ? imax(t[s], free_x) : t[s], static_cast<std::int32_t>(p), rows[s]};
           sent_rows += R;
         }
@@ -684,8 +687,6 @@ struct DecodeEval {
         sim::serve_all(b, nb, link_lat, [&](const Bundle& x) { return link_busy(x.rows); });
         for (int e = 0; e < nb; ++e)  // one child's merges: positions apart, so in any order
           if (rows[x * P + b[e].pe] != 0) merge_one(x * P + b[e].pe, b[e].ready);
-        for (int a = 0; a < na; ++a)  // positions the child has no partial for
-          if (rows[ch[j] * P + act[a]] == 0 && rows[x * P + act[a]] != 0) merge_one(x * P + act[a], 0);
       }
     }
   }

@@ -45,6 +45,10 @@ struct Server {
 // `busy(m[i])` gives a message's busy time (the overload below: its member `busy`).
 template <class M, class Busy>
 KB_HD void serve_all(M* m, int n, ps_t latency, const Busy& busy) {
+  if (n == 1) {  // the server is free: the message starts as it is ready
+    m[0].ready += busy(m[0]) + latency;
+    return;
+  }
   for (int i = 1; i < n; ++i) {
     const M x = m[i];
     int j = i - 1;
