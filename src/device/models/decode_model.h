@@ -138,6 +138,10 @@ KB_HD inline void shift(Pipe& p, ps_t x) {
 // step map is homogeneous: f(x + c) = f(x) + c).
 template <class Block>
 KB_HD void repeat(Pipe& p, std::int64_t count, const Block& block) {
+  if (count <= 2) {  // no state can repeat before a block that is left to jump over
+    for (std::int64_t i = 0; i < count; ++i) block(p);
+    return;
+  }
   Pipe prev1 = p, prev2 = p;
   for (std::int64_t i = 0; i < count; ++i) {
     block(p);
