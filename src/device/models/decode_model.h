@@ -767,7 +767,7 @@ struct DecodeEval {
 // `cubes_apart`: evaluate every cube on its own rather than once per kind (the same result;
 // tests compare the two).
 KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
-  DecodeResult r;  // one object on every path, built in place (no copy on return)
+  DecodeResult r;  // one object returned on every path, which compilers build in place
   dec_detail::Known known;
   const std::int32_t status = decode_check(c, known);
   if (status != kDecOk) {

@@ -45,7 +45,7 @@ struct Server {
 // `busy(m[i])` gives a message's busy time (the overload below: its member `busy`).
 template <class M, class Busy>
 KB_HD void serve_all(M* m, int n, ps_t latency, const Busy& busy) {
-  if (n == 1) {  // the server is free: the message starts as it is ready
+  if (n == 1) {  // the server is free from 0: the message starts as it is ready (times are never negative)
     m[0].ready += busy(m[0]) + latency;
     return;
   }
