@@ -503,8 +503,10 @@ struct DecodeEval {
       });
       sharers *= h.tenants();  // identical launches beside this one share the cube too
       sharers_of[q] = static_cast<std::int32_t>(sharers);
-      for (std::int64_t p = 0; p < P; ++p) {
-        const std::int64_t i = q * P + p, units = rows[i], len = t[i];
+      // Runs of neighbouring PEs with the same work: one lookup a run.
+      for (std::int64_t p = 0, end = 0; p < P; p = end) {
+        const std::int64_t units = rows[q * P + p], len = t[q * P + p];
+        for (end = p + 1; end < P && rows[q * P + end] == units && t[q * P + end] == len;) ++end;
         if (units == 0) continue;
         int hit = -1;
         for (int j = 0; j < ncache; ++j)
@@ -517,9 +519,10 @@ struct DecodeEval {
           if (ncache < 4) ++ncache;
         }
         const PeRun& e = cache[hit];
-        t[i] = imax(e.vec, e.mm);
-        rows[i] = static_cast<std::int32_t>(units * G);
-        ++used[hit];
+        const ps_t free = imax(e.vec, e.mm);
+        const std::int32_t R = static_cast<std::int32_t>(units * G);
+        for (std::int64_t i = q * P + p; i < q * P + end; ++i) t[i] = free, rows[i] = R;
+        used[hit] += end - p;
       }
       for (int j = 0; j < ncache; ++j)
         if (used[j]) flush(j);
