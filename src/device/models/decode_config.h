@@ -275,19 +275,21 @@ struct DecPlan {
       if (s < c0) column(c0 - s, 1);
       if (c0 + s + 1 < cols) column(c0 + s, 2);
     }
-    // Then the centre column from the outside in, the root last (DecTree::children_at): a
-    // centre node has its row's neighbours, and the outer one of its column.
-    const std::uint8_t sides = static_cast<std::uint8_t>((c0 > 0 ? 1 : 0) | (c0 + 1 < cols ? 2 : 0));
-    auto centre = [&](std::int64_t r, std::uint8_t d) {
-      if (d == 0) return;
-      node[n] = static_cast<std::int8_t>(r * cols + c0), dirs[n] = d;
+    // Then the centre column from the outside in, the root last, each node with the children
+    // DecTree::children_at gives it.
+    auto centre = [&](std::int64_t r) {
+      std::int64_t kids[4], ds[4];
+      const int m = t.children_at(r, c0, kids, ds);
+      if (m == 0) return;
+      node[n] = static_cast<std::int8_t>(r * cols + c0), dirs[n] = 0;
+      for (int j = 0; j < m; ++j) dirs[n] = static_cast<std::uint8_t>(dirs[n] | 1 << ds[j]);
       ++n;
     };
     for (std::int64_t s = imax(r0, rows - 1 - r0); s >= 1; --s) {
-      if (s <= r0) centre(r0 - s, static_cast<std::uint8_t>(sides | (s < r0 ? 4 : 0)));
-      if (r0 + s < rows) centre(r0 + s, static_cast<std::uint8_t>(sides | (r0 + s + 1 < rows ? 8 : 0)));
+      if (s <= r0) centre(r0 - s);
+      if (r0 + s < rows) centre(r0 + s);
     }
-    centre(r0, static_cast<std::uint8_t>(sides | (r0 > 0 ? 4 : 0) | (r0 + 1 < rows ? 8 : 0)));
+    centre(r0);
   }
   // Node i's children in merge order; returns their count.
   KB_HD int children(int i, std::int64_t out[4]) const {
