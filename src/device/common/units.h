@@ -75,6 +75,12 @@ KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
 }
 
+// Whether a·b > kTimeLimitPs, for a >= 0 and b >= 1: the same as a > floor(kTimeLimitPs / b),
+// without the division where both factors are below 2^31 (their product fits).
+KB_HD constexpr bool over_limit(std::int64_t a, std::int64_t b) {
+  return ((a | b) >> 31) == 0 ? a * b > kTimeLimitPs : a > kTimeLimitPs / b;
+}
+
 // Zeroes a POD of int64 words one word at a time. GCC turns a brace-initialised struct of
 // more than 128 bytes (and a plain zeroing loop, which it recognises) into `rep stos`, whose
 // start-up cost showed in the models' profiles; kept a loop, it becomes vector stores.
@@ -99,7 +105,8 @@ struct Span {
 struct EvenParts {
   std::int64_t per, left, parts;  // total = per·parts + left
   std::int64_t lo = 0, carry = 0;
-  KB_HD EvenParts(std::int64_t total, std::int64_t parts_) : per(total / parts_), left(total % parts_), parts(parts_) {}
+  KB_HD EvenParts(std::int64_t total, std::int64_t parts_)
+      : per(div_fast(total, parts_)), left(total - per * parts_), parts(parts_) {}
   // The next part, in order.
   KB_HD Span next() {
     carry += left;

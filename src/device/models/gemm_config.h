@@ -101,7 +101,7 @@ struct GemmGrid {
   KB_HD std::int64_t across(bool by_cols) const { return by_cols ? tiles_m : tiles_n; }
 };
 KB_HD inline GemmGrid gemm_grid(const GemmConfig& c) {
-  return GemmGrid{(c.m + c.tile_m - 1) / c.tile_m, (c.n + c.tile_n - 1) / c.tile_n, (c.k + c.tile_k - 1) / c.tile_k};
+  return GemmGrid{ceil_div(c.m, c.tile_m), ceil_div(c.n, c.tile_n), ceil_div(c.k, c.tile_k)};
 }
 
 // Stream-K: a block of `tiles` output tiles is tiles·kt units (tile-major, k-slice minor);
@@ -130,10 +130,10 @@ KB_HD inline std::int64_t gemm_pe_of_unit(std::int64_t units, std::int64_t pes, 
 // the owner's tile, at least floor(units / pes) units apart in the smallest block, so they
 // are at most ceil((kt - 1) / that) (and at most kt - 1 and pes - 1).
 KB_HD inline std::int64_t gemm_k_slots(const GemmConfig& c, const GemmGrid& g, bool by_cols) {
-  const std::int64_t shortest = imax(1, g.along(by_cols) / c.cubes);
-  const std::int64_t least = shortest * g.across(by_cols) * g.kt / c.pes;  // units per PE in the smallest block
+  const std::int64_t shortest = imax(1, div_fast(g.along(by_cols), c.cubes));
+  const std::int64_t least = div_fast(shortest * g.across(by_cols) * g.kt, c.pes);  // units per PE in the smallest block
   std::int64_t senders = imin(c.pes - 1, g.kt - 1);
-  if (least >= 1) senders = imin(senders, (g.kt - 1 + least - 1) / least);
+  if (least >= 1) senders = imin(senders, ceil_div(g.kt - 1, least));
   return 1 + senders;
 }
 
@@ -153,8 +153,8 @@ KB_HD inline std::int64_t gemm_split_of(const GemmConfig& c) {
   if (c.split != kGemmSplitAuto || !gemm_grid_defined(c)) return c.split;
   const GemmGrid g = gemm_grid(c);
   const bool by_cols = g.tiles_m < c.cubes && g.tiles_n > g.tiles_m;
-  const std::int64_t largest = (g.along(by_cols) + c.cubes - 1) / c.cubes * g.across(by_cols);  // tiles of the largest block
-  const std::int64_t whole = (largest + c.pes - 1) / c.pes * g.kt, split = (largest * g.kt + c.pes - 1) / c.pes;
+  const std::int64_t largest = ceil_div(g.along(by_cols), c.cubes) * g.across(by_cols);  // tiles of the largest block
+  const std::int64_t whole = ceil_div(largest, c.pes) * g.kt, split = ceil_div(largest * g.kt, c.pes);
   if (split + whole / 10 < whole &&
       gemm_tile_sram_bytes(c) + gemm_k_slots(c, g, by_cols) * 4 * c.tile_m * c.tile_n <= c.hw.sram_bytes())
     return by_cols ? kGemmSplitColsK : kGemmSplitRowsK;
@@ -193,8 +193,9 @@ KB_HD inline TileRange gemm_tiles_of(const CubeTiles& b, std::int64_t pes, std::
   return TileRange{pe * count / pes, (pe + 1) * count / pes};
 }
 
-
-KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
+// The config's status (kGemmOk: valid). `grid_out`, where the check gets that far, receives
+// the tile grid (the model evaluates with it).
+KB_HD inline std::int32_t gemm_check(const GemmConfig& g, GemmGrid* grid_out = nullptr) {
   const HwConfig& h = g.hw;
   if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > kGemmMaxDim || g.n > kGemmMaxDim || g.k > kGemmMaxDim)
     return kGemmBadShape;
@@ -209,16 +210,17 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g) {
   if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
   // Every cube holds A and B whole and its block of C's tile rows or columns.
   const GemmGrid grid = gemm_grid(g);
+  if (grid_out) *grid_out = grid;
   const bool by_cols = gemm_split_by_cols(gemm_split_of(g));
-  const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ((grid.tiles_m + g.cubes - 1) / g.cubes) * g.tile_m);
-  const std::int64_t c_cols = by_cols ? imin(g.n, ((grid.tiles_n + g.cubes - 1) / g.cubes) * g.tile_n) : g.n;
+  const std::int64_t c_rows = by_cols ? g.m : imin(g.m, ceil_div(grid.tiles_m, g.cubes) * g.tile_m);
+  const std::int64_t c_cols = by_cols ? imin(g.n, ceil_div(grid.tiles_n, g.cubes) * g.tile_n) : g.n;
   if (kGemmABytes * (g.m * g.k + c_rows * c_cols) + gemm_b_bytes(g) * g.k * g.n > h.hbm_capacity_bytes())
     return kGemmHbmOverflow;
   // One op's time must be representable: the largest transfer through the shared HBM
   // port, and the largest matmul (dimensions <= 2^20 and arrays <= 4096 keep the cycle
   // count itself below 2^61).
   const std::int64_t tile_bytes = 2 * imax(imax(g.tile_m * g.tile_k, g.tile_k * g.tile_n), g.tile_m * g.tile_n);
-  if (tile_bytes > kTimeLimitPs / (kPsPerNs * g.pes * h.tenants())) return kGemmTimeOverflow;
+  if (over_limit(tile_bytes, kPsPerNs * g.pes * h.tenants())) return kGemmTimeOverflow;
   const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, h.matrix_rows, h.matrix_cols, h.dataflow);
   if (cycles > kTimeLimitPs / 1000000) return kGemmTimeOverflow;
   return kGemmOk;

@@ -33,15 +33,15 @@ struct GemmEval {
   std::int64_t kinds_share = -1;
   TileKinds kinds;  // set before any use (kinds_share starts unmatched)
   ps_t bound = 0;   // every busy time plus every latency: an upper bound on any finish time
-  GemmResult r;     // zeroed word by word (a brace-initialised one this size became rep stos)
+  // The caller's result, filled in place: a copy out of the evaluation would read it in
+  // 16-byte words just after the 8-byte stores that wrote it (a store-forwarding stall).
+  GemmResult& r;
 
-  KB_HD explicit GemmEval(const GemmConfig& config)
-      : g(config), grid(gemm_grid(config)), tm(grid.tiles_m), tn(grid.tiles_n), kt(grid.kt),
+  KB_HD GemmEval(const GemmConfig& config, const GemmGrid& grid_, GemmResult& result)
+      : g(config), grid(grid_), tm(grid.tiles_m), tn(grid.tiles_n), kt(grid.kt),
         m_last(config.m - (grid.tiles_m - 1) * config.tile_m), n_last(config.n - (grid.tiles_n - 1) * config.tile_n),
         k_last(config.k - (grid.kt - 1) * config.tile_k), split(gemm_split_of(config)),
-        by_cols(gemm_split_by_cols(split)), split_k(gemm_split_k(split)), unit(split_k ? grid.kt : 1) {
-    zero_words(r);
-  }
+        by_cols(gemm_split_by_cols(split)), split_k(gemm_split_k(split)), unit(split_k ? grid.kt : 1), r(result) {}
 
   // A cube's PEs split its HBM bandwidth; only those with work access HBM, and a cube
   // with a block of `tiles` tiles gives work to min(pes, tiles · unit) of them.
@@ -137,7 +137,8 @@ struct GemmEval {
     // divided out once).
     EvenParts ranges(ct.rows() * w, g.pes);
     const std::int64_t q = ranges.per;
-    const std::int64_t span_rows[2] = {(q - 1) / w, q / w}, span_cols[2] = {(q - 1) % w, q % w};
+    const std::int64_t rows_q1 = div_fast(q - 1, w), rows_q = div_fast(q, w);
+    const std::int64_t span_rows[2] = {rows_q1, rows_q}, span_cols[2] = {q - 1 - rows_q1 * w, q - rows_q * w};
     std::int64_t lo_row = 0, lo_col = 0;
     for (std::int64_t pe = 0; pe < g.pes; ++pe) {
       const Span t = ranges.next();
@@ -259,21 +260,20 @@ struct GemmEval {
 }  // namespace gemm_detail
 
 KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
-  const std::int32_t status = gemm_check(g);
-  if (status != kGemmOk) {
-    GemmResult r{};
-    r.status = status;
-    return r;
-  }
-  gemm_detail::GemmEval e(g);
+  GemmResult r;
+  zero_words(r);  // word by word (a brace-initialised result this size became rep stos)
+  GemmGrid grid;
+  r.status = gemm_check(g, &grid);
+  if (r.status != kGemmOk) return r;
+  gemm_detail::GemmEval e(g, grid, r);
   if (!e.totals()) {
-    GemmResult r{};
+    zero_words(r);
     r.status = kGemmTimeOverflow;  // an invalid config's result is its status
     return r;
   }
   e.latencies();
-  gemm_roofline(g, e.r);
-  return e.r;
+  gemm_roofline(g, r);
+  return r;
 }
 
 // Resolves the automatic split (gemm_split_of), when the shape and tiling are defined.
