@@ -72,20 +72,25 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
   KB_INTERNAL_CHECK(ops_.size() < static_cast<std::size_t>(INT32_MAX), "too many ops");
   if (static_cast<std::int64_t>(ops_.size()) >= op_limit_) too_many_ops(op_limit_);
   const OpId id = static_cast<OpId>(ops_.size());
-  ops_.push_back(op);
   std::int32_t flags = op.kind == OpKind::signal ? OpTimes::kSignal : 0;
   if (op.resource != kNoResource) {
     if (resources_[static_cast<std::size_t>(op.resource)].discipline == Discipline::arbitrated)
       flags |= OpTimes::kArbitrated;
     ++totals_.resource_ops[static_cast<std::size_t>(op.resource)];
   }
-  times_.push_back(OpTimes{op.busy_ps, op.latency_ps, op.resource, flags});
+  // Field by field into its slot: an OpTimes built on the stack and copied was read back
+  // as one 8-byte word over its two 4-byte fields just stored (store forwarding fails).
+  OpTimes& t = times_.emplace_back();
+  t.busy_ps = op.busy_ps, t.latency_ps = op.latency_ps, t.resource = op.resource, t.flags = flags;
   tally(totals_, op, resources_);
   for (std::size_t i = 0; i < ndeps; ++i) {
     if (deps[i] == kNoOp) continue;
     KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] <= id, "dependency on an unknown op");
     edges_.push_back({id, deps[i]});
   }
+  // The whole op is copied last: the caller has just written it field by field, and reading
+  // it back in wider words at once would wait on those stores (store forwarding fails).
+  ops_.push_back(op);
   return id;
 }
 
