@@ -94,6 +94,7 @@ struct RingWalkT {
   ps_t dma_free[kRanks], port_free[kRanks], port_last[kRanks];
   std::int32_t route[kRanks + 1];  // rank r's hops: hops[route[r] .. route[r + 1])
   Hop hops[kMaxHops];
+  std::int64_t piece_lo[Caps::kPieceTable];  // piece_table's, where the level's pieces fit it
 };
 using RingWalk = RingWalkT<ArFullCaps>;
 
@@ -126,6 +127,17 @@ KB_HD inline ps_t add_ps(const HwConfig& h, std::int64_t values) {
 KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int64_t sharers) {
   const std::int64_t nb = 2 * values;
   return imax(imax(hbm_access_ps(h, 2 * nb, sharers), add_ps(h, values)), hbm_access_ps(h, nb, sharers));
+}
+
+// Where each piece of each chunk begins (coll_piece_lo of chunk ch, piece k at
+// table[ch * (ranks + 1) + k]), where the level's (ranks + 1) · chunks boundaries fit `cap`
+// entries: false where they do not (the walk then divides per transfer). A walk reads a
+// transfer's size many times, and each coll_piece_lo takes three divisions.
+KB_HD inline bool piece_table(const AllreduceConfig& c, std::int64_t* table, std::int64_t cap) {
+  if ((c.ranks + 1) * c.chunks > cap) return false;
+  for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+    for (std::int64_t k = 0; k <= c.ranks; ++k) table[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
+  return true;
 }
 
 // Whether the closed form covers a config (coll_check has accepted it).
@@ -182,6 +194,18 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
     return start;
   };
   auto slot = [&](std::int64_t r, std::int64_t ch, std::int64_t k) { return (r * C + ch) * p + k; };
+  // Values of piece j of chunk ch; the next rank; the piece rank i sends at step s (i - s or
+  // i + 1 - s, mod p: both within one wrap of [0, p)).
+  const bool table = piece_table(c, w.piece_lo, Caps::kPieceTable);
+  auto values_of = [&](std::int64_t ch, std::int64_t j) {
+    return table ? w.piece_lo[ch * (p + 1) + j + 1] - w.piece_lo[ch * (p + 1) + j]
+                 : coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j);
+  };
+  auto next = [&](std::int64_t i) { return i + 1 == p ? 0 : i + 1; };
+  auto piece_at = [&](bool rs, std::int64_t i, std::int64_t s) {
+    const std::int64_t j = rs ? i - s : i + 1 - s;
+    return j < 0 ? j + p : j >= p ? j - p : j;
+  };
   // Reduce-scatter steps, then all-gather steps; in each, chunk by chunk: every rank's send,
   // then every rank's receive (coll_detail::Scheduler::ring and ar_detail::Sim::flush).
   for (int phase = 0; phase < 2; ++phase) {
@@ -189,9 +213,9 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
     for (std::int64_t s = 0; s + 1 < p; ++s)
       for (std::int64_t ch = 0; ch < C; ++ch) {
         for (std::int64_t i = 0; i < p; ++i) {
-          const std::int64_t j = coll_detail::mod(rs ? i - s : i + 1 - s, p);
-          const std::int64_t nb = 2 * (coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j));
-          const std::int64_t dst = (i + 1) % p;
+          const std::int64_t j = piece_at(rs, i, s);
+          const std::int64_t nb = 2 * values_of(ch, j);
+          const std::int64_t dst = next(i);
           ps_t ready = w.written[slot(i, ch, j)];
           bool unblocked = ready < 0;
           if (unblocked) ready = 0;
@@ -241,13 +265,13 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
           ++f.transfers;
         }
         for (std::int64_t i = 0; i < p; ++i) {
-          const std::int64_t dst = (i + 1) % p, j = coll_detail::mod(rs ? i - s : i + 1 - s, p);
+          const std::int64_t dst = next(i), j = piece_at(rs, i, s);
           ps_t& piece = w.written[slot(dst, ch, j)];
           if (!rs) {
             piece = w.landed[i];  // taken as it landed
             continue;
           }
-          const std::int64_t values = coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j);
+          const std::int64_t values = values_of(ch, j);
           if (values != w.add_values[dst]) {
             w.add_values[dst] = values, w.add_busy[dst] = add_ps(c.hw, values);
             if (hbm)  // one chain: read both operands (DMA queue), add, write the sum (HBM port)

@@ -318,10 +318,7 @@ KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk
   }
   for (std::int64_t r = 0; r < Caps::kRanks; ++r) w.mark_done[r] = 0;
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
-  w.piece_table = (c.ranks + 1) * c.chunks <= GeneralWalk::kPieceTable;
-  if (w.piece_table)
-    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
-      for (std::int64_t k = 0; k <= c.ranks; ++k) w.piece_lo[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
+  w.piece_table = piece_table(c, w.piece_lo, GeneralWalk::kPieceTable);
   LevelWalk<Caps> lw{&w, &c, nodes, pe_of, sharers};
   coll_schedule(c, lw);
   if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;

@@ -131,7 +131,7 @@ KB_HD inline std::int64_t coll_cols(const AllreduceConfig& c) {
   const std::int64_t g = c.level == 0 ? c.hw.pe_cols : c.level == 1 ? c.hw.cube_cols : c.ranks;
   return imax(1, c.ranks < g ? c.ranks : g);  // at least 1, so that a config being rejected divides safely
 }
-KB_HD inline std::int64_t coll_rows(const AllreduceConfig& c) { return c.ranks / coll_cols(c); }
+KB_HD inline std::int64_t coll_rows(const AllreduceConfig& c) { return div_fast(c.ranks, coll_cols(c)); }
 
 // The rank a reduce leaves the sum on: the grid's centre (rows / 2, cols / 2) for root,
 // rank 0 for the others.
@@ -144,12 +144,12 @@ KB_HD inline std::int64_t coll_root(const AllreduceConfig& c) {
 KB_HD inline std::int64_t coll_values(const AllreduceConfig& c) { return c.bytes / 2; }
 // First value of chunk k (k = chunks: the end).
 KB_HD inline std::int64_t coll_chunk_lo(const AllreduceConfig& c, std::int64_t k) {
-  return k * coll_values(c) / c.chunks;
+  return div_fast(k * coll_values(c), c.chunks);
 }
 // First value of piece `piece` of chunk `chunk` (piece = ranks: the chunk's end).
 KB_HD inline std::int64_t coll_piece_lo(const AllreduceConfig& c, std::int64_t chunk, std::int64_t piece) {
   const std::int64_t lo = coll_chunk_lo(c, chunk), len = coll_chunk_lo(c, chunk + 1) - lo;
-  return lo + piece * len / c.ranks;
+  return lo + div_fast(piece * len, c.ranks);
 }
 
 // Inbox levels: how many copies of the buffer a rank keeps for values it receives to add
@@ -292,7 +292,11 @@ struct Groups {
   }
 };
 
-KB_HD inline std::int64_t mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
+// a mod m in [0, m), for m >= 1; most callers are within one wrap of it, and take no division.
+KB_HD inline std::int64_t mod(std::int64_t a, std::int64_t m) {
+  if (a >= 0) return a < m ? a : a < 2 * m ? a - m : a % m;
+  return a >= -m ? a + m : ((a % m) + m) % m;
+}
 
 }  // namespace coll_detail
 
