@@ -29,6 +29,11 @@ std::vector<std::string> route(const HwConfig& h, net::Node a, net::Node b) {
 
 using V = std::vector<std::string>;
 
+// The node of global PE g.
+net::Node node_of(const TopologySpec& t, std::int64_t g) {
+  return net::Node{g / t.pes_per_cube() / t.cubes_per_sip(), g / t.pes_per_cube() % t.cubes_per_sip(), g % t.pes_per_cube()};
+}
+
 TEST(Network, RoutesByLevel) {
   const TopologySpec ring = machine(SipTopology::ring);
   EXPECT_EQ(route(ring, {0, 1, 0}, {0, 1, 1}), (V{"sip0.cube1.pe0.ipcq_out", "sip0.cube1.pe1.ipcq_in"}));
@@ -57,11 +62,7 @@ TEST(Network, LinkIdsAreDenseAndDistinct) {
     for (std::int64_t a = 0; a < t.total_pes(); ++a)
       for (std::int64_t b = 0; b < t.total_pes(); ++b) {
         if (a == b) continue;
-        const auto node = [&](std::int64_t g) {
-          return net::Node{g / t.pes_per_cube() / t.cubes_per_sip(), g / t.pes_per_cube() % t.cubes_per_sip(),
-                           g % t.pes_per_cube()};
-        };
-        net::for_each_hop(t, node(a), node(b), [&](const net::Hop& h) {
+        net::for_each_hop(t, node_of(t, a), node_of(t, b), [&](const net::Hop& h) {
           ASSERT_GE(h.link, 0);
           ASSERT_LT(h.link, n);
           used.insert(h.link);
@@ -77,6 +78,28 @@ TEST(Network, LinkIdsAreDenseAndDistinct) {
     const std::int64_t unused_sip = k == SipTopology::ring && sips == 2 ? 2 : 0;
     EXPECT_EQ(static_cast<std::int64_t>(used.size()), 2 * t.total_pes() + mesh_edges + net::sip_link_count(t) - unused_sip);
   }
+}
+
+// hop_count is the number of hops for_each_hop visits, on every kind of SIP topology, on
+// grids and rings of several shapes (odd and even rings: ties go forward), for every pair.
+TEST(Network, HopCountIsTheRoutesLength) {
+  std::int64_t pairs = 0;
+  for (SipTopology k : {SipTopology::ring, SipTopology::fully_connected, SipTopology::switch_})
+    for (std::int64_t sips : {2, 3, 5, 8})
+      for (std::int64_t rows : {1, 2, 3})
+        for (std::int64_t cols : {1, 4}) {
+          TopologySpec t = machine(k, sips);
+          t.cube_rows = rows, t.cube_cols = cols;
+          for (std::int64_t a = 0; a < t.total_pes(); ++a)
+            for (std::int64_t b = 0; b < t.total_pes(); ++b) {
+              if (a == b) continue;
+              std::int64_t walked = 0;
+              net::for_each_hop(t, node_of(t, a), node_of(t, b), [&](const net::Hop&) { ++walked; });
+              ASSERT_EQ(net::hop_count(t, node_of(t, a), node_of(t, b)), walked) << a << " -> " << b << " on " << sips << " SIPs";
+              ++pairs;
+            }
+        }
+  EXPECT_GT(pairs, 10000);
 }
 
 }  // namespace

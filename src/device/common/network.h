@@ -19,6 +19,7 @@
 
 #include "hw.h"
 #include "kb_hd.h"
+#include "units.h"
 
 namespace kb::net {
 
@@ -93,20 +94,28 @@ KB_HD void for_each_hop(const HwConfig& h, const Node& a, const Node& b, Visit&&
     sip_hop(a.sip);      // uplink
     sip_hop(n + b.sip);  // downlink
   } else {
-    const std::int64_t fwd = ((b.sip - a.sip) % n + n) % n;
+    const std::int64_t fwd = b.sip >= a.sip ? b.sip - a.sip : b.sip - a.sip + n;  // both in [0, n)
     const bool forward = fwd <= n - fwd;  // the shorter way round; ties go forward
     for (std::int64_t s = a.sip; s != b.sip;) {
       sip_hop(2 * s + (forward ? 0 : 1));
-      s = ((s + (forward ? 1 : -1)) % n + n) % n;
+      s = forward ? (s + 1 == n ? 0 : s + 1) : (s == 0 ? n - 1 : s - 1);
     }
   }
 }
 
-// The number of hops of a route (for sizing, and for closed forms in batched models).
+// The number of hops of a route (for sizing, and for closed forms in batched models): what
+// for_each_hop visits, counted without walking it (test_network checks the two agree).
 KB_HD inline std::int64_t hop_count(const HwConfig& h, const Node& a, const Node& b) {
-  std::int64_t n = 0;
-  for_each_hop(h, a, b, [&](const Hop&) { ++n; });
-  return n;
+  if (a.sip == b.sip && a.cube == b.cube) return 2;  // out of the sender's queue, into the receiver's
+  if (a.sip == b.sip) {  // dimension-ordered on the mesh: one hop per row and per column apart
+    const std::int64_t r = div_fast(a.cube, h.cube_cols), c = a.cube - r * h.cube_cols;
+    const std::int64_t tr = div_fast(b.cube, h.cube_cols), tc = b.cube - tr * h.cube_cols;
+    return (tr > r ? tr - r : r - tr) + (tc > c ? tc - c : c - tc);
+  }
+  if (h.sip_topology == SipTopology::fully_connected) return 1;
+  if (h.sip_topology == SipTopology::switch_) return 2;
+  const std::int64_t fwd = b.sip >= a.sip ? b.sip - a.sip : b.sip - a.sip + h.sips;
+  return fwd <= h.sips - fwd ? fwd : h.sips - fwd;
 }
 
 }  // namespace kb::net
