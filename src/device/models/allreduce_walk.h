@@ -100,6 +100,10 @@ struct LevelWalk {
   AllreduceFigures f{};
   bool ok = true;
   bool full = false;  // what failed was a table's size, not the certificate
+  // The last add's cost, by its values (and with HBM buffers the receiver's share): a level's
+  // pieces mostly have one size, and each cost takes several divisions.
+  std::int64_t add_values = -1, chain_values = -1, chain_sharers = -1;
+  ps_t add_cost = 0, chain_cost = 0;
 
   KB_HD bool hbm() const { return c->buffer == static_cast<std::int64_t>(CollBuffer::hbm); }
   KB_HD ps_t hbm_lat() const { return c->hw.hbm_latency_ns * kPsPerNs; }
@@ -246,7 +250,8 @@ struct LevelWalk {
       return true;
     }
     const std::int64_t values = nb / 2;
-    const ps_t add = add_ps(c->hw, values);
+    if (values != add_values) add_values = values, add_cost = add_ps(c->hw, values);
+    const ps_t add = add_cost;
     f.vector_ops += vector_element_ops(VecOp::add, 1, values);
     typename GeneralWalk::Rank& d = w->ranks[x.dst];
     sim::Stamp ready = landed;
@@ -263,7 +268,9 @@ struct LevelWalk {
     // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port):
     // one chain, each holding its resource for the slowest's time.
     const ps_t L = hbm_lat();
-    const ps_t chain = add_chain_ps(c->hw, values, sharers[x.dst]);
+    if (values != chain_values || sharers[x.dst] != chain_sharers)
+      chain_values = values, chain_sharers = sharers[x.dst], chain_cost = add_chain_ps(c->hw, values, chain_sharers);
+    const ps_t chain = chain_cost;
     if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
     if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
     if (!serve(d.port.f, &d.port, L, x.dst, head_of(s, 0), chain, &s)) return false;

@@ -195,18 +195,20 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
   const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
   const std::int64_t top = has_s ? 2 : has_c ? 1 : 0;
   const bool all = c.op == static_cast<std::int64_t>(CollOp::allreduce);
-  auto sub = [&](std::int64_t level, std::int64_t ranks, CollOp op) {
-    AllreduceConfig s = c;
+  // One config, its level, ranks and op set per phase (a config is large: it is copied out
+  // only for the phases asked for).
+  AllreduceConfig s = c;
+  auto sub = [&](std::int64_t level, std::int64_t ranks, CollOp op) -> const AllreduceConfig& {
     s.level = level, s.ranks = ranks, s.op = static_cast<std::int64_t>(op);
     return s;
   };
   const CollOp up = CollOp::reduce, user = static_cast<CollOp>(c.op);
   int n = 0;
   std::int64_t slots = 0;
-  auto add = [&](const AllreduceConfig& s, std::int64_t groups, bool is_up) {
-    if (only < 0 || n == only) out[only < 0 ? n : 0] = CollPhase{s, groups, slots, is_up};
+  auto add = [&](const AllreduceConfig& phase, std::int64_t groups, bool is_up) {
+    if (only < 0 || n == only) out[only < 0 ? n : 0] = CollPhase{phase, groups, slots, is_up};
     ++n;
-    if (s.op != static_cast<std::int64_t>(CollOp::bcast)) slots += coll_inboxes(s);
+    if (phase.op != static_cast<std::int64_t>(CollOp::bcast)) slots += coll_inboxes(phase);
   };
   if (has_p) add(sub(0, d.pes, top == 0 ? user : up), d.sips * d.cubes, top != 0);
   if (has_c) add(sub(1, d.cubes, top == 1 ? user : up), d.sips, top != 1);
