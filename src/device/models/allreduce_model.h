@@ -68,6 +68,7 @@ struct SimT {
   const AllreduceConfig* c;    // the collective simulated: one level (a phase, for hier)
   const AllreduceConfig* top;  // the config asked for (c itself, or the hier config)
   std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
+  CollHier dims;                                // hier: the launch's dims
   bool hier = false;
   bool events_only = false;  // skip the closed forms and the simulator's fast path (tests compare them)
   // Levels evaluated, those the simulator's events decided, those the ring's closed form took
@@ -102,7 +103,7 @@ struct SimT {
 
   // Where rank r is: its level's node, or for a hier phase its group 0's PE.
   KB_HD net::Node node_of(std::int64_t r) const {
-    return hier ? coll_node(*top, coll_hier_rank(*top, *c, 0, r, leader_pe, leader_cube)) : coll_node(*c, r);
+    return hier ? coll_hier_node(dims, coll_hier_rank(dims, *c, 0, r, leader_pe, leader_cube)) : coll_node(*c, r);
   }
   KB_HD const net::Node& node(std::int64_t r) const { return nodes[r]; }
   KB_HD std::int64_t global_pe_of(std::int64_t r) const { return pe_of[r]; }
@@ -141,8 +142,7 @@ struct SimT {
     auto used = [&](std::int64_t g) { return port[2 * g] + port[2 * g + 1]; };
     std::int64_t s = 0;
     if (hier) {
-      CollHier d;
-      coll_hier_dims(*top, &d);
+      const CollHier& d = dims;
       const net::Node& nd = node(rank);
       for (std::int64_t pe = 0; pe < d.pes; ++pe) s += used((nd.sip * d.cubes + nd.cube) * d.pes + pe);
     } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
@@ -264,6 +264,8 @@ struct SimT {
     CollPhase ph;  // one at a time
     std::int64_t leader_pe = 0, leader_cube = 0;
     const int n = coll_hier_phases(launch, &ph, &leader_pe, &leader_cube, 0);
+    CollHier d;
+    coll_hier_dims(launch, &d);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(launch, &ph, nullptr, nullptr, k);
       std::int8_t local[2 * kCollMaxRanks];
@@ -272,7 +274,7 @@ struct SimT {
       coll_schedule(ph.sub, marks);
       for (std::int64_t g = 0; g < ph.groups; ++g)
         for (std::int64_t r = 0; r < ph.sub.ranks; ++r) {
-          const std::int64_t at = coll_hier_rank(launch, ph.sub, g, r, leader_pe, leader_cube);
+          const std::int64_t at = coll_hier_rank(d, ph.sub, g, r, leader_pe, leader_cube);
           port[2 * at] = static_cast<std::int8_t>(port[2 * at] | local[2 * r]);
           port[2 * at + 1] = static_cast<std::int8_t>(port[2 * at + 1] | local[2 * r + 1]);
         }
@@ -427,6 +429,7 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
     std::int64_t leader_pe = 0, leader_cube = 0;
     const int n = coll_hier_phases(c, &ph, &leader_pe, &leader_cube, 0);
     sim.hier = true, sim.leader_pe = leader_pe, sim.leader_cube = leader_cube;
+    coll_hier_dims(c, &sim.dims);
     ps_t start = 0;
     r.status = kArOk;
     for (int k = 0; k < n && r.status == kArOk; ++k) {

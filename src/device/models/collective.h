@@ -111,6 +111,12 @@ KB_HD inline bool coll_hier_dims(const AllreduceConfig& c, CollHier* d) {
   return true;
 }
 
+// Hier rank r of a launch whose dims are d: its node (see coll_node).
+KB_HD inline net::Node coll_hier_node(const CollHier& d, std::int64_t r) {
+  const std::int64_t cube = div_fast(r, d.pes), sip = div_fast(cube, d.cubes);  // r / pes, then / cubes
+  return net::Node{sip, cube - sip * d.cubes, r - cube * d.pes};
+}
+
 // Rank r: PE r of cube 0 of SIP 0 (pe), PE 0 of cube r of SIP 0 (cube), PE 0 of cube 0 of SIP r
 // (sip); hier: PE r mod pes of cube (r / pes) mod cubes of SIP r / (cubes x pes), the launch's
 // PEs in (sip, cube, pe) order. PEs and cubes are numbered row-major in their grids.
@@ -120,7 +126,7 @@ KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
   if (c.level == 2) return net::Node{r, 0, 0};
   CollHier d;
   coll_hier_dims(c, &d);
-  return net::Node{r / (d.cubes * d.pes), (r / d.pes) % d.cubes, r % d.pes};
+  return coll_hier_node(d, r);
 }
 
 // The ranks as a grid (rows x cols, row-major) for mesh2d and root: the level's own grid
@@ -222,13 +228,18 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
 
 // The hier rank of rank i of group g of a phase (its sub's level), with the leaders
 // `leader_pe` and `leader_cube`.
+// `d`: the launch's dims (coll_hier_dims).
+KB_HD inline std::int64_t coll_hier_rank(const CollHier& d, const AllreduceConfig& sub, std::int64_t g, std::int64_t i,
+                                         std::int64_t leader_pe, std::int64_t leader_cube) {
+  if (sub.level == 0) return g * d.pes + i;
+  if (sub.level == 1) return (g * d.cubes + i) * d.pes + leader_pe;
+  return (i * d.cubes + leader_cube) * d.pes + leader_pe;
+}
 KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const AllreduceConfig& sub, std::int64_t g,
                                          std::int64_t i, std::int64_t leader_pe, std::int64_t leader_cube) {
   CollHier d;
   coll_hier_dims(c, &d);
-  if (sub.level == 0) return g * d.pes + i;
-  if (sub.level == 1) return (g * d.cubes + i) * d.pes + leader_pe;
-  return (i * d.cubes + leader_cube) * d.pes + leader_pe;
+  return coll_hier_rank(d, sub, g, i, leader_pe, leader_cube);
 }
 
 // Inbox levels of any config (hier: every phase's, one after another).
