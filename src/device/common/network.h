@@ -60,7 +60,8 @@ KB_HD inline std::int64_t mesh_link(const HwConfig& h, std::int64_t sip, std::in
   return cube_link_base(h) + (sip * h.cubes_per_sip() + cube) * 4 + d;
 }
 
-// Calls visit(const Hop&) for each hop of the route from `a` to `b` (a != b), in order.
+// Calls visit(const Hop&) for each hop of the route from `a` to `b` (a != b, both nodes of
+// the machine: a SIP ring's walk relies on their SIPs being below h.sips), in order.
 template <class Visit>
 KB_HD void for_each_hop(const HwConfig& h, const Node& a, const Node& b, Visit&& visit) {
   if (a.sip == b.sip && a.cube == b.cube) {

@@ -51,7 +51,7 @@ struct EventSim {
   Path path = Path::fast;
   bool first_pass = false;      // the fast path's first pass (in id order) alone certified the schedule
   std::int32_t passes = 0;      // the passes the fast path ran (0: none)
-  std::int32_t misordered = 0;  // the ops the last pass served against the certificate
+  std::int32_t misordered = 0;  // the last pass's ops against the certificate (up to its tolerance + 1)
   ps_t latency = 0;             // the last op's end
   ps_t class_busy[kClasses];    // busy time summed per resource class
   ps_t mark_done[kMarks];       // per mark: when its last op ended
@@ -65,7 +65,7 @@ struct EventSim {
   Id dep_begin[kOps + 1];
   std::int8_t mark_a[kOps], mark_b[kOps];
   Id depth[kOps];  // the fast path: the round depth of an op's ready time
-  Id order_next[kOps], indeg[kOps + 1], queue[kOps];  // the fast path's second pass
+  Id order_next[kOps], indeg[kOps + 1], queue[kOps];  // the fast path's passes in the claims' order
   Id edge_op[kEdges], edge_dep[kEdges], dependents[kEdges];
 
   // ---- resources ----

@@ -50,8 +50,8 @@ struct Served {
 // Serves op `c` (ready at c.ready, at depth d) next on resource `r` (arbitrated or in order,
 // latency `lat`), holding it `busy` ps. `last`: the claim of the op r served before, if r is
 // arbitrated and has served one. misordered: the certificate does not hold for this op (a
-// pass in id order may go on, to learn the claims); failed: a time passes the int64 guard or
-// the depth its bound.
+// pass may go on, to learn the claims that order the next); failed: a time passes the int64
+// guard or the depth its bound.
 KB_HD inline Serve serve_fast(FastRes& r, bool arb, ps_t lat, const Claim* last, const Claim& c, std::int32_t d,
                               ps_t busy, Served* s) {
   const ps_t start = imax(c.ready, r.free);
