@@ -60,6 +60,19 @@ KB_HD inline std::int64_t mesh_link(const HwConfig& h, std::int64_t sip, std::in
   return cube_link_base(h) + (sip * h.cubes_per_sip() + cube) * 4 + d;
 }
 
+// A cube's place in its SIP's grid.
+struct GridPos {
+  std::int64_t row, col;
+};
+KB_HD inline GridPos cube_pos(const HwConfig& h, std::int64_t cube) {
+  const std::int64_t row = div_fast(cube, h.cube_cols);
+  return GridPos{row, cube - row * h.cube_cols};
+}
+// Steps from SIP `from` forward round a ring of `n` to SIP `to` (both in [0, n)).
+KB_HD inline std::int64_t ring_ahead(std::int64_t from, std::int64_t to, std::int64_t n) {
+  return to >= from ? to - from : to - from + n;
+}
+
 // Calls visit(const Hop&) for each hop of the route from `a` to `b` (a != b, both nodes of
 // the machine: a SIP ring's walk relies on their SIPs being below h.sips), in order.
 template <class Visit>
@@ -70,8 +83,9 @@ KB_HD void for_each_hop(const HwConfig& h, const Node& a, const Node& b, Visit&&
     return;
   }
   if (a.sip == b.sip) {
-    std::int64_t r = a.cube / h.cube_cols, c = a.cube % h.cube_cols;
-    const std::int64_t tr = b.cube / h.cube_cols, tc = b.cube % h.cube_cols;
+    const GridPos from = cube_pos(h, a.cube), to = cube_pos(h, b.cube);
+    std::int64_t r = from.row, c = from.col;
+    const std::int64_t tr = to.row, tc = to.col;
     while (r != tr || c != tc) {
       MeshDir d;
       if (c != tc) d = tc > c ? kEast : kWest;
@@ -95,7 +109,7 @@ KB_HD void for_each_hop(const HwConfig& h, const Node& a, const Node& b, Visit&&
     sip_hop(a.sip);      // uplink
     sip_hop(n + b.sip);  // downlink
   } else {
-    const std::int64_t fwd = b.sip >= a.sip ? b.sip - a.sip : b.sip - a.sip + n;  // both in [0, n)
+    const std::int64_t fwd = ring_ahead(a.sip, b.sip, n);
     const bool forward = fwd <= n - fwd;  // the shorter way round; ties go forward
     for (std::int64_t s = a.sip; s != b.sip;) {
       sip_hop(2 * s + (forward ? 0 : 1));
@@ -109,13 +123,12 @@ KB_HD void for_each_hop(const HwConfig& h, const Node& a, const Node& b, Visit&&
 KB_HD inline std::int64_t hop_count(const HwConfig& h, const Node& a, const Node& b) {
   if (a.sip == b.sip && a.cube == b.cube) return 2;  // out of the sender's queue, into the receiver's
   if (a.sip == b.sip) {  // dimension-ordered on the mesh: one hop per row and per column apart
-    const std::int64_t r = div_fast(a.cube, h.cube_cols), c = a.cube - r * h.cube_cols;
-    const std::int64_t tr = div_fast(b.cube, h.cube_cols), tc = b.cube - tr * h.cube_cols;
-    return (tr > r ? tr - r : r - tr) + (tc > c ? tc - c : c - tc);
+    const GridPos p = cube_pos(h, a.cube), q = cube_pos(h, b.cube);
+    return (q.row > p.row ? q.row - p.row : p.row - q.row) + (q.col > p.col ? q.col - p.col : p.col - q.col);
   }
   if (h.sip_topology == SipTopology::fully_connected) return 1;
   if (h.sip_topology == SipTopology::switch_) return 2;
-  const std::int64_t fwd = b.sip >= a.sip ? b.sip - a.sip : b.sip - a.sip + h.sips;
+  const std::int64_t fwd = ring_ahead(a.sip, b.sip, h.sips);
   return fwd <= h.sips - fwd ? fwd : h.sips - fwd;
 }
 

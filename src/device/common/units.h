@@ -68,18 +68,13 @@ KB_HD constexpr ps_t cycles_ps(std::int64_t cycles, std::int64_t clock_mhz) {
 // Sums and products of non-negative times and counts that stop at kTimeLimitPs instead of
 // overflowing (bounds a model compares against the limit).
 KB_HD constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a >= kTimeLimitPs - b ? kTimeLimitPs : a + b; }
-// a·b > kTimeLimitPs exactly when b > floor(kTimeLimitPs / a); factors below 2^31 take no
-// division (their product fits), which is the common case in the models' sums.
-KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  if (((a | b) >> 31) == 0) return a * b > kTimeLimitPs ? kTimeLimitPs : a * b;
-  return (a != 0 && b > kTimeLimitPs / a) ? kTimeLimitPs : a * b;
-}
-
-// Whether a·b > kTimeLimitPs, for a >= 0 and b >= 1: the same as a > floor(kTimeLimitPs / b),
-// without the division where both factors are below 2^31 (their product fits).
+// Whether a·b > kTimeLimitPs, for a, b >= 0: the same as a > floor(kTimeLimitPs / b) for
+// b >= 1, without the division where both factors are below 2^31 (their product fits),
+// which is the common case in the models' sums.
 KB_HD constexpr bool over_limit(std::int64_t a, std::int64_t b) {
-  return ((a | b) >> 31) == 0 ? a * b > kTimeLimitPs : a > kTimeLimitPs / b;
+  return ((a | b) >> 31) == 0 ? a * b > kTimeLimitPs : b != 0 && a > kTimeLimitPs / b;
 }
+KB_HD constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) { return over_limit(a, b) ? kTimeLimitPs : a * b; }
 
 // Zeroes a POD of int64 words one word at a time. GCC turns a brace-initialised struct of
 // more than 128 bytes (and a plain zeroing loop, which it recognises) into `rep stos`, whose

@@ -264,8 +264,7 @@ struct SimT {
     CollPhase ph;  // one at a time
     std::int64_t leader_pe = 0, leader_cube = 0;
     const int n = coll_hier_phases(launch, &ph, &leader_pe, &leader_cube, 0);
-    CollHier d;
-    coll_hier_dims(launch, &d);
+    const CollHier& d = dims;  // run_checked sets it first
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(launch, &ph, nullptr, nullptr, k);
       std::int8_t local[2 * kCollMaxRanks];
@@ -414,6 +413,7 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
     r.status = kStatusDeferred;
     return r;
   }
+  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) coll_hier_dims(c, &sim.dims);
   // The static HBM share needs every port the launch uses before the first op.
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c);
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
@@ -429,7 +429,6 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
     std::int64_t leader_pe = 0, leader_cube = 0;
     const int n = coll_hier_phases(c, &ph, &leader_pe, &leader_cube, 0);
     sim.hier = true, sim.leader_pe = leader_pe, sim.leader_cube = leader_cube;
-    coll_hier_dims(c, &sim.dims);
     ps_t start = 0;
     r.status = kArOk;
     for (int k = 0; k < n && r.status == kArOk; ++k) {
