@@ -4,6 +4,7 @@
 // batches, head groupings, chunking, grids and hardware figures (zero latencies included).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -203,6 +204,38 @@ TEST_P(DecodeParity, WideRangesAndTies) {
     EXPECT_EQ(refused[i].status, decode_check(rejected[i])) << describe(rejected[i]);
     EXPECT_ANY_THROW(decode_reference(rejected[i], nullptr)) << describe(rejected[i]);
   }
+}
+
+// The small state nested in another model's first stage (decode_model_small, for llm's): the
+// full state's result, bytewise, or deferred where the SIP has more PEs than it holds; a
+// config the check refuses keeps the check's status.
+TEST(DecodeSmallState, GivesTheFullResultOrDefers) {
+  std::vector<DecodeConfig> rejected;
+  rejected.reserve(300);
+  std::vector<DecodeConfig> configs = random_wide_configs(3000, 20261205, &rejected);
+  configs.insert(configs.end(), rejected.begin(), rejected.end());
+  std::int64_t deferred = 0, held_large = 0;
+  for (const DecodeConfig& c : configs) {
+    const DecodeResult a = decode_model_small(c), b = decode_model(c);
+    const std::int64_t pes = c.hw.cubes_per_sip() * c.hw.pes_per_cube();
+    if (a.status == kStatusDeferred) {
+      ++deferred;
+      EXPECT_EQ(b.status, kDecOk) << describe(c);
+      EXPECT_GT(pes, dec_detail::kDecSmallPes) << describe(c);
+      DecodeResult z{};
+      z.status = kStatusDeferred;
+      EXPECT_EQ(std::memcmp(&a, &z, sizeof a), 0) << "a deferred result carries figures: " << describe(c);
+      continue;
+    }
+    EXPECT_TRUE(b.status != kDecOk || pes <= dec_detail::kDecSmallPes) << describe(c);
+    held_large += pes > dec_detail::kDecSmallPes / 2 && a.status == kDecOk;
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << describe(c);
+  }
+  std::printf("decode small state: %lld of %zu deferred, %lld held with more than %lld PEs\n",
+              static_cast<long long>(deferred), configs.size(), static_cast<long long>(held_large),
+              static_cast<long long>(dec_detail::kDecSmallPes / 2));
+  EXPECT_GT(deferred, 0);
+  EXPECT_GT(held_large, 0);
 }
 
 TEST_P(DecodeParity, EveryMilestonePoint) {

@@ -40,7 +40,8 @@ struct Deferred {
 };
 
 // The small state's result against the full state's: equal, or deferred.
-Deferred compare_small(const std::vector<AllreduceConfig>& configs, ar_detail::SmallSim& small, ar_detail::Sim& full) {
+template <class Caps>
+Deferred compare_small(const std::vector<AllreduceConfig>& configs, ar_detail::SimT<Caps>& small, ar_detail::Sim& full) {
   Deferred d;
   for (const AllreduceConfig& c : configs) {
     const AllreduceResult a = allreduce_model(c, small), b = allreduce_model(c, full);
@@ -81,6 +82,28 @@ TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
   EXPECT_LT(n.walkable * 100, static_cast<std::int64_t>(narrow.size())) << "the small tables hold too few configs";
   EXPECT_GT(w.walkable, 0) << "no config was beyond the small tables: that deferral is untested";
   EXPECT_LT(w.all, static_cast<std::int64_t>(wide.size()));
+}
+
+// The nested state (another model's first stage: llm's) likewise, with smaller tables.
+TEST(AllreduceNestedState, GivesTheFullResultOrDefers) {
+  auto nested = std::make_unique<ar_detail::NestedSim>();
+  auto full = std::make_unique<ar_detail::Sim>();
+  std::vector<int> counts;
+  std::vector<AllreduceConfig> rejected;
+  rejected.reserve(200);
+  const std::vector<AllreduceConfig> narrow = testing::random_allreduce_configs(10000, 20261206, &counts);
+  const std::vector<AllreduceConfig> wide = testing::random_wide_allreduce_configs(2000, 20261207, &rejected);
+  const Deferred n = compare_small(narrow, *nested, *full), w = compare_small(wide, *nested, *full);
+  EXPECT_EQ(compare_small(rejected, *nested, *full).all, 0);
+  std::printf("nested state, deferred: %lld of %zu narrow configs, %lld of %zu wide ones\n",
+              static_cast<long long>(n.all), narrow.size(), static_cast<long long>(w.all), wide.size());
+  EXPECT_GT(n.all + w.all, 0);
+  EXPECT_LT(n.all * 2, static_cast<std::int64_t>(narrow.size())) << "the nested tables hold too few configs";
+  for (const AllreduceConfig& c : narrow)  // the model's entry point gives the same
+    if (c.ranks <= 4) {
+      const AllreduceResult a = AllreduceModel::evaluate_nested(c), b = allreduce_model(c, *nested);
+      ASSERT_TRUE(same(a, b)) << testing::describe(c);
+    }
 }
 
 TEST(AllreduceSmallState, HoldsTheMilestoneMixButItsEventSimulations) {

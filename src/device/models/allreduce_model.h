@@ -289,6 +289,7 @@ struct SimT {
 };
 using Sim = SimT<ArFullCaps>;
 using SmallSim = SimT<ArSmallCaps>;
+using NestedSim = SimT<ArNestedCaps>;
 
 // Ops of one single-level collective as the model expands it (against kCollMaxOps), by
 // walking its transfers.
@@ -330,9 +331,12 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
   if (s != kArOk) return s;
   std::int64_t most = 0;
   if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
-    CollPhase ph[5];
-    const int n = coll_hier_phases(c, ph);
-    for (int k = 0; k < n; ++k) most = imax(most, ar_detail::count_ops(ph[k].sub));
+    CollPhase ph;  // one at a time: the check's frame nests in another model's (llm_model.h)
+    const int n = coll_hier_phases(c, &ph, nullptr, nullptr, kCollMaxPhases);
+    for (int k = 0; k < n; ++k) {
+      coll_hier_phases(c, &ph, nullptr, nullptr, k);
+      most = imax(most, ar_detail::count_ops(ph.sub));
+    }
   } else {
     most = ar_detail::count_ops(c);
   }
@@ -473,6 +477,10 @@ KB_HD KB_NOINLINE inline AllreduceResult run_small(const AllreduceConfig& c) {
   SmallSim sim;
   return run_checked(c, sim);
 }
+KB_HD KB_NOINLINE inline AllreduceResult run_nested(const AllreduceConfig& c) {
+  NestedSim sim;
+  return run_checked(c, sim);
+}
 
 }  // namespace ar_detail
 
@@ -505,6 +513,12 @@ struct AllreduceModel {
     Result r{};
     r.status = allreduce_check(c);
     return r.status == kArOk ? ar_detail::run_small(c) : r;
+  }
+  // The same in the nested state (ar_detail::ArNestedCaps), another model's first stage.
+  KB_HD KB_NOINLINE static Result evaluate_nested(const Config& c) {
+    Result r{};
+    r.status = allreduce_check(c);
+    return r.status == kArOk ? ar_detail::run_nested(c) : r;
   }
   // Pareto cost `kind` (AllreduceCost) of a valid config.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {

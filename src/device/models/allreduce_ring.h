@@ -62,6 +62,19 @@ struct ArSmallCaps {
   static constexpr std::int32_t kHierRanks = 256;
   static constexpr bool kEvents = false;
 };
+// Smaller still: the allreduce nested in another model's first stage (llm_model.h), whose own
+// state shares the 16 KiB. Up to 8 ranks a level.
+struct ArNestedCaps {
+  static constexpr std::int32_t kRanks = 8;
+  static constexpr std::int32_t kPieces = 64;
+  static constexpr std::int32_t kRingHops = 24;
+  static constexpr std::int32_t kSlots = 32, kLinks = 24;
+  static constexpr std::int32_t kRoutes = 32;
+  static constexpr std::int32_t kPool = 64;
+  static constexpr std::int32_t kPieceTable = 32;
+  static constexpr std::int32_t kHierRanks = 64;
+  static constexpr bool kEvents = false;
+};
 
 // The scratch of the walk: when each piece (rank, chunk, piece) was last written (-1: never),
 // each rank's vector engine is free, and each hop of each rank's route (its link's figures,

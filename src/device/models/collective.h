@@ -59,6 +59,7 @@ struct AllreduceConfig {
 
 constexpr std::int64_t kCollMaxRanks = 64;        // per level (each phase of hier)
 constexpr std::int64_t kCollMaxHierRanks = 4096;  // hier: every PE of the launch
+constexpr int kCollMaxPhases = 5;                 // hier: up, up, the top, down, down
 constexpr std::int64_t kCollMaxChunks = 64;
 constexpr std::int64_t kCollMaxBytes = INT64_C(1) << 32;  // 4 GiB: a buffer row stays within 2^31 values
 // What the batched model holds (src/device/models/allreduce_model.h): a config needing more is
@@ -190,12 +191,12 @@ struct CollPhase {
   bool up;                 // a reduce below the top: the next phase starts at its root
 };
 
-// The phases of a hier config whose dims are valid; returns how many (at most 5).
+// The phases of a hier config whose dims are valid; returns how many (at most kCollMaxPhases).
 // `leader_pe` and `leader_cube` get the leader PE of a cube and the leader cube of a SIP.
 // `only` >= 0: out[0] gets phase `only` alone (a device model's frame holds one phase, not
-// five configs).
+// five configs; beyond the last, none). `inboxes` gets the inbox levels of every phase.
 KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std::int64_t* leader_pe = nullptr,
-                                  std::int64_t* leader_cube = nullptr, int only = -1) {
+                                  std::int64_t* leader_cube = nullptr, int only = -1, std::int64_t* inboxes = nullptr) {
   CollHier d;
   coll_hier_dims(c, &d);
   const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
@@ -223,6 +224,7 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
   if (all && has_p && top > 0) add(sub(0, d.pes, CollOp::bcast), d.sips * d.cubes, false);
   if (leader_pe) *leader_pe = has_p ? coll_root(sub(0, d.pes, up)) : 0;
   if (leader_cube) *leader_cube = has_c ? coll_root(sub(1, d.cubes, up)) : 0;
+  if (inboxes) *inboxes = slots;
   return n;
 }
 
@@ -245,27 +247,20 @@ KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const Allredu
 // Inbox levels of any config (hier: every phase's, one after another).
 KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_inboxes(c);
-  CollPhase ph[5];
-  const int n = coll_hier_phases(c, ph);
+  CollPhase none;  // no phase copied out: a frame small enough to nest in another model's
   std::int64_t total = 0;
-  for (int k = 0; k < n; ++k)
-    if (ph[k].sub.op != static_cast<std::int64_t>(CollOp::bcast)) total += coll_inboxes(ph[k].sub);
+  coll_hier_phases(c, &none, nullptr, nullptr, kCollMaxPhases, &total);
   return imax(1, total);
 }
 
 // The rank a reduce leaves the sum on (hier: the top phase's root, as a hier rank).
 KB_HD inline std::int64_t coll_final_root(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_root(c);
-  CollPhase ph[5];
+  CollPhase ph;  // one at a time
   std::int64_t leader_pe = 0, leader_cube = 0;
-  const int n = coll_hier_phases(c, ph, &leader_pe, &leader_cube);
-  int top = 0;
-  for (int k = 0; k < n; ++k)
-    if (!ph[k].up) {
-      top = k;
-      break;
-    }
-  return coll_hier_rank(c, ph[top].sub, 0, coll_root(ph[top].sub), leader_pe, leader_cube);
+  const int n = coll_hier_phases(c, &ph, &leader_pe, &leader_cube, 0);
+  for (int k = 1; k < n && ph.up; ++k) coll_hier_phases(c, &ph, nullptr, nullptr, k);  // the first not up
+  return coll_hier_rank(c, ph.sub, 0, coll_root(ph.sub), leader_pe, leader_cube);
 }
 
 // ---- the transfers -----------------------------------------------------------------------
@@ -578,15 +573,17 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
       return kArBadRanks;
     if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;
     // Each phase as a collective of its own (its algorithm, sizes, pieces), then the memory of all.
-    CollPhase ph[5];
-    const int n = coll_hier_phases(c, ph);
+    CollPhase ph;  // one at a time
+    const int n = coll_hier_phases(c, &ph, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
-      AllreduceConfig sub = ph[k].sub;
+      coll_hier_phases(c, &ph, nullptr, nullptr, k);
+      AllreduceConfig& sub = ph.sub;
+      const std::int64_t ranks = sub.ranks;
       sub.bytes = 2 * sub.chunks * sub.ranks;
       sub.op = static_cast<std::int64_t>(CollOp::allreduce);
       const std::int32_t s = coll_check(sub);  // fields, ranks, algorithm, pieces
       if (s != kArOk) return s;
-      if (c.bytes / 2 < c.chunks * ph[k].sub.ranks) return kArBadSize;
+      if (c.bytes / 2 < c.chunks * ranks) return kArBadSize;
     }
     if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
     if (coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c) > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;

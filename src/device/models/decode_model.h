@@ -171,13 +171,16 @@ namespace dec_detail {
 // Its DMA queue's free time is not kept either: the queue's last op is the PE's last load,
 // which ends before the matmul that reads it, so before t; a store, the only later DMA op,
 // starts when the answer is ready (docs/model.md section 12.5).
-struct DecodeEval {
+// `kPes`: the PEs of a SIP the state holds (kDecMaxPes: any config decode_check accepts; fewer:
+// the small state nested in another model's first stage, decode_model_small).
+template <std::int64_t kPes>
+struct DecodeEvalT {
   const DecodeConfig& c;
   const HwConfig& h;
   std::int64_t C, P, d;
   ps_t lat, ipcq_lat, link_lat;
-  ps_t t[kDecMaxPes];
-  std::int32_t rows[kDecMaxPes];  // at most kDecMaxBatch x kDecMaxHeads
+  ps_t t[kPes];
+  std::int32_t rows[kPes];  // at most kDecMaxBatch x kDecMaxHeads
   std::int32_t sharers_of[kDecMaxGrid];  // at most kDecMaxGrid x kMaxGrid
   // Cube q's PEs have the states of cube rep[q]'s (rep[q] <= q; rep[q] == q: its own).
   std::int8_t rep[kDecMaxGrid];
@@ -202,7 +205,7 @@ struct DecodeEval {
 
   const Known& known;  // the check's costs
 
-  KB_HD DecodeEval(const DecodeConfig& config, const Known& k, DecodeResult& out, bool apart = false)
+  KB_HD DecodeEvalT(const DecodeConfig& config, const Known& k, DecodeResult& out, bool apart = false)
       : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
         link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_rows(k.rows), div_rows(k.rows),
@@ -565,20 +568,30 @@ struct DecodeEval {
   }
 };
 
+using DecodeEval = DecodeEvalT<kDecMaxPes>;
+
+// The PEs of a SIP the small state holds: decode nested in another model's first stage
+// (llm_model.h), whose own state shares the 16 KiB (docs/adr/0023-two-stage-evaluation.md).
+constexpr std::int64_t kDecSmallPes = 256;
+
 }  // namespace dec_detail
 
+// The model in a state of kPes PEs; a config with more PEs a SIP than it holds is
+// kStatusDeferred (after its check: a config decode_check refuses has its own status).
 // `cubes_apart`: evaluate every cube on its own rather than once per kind (the same result;
 // tests compare the two).
-KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
+template <std::int64_t kPes>
+KB_HD inline DecodeResult decode_model_in(const DecodeConfig& c, bool cubes_apart = false) {
   DecodeResult r;  // one object returned on every path, which compilers build in place
   dec_detail::Known known;
-  const std::int32_t status = decode_check(c, known);
+  std::int32_t status = decode_check(c, known);
+  if (status == kDecOk && c.hw.cubes_per_sip() * c.hw.pes_per_cube() > kPes) status = kStatusDeferred;
   if (status != kDecOk) {
     zero_words(r);
     r.status = status;
     return r;
   }
-  dec_detail::DecodeEval e(c, known, r, cubes_apart);
+  dec_detail::DecodeEvalT<kPes> e(c, known, r, cubes_apart);
   e.compute();
   const DecTree pt = dec_pe_tree(c), ct = dec_cube_tree(c);
   if (dec_intra_reduce(c)) e.reduce_in_cubes(pt);
@@ -587,6 +600,14 @@ KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart =
   r.kv_footprint_bytes = dec_kv_total_bytes(c);
   r.kv_max_cube_bytes = dec_kv_max_cube_bytes(c);
   return r;
+}
+KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
+  return decode_model_in<kDecMaxPes>(c, cubes_apart);
+}
+// The same in the small state (dec_detail::kDecSmallPes PEs), or kStatusDeferred. Not a
+// DecodeModel member: decode's own kernels hold the full state in one stage.
+KB_HD KB_NOINLINE inline DecodeResult decode_model_small(const DecodeConfig& c) {
+  return decode_model_in<dec_detail::kDecSmallPes>(c);
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).

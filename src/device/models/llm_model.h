@@ -247,8 +247,10 @@ struct LlmTally {
       return layers && layers < L ? layers : L;
     });
   }
-  // The step as run (layers_run layers a stage) and the whole model's.
-  KB_HD LlmResult finish(const LlmConfig& c) const {
+  // The step as run (layers_run layers a stage) and the whole model's. Out of line on the
+  // device: the schedule's per-stage state (3 KiB) is then not in the frame the kernels'
+  // models are called from.
+  KB_HD KB_NOINLINE LlmResult finish(const LlmConfig& c) const {
     const Part &l = part[1], &h = part[0], &x = part[2];
     const std::int64_t L = c.layers, M = c.microbatches, X = (c.pp - 1) * M;
     const LlmPath all = schedule(c, 0);
@@ -281,9 +283,11 @@ struct LlmTally {
 // The model. A kernel's model checks its config first, so a kernel its family refuses makes
 // the step bad_kernel as llm_check says, with each kernel checked once. GEMMs, attention and
 // allreduces go through the kernel memo (kernel_memo.h): a sweep repeats them across
-// configs, and a repeat is the same result. `Small`: the allreduces in the allreduce model's
-// small state (ADR 0023), and the step kStatusDeferred where one of them is; that state is
-// the device's first stage, which has no memo, so it calls the model directly.
+// configs, and a repeat is the same result. `Small`: the allreduces and decode's attention in
+// their nested states (ar_detail::ArNestedCaps, decode_model_small: small enough that the step's
+// own state and theirs fit 16 KiB together, ADR 0023), and the step kStatusDeferred where one
+// of them is; that is the device's first stage, which has no memo, so it calls the models
+// directly.
 template <bool Small>
 KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
   LlmResult out{};
@@ -304,7 +308,16 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
       t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0);
     }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
-      const DecodeResult r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return DecodeModel::evaluate(x); });
+      DecodeResult r;
+      if constexpr (Small) {
+        r = decode_model_small(d);
+        if (r.status == kStatusDeferred) {
+          deferred = true;
+          return;
+        }
+      } else {
+        r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return DecodeModel::evaluate(x); });
+      }
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0);
     }
@@ -316,7 +329,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
     KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
       if (!have_allreduce) {
         if constexpr (Small) {
-          allreduce_figures = AllreduceModel::evaluate_small(a);
+          allreduce_figures = AllreduceModel::evaluate_nested(a);
           deferred = deferred || allreduce_figures.status == kStatusDeferred;
         } else {
           allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
