@@ -164,6 +164,38 @@ TEST(LlmSmallState, GivesTheFullResultOrDefers) {
   EXPECT_GT(held, 500);
 }
 
+// A decode step whose rank is a whole SIP of more PEs than decode's small state holds (256):
+// its attention defers, and with it the whole step, which the full state evaluates; the same
+// steps on SIPs within the small state are held, bytewise. The machines are too large for the
+// reference engine's budget here, so only the two states are compared.
+TEST(LlmSmallState, DefersAStepWhoseAttentionItCannotHold) {
+  std::vector<int> counts;
+  int deferred = 0, held = 0;
+  for (LlmConfig c : random_configs(400, 20261208, &counts)) {
+    if (c.phase != static_cast<std::int64_t>(LlmPhase::decode)) continue;
+    c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.tp = 1;  // a rank: one whole SIP
+    for (const std::int64_t pe_cols : {std::int64_t{4}, std::int64_t{5}}) {
+      c.hw.sips = 1, c.hw.cube_rows = c.hw.cube_cols = 4, c.hw.pe_rows = 4, c.hw.pe_cols = pe_cols;  // 256, 320 PEs
+      c.pp = 1, c.microbatches = 1, c.stage_layers[0] = 0;
+      if (llm_check(c) != kLlmOk) continue;
+      const LlmResult a = LlmModel::evaluate_small(c), b = LlmModel::evaluate(c);
+      ASSERT_EQ(b.status, kLlmOk) << describe(c);
+      const bool beyond = c.hw.cubes_per_sip() * c.hw.pes_per_cube() > dec_detail::kDecSmallPes;
+      if (beyond) {
+        ++deferred;
+        LlmResult z{};
+        z.status = kStatusDeferred;
+        EXPECT_EQ(std::memcmp(&a, &z, sizeof a), 0) << "not deferred, or carrying figures: " << describe(c);
+      } else {
+        ++held;
+        EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << describe(c);
+      }
+    }
+  }
+  EXPECT_GT(deferred, 20);
+  EXPECT_GT(held, 20);
+}
+
 TEST(LlmLayers, AWholeModelEqualsItsLayersCountedFromOne) {
   std::vector<int> counts;
   std::vector<LlmConfig> configs = random_configs(100, 7, &counts);

@@ -40,6 +40,7 @@ struct AllreduceFigures {
 // allreduce_check accepts and builds ops for the simulator where no walk can take a level.
 // The small one has no simulator and fits 16 KiB: a config or level beyond it is deferred
 // (kStatusDeferred), to be evaluated again with the full scratch (docs/adr/0023-two-stage-evaluation.md).
+// The nested one is smaller still, for a model that calls this one in its own first stage.
 struct ArFullCaps {
   static constexpr std::int32_t kRanks = static_cast<std::int32_t>(kCollMaxRanks);
   static constexpr std::int32_t kPieces = static_cast<std::int32_t>(kCollMaxPieces);

@@ -374,7 +374,8 @@ struct LlmModel {
   static constexpr bool kCounts = true;
   KB_HD static void complete(Config&) {}
   KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
-  // The same with the allreduces' small state, or kStatusDeferred (src/device/sweep/two_stage.h).
+  // The same with the kernels' nested states (llm_model_in), or kStatusDeferred
+  // (src/device/sweep/two_stage.h).
   KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) { return llm_model_in<true>(c); }
   // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
