@@ -332,7 +332,7 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
   std::int64_t most = 0;
   if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
     CollPhase ph;  // one at a time: the check's frame nests in another model's (llm_model.h)
-    const int n = coll_hier_phases(c, &ph, nullptr, nullptr, kCollMaxPhases);
+    const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(c, &ph, nullptr, nullptr, k);
       most = imax(most, ar_detail::count_ops(ph.sub));

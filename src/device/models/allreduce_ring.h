@@ -153,6 +153,11 @@ KB_HD inline bool piece_table(const AllreduceConfig& c, std::int64_t* table, std
     for (std::int64_t k = 0; k <= c.ranks; ++k) table[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
   return true;
 }
+// The first value of piece k of chunk ch: from `table` where piece_table filled it (`tabled`).
+KB_HD inline std::int64_t piece_lo_at(const AllreduceConfig& c, const std::int64_t* table, bool tabled, std::int64_t ch,
+                                      std::int64_t k) {
+  return tabled ? table[ch * (c.ranks + 1) + k] : coll_piece_lo(c, ch, k);
+}
 
 // Whether the closed form covers a config (coll_check has accepted it).
 KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
@@ -212,8 +217,7 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
   // i + 1 - s, mod p: both within one wrap of [0, p)).
   const bool table = piece_table(c, w.piece_lo, Caps::kPieceTable);
   auto values_of = [&](std::int64_t ch, std::int64_t j) {
-    return table ? w.piece_lo[ch * (p + 1) + j + 1] - w.piece_lo[ch * (p + 1) + j]
-                 : coll_piece_lo(c, ch, j + 1) - coll_piece_lo(c, ch, j);
+    return piece_lo_at(c, w.piece_lo, table, ch, j + 1) - piece_lo_at(c, w.piece_lo, table, ch, j);
   };
   auto next = [&](std::int64_t i) { return i + 1 == p ? 0 : i + 1; };
   auto piece_at = [&](bool rs, std::int64_t i, std::int64_t s) {

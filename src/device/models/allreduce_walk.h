@@ -282,7 +282,7 @@ struct LevelWalk {
 
   // The first value of piece k of chunk ch.
   KB_HD std::int64_t lo(std::int64_t ch, std::int64_t k) const {
-    return w->piece_table ? w->piece_lo[ch * (c->ranks + 1) + k] : coll_piece_lo(*c, ch, k);
+    return piece_lo_at(*c, w->piece_lo, w->piece_table, ch, k);
   }
 
   // Sink of coll_schedule (as Sim's): a group's sends, then its receives.

@@ -194,7 +194,8 @@ struct CollPhase {
 // The phases of a hier config whose dims are valid; returns how many (at most kCollMaxPhases).
 // `leader_pe` and `leader_cube` get the leader PE of a cube and the leader cube of a SIP.
 // `only` >= 0: out[0] gets phase `only` alone (a device model's frame holds one phase, not
-// five configs; beyond the last, none). `inboxes` gets the inbox levels of every phase.
+// five configs); only = kCollMaxPhases: none (`out` may be null), to count the phases or their
+// inboxes. `inboxes` gets the inbox levels of every phase.
 KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std::int64_t* leader_pe = nullptr,
                                   std::int64_t* leader_cube = nullptr, int only = -1, std::int64_t* inboxes = nullptr) {
   CollHier d;
@@ -247,9 +248,8 @@ KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const Allredu
 // Inbox levels of any config (hier: every phase's, one after another).
 KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_inboxes(c);
-  CollPhase none;  // no phase copied out: a frame small enough to nest in another model's
   std::int64_t total = 0;
-  coll_hier_phases(c, &none, nullptr, nullptr, kCollMaxPhases, &total);
+  coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases, &total);  // no phase copied out
   return imax(1, total);
 }
 
@@ -574,7 +574,7 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
     if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;
     // Each phase as a collective of its own (its algorithm, sizes, pieces), then the memory of all.
     CollPhase ph;  // one at a time
-    const int n = coll_hier_phases(c, &ph, nullptr, nullptr, kCollMaxPhases);
+    const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(c, &ph, nullptr, nullptr, k);
       AllreduceConfig& sub = ph.sub;
