@@ -97,7 +97,11 @@ def fig_decode(decode: list[dict], contexts: list[int]):
                     label=f"context {ctx}: TPOT (best mapping)")
             a2.plot([r["batch"] for r in ok], [r["tokens_per_s"] for r in ok], marker="o", color=col,
                     label=f"context {ctx}")
-            label_changes(a1, ok, "batch", lambda r: r["step_ps"] / 1e9, fontsize=7, xytext=(-4, 6), color=col, ha="right")
+            # Labels of alternate contexts on opposite sides of their lines, so that close lines'
+            # labels do not overlap.
+            below = ci % 2 == 0
+            label_changes(a1, ok, "batch", lambda r: r["step_ps"] / 1e9, fontsize=7, xytext=(4, -12 if below else 6),
+                          color=col, ha="left")
         a1.plot([r["batch"] for r in pts], [r["memory_bound_ps"] / 1e9 for r in pts], linestyle="--", color=col,
                 alpha=0.7, label=f"context {ctx}: memory bound")
         over = [r for r in pts if r["status"] != "valid"]
