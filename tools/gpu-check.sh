@@ -178,7 +178,7 @@ print(f"""{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g
       "$out/sweep-cuda.json" "$work/sweep-omp.json" 2>&1)"
     local big=(--m 1024:8192:+1024 --n 1024:8192:+1024 --k 1024:8192:+1024 "${axes[@]}")
     "$bin_cli" sweep gemm "${big[@]}" --backend cuda > "$work/sweep-big.log" 2>&1 || sw_rc=1
-    big_result=$(sed -n 1,2p "$work/sweep-big.log" | tr -s ' ' | paste -sd ';')
+    big_result=$(sed -n 1,3p "$work/sweep-big.log" | tr -s ' ' | paste -sd ';')
   fi
 
   {

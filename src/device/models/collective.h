@@ -561,12 +561,37 @@ KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
   return d.pes;
 }
 
-// The config's fields and memory (allreduce_check adds the model's capacity).
-KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
+// The fields every config is checked for first, hier or not.
+KB_HD inline std::int32_t coll_check_fields(const AllreduceConfig& c) {
   if (!hw_fits(c.hw) || c.hw.hbm_tenants > 1) return kArBadHardware;  // a collective's launch is every rank's
   if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
       c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
     return kArBadField;
+  return kArOk;
+}
+
+// A single-level config (not hier): its ranks, algorithm, size, memory and pieces.
+KB_HD inline std::int32_t coll_check_level(const AllreduceConfig& c) {
+  if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
+  const auto algo = static_cast<CollAlgo>(c.algo);
+  if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
+  if ((algo == CollAlgo::mesh2d || algo == CollAlgo::root) && c.ranks % coll_cols(c) != 0) return kArBadAlgo;
+  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
+  if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
+  // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
+  const std::int64_t per_cube = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
+  if (per_cube > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
+  if (c.ranks * c.chunks * c.ranks > kCollMaxPieces) return kArTooLarge;
+  return kArOk;
+}
+
+// The config's fields and memory (allreduce_check adds the model's capacity). Not recursive:
+// a hier phase is a single-level config, checked by coll_check_fields and coll_check_level.
+// Device code must not recurse, or the CUDA kernels' stack size cannot be known when they
+// are built (tests/device_call_graph.py).
+KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
+  const std::int32_t fields = coll_check_fields(c);
+  if (fields != kArOk) return fields;
   if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
     CollHier d;
     if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
@@ -581,7 +606,8 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
       const std::int64_t ranks = sub.ranks;
       sub.bytes = 2 * sub.chunks * sub.ranks;
       sub.op = static_cast<std::int64_t>(CollOp::allreduce);
-      const std::int32_t s = coll_check(sub);  // fields, ranks, algorithm, pieces
+      std::int32_t s = coll_check_fields(sub);  // fields, ranks, algorithm, pieces
+      if (s == kArOk) s = coll_check_level(sub);
       if (s != kArOk) return s;
       if (c.bytes / 2 < c.chunks * ranks) return kArBadSize;
     }
@@ -589,17 +615,7 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
     if (coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c) > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
     return kArOk;
   }
-  if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
-  const auto algo = static_cast<CollAlgo>(c.algo);
-  if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
-  if ((algo == CollAlgo::mesh2d || algo == CollAlgo::root) && c.ranks % coll_cols(c) != 0) return kArBadAlgo;
-  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
-  if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
-  // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
-  const std::int64_t per_cube = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
-  if (per_cube > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
-  if (c.ranks * c.chunks * c.ranks > kCollMaxPieces) return kArTooLarge;
-  return kArOk;
+  return coll_check_level(c);
 }
 
 }  // namespace kb
