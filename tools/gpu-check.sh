@@ -15,7 +15,11 @@
 #                                bundle it builds with the preset sm90 from installed packages.
 #
 # A GPU machine that cannot install packages gets the bundle with the working tree, e.g.
-#   tools/gpu-check.sh prepare && <copy the tree and gpu-bundle/ over> && tools/gpu-check.sh
+#   tools/gpu-check.sh prepare && <copy the tree and gpu-bundle.tar.xz over> && tools/gpu-check.sh
+# prepare also packs gpu-bundle/ as gpu-bundle.tar.xz (about 40 MB: the programs are stripped;
+# the folder itself is over 100 MB), which run unpacks where gpu-bundle/ is absent. The bundle
+# holds a second benchmark program built with ptxas's fast compile (KERNBENCH_CUDA_FAST_COMPILE,
+# the default preset's), and run measures both.
 # Logs and JSON results go to $OUT (or ./gpu-check-out). Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +41,15 @@ prepare() {
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/lib-compat" "$bundle/deps"
   cp "$b/tests/kb_gpu_tests" "$b/kb_benchmarks" "$b/kernbench-gpu" "$bundle/bin/"
+  # The benchmark again with ptxas's fast compile (the default preset's): what it costs.
+  local f="$root/build-gpu-bundle-fast"
+  cmake -S . -B "$f" -DCMAKE_BUILD_TYPE=Release -DKERNBENCH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DKERNBENCH_CUDA_FAST_COMPILE=ON -DKERNBENCH_BUILD_TESTS=OFF -DKERNBENCH_BUILD_PYTHON=OFF \
+    -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null || die "configure (fast compile) failed"
+  cmake --build "$f" -j"$(nproc)" --target kb_benchmarks || die "build (fast compile) failed"
+  mkdir -p "$bundle/bin-fast"
+  cp "$f/kb_benchmarks" "$bundle/bin-fast/"
+  strip "$bundle"/bin/* "$bundle"/bin-fast/*  # host symbols only: the GPU code stays
   # Every shared library they load except the C library's own and the driver's. The C++
   # runtime (needed by yaml-cpp and benchmark) is used only where the machine's own is too old.
   ldd "$bundle"/bin/* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
@@ -59,7 +72,8 @@ prepare() {
     echo "glibc needed: $(objdump -T "$bundle"/bin/* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
   } > "$bundle/MANIFEST"
   cat "$bundle/MANIFEST"
-  echo "gpu-bundle/: $(du -sh "$bundle" | cut -f1)"
+  tar -C "$root" -cJf "$root/gpu-bundle.tar.xz" gpu-bundle || die "packing gpu-bundle.tar.xz failed"
+  echo "gpu-bundle/: $(du -sh "$bundle" | cut -f1); gpu-bundle.tar.xz: $(du -sh "$root/gpu-bundle.tar.xz" | cut -f1)"
 }
 
 # Builds from source with the preset sm90 (against gpu-bundle/deps when given); sets $bin.
@@ -112,6 +126,9 @@ run_checks() {
     || echo "nvidia-smi failed" > "$work/gpu.txt"
 
   local how="" base="${LD_LIBRARY_PATH:-}" libs
+  if [ ! -d "$bundle" ] && [ -f "$root/gpu-bundle.tar.xz" ]; then
+    tar -C "$root" -xJf "$root/gpu-bundle.tar.xz" || die "unpacking gpu-bundle.tar.xz failed"
+  fi
   if [ -x "$bundle/bin/kb_gpu_tests" ]; then
     for libs in "$bundle/lib" "$bundle/lib:$bundle/lib-compat"; do
       export LD_LIBRARY_PATH="$libs${base:+:$base}"
@@ -139,6 +156,12 @@ run_checks() {
   "$bin_bench" --benchmark_filter='Cuda|Omp' --benchmark_min_time=0.5 \
     --benchmark_format=json --benchmark_out="$out/benchmarks.json" > "$work/benchmarks.txt" 2>&1
   local bench_rc=$?
+  # The same benchmarks built with ptxas's fast compile, where the bundle has them.
+  local fast_bench="$bundle/bin-fast/kb_benchmarks"
+  if [ -x "$fast_bench" ] && [ "$bin_bench" = "$bundle/bin/kb_benchmarks" ]; then
+    "$fast_bench" --benchmark_filter='Cuda' --benchmark_min_time=0.5 \
+      --benchmark_format=json --benchmark_out="$work/benchmarks-fast.json" > "$work/benchmarks-fast.txt" 2>&1 || bench_rc=1
+  fi
 
   # milestone-1h-gemm on both backends: every number must agree (only "backend" differs).
   local m="$work/milestone" ms_rc=0 ms_result cuda_s omp_s t0
@@ -190,13 +213,17 @@ print(f"""{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g
     echo "== milestone-1h-gemm, cuda vs omp: $ms_result"
     echo "== sweep gemm, cuda vs omp: $sw_result"
     echo "== sweep gemm, large: $big_result"
-    echo "== throughput (rc=$bench_rc)"
-    printf '%-34s %16s\n' benchmark configs/s
-    python3 - "$out/benchmarks.json" <<'PY' || grep -E "^BM_" "$work/benchmarks.txt"
-import json, sys
+    echo "== throughput (rc=$bench_rc); fast: the same kernels built with ptxas -Ofc=mid"
+    printf '%-34s %16s %16s\n' benchmark configs/s fast
+    python3 - "$out/benchmarks.json" "$work/benchmarks-fast.json" <<'PY' || grep -E "^BM_" "$work/benchmarks.txt"
+import json, os, sys
+fast = {}
+if os.path.exists(sys.argv[2]):
+    fast = {b["name"]: b.get("configs/s") for b in json.load(open(sys.argv[2]))["benchmarks"]}
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    rate = b.get("configs/s")
-    print(f'{b["name"]:<34} {rate:16.4g}' if rate else f'{b["name"]:<34} {b.get("error_message", "-"):>16}')
+    rate, f = b.get("configs/s"), fast.get(b["name"])
+    other = f"{f:16.4g}" if f else f'{"-":>16}'
+    print(f'{b["name"]:<34} {rate:16.4g} {other}' if rate else f'{b["name"]:<34} {b.get("error_message", "-"):>16}')
 PY
   } | tee "$out/summary.txt"
   exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 || sw_rc != 0 ))
