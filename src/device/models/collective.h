@@ -570,8 +570,11 @@ KB_HD inline std::int32_t coll_check_fields(const AllreduceConfig& c) {
   return kArOk;
 }
 
-// A single-level config (not hier): its ranks, algorithm, size, memory and pieces.
+// A single-level config (not hier): its fields, then its ranks, algorithm, size, memory and
+// pieces.
 KB_HD inline std::int32_t coll_check_level(const AllreduceConfig& c) {
+  const std::int32_t fields = coll_check_fields(c);
+  if (fields != kArOk) return fields;
   if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
   const auto algo = static_cast<CollAlgo>(c.algo);
   if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
@@ -586,36 +589,33 @@ KB_HD inline std::int32_t coll_check_level(const AllreduceConfig& c) {
 }
 
 // The config's fields and memory (allreduce_check adds the model's capacity). Not recursive:
-// a hier phase is a single-level config, checked by coll_check_fields and coll_check_level.
-// Device code must not recurse, or the CUDA kernels' stack size cannot be known when they
-// are built (tests/device_call_graph.py).
+// a hier phase is a single-level config, checked by coll_check_level. Device code must not
+// recurse, or the CUDA kernels' stack size cannot be known when they are built
+// (tests/device_call_graph.py).
 KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
+  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_check_level(c);
   const std::int32_t fields = coll_check_fields(c);
   if (fields != kArOk) return fields;
-  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
-    CollHier d;
-    if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
-      return kArBadRanks;
-    if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;
-    // Each phase as a collective of its own (its algorithm, sizes, pieces), then the memory of all.
-    CollPhase ph;  // one at a time
-    const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
-    for (int k = 0; k < n; ++k) {
-      coll_hier_phases(c, &ph, nullptr, nullptr, k);
-      AllreduceConfig& sub = ph.sub;
-      const std::int64_t ranks = sub.ranks;
-      sub.bytes = 2 * sub.chunks * sub.ranks;
-      sub.op = static_cast<std::int64_t>(CollOp::allreduce);
-      std::int32_t s = coll_check_fields(sub);  // fields, ranks, algorithm, pieces
-      if (s == kArOk) s = coll_check_level(sub);
-      if (s != kArOk) return s;
-      if (c.bytes / 2 < c.chunks * ranks) return kArBadSize;
-    }
-    if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
-    if (coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c) > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
-    return kArOk;
+  CollHier d;
+  if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
+    return kArBadRanks;
+  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;
+  // Each phase as a collective of its own (its algorithm, sizes, pieces), then the memory of all.
+  CollPhase ph;  // one at a time
+  const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
+  for (int k = 0; k < n; ++k) {
+    coll_hier_phases(c, &ph, nullptr, nullptr, k);
+    AllreduceConfig& sub = ph.sub;
+    const std::int64_t ranks = sub.ranks;
+    sub.bytes = 2 * sub.chunks * sub.ranks;
+    sub.op = static_cast<std::int64_t>(CollOp::allreduce);
+    const std::int32_t s = coll_check_level(sub);  // fields, ranks, algorithm, pieces
+    if (s != kArOk) return s;
+    if (c.bytes / 2 < c.chunks * ranks) return kArBadSize;
   }
-  return coll_check_level(c);
+  if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
+  if (coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c) > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
+  return kArOk;
 }
 
 }  // namespace kb
