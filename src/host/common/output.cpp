@@ -154,6 +154,25 @@ void ScratchScope::folders_for(const std::string& path) {
 
 void ScratchScope::child(long pid) { g_child = static_cast<sig_atomic_t>(pid); }
 
+// Between posix_spawnp's return and child() a signal's handler would not know the child,
+// and would leave it running: the signals are held until both are done. The child starts
+// with the caller's mask, not this one.
+int ScratchScope::spawn_child(long* pid, const posix_spawn_file_actions_t* files, char* const argv[]) {
+  sigset_t old;
+  block_signals(&old);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &old);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t p = 0;
+  const int rc = ::posix_spawnp(&p, argv[0], files, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  *pid = rc == 0 ? p : 0;
+  g_child = static_cast<sig_atomic_t>(*pid);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, [&](std::ostream& out) { out << content; });
 }

@@ -1,6 +1,8 @@
 // Writing results: atomic files, and the Python that renders figures.
 #pragma once
 
+#include <spawn.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +30,10 @@ class ScratchScope {
   void keep_folders() { keep_folders_ = true; }
   // A running child to kill on a signal (0: none).
   void child(long pid);
+  // Starts argv[0] (searched on PATH) with these file actions (null: none) and names it the
+  // child, with no gap between the two: SIGINT and SIGTERM wait while it starts, so a signal
+  // that finds it running also finds it named. Returns posix_spawnp's result (0: started).
+  int spawn_child(long* pid, const posix_spawn_file_actions_t* files, char* const argv[]);
 
  private:
   int mark_;

@@ -195,13 +195,12 @@ void write_topology_diagram(const TopologySpec& t, const std::string& out) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
+  long pid = 0;
   int status = 0;
-  const int rc = ::posix_spawnp(&pid, "dot", &files, nullptr, argv, environ);
+  const int rc = scratch.spawn_child(&pid, &files, argv);
   posix_spawn_file_actions_destroy(&files);
   if (rc == 0) {
-    scratch.child(pid);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
     }
     scratch.child(0);
   }
