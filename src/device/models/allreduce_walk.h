@@ -1,12 +1,14 @@
 // The allreduce model's fast path without the op graph, for every algorithm: the transfers of
 // one level are walked as coll_schedule lists them, and each op the model would emit into the
-// device simulator (allreduce_model.h, Sim::send and Sim::receive: the same ops, in the same
-// id order, on the same resources, with the same issuers and issue indices) is served at
-// once by the rule of the simulator's first pass (src/device/sim/fast_rule.h). The walk is
-// therefore that pass, op for op, and it gives up wherever the pass would not certify its
-// schedule (docs/model.md section 11.8) or its tables are full; the model then builds the ops
-// and runs the simulator. What it keeps: per link and per rank the resource's state, per
-// piece when it was last written. Pure KB_HD code: fixed arrays, no allocation.
+// device simulator (allreduce_model.h, Sim::send and Sim::receive: the same ops on the same
+// resources, with the same issuers and issue indices) is served at once by the rule of the
+// simulator's first pass (src/device/sim/fast_rule.h), in id order except where a group's
+// sends share an arbitrated resource: their ops are then served in the order of their claims.
+// The walk is the first pass where that pass certifies its schedule, and takes more (docs/
+// model.md sections 11.8 and 11.10); it gives up wherever its own order fails the certificate
+// or its tables are full, and the model then builds the ops and runs the simulator. What it
+// keeps: per link and per rank the resource's state, per piece when it was last written.
+// Pure KB_HD code: fixed arrays, no allocation.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,7 @@ struct GeneralWalkT {
     ps_t lat;
     std::int64_t bandwidth_gbps;
     net::LinkKind kind;
+    std::int32_t seen;        // the last group with a send over it
     std::int64_t memo_bytes;  // the last transfer's size over it, and its busy time
     ps_t memo_busy;
   };
@@ -61,6 +64,7 @@ struct GeneralWalkT {
     sim::FastRes dma, vec;
     Arb port;
     std::int32_t issued;  // ops it has issued: the next one's issue index
+    std::int32_t seen;    // the last group with a send into its HBM write port
   };
 
   std::int32_t slot_key[kSlots];  // the link id in each slot (-1: empty)
@@ -77,13 +81,19 @@ struct GeneralWalkT {
   CollXfer group[kGroup];
   std::int32_t group_chunk[kGroup];
   std::int64_t group_bytes[kGroup];  // each transfer's size
+  // While a group's sends are served: each one's next op (when it is ready, its issue index,
+  // which of its ops), its route and its chain's busy time, and the sends ordered by the claim
+  // of their next op (a binary heap). Then: when each transfer landed.
   sim::Stamp arrival[kGroup];
+  std::int32_t group_issue[kGroup];
+  ps_t group_chain[kGroup];
+  std::int16_t group_stage[kGroup], group_route[kGroup], heap[kGroup];
   // Where each piece of each chunk begins (coll_piece_lo), where the level has at most
   // kPieceTable of them (else each is computed when asked for).
   static constexpr std::int32_t kPieceTable = Caps::kPieceTable;
   std::int64_t piece_lo[kPieceTable];
   bool piece_table;
-  std::int32_t ngroup;
+  std::int32_t ngroup, groups;  // groups: those walked so far
 };
 using GeneralWalk = GeneralWalkT<ArFullCaps>;
 
@@ -127,6 +137,7 @@ struct LevelWalk {
     l.bandwidth_gbps = h.bandwidth_gbps;
     l.kind = h.kind;
     l.memo_bytes = -1;
+    l.seen = 0;
     return w->nlinks++;
   }
 
@@ -135,7 +146,12 @@ struct LevelWalk {
   // false where the certificate fails.
   KB_HD bool serve(sim::FastRes& fr, typename GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, const sim::Stamp& ready,
                    ps_t busy, sim::Served* s, std::int64_t also = -1) {
-    const sim::Claim claim{ready.t, pe_of[by], w->ranks[by].issued++};
+    return serve_at(fr, arb, lat, by, w->ranks[by].issued++, ready, busy, s, also);
+  }
+  // The same for the op of `by` whose issue index is `issue`.
+  KB_HD bool serve_at(sim::FastRes& fr, typename GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, std::int32_t issue,
+                      const sim::Stamp& ready, ps_t busy, sim::Served* s, std::int64_t also = -1) {
+    const sim::Claim claim{ready.t, pe_of[by], issue};
     const sim::Claim* last = arb && arb->last.ready >= 0 ? &arb->last : nullptr;
     if (sim::serve_fast(fr, arb != nullptr, lat, last, claim, ready.d, busy, s) != sim::Serve::ok) return false;
     if (arb) arb->last = claim;
@@ -195,50 +211,145 @@ struct LevelWalk {
     return l.memo_busy;
   }
 
-  // The sender's half (Sim::send): an HBM read, the route's hops cut-through, an HBM write.
-  KB_HD bool send(std::int64_t ch, const CollXfer& x, std::int64_t nb, sim::Stamp* landed) {
+  // The claim of send i's next op.
+  KB_HD sim::Claim next_claim(std::int32_t i) const {
+    return sim::Claim{w->arrival[i].t, pe_of[w->group[i].src], w->group_issue[i]};
+  }
+  KB_HD void heap_push(std::int32_t i, std::int32_t& m) {
+    std::int32_t at = m++;
+    while (at > 0 && sim::goes_first(next_claim(i), next_claim(w->heap[(at - 1) / 2]))) {
+      w->heap[at] = w->heap[(at - 1) / 2];
+      at = (at - 1) / 2;
+    }
+    w->heap[at] = static_cast<std::int16_t>(i);
+  }
+  KB_HD std::int32_t heap_pop(std::int32_t& m) {
+    const std::int32_t top = w->heap[0], last = w->heap[--m];
+    std::int32_t at = 0;
+    for (std::int32_t l = 1; l < m; l = 2 * at + 1) {
+      const std::int32_t k = l + 1 < m && sim::goes_first(next_claim(w->heap[l + 1]), next_claim(w->heap[l])) ? l + 1 : l;
+      if (!sim::goes_first(next_claim(w->heap[k]), next_claim(last))) break;
+      w->heap[at] = w->heap[k];
+      at = k;
+    }
+    w->heap[at] = static_cast<std::int16_t>(last);
+    return top;
+  }
+
+  // Serves send i's next op (a hop of its route, or the HBM write): false where the
+  // certificate fails. `more`: the send has ops left.
+  KB_HD bool send_step(std::int32_t i, bool* more) {
     const bool h = hbm();
-    typename GeneralWalk::Route* route = route_of(x.src, x.dst);
-    if (!route) {
-      full = true;
-      return false;
-    }
-    const std::int16_t* hops = w->pool + route->begin;
-    const std::int32_t nh = route->len;
-    ps_t chain = 0;  // HBM: every op of the chain holds its resource for the slowest's time
-    if (h) {
-      if (route->memo_bytes != nb) {
-        chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
-        for (std::int32_t k = 0; k < nh; ++k) chain = imax(chain, link_busy(w->links[hops[k]], nb));
-        route->memo_bytes = nb, route->memo_chain = chain;
-      }
-      chain = route->memo_chain;
-    }
-    sim::Stamp ready;
-    pieces_ready(ready, x.src, ch, x.k0, x.k1);
+    const CollXfer& x = w->group[i];
+    const typename GeneralWalk::Route& route = w->routes[w->group_route[i]];
+    const std::int32_t k = w->group_stage[i]++;
+    const std::int64_t nb = w->group_bytes[i];
+    const std::int32_t issue = w->group_issue[i]++;
     sim::Served s{};
-    const ps_t L = hbm_lat();
-    if (h) {
-      if (!serve(w->ranks[x.src].dma, nullptr, L, x.src, ready, chain, &s)) return false;
-      ready = head_of(s, L);
-      f.hbm_read_bytes += nb;
-    }
-    for (std::int32_t k = 0; k < nh; ++k) {
-      typename GeneralWalk::Link& l = w->links[hops[k]];
-      const bool last = !h && k + 1 == nh;
-      if (!serve(l.a.f, &l.a, l.lat, x.src, ready, h ? chain : link_busy(l, nb), &s, last ? x.dst : -1)) return false;
-      ready = head_of(s, l.lat);
+    *more = false;
+    if (k < route.len) {
+      typename GeneralWalk::Link& l = w->links[w->pool[route.begin + k]];
+      const bool last = !h && k + 1 == route.len;
+      if (!serve_at(l.a.f, &l.a, l.lat, x.src, issue, w->arrival[i], h ? w->group_chain[i] : link_busy(l, nb), &s,
+                    last ? x.dst : -1))
+        return false;
       count_copy(f, l.kind, nb);
-    }
-    if (h) {
-      typename GeneralWalk::Rank& d = w->ranks[x.dst];
-      if (!serve(d.port.f, &d.port, L, x.src, ready, chain, &s, x.dst)) return false;
-      f.hbm_write_bytes += nb;
-    } else {
+      if (!last) {
+        w->arrival[i] = head_of(s, l.lat);
+        *more = true;
+        return true;
+      }
       f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+    } else {  // HBM: the write into the receiver's buffer
+      const ps_t L = hbm_lat();
+      typename GeneralWalk::Rank& d = w->ranks[x.dst];
+      if (!serve_at(d.port.f, &d.port, L, x.src, issue, w->arrival[i], w->group_chain[i], &s, x.dst)) return false;
+      f.hbm_write_bytes += nb;
     }
     ++f.transfers;
-    *landed = end_of(s);
+    w->arrival[i] = end_of(s);
+    return true;
+  }
+
+  // The senders' halves of a group (Sim::send: each transfer an HBM read, the route's hops
+  // cut-through, an HBM write), with the ops in the model's issue order. First every send's
+  // HBM read: its rank's DMA queue serves in program order, and no other op of the group
+  // touches it. The later ops are all on arbitrated resources. Where no two sends of the
+  // group share one, each send's are served in turn (the order of the group's ops on a
+  // resource does not arise). Otherwise one at a time, always the one with the least claim
+  // among the sends' next ops (docs/model.md section 11.10): an op's successor is ready no
+  // earlier than it, so every resource meets the group's claims in goes_first order wherever
+  // the events allow it; where they do not, the certificate fails here.
+  KB_HD bool send_group(std::int32_t n) {
+    const bool h = hbm();
+    const ps_t L = hbm_lat();
+    const std::int32_t gen = ++w->groups;
+    bool shared = false;
+    for (std::int32_t i = 0; i < n; ++i) {
+      const CollXfer& x = w->group[i];
+      const std::int64_t nb = w->group_bytes[i];
+      typename GeneralWalk::Route* route = route_of(x.src, x.dst);
+      if (!route) {
+        full = true;
+        return false;
+      }
+      const std::int16_t* hops = w->pool + route->begin;
+      for (std::int32_t k = 0; k < route->len; ++k) {
+        typename GeneralWalk::Link& l = w->links[hops[k]];
+        shared |= l.seen == gen;
+        l.seen = gen;
+      }
+      ps_t chain = 0;  // HBM: every op of the chain holds its resource for the slowest's time
+      if (h) {
+        typename GeneralWalk::Rank& d = w->ranks[x.dst];
+        shared |= d.seen == gen;
+        d.seen = gen;
+        if (route->memo_bytes != nb) {
+          chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+          for (std::int32_t k = 0; k < route->len; ++k) chain = imax(chain, link_busy(w->links[hops[k]], nb));
+          route->memo_bytes = nb, route->memo_chain = chain;
+        }
+        chain = route->memo_chain;
+      }
+      sim::Stamp ready;
+      pieces_ready(ready, x.src, w->group_chunk[i], x.k0, x.k1);
+      if (h) {
+        sim::Served s{};
+        if (!serve(w->ranks[x.src].dma, nullptr, L, x.src, ready, chain, &s)) return false;
+        ready = head_of(s, L);
+        f.hbm_read_bytes += nb;
+      }
+      w->group_route[i] = static_cast<std::int16_t>(route - w->routes);
+      w->group_chain[i] = chain;
+      w->group_issue[i] = w->ranks[x.src].issued;
+      w->ranks[x.src].issued += route->len + (h ? 1 : 0);
+      w->group_stage[i] = 0;
+      w->arrival[i] = ready;
+      if (route->len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
+        w->arrival[i] = end_of(sim::Served{});
+        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+        ++f.transfers;
+        w->group_stage[i] = -1;
+      }
+    }
+    bool more = false;
+    if (!shared) {
+      for (std::int32_t i = 0; i < n; ++i) {
+        if (w->group_stage[i] < 0) continue;
+        do {
+          if (!send_step(i, &more)) return false;
+        } while (more);
+      }
+      return true;
+    }
+    std::int32_t m = 0;
+    for (std::int32_t i = 0; i < n; ++i)
+      if (w->group_stage[i] >= 0) heap_push(i, m);
+    while (m > 0) {
+      const std::int32_t i = heap_pop(m);
+      if (!send_step(i, &more)) return false;
+      if (more) heap_push(i, m);
+    }
     return true;
   }
 
@@ -296,7 +407,7 @@ struct LevelWalk {
     const std::int32_t n = w->ngroup;
     w->ngroup = 0;
     if (!ok) return;
-    for (std::int32_t i = 0; i < n && ok; ++i) ok = send(w->group_chunk[i], w->group[i], w->group_bytes[i], &w->arrival[i]);
+    ok = send_group(n);
     for (std::int32_t i = 0; i < n && ok; ++i)
       ok = receive(w->group_chunk[i], w->group[i], w->group_bytes[i], w->arrival[i]);
   }
@@ -315,13 +426,13 @@ KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk
   using GeneralWalk = GeneralWalkT<Caps>;
   if (c.ranks > Caps::kRanks || c.ranks * c.chunks * c.ranks > Caps::kPieces) return WalkOutcome::full;
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
-  w.nlinks = 0, w.nroutes = 0, w.npool = 0, w.ngroup = 0;
+  w.nlinks = 0, w.nroutes = 0, w.npool = 0, w.ngroup = 0, w.groups = 0;
   for (std::int64_t i = 0; i < c.ranks * c.ranks; ++i) w.pair_route[i] = -1;
   for (std::int64_t r = 0; r < c.ranks; ++r) {
     typename GeneralWalk::Rank& k = w.ranks[r];
     k.dma = sim::FastRes{}, k.vec = sim::FastRes{};
     k.port.f = sim::FastRes{}, k.port.last = sim::Claim{-1, 0, 0};
-    k.issued = 0;
+    k.issued = 0, k.seen = 0;
   }
   for (std::int64_t r = 0; r < Caps::kRanks; ++r) w.mark_done[r] = 0;
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
