@@ -385,7 +385,10 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   if (walked) {
     ++sim.walked_levels;
   } else if (!sim.events_only && !sim.general_off) {
-    const WalkOutcome how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f);
+    WalkOutcome how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f);
+    // A second try in claim order across groups (allreduce_walk.h), where the state has room.
+    if (how == WalkOutcome::refused && GeneralWalkT<Caps>::kLazy)
+      how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, true);
     walked = how == WalkOutcome::taken;
     if (walked) marks = sim.general.mark_done;
     ++(walked ? sim.general_levels : how == WalkOutcome::full ? sim.general_full : sim.general_refused);

@@ -50,6 +50,7 @@ struct ArFullCaps {
   static constexpr std::int32_t kPool = static_cast<std::int32_t>(kCollMaxOps);
   static constexpr std::int32_t kPieceTable = 1024;
   static constexpr std::int32_t kHierRanks = static_cast<std::int32_t>(kCollMaxHierRanks);
+  static constexpr std::int32_t kPending = 2 * kRanks;  // the general walk's pending writes (allreduce_walk.h)
   static constexpr bool kEvents = true;
 };
 struct ArSmallCaps {
@@ -61,6 +62,7 @@ struct ArSmallCaps {
   static constexpr std::int32_t kPool = 128;
   static constexpr std::int32_t kPieceTable = 64;
   static constexpr std::int32_t kHierRanks = 256;
+  static constexpr std::int32_t kPending = 8;
   static constexpr bool kEvents = false;
 };
 // Smaller still: the allreduce nested in another model's first stage (llm_model.h), whose own
@@ -74,6 +76,7 @@ struct ArNestedCaps {
   static constexpr std::int32_t kPool = 64;
   static constexpr std::int32_t kPieceTable = 32;
   static constexpr std::int32_t kHierRanks = 64;
+  static constexpr std::int32_t kPending = 0;  // no second try: the nested state has no room for it
   static constexpr bool kEvents = false;
 };
 

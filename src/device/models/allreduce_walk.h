@@ -5,8 +5,10 @@
 // simulator's first pass (src/device/sim/fast_rule.h), in id order except where a group's
 // sends share an arbitrated resource: their ops are then served in the order of their claims.
 // The walk is the first pass where that pass certifies its schedule, and takes more (docs/
-// model.md sections 11.8 and 11.10); it gives up wherever its own order fails the certificate
-// or its tables are full, and the model then builds the ops and runs the simulator. What it
+// model.md sections 11.8 and 11.10). Where its order fails the certificate, a second try
+// serves in claim order across groups too (the HBM writes of sums wait, pending, until an
+// op needs them); where that fails as well, or a table is full, the model builds the ops and
+// runs the simulator. What it
 // keeps: per link and per rank the resource's state, per piece when it was last written.
 // Pure KB_HD code: fixed arrays, no allocation.
 #pragma once
@@ -87,7 +89,21 @@ struct GeneralWalkT {
   sim::Stamp arrival[kGroup];
   std::int32_t group_issue[kGroup];
   ps_t group_chain[kGroup];
-  std::int16_t group_stage[kGroup], group_route[kGroup], heap[kGroup];
+  // The walk's second try: in claim order across groups. The HBM write of a receive's sum
+  // then waits in the heap (a pending write) until an op needs its pieces, the level ends or
+  // the pool of pending writes is full (the least op in the heap is served to make room).
+  static constexpr std::int32_t kPending = Caps::kPending > 0 ? Caps::kPending : 1;
+  static constexpr bool kLazy = Caps::kPending > 0;
+  struct Pending {
+    sim::Stamp ready;
+    ps_t chain;
+    std::int32_t issue;
+    std::int16_t dst, ch, k0, k1;
+  };
+  Pending pending[kPending];
+  std::int16_t pending_free[kPending];
+  std::int32_t npending_free, nheap, scans;
+  std::int16_t group_stage[kGroup], group_route[kGroup], heap[kGroup + kPending];
   // Where each piece of each chunk begins (coll_piece_lo), where the level has at most
   // kPieceTable of them (else each is computed when asked for).
   static constexpr std::int32_t kPieceTable = Caps::kPieceTable;
@@ -110,6 +126,7 @@ struct LevelWalk {
   AllreduceFigures f{};
   bool ok = true;
   bool full = false;  // what failed was a table's size, not the certificate
+  bool lazy = false;  // the second try: claim order across groups
   // The last add's cost, by its values (and with HBM buffers the receiver's share): a level's
   // pieces mostly have one size, and each cost takes several divisions.
   std::int64_t add_values = -1, chain_values = -1, chain_sharers = -1;
@@ -211,9 +228,15 @@ struct LevelWalk {
     return l.memo_busy;
   }
 
-  // The claim of send i's next op.
-  KB_HD sim::Claim next_claim(std::int32_t i) const {
-    return sim::Claim{w->arrival[i].t, pe_of[w->group[i].src], w->group_issue[i]};
+  // Heap entries: i, send i's next op; kWrite + p, pending write p.
+  static constexpr std::int32_t kWrite = GeneralWalk::kGroup;
+  // The claim of an entry's op.
+  KB_HD sim::Claim next_claim(std::int32_t e) const {
+    if (e >= kWrite) {
+      const typename GeneralWalk::Pending& p = w->pending[e - kWrite];
+      return sim::Claim{p.ready.t, pe_of[p.dst], p.issue};
+    }
+    return sim::Claim{w->arrival[e].t, pe_of[w->group[e].src], w->group_issue[e]};
   }
   KB_HD void heap_push(std::int32_t i, std::int32_t& m) {
     std::int32_t at = m++;
@@ -234,6 +257,29 @@ struct LevelWalk {
     }
     w->heap[at] = static_cast<std::int16_t>(last);
     return top;
+  }
+
+  // Send i's route (null where a table is full: `full` is then set) and, with HBM buffers,
+  // its chain's busy time (every op of the chain holds its resource for the slowest's time).
+  KB_HD typename GeneralWalk::Route* route_chain(std::int32_t i, ps_t* chain) {
+    const CollXfer& x = w->group[i];
+    const std::int64_t nb = w->group_bytes[i];
+    typename GeneralWalk::Route* route = route_of(x.src, x.dst);
+    *chain = 0;
+    if (!route) {
+      full = true;
+      return nullptr;
+    }
+    if (hbm()) {
+      if (route->memo_bytes != nb) {
+        const std::int16_t* hops = w->pool + route->begin;
+        ps_t ch = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
+        for (std::int32_t k = 0; k < route->len; ++k) ch = imax(ch, link_busy(w->links[hops[k]], nb));
+        route->memo_bytes = nb, route->memo_chain = ch;
+      }
+      *chain = route->memo_chain;
+    }
+    return route;
   }
 
   // Serves send i's next op (a hop of its route, or the HBM write): false where the
@@ -288,28 +334,19 @@ struct LevelWalk {
     for (std::int32_t i = 0; i < n; ++i) {
       const CollXfer& x = w->group[i];
       const std::int64_t nb = w->group_bytes[i];
-      typename GeneralWalk::Route* route = route_of(x.src, x.dst);
-      if (!route) {
-        full = true;
-        return false;
-      }
+      ps_t chain = 0;
+      typename GeneralWalk::Route* route = route_chain(i, &chain);
+      if (!route) return false;
       const std::int16_t* hops = w->pool + route->begin;
       for (std::int32_t k = 0; k < route->len; ++k) {
         typename GeneralWalk::Link& l = w->links[hops[k]];
         shared |= l.seen == gen;
         l.seen = gen;
       }
-      ps_t chain = 0;  // HBM: every op of the chain holds its resource for the slowest's time
       if (h) {
         typename GeneralWalk::Rank& d = w->ranks[x.dst];
         shared |= d.seen == gen;
         d.seen = gen;
-        if (route->memo_bytes != nb) {
-          chain = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
-          for (std::int32_t k = 0; k < route->len; ++k) chain = imax(chain, link_busy(w->links[hops[k]], nb));
-          route->memo_bytes = nb, route->memo_chain = chain;
-        }
-        chain = route->memo_chain;
       }
       sim::Stamp ready;
       pieces_ready(ready, x.src, w->group_chunk[i], x.k0, x.k1);
@@ -354,10 +391,15 @@ struct LevelWalk {
   }
 
   // The receiver's half (Sim::receive): take the values as they landed, or add them in (on
-  // the vector engine, or streamed from HBM through it).
-  KB_HD bool receive(std::int64_t ch, const CollXfer& x, std::int64_t nb, const sim::Stamp& landed) {
+  // the vector engine, or streamed from HBM through it). With HBM buffers the chain's last
+  // op, the write of the sum, is left to the caller: `waits` says so, and arrival[i],
+  // group_issue[i] and group_chain[i] then hold its ready time, issue index and busy time.
+  KB_HD bool receive_head(std::int32_t i, bool* waits) {
+    const std::int64_t ch = w->group_chunk[i], nb = w->group_bytes[i];
+    const CollXfer& x = w->group[i];
+    *waits = false;
     if (!x.reduce) {
-      write_pieces(landed, x.dst, ch, x.k0, x.k1);
+      write_pieces(w->arrival[i], x.dst, ch, x.k0, x.k1);
       return true;
     }
     const std::int64_t values = nb / 2;
@@ -365,7 +407,7 @@ struct LevelWalk {
     const ps_t add = add_cost;
     f.vector_ops += vector_element_ops(VecOp::add, 1, values);
     typename GeneralWalk::Rank& d = w->ranks[x.dst];
-    sim::Stamp ready = landed;
+    sim::Stamp ready = w->arrival[i];
     pieces_ready(ready, x.dst, ch, x.k0, x.k1);
     sim::Served s{};
     if (!hbm()) {
@@ -384,10 +426,143 @@ struct LevelWalk {
     const ps_t chain = chain_cost;
     if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
     if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
-    if (!serve(d.port.f, &d.port, L, x.dst, head_of(s, 0), chain, &s)) return false;
     f.vector_busy_ps += chain;
     f.hbm_read_bytes += 2 * nb, f.hbm_write_bytes += nb;
-    write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
+    w->arrival[i] = head_of(s, 0);
+    w->group_issue[i] = d.issued++;
+    w->group_chain[i] = chain;
+    *waits = true;
+    return true;
+  }
+  // The write of a sum into rank `dst`'s HBM (its pieces [k0, k1) of chunk ch).
+  KB_HD bool write_sum(std::int64_t dst, std::int64_t ch, std::int64_t k0, std::int64_t k1, const sim::Stamp& ready,
+                       std::int32_t issue, ps_t chain) {
+    typename GeneralWalk::Rank& d = w->ranks[dst];
+    sim::Served s{};
+    if (!serve_at(d.port.f, &d.port, hbm_lat(), dst, issue, ready, chain, &s)) return false;
+    write_pieces(end_of(s), dst, ch, k0, k1);
+    return true;
+  }
+  KB_HD bool receive(std::int32_t i) {
+    bool waits = false;
+    if (!receive_head(i, &waits)) return false;
+    const CollXfer& x = w->group[i];
+    return !waits || write_sum(x.dst, w->group_chunk[i], x.k0, x.k1, w->arrival[i], w->group_issue[i], w->group_chain[i]);
+  }
+
+  // ---- the second try: claim order across groups ----
+  static constexpr ps_t kPendingMark = -2;  // written_t of a piece whose write is pending
+  // Serves the heap's least op: a send's next op, or a pending write.
+  KB_HD bool serve_least(std::int32_t* landed) {
+    const std::int32_t e = heap_pop(w->nheap);
+    if (e >= kWrite) {
+      const typename GeneralWalk::Pending p = w->pending[e - kWrite];
+      w->pending_free[w->npending_free++] = static_cast<std::int16_t>(e - kWrite);
+      return write_sum(p.dst, p.ch, p.k0, p.k1, p.ready, p.issue, p.chain);
+    }
+    bool more = false;
+    if (!send_step(e, &more)) return false;
+    if (more) heap_push(e, w->nheap);
+    else ++*landed;
+    return true;
+  }
+  // Serves the heap's least ops until no piece of [k0, k1) of chunk ch on rank r waits for
+  // a pending write.
+  KB_HD bool settle(std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1, std::int32_t* landed) {
+    for (std::int64_t k = k0; k < k1; ++k)
+      while (w->written_t[slot(r, ch, k)] == kPendingMark)
+        if (w->nheap == 0 || !serve_least(landed)) return false;
+    return true;
+  }
+  // A send not started yet (group_stage; started: its next op's index; landed: -1).
+  static constexpr std::int16_t kNotStarted = -2;
+  KB_HD bool pieces_pending(std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) const {
+    for (std::int64_t k = k0; k < k1; ++k)
+      if (w->written_t[slot(r, ch, k)] == kPendingMark) return true;
+    return false;
+  }
+  // Starts, in emission order, every send of the group whose pieces wait for no pending write
+  // and whose rank has started every send before it (its DMA queue serves in program order):
+  // its HBM read, then its next op joins the heap.
+  KB_HD bool start_sends(std::int32_t n, std::int32_t* landed) {
+    const bool h = hbm();
+    const std::int32_t scan = ++w->scans;
+    for (std::int32_t i = 0; i < n; ++i) {
+      if (w->group_stage[i] != kNotStarted) continue;
+      const CollXfer& x = w->group[i];
+      typename GeneralWalk::Rank& from = w->ranks[x.src];
+      if (from.seen == -scan) continue;  // an earlier send of its rank waits
+      const std::int64_t ch = w->group_chunk[i], nb = w->group_bytes[i];
+      if (pieces_pending(x.src, ch, x.k0, x.k1)) {
+        from.seen = -scan;
+        continue;
+      }
+      sim::Stamp ready;
+      pieces_ready(ready, x.src, ch, x.k0, x.k1);
+      if (h) {
+        sim::Served s{};
+        if (!serve_at(from.dma, nullptr, hbm_lat(), x.src, w->group_issue[i]++, ready, w->group_chain[i], &s)) return false;
+        ready = head_of(s, hbm_lat());
+        f.hbm_read_bytes += nb;
+      }
+      w->arrival[i] = ready;
+      w->group_stage[i] = 0;
+      if (w->routes[w->group_route[i]].len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
+        w->arrival[i] = end_of(sim::Served{});
+        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+        ++f.transfers;
+        w->group_stage[i] = -1;
+        ++*landed;
+      } else {
+        heap_push(i, w->nheap);
+      }
+    }
+    return true;
+  }
+  KB_HD bool flush_lazy(std::int32_t n) {
+    const bool h = hbm();
+    for (std::int32_t i = 0; i < n; ++i) {
+      const CollXfer& x = w->group[i];
+      ps_t chain = 0;
+      typename GeneralWalk::Route* route = route_chain(i, &chain);
+      if (!route) return false;
+      w->group_route[i] = static_cast<std::int16_t>(route - w->routes);
+      w->group_chain[i] = chain;
+      w->group_issue[i] = w->ranks[x.src].issued;  // its HBM read (h), hops and HBM write (h)
+      w->ranks[x.src].issued += route->len + (h ? 2 : 0);
+      w->group_stage[i] = kNotStarted;
+    }
+    std::int32_t landed = 0, unused = 0;
+    if (!start_sends(n, &landed)) return false;
+    while (landed < n) {
+      if (w->nheap == 0) return false;
+      const bool write = w->heap[0] >= kWrite;
+      if (!serve_least(&landed)) return false;
+      if (write && !start_sends(n, &landed)) return false;  // its pieces may be what a send waited for
+    }
+    for (std::int32_t i = 0; i < n; ++i) {
+      const CollXfer& x = w->group[i];
+      const std::int64_t ch = w->group_chunk[i];
+      if (!settle(x.dst, ch, x.k0, x.k1, &unused)) return false;
+      bool waits = false;
+      if (!receive_head(i, &waits)) return false;
+      if (!waits) continue;
+      while (w->npending_free == 0)
+        if (w->nheap == 0 || !serve_least(&unused)) return false;
+      const std::int32_t p = w->pending_free[--w->npending_free];
+      w->pending[p] = typename GeneralWalk::Pending{w->arrival[i], w->group_chain[i], w->group_issue[i],
+                                                    static_cast<std::int16_t>(x.dst), static_cast<std::int16_t>(ch),
+                                                    static_cast<std::int16_t>(x.k0), static_cast<std::int16_t>(x.k1)};
+      for (std::int64_t k = x.k0; k < x.k1; ++k) w->written_t[slot(x.dst, ch, k)] = kPendingMark;
+      heap_push(kWrite + p, w->nheap);
+    }
+    return true;
+  }
+  // The level's end: every pending write served.
+  KB_HD bool drain() {
+    std::int32_t unused = 0;
+    while (w->nheap > 0)
+      if (!serve_least(&unused)) return false;
     return true;
   }
 
@@ -407,9 +582,12 @@ struct LevelWalk {
     const std::int32_t n = w->ngroup;
     w->ngroup = 0;
     if (!ok) return;
+    if (lazy) {
+      ok = flush_lazy(n);
+      return;
+    }
     ok = send_group(n);
-    for (std::int32_t i = 0; i < n && ok; ++i)
-      ok = receive(w->group_chunk[i], w->group[i], w->group_bytes[i], w->arrival[i]);
+    for (std::int32_t i = 0; i < n && ok; ++i) ok = receive(i);
   }
 };
 
@@ -422,7 +600,7 @@ enum class WalkOutcome : std::int32_t { taken, refused, full };
 template <class Caps>
 KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalkT<Caps>& w, const net::Node* nodes,
                                            const std::int64_t* pe_of, const std::int64_t* sharers,
-                                           AllreduceFigures* out) {
+                                           AllreduceFigures* out, bool lazy = false) {
   using GeneralWalk = GeneralWalkT<Caps>;
   if (c.ranks > Caps::kRanks || c.ranks * c.chunks * c.ranks > Caps::kPieces) return WalkOutcome::full;
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
@@ -437,8 +615,12 @@ KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk
   for (std::int64_t r = 0; r < Caps::kRanks; ++r) w.mark_done[r] = 0;
   for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
   w.piece_table = piece_table(c, w.piece_lo, GeneralWalk::kPieceTable);
+  w.nheap = 0, w.npending_free = GeneralWalk::kPending, w.scans = 0;
+  for (std::int32_t p = 0; p < GeneralWalk::kPending; ++p) w.pending_free[p] = static_cast<std::int16_t>(p);
   LevelWalk<Caps> lw{&w, &c, nodes, pe_of, sharers};
+  lw.lazy = lazy;
   coll_schedule(c, lw);
+  if (lw.ok && lazy) lw.ok = lw.drain();
   if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;
   *out = lw.f;
   return WalkOutcome::taken;
