@@ -282,6 +282,48 @@ struct LevelWalk {
     return route;
   }
 
+  // A send not started yet (group_stage; started: its next op's index; landed: -1).
+  static constexpr std::int16_t kNotStarted = -2;
+  // Send i's route and chain, and its ops' issue indices (its HBM read, its hops and its HBM
+  // write, in the model's order); null where a table is full.
+  KB_HD const typename GeneralWalk::Route* prepare_send(std::int32_t i) {
+    ps_t chain = 0;
+    const typename GeneralWalk::Route* route = route_chain(i, &chain);
+    if (!route) return nullptr;
+    std::int32_t& issued = w->ranks[w->group[i].src].issued;
+    w->group_route[i] = static_cast<std::int16_t>(route - w->routes);
+    w->group_chain[i] = chain;
+    w->group_issue[i] = issued;
+    issued += route->len + (hbm() ? 2 : 0);
+    w->group_stage[i] = kNotStarted;
+    return route;
+  }
+  // Starts send i once its pieces are written: its HBM read; then its next op is ready
+  // (arrival[i]), or with nothing to cross it has landed (group_stage[i] = -1).
+  KB_HD bool start_send(std::int32_t i) {
+    const CollXfer& x = w->group[i];
+    const std::int64_t nb = w->group_bytes[i];
+    const bool h = hbm();
+    sim::Stamp ready;
+    pieces_ready(ready, x.src, w->group_chunk[i], x.k0, x.k1);
+    if (h) {
+      sim::Served s{};
+      if (!serve_at(w->ranks[x.src].dma, nullptr, hbm_lat(), x.src, w->group_issue[i]++, ready, w->group_chain[i], &s))
+        return false;
+      ready = head_of(s, hbm_lat());
+      f.hbm_read_bytes += nb;
+    }
+    w->arrival[i] = ready;
+    w->group_stage[i] = 0;
+    if (w->routes[w->group_route[i]].len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
+      w->arrival[i] = end_of(sim::Served{});
+      f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+      ++f.transfers;
+      w->group_stage[i] = -1;
+    }
+    return true;
+  }
+
   // Serves send i's next op (a hop of its route, or the HBM write): false where the
   // certificate fails. `more`: the send has ops left.
   KB_HD bool send_step(std::int32_t i, bool* more) {
@@ -327,15 +369,10 @@ struct LevelWalk {
   // earlier than it, so every resource meets the group's claims in goes_first order wherever
   // the events allow it; where they do not, the certificate fails here.
   KB_HD bool send_group(std::int32_t n) {
-    const bool h = hbm();
-    const ps_t L = hbm_lat();
     const std::int32_t gen = ++w->groups;
     bool shared = false;
     for (std::int32_t i = 0; i < n; ++i) {
-      const CollXfer& x = w->group[i];
-      const std::int64_t nb = w->group_bytes[i];
-      ps_t chain = 0;
-      typename GeneralWalk::Route* route = route_chain(i, &chain);
+      const typename GeneralWalk::Route* route = prepare_send(i);
       if (!route) return false;
       const std::int16_t* hops = w->pool + route->begin;
       for (std::int32_t k = 0; k < route->len; ++k) {
@@ -343,31 +380,12 @@ struct LevelWalk {
         shared |= l.seen == gen;
         l.seen = gen;
       }
-      if (h) {
-        typename GeneralWalk::Rank& d = w->ranks[x.dst];
+      if (hbm()) {
+        typename GeneralWalk::Rank& d = w->ranks[w->group[i].dst];
         shared |= d.seen == gen;
         d.seen = gen;
       }
-      sim::Stamp ready;
-      pieces_ready(ready, x.src, w->group_chunk[i], x.k0, x.k1);
-      if (h) {
-        sim::Served s{};
-        if (!serve(w->ranks[x.src].dma, nullptr, L, x.src, ready, chain, &s)) return false;
-        ready = head_of(s, L);
-        f.hbm_read_bytes += nb;
-      }
-      w->group_route[i] = static_cast<std::int16_t>(route - w->routes);
-      w->group_chain[i] = chain;
-      w->group_issue[i] = w->ranks[x.src].issued;
-      w->ranks[x.src].issued += route->len + (h ? 1 : 0);
-      w->group_stage[i] = 0;
-      w->arrival[i] = ready;
-      if (route->len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
-        w->arrival[i] = end_of(sim::Served{});
-        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-        ++f.transfers;
-        w->group_stage[i] = -1;
-      }
+      if (!start_send(i)) return false;
     }
     bool more = false;
     if (!shared) {
@@ -469,13 +487,10 @@ struct LevelWalk {
   // Serves the heap's least ops until no piece of [k0, k1) of chunk ch on rank r waits for
   // a pending write.
   KB_HD bool settle(std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1, std::int32_t* landed) {
-    for (std::int64_t k = k0; k < k1; ++k)
-      while (w->written_t[slot(r, ch, k)] == kPendingMark)
-        if (w->nheap == 0 || !serve_least(landed)) return false;
+    while (pieces_pending(r, ch, k0, k1))
+      if (w->nheap == 0 || !serve_least(landed)) return false;
     return true;
   }
-  // A send not started yet (group_stage; started: its next op's index; landed: -1).
-  static constexpr std::int16_t kNotStarted = -2;
   KB_HD bool pieces_pending(std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) const {
     for (std::int64_t k = k0; k < k1; ++k)
       if (w->written_t[slot(r, ch, k)] == kPendingMark) return true;
@@ -485,53 +500,25 @@ struct LevelWalk {
   // and whose rank has started every send before it (its DMA queue serves in program order):
   // its HBM read, then its next op joins the heap.
   KB_HD bool start_sends(std::int32_t n, std::int32_t* landed) {
-    const bool h = hbm();
     const std::int32_t scan = ++w->scans;
     for (std::int32_t i = 0; i < n; ++i) {
       if (w->group_stage[i] != kNotStarted) continue;
       const CollXfer& x = w->group[i];
       typename GeneralWalk::Rank& from = w->ranks[x.src];
       if (from.seen == -scan) continue;  // an earlier send of its rank waits
-      const std::int64_t ch = w->group_chunk[i], nb = w->group_bytes[i];
-      if (pieces_pending(x.src, ch, x.k0, x.k1)) {
+      if (pieces_pending(x.src, w->group_chunk[i], x.k0, x.k1)) {
         from.seen = -scan;
         continue;
       }
-      sim::Stamp ready;
-      pieces_ready(ready, x.src, ch, x.k0, x.k1);
-      if (h) {
-        sim::Served s{};
-        if (!serve_at(from.dma, nullptr, hbm_lat(), x.src, w->group_issue[i]++, ready, w->group_chain[i], &s)) return false;
-        ready = head_of(s, hbm_lat());
-        f.hbm_read_bytes += nb;
-      }
-      w->arrival[i] = ready;
-      w->group_stage[i] = 0;
-      if (w->routes[w->group_route[i]].len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
-        w->arrival[i] = end_of(sim::Served{});
-        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-        ++f.transfers;
-        w->group_stage[i] = -1;
-        ++*landed;
-      } else {
-        heap_push(i, w->nheap);
-      }
+      if (!start_send(i)) return false;
+      if (w->group_stage[i] < 0) ++*landed;
+      else heap_push(i, w->nheap);
     }
     return true;
   }
   KB_HD bool flush_lazy(std::int32_t n) {
-    const bool h = hbm();
-    for (std::int32_t i = 0; i < n; ++i) {
-      const CollXfer& x = w->group[i];
-      ps_t chain = 0;
-      typename GeneralWalk::Route* route = route_chain(i, &chain);
-      if (!route) return false;
-      w->group_route[i] = static_cast<std::int16_t>(route - w->routes);
-      w->group_chain[i] = chain;
-      w->group_issue[i] = w->ranks[x.src].issued;  // its HBM read (h), hops and HBM write (h)
-      w->ranks[x.src].issued += route->len + (h ? 2 : 0);
-      w->group_stage[i] = kNotStarted;
-    }
+    for (std::int32_t i = 0; i < n; ++i)
+      if (!prepare_send(i)) return false;
     std::int32_t landed = 0, unused = 0;
     if (!start_sends(n, &landed)) return false;
     while (landed < n) {
