@@ -308,6 +308,61 @@ KB_HD inline std::int64_t count_ops_by_schedule(const AllreduceConfig& c) {
   return count.ops;
 }
 
+// The transfers of one single-level collective (`all`) and those that add (`adds`), in
+// closed form: what coll_schedule emits, algorithm by algorithm (p ranks, C chunks, a
+// rows x cols grid for mesh2d and root). Every step emits once per chunk, so each count is C
+// times one chunk's. A binomial tree's reduce and its broadcast each move p - 1 transfers
+// (rank i > 0 sends, or receives, once: at the step of its lowest set bit); a ring over
+// groups of m ranks runs m - 1 steps of p transfers; halving-doubling runs log2 p steps of p
+// each way; a reduce's gather sends from every rank but the root; root's chains cross each
+// row's cols - 1 links and the root column's rows - 1, inward to reduce, outward to broadcast.
+KB_HD inline void count_transfers(const AllreduceConfig& c, std::int64_t* all, std::int64_t* adds) {
+  const std::int64_t p = c.ranks, C = c.chunks, rows = coll_rows(c), cols = coll_cols(c);
+  const auto op = static_cast<CollOp>(c.op);
+  const auto algo = static_cast<CollAlgo>(c.algo);
+  std::int64_t sum = 0, rest = 0;  // per chunk: transfers that add, and the others
+  if (op == CollOp::bcast) {
+    rest = algo == CollAlgo::root ? rows * (cols - 1) + rows - 1 : p - 1;
+  } else {
+    const bool both = op == CollOp::allreduce;
+    const std::int64_t gather = p - 1;
+    switch (algo) {
+      case CollAlgo::ring: sum = (p - 1) * p, rest = both ? sum : gather; break;
+      case CollAlgo::hd: sum = ceil_log2(p) * p, rest = both ? sum : gather; break;
+      case CollAlgo::tree: sum = p - 1, rest = both ? p - 1 : 0; break;
+      case CollAlgo::mesh2d: sum = (cols - 1 + rows - 1) * rows * cols, rest = both ? sum : gather; break;
+      case CollAlgo::root: sum = rows * (cols - 1) + rows - 1, rest = both ? sum : 0; break;
+    }
+  }
+  *adds = C * sum;
+  *all = C * (sum + rest);
+}
+
+// At least the hops of the route between any two ranks of a single-level collective: 2
+// within a cube (out of one copy queue, into another); across the used part of the cube
+// grid, its rows and columns apart; across SIPs, 1 fully connected, 2 through the switch,
+// half the ring the shorter way round (net::hop_count).
+KB_HD inline std::int64_t max_hops(const AllreduceConfig& c) {
+  if (c.level == static_cast<std::int64_t>(CollLevel::pe)) return 2;
+  const HwConfig& h = c.hw;
+  if (c.level == static_cast<std::int64_t>(CollLevel::cube)) {
+    const std::int64_t cols = imin(c.ranks, h.cube_cols), rows = ceil_div(c.ranks, h.cube_cols);
+    return (rows - 1) + (cols - 1);
+  }
+  if (h.sip_topology == SipTopology::fully_connected) return 1;
+  if (h.sip_topology == SipTopology::switch_) return 2;
+  return h.sips / 2;
+}
+
+// At least count_ops_by_schedule (every transfer over the longest route), and equal to it
+// at the pe level, where every route has 2 hops.
+KB_HD inline std::int64_t count_ops_bound(const AllreduceConfig& c) {
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  std::int64_t all = 0, adds = 0;
+  count_transfers(c, &all, &adds);
+  return all * (max_hops(c) + (hbm ? 2 : 0)) + adds * (hbm ? 3 : 1);
+}
+
 // The same count; for the ring allreduce in closed form: each of its 2 (p - 1) rounds of
 // every chunk sends once from every rank over that rank's route (and, on HBM, a read and a
 // write), and each reduce-scatter round adds once on every rank (HBM: read, add, write).
@@ -319,6 +374,14 @@ KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
   std::int64_t sends = hbm ? 2 * p : 0;  // one round's send ops
   for (std::int64_t i = 0; i < p; ++i) sends += net::hop_count(c.hw, coll_node(c, i), coll_node(c, (i + 1) % p));
   return (p - 1) * c.chunks * (2 * sends + p * (hbm ? 3 : 1));
+}
+
+// What the check needs: the bound where it is within kCollMaxOps (the count is then too) or
+// equals the count (the pe level), else the count. Compared with kCollMaxOps, it gives the
+// status the count gives.
+KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c) {
+  const std::int64_t bound = count_ops_bound(c);
+  return bound <= kCollMaxOps || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
 }
 
 }  // namespace ar_detail
@@ -335,10 +398,10 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
     const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(c, &ph, nullptr, nullptr, k);
-      most = imax(most, ar_detail::count_ops(ph.sub));
+      most = imax(most, ops ? ar_detail::count_ops(ph.sub) : ar_detail::count_ops_to_check(ph.sub));
     }
   } else {
-    most = ar_detail::count_ops(c);
+    most = ops ? ar_detail::count_ops(c) : ar_detail::count_ops_to_check(c);
   }
   if (ops) *ops = most;
   return most > kCollMaxOps ? kArTooLarge : kArOk;

@@ -1,0 +1,95 @@
+// The allreduce model's op count (src/device/models/allreduce_model.h), which decides
+// whether a config fits the model (kArTooLarge): the transfers in closed form equal what
+// coll_schedule emits, the bound from them is never below the count (and is the count at the
+// pe level), and the check's status is the same whether it counts or bounds.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "../parity/random_allreduce.h"
+#include "device/models/allreduce_model.h"
+
+namespace kb {
+namespace {
+
+// coll_schedule's transfers, counted one by one.
+struct Tally {
+  std::int64_t all = 0, adds = 0;
+  void xfer(std::int64_t, const CollXfer& x) {
+    ++all;
+    adds += x.reduce;
+  }
+  void flush() {}
+};
+
+// One single-level collective (a config, or a phase of hier): the closed forms against the
+// schedule. Returns whether its bound passed kCollMaxOps.
+bool expect_counts(const AllreduceConfig& c) {
+  Tally t;
+  coll_schedule(c, t);
+  std::int64_t all = -1, adds = -1;
+  ar_detail::count_transfers(c, &all, &adds);
+  EXPECT_EQ(all, t.all) << testing::describe(c);
+  EXPECT_EQ(adds, t.adds) << testing::describe(c);
+  const std::int64_t counted = ar_detail::count_ops_by_schedule(c), bound = ar_detail::count_ops_bound(c);
+  EXPECT_GE(bound, counted) << testing::describe(c);
+  if (c.level == static_cast<std::int64_t>(CollLevel::pe)) {
+    EXPECT_EQ(bound, counted) << testing::describe(c);
+  }
+  EXPECT_EQ(ar_detail::count_ops(c), counted) << testing::describe(c);
+  return bound > kCollMaxOps;
+}
+
+// Wide random configs, valid and refused, each with every algorithm, op and buffer kind the
+// fields check lets through; hier through each phase.
+TEST(AllreduceOps, ClosedFormsEqualTheScheduleOnRandomConfigs) {
+  std::int64_t levels = 0, past = 0, too_large = 0;
+  std::int64_t per_level[kCollLevels] = {};
+  for (std::uint64_t seed = 1; levels < 100000; ++seed) {
+    ASSERT_LT(seed, 100u);
+    std::vector<AllreduceConfig> rejected;
+    rejected.reserve(2000);
+    std::vector<AllreduceConfig> all = testing::random_wide_allreduce_configs(2000, 20261205 + seed, &rejected);
+    all.insert(all.end(), rejected.begin(), rejected.end());
+    for (const AllreduceConfig& base : all) {
+      for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
+        for (std::int64_t op = 0; op < kCollOps; ++op)
+          for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer) {
+            AllreduceConfig c = base;
+            c.algo = algo, c.op = op, c.buffer = buffer;
+            if (coll_check(c) != kArOk) continue;
+            ++per_level[c.level];
+            // The check's status bounds where it may, and counts where it asks for the count.
+            std::int64_t ops = -1;
+            const std::int32_t counted = allreduce_check(c, &ops);
+            ASSERT_EQ(allreduce_check(c), counted) << testing::describe(c);
+            too_large += counted == kArTooLarge;
+            if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
+              past += expect_counts(c);
+              ++levels;
+              continue;
+            }
+            CollPhase ph;
+            const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
+            for (int k = 0; k < n; ++k) {
+              coll_hier_phases(c, &ph, nullptr, nullptr, k);
+              past += expect_counts(ph.sub);
+              ++levels;
+            }
+            if (::testing::Test::HasFailure()) return;
+          }
+    }
+  }
+  std::printf("op counts: %lld levels (configs: pe %lld, cube %lld, sip %lld, hier %lld); %lld bounds past %lld ops, "
+              "%lld configs too large\n",
+              static_cast<long long>(levels), static_cast<long long>(per_level[0]), static_cast<long long>(per_level[1]),
+              static_cast<long long>(per_level[2]), static_cast<long long>(per_level[3]), static_cast<long long>(past),
+              static_cast<long long>(kCollMaxOps), static_cast<long long>(too_large));
+  for (std::int64_t l = 0; l < kCollLevels; ++l) EXPECT_GT(per_level[l], 1000) << l;
+  EXPECT_GT(past, 1000);
+  EXPECT_GT(too_large, 1000);
+}
+
+}  // namespace
+}  // namespace kb
