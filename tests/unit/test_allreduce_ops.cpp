@@ -1,7 +1,9 @@
 // The allreduce model's op count (src/device/models/allreduce_model.h), which decides
 // whether a config fits the model (kArTooLarge): the transfers in closed form equal what
 // coll_schedule emits, the bound from them is never below the count (and is the count at the
-// pe level), and the check's status is the same whether it counts or bounds.
+// pe level), and the check's status is the same whether it counts or bounds. And the HBM
+// ports a collective uses: where the model takes every rank to use both without walking the
+// transfers, the transfers do.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,6 +25,8 @@ struct Tally {
   void flush() {}
 };
 
+std::int64_t every_port_levels = 0;
+
 // One single-level collective (a config, or a phase of hier): the closed forms against the
 // schedule. Returns whether its bound passed kCollMaxOps.
 bool expect_counts(const AllreduceConfig& c) {
@@ -38,12 +42,20 @@ bool expect_counts(const AllreduceConfig& c) {
     EXPECT_EQ(bound, counted) << testing::describe(c);
   }
   EXPECT_EQ(ar_detail::count_ops(c), counted) << testing::describe(c);
+  if (ar_detail::Sim::every_port(c)) {
+    std::int8_t port[2 * kCollMaxRanks] = {};
+    ar_detail::Sim::Ports marks{port};
+    coll_schedule(c, marks);
+    for (std::int64_t i = 0; i < 2 * c.ranks; ++i) EXPECT_EQ(port[i], 1) << testing::describe(c) << ": port " << i;
+    ++every_port_levels;
+  }
   return bound > kCollMaxOps;
 }
 
 // Wide random configs, valid and refused, each with every algorithm, op and buffer kind the
 // fields check lets through; hier through each phase.
 TEST(AllreduceOps, ClosedFormsEqualTheScheduleOnRandomConfigs) {
+  every_port_levels = 0;
   std::int64_t levels = 0, past = 0, too_large = 0;
   std::int64_t per_level[kCollLevels] = {};
   for (std::uint64_t seed = 1; levels < 100000; ++seed) {
@@ -82,13 +94,15 @@ TEST(AllreduceOps, ClosedFormsEqualTheScheduleOnRandomConfigs) {
     }
   }
   std::printf("op counts: %lld levels (configs: pe %lld, cube %lld, sip %lld, hier %lld); %lld bounds past %lld ops, "
-              "%lld configs too large\n",
+              "%lld configs too large; %lld levels with every port used\n",
               static_cast<long long>(levels), static_cast<long long>(per_level[0]), static_cast<long long>(per_level[1]),
               static_cast<long long>(per_level[2]), static_cast<long long>(per_level[3]), static_cast<long long>(past),
-              static_cast<long long>(kCollMaxOps), static_cast<long long>(too_large));
+              static_cast<long long>(kCollMaxOps), static_cast<long long>(too_large),
+              static_cast<long long>(every_port_levels));
   for (std::int64_t l = 0; l < kCollLevels; ++l) EXPECT_GT(per_level[l], 1000) << l;
   EXPECT_GT(past, 1000);
   EXPECT_GT(too_large, 1000);
+  EXPECT_GT(every_port_levels, 10000);
 }
 
 }  // namespace

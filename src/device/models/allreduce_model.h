@@ -249,14 +249,30 @@ struct SimT {
     }
   };
 
+  // Whether every rank of a single-level collective (of at least 2 ranks) uses both its
+  // ports, without walking its transfers: an allreduce's every rank sends and receives (each
+  // algorithm's reduce and broadcast halves between them reach every rank, the root
+  // included), and a ring, halving-doubling or mesh2d reduce opens with a reduce-scatter in
+  // which every rank sends and adds. (A tree's or root's reduce, and a broadcast, leave some
+  // ranks a port unused.)
+  KB_HD static bool every_port(const AllreduceConfig& c) {
+    const auto algo = static_cast<CollAlgo>(c.algo);
+    if (c.op == static_cast<std::int64_t>(CollOp::allreduce)) return true;
+    return c.op == static_cast<std::int64_t>(CollOp::reduce) &&
+           (algo == CollAlgo::ring || algo == CollAlgo::hd || algo == CollAlgo::mesh2d);
+  }
+
   // Marks every port the launch uses (the static share needs them all before the first op).
   // A hier phase's groups are alike: the same sub-collective, its ranks mapped to the launch's
   // by coll_hier_rank, exactly as coll_schedule_all maps each transfer. So group 0's
   // transfers are walked once, in the phase's own ranks, and their ports marked for every
   // group.
   KB_HD KB_NOINLINE void mark_ports(const AllreduceConfig& launch) {
-    for (std::int64_t i = 0; i < 2 * launch.ranks; ++i) port[i] = 0;
-    if (launch.level != static_cast<std::int64_t>(CollLevel::hier)) {
+    const bool single = launch.level != static_cast<std::int64_t>(CollLevel::hier);
+    const std::int8_t all = single && every_port(launch) ? 1 : 0;
+    for (std::int64_t i = 0; i < 2 * launch.ranks; ++i) port[i] = all;
+    if (single) {
+      if (all) return;
       Ports marks{port};
       coll_schedule(launch, marks);
       return;
@@ -268,9 +284,10 @@ struct SimT {
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(launch, &ph, nullptr, nullptr, k);
       std::int8_t local[2 * kCollMaxRanks];
-      for (std::int64_t i = 0; i < 2 * ph.sub.ranks; ++i) local[i] = 0;
+      const std::int8_t every = every_port(ph.sub) ? 1 : 0;
+      for (std::int64_t i = 0; i < 2 * ph.sub.ranks; ++i) local[i] = every;
       Ports marks{local};
-      coll_schedule(ph.sub, marks);
+      if (!every) coll_schedule(ph.sub, marks);
       for (std::int64_t g = 0; g < ph.groups; ++g)
         for (std::int64_t r = 0; r < ph.sub.ranks; ++r) {
           const std::int64_t at = coll_hier_rank(d, ph.sub, g, r, leader_pe, leader_cube);
