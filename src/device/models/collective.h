@@ -133,20 +133,24 @@ KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
 // The ranks as a grid (rows x cols, row-major) for mesh2d and root: the level's own grid
 // (PEs of a cube, cubes of a SIP), fewer ranks than a grid row filling part of the first
 // row; SIPs form one row.
-KB_HD inline std::int64_t coll_cols(const AllreduceConfig& c) {
-  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) return imax(1, c.ranks);  // a phase's own grid counts
-  const std::int64_t g = c.level == 0 ? c.hw.pe_cols : c.level == 1 ? c.hw.cube_cols : c.ranks;
-  return imax(1, c.ranks < g ? c.ranks : g);  // at least 1, so that a config being rejected divides safely
+// The `_at` forms take the fields they read (a hier phase's level and ranks, without a copy
+// of its config).
+KB_HD inline std::int64_t coll_cols_at(const HwConfig& h, std::int64_t level, std::int64_t ranks) {
+  if (level == static_cast<std::int64_t>(CollLevel::hier)) return imax(1, ranks);  // a phase's own grid counts
+  const std::int64_t g = level == 0 ? h.pe_cols : level == 1 ? h.cube_cols : ranks;
+  return imax(1, ranks < g ? ranks : g);  // at least 1, so that a config being rejected divides safely
 }
+KB_HD inline std::int64_t coll_cols(const AllreduceConfig& c) { return coll_cols_at(c.hw, c.level, c.ranks); }
 KB_HD inline std::int64_t coll_rows(const AllreduceConfig& c) { return div_fast(c.ranks, coll_cols(c)); }
 
 // The rank a reduce leaves the sum on: the grid's centre (rows / 2, cols / 2) for root,
 // rank 0 for the others.
-KB_HD inline std::int64_t coll_root(const AllreduceConfig& c) {
-  if (c.algo != static_cast<std::int64_t>(CollAlgo::root)) return 0;
-  const std::int64_t cols = coll_cols(c);
-  return (coll_rows(c) / 2) * cols + cols / 2;
+KB_HD inline std::int64_t coll_root_at(const HwConfig& h, std::int64_t algo, std::int64_t level, std::int64_t ranks) {
+  if (algo != static_cast<std::int64_t>(CollAlgo::root)) return 0;
+  const std::int64_t cols = coll_cols_at(h, level, ranks);
+  return (div_fast(ranks, cols) / 2) * cols + cols / 2;
 }
+KB_HD inline std::int64_t coll_root(const AllreduceConfig& c) { return coll_root_at(c.hw, c.algo, c.level, c.ranks); }
 
 KB_HD inline std::int64_t coll_values(const AllreduceConfig& c) { return c.bytes / 2; }
 // First value of chunk k (k = chunks: the end).
@@ -161,9 +165,9 @@ KB_HD inline std::int64_t coll_piece_lo(const AllreduceConfig& c, std::int64_t c
 
 // Inbox levels: how many copies of the buffer a rank keeps for values it receives to add
 // (a transfer's `slot`); a level is never written twice over the same values in one run.
-KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
-  const std::int64_t p = c.ranks, rows = coll_rows(c), cols = coll_cols(c);
-  switch (static_cast<CollAlgo>(c.algo)) {
+KB_HD inline std::int64_t coll_inboxes_at(const HwConfig& h, std::int64_t algo, std::int64_t level, std::int64_t p) {
+  const std::int64_t cols = coll_cols_at(h, level, p), rows = div_fast(p, cols);
+  switch (static_cast<CollAlgo>(algo)) {
     case CollAlgo::ring: return 1;
     case CollAlgo::hd: return ceil_log2(p);
     case CollAlgo::tree: return ceil_log2(p);
@@ -175,6 +179,7 @@ KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
   }
   return 0;  // not an algorithm: coll_check refuses it first
 }
+KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) { return coll_inboxes_at(c.hw, c.algo, c.level, c.ranks); }
 
 // ---- hier: phases of single-level collectives --------------------------------------------
 
@@ -203,28 +208,28 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
   const bool has_p = d.pes > 1, has_c = d.cubes > 1, has_s = d.sips > 1;
   const std::int64_t top = has_s ? 2 : has_c ? 1 : 0;
   const bool all = c.op == static_cast<std::int64_t>(CollOp::allreduce);
-  // One config, its level, ranks and op set per phase (a config is large: it is copied out
-  // only for the phases asked for).
-  AllreduceConfig s = c;
-  auto sub = [&](std::int64_t level, std::int64_t ranks, CollOp op) -> const AllreduceConfig& {
-    s.level = level, s.ranks = ranks, s.op = static_cast<std::int64_t>(op);
-    return s;
-  };
   const CollOp up = CollOp::reduce, user = static_cast<CollOp>(c.op);
   int n = 0;
   std::int64_t slots = 0;
-  auto add = [&](const AllreduceConfig& phase, std::int64_t groups, bool is_up) {
-    if (only < 0 || n == only) out[only < 0 ? n : 0] = CollPhase{phase, groups, slots, is_up};
+  // Phase n: the config with its level, ranks and op (a config is large: it is copied out
+  // only for the phases asked for, and the inboxes counted only as far as they are needed).
+  auto add = [&](std::int64_t level, std::int64_t ranks, CollOp op, std::int64_t groups, bool is_up) {
+    if (only < 0 || n == only) {
+      CollPhase& ph = out[only < 0 ? n : 0];
+      ph.sub = c;
+      ph.sub.level = level, ph.sub.ranks = ranks, ph.sub.op = static_cast<std::int64_t>(op);
+      ph.groups = groups, ph.slot_base = slots, ph.up = is_up;
+    }
+    if (op != CollOp::bcast && ((out && (only < 0 || n < only)) || inboxes)) slots += coll_inboxes_at(c.hw, c.algo, level, ranks);
     ++n;
-    if (phase.op != static_cast<std::int64_t>(CollOp::bcast)) slots += coll_inboxes(phase);
   };
-  if (has_p) add(sub(0, d.pes, top == 0 ? user : up), d.sips * d.cubes, top != 0);
-  if (has_c) add(sub(1, d.cubes, top == 1 ? user : up), d.sips, top != 1);
-  if (has_s) add(sub(2, d.sips, user), 1, false);
-  if (all && has_c && top > 1) add(sub(1, d.cubes, CollOp::bcast), d.sips, false);
-  if (all && has_p && top > 0) add(sub(0, d.pes, CollOp::bcast), d.sips * d.cubes, false);
-  if (leader_pe) *leader_pe = has_p ? coll_root(sub(0, d.pes, up)) : 0;
-  if (leader_cube) *leader_cube = has_c ? coll_root(sub(1, d.cubes, up)) : 0;
+  if (has_p) add(0, d.pes, top == 0 ? user : up, d.sips * d.cubes, top != 0);
+  if (has_c) add(1, d.cubes, top == 1 ? user : up, d.sips, top != 1);
+  if (has_s) add(2, d.sips, user, 1, false);
+  if (all && has_c && top > 1) add(1, d.cubes, CollOp::bcast, d.sips, false);
+  if (all && has_p && top > 0) add(0, d.pes, CollOp::bcast, d.sips * d.cubes, false);
+  if (leader_pe) *leader_pe = has_p ? coll_root_at(c.hw, c.algo, 0, d.pes) : 0;
+  if (leader_cube) *leader_cube = has_c ? coll_root_at(c.hw, c.algo, 1, d.cubes) : 0;
   if (inboxes) *inboxes = slots;
   return n;
 }
