@@ -397,14 +397,12 @@ struct LevelWalk {
       }
       return true;
     }
-    std::int32_t m = 0;
+    // The heap of the second try, with no pending write in it: serve_least serves sends alone.
     for (std::int32_t i = 0; i < n; ++i)
-      if (w->group_stage[i] >= 0) heap_push(i, m);
-    while (m > 0) {
-      const std::int32_t i = heap_pop(m);
-      if (!send_step(i, &more)) return false;
-      if (more) heap_push(i, m);
-    }
+      if (w->group_stage[i] >= 0) heap_push(i, w->nheap);
+    std::int32_t landed = 0;
+    while (w->nheap > 0)
+      if (!serve_least(&landed)) return false;
     return true;
   }
 
