@@ -3,7 +3,8 @@
 // group's sends that share a resource served in the order of their claims. It must take every
 // level the simulator's first pass certifies (unless one of its tables is too small), and more
 // (the claim order), and give the event simulation's schedule: its figures and every rank's
-// finish time (docs/model.md sections 11.8 and 11.10).
+// finish time (docs/model.md sections 11.8 and 11.10). Walked without depths where no op needs
+// them, it must answer as it does with them.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,11 +22,13 @@ namespace {
 // buffer kinds among them.
 TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
   auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
-       events = std::make_unique<ar_detail::Sim>();
+       events = std::make_unique<ar_detail::Sim>(), deep = std::make_unique<ar_detail::Sim>();
+  deep->flat_off = true;  // the walk with depths only
   ops->general_off = true;  // builds the ops: the simulator's fast path (first pass, then second), or its events
   events->events_only = true;
   std::vector<int> counts;
   std::int64_t taken = 0, beyond = 0, refused = 0, full = 0, per_algo[kCollAlgos] = {}, per_buffer[kCollBuffers] = {};
+  std::int64_t flat = 0, with_depths = 0;
   for (std::uint64_t seed = 1; taken < 100000; ++seed) {
     ASSERT_LT(seed, 200u) << "the walk is too rare to test";
     for (const AllreduceConfig& c : testing::random_allreduce_configs(10000, 20261204 + seed, &counts)) {
@@ -49,6 +52,13 @@ TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
       // Taken or not, the model's answer is the simulator's.
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << b.latency_ps;
       for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], ops->mark_done[r]) << r;
+      // Without depths or with them: the same outcome, the same answer.
+      const AllreduceResult d = allreduce_model(c, *deep);
+      ASSERT_EQ(deep->flat_levels, 0);
+      ASSERT_EQ(deep->general_levels, walk->general_levels) << testing::describe(c);
+      ASSERT_EQ(std::memcmp(&a, &d, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << d.latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(walk->mark_done[r], deep->mark_done[r]) << r;
+      if (walk->general_levels == 1) ++(walk->flat_levels == 1 ? flat : with_depths);
       if (walk->general_levels == 0) continue;
       const AllreduceResult e = allreduce_model(c, *events);
       ASSERT_EQ(std::memcmp(&a, &e, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << e.latency_ps;
@@ -62,10 +72,14 @@ TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
               static_cast<long long>(per_algo[2]), static_cast<long long>(per_algo[3]), static_cast<long long>(per_algo[4]),
               static_cast<long long>(per_buffer[0]), static_cast<long long>(per_buffer[1]), static_cast<long long>(refused),
               static_cast<long long>(full));
+  std::printf("general walk: %lld taken without depths, %lld needed them\n", static_cast<long long>(flat),
+              static_cast<long long>(with_depths));
   for (std::int64_t n : per_algo) EXPECT_GT(n, 1000);
   for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
   EXPECT_GT(refused, 100);  // both outcomes are exercised
   EXPECT_GT(beyond, 1000);  // and the claim order within a group
+  EXPECT_GT(flat, 10000);   // both walks take levels
+  EXPECT_GT(with_depths, 1000);
 }
 
 }  // namespace

@@ -76,6 +76,8 @@ struct SimT {
   // certificate failed) or could not hold.
   std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0, general_refused = 0, general_full = 0;
   bool general_off = false;  // skip the general walk (tests compare it with the simulator's first pass)
+  bool flat_off = false;     // walk with depths only (tests compare the two)
+  std::int32_t flat_levels = 0;  // levels the general walk took without depths
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
   std::int8_t port[2 * Caps::kHierRanks];
   std::int16_t writer[kWriters];  // per (rank, chunk, piece): the op that last wrote it
@@ -465,10 +467,16 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   if (walked) {
     ++sim.walked_levels;
   } else if (!sim.events_only && !sim.general_off) {
-    WalkOutcome how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f);
+    // Each try first without depths (sim::serve_flat), and where an op needs them, with them.
+    auto walk = [&](bool lazy) {
+      WalkOutcome o = sim.flat_off ? WalkOutcome::deep
+                                   : general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy, true);
+      if (o == WalkOutcome::taken) ++sim.flat_levels;
+      return o == WalkOutcome::deep ? general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy) : o;
+    };
+    WalkOutcome how = walk(false);
     // A second try in claim order across groups (allreduce_walk.h), where the state has room.
-    if (how == WalkOutcome::refused && GeneralWalkT<Caps>::kLazy)
-      how = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, true);
+    if (how == WalkOutcome::refused && GeneralWalkT<Caps>::kLazy) how = walk(true);
     walked = how == WalkOutcome::taken;
     if (walked) marks = sim.general.mark_done;
     ++(walked ? sim.general_levels : how == WalkOutcome::full ? sim.general_full : sim.general_refused);
@@ -495,7 +503,8 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
 template <class Caps>
 KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Caps>& sim) {
   AllreduceResult r{};
-  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
+  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
+      sim.flat_levels = 0;
   if (c.ranks > Caps::kHierRanks) {
     r.status = kStatusDeferred;
     return r;
@@ -575,7 +584,8 @@ KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<
   AllreduceResult r{};
   r.status = allreduce_check(c);
   if (r.status == kArOk) return ar_detail::run_checked(c, sim);
-  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full = 0;
+  sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
+      sim.flat_levels = 0;
   return r;
 }
 

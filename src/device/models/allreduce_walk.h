@@ -114,8 +114,9 @@ struct GeneralWalkT {
 using GeneralWalk = GeneralWalkT<ArFullCaps>;
 
 // One level walked: the config (one level, or a hier phase), where each rank is, its global
-// PE (the issuer's key in a claim) and its HBM share.
-template <class Caps>
+// PE (the issuer's key in a claim) and its HBM share. kFlat: without depths (sim::serve_flat);
+// where an op would need them, the walk stops (`deep`) and the level is walked again with them.
+template <class Caps, bool kFlat>
 struct LevelWalk {
   using GeneralWalk = GeneralWalkT<Caps>;
   GeneralWalk* w;
@@ -127,6 +128,7 @@ struct LevelWalk {
   bool ok = true;
   bool full = false;  // what failed was a table's size, not the certificate
   bool lazy = false;  // the second try: claim order across groups
+  bool deep = false;  // kFlat: an op needed depths (WalkOutcome::deep)
   // The last add's cost, by its values (and with HBM buffers the receiver's share): a level's
   // pieces mostly have one size, and each cost takes several divisions.
   std::int64_t add_values = -1, chain_values = -1, chain_sharers = -1;
@@ -170,7 +172,17 @@ struct LevelWalk {
                       const sim::Stamp& ready, ps_t busy, sim::Served* s, std::int64_t also = -1) {
     const sim::Claim claim{ready.t, pe_of[by], issue};
     const sim::Claim* last = arb && arb->last.ready >= 0 ? &arb->last : nullptr;
-    if (sim::serve_fast(fr, arb != nullptr, lat, last, claim, ready.d, busy, s) != sim::Serve::ok) return false;
+    if constexpr (kFlat) {
+      // An op that holds its resource for no time releases it at its start's instant, at a
+      // depth (none does today: every piece holds a value, and every duration rounds up).
+      if (busy == 0) {
+        deep = true;
+        return false;
+      }
+      if (sim::serve_flat(fr, arb != nullptr, lat, last, claim, busy, s) != sim::Serve::ok) return false;
+    } else if (sim::serve_fast(fr, arb != nullptr, lat, last, claim, ready.d, busy, s) != sim::Serve::ok) {
+      return false;
+    }
     if (arb) arb->last = claim;
     f.latency_ps = imax(f.latency_ps, s->end);
     w->mark_done[by] = imax(w->mark_done[by], s->end);
@@ -180,7 +192,8 @@ struct LevelWalk {
   // What waits for op `s` through a head dependency: ready once its head has crossed.
   KB_HD static sim::Stamp head_of(const sim::Served& s, ps_t lat) {
     sim::Stamp h;
-    h.join(s.start + lat, lat == 0 ? s.at : 0);
+    if constexpr (kFlat) h.t = s.start + lat;
+    else h.join(s.start + lat, lat == 0 ? s.at : 0);
     return h;
   }
   KB_HD static sim::Stamp end_of(const sim::Served& s) {
@@ -192,13 +205,15 @@ struct LevelWalk {
   KB_HD void pieces_ready(sim::Stamp& at, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) const {
     for (std::int64_t k = k0; k < k1; ++k) {
       const std::int32_t i = slot(r, ch, k);
-      if (w->written_t[i] >= 0) at.join(w->written_t[i], w->written_d[i]);
+      if constexpr (kFlat) at.t = imax(at.t, w->written_t[i]);
+      else if (w->written_t[i] >= 0) at.join(w->written_t[i], w->written_d[i]);
     }
   }
   KB_HD void write_pieces(const sim::Stamp& s, std::int64_t r, std::int64_t ch, std::int64_t k0, std::int64_t k1) {
     for (std::int64_t k = k0; k < k1; ++k) {
       const std::int32_t i = slot(r, ch, k);
-      w->written_t[i] = s.t, w->written_d[i] = static_cast<std::int16_t>(s.d);
+      w->written_t[i] = s.t;
+      if constexpr (!kFlat) w->written_d[i] = static_cast<std::int16_t>(s.d);
     }
   }
 
@@ -343,6 +358,12 @@ struct LevelWalk {
         return false;
       count_copy(f, l.kind, nb);
       if (!last) {
+        // The next hop ready in a later round of this instant: at depth 1 where it is a
+        // copy-queue in-port, every claim on which comes so (its out-port starts in round 1).
+        if (kFlat && l.lat == 0 && l.kind != net::LinkKind::ipcq_out) {
+          deep = true;
+          return false;
+        }
         w->arrival[i] = head_of(s, l.lat);
         *more = true;
         return true;
@@ -576,16 +597,18 @@ struct LevelWalk {
   }
 };
 
-enum class WalkOutcome : std::int32_t { taken, refused, full };
+// deep: a walk without depths (`flat`) met an op that needs them; walked with depths, the
+// level may be taken.
+enum class WalkOutcome : std::int32_t { taken, refused, full, deep };
 
 // Walks one level of `c` (not hier: a level, or a hier phase) over `w`. refused: the
 // simulator's first pass would not certify its schedule (the walk is that pass, so the
 // simulator's second pass or its events decide); full: a table of the walk is too small for
 // the level. Either way the model builds the ops instead.
-template <class Caps>
-KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalkT<Caps>& w, const net::Node* nodes,
-                                           const std::int64_t* pe_of, const std::int64_t* sharers,
-                                           AllreduceFigures* out, bool lazy = false) {
+template <class Caps, bool kFlat>
+KB_HD KB_NOINLINE WalkOutcome general_walk_as(const AllreduceConfig& c, GeneralWalkT<Caps>& w, const net::Node* nodes,
+                                              const std::int64_t* pe_of, const std::int64_t* sharers,
+                                              AllreduceFigures* out, bool lazy) {
   using GeneralWalk = GeneralWalkT<Caps>;
   if (c.ranks > Caps::kRanks || c.ranks * c.chunks * c.ranks > Caps::kPieces) return WalkOutcome::full;
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
@@ -602,13 +625,21 @@ KB_HD KB_NOINLINE WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalk
   w.piece_table = piece_table(c, w.piece_lo, GeneralWalk::kPieceTable);
   w.nheap = 0, w.npending_free = GeneralWalk::kPending, w.scans = 0;
   for (std::int32_t p = 0; p < GeneralWalk::kPending; ++p) w.pending_free[p] = static_cast<std::int16_t>(p);
-  LevelWalk<Caps> lw{&w, &c, nodes, pe_of, sharers};
+  LevelWalk<Caps, kFlat> lw{&w, &c, nodes, pe_of, sharers};
   lw.lazy = lazy;
   coll_schedule(c, lw);
   if (lw.ok && lazy) lw.ok = lw.drain();
-  if (!lw.ok) return lw.full ? WalkOutcome::full : WalkOutcome::refused;
+  if (!lw.ok) return lw.full ? WalkOutcome::full : lw.deep ? WalkOutcome::deep : WalkOutcome::refused;
   *out = lw.f;
   return WalkOutcome::taken;
+}
+// `flat`: without depths (WalkOutcome::deep where an op needs them).
+template <class Caps>
+KB_HD WalkOutcome general_walk(const AllreduceConfig& c, GeneralWalkT<Caps>& w, const net::Node* nodes,
+                               const std::int64_t* pe_of, const std::int64_t* sharers, AllreduceFigures* out,
+                               bool lazy = false, bool flat = false) {
+  return flat ? general_walk_as<Caps, true>(c, w, nodes, pe_of, sharers, out, lazy)
+              : general_walk_as<Caps, false>(c, w, nodes, pe_of, sharers, out, lazy);
 }
 
 }  // namespace ar_detail
