@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "../parity/random_allreduce.h"
@@ -103,6 +104,27 @@ TEST(AllreduceOps, ClosedFormsEqualTheScheduleOnRandomConfigs) {
   EXPECT_GT(past, 1000);
   EXPECT_GT(too_large, 1000);
   EXPECT_GT(every_port_levels, 10000);
+}
+
+// The walks' table of where each piece begins (piece_table, remainders carried) against
+// coll_piece_lo (its floors divided out), over sizes that leave pieces of unequal lengths.
+TEST(AllreduceOps, PieceTableEqualsThePiecesBounds) {
+  std::mt19937_64 rng(20261205);
+  std::vector<std::int64_t> table(ar_detail::ArFullCaps::kPieceTable);
+  std::int64_t compared = 0;
+  for (int n = 0; n < 100000; ++n) {
+    AllreduceConfig c{};
+    c.ranks = 1 + static_cast<std::int64_t>(rng() % 64);
+    c.chunks = 1 + static_cast<std::int64_t>(rng() % 8);
+    const std::int64_t least = c.ranks * c.chunks;  // a value per piece at least
+    c.bytes = 2 * (least + static_cast<std::int64_t>(rng() % (n % 2 ? 64 : (std::int64_t{1} << 40))));
+    if (!ar_detail::piece_table(c, table.data(), static_cast<std::int64_t>(table.size()))) continue;
+    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+      for (std::int64_t k = 0; k <= c.ranks; ++k, ++compared)
+        ASSERT_EQ(table[static_cast<std::size_t>(ch * (c.ranks + 1) + k)], coll_piece_lo(c, ch, k))
+            << "bytes " << c.bytes << ", chunks " << c.chunks << ", ranks " << c.ranks << ": chunk " << ch << ", piece " << k;
+  }
+  EXPECT_GT(compared, 1000000);
 }
 
 }  // namespace

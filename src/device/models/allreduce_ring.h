@@ -152,8 +152,15 @@ KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int6
 // transfer's size many times, and each coll_piece_lo takes three divisions.
 KB_HD inline bool piece_table(const AllreduceConfig& c, std::int64_t* table, std::int64_t cap) {
   if ((c.ranks + 1) * c.chunks > cap) return false;
-  for (std::int64_t ch = 0; ch < c.chunks; ++ch)
-    for (std::int64_t k = 0; k <= c.ranks; ++k) table[ch * (c.ranks + 1) + k] = coll_piece_lo(c, ch, k);
+  // coll_piece_lo's floors, carried as remainders (EvenParts): one division per chunk and level.
+  EvenParts chunks(coll_values(c), c.chunks);
+  for (std::int64_t ch = 0; ch < c.chunks; ++ch) {
+    const Span chunk = chunks.next();
+    EvenParts pieces(chunk.hi - chunk.lo, c.ranks);
+    std::int64_t* row = table + ch * (c.ranks + 1);
+    for (std::int64_t k = 0; k < c.ranks; ++k) row[k] = chunk.lo + pieces.next().lo;
+    row[c.ranks] = chunk.hi;
+  }
   return true;
 }
 // The first value of piece k of chunk ch: from `table` where piece_table filled it (`tabled`).
