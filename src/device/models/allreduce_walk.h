@@ -339,44 +339,50 @@ struct LevelWalk {
     return true;
   }
 
-  // Serves send i's next op (a hop of its route, or the HBM write): false where the
-  // certificate fails. `more`: the send has ops left.
-  KB_HD bool send_step(std::int32_t i, bool* more) {
+  // Serves send i's next op (a hop of its route, or the HBM write), or with kAll every op it
+  // has left: false where the certificate fails. `more`: the send has ops left.
+  template <bool kAll>
+  KB_HD bool send_ops(std::int32_t i, bool* more) {
     const bool h = hbm();
-    const CollXfer& x = w->group[i];
+    const std::int64_t src = w->group[i].src, dst = w->group[i].dst;
     const typename GeneralWalk::Route& route = w->routes[w->group_route[i]];
-    const std::int32_t k = w->group_stage[i]++;
+    const std::int16_t* hops = w->pool + route.begin;
     const std::int64_t nb = w->group_bytes[i];
-    const std::int32_t issue = w->group_issue[i]++;
+    const ps_t chain = w->group_chain[i];
+    std::int32_t k = w->group_stage[i], issue = w->group_issue[i];
+    sim::Stamp at = w->arrival[i];
     sim::Served s{};
     *more = false;
-    if (k < route.len) {
-      typename GeneralWalk::Link& l = w->links[w->pool[route.begin + k]];
+    for (;; ++k, ++issue) {
+      if (k == route.len) {  // HBM: the write into the receiver's buffer
+        typename GeneralWalk::Rank& d = w->ranks[dst];
+        if (!serve_at(d.port.f, &d.port, hbm_lat(), src, issue, at, chain, &s, dst)) return false;
+        f.hbm_write_bytes += nb;
+        break;
+      }
+      typename GeneralWalk::Link& l = w->links[hops[k]];
       const bool last = !h && k + 1 == route.len;
-      if (!serve_at(l.a.f, &l.a, l.lat, x.src, issue, w->arrival[i], h ? w->group_chain[i] : link_busy(l, nb), &s,
-                    last ? x.dst : -1))
-        return false;
+      if (!serve_at(l.a.f, &l.a, l.lat, src, issue, at, h ? chain : link_busy(l, nb), &s, last ? dst : -1)) return false;
       count_copy(f, l.kind, nb);
-      if (!last) {
-        // The next hop ready in a later round of this instant: at depth 1 where it is a
-        // copy-queue in-port, every claim on which comes so (its out-port starts in round 1).
-        if (kFlat && l.lat == 0 && l.kind != net::LinkKind::ipcq_out) {
-          deep = true;
-          return false;
-        }
-        w->arrival[i] = head_of(s, l.lat);
+      if (last) {
+        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+        break;
+      }
+      // The next hop ready in a later round of this instant: at depth 1 where it is a
+      // copy-queue in-port, every claim on which comes so (its out-port starts in round 1).
+      if (kFlat && l.lat == 0 && l.kind != net::LinkKind::ipcq_out) {
+        deep = true;
+        return false;
+      }
+      at = head_of(s, l.lat);
+      if (!kAll) {
+        w->group_stage[i] = k + 1, w->group_issue[i] = issue + 1, w->arrival[i] = at;
         *more = true;
         return true;
       }
-      f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-    } else {  // HBM: the write into the receiver's buffer
-      const ps_t L = hbm_lat();
-      typename GeneralWalk::Rank& d = w->ranks[x.dst];
-      if (!serve_at(d.port.f, &d.port, L, x.src, issue, w->arrival[i], w->group_chain[i], &s, x.dst)) return false;
-      f.hbm_write_bytes += nb;
     }
     ++f.transfers;
-    w->arrival[i] = end_of(s);
+    w->group_stage[i] = k + 1, w->group_issue[i] = issue + 1, w->arrival[i] = end_of(s);
     return true;
   }
 
@@ -412,9 +418,7 @@ struct LevelWalk {
     if (!shared) {
       for (std::int32_t i = 0; i < n; ++i) {
         if (w->group_stage[i] < 0) continue;
-        do {
-          if (!send_step(i, &more)) return false;
-        } while (more);
+        if (!send_ops<true>(i, &more)) return false;
       }
       return true;
     }
@@ -498,7 +502,7 @@ struct LevelWalk {
       return write_sum(p.dst, p.ch, p.k0, p.k1, p.ready, p.issue, p.chain);
     }
     bool more = false;
-    if (!send_step(e, &more)) return false;
+    if (!send_ops<false>(e, &more)) return false;
     if (more) heap_push(e, w->nheap);
     else ++*landed;
     return true;
