@@ -395,10 +395,11 @@ KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
   return (p - 1) * c.chunks * (2 * sends + p * (hbm ? 3 : 1));
 }
 
-// What the check needs: the bound where it is within kCollMaxOps (the count is then too) or
-// equals the count (the pe level), else the count. Compared with kCollMaxOps, it gives the
-// status the count gives.
-KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c) {
+// What the check needs: the count where `exact` (a caller that reports it); else the bound
+// where it is within kCollMaxOps (the count is then too) or equals the count (the pe level),
+// and the count otherwise. Compared with kCollMaxOps, it gives the status the count gives.
+KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c, bool exact) {
+  if (exact) return count_ops(c);
   const std::int64_t bound = count_ops_bound(c);
   return bound <= kCollMaxOps || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
 }
@@ -417,10 +418,10 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
     const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(c, &ph, nullptr, nullptr, k);
-      most = imax(most, ops ? ar_detail::count_ops(ph.sub) : ar_detail::count_ops_to_check(ph.sub));
+      most = imax(most, ar_detail::count_ops_to_check(ph.sub, ops != nullptr));
     }
   } else {
-    most = ops ? ar_detail::count_ops(c) : ar_detail::count_ops_to_check(c);
+    most = ar_detail::count_ops_to_check(c, ops != nullptr);
   }
   if (ops) *ops = most;
   return most > kCollMaxOps ? kArTooLarge : kArOk;

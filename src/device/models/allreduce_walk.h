@@ -362,7 +362,8 @@ struct LevelWalk {
       }
       typename GeneralWalk::Link& l = w->links[hops[k]];
       const bool last = !h && k + 1 == route.len;
-      if (!serve_at(l.a.f, &l.a, l.lat, src, issue, at, h ? chain : link_busy(l, nb), &s, last ? dst : -1)) return false;
+      const ps_t busy = h ? chain : link_busy(l, nb);
+      if (!serve_at(l.a.f, &l.a, l.lat, src, issue, at, busy, &s, last ? dst : -1)) return false;
       count_copy(f, l.kind, nb);
       if (last) {
         f.sram_read_bytes += nb, f.sram_write_bytes += nb;

@@ -179,7 +179,9 @@ KB_HD inline std::int64_t coll_inboxes_at(const HwConfig& h, std::int64_t algo, 
   }
   return 0;  // not an algorithm: coll_check refuses it first
 }
-KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) { return coll_inboxes_at(c.hw, c.algo, c.level, c.ranks); }
+KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
+  return coll_inboxes_at(c.hw, c.algo, c.level, c.ranks);
+}
 
 // ---- hier: phases of single-level collectives --------------------------------------------
 
@@ -220,7 +222,8 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
       ph.sub.level = level, ph.sub.ranks = ranks, ph.sub.op = static_cast<std::int64_t>(op);
       ph.groups = groups, ph.slot_base = slots, ph.up = is_up;
     }
-    if (op != CollOp::bcast && ((out && (only < 0 || n < only)) || inboxes)) slots += coll_inboxes_at(c.hw, c.algo, level, ranks);
+    if (op != CollOp::bcast && ((out && (only < 0 || n < only)) || inboxes))
+      slots += coll_inboxes_at(c.hw, c.algo, level, ranks);
     ++n;
   };
   if (has_p) add(0, d.pes, top == 0 ? user : up, d.sips * d.cubes, top != 0);

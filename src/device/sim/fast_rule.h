@@ -80,9 +80,9 @@ KB_HD inline Serve serve_fast(FastRes& r, bool arb, ps_t lat, const Claim* last,
 // serve_fast without depths, for a caller that knows every claim on the resource has one ready
 // depth and the resource is always free from depth 0: the ops it serves hold their resources a
 // while (busy > 0), and the head of an arbitrated op over a zero latency leads only to a
-// resource every claim on which comes that way (docs/model.md section 11.10). Condition 2 of the certificate cannot
-// fail then, and serve_fast would give the same times and the same answer. The depths of the
-// start and the end are left 0: such a caller reads neither.
+// resource every claim on which comes that way (docs/model.md section 11.10). Condition 2 of
+// the certificate cannot fail then, and serve_fast would give the same times and the same
+// answer. The depths of the start and the end are left 0: such a caller reads neither.
 KB_HD inline Serve serve_flat(FastRes& r, bool arb, ps_t lat, const Claim* last, const Claim& c, ps_t busy, Served* s) {
   const ps_t start = imax(c.ready, r.free);
   const ps_t end = start + busy + lat;
