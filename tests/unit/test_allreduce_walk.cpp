@@ -23,6 +23,7 @@ namespace {
 TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
   auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
        events = std::make_unique<ar_detail::Sim>(), deep = std::make_unique<ar_detail::Sim>();
+  walk->replay_off = deep->replay_off = true;  // the walk itself (the replay: test_allreduce_replay.cpp)
   deep->flat_off = true;  // the walk with depths only
   ops->general_off = true;  // builds the ops: the simulator's fast path (first pass, then second), or its events
   events->events_only = true;

@@ -209,6 +209,7 @@ void expect_one_sender_per_link(const ar_detail::RingWalk& w, std::int64_t ranks
 // many of them must have more than one chunk.
 void ring_walk_equals_events(CollBuffer buffer, std::int64_t chunked_least) {
   auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  walk->replay_off = true;  // the walks themselves (the replay: test_allreduce_replay.cpp)
   events->events_only = true;
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0, per_level[3] = {0, 0, 0}, chunked = 0;
@@ -257,6 +258,7 @@ TEST(EventSim, AllreduceRingWalkOnHbmEqualsEventsOnRandomConfigs) { ring_walk_eq
 // rank for rank, on 10^5 random hier configs on both buffer kinds.
 TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
   auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
+  walk->replay_off = true;  // the walks themselves (the replay: test_allreduce_replay.cpp)
   events->events_only = true;
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0, per_buffer[2] = {0, 0};

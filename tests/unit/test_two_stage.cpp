@@ -71,6 +71,7 @@ TEST(AllreduceSmallState, FitsSixteenKiB) {
 TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
   auto small = std::make_unique<ar_detail::SmallSim>();
   auto full = std::make_unique<ar_detail::Sim>();
+  full->replay_off = true;  // the walks and the simulator: what the small state has
   std::vector<int> counts;
   std::vector<AllreduceConfig> rejected;
   rejected.reserve(200);
@@ -93,6 +94,7 @@ TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
 TEST(AllreduceNestedState, GivesTheFullResultOrDefers) {
   auto nested = std::make_unique<ar_detail::NestedSim>();
   auto full = std::make_unique<ar_detail::Sim>();
+  full->replay_off = true;  // the walks and the simulator: what the small state has
   std::vector<int> counts;
   std::vector<AllreduceConfig> rejected;
   rejected.reserve(200);
@@ -117,6 +119,7 @@ TEST(AllreduceSmallState, HoldsTheMilestoneMixButItsEventSimulations) {
       load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"));
   auto small = std::make_unique<ar_detail::SmallSim>();
   auto full = std::make_unique<ar_detail::Sim>();
+  full->replay_off = true;  // the walks and the simulator: what the small state has
   std::int64_t deferred = 0, with_events = 0;
   for (const AllreduceConfig& c : mix) {
     const AllreduceResult a = allreduce_model(c, *small), b = allreduce_model(c, *full);

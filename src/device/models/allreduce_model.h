@@ -19,6 +19,7 @@
 #include "../common/network.h"
 #include "../common/units.h"
 #include "../sim/event_sim.h"
+#include "allreduce_replay.h"
 #include "allreduce_ring.h"
 #include "allreduce_walk.h"
 #include "../common/energy.h"
@@ -78,6 +79,10 @@ struct SimT {
   bool general_off = false;  // skip the general walk (tests compare it with the simulator's first pass)
   bool flat_off = false;     // walk with depths only (tests compare the two)
   std::int32_t flat_levels = 0;  // levels the general walk took without depths
+  // Host: levels replayed from the thread's recording of their structure, and levels recorded
+  // (allreduce_replay.h); replay_off: neither (tests compare).
+  bool replay_off = false;
+  std::int32_t replayed_levels = 0, recorded_levels = 0;
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
   std::int8_t port[2 * Caps::kHierRanks];
   std::int16_t writer[kWriters];  // per (rank, chunk, piece): the op that last wrote it
@@ -95,6 +100,7 @@ struct SimT {
     typename std::conditional<Caps::kEvents, Engine, NoEngine>::type e;
   };
   ps_t mark_done[kRanks];  // the last level's: per rank, the end of its last op or of the last transfer into it
+  ArRecord* rec = nullptr;  // build() records the level into it (allreduce_replay.h); null: not
   KB_HD SimT() {}
 
   // Per rank of the level, set by run_level(): its node, its global PE, and how many HBM ports
@@ -154,9 +160,20 @@ struct SimT {
     }
     return s;
   }
-  // An HBM access of `nb` bytes by `rank` at its share, on resource `r`, issued by `by`.
-  KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t nb) {
-    return op(by, r, hbm_access_ps(c->hw, nb, sharers[rank]));
+  // An op of cost kind `kind` (ar_op_cost) moving `mult` times the bytes of pieces [x.k0,
+  // x.k1) of chunk ch (nb in all), issued by `by` on resource `r`.
+  KB_HD std::int32_t cost_op(std::int64_t by, std::int32_t r, std::int32_t kind, std::int64_t param, std::int64_t ch,
+                             const CollXfer& x, std::int32_t mult, std::int64_t nb) {
+    const std::int32_t o = op(by, r, ar_op_cost(c->hw, kind, param, nb));
+    if (rec)
+      rec->note(o, ArCost{param, static_cast<std::int16_t>(ch), static_cast<std::int16_t>(x.k0),
+                          static_cast<std::int16_t>(x.k1), static_cast<std::int8_t>(kind), static_cast<std::int8_t>(mult)});
+    return o;
+  }
+  // An HBM access by `rank` at its share, on resource `r`, issued by `by`.
+  KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t ch, const CollXfer& x,
+                            std::int32_t mult, std::int64_t nb) {
+    return cost_op(by, r, kArCostHbm, sharers[rank], ch, x, mult, nb);
   }
 
   // The sender's half of a transfer: its ops, in its program order; returns the last (the
@@ -174,23 +191,27 @@ struct SimT {
       }
       prev = o;
     };
-    if (hbm_end) {
-      add(hbm_op(x.src, dma_of(x.src), x.src, nb));
-      out.hbm_read_bytes += nb;
-    }
+    ArXferShape shape{static_cast<std::int16_t>(ch), static_cast<std::int16_t>(x.k0), static_cast<std::int16_t>(x.k1),
+                      static_cast<std::int8_t>(x.reduce), {0, 0, 0}};
+    if (hbm_end) add(hbm_op(x.src, dma_of(x.src), x.src, ch, x, 1, nb));
     net::for_each_hop(c->hw, node(x.src), node(x.dst), [&](const net::Hop& h) {
-      add(op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), transfer_ps(nb, h.bandwidth_gbps)));
+      add(cost_op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArCostLink, h.bandwidth_gbps, ch, x, 1,
+                  nb));
       count_copy(out, h.kind, nb);
+      const int at = h.kind == net::LinkKind::ipcq_in ? 0 : h.kind == net::LinkKind::cube_link ? 1 : 2;
+      if (h.kind == net::LinkKind::ipcq_in || h.kind == net::LinkKind::cube_link || h.kind == net::LinkKind::sip_link)
+        ++shape.hops[at];
     });
     if (hbm_end) {
-      add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, nb));
-      out.hbm_write_bytes += nb;
+      add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, ch, x, 1, nb));
       e.chain(first, prev - first + 1);
-    } else {
-      out.sram_read_bytes += nb, out.sram_write_bytes += nb;
     }
-    ++out.transfers;
+    send_figures(out, hbm_end, nb);
     e.mark(prev, x.dst);
+    if (rec) {
+      if (rec->nxfers < kCollMaxOps) rec->xfers[rec->nxfers++] = shape;
+      else rec->full = true;
+    }
     return prev;
   }
 
@@ -201,29 +222,24 @@ struct SimT {
       wrote(landed, x.dst, ch, x.k0, x.k1);
       return;
     }
-    const std::int64_t nb = xfer_bytes(ch, x), values = nb / 2;
-    const ps_t add = add_ps(c->hw, values);
-    out.vector_ops += vector_element_ops(VecOp::add, 1, values);
+    const std::int64_t nb = xfer_bytes(ch, x);
+    add_figures(out, hbm_mode(), nb);
     if (!hbm_mode()) {
-      const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
-      out.sram_read_bytes += sb.read, out.sram_write_bytes += sb.write;
-      const std::int32_t o = op(x.dst, vector_of(x.dst), add);
+      const std::int32_t o = cost_op(x.dst, vector_of(x.dst), kArCostAdd, 0, ch, x, 1, nb);
       e.dep(o, landed);
       range_deps(o, x.dst, ch, x.k0, x.k1);
       wrote(o, x.dst, ch, x.k0, x.k1);
       return;
     }
     // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port).
-    const std::int32_t rd = hbm_op(x.dst, dma_of(x.dst), x.dst, 2 * nb);
+    const std::int32_t rd = hbm_op(x.dst, dma_of(x.dst), x.dst, ch, x, 2, 2 * nb);
     e.dep(rd, landed);
     range_deps(rd, x.dst, ch, x.k0, x.k1);
-    const std::int32_t ad = op(x.dst, vector_of(x.dst), add);
+    const std::int32_t ad = cost_op(x.dst, vector_of(x.dst), kArCostAdd, 0, ch, x, 1, nb);
     e.head(ad, rd);
-    const std::int32_t wr = hbm_op(x.dst, hbm_in_of(x.dst), x.dst, nb);
+    const std::int32_t wr = hbm_op(x.dst, hbm_in_of(x.dst), x.dst, ch, x, 1, nb);
     e.head(wr, ad);
     e.chain(rd, 3);
-    out.hbm_read_bytes += 2 * nb;
-    out.hbm_write_bytes += nb;
     wrote(wr, x.dst, ch, x.k0, x.k1);
   }
 
@@ -454,25 +470,38 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
   AllreduceFigures f;
-  // Where rank r is, its global PE, and its HBM share: the walks and build() read them.
-  for (std::int64_t r = 0; r < c.ranks; ++r) {
-    sim.nodes[r] = sim.node_of(r);
-    sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
-  }
-  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
-    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
-  // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
   const bool ring = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
-  bool walked = ring && ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
   const ps_t* marks = sim.walk.mark_done;
+  bool walked = false, flat = false;  // flat: the general walk took the level without depths
+#if !defined(__CUDA_ARCH__)
+  // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
+  ArProgram* slot = nullptr;
+  if (Caps::kEvents && !ring && !sim.events_only && !sim.general_off && !sim.replay_off &&
+      replay_level(c, top, &f, sim.hier, &slot)) {
+    walked = true;
+    marks = replay_cache().marks;
+    ++sim.replayed_levels;
+  }
+#endif
+  // Where rank r is, its global PE, and its HBM share: the walks and build() read them.
+  if (!walked) {
+    for (std::int64_t r = 0; r < c.ranks; ++r) {
+      sim.nodes[r] = sim.node_of(r);
+      sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
+    }
+    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
+      for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  }
+  // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
+  if (ring) walked = ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
   if (walked) {
-    ++sim.walked_levels;
+    if (ring) ++sim.walked_levels;
   } else if (!sim.events_only && !sim.general_off) {
     // Each try first without depths (sim::serve_flat), and where an op needs them, with them.
     auto walk = [&](bool lazy) {
       WalkOutcome o = sim.flat_off ? WalkOutcome::deep
                                    : general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy, true);
-      if (o == WalkOutcome::taken) ++sim.flat_levels;
+      if (o == WalkOutcome::taken) ++sim.flat_levels, flat = true;
       return o == WalkOutcome::deep ? general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy) : o;
     };
     WalkOutcome how = walk(false);
@@ -491,6 +520,16 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
     for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
     ++sim.levels;
+#if !defined(__CUDA_ARCH__)
+    if constexpr (Caps::kEvents) {
+      if (flat && slot) {  // the first of its structure on this thread, taken without depths: recorded
+        const AllreduceResult kept = sim.out;
+        record_level(sim, c, top, *slot, f, sim.mark_done);
+        sim.out = kept;
+        ++sim.recorded_levels;
+      }
+    }
+#endif
     return kArOk;
   }
   if constexpr (!Caps::kEvents) {
@@ -505,7 +544,7 @@ template <class Caps>
 KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Caps>& sim) {
   AllreduceResult r{};
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
-      sim.flat_levels = 0;
+      sim.flat_levels = sim.replayed_levels = sim.recorded_levels = 0;
   if (c.ranks > Caps::kHierRanks) {
     r.status = kStatusDeferred;
     return r;
@@ -586,7 +625,7 @@ KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<
   r.status = allreduce_check(c);
   if (r.status == kArOk) return ar_detail::run_checked(c, sim);
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
-      sim.flat_levels = 0;
+      sim.flat_levels = sim.replayed_levels = sim.recorded_levels = 0;
   return r;
 }
 

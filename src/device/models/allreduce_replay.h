@@ -1,0 +1,324 @@
+// Replaying a recorded level of the allreduce model (host code): a sweep evaluates many
+// configs that differ only in their size (a collective's message sizes), and each level's ops,
+// resources and dependencies do not depend on it. The first config of a structure that the
+// general walk takes without depths (allreduce_walk.h) is built into the simulator once more
+// and recorded (sim::Replay, src/device/sim/replay.h), with what each op costs and what each
+// transfer counts, by the pieces it moves. Each later config of that structure on the thread
+// is then timed by replaying the ops with its own costs: the simulator's first pass in id
+// order, without depths, which is the model's answer where the certificate holds (docs/
+// model.md section 11.11); where it does not, the config is evaluated as it would have been.
+// A recording is checked against the walk it repeats before it is kept.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../common/hw.h"
+#include "../common/kb_hd.h"
+#include "../common/network.h"
+#include "../common/units.h"
+#include "../sim/replay.h"
+#include "allreduce_ring.h"
+#include "collective.h"
+#include "vector.h"
+
+namespace kb {
+namespace ar_detail {
+
+// What an op of the model costs (its busy time), by kind: a hop of a link of `param` GB/s, an
+// HBM access at a share of `param` ports, an add on the vector engine; `nb` bytes. Sim's ops
+// and the replay of a recorded level (allreduce_replay.h) cost them here.
+enum ArCostKind : std::int8_t { kArCostLink = 0, kArCostHbm = 1, kArCostAdd = 2 };
+KB_HD inline ps_t ar_op_cost(const HwConfig& h, std::int32_t kind, std::int64_t param, std::int64_t nb) {
+  if (kind == kArCostLink) return transfer_ps(nb, param);
+  if (kind == kArCostHbm) return hbm_access_ps(h, nb, param);
+  return add_ps(h, nb / 2);
+}
+// One cost of a level, and one transfer's part of its figures, by the pieces moved (chunk ch,
+// pieces [k0, k1)): `mult` times their bytes.
+struct ArCost {
+  std::int64_t param;
+  std::int16_t ch, k0, k1;
+  std::int8_t kind, mult;
+};
+struct ArXferShape {
+  std::int16_t ch, k0, k1;
+  std::int8_t reduce;
+  std::int8_t hops[3];  // copies it makes at the pe, cube and sip level (count_copy)
+};
+// While Sim builds a level to be recorded (allreduce_replay.h): each op's cost (an index into
+// `costs`, the level's distinct ones) and each transfer's shape. `full`: a table ran out.
+struct ArRecord {
+  static constexpr std::int32_t kCosts = 256;
+  std::int16_t op_cost[kCollMaxOps];
+  ArCost costs[kCosts];
+  ArXferShape xfers[kCollMaxOps];
+  std::int32_t ncosts = 0, nxfers = 0;
+  bool full = false;
+  KB_HD void note(std::int32_t op, const ArCost& c) {
+    if (op < 0 || op >= kCollMaxOps) {
+      full = true;
+      return;
+    }
+    std::int32_t i = 0;
+    while (i < ncosts && !(costs[i].param == c.param && costs[i].ch == c.ch && costs[i].k0 == c.k0 &&
+                           costs[i].k1 == c.k1 && costs[i].kind == c.kind && costs[i].mult == c.mult))
+      ++i;
+    if (i == ncosts) {
+      if (ncosts == kCosts) {
+        full = true;
+        return;
+      }
+      costs[ncosts++] = c;
+    }
+    op_cost[op] = static_cast<std::int16_t>(i);
+  }
+};
+
+// A transfer's figures but its copies (Sim::send and Sim::receive, and a replayed level's).
+template <class Out>
+KB_HD void send_figures(Out& o, bool hbm, std::int64_t nb) {
+  if (hbm) o.hbm_read_bytes += nb, o.hbm_write_bytes += nb;
+  else o.sram_read_bytes += nb, o.sram_write_bytes += nb;
+  ++o.transfers;
+}
+template <class Out>
+KB_HD void add_figures(Out& o, bool hbm, std::int64_t nb) {
+  const std::int64_t values = nb / 2;
+  o.vector_ops += vector_element_ops(VecOp::add, 1, values);
+  if (hbm) {
+    o.hbm_read_bytes += 2 * nb, o.hbm_write_bytes += nb;
+  } else {
+    const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
+    o.sram_read_bytes += sb.read, o.sram_write_bytes += sb.write;
+  }
+}
+
+
+#if !defined(__CUDA_ARCH__)
+static_assert(std::has_unique_object_representations_v<AllreduceConfig>, "configs compare bytewise");
+
+// What a level's ops depend on but its size: the level's config (a hier phase's sub) without
+// its bytes, and the launch's level, ranks and op (a hier phase's nodes, leaders and HBM shares).
+struct ArLevelKey {
+  AllreduceConfig sub;
+  std::int64_t top_level, top_ranks, top_op;
+};
+static_assert(std::has_unique_object_representations_v<ArLevelKey>, "keys compare bytewise");
+
+// A recorded level: its graph, costs and transfers, and the orders to serve its ops in that
+// its configs so far needed (a level's claims come in another order at another size: a
+// latency-bound size and a bandwidth-bound one). `usable` false where the level cannot be
+// recorded (it is then not tried again).
+struct ArProgram {
+  static constexpr std::int32_t kOrders = 4;
+  ArLevelKey key;
+  bool used = false, usable = false;
+  sim::Replay graph;
+  std::vector<ArCost> costs;
+  std::vector<ArXferShape> xfers;
+  sim::ReplayOrder orders[kOrders];
+  std::int32_t norders = 0, last = 0;  // orders kept; the one that served last (tried first)
+};
+
+// A thread's recorded levels, by a hash of their key (a slot keeps the last structure hashed
+// to it), and the replay's scratch.
+struct ArReplayCache {
+  static constexpr std::int32_t kEntries = 512;
+  std::vector<ArProgram> entries = std::vector<ArProgram>(kEntries);
+  sim::ReplayState state;
+  std::vector<ps_t> cost_values;
+  std::vector<std::int64_t> lo, keys;
+  sim::ReplayOrder order;
+  ps_t marks[kCollMaxRanks];
+  ArRecord record;
+  // Recordings whose replay differed from the walk (none should), replays refused (every order
+  // of the structure failed its certificate), structures recorded and orders kept.
+  std::int64_t mismatches = 0, refusals = 0, graphs = 0, orders = 0;
+};
+inline ArReplayCache& replay_cache() {
+  thread_local ArReplayCache cache;
+  return cache;
+}
+
+inline ArLevelKey level_key(const AllreduceConfig& c, const AllreduceConfig& top) {
+  ArLevelKey k{c, top.level, top.ranks, top.op};  // no padding: compared bytewise
+  k.sub.bytes = 0;
+  return k;
+}
+inline ArProgram& program_slot(const ArLevelKey& k) {
+  std::uint64_t h = 1469598103934665603u;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(&k);
+  for (std::size_t i = 0; i < sizeof k; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, b + i, 8);
+    h = (h ^ w) * 1099511628211u;
+  }
+  return replay_cache().entries[static_cast<std::size_t>((h ^ (h >> 29)) % ArReplayCache::kEntries)];
+}
+
+// Level `c` replayed from program `p` in `order` (one of its orders): its figures and, with
+// `marks`, its ranks' marks (into the cache's `marks`), or false where the replay's
+// certificate does not hold.
+inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, const AllreduceConfig& c,
+                           AllreduceFigures* out, bool marks) {
+  ArReplayCache& cache = replay_cache();
+  const std::int64_t cap = (c.ranks + 1) * c.chunks;
+  if (static_cast<std::int64_t>(cache.lo.size()) < cap) cache.lo.resize(static_cast<std::size_t>(cap));
+  piece_table(c, cache.lo.data(), cap);
+  auto bytes = [&](std::int64_t ch, std::int64_t k0, std::int64_t k1) {
+    const std::int64_t* row = cache.lo.data() + ch * (c.ranks + 1);
+    return 2 * (row[k1] - row[k0]);
+  };
+  // Each cost once per distinct (kind, param, bytes): a level's pieces mostly have one size,
+  // and each cost takes divisions.
+  struct Memo {
+    std::int64_t param, nb;
+    ps_t value;
+    std::int32_t kind;
+  };
+  constexpr std::int32_t kMemo = 8;
+  Memo memo[kMemo];
+  std::int32_t nmemo = 0;
+  cache.cost_values.resize(p.costs.size());
+  for (std::size_t j = 0; j < p.costs.size(); ++j) {
+    const ArCost& a = p.costs[j];
+    const std::int64_t nb = a.mult * bytes(a.ch, a.k0, a.k1);
+    std::int32_t m = 0;
+    while (m < nmemo && !(memo[m].nb == nb && memo[m].param == a.param && memo[m].kind == a.kind)) ++m;
+    if (m == nmemo) {
+      m = nmemo < kMemo ? nmemo++ : static_cast<std::int32_t>(j % kMemo);
+      memo[m] = Memo{a.param, nb, ar_op_cost(c.hw, a.kind, a.param, nb), a.kind};
+    }
+    cache.cost_values[j] = memo[m].value;
+  }
+  if (!sim::replay(p.graph, order, cache.cost_values.data(), static_cast<std::int32_t>(p.costs.size()),
+                   cache.state, marks ? cache.marks : nullptr, static_cast<std::int32_t>(kCollMaxRanks)))
+    return false;
+  AllreduceFigures f{};
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  // A transfer's figures depend on its shape (whether it adds, its copies per level) and its
+  // size alone: the transfers are counted per (shape, size), and each count's figures taken
+  // once and multiplied.
+  struct Count {
+    std::int64_t nb, n;
+    std::int32_t shape;
+  };
+  constexpr std::int32_t kCounts = 16;
+  Count counts[kCounts];
+  std::int32_t ncounts = 0;
+  auto figures_of = [&](AllreduceFigures& g, std::int32_t shape, std::int64_t nb) {
+    constexpr net::LinkKind kinds[3] = {net::LinkKind::ipcq_in, net::LinkKind::cube_link, net::LinkKind::sip_link};
+    for (int k = 0; k < 3; ++k)
+      for (int i = 0; i < ((shape >> (8 * k)) & 0xff); ++i) count_copy(g, kinds[k], nb);
+    send_figures(g, hbm, nb);
+    if (shape >> 24) add_figures(g, hbm, nb);
+  };
+  for (const ArXferShape& x : p.xfers) {
+    const std::int64_t nb = bytes(x.ch, x.k0, x.k1);
+    const std::int32_t shape = x.hops[0] | x.hops[1] << 8 | x.hops[2] << 16 | (x.reduce ? 1 << 24 : 0);
+    std::int32_t m = 0;
+    while (m < ncounts && !(counts[m].nb == nb && counts[m].shape == shape)) ++m;
+    if (m < ncounts) ++counts[m].n;
+    else if (ncounts < kCounts) counts[ncounts++] = Count{nb, 1, shape};
+    else figures_of(f, shape, nb);
+  }
+  for (std::int32_t m = 0; m < ncounts; ++m) {
+    AllreduceFigures g{};
+    figures_of(g, counts[m].shape, counts[m].nb);
+    const std::int64_t n = counts[m].n;
+    f.link_bytes_pe += n * g.link_bytes_pe, f.link_bytes_cube += n * g.link_bytes_cube;
+    f.link_bytes_sip += n * g.link_bytes_sip;
+    f.copies_pe += n * g.copies_pe, f.copies_cube += n * g.copies_cube, f.copies_sip += n * g.copies_sip;
+    f.transfers += n * g.transfers;
+    f.vector_ops += n * g.vector_ops, f.sram_read_bytes += n * g.sram_read_bytes;
+    f.sram_write_bytes += n * g.sram_write_bytes;
+    f.hbm_read_bytes += n * g.hbm_read_bytes, f.hbm_write_bytes += n * g.hbm_write_bytes;
+  }
+  f.latency_ps = cache.state.latency;
+  f.vector_busy_ps = cache.state.class_busy[1];
+  *out = f;
+  return true;
+}
+
+// Level `c` of `top` from the thread's recording of its structure, where there is one and one
+// of its orders' replay holds (`marks`: with its ranks' marks, which a hier phase needs).
+// `slot` gets the program a recording of the level would go into (null where its structure
+// cannot be recorded).
+inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, AllreduceFigures* f, bool marks,
+                         ArProgram** slot) {
+  const ArLevelKey key = level_key(c, top);
+  ArProgram& p = program_slot(key);
+  if (!p.used || std::memcmp(&p.key, &key, sizeof key) != 0) {
+    p.used = false;  // a recording of this level replaces it
+    *slot = &p;
+    return false;
+  }
+  *slot = p.usable ? &p : nullptr;
+  for (std::int32_t t = 0; t < p.norders; ++t) {
+    const std::int32_t k = (p.last + t) % p.norders;
+    if (replay_program(p, p.orders[k], c, f, marks)) {
+      p.last = k;
+      return true;
+    }
+  }
+  if (p.norders > 0) ++replay_cache().refusals;
+  return false;
+}
+
+// Records level `c` of `top` into `p`, once the general walk has taken it without depths with
+// figures `f` and marks `marks`: Sim builds its ops again (its output and scratch are
+// overwritten; the caller has taken what it needs) and runs them; the graph is kept if `p`
+// has none, and the order of the run if its replay gives the walk's figures and marks.
+template <class Sim>
+void record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top, ArProgram& p,
+                  const AllreduceFigures& f, const ps_t* marks) {
+  ArReplayCache& cache = replay_cache();
+  ArRecord& rec = cache.record;
+  const bool fresh = !p.used;
+  if (fresh) {
+    p.key = level_key(c, top);
+    p.used = true, p.usable = false, p.norders = 0, p.last = 0;
+    rec.ncosts = 0, rec.nxfers = 0, rec.full = false;
+    sim.rec = &rec;
+  }
+  sim.e.reset();
+  sim.build();
+  sim.rec = nullptr;
+  if (sim.e.status != sim::kSimOk || (fresh && rec.full)) return;
+  sim.e.run();
+  if (sim.e.status != sim::kSimOk) return;
+  if (fresh) {
+    std::vector<std::int64_t>& keys = cache.keys;  // each op's issuer (its mark a: Sim::op) and its global PE
+    keys.resize(static_cast<std::size_t>(sim.e.n));
+    for (std::int32_t i = 0; i < sim.e.n; ++i) keys[static_cast<std::size_t>(i)] = sim.global_pe_of(sim.e.mark_a[i]);
+    p.graph.record(sim.e, rec.op_cost, keys.data());
+    p.costs.assign(rec.costs, rec.costs + rec.ncosts);
+    p.xfers.assign(rec.xfers, rec.xfers + rec.nxfers);
+    p.usable = true;
+    ++cache.graphs;
+  }
+  sim::ReplayOrder& order = cache.order;
+  if (!p.graph.order_of(sim.e, order)) return;
+  AllreduceFigures g;
+  if (!replay_program(p, order, c, &g, true)) return;  // the run met claims at an instant's later rounds
+  bool same = std::memcmp(&f, &g, sizeof f) == 0;
+  for (std::int64_t r = 0; r < c.ranks; ++r) same = same && cache.marks[r] == marks[r];
+  if (!same) {  // never: the run and the walk are the same schedule
+    ++cache.mismatches;
+    p.usable = false;
+    return;
+  }
+  // The new order goes where the oldest was (or after the last one kept).
+  const std::int32_t k = p.norders < ArProgram::kOrders ? p.norders++ : (p.last + 1) % ArProgram::kOrders;
+  std::swap(p.orders[k], order);
+  ++cache.orders;
+  p.last = k;
+}
+#endif  // !__CUDA_ARCH__
+
+}  // namespace ar_detail
+}  // namespace kb

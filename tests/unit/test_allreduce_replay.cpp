@@ -1,0 +1,96 @@
+// The allreduce model's replay of a recorded level (src/device/models/allreduce_replay.h, host
+// only): a level of a structure the thread has recorded is timed by replaying the recorded
+// ops with the config's own costs, in one of the orders its earlier configs needed, and taken
+// only where the replay's certificate holds (docs/model.md section 11.11). On many sizes of
+// random configs of every level (hier included), algorithm, op and buffer kind, the model
+// with the replay must give exactly what it gives without, and the replay must take most
+// levels, refuse some (the claims came in another order) and learn their orders.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "../parity/random_allreduce.h"
+#include "device/models/allreduce_model.h"
+
+namespace kb {
+namespace {
+
+TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
+  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
+  without->replay_off = true;
+  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs;
+  std::mt19937_64 rng(20261205);
+  std::vector<int> counts;
+  std::int64_t replayed = 0, recorded = 0, configs = 0, hier = 0, per_buffer[kCollBuffers] = {};
+  for (std::uint64_t seed = 1; replayed < 100000; ++seed) {
+    ASSERT_LT(seed, 40u) << "the replay is too rare to test";
+    for (const AllreduceConfig& base : testing::random_allreduce_configs(2000, 20261300 + seed, &counts)) {
+      // The structure at sizes from the least to a hundred thousand times it, in random order.
+      for (int v = 0; v < 12; ++v) {
+        AllreduceConfig c = base;
+        const std::int64_t least = c.chunks * c.ranks;
+        c.bytes = 2 * least * (1 + static_cast<std::int64_t>(rng() % (v < 4 ? 4 : v < 8 ? 300 : 100000)));
+        if (allreduce_check(c) != kArOk) continue;
+        const AllreduceResult a = allreduce_model(c, *with), b = allreduce_model(c, *without);
+        ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0)
+            << testing::describe(c) << ": " << a.latency_ps << " replayed against " << b.latency_ps;
+        ASSERT_EQ(with->levels, without->levels);
+        if (a.status != kArOk) continue;
+        if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
+          for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(with->mark_done[r], without->mark_done[r]) << r;
+          hier += with->replayed_levels;
+        }
+        replayed += with->replayed_levels, recorded += with->recorded_levels;
+        per_buffer[c.buffer] += with->replayed_levels;
+        ++configs;
+      }
+    }
+  }
+  // Orders learned for a structure that had one already.
+  const std::int64_t refused = cache.refusals - refusals, learned = cache.orders - cache.graphs - orders;
+  std::printf("replay: %lld levels replayed (%lld of hier phases; SRAM %lld, HBM %lld) over %lld configs; %lld "
+              "recorded, %lld further orders learned, %lld replays refused\n",
+              static_cast<long long>(replayed), static_cast<long long>(hier), static_cast<long long>(per_buffer[0]),
+              static_cast<long long>(per_buffer[1]), static_cast<long long>(configs), static_cast<long long>(recorded),
+              static_cast<long long>(learned), static_cast<long long>(refused));
+  EXPECT_EQ(cache.mismatches, mismatches) << "a recording's replay differed from the walk it repeats";
+  for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
+  EXPECT_GT(hier, 10000);
+  EXPECT_GT(refused, 200);  // the certificate's refusals are exercised
+  EXPECT_GT(learned, 200);  // and so are structures with several orders
+}
+
+// The replay's certificate is its claim order: a replay that served a resource's claims out
+// of goes_first order would be taken here and give another answer.
+TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {
+  // halving-doubling over SIPs on a ring of 8 with HBM buffers: its claims on the shared
+  // links come in another order at a latency-bound size than at a bandwidth-bound one.
+  AllreduceConfig c{};
+  c.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml").hw();
+  c.level = static_cast<std::int64_t>(CollLevel::sip), c.algo = static_cast<std::int64_t>(CollAlgo::hd);
+  c.ranks = 8, c.buffer = static_cast<std::int64_t>(CollBuffer::hbm), c.chunks = 1;
+  c.op = static_cast<std::int64_t>(CollOp::allreduce);
+  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
+  without->replay_off = true;
+  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  const std::int64_t refusals = cache.refusals;
+  std::int64_t replayed = 0;
+  for (int round = 0; round < 2; ++round)
+    for (std::int64_t b = INT64_C(1) << 10; b <= INT64_C(1) << 30; b *= 4) {
+      c.bytes = b;
+      ASSERT_EQ(allreduce_check(c), kArOk);
+      const AllreduceResult x = allreduce_model(c, *with), y = allreduce_model(c, *without);
+      ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << testing::describe(c);
+      replayed += with->replayed_levels;
+    }
+  EXPECT_GT(cache.refusals, refusals);
+  EXPECT_GT(replayed, 5);
+}
+
+}  // namespace
+}  // namespace kb
