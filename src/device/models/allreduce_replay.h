@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -124,11 +125,17 @@ struct ArProgram {
   std::int32_t norders = 0, last = 0;  // orders kept; the one that served last (tried first)
 };
 
-// A thread's recorded levels, by a hash of their key (a slot keeps the last structure hashed
-// to it), and the replay's scratch.
+// A thread's recorded levels, by a hash of their key, and the replay's scratch. A structure
+// is recorded the second time the thread meets it (`seen`: the hashes of structures met once,
+// by their low bits): a sweep whose every config has a structure of its own records none.
 struct ArReplayCache {
-  static constexpr std::int32_t kEntries = 512;
-  std::vector<ArProgram> entries = std::vector<ArProgram>(kEntries);
+  // At most this many ops recorded (some 30 MB with their orders): beyond, every program is
+  // dropped, and structures met again are recorded again.
+  static constexpr std::int64_t kMostOps = INT64_C(1) << 18;
+  static constexpr std::size_t kSeen = 8192;
+  std::unordered_map<std::uint64_t, ArProgram> programs;
+  std::int64_t ops = 0;  // recorded in `programs`
+  std::vector<std::uint64_t> seen = std::vector<std::uint64_t>(kSeen, 0);
   sim::ReplayState state;
   std::vector<ps_t> cost_values;
   std::vector<std::int64_t> lo, keys;
@@ -149,15 +156,20 @@ inline ArLevelKey level_key(const AllreduceConfig& c, const AllreduceConfig& top
   k.sub.bytes = 0;
   return k;
 }
-inline ArProgram& program_slot(const ArLevelKey& k) {
-  std::uint64_t h = 1469598103934665603u;
+// A hash of a key's words, in four lanes (a chain of multiplies per word would be slower).
+inline std::uint64_t key_hash(const ArLevelKey& k) {
+  static_assert(sizeof k % 8 == 0, "a key is whole words");
   const unsigned char* b = reinterpret_cast<const unsigned char*>(&k);
-  for (std::size_t i = 0; i < sizeof k; i += 8) {
+  std::uint64_t h[4] = {0x9E3779B97F4A7C15u, 0xC2B2AE3D27D4EB4Fu, 0x165667B19E3779F9u, 0x27D4EB2F165667C5u};
+  const std::size_t words = sizeof k / 8;
+  for (std::size_t i = 0; i < words; ++i) {
     std::uint64_t w;
-    std::memcpy(&w, b + i, 8);
-    h = (h ^ w) * 1099511628211u;
+    std::memcpy(&w, b + 8 * i, 8);
+    h[i & 3] = (h[i & 3] ^ w) * 0x100000001B3u;
   }
-  return replay_cache().entries[static_cast<std::size_t>((h ^ (h >> 29)) % ArReplayCache::kEntries)];
+  std::uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
+  x ^= x >> 33, x *= 0xFF51AFD7ED558CCDu, x ^= x >> 33;
+  return x;
 }
 
 // Level `c` replayed from program `p` in `order` (one of its orders): its figures and, with
@@ -246,18 +258,29 @@ inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, co
 
 // Level `c` of `top` from the thread's recording of its structure, where there is one and one
 // of its orders' replay holds (`marks`: with its ranks' marks, which a hier phase needs).
-// `slot` gets the program a recording of the level would go into (null where its structure
-// cannot be recorded).
+// `slot` gets the program a recording of the level would go into (null where it is not to be
+// recorded: met for the first time, or its structure cannot be).
 inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, AllreduceFigures* f, bool marks,
                          ArProgram** slot) {
+  ArReplayCache& cache = replay_cache();
   const ArLevelKey key = level_key(c, top);
-  ArProgram& p = program_slot(key);
-  if (!p.used || std::memcmp(&p.key, &key, sizeof key) != 0) {
-    p.used = false;  // a recording of this level replaces it
+  const std::uint64_t h = key_hash(key);
+  *slot = nullptr;
+  const auto it = cache.programs.find(h);
+  if (it == cache.programs.end() || std::memcmp(&it->second.key, &key, sizeof key) != 0) {
+    std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
+    if (once != h) {  // met for the first time: not recorded
+      once = h;
+      return false;
+    }
+    if (cache.ops + kCollMaxOps > ArReplayCache::kMostOps) cache.programs.clear(), cache.ops = 0;
+    ArProgram& p = cache.programs[h];  // a new one, or one whose key hashed alike (replaced)
+    p.used = false;
     *slot = &p;
     return false;
   }
-  *slot = p.usable ? &p : nullptr;
+  ArProgram& p = it->second;
+  if (p.usable) *slot = &p;
   for (std::int32_t t = 0; t < p.norders; ++t) {
     const std::int32_t k = (p.last + t) % p.norders;
     if (replay_program(p, p.orders[k], c, f, marks)) {
@@ -265,7 +288,7 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
       return true;
     }
   }
-  if (p.norders > 0) ++replay_cache().refusals;
+  if (p.norders > 0) ++cache.refusals;
   return false;
 }
 
@@ -300,6 +323,7 @@ void record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top
     p.xfers.assign(rec.xfers, rec.xfers + rec.nxfers);
     p.usable = true;
     ++cache.graphs;
+    cache.ops += p.graph.n;
   }
   sim::ReplayOrder& order = cache.order;
   if (!p.graph.order_of(sim.e, order)) return;
