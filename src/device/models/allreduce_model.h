@@ -99,7 +99,9 @@ struct SimT {
     GeneralWalkT<Caps> general;
     typename std::conditional<Caps::kEvents, Engine, NoEngine>::type e;
   };
-  ps_t mark_done[kRanks];  // the last level's: per rank, the end of its last op or of the last transfer into it
+  // The last level's: per rank, the end of its last op or of the last transfer into it (a
+  // single level the host's replay took leaves it as it was: only hier reads it).
+  ps_t mark_done[kRanks];
   ArRecord* rec = nullptr;  // build() records the level into it (allreduce_replay.h); null: not
   KB_HD SimT() {}
 
@@ -472,13 +474,14 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   AllreduceFigures f;
   const bool ring = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
   const ps_t* marks = sim.walk.mark_done;
-  bool walked = false, flat = false;  // flat: the general walk took the level without depths
+  // flat: the general walk took the level without depths; replayed: the replay took it.
+  bool walked = false, flat = false, replayed = false;
 #if !defined(__CUDA_ARCH__)
   // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
   ArProgram* slot = nullptr;
   if (Caps::kEvents && !ring && !sim.events_only && !sim.general_off && !sim.replay_off &&
       replay_level(c, top, &f, sim.hier, &slot)) {
-    walked = true;
+    walked = replayed = true;
     marks = replay_cache().marks;
     ++sim.replayed_levels;
   }
@@ -518,7 +521,8 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
+    if (!replayed || sim.hier)
+      for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
     ++sim.levels;
 #if !defined(__CUDA_ARCH__)
     if constexpr (Caps::kEvents) {

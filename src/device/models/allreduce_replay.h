@@ -156,20 +156,17 @@ inline ArLevelKey level_key(const AllreduceConfig& c, const AllreduceConfig& top
   k.sub.bytes = 0;
   return k;
 }
-// A hash of a key's words, in four lanes (a chain of multiplies per word would be slower).
+// A hash of a key's words: each times a constant of its own, summed (independent multiplies,
+// which the compiler vectorises; a chain of them per word would be slower), then mixed.
 inline std::uint64_t key_hash(const ArLevelKey& k) {
   static_assert(sizeof k % 8 == 0, "a key is whole words");
-  const unsigned char* b = reinterpret_cast<const unsigned char*>(&k);
-  std::uint64_t h[4] = {0x9E3779B97F4A7C15u, 0xC2B2AE3D27D4EB4Fu, 0x165667B19E3779F9u, 0x27D4EB2F165667C5u};
-  const std::size_t words = sizeof k / 8;
-  for (std::size_t i = 0; i < words; ++i) {
-    std::uint64_t w;
-    std::memcpy(&w, b + 8 * i, 8);
-    h[i & 3] = (h[i & 3] ^ w) * 0x100000001B3u;
-  }
-  std::uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
-  x ^= x >> 33, x *= 0xFF51AFD7ED558CCDu, x ^= x >> 33;
-  return x;
+  constexpr std::size_t kWords = sizeof k / 8;
+  std::uint64_t w[kWords];
+  std::memcpy(w, &k, sizeof k);
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < kWords; ++i) h += w[i] * (0x9E3779B97F4A7C15u + 2 * i);
+  h ^= h >> 32, h *= 0xFF51AFD7ED558CCDu, h ^= h >> 29;
+  return h;
 }
 
 // Level `c` replayed from program `p` in `order` (one of its orders): its figures and, with

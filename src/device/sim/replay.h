@@ -24,10 +24,14 @@ namespace sim {
 // An order to serve a recorded graph's ops in, as the replay reads it: per position, the op
 // and what the replay needs of it, its predecessors given by their positions.
 struct ReplayStep {
-  std::int64_t key;               // the issuer's claim key
-  std::int32_t pred_begin;        // its predecessors: preds[pred_begin .. next step's)
-  std::int16_t op, res, issue;    // the op, its resource and its issue index
-  std::int16_t head, head_res;    // its head predecessor's position and resource (-1: none)
+  ps_t lat, head_lat;             // its resource's latency, and its head predecessor's
+  std::int32_t pred_begin;        // its predecessors: preds[pred_begin .. pred_end[position])
+  std::int16_t op;                // the op
+  std::int16_t prev;              // the position of the op served before it on its resource (-1: none)
+  std::int16_t head;              // its head predecessor's position (-1: none)
+  std::int8_t check;              // its resource is arbitrated and `prev` is an op: its claim must go after prev's
+  std::int8_t after_at_tie;       // where the two are ready at one time: whether its (PE, issue) goes after prev's
+  std::int8_t vector;             // its resource's busy time is summed (class 1)
 };
 struct ReplayOrder {
   std::vector<ReplayStep> steps;
@@ -47,6 +51,8 @@ struct Replay {
   std::vector<std::int8_t> mark_a, mark_b;
   std::vector<ps_t> res_lat;
   std::vector<std::int8_t> res_arb, res_class;
+  std::vector<std::int16_t> chains;  // each chain's first op (chain_len: its ops)
+  ps_t most_lat = 0;                 // the largest latency of a resource
 
   // Keeps the graph of EventSim `e` (built), with op i's busy time costs[cost_of[i]] on
   // replay and its claims keyed by keys[i] (the issuing PE, whole: EventSim keeps 32 bits of
@@ -74,6 +80,11 @@ struct Replay {
     res_lat.assign(e.res_lat, e.res_lat + nres);
     res_arb.assign(e.res_arb, e.res_arb + nres);
     res_class.assign(e.res_class, e.res_class + nres);
+    chains.clear();
+    for (std::int32_t i = 0; i < n; ++i)
+      if (chain_len[static_cast<std::size_t>(i)] > 0) chains.push_back(static_cast<std::int16_t>(i));
+    most_lat = 0;
+    for (std::int32_t r = 0; r < nres; ++r) most_lat = imax(most_lat, res_lat[static_cast<std::size_t>(r)]);
   }
 
   // An order to serve the ops in (`order`), from e's run of the graph: a topological order of
@@ -116,18 +127,26 @@ struct Replay {
     out.steps.resize(static_cast<std::size_t>(n));
     out.pred_end.resize(static_cast<std::size_t>(n));
     out.preds.clear();
+    std::vector<std::int16_t> last_on(static_cast<std::size_t>(nres), -1);  // per resource, its last position so far
     for (std::int32_t q = 0; q < n; ++q) {
-      const std::int32_t i = order[static_cast<std::size_t>(q)], h = head_prev[static_cast<std::size_t>(i)];
+      const std::size_t i = static_cast<std::size_t>(order[static_cast<std::size_t>(q)]);
+      const std::int32_t h = head_prev[i], r = res[i];
       ReplayStep& st = out.steps[static_cast<std::size_t>(q)];
-      st.key = key[static_cast<std::size_t>(i)];
       st.pred_begin = static_cast<std::int32_t>(out.preds.size());
-      for (std::int32_t k = pred_begin[static_cast<std::size_t>(i)]; k < pred_begin[static_cast<std::size_t>(i) + 1]; ++k)
+      for (std::int32_t k = pred_begin[i]; k < pred_begin[i + 1]; ++k)
         out.preds.push_back(pos[static_cast<std::size_t>(preds[static_cast<std::size_t>(k)])]);
       out.pred_end[static_cast<std::size_t>(q)] = static_cast<std::int32_t>(out.preds.size());
-      st.op = static_cast<std::int16_t>(i), st.res = res[static_cast<std::size_t>(i)];
-      st.issue = issue[static_cast<std::size_t>(i)];
+      st.op = static_cast<std::int16_t>(i);
+      st.lat = res_lat[static_cast<std::size_t>(r)];
       st.head = h >= 0 ? pos[static_cast<std::size_t>(h)] : static_cast<std::int16_t>(-1);
-      st.head_res = h >= 0 ? res[static_cast<std::size_t>(h)] : static_cast<std::int16_t>(0);
+      st.head_lat = h >= 0 ? res_lat[static_cast<std::size_t>(res[static_cast<std::size_t>(h)])] : 0;
+      st.prev = last_on[static_cast<std::size_t>(r)];
+      st.check = res_arb[static_cast<std::size_t>(r)] && st.prev >= 0;
+      // goes_first on two claims ready at one time: by issuing PE, then issue index.
+      const std::size_t j = st.prev >= 0 ? static_cast<std::size_t>(order[static_cast<std::size_t>(st.prev)]) : i;
+      st.after_at_tie = goes_first(Claim{0, key[j], issue[j]}, Claim{0, key[i], issue[i]});
+      st.vector = res_class[static_cast<std::size_t>(r)] > 0;
+      last_on[static_cast<std::size_t>(r)] = static_cast<std::int16_t>(q);
     }
     return true;
   }
@@ -135,50 +154,48 @@ struct Replay {
 
 // A replay's scratch (kept by the caller from run to run) and its results.
 struct ReplayState {
-  std::vector<ps_t> busy, start, end;
-  std::vector<ps_t> free_at, last_ready;  // per resource: when it is free; an arbitrated one's last claim
-  std::vector<std::int64_t> last_key;
-  std::vector<std::int32_t> last_issue;
+  std::vector<ps_t> busy;                     // by op
+  std::vector<ps_t> ready, start, held, end;  // by position (held: start + busy, the resource's release)
   ps_t latency = 0;
   ps_t class_busy[2] = {0, 0};  // busy time summed per resource class (as EventSim's)
 };
 
 // Replays `p`, serving its ops in order `o` (Replay::order_of), op i holding its resource
 // costs[p.cost[i]] ps (a chain with an HBM end at its slowest op's, as EventSim::streams), and
-// where `mark_done` is given, each mark's last end into mark_done[0, marks). The rule is serve_flat's (fast_rule.h), with the resources'
-// state in arrays of their own: start at the later of ready and free, end after the busy time
-// and the latency; on an arbitrated resource the claim must go after the one served before.
-// False where that fails, an op would hold its resource for no time (ncosts costs, each
-// checked), or a time passes the int64 guard: the replay then says nothing.
+// where `mark_done` is given, each mark's last end into mark_done[0, marks). The rule is
+// serve_flat's (fast_rule.h), each resource's state read from the op served before on it:
+// start at the later of ready and that op's release, end after the busy time and the
+// latency; on an arbitrated resource the claim must go after that op's (goes_first). False
+// where that fails, an op would hold its resource for no time (ncosts costs, each checked),
+// or a time could pass the int64 guard: the replay then says nothing.
 inline bool replay(const Replay& p, const ReplayOrder& o, const ps_t* costs, std::int32_t ncosts, ReplayState& s,
                    ps_t* mark_done, std::int32_t marks) {
-  for (std::int32_t j = 0; j < ncosts; ++j)
-    if (costs[j] <= 0 || costs[j] > kTimeLimitPs) return false;  // serve_flat's condition: busy > 0
-  const std::int32_t n = p.n, nres = p.nres;
-  for (std::int32_t r = 0; r < nres; ++r)
-    if (p.res_lat[r] > kTimeLimitPs) return false;
+  // Every end is at most the sum of the busy times and latencies of the ops served up to it
+  // (its start is an earlier op's end, head time or release): within the int64 guard
+  // (fast_rule.h, overflows) if n times the largest of each is.
+  ps_t most = 0;
+  for (std::int32_t j = 0; j < ncosts; ++j) {
+    if (costs[j] <= 0) return false;  // serve_flat's condition: every op holds its resource a while
+    most = imax(most, costs[j]);
+  }
+  const std::int32_t n = p.n;
+  if (most > kTimeLimitPs || p.most_lat > kTimeLimitPs || most + p.most_lat > kTimeLimitPs / (n + 1)) return false;
   s.busy.resize(static_cast<std::size_t>(n));
+  s.ready.resize(static_cast<std::size_t>(n));
   s.start.resize(static_cast<std::size_t>(n));
+  s.held.resize(static_cast<std::size_t>(n));
   s.end.resize(static_cast<std::size_t>(n));
-  s.free_at.assign(static_cast<std::size_t>(nres), 0);
-  s.last_ready.assign(static_cast<std::size_t>(nres), -1);
-  s.last_key.resize(static_cast<std::size_t>(nres));
-  s.last_issue.resize(static_cast<std::size_t>(nres));
   // The arrays in locals: the loops below store times, which the compiler cannot otherwise
-  // tell from the vectors' own pointers. busy: by op; start and end: by position.
-  ps_t *const busy = s.busy.data(), *const start = s.start.data(), *const end = s.end.data();
-  ps_t *const free_at = s.free_at.data(), *const last_ready = s.last_ready.data();
-  std::int64_t* const last_key = s.last_key.data();
-  std::int32_t* const last_issue = s.last_issue.data();
+  // tell from the vectors' own pointers.
+  ps_t* const busy = s.busy.data();
+  ps_t *const ready_at = s.ready.data(), *const start = s.start.data(), *const held = s.held.data();
+  ps_t* const end = s.end.data();
   const std::int16_t *const cost = p.cost.data(), *const chain_len = p.chain_len.data();
   const ReplayStep* const steps = o.steps.data();
   const std::int32_t* const pred_end = o.pred_end.data();
   const std::int16_t* const preds = o.preds.data();
-  const ps_t* const res_lat = p.res_lat.data();
-  const std::int8_t *const res_arb = p.res_arb.data(), *const res_class = p.res_class.data();
   for (std::int32_t i = 0; i < n; ++i) busy[i] = costs[cost[i]];
-  for (std::int32_t i = 0; i < n; ++i) {
-    if (chain_len[i] == 0) continue;
+  for (const std::int16_t i : p.chains) {
     ps_t slowest = 0;
     for (std::int32_t k = i; k < i + chain_len[i]; ++k) slowest = imax(slowest, busy[k]);
     for (std::int32_t k = i; k < i + chain_len[i]; ++k) busy[k] = slowest;
@@ -187,20 +204,13 @@ inline bool replay(const Replay& p, const ReplayOrder& o, const ps_t* costs, std
   for (std::int32_t q = 0; q < n; ++q) {
     const ReplayStep& st = steps[q];
     // Ready once what it waits for has ended, and its head predecessor's head has crossed.
-    ps_t ready = st.head >= 0 ? start[st.head] + res_lat[st.head_res] : 0;
+    ps_t ready = st.head >= 0 ? start[st.head] + st.head_lat : 0;
     for (std::int32_t k = st.pred_begin; k < pred_end[q]; ++k) ready = imax(ready, end[preds[k]]);
-    const std::int32_t r = st.res;
-    const ps_t b = busy[st.op], at = imax(ready, free_at[r]), e = at + b + res_lat[r];
-    if (e > kTimeLimitPs) return false;  // the int64 guard (fast_rule.h, overflows)
-    free_at[r] = at + b;
-    start[q] = at, end[q] = e;
+    const ps_t b = busy[st.op], at = imax(ready, st.prev >= 0 ? held[st.prev] : 0), e = at + b + st.lat;
+    if (st.check && (ready_at[st.prev] > ready || (ready_at[st.prev] == ready && !st.after_at_tie))) return false;
+    ready_at[q] = ready, start[q] = at, held[q] = at + b, end[q] = e;
     latency = imax(latency, e);
-    if (res_class[r] > 0) vector_busy += b;
-    if (res_arb[r]) {
-      if (last_ready[r] >= 0 && !goes_first(Claim{last_ready[r], last_key[r], last_issue[r]}, Claim{ready, st.key, st.issue}))
-        return false;
-      last_ready[r] = ready, last_key[r] = st.key, last_issue[r] = st.issue;
-    }
+    vector_busy += st.vector ? b : 0;
   }
   s.latency = latency, s.class_busy[0] = 0, s.class_busy[1] = vector_busy;
   if (mark_done) {
