@@ -200,9 +200,9 @@ struct SimT {
       add(cost_op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArCostLink, h.bandwidth_gbps, ch, x, 1,
                   nb));
       count_copy(out, h.kind, nb);
-      const int at = h.kind == net::LinkKind::ipcq_in ? 0 : h.kind == net::LinkKind::cube_link ? 1 : 2;
-      if (h.kind == net::LinkKind::ipcq_in || h.kind == net::LinkKind::cube_link || h.kind == net::LinkKind::sip_link)
-        ++shape.hops[at];
+      if (h.kind == net::LinkKind::ipcq_in) ++shape.hops[0];  // the copies count_copy counts, per level
+      else if (h.kind == net::LinkKind::cube_link) ++shape.hops[1];
+      else if (h.kind == net::LinkKind::sip_link) ++shape.hops[2];
     });
     if (hbm_end) {
       add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, ch, x, 1, nb));
