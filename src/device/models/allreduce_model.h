@@ -478,9 +478,9 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
   bool walked = false, flat = false, replayed = false;
 #if !defined(__CUDA_ARCH__)
   // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
-  ArProgram* slot = nullptr;
+  ArRecordPlan plan;
   if (Caps::kEvents && !ring && !sim.events_only && !sim.general_off && !sim.replay_off &&
-      replay_level(c, top, &f, sim.hier, &slot)) {
+      replay_level(c, top, &f, sim.hier, &plan)) {
     walked = replayed = true;
     marks = replay_cache().marks;
     ++sim.replayed_levels;
@@ -526,11 +526,10 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     ++sim.levels;
 #if !defined(__CUDA_ARCH__)
     if constexpr (Caps::kEvents) {
-      if (flat && slot) {  // the first of its structure on this thread, taken without depths: recorded
+      if (flat && plan.record) {  // a structure met before on this thread, taken without depths: recorded
         const AllreduceResult kept = sim.out;
-        record_level(sim, c, top, *slot, f, sim.mark_done);
+        sim.recorded_levels += record_level(sim, c, top, plan, f, sim.mark_done);
         sim.out = kept;
-        ++sim.recorded_levels;
       }
     }
 #endif

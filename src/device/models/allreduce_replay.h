@@ -129,16 +129,17 @@ struct ArProgram {
 // is recorded the second time the thread meets it (`seen`: the hashes of structures met once,
 // by their low bits): a sweep whose every config has a structure of its own records none.
 struct ArReplayCache {
-  // At most this many ops recorded (some 30 MB with their orders): beyond, every program is
-  // dropped, and structures met again are recorded again.
-  static constexpr std::int64_t kMostOps = INT64_C(1) << 18;
+  // At most this many ops kept, counting a graph's ops, each order's steps and kEntryOps a
+  // program (some 15 MB): beyond, every program is dropped, and structures met again are
+  // recorded again.
+  static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32;
   static constexpr std::size_t kSeen = 8192;
   std::unordered_map<std::uint64_t, ArProgram> programs;
-  std::int64_t ops = 0;  // recorded in `programs`
+  std::int64_t ops = 0;  // kept in `programs`, as counted against kMostOps
   std::vector<std::uint64_t> seen = std::vector<std::uint64_t>(kSeen, 0);
   sim::ReplayState state;
   std::vector<ps_t> cost_values;
-  std::vector<std::int64_t> lo, keys;
+  std::vector<std::int64_t> lo;
   sim::ReplayOrder order;
   ps_t marks[kCollMaxRanks];
   ArRecord record;
@@ -156,16 +157,21 @@ inline ArLevelKey level_key(const AllreduceConfig& c, const AllreduceConfig& top
   k.sub.bytes = 0;
   return k;
 }
-// A hash of a key's words: each times a constant of its own, summed (independent multiplies,
-// which the compiler vectorises; a chain of them per word would be slower), then mixed.
+// A hash of a key's words: each word, offset by its place, multiplied and folded (a nonlinear
+// mix of its own, so no sum of changes to several fields cancels), and the words' mixes summed
+// (independent of one another: no chain of multiplies through the key).
 inline std::uint64_t key_hash(const ArLevelKey& k) {
   static_assert(sizeof k % 8 == 0, "a key is whole words");
   constexpr std::size_t kWords = sizeof k / 8;
   std::uint64_t w[kWords];
   std::memcpy(w, &k, sizeof k);
   std::uint64_t h = 0;
-  for (std::size_t i = 0; i < kWords; ++i) h += w[i] * (0x9E3779B97F4A7C15u + 2 * i);
-  h ^= h >> 32, h *= 0xFF51AFD7ED558CCDu, h ^= h >> 29;
+  for (std::size_t i = 0; i < kWords; ++i) {
+    std::uint64_t x = (w[i] + 0x632BE59BD9B4E019u * (i + 1)) * 0x9E3779B97F4A7C15u;
+    x ^= x >> 31;
+    h += x * 0xFF51AFD7ED558CCDu;
+  }
+  h ^= h >> 32, h *= 0xC4CEB9FE1A85EC53u, h ^= h >> 29;
   return h;
 }
 
@@ -253,31 +259,33 @@ inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, co
   return true;
 }
 
+// What replay_level found where it did not replay: whether the level is to be recorded (its
+// structure met before, and not found unrecordable), its key's hash, and its program if it has
+// one.
+struct ArRecordPlan {
+  bool record = false;
+  std::uint64_t hash = 0;
+  ArProgram* program = nullptr;
+};
+
 // Level `c` of `top` from the thread's recording of its structure, where there is one and one
 // of its orders' replay holds (`marks`: with its ranks' marks, which a hier phase needs).
-// `slot` gets the program a recording of the level would go into (null where it is not to be
-// recorded: met for the first time, or its structure cannot be).
 inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, AllreduceFigures* f, bool marks,
-                         ArProgram** slot) {
+                         ArRecordPlan* plan) {
   ArReplayCache& cache = replay_cache();
   const ArLevelKey key = level_key(c, top);
   const std::uint64_t h = key_hash(key);
-  *slot = nullptr;
+  *plan = ArRecordPlan{false, h, nullptr};
   const auto it = cache.programs.find(h);
   if (it == cache.programs.end() || std::memcmp(&it->second.key, &key, sizeof key) != 0) {
     std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
-    if (once != h) {  // met for the first time: not recorded
-      once = h;
-      return false;
-    }
-    if (cache.ops + kCollMaxOps > ArReplayCache::kMostOps) cache.programs.clear(), cache.ops = 0;
-    ArProgram& p = cache.programs[h];  // a new one, or one whose key hashed alike (replaced)
-    p.used = false;
-    *slot = &p;
+    plan->record = once == h;  // met before (else: now)
+    once = h;
     return false;
   }
   ArProgram& p = it->second;
-  if (p.usable) *slot = &p;
+  if (!p.usable) return false;  // not recordable, or its recording distrusted
+  plan->record = true, plan->program = &p;
   for (std::int32_t t = 0; t < p.norders; ++t) {
     const std::int32_t k = (p.last + t) % p.norders;
     if (replay_program(p, p.orders[k], c, f, marks)) {
@@ -289,33 +297,43 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
   return false;
 }
 
-// Records level `c` of `top` into `p`, once the general walk has taken it without depths with
-// figures `f` and marks `marks`: Sim builds its ops again (its output and scratch are
-// overwritten; the caller has taken what it needs) and runs them; the graph is kept if `p`
-// has none, and the order of the run if its replay gives the walk's figures and marks.
+// Records level `c` of `top` as `plan` says (into its program, or a new one), once the general
+// walk has taken it without depths with figures `f` and marks `marks`: Sim builds its ops
+// again (its output and scratch are overwritten; the caller has taken what it needs) and runs
+// them; a new program keeps the graph, and the order of the run is kept if its replay gives
+// the walk's figures and marks. True where an order was kept.
 template <class Sim>
-void record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top, ArProgram& p,
+bool record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top, const ArRecordPlan& plan,
                   const AllreduceFigures& f, const ps_t* marks) {
   ArReplayCache& cache = replay_cache();
   ArRecord& rec = cache.record;
-  const bool fresh = !p.used;
-  if (fresh) {
-    p.key = level_key(c, top);
-    p.used = true, p.usable = false, p.norders = 0, p.last = 0;
+  ArProgram* program = plan.program;
+  if (!program) {  // a new program (replacing one whose key hashed alike)
+    if (cache.ops + kCollMaxOps * (1 + ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps)
+      cache.programs.clear(), cache.ops = 0;
+    const auto old = cache.programs.find(plan.hash);
+    if (old != cache.programs.end()) {
+      const ArProgram& q = old->second;
+      cache.ops -= ArReplayCache::kEntryOps + q.graph.n * (1 + q.norders);
+    }
+    program = &cache.programs[plan.hash];  // what it held is overwritten as it is recorded
+    program->key = level_key(c, top);
+    program->used = true, program->usable = false;  // usable once its graph is kept
+    program->norders = 0, program->last = 0;
+    cache.ops += ArReplayCache::kEntryOps;
     rec.ncosts = 0, rec.nxfers = 0, rec.full = false;
     sim.rec = &rec;
   }
+  ArProgram& p = *program;
+  const bool fresh = !p.usable;
   sim.e.reset();
   sim.build();
   sim.rec = nullptr;
-  if (sim.e.status != sim::kSimOk || (fresh && rec.full)) return;
+  if (sim.e.status != sim::kSimOk || (fresh && rec.full)) return false;
   sim.e.run();
-  if (sim.e.status != sim::kSimOk) return;
+  if (sim.e.status != sim::kSimOk) return false;
   if (fresh) {
-    std::vector<std::int64_t>& keys = cache.keys;  // each op's issuer (its mark a: Sim::op) and its global PE
-    keys.resize(static_cast<std::size_t>(sim.e.n));
-    for (std::int32_t i = 0; i < sim.e.n; ++i) keys[static_cast<std::size_t>(i)] = sim.global_pe_of(sim.e.mark_a[i]);
-    p.graph.record(sim.e, rec.op_cost, keys.data());
+    p.graph.record(sim.e, rec.op_cost);
     p.costs.assign(rec.costs, rec.costs + rec.ncosts);
     p.xfers.assign(rec.xfers, rec.xfers + rec.nxfers);
     p.usable = true;
@@ -323,21 +341,24 @@ void record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top
     cache.ops += p.graph.n;
   }
   sim::ReplayOrder& order = cache.order;
-  if (!p.graph.order_of(sim.e, order)) return;
+  if (!p.graph.order_of(sim.e, order)) return false;
   AllreduceFigures g;
-  if (!replay_program(p, order, c, &g, true)) return;  // the run met claims at an instant's later rounds
+  if (!replay_program(p, order, c, &g, true)) return false;  // the run met claims at an instant's later rounds
   bool same = std::memcmp(&f, &g, sizeof f) == 0;
   for (std::int64_t r = 0; r < c.ranks; ++r) same = same && cache.marks[r] == marks[r];
-  if (!same) {  // never: the run and the walk are the same schedule
+  if (!same) {  // never: the run and the walk are the same schedule; the structure is replayed no more
     ++cache.mismatches;
     p.usable = false;
-    return;
+    return false;
   }
   // The new order goes where the oldest was (or after the last one kept).
-  const std::int32_t k = p.norders < ArProgram::kOrders ? p.norders++ : (p.last + 1) % ArProgram::kOrders;
+  const bool added = p.norders < ArProgram::kOrders;
+  const std::int32_t k = added ? p.norders++ : (p.last + 1) % ArProgram::kOrders;
   std::swap(p.orders[k], order);
+  if (added) cache.ops += p.graph.n;
   ++cache.orders;
   p.last = k;
+  return true;
 }
 #endif  // !__CUDA_ARCH__
 

@@ -45,7 +45,7 @@ struct ReplayOrder {
 struct Replay {
   std::int32_t n = 0, nres = 0;
   std::vector<std::int16_t> res, issue, head_prev, chain_len, cost;
-  std::vector<std::int64_t> key;  // the issuer's claim key (its global PE)
+  std::vector<std::int64_t> key;  // the issuer's claim key (EventSim's: its global PE, below 2^24)
   std::vector<std::int32_t> pred_begin;
   std::vector<std::int16_t> preds;  // per op, the ops whose ends it waits for
   std::vector<std::int8_t> mark_a, mark_b;
@@ -55,16 +55,15 @@ struct Replay {
   ps_t most_lat = 0;                 // the largest latency of a resource
 
   // Keeps the graph of EventSim `e` (built), with op i's busy time costs[cost_of[i]] on
-  // replay and its claims keyed by keys[i] (the issuing PE, whole: EventSim keeps 32 bits of
-  // it).
+  // replay.
   template <class E>
-  void record(const E& e, const std::int16_t* cost_of, const std::int64_t* keys) {
+  void record(const E& e, const std::int16_t* cost_of) {
     n = e.n, nres = e.nres;
     res.assign(e.res, e.res + n);
     issue.assign(e.issue, e.issue + n);
     chain_len.assign(e.chain_len, e.chain_len + n);
     cost.assign(cost_of, cost_of + n);
-    key.assign(keys, keys + n);
+    key.assign(e.key, e.key + n);
     mark_a.assign(e.mark_a, e.mark_a + n);
     mark_b.assign(e.mark_b, e.mark_b + n);
     head_prev.assign(static_cast<std::size_t>(n), -1);
