@@ -175,7 +175,7 @@ struct SimT {
   // An HBM access by `rank` at its share, on resource `r`, issued by `by`.
   KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t ch, const CollXfer& x,
                             std::int32_t mult, std::int64_t nb) {
-    return cost_op(by, r, kArCostHbm, sharers[rank], ch, x, mult, nb);
+    return cost_op(by, r, kArOpHbm, sharers[rank], ch, x, mult, nb);
   }
 
   // The sender's half of a transfer: its ops, in its program order; returns the last (the
@@ -197,7 +197,7 @@ struct SimT {
                       static_cast<std::int8_t>(x.reduce), {0, 0, 0}};
     if (hbm_end) add(hbm_op(x.src, dma_of(x.src), x.src, ch, x, 1, nb));
     net::for_each_hop(c->hw, node(x.src), node(x.dst), [&](const net::Hop& h) {
-      add(cost_op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArCostLink, h.bandwidth_gbps, ch, x, 1,
+      add(cost_op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArOpLink, h.bandwidth_gbps, ch, x, 1,
                   nb));
       count_copy(out, h.kind, nb);
       if (h.kind == net::LinkKind::ipcq_in) ++shape.hops[0];  // the copies count_copy counts, per level
@@ -227,7 +227,7 @@ struct SimT {
     const std::int64_t nb = xfer_bytes(ch, x);
     add_figures(out, hbm_mode(), nb);
     if (!hbm_mode()) {
-      const std::int32_t o = cost_op(x.dst, vector_of(x.dst), kArCostAdd, 0, ch, x, 1, nb);
+      const std::int32_t o = cost_op(x.dst, vector_of(x.dst), kArOpAdd, 0, ch, x, 1, nb);
       e.dep(o, landed);
       range_deps(o, x.dst, ch, x.k0, x.k1);
       wrote(o, x.dst, ch, x.k0, x.k1);
@@ -237,7 +237,7 @@ struct SimT {
     const std::int32_t rd = hbm_op(x.dst, dma_of(x.dst), x.dst, ch, x, 2, 2 * nb);
     e.dep(rd, landed);
     range_deps(rd, x.dst, ch, x.k0, x.k1);
-    const std::int32_t ad = cost_op(x.dst, vector_of(x.dst), kArCostAdd, 0, ch, x, 1, nb);
+    const std::int32_t ad = cost_op(x.dst, vector_of(x.dst), kArOpAdd, 0, ch, x, 1, nb);
     e.head(ad, rd);
     const std::int32_t wr = hbm_op(x.dst, hbm_in_of(x.dst), x.dst, ch, x, 1, nb);
     e.head(wr, ad);

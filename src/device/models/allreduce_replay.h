@@ -1,13 +1,15 @@
 // Replaying a recorded level of the allreduce model (host code): a sweep evaluates many
 // configs that differ only in their size (a collective's message sizes), and each level's ops,
-// resources and dependencies do not depend on it. The first config of a structure that the
-// general walk takes without depths (allreduce_walk.h) is built into the simulator once more
-// and recorded (sim::Replay, src/device/sim/replay.h), with what each op costs and what each
-// transfer counts, by the pieces it moves. Each later config of that structure on the thread
-// is then timed by replaying the ops with its own costs: the simulator's first pass in id
+// resources and dependencies do not depend on it. A level whose structure a thread meets the
+// second time, and which the general walk takes without depths (allreduce_walk.h), is built
+// into the simulator once more, run, and recorded (sim::Replay, src/device/sim/replay.h) with
+// the order the run served its ops in, what each op costs and what each transfer counts, by
+// the pieces it moves. Each later level of that structure on the thread is timed by replaying
+// the ops in one of its recorded orders with its own costs: the simulator's pass in a fixed
 // order, without depths, which is the model's answer where the certificate holds (docs/
-// model.md section 11.11); where it does not, the config is evaluated as it would have been.
-// A recording is checked against the walk it repeats before it is kept.
+// model.md section 11.11); where no order's does, the level is evaluated as it would have
+// been, and its own run's order is added. A recording is checked against the walk it repeats
+// before it is kept. ADR 0024.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +34,10 @@ namespace ar_detail {
 // What an op of the model costs (its busy time), by kind: a hop of a link of `param` GB/s, an
 // HBM access at a share of `param` ports, an add on the vector engine; `nb` bytes. Sim's ops
 // and the replay of a recorded level (allreduce_replay.h) cost them here.
-enum ArCostKind : std::int8_t { kArCostLink = 0, kArCostHbm = 1, kArCostAdd = 2 };
+enum ArOpKind : std::int8_t { kArOpLink = 0, kArOpHbm = 1, kArOpAdd = 2 };
 KB_HD inline ps_t ar_op_cost(const HwConfig& h, std::int32_t kind, std::int64_t param, std::int64_t nb) {
-  if (kind == kArCostLink) return transfer_ps(nb, param);
-  if (kind == kArCostHbm) return hbm_access_ps(h, nb, param);
+  if (kind == kArOpLink) return transfer_ps(nb, param);
+  if (kind == kArOpHbm) return hbm_access_ps(h, nb, param);
   return add_ps(h, nb / 2);
 }
 // One cost of a level, and one transfer's part of its figures, by the pieces moved (chunk ch,
