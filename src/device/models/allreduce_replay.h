@@ -81,26 +81,6 @@ struct ArRecord {
   }
 };
 
-// A transfer's figures but its copies (Sim::send and Sim::receive, and a replayed level's).
-template <class Out>
-KB_HD void send_figures(Out& o, bool hbm, std::int64_t nb) {
-  if (hbm) o.hbm_read_bytes += nb, o.hbm_write_bytes += nb;
-  else o.sram_read_bytes += nb, o.sram_write_bytes += nb;
-  ++o.transfers;
-}
-template <class Out>
-KB_HD void add_figures(Out& o, bool hbm, std::int64_t nb) {
-  const std::int64_t values = nb / 2;
-  o.vector_ops += vector_element_ops(VecOp::add, 1, values);
-  if (hbm) {
-    o.hbm_read_bytes += 2 * nb, o.hbm_write_bytes += nb;
-  } else {
-    const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
-    o.sram_read_bytes += sb.read, o.sram_write_bytes += sb.write;
-  }
-}
-
-
 #if !defined(__CUDA_ARCH__)
 static_assert(std::has_unique_object_representations_v<AllreduceConfig>, "configs compare bytewise");
 

@@ -128,6 +128,26 @@ KB_HD void count_copy(Out& o, net::LinkKind k, std::int64_t nb) {
   }
 }
 
+// A transfer's figures but its copies, as a sender's half (send_figures) and a receiver's add
+// (add_figures) count them: Sim::send and Sim::receive, the walks, and a replayed level.
+template <class Out>
+KB_HD void send_figures(Out& o, bool hbm, std::int64_t nb) {
+  if (hbm) o.hbm_read_bytes += nb, o.hbm_write_bytes += nb;
+  else o.sram_read_bytes += nb, o.sram_write_bytes += nb;
+  ++o.transfers;
+}
+template <class Out>
+KB_HD void add_figures(Out& o, bool hbm, std::int64_t nb) {
+  const std::int64_t values = nb / 2;
+  o.vector_ops += vector_element_ops(VecOp::add, 1, values);
+  if (hbm) {
+    o.hbm_read_bytes += 2 * nb, o.hbm_write_bytes += nb;
+  } else {
+    const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
+    o.sram_read_bytes += sb.read, o.sram_write_bytes += sb.write;
+  }
+}
+
 // An HBM access of `nb` bytes by a rank whose cube's bandwidth `sharers` ports share (ADR
 // 0007 rule 6): the model's ops (Sim::hbm_op) and the walk both cost it here.
 KB_HD inline ps_t hbm_access_ps(const HwConfig& h, std::int64_t nb, std::int64_t sharers) {
@@ -306,9 +326,8 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
               w.add_chain[dst] = add_chain_ps(c.hw, values, sharers[dst]);
           }
           const ps_t add = w.add_busy[dst];
-          f.vector_ops += vector_element_ops(VecOp::add, 1, values);
+          add_figures(f, hbm, 2 * values);
           if (hbm) {
-            const std::int64_t nb = 2 * values;
             const ps_t chain = w.add_chain[dst];
             const ps_t rd = imax(imax(w.landed[i], piece), w.dma_free[dst]);
             w.dma_free[dst] = rd + chain;
@@ -318,7 +337,6 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
             if (wr < 0 || !ended(dst, rd + chain + L) || !ended(dst, ad + chain) || !ended(dst, wr + chain + L)) return false;
             piece = wr + chain + L;
             f.vector_busy_ps += chain;
-            f.hbm_read_bytes += 2 * nb, f.hbm_write_bytes += nb;
             continue;
           }
           const ps_t start = imax(imax(w.landed[i], piece), w.vec_free[dst]);
@@ -328,8 +346,6 @@ KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, c
           f.latency_ps = imax(f.latency_ps, end);
           w.mark_done[dst] = imax(w.mark_done[dst], end);
           f.vector_busy_ps += add;
-          const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
-          f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
         }
       }
   }

@@ -447,14 +447,12 @@ struct LevelWalk {
     const std::int64_t values = nb / 2;
     if (values != add_values) add_values = values, add_cost = add_ps(c->hw, values);
     const ps_t add = add_cost;
-    f.vector_ops += vector_element_ops(VecOp::add, 1, values);
+    add_figures(f, hbm(), nb);
     typename GeneralWalk::Rank& d = w->ranks[x.dst];
     sim::Stamp ready = w->arrival[i];
     pieces_ready(ready, x.dst, ch, x.k0, x.k1);
     sim::Served s{};
     if (!hbm()) {
-      const SramBytes sb = vector_sram(VecOp::add, 1, values, 2, 2);
-      f.sram_read_bytes += sb.read, f.sram_write_bytes += sb.write;
       if (!serve(d.vec, nullptr, 0, x.dst, ready, add, &s)) return false;
       f.vector_busy_ps += add;
       write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
@@ -469,7 +467,6 @@ struct LevelWalk {
     if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
     if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
     f.vector_busy_ps += chain;
-    f.hbm_read_bytes += 2 * nb, f.hbm_write_bytes += nb;
     w->arrival[i] = head_of(s, 0);
     w->group_issue[i] = d.issued++;
     w->group_chain[i] = chain;
