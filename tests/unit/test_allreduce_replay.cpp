@@ -23,18 +23,22 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
   without->replay_off = true;
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
-  const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs;
+  const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs,
+                     uniform = cache.uniform;
   std::mt19937_64 rng(20261205);
   std::vector<int> counts;
-  std::int64_t replayed = 0, recorded = 0, configs = 0, hier = 0, per_buffer[kCollBuffers] = {};
+  std::int64_t replayed = 0, recorded = 0, configs = 0, hier = 0, rings = 0, per_buffer[kCollBuffers] = {};
   for (std::uint64_t seed = 1; replayed < 100000; ++seed) {
     ASSERT_LT(seed, 40u) << "the replay is too rare to test";
     for (const AllreduceConfig& base : testing::random_allreduce_configs(2000, 20261300 + seed, &counts)) {
       // The structure at sizes from the least to a hundred thousand times it, in random order.
       for (int v = 0; v < 12; ++v) {
         AllreduceConfig c = base;
-        const std::int64_t least = c.chunks * c.ranks;
-        c.bytes = 2 * least * (1 + static_cast<std::int64_t>(rng() % (v < 4 ? 4 : v < 8 ? 300 : 100000)));
+        // Every other size a multiple of the pieces (each piece one size: the classes'
+        // replay), the others any even size (pieces of two sizes: the replay op by op).
+        const std::int64_t least = c.chunks * c.ranks, scale = v < 4 ? 4 : v < 8 ? 300 : 100000;
+        c.bytes = v % 2 ? 2 * (least + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(scale * least)))
+                        : 2 * least * (1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(scale)));
         if (allreduce_check(c) != kArOk) continue;
         const AllreduceResult a = allreduce_model(c, *with), b = allreduce_model(c, *without);
         ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0)
@@ -45,6 +49,7 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
           for (std::int64_t r = 0; r < kCollMaxRanks; ++r) ASSERT_EQ(with->mark_done[r], without->mark_done[r]) << r;
           hier += with->replayed_levels;
         }
+        if (c.algo == static_cast<std::int64_t>(CollAlgo::ring)) rings += with->replayed_levels;
         replayed += with->replayed_levels, recorded += with->recorded_levels;
         per_buffer[c.buffer] += with->replayed_levels;
         ++configs;
@@ -52,15 +57,20 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
     }
   }
   // Orders learned for a structure that had one already.
-  const std::int64_t refused = cache.refusals - refusals, learned = cache.orders - cache.graphs - orders;
-  std::printf("replay: %lld levels replayed (%lld of hier phases; SRAM %lld, HBM %lld) over %lld configs; %lld "
-              "recorded, %lld further orders learned, %lld replays refused\n",
-              static_cast<long long>(replayed), static_cast<long long>(hier), static_cast<long long>(per_buffer[0]),
-              static_cast<long long>(per_buffer[1]), static_cast<long long>(configs), static_cast<long long>(recorded),
+  const std::int64_t refused = cache.refusals - refusals, learned = cache.orders - cache.graphs - orders,
+                     by_classes = cache.uniform - uniform;
+  std::printf("replay: %lld levels replayed (%lld of hier phases, %lld rings; SRAM %lld, HBM %lld; %lld by their "
+              "classes) over %lld configs; %lld recorded, %lld further orders learned, %lld replays refused\n",
+              static_cast<long long>(replayed), static_cast<long long>(hier), static_cast<long long>(rings),
+              static_cast<long long>(per_buffer[0]), static_cast<long long>(per_buffer[1]),
+              static_cast<long long>(by_classes), static_cast<long long>(configs), static_cast<long long>(recorded),
               static_cast<long long>(learned), static_cast<long long>(refused));
   EXPECT_EQ(cache.mismatches, mismatches) << "a recording's replay differed from the walk it repeats";
   for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
   EXPECT_GT(hier, 10000);
+  EXPECT_GT(rings, 5000);
+  EXPECT_GT(by_classes, 30000);             // each piece one size: the classes' replay
+  EXPECT_GT(replayed - by_classes, 30000);  // pieces of two sizes: op by op
   EXPECT_GT(refused, 200);  // the certificate's refusals are exercised
   EXPECT_GT(learned, 200);  // and so are structures with several orders
 }

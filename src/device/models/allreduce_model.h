@@ -479,7 +479,7 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
 #if !defined(__CUDA_ARCH__)
   // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
   ArRecordPlan plan;
-  if (Caps::kEvents && !ring && !sim.events_only && !sim.general_off && !sim.replay_off &&
+  if (Caps::kEvents && !sim.events_only && !sim.general_off && !sim.replay_off &&
       replay_level(c, top, &f, sim.hier, &plan)) {
     walked = replayed = true;
     marks = replay_cache().marks;
@@ -496,10 +496,23 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
       for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
   }
   // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
-  if (ring) walked = ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
-  if (walked) {
-    if (ring) ++sim.walked_levels;
-  } else if (!sim.events_only && !sim.general_off) {
+  if (ring && !walked) {
+    walked = ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
+    if (walked) ++sim.walked_levels;
+#if !defined(__CUDA_ARCH__)
+    // A ring the walk took is recorded where the general walk takes it without depths too
+    // (what a recording asks of its structure: section 11.11), with the same figures.
+    if constexpr (Caps::kEvents) {
+      if (walked && plan.record && !sim.replay_off) {
+        AllreduceFigures g;
+        flat = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &g, false, true) ==
+                   WalkOutcome::taken &&
+               std::memcmp(&f, &g, sizeof f) == 0;
+      }
+    }
+#endif
+  }
+  if (!walked && !sim.events_only && !sim.general_off) {
     // Each try first without depths (sim::serve_flat), and where an op needs them, with them.
     auto walk = [&](bool lazy) {
       WalkOutcome o = sim.flat_off ? WalkOutcome::deep
@@ -526,9 +539,9 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     ++sim.levels;
 #if !defined(__CUDA_ARCH__)
     if constexpr (Caps::kEvents) {
-      if (flat && plan.record) {  // a structure met before on this thread, taken without depths: recorded
+      if (flat && plan.record && !sim.replay_off) {  // a structure met before on this thread, taken without depths: recorded
         const AllreduceResult kept = sim.out;
-        sim.recorded_levels += record_level(sim, c, top, plan, f, sim.mark_done);
+        sim.recorded_levels += record_level(sim, c, plan, f, sim.mark_done);
         sim.out = kept;
       }
     }

@@ -1,18 +1,21 @@
 // Replaying a recorded level of the allreduce model (host code): a sweep evaluates many
 // configs that differ only in their size (a collective's message sizes), and each level's ops,
 // resources and dependencies do not depend on it. A level whose structure a thread meets the
-// second time, and which the general walk takes without depths (allreduce_walk.h), is built
+// second time, and which the general walk takes without depths (allreduce_walk.h; a ring the
+// ring's walk takes, where the general walk would take it so too), is built
 // into the simulator once more, run, and recorded (sim::Replay, src/device/sim/replay.h) with
 // the order the run served its ops in, what each op costs and what each transfer counts, by
 // the pieces it moves. Each later level of that structure on the thread is timed by replaying
 // the ops in one of its recorded orders with its own costs: the simulator's pass in a fixed
 // order, without depths, which is the model's answer where the certificate holds (docs/
 // model.md section 11.11); where no order's does, the level is evaluated as it would have
-// been, and its own run's order is added. A recording is checked against the walk it repeats
-// before it is kept. ADR 0024.
+// been, and its own run's order is added. Where a config's pieces all have one size, its ops
+// are served by classes (sim::ReplayClasses) over cost groups. A recording is checked against
+// the walk it repeats before it is kept. ADR 0024.
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <unordered_map>
@@ -84,10 +87,15 @@ struct ArRecord {
 #if !defined(__CUDA_ARCH__)
 static_assert(std::has_unique_object_representations_v<AllreduceConfig>, "configs compare bytewise");
 
+static_assert(std::has_unique_object_representations_v<HwConfig>, "hardware compares bytewise");
+static_assert(sizeof(AllreduceConfig) == sizeof(HwConfig) + 7 * sizeof(std::int64_t),
+              "a level key names every field of a config but its bytes");
+
 // What a level's ops depend on but its size: the level's config (a hier phase's sub) without
-// its bytes, and the launch's level, ranks and op (a hier phase's nodes, leaders and HBM shares).
+// its bytes, its hardware by its place in the thread's table (ArReplayCache::hws), and the
+// launch's level, ranks and op (a hier phase's nodes, leaders and HBM shares).
 struct ArLevelKey {
-  AllreduceConfig sub;
+  std::int64_t hw, level, algo, ranks, buffer, op, chunks;
   std::int64_t top_level, top_ranks, top_op;
 };
 static_assert(std::has_unique_object_representations_v<ArLevelKey>, "keys compare bytewise");
@@ -96,6 +104,16 @@ static_assert(std::has_unique_object_representations_v<ArLevelKey>, "keys compar
 // its configs so far needed (a level's claims come in another order at another size: a
 // latency-bound size and a bandwidth-bound one). `usable` false where the level cannot be
 // recorded (it is then not tried again).
+// Where a config's pieces all have one size, a cost depends on its kind, parameter and the
+// pieces it moves alone (a group), and a transfer's figures on its shape and pieces.
+struct ArCostGroup {
+  std::int64_t param, pieces;  // pieces: times the multiple
+  std::int32_t kind;
+};
+struct ArXferGroup {
+  std::int64_t pieces, n;
+  std::int32_t shape;  // shape_of
+};
 struct ArProgram {
   static constexpr std::int32_t kOrders = 4;
   ArLevelKey key;
@@ -103,8 +121,14 @@ struct ArProgram {
   sim::Replay graph;
   std::vector<ArCost> costs;
   std::vector<ArXferShape> xfers;
+  std::vector<ArCostGroup> groups;
+  std::vector<std::int16_t> group_of;  // per cost, its group
+  std::vector<ArXferGroup> xfer_groups;
   sim::ReplayOrder orders[kOrders];
-  std::int32_t norders = 0, last = 0;  // orders kept; the one that served last (tried first)
+  sim::ReplayClasses classes[kOrders];  // each order's classes, by the groups
+  std::int32_t norders = 0, last = 0;   // orders kept; the one that served last (tried first)
+  // What the cache counts of it: kEntryOps, the graph's ops, and each order's steps and classes.
+  std::int64_t ops_counted() const;
 };
 
 // A thread's recorded levels, by a hash of their key, and the replay's scratch. A structure
@@ -115,29 +139,55 @@ struct ArReplayCache {
   // program (some 15 MB): beyond, every program is dropped, and structures met again are
   // recorded again.
   static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32;
-  static constexpr std::size_t kSeen = 8192;
+  static constexpr std::size_t kSeen = 8192, kHws = 16;
   std::unordered_map<std::uint64_t, ArProgram> programs;
+  // The hardware configs the keys name (at most kHws: beyond, every program is dropped), and
+  // the one named last.
+  std::vector<HwConfig> hws;
+  std::size_t last_hw = 0;
   std::int64_t ops = 0;  // kept in `programs`, as counted against kMostOps
   std::vector<std::uint64_t> seen = std::vector<std::uint64_t>(kSeen, 0);
   sim::ReplayState state;
   std::vector<ps_t> cost_values;
   std::vector<std::int64_t> lo;
   sim::ReplayOrder order;
+  sim::ReplayClasses classes;
   ps_t marks[kCollMaxRanks];
   ArRecord record;
   // Recordings whose replay differed from the walk (none should), replays refused (every order
   // of the structure failed its certificate), structures recorded and orders kept.
   std::int64_t mismatches = 0, refusals = 0, graphs = 0, orders = 0;
+  std::int64_t uniform = 0;  // levels replayed by their classes (replay_uniform)
 };
+inline std::int64_t ArProgram::ops_counted() const {
+  std::int64_t n = ArReplayCache::kEntryOps + graph.n;
+  for (std::int32_t k = 0; k < norders; ++k) n += graph.n + static_cast<std::int64_t>(classes[k].steps.size());
+  return n;
+}
 inline ArReplayCache& replay_cache() {
   thread_local ArReplayCache cache;
   return cache;
 }
 
-inline ArLevelKey level_key(const AllreduceConfig& c, const AllreduceConfig& top) {
-  ArLevelKey k{c, top.level, top.ranks, top.op};  // no padding: compared bytewise
-  k.sub.bytes = 0;
-  return k;
+// Hardware `h`'s place in the cache's table (added where it is new).
+inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
+  const std::size_t n = cache.hws.size();
+  if (cache.last_hw < n && std::memcmp(&cache.hws[cache.last_hw], &h, sizeof h) == 0)
+    return static_cast<std::int64_t>(cache.last_hw);
+  std::size_t i = 0;
+  while (i < n && std::memcmp(&cache.hws[i], &h, sizeof h) != 0) ++i;
+  if (i == ArReplayCache::kHws) {  // full: every key named a place, so every program goes
+    cache.programs.clear(), cache.ops = 0, cache.hws.clear();
+    std::fill(cache.seen.begin(), cache.seen.end(), 0);
+    i = 0;
+  }
+  if (i == cache.hws.size()) cache.hws.push_back(h);
+  cache.last_hw = i;
+  return static_cast<std::int64_t>(i);
+}
+inline ArLevelKey level_key(ArReplayCache& cache, const AllreduceConfig& c, const AllreduceConfig& top) {
+  return ArLevelKey{hw_place(cache, c.hw), c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks,
+                    top.level,         top.ranks, top.op};
 }
 // A hash of a key's words: each word, offset by its place, multiplied and folded (a nonlinear
 // mix of its own, so no sum of changes to several fields cancels), and the words' mixes summed
@@ -157,11 +207,32 @@ inline std::uint64_t key_hash(const ArLevelKey& k) {
   return h;
 }
 
-// Level `c` replayed from program `p` in `order` (one of its orders): its figures and, with
-// `marks`, its ranks' marks (into the cache's `marks`), or false where the replay's
-// certificate does not hold.
-inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, const AllreduceConfig& c,
-                           AllreduceFigures* out, bool marks) {
+// A transfer's figures by its shape (the copies it makes at each level, and whether it adds:
+// shape_of) and size, `n` times, added into `f`.
+inline std::int32_t shape_of(const ArXferShape& x) {
+  return x.hops[0] | x.hops[1] << 8 | x.hops[2] << 16 | (x.reduce ? 1 << 24 : 0);
+}
+inline void add_transfers(AllreduceFigures& f, bool hbm, std::int32_t shape, std::int64_t nb, std::int64_t n) {
+  AllreduceFigures g{};
+  constexpr net::LinkKind kinds[3] = {net::LinkKind::ipcq_in, net::LinkKind::cube_link, net::LinkKind::sip_link};
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < ((shape >> (8 * k)) & 0xff); ++i) count_copy(g, kinds[k], nb);
+  send_figures(g, hbm, nb);
+  if (shape >> 24) add_figures(g, hbm, nb);
+  f.link_bytes_pe += n * g.link_bytes_pe, f.link_bytes_cube += n * g.link_bytes_cube;
+  f.link_bytes_sip += n * g.link_bytes_sip;
+  f.copies_pe += n * g.copies_pe, f.copies_cube += n * g.copies_cube, f.copies_sip += n * g.copies_sip;
+  f.transfers += n * g.transfers;
+  f.vector_ops += n * g.vector_ops, f.sram_read_bytes += n * g.sram_read_bytes;
+  f.sram_write_bytes += n * g.sram_write_bytes;
+  f.hbm_read_bytes += n * g.hbm_read_bytes, f.hbm_write_bytes += n * g.hbm_write_bytes;
+}
+
+// Level `c` replayed from program `p` in `order` (one of its orders), every op's cost from its
+// own pieces: its figures and, with `marks`, its ranks' marks (into the cache's `marks`), or
+// false where the replay's certificate does not hold.
+inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, const AllreduceConfig& c,
+                          AllreduceFigures* out, bool marks) {
   ArReplayCache& cache = replay_cache();
   const std::int64_t cap = (c.ranks + 1) * c.chunks;
   if (static_cast<std::int64_t>(cache.lo.size()) < cap) cache.lo.resize(static_cast<std::size_t>(cap));
@@ -197,9 +268,7 @@ inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, co
     return false;
   AllreduceFigures f{};
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
-  // A transfer's figures depend on its shape (whether it adds, its copies per level) and its
-  // size alone: the transfers are counted per (shape, size), and each count's figures taken
-  // once and multiplied.
+  // The transfers counted per (shape, size), each count's figures taken once and multiplied.
   struct Count {
     std::int64_t nb, n;
     std::int32_t shape;
@@ -207,38 +276,54 @@ inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, co
   constexpr std::int32_t kCounts = 16;
   Count counts[kCounts];
   std::int32_t ncounts = 0;
-  auto figures_of = [&](AllreduceFigures& g, std::int32_t shape, std::int64_t nb) {
-    constexpr net::LinkKind kinds[3] = {net::LinkKind::ipcq_in, net::LinkKind::cube_link, net::LinkKind::sip_link};
-    for (int k = 0; k < 3; ++k)
-      for (int i = 0; i < ((shape >> (8 * k)) & 0xff); ++i) count_copy(g, kinds[k], nb);
-    send_figures(g, hbm, nb);
-    if (shape >> 24) add_figures(g, hbm, nb);
-  };
   for (const ArXferShape& x : p.xfers) {
     const std::int64_t nb = bytes(x.ch, x.k0, x.k1);
-    const std::int32_t shape = x.hops[0] | x.hops[1] << 8 | x.hops[2] << 16 | (x.reduce ? 1 << 24 : 0);
+    const std::int32_t shape = shape_of(x);
     std::int32_t m = 0;
     while (m < ncounts && !(counts[m].nb == nb && counts[m].shape == shape)) ++m;
     if (m < ncounts) ++counts[m].n;
     else if (ncounts < kCounts) counts[ncounts++] = Count{nb, 1, shape};
-    else figures_of(f, shape, nb);
+    else add_transfers(f, hbm, shape, nb, 1);
   }
-  for (std::int32_t m = 0; m < ncounts; ++m) {
-    AllreduceFigures g{};
-    figures_of(g, counts[m].shape, counts[m].nb);
-    const std::int64_t n = counts[m].n;
-    f.link_bytes_pe += n * g.link_bytes_pe, f.link_bytes_cube += n * g.link_bytes_cube;
-    f.link_bytes_sip += n * g.link_bytes_sip;
-    f.copies_pe += n * g.copies_pe, f.copies_cube += n * g.copies_cube, f.copies_sip += n * g.copies_sip;
-    f.transfers += n * g.transfers;
-    f.vector_ops += n * g.vector_ops, f.sram_read_bytes += n * g.sram_read_bytes;
-    f.sram_write_bytes += n * g.sram_write_bytes;
-    f.hbm_read_bytes += n * g.hbm_read_bytes, f.hbm_write_bytes += n * g.hbm_write_bytes;
-  }
+  for (std::int32_t m = 0; m < ncounts; ++m) add_transfers(f, hbm, counts[m].shape, counts[m].nb, counts[m].n);
   f.latency_ps = cache.state.latency;
   f.vector_busy_ps = cache.state.class_busy[1];
   *out = f;
   return true;
+}
+
+// The same where every piece of `c` holds `piece` values (the level's values divide evenly into
+// its chunks and ranks): an op's cost depends on its group alone (kind, parameter and pieces
+// moved), and the ops are served in the classes of order k (sim::ReplayClasses).
+inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, std::int64_t piece,
+                           AllreduceFigures* out, bool marks) {
+  ArReplayCache& cache = replay_cache();
+  const std::size_t ngroups = p.groups.size();
+  cache.cost_values.resize(ngroups);
+  for (std::size_t g = 0; g < ngroups; ++g) {
+    const ArCostGroup& a = p.groups[g];
+    cache.cost_values[g] = ar_op_cost(c.hw, a.kind, a.param, a.pieces * 2 * piece);
+  }
+  if (!sim::replay_classes(p.classes[k], cache.cost_values.data(), static_cast<std::int32_t>(ngroups),
+                           p.graph.most_lat, cache.state, marks ? cache.marks : nullptr,
+                           static_cast<std::int32_t>(kCollMaxRanks)))
+    return false;
+  AllreduceFigures f{};
+  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
+  for (const ArXferGroup& x : p.xfer_groups) add_transfers(f, hbm, x.shape, x.pieces * 2 * piece, x.n);
+  f.latency_ps = cache.state.latency;
+  f.vector_busy_ps = cache.state.class_busy[1];
+  *out = f;
+  return true;
+}
+
+// Level `c` from program `p`'s order k: replay_uniform where its pieces are all one size, else
+// replay_pieces.
+inline bool replay_program(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, AllreduceFigures* out,
+                           bool marks) {
+  const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
+  if (values % parts == 0) return replay_uniform(p, k, c, values / parts, out, marks);
+  return replay_pieces(p, p.orders[k], c, out, marks);
 }
 
 // What replay_level found where it did not replay: whether the level is to be recorded (its
@@ -246,6 +331,7 @@ inline bool replay_program(const ArProgram& p, const sim::ReplayOrder& order, co
 // one.
 struct ArRecordPlan {
   bool record = false;
+  ArLevelKey key;
   std::uint64_t hash = 0;
   ArProgram* program = nullptr;
 };
@@ -255,9 +341,9 @@ struct ArRecordPlan {
 inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, AllreduceFigures* f, bool marks,
                          ArRecordPlan* plan) {
   ArReplayCache& cache = replay_cache();
-  const ArLevelKey key = level_key(c, top);
+  const ArLevelKey key = level_key(cache, c, top);
   const std::uint64_t h = key_hash(key);
-  *plan = ArRecordPlan{false, h, nullptr};
+  *plan = ArRecordPlan{false, key, h, nullptr};
   const auto it = cache.programs.find(h);
   if (it == cache.programs.end() || std::memcmp(&it->second.key, &key, sizeof key) != 0) {
     std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
@@ -270,8 +356,9 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
   plan->record = true, plan->program = &p;
   for (std::int32_t t = 0; t < p.norders; ++t) {
     const std::int32_t k = (p.last + t) % p.norders;
-    if (replay_program(p, p.orders[k], c, f, marks)) {
+    if (replay_program(p, k, c, f, marks)) {
       p.last = k;
+      cache.uniform += coll_values(c) % (c.chunks * c.ranks) == 0;
       return true;
     }
   }
@@ -279,27 +366,46 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
   return false;
 }
 
-// Records level `c` of `top` as `plan` says (into its program, or a new one), once the general
-// walk has taken it without depths with figures `f` and marks `marks`: Sim builds its ops
+// A new program's cost groups (each cost's kind, parameter and pieces moved) and transfer
+// groups (each transfer's shape and pieces, counted).
+inline void group_costs(ArProgram& p) {
+  p.groups.clear(), p.group_of.clear(), p.xfer_groups.clear();
+  for (const ArCost& a : p.costs) {
+    const ArCostGroup g{a.param, static_cast<std::int64_t>(a.mult) * (a.k1 - a.k0), a.kind};
+    std::size_t i = 0;
+    while (i < p.groups.size() && !(p.groups[i].param == g.param && p.groups[i].pieces == g.pieces && p.groups[i].kind == g.kind)) ++i;
+    if (i == p.groups.size()) p.groups.push_back(g);
+    p.group_of.push_back(static_cast<std::int16_t>(i));
+  }
+  for (const ArXferShape& x : p.xfers) {
+    const std::int64_t pieces = x.k1 - x.k0;
+    const std::int32_t shape = shape_of(x);
+    std::size_t i = 0;
+    while (i < p.xfer_groups.size() && !(p.xfer_groups[i].pieces == pieces && p.xfer_groups[i].shape == shape)) ++i;
+    if (i == p.xfer_groups.size()) p.xfer_groups.push_back(ArXferGroup{pieces, 0, shape});
+    ++p.xfer_groups[i].n;
+  }
+}
+
+// Records level `c` as `plan` says (into its program, or a new one, under the plan's key), once
+// a walk has taken it with figures `f` and marks `marks` (the general walk without depths, or
+// the ring's walk where the general walk takes it so too): Sim builds its ops
 // again (its output and scratch are overwritten; the caller has taken what it needs) and runs
 // them; a new program keeps the graph, and the order of the run is kept if its replay gives
 // the walk's figures and marks. True where an order was kept.
 template <class Sim>
-bool record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top, const ArRecordPlan& plan,
+bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
                   const AllreduceFigures& f, const ps_t* marks) {
   ArReplayCache& cache = replay_cache();
   ArRecord& rec = cache.record;
   ArProgram* program = plan.program;
   if (!program) {  // a new program (replacing one whose key hashed alike)
-    if (cache.ops + kCollMaxOps * (1 + ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps)
+    if (cache.ops + kCollMaxOps * (1 + 2 * ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps)
       cache.programs.clear(), cache.ops = 0;
     const auto old = cache.programs.find(plan.hash);
-    if (old != cache.programs.end()) {
-      const ArProgram& q = old->second;
-      cache.ops -= ArReplayCache::kEntryOps + q.graph.n * (1 + q.norders);
-    }
+    if (old != cache.programs.end()) cache.ops -= old->second.ops_counted();
     program = &cache.programs[plan.hash];  // what it held is overwritten as it is recorded
-    program->key = level_key(c, top);
+    program->key = plan.key;
     program->used = true, program->usable = false;  // usable once its graph is kept
     program->norders = 0, program->last = 0;
     cache.ops += ArReplayCache::kEntryOps;
@@ -318,6 +424,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top
     p.graph.record(sim.e, rec.op_cost);
     p.costs.assign(rec.costs, rec.costs + rec.ncosts);
     p.xfers.assign(rec.xfers, rec.xfers + rec.nxfers);
+    group_costs(p);
     p.usable = true;
     ++cache.graphs;
     cache.ops += p.graph.n;
@@ -325,19 +432,33 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const AllreduceConfig& top
   sim::ReplayOrder& order = cache.order;
   if (!p.graph.order_of(sim.e, order)) return false;
   AllreduceFigures g;
-  if (!replay_program(p, order, c, &g, true)) return false;  // the run met claims at an instant's later rounds
-  bool same = std::memcmp(&f, &g, sizeof f) == 0;
-  for (std::int64_t r = 0; r < c.ranks; ++r) same = same && cache.marks[r] == marks[r];
-  if (!same) {  // never: the run and the walk are the same schedule; the structure is replayed no more
+  if (!replay_pieces(p, order, c, &g, true)) return false;  // the run met claims at an instant's later rounds
+  auto same = [&] {
+    bool eq = std::memcmp(&f, &g, sizeof f) == 0;
+    for (std::int64_t r = 0; r < c.ranks; ++r) eq = eq && cache.marks[r] == marks[r];
+    return eq;
+  };
+  // Never false: the run and the walk are the same schedule, and classes time their ops alike
+  // (a config whose pieces are all one size checks them too); the structure is replayed no more.
+  bool kept = same();
+  sim::classes_of(p.graph, order, p.group_of.data(), cache.classes);
+  // The new order goes where the oldest was (or after the last one kept).
+  const bool added = p.norders < ArProgram::kOrders;
+  const std::int32_t k = added ? p.norders : (p.last + 1) % ArProgram::kOrders;
+  if (kept) {
+    if (!added) cache.ops -= p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
+    std::swap(p.orders[k], order);
+    std::swap(p.classes[k], cache.classes);
+    p.norders += added;
+    cache.ops += p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
+    const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
+    kept = values % parts != 0 || (replay_uniform(p, k, c, values / parts, &g, true) && same());
+  }
+  if (!kept) {
     ++cache.mismatches;
     p.usable = false;
     return false;
   }
-  // The new order goes where the oldest was (or after the last one kept).
-  const bool added = p.norders < ArProgram::kOrders;
-  const std::int32_t k = added ? p.norders++ : (p.last + 1) % ArProgram::kOrders;
-  std::swap(p.orders[k], order);
-  if (added) cache.ops += p.graph.n;
   ++cache.orders;
   p.last = k;
   return true;

@@ -7,11 +7,14 @@
 // order, without depths. The replay is the model's answer where its certificate holds: every
 // arbitrated resource meets its claims in goes_first order, and every op holds its resource
 // a while (docs/model.md section 11.11 gives the conditions and why they suffice). Otherwise
-// the model evaluates the config as it would have.
+// the model evaluates the config as it would have. Where the caller knows groups of costs to
+// be equal (pieces of one size), the ops are served by classes whose times are provably alike
+// (ReplayClasses): a level's ranks mostly do the same thing at the same time.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "../common/units.h"
@@ -157,7 +160,26 @@ struct ReplayState {
   std::vector<ps_t> ready, start, held, end;  // by position (held: start + busy, the resource's release)
   ps_t latency = 0;
   ps_t class_busy[2] = {0, 0};  // busy time summed per resource class (as EventSim's)
+  void size(std::int32_t nbusy, std::int32_t n) {
+    busy.resize(static_cast<std::size_t>(nbusy));
+    for (std::vector<ps_t>* v : {&ready, &start, &held, &end}) v->resize(static_cast<std::size_t>(n));
+  }
 };
+
+// Whether a replay of n ops, each holding its resource one of `costs` (ncosts of them) and
+// at most `most_lat` latency, may be taken: every busy time is above 0 (serve_flat's
+// condition: every op holds its resource a while), and every end is within the int64 guard
+// (fast_rule.h, overflows): an end is at most the sum of the busy times and latencies of the
+// ops served up to it (its start is an earlier op's end, head time or release), so n times
+// the largest of each suffices.
+inline bool replay_fits(const ps_t* costs, std::int32_t ncosts, ps_t most_lat, std::int32_t n) {
+  ps_t most = 0;
+  for (std::int32_t j = 0; j < ncosts; ++j) {
+    if (costs[j] <= 0) return false;
+    most = imax(most, costs[j]);
+  }
+  return most <= kTimeLimitPs && most_lat <= kTimeLimitPs && most + most_lat <= kTimeLimitPs / (n + 1);
+}
 
 // Replays `p`, serving its ops in order `o` (Replay::order_of), op i holding its resource
 // costs[p.cost[i]] ps (a chain with an HBM end at its slowest op's, as EventSim::streams), and
@@ -169,21 +191,9 @@ struct ReplayState {
 // or a time could pass the int64 guard: the replay then says nothing.
 inline bool replay(const Replay& p, const ReplayOrder& o, const ps_t* costs, std::int32_t ncosts, ReplayState& s,
                    ps_t* mark_done, std::int32_t marks) {
-  // Every end is at most the sum of the busy times and latencies of the ops served up to it
-  // (its start is an earlier op's end, head time or release): within the int64 guard
-  // (fast_rule.h, overflows) if n times the largest of each is.
-  ps_t most = 0;
-  for (std::int32_t j = 0; j < ncosts; ++j) {
-    if (costs[j] <= 0) return false;  // serve_flat's condition: every op holds its resource a while
-    most = imax(most, costs[j]);
-  }
   const std::int32_t n = p.n;
-  if (most > kTimeLimitPs || p.most_lat > kTimeLimitPs || most + p.most_lat > kTimeLimitPs / (n + 1)) return false;
-  s.busy.resize(static_cast<std::size_t>(n));
-  s.ready.resize(static_cast<std::size_t>(n));
-  s.start.resize(static_cast<std::size_t>(n));
-  s.held.resize(static_cast<std::size_t>(n));
-  s.end.resize(static_cast<std::size_t>(n));
+  if (!replay_fits(costs, ncosts, p.most_lat, n)) return false;
+  s.size(n, n);
   // The arrays in locals: the loops below store times, which the compiler cannot otherwise
   // tell from the vectors' own pointers.
   ps_t* const busy = s.busy.data();
@@ -219,6 +229,171 @@ inline bool replay(const Replay& p, const ReplayOrder& o, const ps_t* costs, std
       if (p.mark_a[i] >= 0) mark_done[p.mark_a[i]] = imax(mark_done[p.mark_a[i]], end[q]);
       if (p.mark_b[i] >= 0) mark_done[p.mark_b[i]] = imax(mark_done[p.mark_b[i]], end[q]);
     }
+  }
+  return true;
+}
+
+// An order's ops merged into classes whose times are equal for every busy time, where ops of
+// one cost group cost alike (the caller's grouping of the costs: by what their values depend
+// on, where a config's pieces all have one size): two ops are in one class where they take the
+// same busy time (the slowest of the same groups: one group, or a chain's), have the same
+// latency, head latency and classes of head predecessor, of the op before them on their
+// resource and of what they wait for (as a set: a ready time is a max). Then the rule of the
+// replay gives them the same ready time, start, release and end, and their claims' checks are
+// those of their classes. Served class by class, in the order of each class's first op.
+struct ReplayClasses {
+  struct Step {
+    ps_t lat, head_lat;
+    std::int32_t pred_begin;  // what it waits for: preds[pred_begin .. pred_end[class])
+    std::int16_t busy;        // its busy time: an index into busy_groups' sets
+    std::int16_t prev, head;  // classes (-1: none)
+  };
+  struct Check {
+    std::int16_t prev, at;     // a claim of class `at` must go after one of class `prev`
+    std::int8_t after_at_tie;  // where both are ready at one time: whether it does
+  };
+  struct Mark {
+    std::int16_t mark, cls;  // the mark's last end is at least the class's end
+  };
+  std::int32_t n = 0;  // the graph's ops (the int64 guard counts them)
+  std::vector<Step> steps;
+  std::vector<std::int32_t> pred_end;
+  std::vector<std::int16_t> preds;
+  // Per busy time, the groups whose slowest it takes (CSR), and how many vector-class ops take it.
+  std::vector<std::int32_t> busy_begin;
+  std::vector<std::int16_t> busy_groups;
+  std::vector<std::int64_t> vector_ops;
+  std::vector<Check> checks;
+  std::vector<Mark> marks;
+};
+
+// The classes of `p`'s ops in order `o`, op i's cost p.cost[i] in group group[p.cost[i]].
+inline void classes_of(const Replay& p, const ReplayOrder& o, const std::int16_t* group, ReplayClasses& out) {
+  const std::size_t n = static_cast<std::size_t>(p.n);
+  // Each op's busy time: the set of groups it takes the slowest of.
+  std::vector<std::int32_t> chain_of(n, -1);
+  for (const std::int16_t i : p.chains)
+    for (std::int32_t k = i; k < i + p.chain_len[static_cast<std::size_t>(i)]; ++k) chain_of[static_cast<std::size_t>(k)] = i;
+  std::map<std::vector<std::int16_t>, std::int16_t> busy_ids;
+  std::vector<std::int16_t> busy_of(n);
+  out.busy_begin.assign(1, 0);
+  out.busy_groups.clear();
+  out.vector_ops.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::int16_t> set;
+    const std::int32_t c = chain_of[i];
+    if (c < 0) set.push_back(group[p.cost[i]]);
+    for (std::int32_t k = c; c >= 0 && k < c + p.chain_len[static_cast<std::size_t>(c)]; ++k)
+      set.push_back(group[p.cost[static_cast<std::size_t>(k)]]);
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    const auto at = busy_ids.emplace(set, static_cast<std::int16_t>(busy_ids.size()));
+    if (at.second) {
+      out.busy_groups.insert(out.busy_groups.end(), set.begin(), set.end());
+      out.busy_begin.push_back(static_cast<std::int32_t>(out.busy_groups.size()));
+      out.vector_ops.push_back(0);
+    }
+    busy_of[i] = at.first->second;
+  }
+  // The classes, position by position: a key of what decides its times, classes of earlier
+  // positions only.
+  std::map<std::vector<std::int64_t>, std::int16_t> ids;
+  std::vector<std::int16_t> cls(n);
+  std::map<std::vector<std::int64_t>, bool> checks, marks;
+  out.n = p.n;
+  out.steps.clear(), out.pred_end.clear(), out.preds.clear(), out.checks.clear(), out.marks.clear();
+  for (std::size_t q = 0; q < n; ++q) {
+    const ReplayStep& st = o.steps[q];
+    const std::size_t i = static_cast<std::size_t>(st.op);
+    std::vector<std::int64_t> key{busy_of[i], st.lat, st.head_lat, st.head >= 0 ? cls[static_cast<std::size_t>(st.head)] : -1,
+                                  st.prev >= 0 ? cls[static_cast<std::size_t>(st.prev)] : -1};
+    const std::size_t fixed = key.size();
+    for (std::int32_t k = st.pred_begin; k < o.pred_end[q]; ++k) key.push_back(cls[static_cast<std::size_t>(o.preds[static_cast<std::size_t>(k)])]);
+    std::sort(key.begin() + static_cast<std::ptrdiff_t>(fixed), key.end());
+    key.erase(std::unique(key.begin() + static_cast<std::ptrdiff_t>(fixed), key.end()), key.end());
+    const auto at = ids.emplace(key, static_cast<std::int16_t>(ids.size()));
+    cls[q] = at.first->second;
+    if (at.second) {
+      ReplayClasses::Step s;
+      s.lat = st.lat, s.head_lat = st.head_lat, s.busy = busy_of[i];
+      s.head = static_cast<std::int16_t>(key[3]), s.prev = static_cast<std::int16_t>(key[4]);
+      s.pred_begin = static_cast<std::int32_t>(out.preds.size());
+      for (std::size_t k = fixed; k < key.size(); ++k) out.preds.push_back(static_cast<std::int16_t>(key[k]));
+      out.pred_end.push_back(static_cast<std::int32_t>(out.preds.size()));
+      out.steps.push_back(s);
+    }
+    if (p.res_class[static_cast<std::size_t>(p.res[i])] > 0) ++out.vector_ops[static_cast<std::size_t>(busy_of[i])];
+    if (st.check && checks.emplace(std::vector<std::int64_t>{cls[static_cast<std::size_t>(st.prev)], cls[q], st.after_at_tie}, true).second)
+      out.checks.push_back(ReplayClasses::Check{cls[static_cast<std::size_t>(st.prev)], cls[q], st.after_at_tie});
+    for (const std::int8_t m : {p.mark_a[i], p.mark_b[i]})
+      if (m >= 0 && marks.emplace(std::vector<std::int64_t>{m, cls[q]}, true).second)
+        out.marks.push_back(ReplayClasses::Mark{m, cls[q]});
+  }
+  // A mark's last end is that of a class no other class of the mark comes after: a class ends
+  // after everything it waits for (busy times are above 0) and after the op before it on its
+  // resource (the same latency, its start no earlier than that op's release). What each class
+  // comes after, transitively, as bits.
+  const std::size_t nc = out.steps.size(), words = (nc + 63) / 64;
+  std::vector<std::uint64_t> after(nc * words, 0);  // after[c]: the classes c comes after
+  for (std::size_t c = 0; c < nc; ++c) {
+    std::uint64_t* row = after.data() + c * words;
+    auto take = [&](std::int32_t d) {
+      if (d < 0) return;
+      const std::uint64_t* from = after.data() + static_cast<std::size_t>(d) * words;
+      for (std::size_t w = 0; w < words; ++w) row[w] |= from[w];
+      row[static_cast<std::size_t>(d) / 64] |= std::uint64_t{1} << (d % 64);
+    };
+    take(out.steps[c].prev);
+    for (std::int32_t k = out.steps[c].pred_begin; k < out.pred_end[c]; ++k) take(out.preds[static_cast<std::size_t>(k)]);
+  }
+  std::vector<ReplayClasses::Mark> kept;
+  for (const ReplayClasses::Mark& m : out.marks) {
+    bool last = true;
+    for (const ReplayClasses::Mark& o : out.marks)
+      if (o.mark == m.mark && o.cls != m.cls &&
+          (after[static_cast<std::size_t>(o.cls) * words + static_cast<std::size_t>(m.cls) / 64] >> (m.cls % 64)) & 1)
+        last = false;
+    if (last) kept.push_back(m);
+  }
+  out.marks.swap(kept);
+}
+
+// replay() on the classes: the same results, where every cost of group g costs costs[g]
+// (ngroups groups) and `most_lat` is the graph's largest latency.
+inline bool replay_classes(const ReplayClasses& p, const ps_t* costs, std::int32_t ngroups, ps_t most_lat,
+                           ReplayState& s, ps_t* mark_done, std::int32_t marks) {
+  if (!replay_fits(costs, ngroups, most_lat, p.n)) return false;
+  const std::int32_t n = static_cast<std::int32_t>(p.steps.size()), nbusy = static_cast<std::int32_t>(p.vector_ops.size());
+  s.size(nbusy, n);
+  ps_t* const busy = s.busy.data();
+  ps_t *const ready_at = s.ready.data(), *const start = s.start.data(), *const held = s.held.data();
+  ps_t* const end = s.end.data();
+  ps_t vector_busy = 0;
+  for (std::int32_t b = 0; b < nbusy; ++b) {
+    ps_t slowest = 0;
+    for (std::int32_t k = p.busy_begin[static_cast<std::size_t>(b)]; k < p.busy_begin[static_cast<std::size_t>(b) + 1]; ++k)
+      slowest = imax(slowest, costs[p.busy_groups[static_cast<std::size_t>(k)]]);
+    busy[b] = slowest;
+    vector_busy += p.vector_ops[static_cast<std::size_t>(b)] * slowest;
+  }
+  const ReplayClasses::Step* const steps = p.steps.data();
+  const std::int32_t* const pred_end = p.pred_end.data();
+  const std::int16_t* const preds = p.preds.data();
+  ps_t latency = 0;
+  for (std::int32_t q = 0; q < n; ++q) {
+    const ReplayClasses::Step& st = steps[q];
+    ps_t ready = st.head >= 0 ? start[st.head] + st.head_lat : 0;
+    for (std::int32_t k = st.pred_begin; k < pred_end[q]; ++k) ready = imax(ready, end[preds[k]]);
+    const ps_t b = busy[st.busy], at = imax(ready, st.prev >= 0 ? held[st.prev] : 0), e = at + b + st.lat;
+    ready_at[q] = ready, start[q] = at, held[q] = at + b, end[q] = e;
+    latency = imax(latency, e);
+  }
+  for (const ReplayClasses::Check& c : p.checks)
+    if (ready_at[c.prev] > ready_at[c.at] || (ready_at[c.prev] == ready_at[c.at] && !c.after_at_tie)) return false;
+  s.latency = latency, s.class_busy[0] = 0, s.class_busy[1] = vector_busy;
+  if (mark_done) {
+    for (std::int32_t m = 0; m < marks; ++m) mark_done[m] = 0;
+    for (const ReplayClasses::Mark& m : p.marks) mark_done[m.mark] = imax(mark_done[m.mark], end[m.cls]);
   }
   return true;
 }
