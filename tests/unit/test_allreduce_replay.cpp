@@ -24,7 +24,7 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   without->replay_off = true;
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
   const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs,
-                     uniform = cache.uniform;
+                     uniform = cache.uniform, closed = cache.closed;
   std::mt19937_64 rng(20261205);
   std::vector<int> counts;
   std::int64_t replayed = 0, recorded = 0, configs = 0, hier = 0, rings = 0, per_buffer[kCollBuffers] = {};
@@ -58,18 +58,22 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   }
   // Orders learned for a structure that had one already.
   const std::int64_t refused = cache.refusals - refusals, learned = cache.orders - cache.graphs - orders,
-                     by_classes = cache.uniform - uniform;
+                     by_classes = cache.uniform - uniform, by_forms = cache.closed - closed;
   std::printf("replay: %lld levels replayed (%lld of hier phases, %lld rings; SRAM %lld, HBM %lld; %lld by their "
-              "classes) over %lld configs; %lld recorded, %lld further orders learned, %lld replays refused\n",
+              "classes, %lld of them in closed form) over %lld configs; %lld recorded, %lld further orders learned, "
+              "%lld replays refused\n",
               static_cast<long long>(replayed), static_cast<long long>(hier), static_cast<long long>(rings),
               static_cast<long long>(per_buffer[0]), static_cast<long long>(per_buffer[1]),
-              static_cast<long long>(by_classes), static_cast<long long>(configs), static_cast<long long>(recorded),
+              static_cast<long long>(by_classes), static_cast<long long>(by_forms), static_cast<long long>(configs),
+              static_cast<long long>(recorded),
               static_cast<long long>(learned), static_cast<long long>(refused));
   EXPECT_EQ(cache.mismatches, mismatches) << "a recording's replay differed from the walk it repeats";
   for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
   EXPECT_GT(hier, 10000);
   EXPECT_GT(rings, 5000);
   EXPECT_GT(by_classes, 30000);             // each piece one size: the classes' replay
+  EXPECT_GT(by_forms, 20000);               // in closed form
+  EXPECT_GT(by_classes - by_forms, 5000);   // and class by class
   EXPECT_GT(replayed - by_classes, 30000);  // pieces of two sizes: op by op
   EXPECT_GT(refused, 200);  // the certificate's refusals are exercised
   EXPECT_GT(learned, 200);  // and so are structures with several orders

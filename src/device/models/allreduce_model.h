@@ -83,8 +83,10 @@ struct SimT {
   // (allreduce_replay.h); replay_off: neither (tests compare).
   bool replay_off = false;
   std::int32_t replayed_levels = 0, recorded_levels = 0;
-  // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses.
+  // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses;
+  // ports_marked: whether they are (the host marks them for the first level it does not replay).
   std::int8_t port[2 * Caps::kHierRanks];
+  bool ports_marked = false;
   std::int16_t writer[kWriters];  // per (rank, chunk, piece): the op that last wrote it
   std::int32_t issued[kRanks];
   CollXfer group[kGroup];
@@ -492,8 +494,10 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
       sim.nodes[r] = sim.node_of(r);
       sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
     }
-    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm))
+    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
+      if (!sim.ports_marked) sim.mark_ports(top), sim.ports_marked = true;
       for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+    }
   }
   // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
   if (ring && !walked) {
@@ -566,8 +570,12 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
     return r;
   }
   if (c.level == static_cast<std::int64_t>(CollLevel::hier)) coll_hier_dims(c, &sim.dims);
-  // The static HBM share needs every port the launch uses before the first op.
-  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c);
+  // The static HBM share needs every port the launch uses before the first op (the host marks
+  // them where a level is not replayed: a replay's costs come with its recording).
+  sim.ports_marked = false;
+#if defined(__CUDA_ARCH__)
+  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c), sim.ports_marked = true;
+#endif
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
     sim.hier = false;
     const std::int32_t s = ar_detail::run_level(sim, c, c);

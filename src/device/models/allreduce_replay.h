@@ -126,6 +126,8 @@ struct ArProgram {
   std::vector<ArXferGroup> xfer_groups;
   sim::ReplayOrder orders[kOrders];
   sim::ReplayClasses classes[kOrders];  // each order's classes, by the groups
+  sim::ReplayForms forms[kOrders];      // and their closed form, where `closed`
+  bool closed[kOrders] = {};
   std::int32_t norders = 0, last = 0;   // orders kept; the one that served last (tried first)
   // What the cache counts of it: kEntryOps, the graph's ops, and each order's steps and classes.
   std::int64_t ops_counted() const;
@@ -152,12 +154,13 @@ struct ArReplayCache {
   std::vector<std::int64_t> lo;
   sim::ReplayOrder order;
   sim::ReplayClasses classes;
+  sim::ReplayForms forms;
   ps_t marks[kCollMaxRanks];
   ArRecord record;
   // Recordings whose replay differed from the walk (none should), replays refused (every order
   // of the structure failed its certificate), structures recorded and orders kept.
   std::int64_t mismatches = 0, refusals = 0, graphs = 0, orders = 0;
-  std::int64_t uniform = 0;  // levels replayed by their classes (replay_uniform)
+  std::int64_t uniform = 0, closed = 0;  // levels replayed by their classes (replay_uniform), by their closed form
 };
 inline std::int64_t ArProgram::ops_counted() const {
   std::int64_t n = ArReplayCache::kEntryOps + graph.n;
@@ -296,7 +299,7 @@ inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, con
 // its chunks and ranks): an op's cost depends on its group alone (kind, parameter and pieces
 // moved), and the ops are served in the classes of order k (sim::ReplayClasses).
 inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, std::int64_t piece,
-                           AllreduceFigures* out, bool marks) {
+                           AllreduceFigures* out, bool marks, bool closed) {
   ArReplayCache& cache = replay_cache();
   const std::size_t ngroups = p.groups.size();
   cache.cost_values.resize(ngroups);
@@ -304,9 +307,12 @@ inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceCo
     const ArCostGroup& a = p.groups[g];
     cache.cost_values[g] = ar_op_cost(c.hw, a.kind, a.param, a.pieces * 2 * piece);
   }
-  if (!sim::replay_classes(p.classes[k], cache.cost_values.data(), static_cast<std::int32_t>(ngroups),
-                           p.graph.most_lat, cache.state, marks ? cache.marks : nullptr,
-                           static_cast<std::int32_t>(kCollMaxRanks)))
+  ps_t* const mark_done = marks ? cache.marks : nullptr;
+  const std::int32_t ncosts = static_cast<std::int32_t>(ngroups), nmarks = static_cast<std::int32_t>(kCollMaxRanks);
+  if (closed ? !sim::replay_forms(p.classes[k], p.forms[k], cache.cost_values.data(), ncosts, p.graph.most_lat,
+                                  cache.state, mark_done, nmarks)
+             : !sim::replay_classes(p.classes[k], cache.cost_values.data(), ncosts, p.graph.most_lat, cache.state,
+                                    mark_done, nmarks))
     return false;
   AllreduceFigures f{};
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
@@ -322,7 +328,7 @@ inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceCo
 inline bool replay_program(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, AllreduceFigures* out,
                            bool marks) {
   const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
-  if (values % parts == 0) return replay_uniform(p, k, c, values / parts, out, marks);
+  if (values % parts == 0) return replay_uniform(p, k, c, values / parts, out, marks, p.closed[k]);
   return replay_pieces(p, p.orders[k], c, out, marks);
 }
 
@@ -358,7 +364,8 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
     const std::int32_t k = (p.last + t) % p.norders;
     if (replay_program(p, k, c, f, marks)) {
       p.last = k;
-      cache.uniform += coll_values(c) % (c.chunks * c.ranks) == 0;
+      const bool uniform = coll_values(c) % (c.chunks * c.ranks) == 0;
+      cache.uniform += uniform, cache.closed += uniform && p.closed[k];
       return true;
     }
   }
@@ -442,6 +449,9 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
   // (a config whose pieces are all one size checks them too); the structure is replayed no more.
   bool kept = same();
   sim::classes_of(p.graph, order, p.group_of.data(), cache.classes);
+  // The closed form where it is no longer than the classes (a form costs about what a class does).
+  const std::int32_t steps = static_cast<std::int32_t>(cache.classes.steps.size());
+  const bool closed = sim::forms_of(cache.classes, steps, cache.forms) && cache.forms.forms() <= steps;
   // The new order goes where the oldest was (or after the last one kept).
   const bool added = p.norders < ArProgram::kOrders;
   const std::int32_t k = added ? p.norders : (p.last + 1) % ArProgram::kOrders;
@@ -449,10 +459,15 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
     if (!added) cache.ops -= p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
     std::swap(p.orders[k], order);
     std::swap(p.classes[k], cache.classes);
+    std::swap(p.forms[k], cache.forms);
+    p.closed[k] = closed;
     p.norders += added;
     cache.ops += p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
     const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
-    kept = values % parts != 0 || (replay_uniform(p, k, c, values / parts, &g, true) && same());
+    if (values % parts == 0) {
+      kept = replay_uniform(p, k, c, values / parts, &g, true, false) && same();
+      if (closed) kept = kept && replay_uniform(p, k, c, values / parts, &g, true, true) && same();
+    }
   }
   if (!kept) {
     ++cache.mismatches;

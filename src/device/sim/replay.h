@@ -358,6 +358,20 @@ inline void classes_of(const Replay& p, const ReplayOrder& o, const std::int16_t
   out.marks.swap(kept);
 }
 
+// Each busy time of `p` (the slowest of its groups' costs) into busy[], and the vector-class
+// ops' busy times summed.
+inline ps_t busy_times(const ReplayClasses& p, const ps_t* costs, ps_t* busy) {
+  ps_t vector_busy = 0;
+  for (std::size_t b = 0; b < p.vector_ops.size(); ++b) {
+    ps_t slowest = 0;
+    for (std::int32_t k = p.busy_begin[b]; k < p.busy_begin[b + 1]; ++k)
+      slowest = imax(slowest, costs[p.busy_groups[static_cast<std::size_t>(k)]]);
+    busy[b] = slowest;
+    vector_busy += p.vector_ops[b] * slowest;
+  }
+  return vector_busy;
+}
+
 // replay() on the classes: the same results, where every cost of group g costs costs[g]
 // (ngroups groups) and `most_lat` is the graph's largest latency.
 inline bool replay_classes(const ReplayClasses& p, const ps_t* costs, std::int32_t ngroups, ps_t most_lat,
@@ -368,14 +382,7 @@ inline bool replay_classes(const ReplayClasses& p, const ps_t* costs, std::int32
   ps_t* const busy = s.busy.data();
   ps_t *const ready_at = s.ready.data(), *const start = s.start.data(), *const held = s.held.data();
   ps_t* const end = s.end.data();
-  ps_t vector_busy = 0;
-  for (std::int32_t b = 0; b < nbusy; ++b) {
-    ps_t slowest = 0;
-    for (std::int32_t k = p.busy_begin[static_cast<std::size_t>(b)]; k < p.busy_begin[static_cast<std::size_t>(b) + 1]; ++k)
-      slowest = imax(slowest, costs[p.busy_groups[static_cast<std::size_t>(k)]]);
-    busy[b] = slowest;
-    vector_busy += p.vector_ops[static_cast<std::size_t>(b)] * slowest;
-  }
+  const ps_t vector_busy = busy_times(p, costs, busy);
   const ReplayClasses::Step* const steps = p.steps.data();
   const std::int32_t* const pred_end = p.pred_end.data();
   const std::int16_t* const preds = p.preds.data();
@@ -394,6 +401,158 @@ inline bool replay_classes(const ReplayClasses& p, const ps_t* costs, std::int32
   if (mark_done) {
     for (std::int32_t m = 0; m < marks; ++m) mark_done[m] = 0;
     for (const ReplayClasses::Mark& m : p.marks) mark_done[m.mark] = imax(mark_done[m.mark], end[m.cls]);
+  }
+  return true;
+}
+
+// The classes' times in closed form: each a max of linear forms in the busy times
+// (ReplayClasses::vector_ops.size() of them, each at least 1 ps), k + sum_b c_b busy_b. The
+// replay's rule is max and plus, so every ready time, start, release and end is such a max; a
+// form is dropped where another of the same max is at least it for every busy time of at
+// least 1 (each coefficient at least its, and at least it where all are 1). What a config
+// needs is then a few forms: the latency, each mark's last end, and the ready times of the
+// checks that do not hold for every busy time (a check holds for all where each form of the
+// earlier claim's ready time is below, or at a tie allowed at most, a form of the later's).
+struct ReplayForms {
+  struct Range {
+    std::int32_t begin = 0, end = 0;  // forms [begin, end)
+  };
+  struct Check {
+    Range prev, at;
+    std::int8_t after_at_tie;
+  };
+  struct Mark {
+    std::int16_t mark;
+    Range last;
+  };
+  std::int32_t nbusy = 0;
+  std::vector<ps_t> k;             // per form, its constant
+  std::vector<std::int32_t> coef;  // per form, nbusy coefficients
+  Range latency;
+  std::vector<Check> checks;
+  std::vector<Mark> marks;
+  std::int64_t forms() const { return static_cast<std::int64_t>(k.size()); }
+};
+
+namespace replay_detail {
+struct Form {
+  ps_t k;
+  std::vector<std::int32_t> c;
+  ps_t at_one() const {
+    ps_t v = k;
+    for (const std::int32_t x : c) v += x;
+    return v;
+  }
+};
+using Max = std::vector<Form>;
+// a >= b for every busy time of at least 1 (strict: >).
+inline bool covers(const Form& a, const Form& b, bool strict) {
+  for (std::size_t i = 0; i < a.c.size(); ++i)
+    if (a.c[i] < b.c[i]) return false;
+  return strict ? a.at_one() > b.at_one() : a.at_one() >= b.at_one();
+}
+// max(a, b) into a, without forms another covers.
+inline void take_max(Max& a, const Max& b) {
+  for (const Form& f : b) {
+    bool covered = false;
+    for (const Form& g : a) covered = covered || covers(g, f, false);
+    if (covered) continue;
+    a.erase(std::remove_if(a.begin(), a.end(), [&](const Form& g) { return covers(f, g, false); }), a.end());
+    a.push_back(f);
+  }
+}
+}  // namespace replay_detail
+
+// The closed form of `p` (out), or false where a time needs more than `most` forms.
+inline bool forms_of(const ReplayClasses& p, std::int32_t most, ReplayForms& out) {
+  using replay_detail::Form;
+  using replay_detail::Max;
+  const std::size_t n = p.steps.size(), nbusy = p.vector_ops.size();
+  std::vector<Max> ready(n), start(n), held(n), end(n);
+  Max latency;
+  auto shifted = [](Max m, ps_t by, std::int32_t busy) {
+    for (Form& f : m) {
+      f.k += by;
+      if (busy >= 0) ++f.c[static_cast<std::size_t>(busy)];
+    }
+    return m;
+  };
+  for (std::size_t q = 0; q < n; ++q) {
+    const ReplayClasses::Step& st = p.steps[q];
+    Max r{Form{0, std::vector<std::int32_t>(nbusy, 0)}};
+    if (st.head >= 0) replay_detail::take_max(r, shifted(start[static_cast<std::size_t>(st.head)], st.head_lat, -1));
+    for (std::int32_t k = st.pred_begin; k < p.pred_end[q]; ++k)
+      replay_detail::take_max(r, end[static_cast<std::size_t>(p.preds[static_cast<std::size_t>(k)])]);
+    Max a = r;
+    if (st.prev >= 0) replay_detail::take_max(a, held[static_cast<std::size_t>(st.prev)]);
+    ready[q] = std::move(r);
+    start[q] = std::move(a);
+    held[q] = shifted(start[q], 0, st.busy);
+    end[q] = shifted(start[q], st.lat, st.busy);
+    replay_detail::take_max(latency, end[q]);
+    for (const Max* m : {&ready[q], &start[q], &latency})
+      if (static_cast<std::int32_t>(m->size()) > most) return false;
+  }
+  out = ReplayForms{};
+  out.nbusy = static_cast<std::int32_t>(nbusy);
+  auto keep = [&](const Max& m) {
+    ReplayForms::Range r;
+    r.begin = static_cast<std::int32_t>(out.k.size());
+    for (const Form& f : m) out.k.push_back(f.k), out.coef.insert(out.coef.end(), f.c.begin(), f.c.end());
+    r.end = static_cast<std::int32_t>(out.k.size());
+    return r;
+  };
+  out.latency = keep(latency);
+  for (const ReplayClasses::Check& c : p.checks) {
+    const Max &before = ready[static_cast<std::size_t>(c.prev)], &after = ready[static_cast<std::size_t>(c.at)];
+    bool always = true;
+    for (const Form& f : before) {
+      bool below = false;
+      for (const Form& g : after) below = below || replay_detail::covers(g, f, !c.after_at_tie);
+      always = always && below;
+    }
+    if (!always) out.checks.push_back(ReplayForms::Check{keep(before), keep(after), c.after_at_tie});
+  }
+  std::vector<Max> last;
+  std::vector<std::int16_t> mark_ids;
+  for (const ReplayClasses::Mark& m : p.marks) {
+    std::size_t i = 0;
+    while (i < mark_ids.size() && mark_ids[i] != m.mark) ++i;
+    if (i == mark_ids.size()) mark_ids.push_back(m.mark), last.emplace_back();
+    replay_detail::take_max(last[i], end[static_cast<std::size_t>(m.cls)]);
+  }
+  for (std::size_t i = 0; i < mark_ids.size(); ++i) out.marks.push_back(ReplayForms::Mark{mark_ids[i], keep(last[i])});
+  return true;
+}
+
+// replay_classes() by the closed form `f` of `p`: the same results.
+inline bool replay_forms(const ReplayClasses& p, const ReplayForms& f, const ps_t* costs, std::int32_t ngroups,
+                         ps_t most_lat, ReplayState& s, ps_t* mark_done, std::int32_t marks) {
+  if (!replay_fits(costs, ngroups, most_lat, p.n)) return false;
+  const std::int32_t nbusy = f.nbusy;
+  s.size(nbusy, 0);
+  ps_t* const busy = s.busy.data();
+  const ps_t vector_busy = busy_times(p, costs, busy);
+  const ps_t* const k = f.k.data();
+  const std::int32_t* const coef = f.coef.data();
+  // Each form is a path's busy times and latencies: within the guard, as the replay's times.
+  auto value = [&](ReplayForms::Range r) {
+    ps_t v = 0;
+    for (std::int32_t i = r.begin; i < r.end; ++i) {
+      ps_t x = k[i];
+      for (std::int32_t b = 0; b < nbusy; ++b) x += coef[i * nbusy + b] * busy[b];
+      v = imax(v, x);
+    }
+    return v;
+  };
+  for (const ReplayForms::Check& c : f.checks) {
+    const ps_t before = value(c.prev), after = value(c.at);
+    if (before > after || (before == after && !c.after_at_tie)) return false;
+  }
+  s.latency = value(f.latency), s.class_busy[0] = 0, s.class_busy[1] = vector_busy;
+  if (mark_done) {
+    for (std::int32_t m = 0; m < marks; ++m) mark_done[m] = 0;
+    for (const ReplayForms::Mark& m : f.marks) mark_done[m.mark] = value(m.last);
   }
   return true;
 }
