@@ -143,6 +143,26 @@ struct ArReplayCache {
   static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32;
   static constexpr std::size_t kSeen = 8192, kHws = 16;
   std::unordered_map<std::uint64_t, ArProgram> programs;
+  // A direct-mapped table before the map, by the hash's low bits: a program's place in the map
+  // stays while the map keeps it (cleared with the map).
+  static constexpr std::size_t kFront = 1024;
+  struct Front {
+    std::uint64_t hash = 0;
+    ArProgram* program = nullptr;
+  };
+  std::vector<Front> front = std::vector<Front>(kFront);
+  void drop_programs() {
+    programs.clear(), ops = 0;
+    std::fill(front.begin(), front.end(), Front{});
+  }
+  ArProgram* find(std::uint64_t h) {
+    Front& f = front[h % kFront];
+    if (f.program && f.hash == h) return f.program;
+    const auto it = programs.find(h);
+    if (it == programs.end()) return nullptr;
+    f = Front{h, &it->second};
+    return f.program;
+  }
   // The hardware configs the keys name (at most kHws: beyond, every program is dropped), and
   // the one named last.
   std::vector<HwConfig> hws;
@@ -180,7 +200,7 @@ inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
   std::size_t i = 0;
   while (i < n && std::memcmp(&cache.hws[i], &h, sizeof h) != 0) ++i;
   if (i == ArReplayCache::kHws) {  // full: every key named a place, so every program goes
-    cache.programs.clear(), cache.ops = 0, cache.hws.clear();
+    cache.drop_programs(), cache.hws.clear();
     std::fill(cache.seen.begin(), cache.seen.end(), 0);
     i = 0;
   }
@@ -350,14 +370,14 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, A
   const ArLevelKey key = level_key(cache, c, top);
   const std::uint64_t h = key_hash(key);
   *plan = ArRecordPlan{false, key, h, nullptr};
-  const auto it = cache.programs.find(h);
-  if (it == cache.programs.end() || std::memcmp(&it->second.key, &key, sizeof key) != 0) {
+  ArProgram* const found = cache.find(h);
+  if (!found || std::memcmp(&found->key, &key, sizeof key) != 0) {
     std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
     plan->record = once == h;  // met before (else: now)
     once = h;
     return false;
   }
-  ArProgram& p = it->second;
+  ArProgram& p = *found;
   if (!p.usable) return false;  // not recordable, or its recording distrusted
   plan->record = true, plan->program = &p;
   for (std::int32_t t = 0; t < p.norders; ++t) {
@@ -408,7 +428,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
   ArProgram* program = plan.program;
   if (!program) {  // a new program (replacing one whose key hashed alike)
     if (cache.ops + kCollMaxOps * (1 + 2 * ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps)
-      cache.programs.clear(), cache.ops = 0;
+      cache.drop_programs();
     const auto old = cache.programs.find(plan.hash);
     if (old != cache.programs.end()) cache.ops -= old->second.ops_counted();
     program = &cache.programs[plan.hash];  // what it held is overwritten as it is recorded
