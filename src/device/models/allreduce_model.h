@@ -83,6 +83,7 @@ struct SimT {
   // (allreduce_replay.h); replay_off: neither (tests compare).
   bool replay_off = false;
   std::int32_t replayed_levels = 0, recorded_levels = 0;
+  std::int32_t hw_place = -1;  // the launch's hardware's place in the thread's table (-1: not looked up)
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses;
   // ports_marked: whether they are (the host marks them for the first level it does not replay).
   std::int8_t port[2 * Caps::kHierRanks];
@@ -481,10 +482,11 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
 #if !defined(__CUDA_ARCH__)
   // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
   ArRecordPlan plan;
-  if (Caps::kEvents && !sim.events_only && !sim.general_off && !sim.replay_off &&
-      replay_level(c, top, &f, sim.hier, &plan)) {
-    walked = replayed = true;
-    marks = replay_cache().marks;
+  const bool replaying = Caps::kEvents && !sim.events_only && !sim.general_off && !sim.replay_off;
+  if (replaying && sim.hw_place < 0)  // once a launch
+    sim.hw_place = static_cast<std::int32_t>(hw_place(replay_cache(), top.hw));
+  if (replaying && replay_level(c, top, sim.hw_place, &f, sim.hier ? sim.mark_done : nullptr, &plan)) {
+    walked = replayed = true;  // a hier phase's marks are in mark_done
     ++sim.replayed_levels;
   }
 #endif
@@ -538,7 +540,7 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
     o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
     o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    if (!replayed || sim.hier)
+    if (!replayed)
       for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
     ++sim.levels;
 #if !defined(__CUDA_ARCH__)
@@ -572,7 +574,7 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
   if (c.level == static_cast<std::int64_t>(CollLevel::hier)) coll_hier_dims(c, &sim.dims);
   // The static HBM share needs every port the launch uses before the first op (the host marks
   // them where a level is not replayed: a replay's costs come with its recording).
-  sim.ports_marked = false;
+  sim.ports_marked = false, sim.hw_place = -1;
 #if defined(__CUDA_ARCH__)
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c), sim.ports_marked = true;
 #endif

@@ -208,9 +208,9 @@ inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
   cache.last_hw = i;
   return static_cast<std::int64_t>(i);
 }
-inline ArLevelKey level_key(ArReplayCache& cache, const AllreduceConfig& c, const AllreduceConfig& top) {
-  return ArLevelKey{hw_place(cache, c.hw), c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks,
-                    top.level,         top.ranks, top.op};
+// The key of level `c` of `top`, whose hardware is at place `hw` (hw_place).
+inline ArLevelKey level_key(std::int64_t hw, const AllreduceConfig& c, const AllreduceConfig& top) {
+  return ArLevelKey{hw, c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks, top.level, top.ranks, top.op};
 }
 // A hash of a key's words: each word, offset by its place, multiplied and folded (a nonlinear
 // mix of its own, so no sum of changes to several fields cancels), and the words' mixes summed
@@ -252,10 +252,10 @@ inline void add_transfers(AllreduceFigures& f, bool hbm, std::int32_t shape, std
 }
 
 // Level `c` replayed from program `p` in `order` (one of its orders), every op's cost from its
-// own pieces: its figures and, with `marks`, its ranks' marks (into the cache's `marks`), or
+// own pieces: its figures and, where `marks` is given, its ranks' marks into it (kCollMaxRanks), or
 // false where the replay's certificate does not hold.
 inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, const AllreduceConfig& c,
-                          AllreduceFigures* out, bool marks) {
+                          AllreduceFigures* out, ps_t* marks) {
   ArReplayCache& cache = replay_cache();
   const std::int64_t cap = (c.ranks + 1) * c.chunks;
   if (static_cast<std::int64_t>(cache.lo.size()) < cap) cache.lo.resize(static_cast<std::size_t>(cap));
@@ -287,7 +287,7 @@ inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, con
     cache.cost_values[j] = memo[m].value;
   }
   if (!sim::replay(p.graph, order, cache.cost_values.data(), static_cast<std::int32_t>(p.costs.size()),
-                   cache.state, marks ? cache.marks : nullptr, static_cast<std::int32_t>(kCollMaxRanks)))
+                   cache.state, marks, static_cast<std::int32_t>(kCollMaxRanks)))
     return false;
   AllreduceFigures f{};
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
@@ -319,7 +319,7 @@ inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, con
 // its chunks and ranks): an op's cost depends on its group alone (kind, parameter and pieces
 // moved), and the ops are served in the classes of order k (sim::ReplayClasses).
 inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, std::int64_t piece,
-                           AllreduceFigures* out, bool marks, bool closed) {
+                           AllreduceFigures* out, ps_t* marks, bool closed) {
   ArReplayCache& cache = replay_cache();
   const std::size_t ngroups = p.groups.size();
   cache.cost_values.resize(ngroups);
@@ -327,12 +327,11 @@ inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceCo
     const ArCostGroup& a = p.groups[g];
     cache.cost_values[g] = ar_op_cost(c.hw, a.kind, a.param, a.pieces * 2 * piece);
   }
-  ps_t* const mark_done = marks ? cache.marks : nullptr;
   const std::int32_t ncosts = static_cast<std::int32_t>(ngroups), nmarks = static_cast<std::int32_t>(kCollMaxRanks);
   if (closed ? !sim::replay_forms(p.classes[k], p.forms[k], cache.cost_values.data(), ncosts, p.graph.most_lat,
-                                  cache.state, mark_done, nmarks)
+                                  cache.state, marks, nmarks)
              : !sim::replay_classes(p.classes[k], cache.cost_values.data(), ncosts, p.graph.most_lat, cache.state,
-                                    mark_done, nmarks))
+                                    marks, nmarks))
     return false;
   AllreduceFigures f{};
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
@@ -346,7 +345,7 @@ inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceCo
 // Level `c` from program `p`'s order k: replay_uniform where its pieces are all one size, else
 // replay_pieces.
 inline bool replay_program(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, AllreduceFigures* out,
-                           bool marks) {
+                           ps_t* marks) {
   const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
   if (values % parts == 0) return replay_uniform(p, k, c, values / parts, out, marks, p.closed[k]);
   return replay_pieces(p, p.orders[k], c, out, marks);
@@ -362,12 +361,13 @@ struct ArRecordPlan {
   ArProgram* program = nullptr;
 };
 
-// Level `c` of `top` from the thread's recording of its structure, where there is one and one
-// of its orders' replay holds (`marks`: with its ranks' marks, which a hier phase needs).
-inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, AllreduceFigures* f, bool marks,
-                         ArRecordPlan* plan) {
+// Level `c` of `top` (its hardware at place `hw`: hw_place) from the thread's recording of its
+// structure, where there is one and one of its orders' replay holds (`marks`: where given, its
+// ranks' marks into it, which a hier phase needs; untouched where no replay holds).
+inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, std::int64_t hw, AllreduceFigures* f,
+                         ps_t* marks, ArRecordPlan* plan) {
   ArReplayCache& cache = replay_cache();
-  const ArLevelKey key = level_key(cache, c, top);
+  const ArLevelKey key = level_key(hw, c, top);
   const std::uint64_t h = key_hash(key);
   *plan = ArRecordPlan{false, key, h, nullptr};
   ArProgram* const found = cache.find(h);
@@ -459,7 +459,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
   sim::ReplayOrder& order = cache.order;
   if (!p.graph.order_of(sim.e, order)) return false;
   AllreduceFigures g;
-  if (!replay_pieces(p, order, c, &g, true)) return false;  // the run met claims at an instant's later rounds
+  if (!replay_pieces(p, order, c, &g, cache.marks)) return false;  // the run met claims at an instant's later rounds
   auto same = [&] {
     bool eq = std::memcmp(&f, &g, sizeof f) == 0;
     for (std::int64_t r = 0; r < c.ranks; ++r) eq = eq && cache.marks[r] == marks[r];
@@ -485,8 +485,8 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
     cache.ops += p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
     const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
     if (values % parts == 0) {
-      kept = replay_uniform(p, k, c, values / parts, &g, true, false) && same();
-      if (closed) kept = kept && replay_uniform(p, k, c, values / parts, &g, true, true) && same();
+      kept = replay_uniform(p, k, c, values / parts, &g, cache.marks, false) && same();
+      if (closed) kept = kept && replay_uniform(p, k, c, values / parts, &g, cache.marks, true) && same();
     }
   }
   if (!kept) {

@@ -105,9 +105,14 @@ struct CollHier {
 KB_HD inline bool coll_hier_dims(const AllreduceConfig& c, CollHier* d) {
   const std::int64_t ppc = c.hw.pes_per_cube(), pps = ppc * c.hw.cubes_per_sip(), r = c.ranks;
   if (r < 2 || r > kCollMaxHierRanks) return false;
-  if (r <= ppc) *d = CollHier{1, 1, r};
-  else if (r % ppc == 0 && r <= pps) *d = CollHier{1, r / ppc, ppc};
-  else if (r % pps == 0 && r / pps <= c.hw.sips) *d = CollHier{r / pps, c.hw.cubes_per_sip(), ppc};
+  if (r <= ppc) {
+    *d = CollHier{1, 1, r};
+    return true;
+  }
+  // Quotients through div_fast (ranks and grids fit 32 bits): hier phases ask for the dims often.
+  const std::int64_t cubes = div_fast(r, ppc), sips = div_fast(r, pps);
+  if (cubes * ppc == r && r <= pps) *d = CollHier{1, cubes, ppc};
+  else if (sips * pps == r && sips <= c.hw.sips) *d = CollHier{sips, c.hw.cubes_per_sip(), ppc};
   else return false;
   return true;
 }
