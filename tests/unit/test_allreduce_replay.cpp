@@ -79,6 +79,32 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   EXPECT_GT(learned, 200);  // and so are structures with several orders
 }
 
+// A sweep over many hardware configs, sizes outermost: every config's hardware differs from
+// the one before, and the structures of all of them are kept and replayed.
+TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
+  AllreduceConfig c{};
+  c.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml").hw();
+  c.level = static_cast<std::int64_t>(CollLevel::cube), c.algo = static_cast<std::int64_t>(CollAlgo::ring);
+  c.ranks = 4, c.buffer = static_cast<std::int64_t>(CollBuffer::hbm), c.chunks = 1;
+  c.op = static_cast<std::int64_t>(CollOp::allreduce);
+  const HwConfig base = c.hw;
+  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
+  without->replay_off = true;
+  std::int64_t replayed = 0, evaluated = 0;
+  for (std::int64_t b = INT64_C(1) << 12; b <= INT64_C(1) << 24; b *= 4)
+    for (std::int64_t v = 0; v < 40; ++v) {
+      c.hw = base;
+      c.hw.hbm_latency_ns = base.hbm_latency_ns + v;  // another structure's latencies
+      c.bytes = b;
+      ASSERT_EQ(allreduce_check(c), kArOk);
+      const AllreduceResult x = allreduce_model(c, *with), y = allreduce_model(c, *without);
+      ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << testing::describe(c);
+      replayed += with->replayed_levels, ++evaluated;
+    }
+  // Each structure is recorded at its second size and replayed at the later ones.
+  EXPECT_EQ(replayed, evaluated - 2 * 40);
+}
+
 // The replay's certificate is its claim order: a replay that served a resource's claims out
 // of goes_first order would be taken here and give another answer.
 TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {

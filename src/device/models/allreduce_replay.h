@@ -141,7 +141,7 @@ struct ArReplayCache {
   // program (some 15 MB): beyond, every program is dropped, and structures met again are
   // recorded again.
   static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32;
-  static constexpr std::size_t kSeen = 8192, kHws = 16;
+  static constexpr std::size_t kSeen = 8192, kHws = 4096;
   std::unordered_map<std::uint64_t, ArProgram> programs;
   // A direct-mapped table before the map, by the hash's low bits: a program's place in the map
   // stays while the map keeps it (cleared with the map).
@@ -163,9 +163,10 @@ struct ArReplayCache {
     f = Front{h, &it->second};
     return f.program;
   }
-  // The hardware configs the keys name (at most kHws: beyond, every program is dropped), and
-  // the one named last.
+  // The hardware configs the keys name (at most kHws: beyond, every program is dropped), their
+  // places by a hash of their bytes, and the one named last.
   std::vector<HwConfig> hws;
+  std::unordered_map<std::uint64_t, std::size_t> hw_places;
   std::size_t last_hw = 0;
   std::int64_t ops = 0;  // kept in `programs`, as counted against kMostOps
   std::vector<std::uint64_t> seen = std::vector<std::uint64_t>(kSeen, 0);
@@ -192,30 +193,11 @@ inline ArReplayCache& replay_cache() {
   return cache;
 }
 
-// Hardware `h`'s place in the cache's table (added where it is new).
-inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
-  const std::size_t n = cache.hws.size();
-  if (cache.last_hw < n && std::memcmp(&cache.hws[cache.last_hw], &h, sizeof h) == 0)
-    return static_cast<std::int64_t>(cache.last_hw);
-  std::size_t i = 0;
-  while (i < n && std::memcmp(&cache.hws[i], &h, sizeof h) != 0) ++i;
-  if (i == ArReplayCache::kHws) {  // full: every key named a place, so every program goes
-    cache.drop_programs(), cache.hws.clear();
-    std::fill(cache.seen.begin(), cache.seen.end(), 0);
-    i = 0;
-  }
-  if (i == cache.hws.size()) cache.hws.push_back(h);
-  cache.last_hw = i;
-  return static_cast<std::int64_t>(i);
-}
-// The key of level `c` of `top`, whose hardware is at place `hw` (hw_place).
-inline ArLevelKey level_key(std::int64_t hw, const AllreduceConfig& c, const AllreduceConfig& top) {
-  return ArLevelKey{hw, c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks, top.level, top.ranks, top.op};
-}
-// A hash of a key's words: each word, offset by its place, multiplied and folded (a nonlinear
-// mix of its own, so no sum of changes to several fields cancels), and the words' mixes summed
-// (independent of one another: no chain of multiplies through the key).
-inline std::uint64_t key_hash(const ArLevelKey& k) {
+// A hash of a key's (or hardware's) words: each word, offset by its place, multiplied and
+// folded (a nonlinear mix of its own, so no sum of changes to several fields cancels), and the
+// words' mixes summed (independent of one another: no chain of multiplies through the key).
+template <class T>
+std::uint64_t words_hash(const T& k) {
   static_assert(sizeof k % 8 == 0, "a key is whole words");
   constexpr std::size_t kWords = sizeof k / 8;
   std::uint64_t w[kWords];
@@ -229,6 +211,39 @@ inline std::uint64_t key_hash(const ArLevelKey& k) {
   h ^= h >> 32, h *= 0xC4CEB9FE1A85EC53u, h ^= h >> 29;
   return h;
 }
+// Hardware `h`'s place in the cache's table (added where it is new).
+inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
+  const std::size_t n = cache.hws.size();
+  if (cache.last_hw < n && std::memcmp(&cache.hws[cache.last_hw], &h, sizeof h) == 0)
+    return static_cast<std::int64_t>(cache.last_hw);
+  const std::uint64_t hash = words_hash(h);
+  const auto at = cache.hw_places.find(hash);
+  std::size_t i = n;
+  if (at != cache.hw_places.end()) {
+    i = at->second;
+    // Two configs of one hash (never seen): the place is searched for.
+    if (std::memcmp(&cache.hws[i], &h, sizeof h) != 0) {
+      i = 0;
+      while (i < n && std::memcmp(&cache.hws[i], &h, sizeof h) != 0) ++i;
+    }
+  }
+  if (i == n) {
+    if (n == ArReplayCache::kHws) {  // full: every key named a place, so every program goes
+      cache.drop_programs(), cache.hws.clear(), cache.hw_places.clear();
+      std::fill(cache.seen.begin(), cache.seen.end(), 0);
+      i = 0;
+    }
+    cache.hws.push_back(h);
+    cache.hw_places.emplace(hash, i);
+  }
+  cache.last_hw = i;
+  return static_cast<std::int64_t>(i);
+}
+// The key of level `c` of `top`, whose hardware is at place `hw` (hw_place).
+inline ArLevelKey level_key(std::int64_t hw, const AllreduceConfig& c, const AllreduceConfig& top) {
+  return ArLevelKey{hw, c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks, top.level, top.ranks, top.op};
+}
+inline std::uint64_t key_hash(const ArLevelKey& k) { return words_hash(k); }
 
 // A transfer's figures by its shape (the copies it makes at each level, and whether it adds:
 // shape_of) and size, `n` times, added into `f`.
