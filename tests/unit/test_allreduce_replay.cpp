@@ -79,14 +79,20 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   EXPECT_GT(learned, 200);  // and so are structures with several orders
 }
 
+// An allreduce with HBM buffers in one chunk on a test topology (its size set by the caller).
+AllreduceConfig hbm_allreduce(const char* topology, CollLevel level, CollAlgo algo, std::int64_t ranks) {
+  AllreduceConfig c{};
+  c.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + topology).hw();
+  c.level = static_cast<std::int64_t>(level), c.algo = static_cast<std::int64_t>(algo);
+  c.ranks = ranks, c.buffer = static_cast<std::int64_t>(CollBuffer::hbm), c.chunks = 1;
+  c.op = static_cast<std::int64_t>(CollOp::allreduce);
+  return c;
+}
+
 // A sweep over many hardware configs, sizes outermost: every config's hardware differs from
 // the one before, and the structures of all of them are kept and replayed.
 TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
-  AllreduceConfig c{};
-  c.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml").hw();
-  c.level = static_cast<std::int64_t>(CollLevel::cube), c.algo = static_cast<std::int64_t>(CollAlgo::ring);
-  c.ranks = 4, c.buffer = static_cast<std::int64_t>(CollBuffer::hbm), c.chunks = 1;
-  c.op = static_cast<std::int64_t>(CollOp::allreduce);
+  AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
   const HwConfig base = c.hw;
   auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
   without->replay_off = true;
@@ -110,11 +116,7 @@ TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
 TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {
   // halving-doubling over SIPs on a ring of 8 with HBM buffers: its claims on the shared
   // links come in another order at a latency-bound size than at a bandwidth-bound one.
-  AllreduceConfig c{};
-  c.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml").hw();
-  c.level = static_cast<std::int64_t>(CollLevel::sip), c.algo = static_cast<std::int64_t>(CollAlgo::hd);
-  c.ranks = 8, c.buffer = static_cast<std::int64_t>(CollBuffer::hbm), c.chunks = 1;
-  c.op = static_cast<std::int64_t>(CollOp::allreduce);
+  AllreduceConfig c = hbm_allreduce("ring8.yaml", CollLevel::sip, CollAlgo::hd, 8);
   auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
   without->replay_off = true;
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
