@@ -509,7 +509,7 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     // A ring the walk took is recorded where the general walk takes it without depths too
     // (what a recording asks of its structure: section 11.11), with the same figures.
     if constexpr (Caps::kEvents) {
-      if (walked && plan.record && !sim.replay_off) {
+      if (walked && plan.record) {  // plan.record: never without the replay
         AllreduceFigures g;
         flat = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &g, false, true) ==
                    WalkOutcome::taken &&
@@ -545,7 +545,7 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
     ++sim.levels;
 #if !defined(__CUDA_ARCH__)
     if constexpr (Caps::kEvents) {
-      if (flat && plan.record && !sim.replay_off) {  // a structure met before on this thread, taken without depths: recorded
+      if (flat && plan.record) {  // a structure met before on this thread, taken without depths: recorded
         const AllreduceResult kept = sim.out;
         sim.recorded_levels += record_level(sim, c, plan, f, sim.mark_done);
         sim.out = kept;
