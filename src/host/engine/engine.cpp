@@ -133,23 +133,26 @@ class Simulator {
   void build() {
     const auto& ops = g_->ops();
     const std::size_t n = ops.size();
-    remaining_.assign(n, 0);
-    // Dependents of each op, in two CSR lists: on its completion, and on its head.
-    auto csr = [&](const std::vector<Edge>& edges, std::vector<std::int32_t>& begin, std::vector<OpId>& out) {
+    remaining_ = g_->waits();
+    // Dependents of each op, in two CSR lists: on its completion, and on its head. The
+    // graph counted the first as its edges were added.
+    auto csr = [&](const std::vector<Edge>& edges, const std::int32_t* counts, std::vector<std::int32_t>& begin,
+                   std::vector<OpId>& out) {
       std::vector<std::int32_t>& deg = tmp_;
       deg.assign(n + 1, 0);
-      for (const Edge& e : edges) {
-        ++remaining_[static_cast<std::size_t>(e.op)];
-        ++deg[static_cast<std::size_t>(e.dep) + 1];
+      if (counts)
+        for (std::size_t i = 0; i < n; ++i) deg[i + 1] = deg[i] + counts[i];
+      else {
+        for (const Edge& e : edges) ++deg[static_cast<std::size_t>(e.dep) + 1];
+        for (std::size_t i = 0; i < n; ++i) deg[i + 1] += deg[i];
       }
-      for (std::size_t i = 0; i < n; ++i) deg[i + 1] += deg[i];
       begin = deg;
-      out.assign(edges.size(), 0);
+      out.resize(edges.size());
       for (const Edge& e : edges) out[static_cast<std::size_t>(deg[static_cast<std::size_t>(e.dep)]++)] = e.op;
     };
-    csr(g_->edges(), dep_begin_, dependents_);
+    csr(g_->edges(), g_->completion_dependents().data(), dep_begin_, dependents_);
     has_heads_ = !g_->head_edges().empty();
-    if (has_heads_) csr(g_->head_edges(), head_begin_, head_dependents_);  // else never read
+    if (has_heads_) csr(g_->head_edges(), nullptr, head_begin_, head_dependents_);  // else never read
     times_ = g_->times().data();
     const std::size_t nres = g_->resources().size();
     arbitrated_.assign(nres, 0);

@@ -26,6 +26,8 @@ class EventQueue {
  public:
   using Key = std::uint64_t;
   struct Item {
+    Item() = default;
+    Item(Key k, std::int32_t o) : key(k), op(o) {}
     Key key;
     std::int32_t op;
   };
@@ -38,11 +40,12 @@ class EventQueue {
   }
   void push(Key key, std::int32_t op) {
     if (key < last_) {
-      late_.push_back(Late{key, late_seq_++, op});
+      Late& l = late_.emplace_back();
+      l.key = key, l.seq = late_seq_++, l.op = op;
       std::push_heap(late_.begin(), late_.end(), std::greater<Late>{});
       return;
     }
-    place(Item{key, op});
+    place(key, op);
     ++size_;
   }
   // The least event (empty(): undefined).
@@ -54,19 +57,25 @@ class EventQueue {
       return Item{l.key, l.op};
     }
     std::vector<Item>& b0 = buckets_[0];
+    --size_;
     if (head_ == b0.size()) {
       b0.clear();
       head_ = 0;
       const std::size_t i = 1 + static_cast<std::size_t>(__builtin_ctzll(full_));  // the lowest non-empty
       std::vector<Item>& from = buckets_[i];
       full_ &= full_ - 1;
+      if (from.size() == 1) {  // half of the buckets emptied hold one event: it is the least
+        const Item it = from[0];
+        from.clear();
+        last_ = it.key;
+        return it;
+      }
       Key least = from[0].key;
       for (const Item& it : from) least = std::min(least, it.key);
       last_ = least;
-      for (const Item& it : from) place(it);  // each lands below i
+      for (const Item& it : from) place(it.key, it.op);  // each lands below i
       from.clear();
     }
-    --size_;
     return b0[head_++];
   }
 
@@ -77,14 +86,16 @@ class EventQueue {
     std::int32_t op;
     bool operator>(const Late& o) const { return key != o.key ? key > o.key : seq > o.seq; }
   };
-  void place(const Item& it) {
-    if (it.key == last_) {
-      buckets_[0].push_back(it);
-      return;
+  // Built in its slot: an Item built on the stack and copied is read back as one 16-byte
+  // word over the two narrower stores just made (store forwarding fails).
+  void place(Key key, std::int32_t op) {
+    std::size_t b = 0;
+    if (key != last_) {
+      const int bit = 63 - __builtin_clzll(key ^ last_);  // bucket bit + 1
+      b = static_cast<std::size_t>(bit) + 1;
+      full_ |= Key{1} << bit;
     }
-    const int bit = 63 - __builtin_clzll(it.key ^ last_);  // bucket bit + 1
-    buckets_[static_cast<std::size_t>(bit) + 1].push_back(it);
-    full_ |= Key{1} << bit;
+    buckets_[b].emplace_back(key, op);
   }
 
   std::array<std::vector<Item>, 65> buckets_;

@@ -83,11 +83,16 @@ OpId Graph::add_op(const Op& op, const OpId* deps, std::size_t ndeps) {
   OpTimes& t = times_.emplace_back();
   t.busy_ps = op.busy_ps, t.latency_ps = op.latency_ps, t.resource = op.resource, t.flags = flags;
   tally(totals_, op, resources_);
+  completion_dependents_.push_back(0);
+  std::int32_t waits = 0;
   for (std::size_t i = 0; i < ndeps; ++i) {
     if (deps[i] == kNoOp) continue;
     KB_INTERNAL_CHECK(deps[i] >= 0 && deps[i] <= id, "dependency on an unknown op");
     edges_.push_back({id, deps[i]});
+    ++completion_dependents_[static_cast<std::size_t>(deps[i])];
+    ++waits;
   }
+  waits_.push_back(waits);
   // The whole op is copied last: the caller has just written it field by field, and reading
   // it back in wider words at once would wait on those stores (store forwarding fails).
   ops_.push_back(op);
@@ -98,24 +103,28 @@ void Graph::add_dep(OpId op, OpId dep) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
   KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
   edges_.push_back({op, dep});
+  ++waits_[static_cast<std::size_t>(op)];
+  ++completion_dependents_[static_cast<std::size_t>(dep)];
 }
 
 void Graph::add_head_dep(OpId op, OpId dep) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()), "dependency of an unknown op");
   KB_INTERNAL_CHECK(dep >= 0 && dep < static_cast<OpId>(ops_.size()), "dependency on an unknown op");
   head_edges_.push_back({op, dep});
+  ++waits_[static_cast<std::size_t>(op)];
 }
 
 void Graph::set_busy(OpId op, ps_t busy_ps) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0, "set_busy on an unknown op");
-  Op& o = ops_[static_cast<std::size_t>(op)];
-  if (o.resource != kNoResource) {
-    const auto r = static_cast<std::size_t>(o.resource);
-    totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps) - as_sum(o.busy_ps);
-    totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(o.busy_ps);
+  // Read from the packed times (an Op is likelier out of cache); the Op is only written.
+  OpTimes& t = times_[static_cast<std::size_t>(op)];
+  if (t.resource != kNoResource) {
+    const auto r = static_cast<std::size_t>(t.resource);
+    totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps) - as_sum(t.busy_ps);
+    totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(t.busy_ps);
   }
-  o.busy_ps = busy_ps;
-  times_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
+  t.busy_ps = busy_ps;
+  ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
 }
 
 void Graph::add_sram(OpId op, std::int64_t read, std::int64_t write) {

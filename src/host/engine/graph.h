@@ -129,12 +129,18 @@ class Graph {
   const OpTotals& totals() const { return totals_; }
   const std::vector<Edge>& edges() const { return edges_; }
   const std::vector<Edge>& head_edges() const { return head_edges_; }
+  // Per op, kept as edges are added: the edges of both kinds it waits on, and the edges
+  // (not head edges) whose dep it is (the simulator's counts, counted while they are hot).
+  const std::vector<std::int32_t>& waits() const { return waits_; }
+  const std::vector<std::int32_t>& completion_dependents() const { return completion_dependents_; }
   const std::vector<std::string>& labels() const { return labels_; }
   const std::vector<std::function<void()>>& actions() const { return actions_; }
   std::string op_name(OpId id) const;
   void reserve(std::size_t ops, std::size_t deps) {
     ops_.reserve(ops);
     times_.reserve(ops);
+    waits_.reserve(ops);
+    completion_dependents_.reserve(ops);
     edges_.reserve(deps);
   }
   // At most `n` ops: one more is an InputError (what a program's size estimate promised, so
@@ -149,6 +155,7 @@ class Graph {
   OpTotals totals_;
   std::vector<Edge> edges_;
   std::vector<Edge> head_edges_;
+  std::vector<std::int32_t> waits_, completion_dependents_;  // per op
   std::vector<std::string> labels_;
   std::vector<std::function<void()>> actions_;  // empty unless an action was set
 };

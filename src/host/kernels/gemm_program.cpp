@@ -129,10 +129,21 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   struct Slice {
     std::int64_t i, j, kk;  // tile row, tile column, k-slice
     std::int64_t local;     // the tile's index among this PE's tiles
+    std::size_t buf, acc;   // the step's A/B buffers (step % nb) and its tile's accumulator (local % nb)
   };
   auto slice = [&](std::int64_t s) {
     const std::int64_t tile = (lo + s) / kt;  // in the cube's block, row-major
-    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), (lo + s) % kt, tile - first_tile};
+    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), (lo + s) % kt, tile - first_tile,
+                 static_cast<std::size_t>(s % nb), static_cast<std::size_t>((tile - first_tile) % nb)};
+  };
+  // The next slice after `sl` (slice(s + 1) from slice(s), without its divisions).
+  auto next = [&](Slice& sl) {
+    if (++sl.buf == static_cast<std::size_t>(nb)) sl.buf = 0;
+    if (++sl.kk < kt) return;
+    sl.kk = 0;
+    ++sl.local;
+    if (++sl.acc == static_cast<std::size_t>(nb)) sl.acc = 0;
+    if (++sl.j == block.c1) sl.j = block.c0, ++sl.i;
   };
   auto extent = [](std::int64_t idx, std::int64_t tile, std::int64_t total) {
     return imin(tile, total - idx * tile);
@@ -149,28 +160,29 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   std::vector<OpId> store(static_cast<std::size_t>(ntiles), engine::kNoOp);
 
   // Loads of slice s reuse buffer s % nb, so they wait for the matmul of slice s - nb.
+  Slice load_at = slice(0);  // the slice of the next loads issued
   auto issue_loads = [&](std::int64_t s) {
-    const Slice sl = slice(s);
+    const Slice sl = load_at;
+    next(load_at);
     const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
     const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);
     const OpId gate = s >= nb ? mm[static_cast<std::size_t>(s - nb)] : engine::kNoOp;
-    const std::size_t b = static_cast<std::size_t>(s % nb);
+    const std::size_t b = sl.buf;
     load_a[static_cast<std::size_t>(s)] = prog.load(t.a, Region{sl.i * p.tile_m, mi, sl.kk * p.tile_k, kc}, abuf[b], {gate});
     load_b[static_cast<std::size_t>(s)] = prog.load(t.b, Region{sl.kk * p.tile_k, kc, sl.j * p.tile_n, nj}, bbuf[b], {gate});
   };
 
   for (std::int64_t s = 0; s < imin(nb, steps); ++s) issue_loads(s);
-  for (std::int64_t s = 0; s < steps; ++s) {
-    const Slice sl = slice(s);
+  Slice sl = slice(0);
+  for (std::int64_t s = 0; s < steps; ++s, next(sl)) {
     const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
     const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);
     const bool first = sl.kk == 0 || s == 0, last = sl.kk == kt - 1 || s == steps - 1;
     const bool sent = sends && sl.local == 0;
     // The accumulator of tile j is reused by tile j + nb: its store must be done.
     const OpId acc_free = first && sl.local >= nb ? store[static_cast<std::size_t>(sl.local - nb)] : engine::kNoOp;
-    const std::size_t b = static_cast<std::size_t>(s % nb);
-    const SramBuf acc =
-        sent ? prog.slice(prog.local(t.partials), 0, mi * nj) : cbuf[static_cast<std::size_t>(sl.local % nb)];
+    const std::size_t b = sl.buf;
+    const SramBuf acc = sent ? prog.slice(prog.local(t.partials), 0, mi * nj) : cbuf[sl.acc];
     mm[static_cast<std::size_t>(s)] = prog.matmul(abuf[b], bbuf[b], acc, mi, nj, kc, !first,
                                                   {load_a[static_cast<std::size_t>(s)], load_b[static_cast<std::size_t>(s)], acc_free});
     if (last) {

@@ -200,7 +200,7 @@ void RuntimeContext::end_launch() {
       for (std::int64_t p = 0; p < 2 * ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(2 * h.cube * ppc + p)] == launches_;
       sharers *= topo_.tenants();  // identical launches on the cube's other PEs use as many ports
     }
-    const std::int64_t bytes = graph_.ops()[static_cast<std::size_t>(h.op)].bytes;
+    const std::int64_t bytes = h.bytes;
     if (bytes != last_bytes) {
       last_bytes = bytes;
       // A time past the int64 guard is left for the engine to report (time_overflow).
@@ -221,9 +221,13 @@ void RuntimeContext::end_launch() {
   hbm_ops_.clear();
 }
 
-void RuntimeContext::hbm_access(OpId op, const Rank& r, int port) {
-  hbm_user_[static_cast<std::size_t>(2 * global_pe(r) + port)] = launches_;
-  hbm_ops_.push_back({op, static_cast<std::int32_t>(global_cube(r))});
+void RuntimeContext::hbm_access(OpId op, std::int64_t bytes, const Rank& r, int port) {
+  const std::int64_t cube = global_cube(r);
+  hbm_user_[static_cast<std::size_t>(2 * (cube * topo_.pes_per_cube() + r.pe) + port)] = launches_;
+  // Field by field (an HbmOp built on the stack is read back in one wider word: store
+  // forwarding fails).
+  HbmOp& h = hbm_ops_.emplace_back();
+  h.op = op, h.cube = static_cast<std::int32_t>(cube), h.bytes = bytes;
 }
 
 // held_buf's checks again, in their order, for the first that fails.

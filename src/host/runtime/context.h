@@ -140,8 +140,8 @@ class PeProgram {
   // SRAM and lives as long as `buf`); `buf` may be a peer's (from at()) or a view.
   SramBuf slice(SramBuf buf, std::int64_t offset, std::int64_t count);
   // HBM (this PE's cube) -> SRAM, and back; the region must lie in a shard on this cube.
-  OpId load(Tensor src, Region region, SramBuf dst, Deps deps = {});
-  OpId store(SramBuf src, Tensor dst, Region region, Deps deps = {});
+  OpId load(Tensor src, const Region& region, SramBuf dst, Deps deps = {});
+  OpId store(SramBuf src, Tensor dst, const Region& region, Deps deps = {});
   OpId load(Tensor src, const Box& box, SramBuf dst, Deps deps = {});
   OpId store(SramBuf src, Tensor dst, const Box& box, Deps deps = {});
   // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate).
@@ -187,9 +187,9 @@ class PeProgram {
   // Copies whose source or destination is a region of a tensor in HBM (this rank's cube for
   // the source, `to`'s cube for the destination; local or remote): a DMA read on this PE's
   // queue, the route, and a DMA write through `to`'s HBM write port (ADR 0007).
-  OpId copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps = {});
-  OpId copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps = {});
-  OpId copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps = {});
+  OpId copy(Tensor src, const Region& region, const Rank& to, SramBuf dst, Deps deps = {});
+  OpId copy(SramBuf src, const Rank& to, Tensor dst, const Region& region, Deps deps = {});
+  OpId copy(Tensor src, const Region& src_region, const Rank& to, Tensor dst, const Region& dst_region, Deps deps = {});
   OpId copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps = {});
   OpId copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, Deps deps = {});
   OpId copy(Tensor src, const Box& src_box, const Rank& to, Tensor dst, const Box& dst_box, Deps deps = {});
@@ -431,9 +431,11 @@ class RuntimeContext {
   struct HbmOp {
     OpId op;
     std::int32_t cube;  // whose HBM share it uses (global cube index; at most 2^24 PEs)
+    std::int64_t bytes;  // the op's
   };
   // Records an HBM read or write by rank r (its time is set when the launch ends).
-  void hbm_access(OpId op, const Rank& r, int port);  // port 0: its DMA queue; 1: its HBM write port
+  // port 0: its DMA queue; 1: its HBM write port. `bytes`: the op's.
+  void hbm_access(OpId op, std::int64_t bytes, const Rank& r, int port);
   std::vector<std::int32_t> hbm_user_;  // per global PE and port: the last launch that used it
   std::size_t first_buf_of_launch_ = 0;
   std::vector<HbmOp> hbm_ops_;  // the current launch's HBM reads and writes
@@ -441,6 +443,12 @@ class RuntimeContext {
   std::vector<std::int64_t> hbm_used_;   // per global cube
   std::vector<std::int64_t> sram_used_;  // per global PE
   std::vector<std::int32_t> issued_;     // per global PE: ops issued so far
+  // The last matmul shape timed and its cycles and busy time (a kernel's tiles mostly
+  // repeat one shape; the topology is fixed).
+  struct MatmulTime {
+    std::int64_t m = 0, n = 0, k = 0, cycles = 0;
+    ps_t busy_ps = 0;
+  } last_matmul_;
   std::vector<engine::ResourceId> pe_res_;  // per PE, kPeSlots of them (pe_slot)
   std::vector<engine::ResourceId> links_;  // per link id of the network; kNoResource until used
   std::vector<std::pair<engine::ResourceId, std::int64_t>> link_of_;  // the links used

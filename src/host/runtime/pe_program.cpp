@@ -145,8 +145,8 @@ Block PeProgram::block_of(Tensor t, const Box& box) const {
   return b;
 }
 
-OpId PeProgram::load(Tensor src, Region g, SramBuf dst, Deps deps) { return hbm_op(true, src, block_of(src, g), dst, deps); }
-OpId PeProgram::store(SramBuf src, Tensor dst, Region g, Deps deps) { return hbm_op(false, dst, block_of(dst, g), src, deps); }
+OpId PeProgram::load(Tensor src, const Region& g, SramBuf dst, Deps deps) { return hbm_op(true, src, block_of(src, g), dst, deps); }
+OpId PeProgram::store(SramBuf src, Tensor dst, const Region& g, Deps deps) { return hbm_op(false, dst, block_of(dst, g), src, deps); }
 OpId PeProgram::load(Tensor src, const Box& b, SramBuf dst, Deps deps) { return hbm_op(true, src, block_of(src, b), dst, deps); }
 OpId PeProgram::store(SramBuf src, Tensor dst, const Box& b, Deps deps) { return hbm_op(false, dst, block_of(dst, b), src, deps); }
 
@@ -164,7 +164,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (load) ctx_.gate_read(id, tensor);
-  ctx_.hbm_access(id, rank_, 0);  // its time is set when the launch ends
+  ctx_.hbm_access(id, bytes, rank_, 0);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
@@ -185,11 +185,17 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
   const DType tc = ctx_.use_elements(c, rank_, m * n, "matmul C").dtype;
   const auto& T = ctx_.topo_;
   engine::Op op = base(OpKind::matmul, ctx_.pe_resource(rank_, ResourceClass::matrix));
-  op.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
+  auto& memo = ctx_.last_matmul_;
+  if (memo.m != m || memo.n != n || memo.k != k) {
+    memo.m = m, memo.n = n, memo.k = k;
+    memo.cycles = systolic_cycles(m, n, k, T.matrix_rows, T.matrix_cols, T.dataflow);
+    memo.busy_ps = cycles_ps(memo.cycles, T.clock_mhz);
+  }
+  op.cycles = memo.cycles;
   op.macs = m * n * k;
   const SramBytes sb = matmul_sram(m, n, k, dtype_bytes(ta), dtype_bytes(tb), dtype_bytes(tc), accumulate);
   op.sram_read = sb.read, op.sram_write = sb.write;
-  op.busy_ps = cycles_ps(op.cycles, T.clock_mhz);
+  op.busy_ps = memo.busy_ps;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, a, b, c, m, n, k, accumulate]() {
@@ -356,13 +362,13 @@ OpId PeProgram::causal_scale(SramBuf dst, std::int64_t rows, std::int64_t cols, 
 OpId PeProgram::copy(SramBuf src, const Rank& to, SramBuf dst, std::int64_t bytes, Deps deps) {
   return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{dst, {}, {}}, bytes, deps);
 }
-OpId PeProgram::copy(Tensor src, Region region, const Rank& to, SramBuf dst, Deps deps) {
+OpId PeProgram::copy(Tensor src, const Region& region, const Rank& to, SramBuf dst, Deps deps) {
   return transfer(CopyEnd{{}, src, block_of(src, region)}, to, CopyEnd{dst, {}, {}}, -1, deps);
 }
-OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, Region region, Deps deps) {
+OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, const Region& region, Deps deps) {
   return transfer(CopyEnd{src, {}, {}}, to, CopyEnd{{}, dst, block_of(dst, region)}, -1, deps);
 }
-OpId PeProgram::copy(Tensor src, Region src_region, const Rank& to, Tensor dst, Region dst_region, Deps deps) {
+OpId PeProgram::copy(Tensor src, const Region& src_region, const Rank& to, Tensor dst, const Region& dst_region, Deps deps) {
   return transfer(CopyEnd{{}, src, block_of(src, src_region)}, to, CopyEnd{{}, dst, block_of(dst, dst_region)}, -1, deps);
 }
 OpId PeProgram::copy(Tensor src, const Box& box, const Rank& to, SramBuf dst, Deps deps) {
@@ -436,7 +442,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), from, 0);
+    ctx_.hbm_access(add_hop(op), bytes, from, 0);
   }
   if (!same)
     net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
@@ -453,7 +459,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_store, ctx_.dma_in_resource(to));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), to, 1);
+    ctx_.hbm_access(add_hop(op), bytes, to, 1);
   }
   // Its SRAM ends: the source read as the first hop leaves, the destination written by the last.
   if (!src.hbm()) ctx_.graph_.add_sram(first, bytes, 0);
@@ -520,7 +526,7 @@ OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& s
   rd.bytes = 2 * bytes;
   rd.latency_ps = hbm_latency;
   const OpId r = ctx_.graph_.add_op(rd, deps);
-  ctx_.hbm_access(r, rank_, 0);
+  ctx_.hbm_access(r, rd.bytes, rank_, 0);
   engine::Op ad = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
   ad.cycles = vector_cycles(VecOp::add, 1, elements, T.vector_lanes);
   ad.busy_ps = cycles_ps(ad.cycles, T.clock_mhz);
@@ -532,7 +538,7 @@ OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& s
   wr.latency_ps = hbm_latency;
   const OpId w = ctx_.graph_.add_op(wr, {});
   ctx_.graph_.add_head_dep(w, a);
-  ctx_.hbm_access(w, rank_, 1);
+  ctx_.hbm_access(w, wr.bytes, rank_, 1);
   ctx_.chains_.push_back({r, a, w});
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(w, [&ctx = ctx_, dst, src, bd, bs]() {
