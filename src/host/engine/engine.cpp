@@ -139,10 +139,12 @@ class Simulator {
     auto csr = [&](const std::vector<Edge>& edges, const std::int32_t* counts, std::vector<std::int32_t>& begin,
                    std::vector<OpId>& out) {
       std::vector<std::int32_t>& deg = tmp_;
-      deg.assign(n + 1, 0);
-      if (counts)
+      if (counts) {
+        deg.resize(n + 1);
+        deg[0] = 0;
         for (std::size_t i = 0; i < n; ++i) deg[i + 1] = deg[i] + counts[i];
-      else {
+      } else {
+        deg.assign(n + 1, 0);
         for (const Edge& e : edges) ++deg[static_cast<std::size_t>(e.dep) + 1];
         for (std::size_t i = 0; i < n; ++i) deg[i + 1] += deg[i];
       }

@@ -26,7 +26,7 @@ const char* to_string(Split s) {
 }
 
 RuntimeContext::RuntimeContext(const TopologySpec& topology, ContextOptions options)
-    : topo_(topology), opts_(options) {
+    : topo_(topology), cubes_per_sip_(topology.cubes_per_sip()), pes_per_cube_(topology.pes_per_cube()), opts_(options) {
   hbm_used_.assign(static_cast<std::size_t>(topo_.total_cubes()), 0);
   sram_used_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
   issued_.assign(static_cast<std::size_t>(topo_.total_pes()), 0);
@@ -190,25 +190,34 @@ void RuntimeContext::end_launch() {
   // Sharers per cube: its HBM ports (a PE's DMA queue, a PE's HBM write port) used in this
   // launch; a PE that both reads and is written to takes two shares.
   const std::int64_t ppc = topo_.pes_per_cube();
-  std::int64_t last_cube = -1, sharers = 0, last_bytes = -1;
-  ps_t busy = 0;
+  std::int64_t last_cube = -1, sharers = 0;
+  // The times of the last few sizes on this cube (a kernel's transfers alternate between a
+  // few sizes: A and B tiles, C stores).
+  constexpr int kSizes = 4;
+  std::int64_t sizes[kSizes] = {-1, -1, -1, -1};
+  ps_t times[kSizes] = {};
+  int next_size = 0;
   for (const HbmOp& h : hbm_ops_) {
     if (h.cube != last_cube) {
       last_cube = h.cube;
-      last_bytes = -1;
+      for (std::int64_t& b : sizes) b = -1;
       sharers = 0;
       for (std::int64_t p = 0; p < 2 * ppc; ++p) sharers += hbm_user_[static_cast<std::size_t>(2 * h.cube * ppc + p)] == launches_;
       sharers *= topo_.tenants();  // identical launches on the cube's other PEs use as many ports
     }
     const std::int64_t bytes = h.bytes;
-    if (bytes != last_bytes) {
-      last_bytes = bytes;
+    int k = 0;
+    while (k < kSizes && sizes[k] != bytes) ++k;
+    if (k == kSizes) {
+      k = next_size;
+      next_size = (next_size + 1) % kSizes;
+      sizes[k] = bytes;
       // A time past the int64 guard is left for the engine to report (time_overflow).
-      busy = transfer_overflows(bytes, sharers)
-                 ? kTimeLimitPs + 1
-                 : shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
+      times[k] = transfer_overflows(bytes, sharers)
+                     ? kTimeLimitPs + 1
+                     : shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
     }
-    graph_.set_busy(h.op, busy);
+    graph_.set_busy(h.op, times[k]);
   }
   // Every hop of a copy with an HBM end is held for as long as its slowest hop (cut-through
   // streams at the pipeline's slowest stage; ADR 0007).
@@ -223,7 +232,7 @@ void RuntimeContext::end_launch() {
 
 void RuntimeContext::hbm_access(OpId op, std::int64_t bytes, const Rank& r, int port) {
   const std::int64_t cube = global_cube(r);
-  hbm_user_[static_cast<std::size_t>(2 * (cube * topo_.pes_per_cube() + r.pe) + port)] = launches_;
+  hbm_user_[static_cast<std::size_t>(2 * (cube * pes_per_cube_ + r.pe) + port)] = launches_;
   // Field by field (an HbmOp built on the stack is read back in one wider word: store
   // forwarding fails).
   HbmOp& h = hbm_ops_.emplace_back();

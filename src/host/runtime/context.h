@@ -395,8 +395,8 @@ class RuntimeContext {
   }
   [[noreturn]] __attribute__((cold)) static void not_a_tensor();
   std::int32_t add_buf(std::int64_t pe, std::int64_t bytes, DType dtype, const std::string& who);
-  std::int64_t global_cube(const Rank& r) const { return r.sip * topo_.cubes_per_sip() + r.cube; }
-  std::int64_t global_pe(const Rank& r) const { return global_cube(r) * topo_.pes_per_cube() + r.pe; }
+  std::int64_t global_cube(const Rank& r) const { return r.sip * cubes_per_sip_ + r.cube; }
+  std::int64_t global_pe(const Rank& r) const { return global_cube(r) * pes_per_cube_ + r.pe; }
   std::string rank_name(const Rank& r) const;
   // The buffer id of `sym`'s instance on `r`; errors start with `what`, and a freed buffer
   // is one where `live`.
@@ -420,6 +420,7 @@ class RuntimeContext {
   [[noreturn]] __attribute__((cold)) void no_shard(const TensorInfo& t, const Rank& r) const;
 
   TopologySpec topo_;
+  std::int64_t cubes_per_sip_, pes_per_cube_;  // topo_'s, for the global indices every op takes
   ContextOptions opts_;
   engine::Graph graph_;
   std::vector<TensorInfo> tensors_;
