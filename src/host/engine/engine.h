@@ -33,6 +33,15 @@ struct Summary {
 };
 
 struct RunResult {
+  // A run's timing takes the storage the last result destroyed on its thread left
+  // (engine.cpp), as a graph does.
+  RunResult() = default;
+  ~RunResult();
+  RunResult(const RunResult&) = default;
+  RunResult(RunResult&&) = default;
+  RunResult& operator=(const RunResult&) = default;
+  RunResult& operator=(RunResult&&) = default;
+
   Status status = Status::ok;
   std::string message;  // deadlock: the stuck ops and what they wait for; error: why
   bool time_overflow = false;  // error: a time passed the 2^61 ps guard (kTimeLimitPs)

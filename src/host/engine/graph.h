@@ -105,6 +105,14 @@ struct Edge {
 
 class Graph {
  public:
+  // A graph builds in the storage the last graph destroyed on its thread left (graph.cpp).
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = default;
+  Graph(Graph&&) = default;
+  Graph& operator=(const Graph&) = default;
+  Graph& operator=(Graph&&) = default;
+
   ResourceId add_resource(std::string name, ResourceClass cls, std::int32_t sip,
                           Discipline discipline = Discipline::in_order);
   std::int32_t add_label(std::string label);
