@@ -357,26 +357,12 @@ ResourceId RuntimeContext::link_resource(std::int64_t link) {
   return id;
 }
 
-const RuntimeContext::Shard& RuntimeContext::local_shard(const TensorInfo& t, const Rank& r, const Block& g) const {
-  const std::int64_t cube = global_cube(r);
-  auto holds = [&](const Shard& s) {
-    if (s.cube != cube || (s.pe >= 0 && s.pe != r.pe)) return false;
-    int d = 0;
-    while (d < kMaxDims && g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d]) ++d;
-    return d == kMaxDims;
-  };
-  // The shard found last, most often: every shard lies in its tensor (make() cuts them from
-  // it), so a non-empty region that one holds lies in the tensor too.
-  auto non_empty = [&] {
-    for (int d = 0; d < kMaxDims; ++d)
-      if (g.len[d] <= 0) return false;
-    return true;
-  };
-  if (t.last_hit < t.shards.size() && holds(t.shards[t.last_hit]) && non_empty()) return t.shards[t.last_hit];
+const RuntimeContext::Shard& RuntimeContext::find_shard(const TensorInfo& t, const Rank& r, const Block& g) const {
   for (int d = 0; d < kMaxDims; ++d)
     if (g.len[d] <= 0 || g.lo[d] < 0 || g.lo[d] + g.len[d] > t.dim[d]) outside(t);
+  const std::int64_t cube = global_cube(r);
   for (std::size_t i = 0; i < t.shards.size(); ++i)
-    if (holds(t.shards[i])) {
+    if (shard_holds(t.shards[i], cube, r.pe, g)) {
       t.last_hit = i;
       return t.shards[i];
     }

@@ -415,7 +415,25 @@ class RuntimeContext {
   engine::ResourceId add_pe_resource(const Rank& r, engine::ResourceClass cls);
   engine::ResourceId dma_in_resource(const Rank& r);
   engine::ResourceId link_resource(std::int64_t link);
-  const Shard& local_shard(const TensorInfo& t, const Rank& r, const Block& block) const;
+  // The shard on r's cube (owned by r or shared) that holds `block`, or an InputError. The
+  // shard found last is asked first, inline (ranks reuse theirs): every shard lies in its
+  // tensor (make() cuts them from it), so a non-empty block that one holds lies in it too.
+  const Shard& local_shard(const TensorInfo& t, const Rank& r, const Block& block) const {
+    if (t.last_hit < t.shards.size()) {
+      const Shard& s = t.shards[t.last_hit];
+      if (shard_holds(s, global_cube(r), r.pe, block) && block.len[0] > 0 && block.len[1] > 0 && block.len[2] > 0 &&
+          block.len[3] > 0)
+        return s;
+    }
+    return find_shard(t, r, block);
+  }
+  static bool shard_holds(const Shard& s, std::int64_t cube, std::int64_t pe, const Block& g) {
+    if (s.cube != cube || (s.pe >= 0 && s.pe != pe)) return false;
+    int d = 0;
+    while (d < kMaxDims && g.lo[d] >= s.block.lo[d] && g.lo[d] + g.len[d] <= s.block.lo[d] + s.block.len[d]) ++d;
+    return d == kMaxDims;
+  }
+  const Shard& find_shard(const TensorInfo& t, const Rank& r, const Block& block) const;  // local_shard's search
   [[noreturn]] __attribute__((cold)) static void outside(const TensorInfo& t);  // local_shard's errors
   [[noreturn]] __attribute__((cold)) void no_shard(const TensorInfo& t, const Rank& r) const;
 

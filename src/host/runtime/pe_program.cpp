@@ -34,10 +34,15 @@ void for_each_element(const std::int64_t* dim, const Block& b, F&& f) {
 // ---- PeProgram ---------------------------------------------------------------------
 
 namespace {
+[[noreturn]] __attribute__((noinline, cold)) void transfer_overflows_error(std::int64_t bytes) {
+  throw InputError("transfer of " + std::to_string(bytes) + " bytes: its time would overflow int64 picoseconds");
+}
 // A transfer whose time could not be represented in int64 picoseconds is refused.
-void check_transfer(std::int64_t bytes) {
-  if (transfer_overflows(bytes, 1))
-    throw InputError("transfer of " + std::to_string(bytes) + " bytes: its time would overflow int64 picoseconds");
+inline void check_transfer(std::int64_t bytes) {
+  if (transfer_overflows(bytes, 1)) transfer_overflows_error(bytes);
+}
+[[noreturn]] __attribute__((noinline, cold)) void region_of_nd_error(const std::string& name, std::size_t dims) {
+  throw InputError("tensor '" + name + "' has " + std::to_string(dims) + " dimensions: address it with a Box, not a 2-D Region");
 }
 }  // namespace
 
@@ -124,9 +129,7 @@ OpId PeProgram::recv(Channel ch, const Rank& from) {
 
 Block PeProgram::block_of(Tensor t, const Region& r) const {
   const auto& info = ctx_.tensor(t);
-  if (info.shape.size() > 2)
-    throw InputError("tensor '" + info.name + "' has " + std::to_string(info.shape.size()) +
-                     " dimensions: address it with a Box, not a 2-D Region");
+  if (info.shape.size() > 2) region_of_nd_error(info.name, info.shape.size());
   Block b;
   b.lo[2] = r.row0, b.len[2] = r.rows, b.lo[3] = r.col0, b.len[3] = r.cols;
   return b;
@@ -154,13 +157,13 @@ OpId PeProgram::store(SramBuf src, Tensor dst, const Box& b, Deps deps) { return
 OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, Deps deps) {
   const auto& t = ctx_.tensor(tensor);
   ctx_.local_shard(t, rank_, g);
-  const std::int64_t bytes = g.elements() * dtype_bytes(t.dtype);
+  const std::int64_t elements = g.elements(), bytes = elements * dtype_bytes(t.dtype);
   // The buffer holds the block's elements in its own type (loads round to it).
-  const auto& info = ctx_.use_elements(buf, rank_, g.elements(), load ? "load" : "store");
+  const auto& info = ctx_.use_elements(buf, rank_, elements, load ? "load" : "store");
   check_transfer(bytes);  // at its HBM share, checked when the launch ends
   engine::Op op = base(load ? OpKind::dma_load : OpKind::dma_store, ctx_.pe_resource(rank_, ResourceClass::dma));
   op.bytes = bytes;
-  (load ? op.sram_write : op.sram_read) = g.elements() * dtype_bytes(info.dtype);  // the buffer's side
+  (load ? op.sram_write : op.sram_read) = elements * dtype_bytes(info.dtype);  // the buffer's side
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (load) ctx_.gate_read(id, tensor);
