@@ -1,5 +1,7 @@
 #include "graph.h"
 
+#include <cassert>
+
 #include "../common/error.h"
 
 namespace kb::engine {
@@ -169,6 +171,18 @@ void Graph::set_busy(OpId op, ps_t busy_ps) {
     totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(t.busy_ps);
   }
   t.busy_ps = busy_ps;
+  ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
+}
+
+void Graph::set_first_busy(OpId op, ResourceId resource, ps_t busy_ps) {
+  KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0 && resource >= 0 &&
+                        resource < static_cast<ResourceId>(resources_.size()),
+                    "set_first_busy on an unknown op");
+  assert(times_[static_cast<std::size_t>(op)].busy_ps == 0 && times_[static_cast<std::size_t>(op)].resource == resource);
+  const auto r = static_cast<std::size_t>(resource);
+  totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps);
+  totals_.resource_busy_ps[r] += as_sum(busy_ps);
+  times_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
   ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
 }
 

@@ -126,6 +126,9 @@ class Graph {
   void add_head_dep(OpId op, OpId dep);
   // Sets an op's busy time after it was added (a time known only once its launch is whole).
   void set_busy(OpId op, ps_t busy_ps);
+  // set_busy for an op added with no busy time, on `resource`, without reading it back (a
+  // launch's end sets one for every HBM access, long out of cache by then).
+  void set_first_busy(OpId op, ResourceId resource, ps_t busy_ps);
   // Adds SRAM bytes to an op after it was added (a copy's ends, known once its hops are).
   void add_sram(OpId op, std::int64_t read, std::int64_t write);
   // Optional action run when the op completes, in simulation order (data mode).

@@ -217,7 +217,7 @@ void RuntimeContext::end_launch() {
                      ? kTimeLimitPs + 1
                      : shared_transfer_ps(bytes, topo_.dma_gbps(), topo_.hbm_bandwidth_gbps, sharers);
     }
-    graph_.set_busy(h.op, times[k]);
+    graph_.set_first_busy(h.op, h.resource, times[k]);
   }
   // Every hop of a copy with an HBM end is held for as long as its slowest hop (cut-through
   // streams at the pipeline's slowest stage; ADR 0007).
@@ -230,13 +230,13 @@ void RuntimeContext::end_launch() {
   hbm_ops_.clear();
 }
 
-void RuntimeContext::hbm_access(OpId op, std::int64_t bytes, const Rank& r, int port) {
+void RuntimeContext::hbm_access(OpId id, const engine::Op& op, const Rank& r, int port) {
   const std::int64_t cube = global_cube(r);
   hbm_user_[static_cast<std::size_t>(2 * (cube * pes_per_cube_ + r.pe) + port)] = launches_;
   // Field by field (an HbmOp built on the stack is read back in one wider word: store
   // forwarding fails).
   HbmOp& h = hbm_ops_.emplace_back();
-  h.op = op, h.cube = static_cast<std::int32_t>(cube), h.bytes = bytes;
+  h.op = id, h.cube = static_cast<std::int32_t>(cube), h.bytes = op.bytes, h.resource = op.resource;
 }
 
 // held_buf's checks again, in their order, for the first that fails.

@@ -451,10 +451,11 @@ class RuntimeContext {
     OpId op;
     std::int32_t cube;  // whose HBM share it uses (global cube index; at most 2^24 PEs)
     std::int64_t bytes;  // the op's
+    engine::ResourceId resource;  // the op's
   };
   // Records an HBM read or write by rank r (its time is set when the launch ends).
-  // port 0: its DMA queue; 1: its HBM write port. `bytes`: the op's.
-  void hbm_access(OpId op, std::int64_t bytes, const Rank& r, int port);
+  // port 0: its DMA queue; 1: its HBM write port. `op` is the op added as `id`.
+  void hbm_access(OpId id, const engine::Op& op, const Rank& r, int port);
   std::vector<std::int32_t> hbm_user_;  // per global PE and port: the last launch that used it
   std::size_t first_buf_of_launch_ = 0;
   std::vector<HbmOp> hbm_ops_;  // the current launch's HBM reads and writes

@@ -167,7 +167,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
   op.latency_ps = ctx_.topo_.hbm_latency_ns * kPsPerNs;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (load) ctx_.gate_read(id, tensor);
-  ctx_.hbm_access(id, bytes, rank_, 0);  // its time is set when the launch ends
+  ctx_.hbm_access(id, op, rank_, 0);  // its time is set when the launch ends
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, load, tensor, buf, g]() {
       auto& T = ctx.tensors_[static_cast<std::size_t>(tensor.id)];
@@ -445,7 +445,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_load, ctx_.pe_resource(rank_, ResourceClass::dma));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), bytes, from, 0);
+    ctx_.hbm_access(add_hop(op), op, from, 0);
   }
   if (!same)
     net::for_each_hop(T, net::Node{from.sip, from.cube, from.pe}, net::Node{to.sip, to.cube, to.pe}, [&](const net::Hop& h) {
@@ -462,7 +462,7 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
     engine::Op op = base(OpKind::dma_store, ctx_.dma_in_resource(to));
     op.bytes = bytes;
     op.latency_ps = hbm_latency;
-    ctx_.hbm_access(add_hop(op), bytes, to, 1);
+    ctx_.hbm_access(add_hop(op), op, to, 1);
   }
   // Its SRAM ends: the source read as the first hop leaves, the destination written by the last.
   if (!src.hbm()) ctx_.graph_.add_sram(first, bytes, 0);
@@ -529,7 +529,7 @@ OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& s
   rd.bytes = 2 * bytes;
   rd.latency_ps = hbm_latency;
   const OpId r = ctx_.graph_.add_op(rd, deps);
-  ctx_.hbm_access(r, rd.bytes, rank_, 0);
+  ctx_.hbm_access(r, rd, rank_, 0);
   engine::Op ad = base(OpKind::vector, ctx_.pe_resource(rank_, ResourceClass::vector));
   ad.cycles = vector_cycles(VecOp::add, 1, elements, T.vector_lanes);
   ad.busy_ps = cycles_ps(ad.cycles, T.clock_mhz);
@@ -541,7 +541,7 @@ OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& s
   wr.latency_ps = hbm_latency;
   const OpId w = ctx_.graph_.add_op(wr, {});
   ctx_.graph_.add_head_dep(w, a);
-  ctx_.hbm_access(w, wr.bytes, rank_, 1);
+  ctx_.hbm_access(w, wr, rank_, 1);
   ctx_.chains_.push_back({r, a, w});
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(w, [&ctx = ctx_, dst, src, bd, bs]() {
