@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "../common/error.h"
+#include "../common/thread_spare.h"
 #include "event_queue.h"
 
 namespace kb::engine {
@@ -20,20 +21,10 @@ const char* to_string(Status s) {
 
 namespace {
 
-// The timing storage of the last result destroyed on this thread, for the next run's (see
-// Graph's spare storage in graph.cpp: a run's fresh pages would fault in at every run).
-struct SpareTiming {
-  std::vector<OpTiming> timing;
-  ~SpareTiming();
-};
+// A run's timing takes the storage of the last result destroyed on its thread (ThreadSpare,
+// as a graph's per-op storage does).
+using SpareTiming = std::vector<OpTiming>;
 constexpr std::size_t kSpareTimings = std::size_t{1} << 18;
-thread_local bool spare_timing_gone = false;  // trivially destructible: readable while the thread ends
-SpareTiming::~SpareTiming() { spare_timing_gone = true; }
-std::vector<OpTiming>* spare_timing() {
-  if (spare_timing_gone) return nullptr;
-  thread_local SpareTiming s;
-  return &s.timing;
-}
 
 // Completions are handled before releases at the same instant so that the op log and
 // data actions follow one fixed order; start times do not depend on it. An arbitrated
@@ -100,7 +91,7 @@ class Simulator {
       return r;
     }
     build();
-    if (std::vector<OpTiming>* spare = spare_timing()) r.timing.swap(*spare);
+    if (SpareTiming* spare = ThreadSpare<SpareTiming>::get()) r.timing.swap(*spare);
     r.timing.assign(n, OpTiming{});
     timing_ = &r.timing;
 
@@ -409,7 +400,7 @@ class Simulator {
 }  // namespace
 
 RunResult::~RunResult() {
-  std::vector<OpTiming>* spare = spare_timing();
+  SpareTiming* spare = ThreadSpare<SpareTiming>::get();
   if (!spare || timing.capacity() > kSpareTimings || timing.capacity() <= spare->capacity()) return;
   timing.clear();
   timing.swap(*spare);  // the spare's old storage goes with this result

@@ -1,8 +1,7 @@
 #include "graph.h"
 
-#include <cassert>
-
 #include "../common/error.h"
+#include "../common/thread_spare.h"
 
 namespace kb::engine {
 
@@ -13,49 +12,38 @@ OpTotals::Sum as_sum(std::int64_t v) { return static_cast<OpTotals::Sum>(v); }
 }
 }  // namespace
 
-namespace {
 // The per-op storage of the last graph destroyed on this thread, emptied, for the next graph
-// to build in. Run after run (a sweep's reference checks, a study's points), a graph then
-// writes into memory the process already holds: a graph of 10^5 ops takes about 15 MB, and
-// taken fresh at each run (with the allocator free to hand it back at each free) its pages
-// fault in again every time. Larger graphs' storage is not kept.
-struct Spare {
+// to build in (ThreadSpare). A graph of 10^5 ops takes about 15 MB; taken fresh at each run
+// (with the allocator free to hand it back at each free) its pages fault in again every
+// time. Larger graphs' storage is not kept.
+struct Graph::Storage {
   std::vector<Op> ops;
   std::vector<OpTimes> times;
   std::vector<Edge> edges;
   std::vector<std::int32_t> waits, completion_dependents;
-  ~Spare();
 };
+
+namespace {
 constexpr std::size_t kSpareOps = std::size_t{1} << 18;
-thread_local bool spare_gone = false;  // trivially destructible: readable while the thread ends
-Spare::~Spare() { spare_gone = true; }
-Spare* spare() {
-  if (spare_gone) return nullptr;
-  thread_local Spare s;
-  return &s;
-}
 }  // namespace
 
+void Graph::swap_storage(Storage& s) {
+  ops_.swap(s.ops);
+  times_.swap(s.times);
+  edges_.swap(s.edges);
+  waits_.swap(s.waits);
+  completion_dependents_.swap(s.completion_dependents);
+}
+
 Graph::Graph() {
-  if (Spare* s = spare()) {
-    ops_.swap(s->ops);
-    times_.swap(s->times);
-    edges_.swap(s->edges);
-    waits_.swap(s->waits);
-    completion_dependents_.swap(s->completion_dependents);
-  }
+  if (Storage* s = ThreadSpare<Storage>::get()) swap_storage(*s);
 }
 
 Graph::~Graph() {
-  Spare* s = spare();
+  Storage* s = ThreadSpare<Storage>::get();
   if (!s || ops_.capacity() > kSpareOps || ops_.capacity() <= s->ops.capacity()) return;
   ops_.clear(), times_.clear(), edges_.clear(), waits_.clear(), completion_dependents_.clear();
-  // The spare's old storage goes with this graph's members.
-  ops_.swap(s->ops);
-  times_.swap(s->times);
-  edges_.swap(s->edges);
-  waits_.swap(s->waits);
-  completion_dependents_.swap(s->completion_dependents);
+  swap_storage(*s);  // the spare's old storage goes with this graph's members
 }
 
 const char* to_string(ResourceClass c) {
@@ -164,24 +152,23 @@ void Graph::add_head_dep(OpId op, OpId dep) {
 void Graph::set_busy(OpId op, ps_t busy_ps) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0, "set_busy on an unknown op");
   // Read from the packed times (an Op is likelier out of cache); the Op is only written.
-  OpTimes& t = times_[static_cast<std::size_t>(op)];
-  if (t.resource != kNoResource) {
-    const auto r = static_cast<std::size_t>(t.resource);
-    totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps) - as_sum(t.busy_ps);
-    totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(t.busy_ps);
-  }
-  t.busy_ps = busy_ps;
-  ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
+  const OpTimes& t = times_[static_cast<std::size_t>(op)];
+  change_busy(op, t.resource, t.busy_ps, busy_ps);
 }
 
 void Graph::set_first_busy(OpId op, ResourceId resource, ps_t busy_ps) {
   KB_INTERNAL_CHECK(op >= 0 && op < static_cast<OpId>(ops_.size()) && busy_ps >= 0 && resource >= 0 &&
                         resource < static_cast<ResourceId>(resources_.size()),
                     "set_first_busy on an unknown op");
-  assert(times_[static_cast<std::size_t>(op)].busy_ps == 0 && times_[static_cast<std::size_t>(op)].resource == resource);
-  const auto r = static_cast<std::size_t>(resource);
-  totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps);
-  totals_.resource_busy_ps[r] += as_sum(busy_ps);
+  change_busy(op, resource, 0, busy_ps);
+}
+
+void Graph::change_busy(OpId op, ResourceId resource, ps_t old_busy_ps, ps_t busy_ps) {
+  if (resource != kNoResource) {
+    const auto r = static_cast<std::size_t>(resource);
+    totals_.busy_ps[static_cast<std::size_t>(resources_[r].cls)] += as_sum(busy_ps) - as_sum(old_busy_ps);
+    totals_.resource_busy_ps[r] += as_sum(busy_ps) - as_sum(old_busy_ps);
+  }
   times_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
   ops_[static_cast<std::size_t>(op)].busy_ps = busy_ps;
 }

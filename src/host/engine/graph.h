@@ -159,6 +159,10 @@ class Graph {
   void limit_ops(std::int64_t n) { op_limit_ = n; }
 
  private:
+  struct Storage;  // the per-op vectors a thread's next graph takes over (graph.cpp)
+  void swap_storage(Storage& s);
+  // set_busy's and set_first_busy's work: an op's busy time from `old_busy_ps` to `busy_ps`.
+  void change_busy(OpId op, ResourceId resource, ps_t old_busy_ps, ps_t busy_ps);
   std::int64_t op_limit_ = INT32_MAX;
   std::vector<Resource> resources_;
   std::vector<Op> ops_;

@@ -131,12 +131,9 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
     std::int64_t local;     // the tile's index among this PE's tiles
     std::size_t buf, acc;   // the step's A/B buffers (step % nb) and its tile's accumulator (local % nb)
   };
-  auto slice = [&](std::int64_t s) {
-    const std::int64_t tile = (lo + s) / kt;  // in the cube's block, row-major
-    return Slice{block.r0 + tile / block.cols(), block.c0 + tile % block.cols(), (lo + s) % kt, tile - first_tile,
-                 static_cast<std::size_t>(s % nb), static_cast<std::size_t>((tile - first_tile) % nb)};
-  };
-  // The next slice after `sl` (slice(s + 1) from slice(s), without its divisions).
+  // This PE's first slice (its first tile is tile lo / kt of the cube's block, row-major),
+  // and the one after `sl`, stepped without divisions.
+  const Slice first_slice{block.r0 + first_tile / block.cols(), block.c0 + first_tile % block.cols(), lo % kt, 0, 0, 0};
   auto next = [&](Slice& sl) {
     if (++sl.buf == static_cast<std::size_t>(nb)) sl.buf = 0;
     if (++sl.kk < kt) return;
@@ -160,7 +157,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   std::vector<OpId> store(static_cast<std::size_t>(ntiles), engine::kNoOp);
 
   // Loads of slice s reuse buffer s % nb, so they wait for the matmul of slice s - nb.
-  Slice load_at = slice(0);  // the slice of the next loads issued
+  Slice load_at = first_slice;  // the slice of the next loads issued
   auto issue_loads = [&](std::int64_t s) {
     const Slice sl = load_at;
     next(load_at);
@@ -173,7 +170,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   };
 
   for (std::int64_t s = 0; s < imin(nb, steps); ++s) issue_loads(s);
-  Slice sl = slice(0);
+  Slice sl = first_slice;
   for (std::int64_t s = 0; s < steps; ++s, next(sl)) {
     const std::int64_t mi = extent(sl.i, p.tile_m, p.m), nj = extent(sl.j, p.tile_n, p.n);
     const std::int64_t kc = extent(sl.kk, p.tile_k, p.k);

@@ -189,7 +189,7 @@ void RuntimeContext::end_launch() {
     if (bufs_[b].launch == launches_ && bufs_[b].held) release(static_cast<std::int32_t>(b));
   // Sharers per cube: its HBM ports (a PE's DMA queue, a PE's HBM write port) used in this
   // launch; a PE that both reads and is written to takes two shares.
-  const std::int64_t ppc = topo_.pes_per_cube();
+  const std::int64_t ppc = pes_per_cube_;
   std::int64_t last_cube = -1, sharers = 0;
   // The times of the last few sizes on this cube (a kernel's transfers alternate between a
   // few sizes: A and B tiles, C stores).
@@ -231,12 +231,11 @@ void RuntimeContext::end_launch() {
 }
 
 void RuntimeContext::hbm_access(OpId id, const engine::Op& op, const Rank& r, int port) {
-  const std::int64_t cube = global_cube(r);
-  hbm_user_[static_cast<std::size_t>(2 * (cube * pes_per_cube_ + r.pe) + port)] = launches_;
+  hbm_user_[static_cast<std::size_t>(2 * global_pe(r) + port)] = launches_;
   // Field by field (an HbmOp built on the stack is read back in one wider word: store
   // forwarding fails).
   HbmOp& h = hbm_ops_.emplace_back();
-  h.op = id, h.cube = static_cast<std::int32_t>(cube), h.bytes = op.bytes, h.resource = op.resource;
+  h.op = id, h.cube = static_cast<std::int32_t>(global_cube(r)), h.bytes = op.bytes, h.resource = op.resource;
 }
 
 // held_buf's checks again, in their order, for the first that fails.
