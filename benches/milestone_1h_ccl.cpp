@@ -1,6 +1,7 @@
 // milestone-1h-ccl: allreduce over PEs of a cube, cubes of a SIP, SIPs of a ring, and every PE
 // of 2 or 8 cubes level by level (hier); every algorithm, 2 to 8 ranks per level, SRAM and HBM
-// buffers, 1 KiB to 1 GiB; each point on both engines
+// buffers, 1 KiB to 1 GiB; then allgather, reducescatter and alltoall over 8 ranks of each
+// single level by every algorithm that runs them; each point on both engines
 // (parity), against the alpha-beta-gamma model, with the direct-launch ring's timeline
 // checked against the library's, the best algorithm per level and size, and the topologies
 // drawn.
@@ -37,6 +38,11 @@ std::vector<std::int64_t> ccl_milestone_sizes() {
 std::vector<AllreduceConfig> ccl_milestone_configs(const TopologySpec& topo, const TopologySpec& ring,
                                                    std::vector<AllreduceConfig>* invalid) {
   std::vector<AllreduceConfig> out;
+  auto add = [&](AllreduceConfig c) {
+    if (allreduce_check(c) == kArOk) out.push_back(c);
+    else if (invalid) invalid->push_back(c);
+  };
+  const auto allreduce = static_cast<std::int64_t>(CollOp::allreduce);
   for (std::int64_t level = 0; level < kCollLevels; ++level)
     for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
       for (std::int64_t ranks : level == static_cast<std::int64_t>(CollLevel::hier) ? std::vector<std::int64_t>{16, 64}
@@ -46,11 +52,25 @@ std::vector<AllreduceConfig> ccl_milestone_configs(const TopologySpec& topo, con
             AllreduceConfig c{};
             c.hw = (level == static_cast<std::int64_t>(CollLevel::sip) ? ring : topo).hw();
             c.bytes = bytes, c.level = level, c.algo = algo, c.ranks = ranks, c.buffer = buffer;
-            c.op = static_cast<std::int64_t>(CollOp::allreduce);
+            c.op = allreduce;
             c.chunks = 1;
-            if (ranks > coll_level_size(c.hw, level)) continue;  // the level has fewer ranks
-            if (allreduce_check(c) == kArOk) out.push_back(c);
-            else if (invalid) invalid->push_back(c);
+            if (ranks > coll_level_size(c.hw, level) || !coll_algo_runs(algo, allreduce)) continue;
+            add(c);
+          }
+  // The single-level ops of their own, after the allreduce's points: 8 ranks of each level,
+  // every algorithm that runs the op, both buffers, every size.
+  for (const CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall})
+    for (std::int64_t level = 0; level < static_cast<std::int64_t>(CollLevel::hier); ++level)
+      for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
+        for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer)
+          for (std::int64_t bytes : ccl_milestone_sizes()) {
+            AllreduceConfig c{};
+            c.hw = (level == static_cast<std::int64_t>(CollLevel::sip) ? ring : topo).hw();
+            c.bytes = bytes, c.level = level, c.algo = algo, c.ranks = 8, c.buffer = buffer;
+            c.op = static_cast<std::int64_t>(op);
+            c.chunks = 1;
+            if (c.ranks > coll_level_size(c.hw, level) || !coll_algo_runs(algo, c.op)) continue;
+            add(c);
           }
   return out;
 }
@@ -66,7 +86,7 @@ std::string size_name(std::int64_t b) {
 void run_ccl_milestone(BenchContext& ctx) {
   std::ostream& out = *ctx.out;
   const auto t_start = std::chrono::steady_clock::now();
-  const Family& fam = family("allreduce");
+  const Family& fam = family("collective");
   const TopologySpec& topo = ctx.topology;
   const TopologySpec ring = load_topology(data_dir() + "/topologies/ring8.yaml");
   std::vector<AllreduceConfig> invalid;
@@ -79,7 +99,7 @@ void run_ccl_milestone(BenchContext& ctx) {
   std::vector<AllreduceConfig> rings;
   for (const AllreduceConfig& c : configs)
     if (c.algo == static_cast<std::int64_t>(CollAlgo::ring) && c.buffer == static_cast<std::int64_t>(CollBuffer::sram) &&
-        c.level != static_cast<std::int64_t>(CollLevel::hier))
+        c.level != static_cast<std::int64_t>(CollLevel::hier) && c.op == static_cast<std::int64_t>(CollOp::allreduce))
       rings.push_back(c);
   std::vector<char> same(rings.size(), 0);
   parallel_for(rings.size(), [&](std::size_t i) {
@@ -97,11 +117,12 @@ void run_ccl_milestone(BenchContext& ctx) {
   for (std::int64_t level = 0; level < kCollLevels; ++level) {
     std::map<std::int64_t, std::size_t> winner;  // bytes -> config index
     std::int64_t most = 0;
+    const auto allreduce = static_cast<std::int64_t>(CollOp::allreduce);
     for (const AllreduceConfig& c : configs)
-      if (c.level == level) most = std::max(most, c.ranks);
+      if (c.level == level && c.op == allreduce) most = std::max(most, c.ranks);
     for (std::size_t i = 0; i < configs.size(); ++i) {
       const AllreduceConfig& c = configs[i];
-      if (c.level != level || c.ranks != most) continue;
+      if (c.level != level || c.ranks != most || c.op != allreduce) continue;
       auto it = winner.find(c.bytes);
       if (it == winner.end() || latency(i) < latency(it->second)) winner[c.bytes] = i;
     }
@@ -146,10 +167,17 @@ void run_ccl_milestone(BenchContext& ctx) {
   out << study.parity_line("points") << "; " << invalid.size() << " points do not fit (listed under \"invalid\")\n";
   out << "direct launch: " << direct_same << "/" << direct_checked
       << " ring allreduce points with the library's timeline, op for op\n";
+  {
+    std::map<std::int64_t, std::size_t> per_op;
+    for (const AllreduceConfig& c : configs) ++per_op[c.op];
+    out << "points per op:";
+    for (const auto& [op, n] : per_op) out << " " << kCollOpNames[op] << " " << n;
+    out << "\n";
+  }
   out << "time: batched " << study.batched_seconds() * 1e3 << " ms for " << configs.size() << " points; reference "
       << (configs.empty() ? 0.0 : study.reference_seconds() * 1e3 / static_cast<double>(configs.size())) << " ms per point\n";
   write_bench(ctx, doc, table);
-  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 2 topology diagrams and 6 figures to " << ctx.out_dir
+  out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", 2 topology diagrams and 7 figures to " << ctx.out_dir
       << " in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() << " s\n";
 }
 
@@ -159,14 +187,14 @@ KB_BENCH([] {
   BenchInfo b;
   b.name = "milestone-1h-ccl";
   b.description =
-      "allreduce: every algorithm and level (pe, cube, sip, hier), 2-64 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB, "
-      "both engines, against the alpha-beta-gamma model";
-  b.axes = {"level", "algo", "ranks", "buffer", "bytes"};
+      "allreduce: every algorithm and level (pe, cube, sip, hier), 2-64 ranks, SRAM and HBM buffers, 1 KiB - 1 GiB; "
+      "allgather, reducescatter and alltoall on 8 ranks of each level; both engines, against the alpha-beta-gamma model";
+  b.axes = {"op", "level", "algo", "ranks", "buffer", "bytes"};
   b.domain = "ccl";
   b.fn = run_ccl_milestone;
   b.json = "allreduce_sweep.json";
   b.schema = "kernbench-gpu/allreduce-sweep";
-  b.schema_version = "1.1.0";
+  b.schema_version = "1.2.0";
   b.plot = "plot_ccl.py";
   return b;
 }());

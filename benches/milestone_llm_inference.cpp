@@ -54,7 +54,7 @@ LlmPick llm_pick_mapping(const LlmConfig& base, bool fixed_tp) {
         for (std::int64_t mb = 1; mb <= pp; mb *= pp > 1 ? pp : 2)  // one micro-batch, or pp of them
           for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
             for (std::int64_t k = 1; k <= (prefill ? 1 : 4); ++k) {
-              if (base.batch % mb != 0) continue;
+              if (base.batch % mb != 0 || !coll_algo_runs(algo, static_cast<std::int64_t>(CollOp::allreduce))) continue;
               LlmConfig c = base;
               if (!fixed_tp) c.tp = tp, c.tp_level = static_cast<std::int64_t>(level), c.pp = pp;
               else if (tp > 1 || level != CollLevel::cube || pp > 1) continue;

@@ -107,7 +107,7 @@ def benches() -> List[Dict[str, Any]]:
 
 def _family(name: str, command: str) -> Dict[str, Any]:
     for f in _list_json()["families"]:
-        if f["name"] == name:
+        if f["name"] == name or name in f.get("aliases", []):
             return f
     _run([command, str(name), "--json"])  # the command line's own message for an unknown family
     raise InputError(f"unknown family '{name}'")

@@ -1,6 +1,7 @@
-// The allreduce family through the command line: eval's figures and engines, sweep, the
-// milestone bench (numbers as committed, parity, the direct launch, figures, --fast and
-// plot), and invalid requests as one line with exit 2.
+// The collective family (also named allreduce) through the command line: eval's figures
+// and engines for every op, data mode, sweep, the milestone bench (numbers as committed,
+// parity, the direct launch, figures, --fast and plot), and invalid requests as one line
+// with exit 2.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -40,9 +41,18 @@ TEST(Collectives, EvalEveryLevelAndAlgorithmBothEngines) {
     for (const char* algo : kb::kCollAlgoNames)
       for (const char* op : kb::kCollOpNames) {
         SCOPED_TRACE(std::string(level) + " " + algo + " " + op);
-        const json j = run_json(std::string("eval allreduce --bytes 4096 --level ") + level + " --algo " + algo +
-                                " --ranks 8 --buffer sram --op " + op + " --json");
+        const std::string cmd = std::string("eval collective --bytes 4096 --level ") + level + " --algo " + algo +
+                                " --ranks 8 --buffer sram --op " + op;
+        std::int64_t a = 0, o = 0;
+        while (std::string(kb::kCollAlgoNames[a]) != algo) ++a;
+        while (std::string(kb::kCollOpNames[o]) != op) ++o;
+        if (!kb::coll_algo_runs(a, o)) {
+          expect_input_error(run(cmd), std::string("algo: ") + op + " runs ");
+          continue;
+        }
+        const json j = run_json(cmd + " --json");
         EXPECT_EQ(j["parity"], true);
+        EXPECT_EQ(j["family"], "collective");
       }
   const json s = run_json("eval allreduce --bytes 4096 --level sip --algo hd --ranks 8 --buffer hbm --topology '" + kTopo +
                           "/ring8.yaml' --json");
@@ -77,6 +87,38 @@ TEST(Collectives, EvalInvalidRequests) {
   expect_input_error(run("eval allreduce --bytes 4097 --buffer sram --level cube --algo ring --ranks 8"), "bytes: 4097 must be even");
 }
 
+// The new ops: both engines, busbw as nccl-tests counts it, the analytical form, and data
+// mode against float64; allreduce is still a name of the family.
+TEST(Collectives, EvalTheOpsOfTheirOwn) {
+  for (const char* op : {"allgather", "reducescatter", "alltoall"})
+    for (const char* buffer : {"sram", "hbm"}) {
+      SCOPED_TRACE(std::string(op) + " " + buffer);
+      const std::string algo = std::string(op) == "alltoall" ? "pairwise" : "ring";
+      const json j = run_json(std::string("eval collective --op ") + op + " --algo " + algo + " --bytes 65536 --level cube"
+                              " --ranks 4 --buffer " + buffer + " --chunks 2 --data --seed 5 --json");
+      EXPECT_EQ(j["parity"], true);
+      EXPECT_EQ(j["data"]["ok"], true);
+      EXPECT_EQ(j["data"]["wrong"], 0);
+      EXPECT_GT(j["data"]["values"].get<std::int64_t>(), 0);
+      const double algbw = 65536.0 / j["latency_ps"].get<double>() * 1000.0;
+      EXPECT_NEAR(j["busbw_gbps"].get<double>(), algbw * 3 / 4, 1e-9 * algbw);
+      EXPECT_GT(j["analytical_ps"].get<std::int64_t>(), 0);
+      EXPECT_EQ(j["vector_ops"].get<std::int64_t>() > 0, std::string(op) == "reducescatter");
+    }
+  const json a = run_json("eval allreduce --op alltoall --algo pairwise --bytes 4096 --level pe --ranks 8 --buffer sram --json");
+  EXPECT_EQ(a["family"], "collective");
+  EXPECT_EQ(a["parity"], true);
+  const json s = run_json("sweep allreduce --op allgather,reducescatter --algo ring,hd --bytes 4096,65536 --level pe,cube"
+                          " --ranks 8 --buffer sram --backend omp --json");
+  EXPECT_EQ(s["space"]["size"], 16);
+  expect_input_error(run("eval collective --op alltoall --algo pairwise --bytes 4098 --level pe --ranks 8 --buffer sram"),
+                     "must split into 1 chunk(s) of 8 equal pieces");
+  expect_input_error(run("eval collective --op allgather --algo ring --bytes 4096 --level hier --ranks 16 --buffer sram"),
+                     "hier runs allreduce and reduce level by level");
+  expect_input_error(run("eval collective --op allreduce --algo pairwise --bytes 4096 --level pe --ranks 8 --buffer sram"),
+                     "allreduce runs by ring, hd, tree, mesh2d or root, not pairwise");
+}
+
 TEST(Collectives, SweepFindsTheBestAlgorithm) {
   const json j = run_json("sweep allreduce --bytes 1024,1048576 --level cube --algo ring,hd,tree,mesh2d,root --ranks 8"
                           " --buffer sram,hbm --chunks 1,2 --backend omp --json");
@@ -92,7 +134,8 @@ TEST(Collectives, MilestoneGivesTheCommittedNumbers) {
   if (plots) {
     ASSERT_EQ(r.code, 0) << r.err;
   }
-  EXPECT_NE(r.out.find("parity: 891/891"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parity: 1142/1142"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("points per op: allreduce 891 allgather 102 reducescatter 98 alltoall 51"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("direct launch: 54/54"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("best algorithm per level and size range"), std::string::npos) << r.out;
   const json doc = load(out + "/allreduce_sweep.json");
@@ -109,7 +152,7 @@ TEST(Collectives, MilestoneGivesTheCommittedNumbers) {
   EXPECT_TRUE(fs::exists(out + "/allreduce_sweep.csv"));
   if (!plots) GTEST_SKIP() << "figures not checked: no Python with matplotlib here (tools/setup.sh installs it)";
   for (const char* f : {"ccl_latency_vs_size.png", "ccl_busbw.png", "ccl_hbm_vs_sram.png", "ccl_engines.png",
-                        "ccl_energy_per_byte.png", "ccl_energy_hbm_vs_sram.png", "ccl_topology_default.png",
+                        "ccl_energy_per_byte.png", "ccl_energy_hbm_vs_sram.png", "ccl_ops_busbw.png", "ccl_topology_default.png",
                         "ccl_topology_ring8.png"})
     EXPECT_GT(fs::file_size(fs::path(out) / f), 1000u) << f;
   const std::string again = fresh_dir("kb_ccl_replot");

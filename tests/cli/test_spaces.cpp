@@ -91,7 +91,7 @@ TEST(Spaces, MistakesNameTheirLine) {
     EXPECT_EQ(r.err.rfind("error: " + f + ":", 0), 0u) << r.err;  // FILE:LINE:COL first
   }
   const std::string ok = write("kb_space_ok.yaml", "family: gemm\naxes:\n  m: 32\n  n: 64\n  k: 64\n");
-  expect_input_error(run("sweep allreduce --space '" + ok + "'"), "the file is a gemm space, not allreduce");
+  expect_input_error(run("sweep allreduce --space '" + ok + "'"), "the file is a gemm space, not collective");
   expect_input_error(run("sweep gemm --space '" + ok + "' --m 8"), "--m cannot be given too");
   expect_input_error(run("sweep --space '" + fresh_dir("kb_no_such_space.yaml") + "'"), "kb_no_such_space.yaml");
 }

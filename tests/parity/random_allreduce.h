@@ -18,7 +18,7 @@ namespace kb::testing {
 inline std::string describe(const AllreduceConfig& c) {
   std::ostringstream o;
   o << to_string(static_cast<CollLevel>(c.level)) << "/" << to_string(static_cast<CollAlgo>(c.algo)) << " ranks=" << c.ranks
-    << " bytes=" << c.bytes << " buffer=" << (c.buffer ? "hbm" : "sram") << " op=" << (c.op ? "reduce" : "allreduce")
+    << " bytes=" << c.bytes << " buffer=" << (c.buffer ? "hbm" : "sram") << " op=" << kCollOpNames[c.op]
     << " chunks=" << c.chunks << " sips=" << c.hw.sips << "(" << static_cast<int>(c.hw.sip_topology) << ") cubes="
     << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x" << c.hw.pe_cols;
   return o.str();
@@ -156,6 +156,47 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
     }
     if (allreduce_check(c) == kArOk) out.push_back(c);
     else if (rejected && rejected->size() < rejected->capacity()) rejected->push_back(c);
+  }
+  return out;
+}
+
+// Random valid configs of one of the single-level ops of their own (allgather,
+// reducescatter, alltoall): random machines as above, every level they run on (pe, cube,
+// sip), every algorithm that runs the op, both buffers, 1-8 chunks, sizes from the least to
+// 2 MiB (an alltoall's: whole pieces). `counts` tallies them per (level, algo, buffer).
+inline std::vector<AllreduceConfig> random_op_configs(CollOp op, int count, std::uint64_t seed, std::vector<int>* counts) {
+  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<std::int64_t> algos;
+  for (std::int64_t a = 0; a < kCollAlgos; ++a)
+    if (coll_algo_runs(a, static_cast<std::int64_t>(op))) algos.push_back(a);
+  std::vector<AllreduceConfig> out;
+  counts->assign(kCollLevels * kCollAlgos * kCollBuffers, 0);
+  while (static_cast<int>(out.size()) < count) {
+    AllreduceConfig c{};
+    c.hw = base.hw();
+    HwConfig& h = c.hw;
+    random_machine(h, pick);
+    h.sram_kib = pick(0, 1) ? pick(1, 64) : pick(64, 8192);
+    h.hbm_capacity_mib = pick(1, 64);
+    c.level = pick(0, 2);
+    c.op = static_cast<std::int64_t>(op);
+    c.algo = algos[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(algos.size()) - 1))];
+    const std::int64_t most = std::min<std::int64_t>(16, coll_level_size(h, c.level));
+    if (most < 2) continue;
+    c.ranks = pick(2, most);
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd) && pick(0, 1)) c.ranks = std::int64_t{1} << pick(1, ceil_log2(most + 1) - 1);
+    c.buffer = pick(0, 1);
+    c.chunks = pick(0, 2) ? 1 : pick(2, 8);
+    const std::int64_t least = c.chunks * c.ranks;
+    const int size = static_cast<int>(pick(0, 2));
+    std::int64_t values = size == 0 ? least + pick(0, 3 * least) : size == 1 ? pick(least, 4096) : pick(4096, 1 << 20);
+    if (op == CollOp::alltoall) values = std::max<std::int64_t>(least, values / least * least);
+    c.bytes = 2 * values;
+    if (allreduce_check(c) != kArOk) continue;
+    ++(*counts)[static_cast<std::size_t>((c.level * kCollAlgos + c.algo) * kCollBuffers + c.buffer)];
+    out.push_back(c);
   }
   return out;
 }

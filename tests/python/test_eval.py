@@ -9,8 +9,8 @@ from conftest import cli, cli_json, data_file
 CASES = {
     "gemm": ({"m": 512, "n": 1024, "k": 256, "pes": 4, "tile_m": 128},
              ["--m", "512", "--n", "1024", "--k", "256", "--pes", "4", "--tile-m", "128"]),
-    "allreduce": ({"bytes": 65536, "level": "cube", "algo": "ring", "ranks": 4, "buffer": "hbm", "chunks": 2},
-                  ["--bytes", "65536", "--level", "cube", "--algo", "ring", "--ranks", "4", "--buffer", "hbm",
+    "collective": ({"bytes": 65536, "level": "cube", "algo": "ring", "ranks": 4, "buffer": "hbm", "chunks": 2},
+                   ["--bytes", "65536", "--level", "cube", "--algo", "ring", "--ranks", "4", "--buffer", "hbm",
                    "--chunks", "2"]),
     "decode": ({"case": 4, "s_kv": 8192, "allreduce": True},
                ["--case", "4", "--s-kv", "8192", "--allreduce"]),
@@ -51,6 +51,16 @@ def test_eval_with_a_topology_and_sets(tmp_path):
     assert mine["topology"]["fields"]["pe.sram_kib"] == 1024
     ring8 = kb.eval("allreduce", topology=data_file("topologies", "ring8.yaml"), bytes=4096, level="sip", algo="ring", ranks=8, buffer="sram")
     assert ring8["topology"]["name"] == "ring8"
+
+
+def test_eval_a_collective_op_by_either_name():
+    mine = kb.eval("allreduce", op="alltoall", algo="pairwise", bytes=65536, level="cube", ranks=4, buffer="sram",
+                   data=True)
+    assert mine == cli_json("eval", "collective", "--op", "alltoall", "--algo", "pairwise", "--bytes", "65536",
+                            "--level", "cube", "--ranks", "4", "--buffer", "sram", "--data", "--json")
+    assert mine["family"] == "collective" and mine["parity"] is True and mine["data"]["ok"] is True
+    fam = next(f for f in kb.families() if f["name"] == "collective")
+    assert fam["aliases"] == ["allreduce"] and fam["data_mode"] is True
 
 
 def test_eval_trace_and_hardware_axis(tmp_path):

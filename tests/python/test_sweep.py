@@ -12,7 +12,7 @@ from conftest import cli, cli_json, without_timing
 SPACES = {
     "gemm": ({"axes": {"m": "64:4096:*2", "tile_m": [32, 64, 128]}, "n": 1024, "k": range(256, 1025, 256), "top": 5},
              ["--m", "64:4096:*2", "--tile-m", "32,64,128", "--n", "1024", "--k", "256,512,768,1024", "--top", "5"]),
-    "allreduce": ({"axes": {"bytes": [4096, 1 << 20], "level": ["pe", "cube"], "algo": ["ring", "hd", "tree"],
+    "collective": ({"axes": {"bytes": [4096, 1 << 20], "level": ["pe", "cube"], "algo": ["ring", "hd", "tree"],
                             "ranks": [2, 4, 8], "buffer": ["sram", "hbm"]}, "pareto": "link_bytes", "recheck": 2},
                   ["--bytes", "4096,1048576", "--level", "pe,cube", "--algo", "ring,hd,tree", "--ranks", "2,4,8",
                    "--buffer", "sram,hbm", "--pareto", "link_bytes", "--recheck", "2"]),

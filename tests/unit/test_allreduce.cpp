@@ -84,6 +84,37 @@ TEST(Collective, EveryRankEndsWithTheSum) {
   EXPECT_GT(runs, 400);
 }
 
+// allgather, reducescatter and alltoall in data mode, against float64: every level, algorithm
+// that runs the op, buffer, chunking, and piece sizes that differ (all-to-all: one size).
+// The check itself fails on a value moved to the wrong place or summed wrongly.
+TEST(Collective, TheOpsOfTheirOwnMoveAndAddAsDefined) {
+  const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
+  int runs = 0;
+  for (const CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall})
+    for (int level = 0; level < 3; ++level)
+      for (int algo = 0; algo < kCollAlgos; ++algo)
+        for (std::int64_t p : {2, 3, 4, 8})
+          for (int buffer = 0; buffer < 2; ++buffer)
+            for (std::int64_t chunks : {1, 3}) {
+              const std::int64_t values = op == CollOp::alltoall ? 5 * p * chunks : 37 * p * chunks + 5;
+              const AllreduceConfig c = config(level == 2 ? ring8 : def, static_cast<CollLevel>(level),
+                                               static_cast<CollAlgo>(algo), p, 2 * values, static_cast<CollBuffer>(buffer), op, chunks);
+              if (allreduce_check(c) != kArOk) continue;
+              CollectiveRun run = run_collective(c, true, 7);
+              const CollectiveDataCheck d = collective_data_check(c, run);
+              ASSERT_EQ(d.wrong, 0) << name(c) << " " << kCollOpNames[static_cast<int>(op)];
+              ASSERT_GT(d.values, 0);
+              // Each op's definition reaches every value it names: all of them (allgather,
+              // alltoall), or every rank's own piece (reducescatter).
+              EXPECT_EQ(d.values, op == CollOp::reducescatter ? values : p * values) << name(c);
+              // A value off by one, or a rank's pieces in the wrong order, is caught.
+              run.values[static_cast<std::size_t>(p - 1)][static_cast<std::size_t>(coll_piece_lo(c, 0, p - 1))] += 0.5f;
+              EXPECT_EQ(collective_data_check(c, run).wrong, 1) << name(c);
+              ++runs;
+            }
+  EXPECT_GT(runs, 150);
+}
+
 // The op bound the reference is held to (allreduce_reference_ops) is an upper bound of the
 // ops the library builds, and a close one: the run itself refuses an op beyond it.
 TEST(Collective, TheOpBoundIsCloseAbove) {

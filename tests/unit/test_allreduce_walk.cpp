@@ -75,12 +75,45 @@ TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
               static_cast<long long>(full));
   std::printf("general walk: %lld taken without depths, %lld needed them\n", static_cast<long long>(flat),
               static_cast<long long>(with_depths));
-  for (std::int64_t n : per_algo) EXPECT_GT(n, 1000);
+  for (std::int64_t a = 0; a < kCollAlgos; ++a)
+    if (coll_algo_runs(a, static_cast<std::int64_t>(CollOp::allreduce))) EXPECT_GT(per_algo[a], 1000) << kCollAlgoNames[a];
   for (std::int64_t n : per_buffer) EXPECT_GT(n, 10000);
   EXPECT_GT(refused, 100);  // both outcomes are exercised
   EXPECT_GT(beyond, 1000);  // and the claim order within a group
   EXPECT_GT(flat, 10000);   // both walks take levels
   EXPECT_GT(with_depths, 1000);
+}
+
+// The ops of their own (allgather, reducescatter, alltoall) through every evaluator of a
+// level: the general walk (without depths and with them), the simulator's fast path, and its
+// events alone, give one answer, and the walk takes most of them.
+TEST(AllreduceWalk, TheOpsOfTheirOwnAgreeOnEveryPath) {
+  auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
+       events = std::make_unique<ar_detail::Sim>(), deep = std::make_unique<ar_detail::Sim>();
+  walk->replay_off = deep->replay_off = ops->replay_off = events->replay_off = true;
+  deep->flat_off = true;
+  ops->general_off = true;
+  events->events_only = true;
+  for (const CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall}) {
+    std::vector<int> counts;
+    std::int64_t taken = 0, seen = 0;
+    for (const AllreduceConfig& c : testing::random_op_configs(op, 5000, 20261206 + static_cast<std::uint64_t>(op), &counts)) {
+      const AllreduceResult a = allreduce_model(c, *walk), b = allreduce_model(c, *ops), d = allreduce_model(c, *deep),
+                            e = allreduce_model(c, *events);
+      ASSERT_EQ(a.status, kArOk) << testing::describe(c);
+      ASSERT_EQ(walk->walked_levels, 0) << "the ring's closed form is the ring allreduce's";
+      ASSERT_EQ(events->event_levels, 1);
+      for (const AllreduceResult* x : {&b, &d, &e})
+        ASSERT_EQ(std::memcmp(&a, x, sizeof a), 0) << testing::describe(c) << ": " << a.latency_ps << " against " << x->latency_ps;
+      for (std::int64_t r = 0; r < kCollMaxRanks; ++r) {
+        ASSERT_EQ(walk->mark_done[r], events->mark_done[r]) << r;
+        ASSERT_EQ(ops->mark_done[r], events->mark_done[r]) << r;
+      }
+      taken += walk->general_levels;
+      ++seen;
+    }
+    EXPECT_GT(taken, seen / 2) << kCollOpNames[static_cast<int>(op)] << ": the general walk takes few";
+  }
 }
 
 }  // namespace

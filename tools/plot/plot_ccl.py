@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot a kernbench-gpu allreduce sweep (milestone-1h-ccl).
+"""Plot a kernbench-gpu collective sweep (milestone-1h-ccl).
 
 Usage:
     plot_ccl.py --in FILE.json --out DIR
@@ -18,7 +18,15 @@ level by level) at the most ranks of the level:
     ccl_engines.png           reference engine against batched model (every
                               point), and simulated / analytical per size
 
-and, when the document has energy columns (1.1.0 on), two more:
+The four are of the allreduce points.  When the document has points of other ops
+(1.2.0 on: allgather, reducescatter, alltoall), one more:
+
+    ccl_ops_busbw.png         bus bandwidth against size, a row per op and a panel
+                              per single level, per algorithm and buffer, beside
+                              the alpha-beta-gamma model's bus bandwidth (dashed)
+
+and, when the document has energy columns (1.1.0 on), two more of the allreduce
+points:
 
     ccl_energy_per_byte.png   energy per byte of message (pJ) per algorithm
                               against size, SRAM and HBM buffers
@@ -53,13 +61,19 @@ FIG_BUFFERS = "ccl_hbm_vs_sram.png"
 FIG_ENGINES = "ccl_engines.png"
 FIG_ENERGY = "ccl_energy_per_byte.png"
 FIG_ENERGY_BUFFERS = "ccl_energy_hbm_vs_sram.png"
+FIG_OPS = "ccl_ops_busbw.png"
 
 LEVELS = ["pe", "cube", "sip", "hier"]
 LEVEL_TITLES = {"pe": "PEs of one cube", "cube": "cubes of one SIP", "sip": "SIPs on a ring",
                 "hier": "hier: every PE, level by level"}
-ALGOS = ["ring", "hd", "tree", "mesh2d", "root"]
-COLORS = {"ring": "#1f77b4", "hd": "#d62728", "tree": "#2ca02c", "mesh2d": "#9467bd", "root": "#ff7f0e"}
-MARKERS = {"ring": "o", "hd": "s", "tree": "^", "mesh2d": "D", "root": "v"}
+ALGOS = ["ring", "hd", "tree", "mesh2d", "root", "pairwise"]
+ALLREDUCE_ALGOS = ALGOS[:5]
+OPS = ["allreduce", "reduce", "allgather", "reducescatter", "alltoall"]
+# The single-level ops of their own: nccl-tests' bus bandwidth factor, and their titles.
+OWN_OPS = {"allgather": "all-gather", "reducescatter": "reduce-scatter", "alltoall": "all-to-all"}
+COLORS = {"ring": "#1f77b4", "hd": "#d62728", "tree": "#2ca02c", "mesh2d": "#9467bd", "root": "#ff7f0e",
+          "pairwise": "#8c564b"}
+MARKERS = {"ring": "o", "hd": "s", "tree": "^", "mesh2d": "D", "root": "v", "pairwise": "X"}
 
 
 @dataclass
@@ -74,6 +88,11 @@ class Point:
     analytical_ps: float
     busbw: float
     energy_fj: int | None = None  # None: no energy columns
+    op: str = "allreduce"
+
+    def analytical_busbw(self) -> float:
+        """The alpha-beta-gamma model's time as a bus bandwidth (busbw / latency x analytical)."""
+        return self.busbw * self.latency_ps / self.analytical_ps if self.analytical_ps > 0 else 0.0
 
 
 def parse(doc: dict, where: str) -> list[Point]:
@@ -94,13 +113,14 @@ def parse(doc: dict, where: str) -> list[Point]:
         kbplot.require_object(c, ctx, where)
         level = kbplot.require_choice(c, "level", ctx, where, LEVELS)
         algo = kbplot.require_choice(c, "algo", ctx, where, ALGOS)
+        op = kbplot.require_choice(c, "op", ctx, where, OPS) if "op" in c else "allreduce"
         buffer = kbplot.require_choice(c, "buffer", ctx, where, ("sram", "hbm"))
         integer = lambda key, **kw: kbplot.require_int(c, key, ctx, where, **kw)  # noqa: E731
         energy = kbplot.energy_of(c, ctx, where)
         points.append(Point(level, algo, integer("ranks", lo=2, hi=4096), buffer, integer("bytes", lo=2, hi=1 << 32),
                             integer("latency_ps", lo=1), integer("reference_latency_ps", lo=1),
                             integer("analytical_ps"), kbplot.require_real(c, "busbw_gbps", ctx, where, hi=1e9),
-                            energy["energy_fj"] if energy else None))
+                            energy["energy_fj"] if energy else None, op))
     return points
 
 
@@ -152,8 +172,8 @@ def panels(title: str, subtitle: str):
     return fig, axes
 
 
-def algo_legend(fig, extra):
-    handles = [Line2D([], [], color=COLORS[a], marker=MARKERS[a], label=a) for a in ALGOS] + extra
+def algo_legend(fig, extra, algos=ALLREDUCE_ALGOS):
+    handles = [Line2D([], [], color=COLORS[a], marker=MARKERS[a], label=a) for a in algos] + extra
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)
     # A fixed layout: tight_layout, or the saved figure's tight bounding box, would draw the
     # figure once more (a log axis lays out its ticks at every draw).
@@ -174,7 +194,7 @@ def fig_latency(points):
                        "solid: SRAM buffers; dotted, hollow: HBM buffers; dashed: alpha-beta-gamma model")
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
-        for algo in ALGOS:
+        for algo in ALLREDUCE_ALGOS:
             plot_buffers(ax, points, level, algo, ranks, lambda p: p.latency_ps / 1e6)
             a = series(points, level, algo, "hbm", ranks) or series(points, level, algo, "sram", ranks)
             a = [p for p in a if p.analytical_ps > 0]
@@ -197,7 +217,7 @@ def fig_busbw(points):
                        "busbw = bytes / latency x 2(ranks-1)/ranks (nccl-tests); solid: SRAM, dotted: HBM buffers")
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
-        for algo in ALGOS:
+        for algo in ALLREDUCE_ALGOS:
             plot_buffers(ax, points, level, algo, ranks, lambda p: p.busbw)
         size_axis(ax)
         ax.set_yscale("log")
@@ -213,7 +233,7 @@ def fig_buffers(points):
                        "latency with the data in HBM / latency with it in SRAM, where both fit (1 = no cost)")
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
-        for algo in ALGOS:
+        for algo in ALLREDUCE_ALGOS:
             pairs = both_buffers(points, level, algo, ranks)
             if pairs:
                 ax.plot([h.bytes for h, _ in pairs], [h.latency_ps / s.latency_ps for h, s in pairs], color=COLORS[algo],
@@ -231,7 +251,7 @@ def fig_energy(points):
                        "energy of the run (every part, static included) / bytes per rank; solid: SRAM, dotted: HBM buffers")
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
-        for algo in ALGOS:
+        for algo in ALLREDUCE_ALGOS:
             plot_buffers(ax, points, level, algo, ranks, lambda p: p.energy_fj / 1000.0 / p.bytes)
         size_axis(ax)
         ax.set_yscale("log")
@@ -249,7 +269,7 @@ def fig_energy_buffers(points):
     for ax, level in zip(axes, LEVELS):
         ranks = most_ranks(points, level)
         lows = []
-        for algo in ALGOS:
+        for algo in ALLREDUCE_ALGOS:
             pairs = both_buffers(points, level, algo, ranks)
             if pairs:
                 ys = [(h.energy_fj - s.energy_fj) / 1e6 for h, s in pairs]
@@ -265,6 +285,47 @@ def fig_energy_buffers(points):
         ax.set_ylabel("HBM energy - SRAM energy (nJ)")
         ax.set_title(f"{LEVEL_TITLES[level]}: {ranks} ranks")
     algo_legend(fig, [])
+    return fig
+
+
+def fig_ops(points):
+    """Bus bandwidth of each single-level op of its own: a row per op, a panel per level."""
+    ops = [o for o in OWN_OPS if any(p.op == o for p in points)]
+    levels = [lv for lv in LEVELS[:3] if any(p.level == lv and p.op in ops for p in points)]
+    fig, axes = plt.subplots(len(ops), len(levels), figsize=(6.2 * len(levels), 4.4 * len(ops) + 1.2), squeeze=False)
+    fig.suptitle("All-gather, reduce-scatter and all-to-all: bus bandwidth against message size", fontsize=13,
+                 fontweight="bold")
+    fig.text(0.5, 1.0 - 0.55 / (4.4 * len(ops) + 1.2), "busbw = bytes / latency x (ranks-1)/ranks (nccl-tests); "
+             "solid: SRAM, dotted, hollow: HBM buffers; dashed: alpha-beta-gamma model", ha="center", fontsize=9,
+             color="0.3")
+    used = []
+    for row, op in zip(axes, ops):
+        for ax, level in zip(row, levels):
+            mine = [p for p in points if p.op == op]
+            ranks = most_ranks(mine, level)
+            for algo in ALGOS:
+                if not series(mine, level, algo, "sram", ranks) and not series(mine, level, algo, "hbm", ranks):
+                    continue
+                used += [algo] if algo not in used else []
+                plot_buffers(ax, mine, level, algo, ranks, lambda p: p.busbw)
+                a = [p for p in series(mine, level, algo, "hbm", ranks) or series(mine, level, algo, "sram", ranks)
+                     if p.analytical_ps > 0]
+                if a:
+                    ax.plot([p.bytes for p in a], [p.analytical_busbw() for p in a], linestyle="--", linewidth=0.9,
+                            color=COLORS[algo], alpha=0.7)
+            size_axis(ax)
+            ax.set_yscale("log")
+            no_minor_ticks(ax)
+            ax.set_ylabel("bus bandwidth (GB/s)")
+            ax.set_title(f"{OWN_OPS[op]}, {LEVEL_TITLES[level]}: {ranks} ranks", fontsize=10)
+    handles = [Line2D([], [], color=COLORS[a], marker=MARKERS[a], label=a) for a in ALGOS if a in used]
+    handles += [Line2D([], [], color="0.3", linestyle="-", label="SRAM"),
+                Line2D([], [], color="0.3", linestyle=":", marker="o", markerfacecolor="white", label="HBM"),
+                Line2D([], [], color="0.3", linestyle="--", label="analytical")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)
+    height = 4.4 * len(ops) + 1.2
+    kbplot.fixed_layout(fig, left=0.06, right=0.99, bottom=0.75 / height, top=1.0 - 0.9 / height, wspace=0.22,
+                        hspace=0.35)
     return fig
 
 
@@ -326,16 +387,19 @@ def main(argv=None) -> None:
     args = kbplot.parse_args("Plot a kernbench-gpu allreduce sweep (schema "
                              f"{SCHEMA} {SCHEMA_MAJOR}.x.y) as four to six PNG figures.", argv)
     points, ok = read(args.input)
+    allreduce = [p for p in points if p.op == "allreduce"]
     out = kbplot.ensure_out_dir(args.out)
     figures = [
-        (lambda: fig_latency(points), os.path.join(out, FIG_LATENCY)),
-        (lambda: fig_busbw(points), os.path.join(out, FIG_BUSBW)),
-        (lambda: fig_buffers(points), os.path.join(out, FIG_BUFFERS)),
+        (lambda: fig_latency(allreduce), os.path.join(out, FIG_LATENCY)),
+        (lambda: fig_busbw(allreduce), os.path.join(out, FIG_BUSBW)),
+        (lambda: fig_buffers(allreduce), os.path.join(out, FIG_BUFFERS)),
         (lambda: fig_engines(points, ok), os.path.join(out, FIG_ENGINES)),
     ]
-    if points and all(p.energy_fj is not None for p in points):
-        figures.append((lambda: fig_energy(points), os.path.join(out, FIG_ENERGY)))
-        figures.append((lambda: fig_energy_buffers(points), os.path.join(out, FIG_ENERGY_BUFFERS)))
+    if any(p.op in OWN_OPS and p.level in LEVELS[:3] for p in points):
+        figures.append((lambda: fig_ops(points), os.path.join(out, FIG_OPS)))
+    if allreduce and all(p.energy_fj is not None for p in allreduce):
+        figures.append((lambda: fig_energy(allreduce), os.path.join(out, FIG_ENERGY)))
+        figures.append((lambda: fig_energy_buffers(allreduce), os.path.join(out, FIG_ENERGY_BUFFERS)))
     for path in kbplot.save_all_atomic(figures):
         print(f"wrote {path}")
 

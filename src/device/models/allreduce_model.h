@@ -280,7 +280,9 @@ struct SimT {
   // ranks a port unused.)
   KB_HD static bool every_port(const AllreduceConfig& c) {
     const auto algo = static_cast<CollAlgo>(c.algo);
-    if (c.op == static_cast<std::int64_t>(CollOp::allreduce)) return true;
+    // So does every rank of a reduce-scatter, an all-gather (in a ring or halving-doubling)
+    // and an all-to-all.
+    if (c.op != static_cast<std::int64_t>(CollOp::reduce) && c.op != static_cast<std::int64_t>(CollOp::bcast)) return true;
     return c.op == static_cast<std::int64_t>(CollOp::reduce) &&
            (algo == CollAlgo::ring || algo == CollAlgo::hd || algo == CollAlgo::mesh2d);
   }
@@ -361,8 +363,15 @@ KB_HD inline void count_transfers(const AllreduceConfig& c, std::int64_t* all, s
   const auto op = static_cast<CollOp>(c.op);
   const auto algo = static_cast<CollAlgo>(c.algo);
   std::int64_t sum = 0, rest = 0;  // per chunk: transfers that add, and the others
+  // The single-level ops of their own: a ring runs p - 1 steps of p transfers, halving or
+  // doubling log2 p steps of p, pairwise exchange p - 1 steps of p.
+  const std::int64_t steps = algo == CollAlgo::hd ? ceil_log2(p) : p - 1;
   if (op == CollOp::bcast) {
     rest = algo == CollAlgo::root ? rows * (cols - 1) + rows - 1 : p - 1;
+  } else if (op == CollOp::reducescatter) {
+    sum = steps * p;
+  } else if (op == CollOp::allgather || op == CollOp::alltoall) {
+    rest = steps * p;
   } else {
     const bool both = op == CollOp::allreduce;
     const std::int64_t gather = p - 1;
@@ -372,6 +381,7 @@ KB_HD inline void count_transfers(const AllreduceConfig& c, std::int64_t* all, s
       case CollAlgo::tree: sum = p - 1, rest = both ? p - 1 : 0; break;
       case CollAlgo::mesh2d: sum = (cols - 1 + rows - 1) * rows * cols, rest = both ? sum : gather; break;
       case CollAlgo::root: sum = rows * (cols - 1) + rows - 1, rest = both ? sum : 0; break;
+      case CollAlgo::pairwise: break;  // not an allreduce's (coll_check refuses it)
     }
   }
   *adds = C * sum;

@@ -27,15 +27,19 @@ namespace kb {
 // switch over the enum lacks a default (the compiler names each), and the figure scripts'
 // lists are checked against these names by a test.
 #define KB_COLL_LEVELS(X) X(pe) X(cube) X(sip) X(hier)
-#define KB_COLL_ALGOS(X) X(ring) X(hd) X(tree) X(mesh2d) X(root)
+#define KB_COLL_ALGOS(X) X(ring) X(hd) X(tree) X(mesh2d) X(root) X(pairwise)
 #define KB_COLL_BUFFERS(X) X(sram) X(hbm)
-#define KB_COLL_OPS(X) X(allreduce) X(reduce)
+#define KB_COLL_OPS(X) X(allreduce) X(reduce) X(allgather) X(reducescatter) X(alltoall)
 #define KB_COLL_ITEM(name) name,
 #define KB_COLL_ONE(name) +1
 #define KB_COLL_NAME(name) #name,
 enum class CollLevel : std::int64_t { KB_COLL_LEVELS(KB_COLL_ITEM) };
 enum class CollAlgo : std::int64_t { KB_COLL_ALGOS(KB_COLL_ITEM) };
 enum class CollBuffer : std::int64_t { KB_COLL_BUFFERS(KB_COLL_ITEM) };
+// allgather: rank r brings piece r of every chunk, and every rank ends with all of them;
+// reducescatter: every rank ends with the sum of its own piece r over all ranks (its other
+// pieces hold partial sums); alltoall: piece j of rank i's buffer goes to rank j, which keeps
+// it at piece i of its output buffer (its own piece j stays where it is).
 // bcast: a broadcast from the root, only as a phase of `hier` (not a config's op).
 enum class CollOp : std::int64_t { KB_COLL_OPS(KB_COLL_ITEM) bcast };
 constexpr std::int64_t kCollLevels = 0 KB_COLL_LEVELS(KB_COLL_ONE), kCollAlgos = 0 KB_COLL_ALGOS(KB_COLL_ONE),
@@ -169,8 +173,12 @@ KB_HD inline std::int64_t coll_piece_lo(const AllreduceConfig& c, std::int64_t c
 }
 
 // Inbox levels: how many copies of the buffer a rank keeps for values it receives to add
-// (a transfer's `slot`); a level is never written twice over the same values in one run.
-KB_HD inline std::int64_t coll_inboxes_at(const HwConfig& h, std::int64_t algo, std::int64_t level, std::int64_t p) {
+// (a transfer's `slot`); a level is never written twice over the same values in one run. An
+// all-gather adds nothing and keeps none; an all-to-all keeps one, its output buffer.
+KB_HD inline std::int64_t coll_inboxes_at(const HwConfig& h, std::int64_t algo, std::int64_t level, std::int64_t p,
+                                          std::int64_t op) {
+  if (op == static_cast<std::int64_t>(CollOp::allgather)) return 0;
+  if (op == static_cast<std::int64_t>(CollOp::alltoall)) return 1;
   const std::int64_t cols = coll_cols_at(h, level, p), rows = div_fast(p, cols);
   switch (static_cast<CollAlgo>(algo)) {
     case CollAlgo::ring: return 1;
@@ -181,11 +189,31 @@ KB_HD inline std::int64_t coll_inboxes_at(const HwConfig& h, std::int64_t algo, 
       const std::int64_t r0 = rows / 2, c0 = cols / 2;
       return imax(1, (c0 > 0) + (c0 < cols - 1) + (r0 > 0) + (r0 < rows - 1));
     }
+    case CollAlgo::pairwise: return 1;
   }
   return 0;  // not an algorithm: coll_check refuses it first
 }
 KB_HD inline std::int64_t coll_inboxes(const AllreduceConfig& c) {
-  return coll_inboxes_at(c.hw, c.algo, c.level, c.ranks);
+  return coll_inboxes_at(c.hw, c.algo, c.level, c.ranks, c.op);
+}
+
+// Whether an algorithm runs an op: every algorithm but pairwise runs allreduce and reduce;
+// ring and hd (recursive halving, or doubling) run reduce-scatter and all-gather; pairwise
+// exchange runs all-to-all. Only allreduce and reduce run level by level (hier).
+KB_HD inline bool coll_algo_runs(std::int64_t algo, std::int64_t op) {
+  const auto a = static_cast<CollAlgo>(algo);
+  switch (static_cast<CollOp>(op)) {
+    case CollOp::allreduce:
+    case CollOp::reduce:
+    case CollOp::bcast: return a != CollAlgo::pairwise;
+    case CollOp::allgather:
+    case CollOp::reducescatter: return a == CollAlgo::ring || a == CollAlgo::hd;
+    case CollOp::alltoall: return a == CollAlgo::pairwise;
+  }
+  return false;
+}
+KB_HD inline bool coll_op_runs_hier(std::int64_t op) {
+  return op == static_cast<std::int64_t>(CollOp::allreduce) || op == static_cast<std::int64_t>(CollOp::reduce);
 }
 
 // ---- hier: phases of single-level collectives --------------------------------------------
@@ -228,7 +256,7 @@ KB_HD inline int coll_hier_phases(const AllreduceConfig& c, CollPhase* out, std:
       ph.groups = groups, ph.slot_base = slots, ph.up = is_up;
     }
     if (op != CollOp::bcast && ((out && (only < 0 || n < only)) || inboxes))
-      slots += coll_inboxes_at(c.hw, c.algo, level, ranks);
+      slots += coll_inboxes_at(c.hw, c.algo, level, ranks, static_cast<std::int64_t>(op));
     ++n;
   };
   if (has_p) add(0, d.pes, top == 0 ? user : up, d.sips * d.cubes, top != 0);
@@ -287,9 +315,11 @@ struct CollXfer {
 namespace coll_detail {
 
 // A ring over the m members of a group: member i is rank rank_of(i); block j of the group is
-// pieces block_of(j). Reduce-scatter step s: member i sends block (i - s) mod m to member
-// i + 1, which adds it in; afterwards member i holds the sum of block (i + 1) mod m.
-// All-gather step s: member i sends block (i + 1 - s) mod m, which member i + 1 takes.
+// pieces block_of(j). Reduce-scatter step s: member i sends block (i + first - s) mod m to
+// member i + 1, which adds it in; with first = 0 member i then holds the sum of block
+// (i + 1) mod m (the allreduce's), with first = -1 that of block i (the reduce-scatter op's).
+// All-gather step s: member i sends block (i + first - s) mod m, which member i + 1 takes;
+// first = 1 after the allreduce's reduce-scatter, 0 from each member's own block (the op's).
 // Group kinds: 0 all ranks; 1 each grid row (blocks: groups of `rows` pieces);
 // 2 each grid column (sub-blocks of the block the row reduce-scatter left the column with).
 struct Groups {
@@ -342,15 +372,16 @@ struct Scheduler {
                            static_cast<std::int32_t>(k1), reduce ? 1 : 0, static_cast<std::int32_t>(slot)});
   }
 
-  // Ring reduce-scatter (rs) or all-gather over groups.
-  KB_HD void ring(const Groups& g, bool rs, std::int64_t slot) {
+  // Ring reduce-scatter (rs) or all-gather over groups; `first`: the block member i sends
+  // first, less i (see Groups).
+  KB_HD void ring(const Groups& g, bool rs, std::int64_t slot, std::int64_t first) {
     const std::int64_t m = g.size();
     for (std::int64_t s = 0; s + 1 < m; ++s)
       for (std::int64_t ch = 0; ch < C; ++ch) {
         for (std::int64_t gi = 0; gi < g.count(); ++gi)
           for (std::int64_t i = 0; i < m; ++i) {
             std::int64_t k0, k1;
-            g.block(gi, mod(rs ? i - s : i + 1 - s, m), &k0, &k1);
+            g.block(gi, mod(i + first - s, m), &k0, &k1);
             emit(ch, g.rank(gi, i), g.rank(gi, (i + 1) % m), k0, k1, rs, slot);
           }
         sink.flush();
@@ -384,8 +415,8 @@ struct Scheduler {
 
   KB_HD void ring_algo() {
     const Groups g{0, p, rows, cols};
-    ring(g, true, 0);
-    if (all) ring(g, false, 0);
+    ring(g, true, 0, 0);
+    if (all) ring(g, false, 0, 1);
     else gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = (r + 1) % p, *k1 = *k0 + 1; });
   }
 
@@ -394,6 +425,14 @@ struct Scheduler {
   // lower half. Afterwards rank i holds the sum of piece i. Recursive doubling gathers
   // back in the reverse order.
   KB_HD void hd_algo() {
+    hd_halving();
+    if (!all) {
+      gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = r, *k1 = r + 1; });
+      return;
+    }
+    hd_doubling();
+  }
+  KB_HD void hd_halving() {
     const std::int64_t steps = ceil_log2(p);
     for (std::int64_t j = 0; j < steps; ++j) {
       const std::int64_t h = p >> (j + 1);
@@ -406,11 +445,9 @@ struct Scheduler {
         sink.flush();
       }
     }
-    if (!all) {
-      gather([&](std::int64_t r, std::int64_t* k0, std::int64_t* k1) { *k0 = r, *k1 = r + 1; });
-      return;
-    }
-    for (std::int64_t j = steps - 1; j >= 0; --j) {
+  }
+  KB_HD void hd_doubling() {
+    for (std::int64_t j = ceil_log2(p) - 1; j >= 0; --j) {
       const std::int64_t h = p >> (j + 1);
       for (std::int64_t ch = 0; ch < C; ++ch) {
         for (std::int64_t i = 0; i < p; ++i) {
@@ -420,6 +457,30 @@ struct Scheduler {
         sink.flush();
       }
     }
+  }
+
+  // The reduce-scatter op: a ring ending with member i holding the sum of piece i, or
+  // recursive halving (which does by itself).
+  KB_HD void reducescatter_algo() {
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd)) return hd_halving();
+    ring(Groups{0, p, rows, cols}, true, 0, -1);
+  }
+  // The all-gather op from each rank's own piece: a ring, or recursive doubling.
+  KB_HD void allgather_algo() {
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd)) return hd_doubling();
+    ring(Groups{0, p, rows, cols}, false, 0, 0);
+  }
+  // Pairwise exchange: in step s (1..p-1) rank i sends piece (i + s) mod p to rank (i + s)
+  // mod p (and receives piece i from rank (i - s) mod p), one step after another.
+  KB_HD void pairwise_algo() {
+    for (std::int64_t s = 1; s < p; ++s)
+      for (std::int64_t ch = 0; ch < C; ++ch) {
+        for (std::int64_t i = 0; i < p; ++i) {
+          const std::int64_t j = mod(i + s, p);
+          emit(ch, i, j, j, j + 1, false, 0);
+        }
+        sink.flush();
+      }
   }
 
   // Binomial: in reduce step j (d = 2^j) rank i with i mod 2d = d sends the whole chunk
@@ -441,11 +502,11 @@ struct Scheduler {
   KB_HD void mesh2d_algo() {
     const Groups rg{1, p, rows, cols}, cg{2, p, rows, cols};
     const std::int64_t col_slot = cols > 1 ? 1 : 0;
-    ring(rg, true, 0);
-    ring(cg, true, col_slot);
+    ring(rg, true, 0, 0);
+    ring(cg, true, col_slot, 0);
     if (all) {
-      ring(cg, false, 0);
-      ring(rg, false, 0);
+      ring(cg, false, 0, 1);
+      ring(rg, false, 0, 1);
       return;
     }
     const std::int64_t w = cols, h = rows;
@@ -508,7 +569,10 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
     s.tree_broadcast();  // a broadcast from rank 0 (a phase of hier): the binomial tree's second half
     return;
   }
+  if (c.op == static_cast<std::int64_t>(CollOp::reducescatter)) return s.reducescatter_algo();
+  if (c.op == static_cast<std::int64_t>(CollOp::allgather)) return s.allgather_algo();
   switch (static_cast<CollAlgo>(c.algo)) {
+    case CollAlgo::pairwise: return s.pairwise_algo();
     case CollAlgo::ring: return s.ring_algo();
     case CollAlgo::hd: return s.hd_algo();
     case CollAlgo::tree: return s.tree_algo();
@@ -590,9 +654,12 @@ KB_HD inline std::int32_t coll_check_level(const AllreduceConfig& c) {
   if (fields != kArOk) return fields;
   if (c.ranks < 2 || c.ranks > kCollMaxRanks || c.ranks > coll_level_size(c.hw, c.level)) return kArBadRanks;
   const auto algo = static_cast<CollAlgo>(c.algo);
+  if (!coll_algo_runs(c.algo, c.op)) return kArBadAlgo;
   if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
   if ((algo == CollAlgo::mesh2d || algo == CollAlgo::root) && c.ranks % coll_cols(c) != 0) return kArBadAlgo;
   if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
+  // An all-to-all moves each piece to another place: its pieces are all one size.
+  if (c.op == static_cast<std::int64_t>(CollOp::alltoall) && (c.bytes / 2) % (c.chunks * c.ranks) != 0) return kArBadSize;
   if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
   // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
   const std::int64_t per_cube = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
@@ -609,6 +676,7 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_check_level(c);
   const std::int32_t fields = coll_check_fields(c);
   if (fields != kArOk) return fields;
+  if (!coll_op_runs_hier(c.op)) return kArBadAlgo;
   CollHier d;
   if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
     return kArBadRanks;

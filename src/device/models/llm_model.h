@@ -190,7 +190,8 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
       c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
-      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
+      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)) ||
+      c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
       c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages)
     return kLlmBadField;
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));

@@ -1,4 +1,4 @@
-// The alpha-beta-gamma cost model of allreduce (Thakur, Rabenseifner and Gropp, "Optimization
+// The alpha-beta-gamma cost model of collectives (Thakur, Rabenseifner and Gropp, "Optimization
 // of Collective Communication Operations in MPICH", IJHPCA 19(1), 2005), kept apart from both
 // engines: the curve simulated latencies are compared with. For p ranks and n bytes:
 //   ring  2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n c
@@ -41,7 +41,17 @@ std::int64_t allreduce_ps(AllreduceAlgo algo, std::int64_t ranks, std::int64_t b
 std::int64_t collective_ps(AllreduceAlgo algo, bool reduce, std::int64_t rows, std::int64_t cols, std::int64_t bytes,
                            const StepCosts& k);
 
-// nccl-tests' bandwidths: algbw = bytes / time; busbw = algbw x 2(p-1)/p for allreduce.
+// Any config's op: allreduce and reduce as collective_ps; for the single-level ops of their
+// own (n: the bytes of a rank's whole buffer, as nccl-tests counts them),
+//   allgather      ring (p-1)a + ((p-1)/p) n b,        hd lg(p) a + ((p-1)/p) n b
+//   reducescatter  ring (p-1)a + ((p-1)/p) n (b + c),  hd lg(p) a + ((p-1)/p) n (b + c)
+//   alltoall       pairwise (p-1)(a + b n / p)
+std::int64_t collective_op_ps(CollOp op, AllreduceAlgo algo, std::int64_t rows, std::int64_t cols, std::int64_t bytes,
+                              const StepCosts& k);
+
+// nccl-tests' bandwidths: algbw = bytes / time; busbw = algbw x 2(p-1)/p for allreduce,
+// algbw x (p-1)/p for allgather, reducescatter and alltoall, algbw for reduce.
+double busbw_gbps(CollOp op, std::int64_t bytes, std::int64_t latency_ps, std::int64_t ranks);
 double algbw_gbps(std::int64_t bytes, std::int64_t latency_ps);
 double allreduce_busbw_gbps(std::int64_t bytes, std::int64_t latency_ps, std::int64_t ranks);
 

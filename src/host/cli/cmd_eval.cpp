@@ -21,6 +21,7 @@ namespace kb {
 CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a) {
   const Family& f = *a.family;
   auto* cmd = eval->add_subcommand(f.name, f.description + ", on the reference engine and/or the batched model");
+  for (const std::string& alias : f.aliases) cmd->alias(alias);
   for (const AxisDesc& ax : f.axes) {
     std::string help = ax.help;
     if (!ax.names.empty()) help += " (" + one_of(ax.names) + ")";

@@ -32,6 +32,7 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   const Family& f = *a.family;
   auto* cmd = sweep->add_subcommand(
       f.name, f.description + ": best per group, top k, Pareto front and latency histogram, reduced on the device");
+  for (const std::string& alias : f.aliases) cmd->alias(alias);
   const char* list = "; values: V, a list V1,V2, ranges LO:HI[:+STEP] or LO:HI:*FACTOR, or a mix";
   bool first = true;
   for (const AxisDesc& ax : f.axes) {
@@ -131,7 +132,7 @@ namespace {
 std::optional<SpaceFile> apply_space_file(const Family& f, SweepArgs& a) {
   if (a.space.empty()) return std::nullopt;
   std::optional<SpaceFile> file = load_space_file(a.space);
-  if (file->family != f.name)
+  if (!f.named(file->family))
     throw InputError(a.space + ": family " + file->family + ": the file is a " + file->family + " space, not " + f.name);
   std::string flag;
   for (const AxisDesc& ax : f.axes)

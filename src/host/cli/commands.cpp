@@ -119,7 +119,7 @@ nlohmann::json family_json(const Family& f) {
   for (const ColumnDesc& c : f.columns)
     columns.push_back({{"name", c.name}, {"unit", c.unit}, {"help", c.help}, {"type", col_type_name(c.type)}, {"parity", c.parity}});
   for (const CostDesc& c : family_costs(f)) costs.push_back({{"name", c.name}, {"meaning", c.meaning}});
-  return {{"name", f.name},       {"description", f.description}, {"axes", axes},
+  return {{"name", f.name},       {"aliases", f.aliases},         {"description", f.description}, {"axes", axes},
           {"hw_axes", hw},        {"presets", presets},           {"columns", columns},
           {"costs", costs},       {"default_cost", f.default_cost}, {"default_group", f.default_group},
           {"statuses", f.statuses}, {"objective", f.objective},   {"data_mode", static_cast<bool>(f.data_run)}};
@@ -197,7 +197,7 @@ void check_subcommands(const CLI::App& app, const std::vector<std::string>& word
     std::string known;
     for (const CLI::App* sub : level->get_subcommands({})) {
       known += (known.empty() ? "" : ", ") + sub->get_name();
-      if (sub->get_name() == word) next = sub;
+      if (sub->check_name(word)) next = sub;
     }
     if (!next) throw InputError("unknown subcommand '" + word + "' (known: " + known + ")");
     level = next;
@@ -210,7 +210,7 @@ std::vector<std::string> words_of(std::vector<std::string> words) {
   const std::size_t argc = words.size();
   if (argc < 3 || words[1] != "sweep") return words;
   bool named = false;
-  for (const Family* f : families()) named |= words[2] == f->name;
+  for (const Family* f : families()) named |= f->named(words[2]);
   std::string space;
   for (std::size_t i = 2; i < argc && !named; ++i) {
     if (words[i] == "--space" && i + 1 < argc) space = words[i + 1];

@@ -1,6 +1,8 @@
-// The allreduce family's descriptor: a collective (allreduce or reduce) over the ranks of one
-// level, by one algorithm, on SRAM or HBM buffers.
+// The collective family's descriptor (also named allreduce, its first op): a collective
+// (allreduce, reduce, allgather, reducescatter or alltoall) over the ranks of one level, by one
+// algorithm, on SRAM or HBM buffers.
 #include <cstddef>
+#include <cstdio>
 #include <iterator>
 
 #include "../analytical/collectives.h"
@@ -27,10 +29,11 @@ std::vector<std::string> names(const char* const (&list)[N]) {
 
 Family make() {
   Family f;
-  f.name = "allreduce";
+  f.name = "collective";
+  f.aliases = {"allreduce"};
   f.description =
-      "a collective (allreduce or reduce, f16 sum) over the ranks of one level (PEs, cubes or SIPs) or every PE level by "
-      "level (hier)";
+      "a collective (allreduce, reduce, allgather, reducescatter or alltoall of f16 values) over the ranks of one level "
+      "(PEs, cubes or SIPs), or allreduce and reduce over every PE level by level (hier)";
   f.id = batched::Family::allreduce;
   f.hw_offset = offsetof(C, hw);
   f.axes = {
@@ -41,7 +44,9 @@ Family make() {
            "level)",
            offsetof(C, level))
           .choices(names(kCollLevelNames)).defines_problem(),
-      axis("algo", "--algo", "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre)",
+      axis("algo", "--algo",
+           "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre): allreduce and reduce; "
+           "ring and hd: allgather and reducescatter; pairwise (exchange): alltoall",
            offsetof(C, algo))
           .choices(names(kCollAlgoNames)),
       axis("ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks))
@@ -54,7 +59,10 @@ Family make() {
                                   : imin(kCollMaxRanks, coll_level_size(h, level));
                      }),
       axis("buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer)).choices(names(kCollBufferNames)),
-      axis("op", "--op", "allreduce (every rank ends with the sum) or reduce (the root does)", offsetof(C, op))
+      axis("op", "--op",
+           "allreduce (every rank ends with the sum), reduce (the root does), allgather (every rank ends with every rank's "
+           "piece), reducescatter (each rank with the sum of its own piece), alltoall (piece j of each rank to rank j)",
+           offsetof(C, op))
           .choices(names(kCollOpNames)).default_to("allreduce").defines_problem(),
       axis("chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks))
           .range(1, kCollMaxChunks).default_to("1"),
@@ -84,10 +92,11 @@ Family make() {
        }), false, true},
       {"algbw_gbps", "GB/s", "bytes / latency (nccl-tests)", ColType::real,
        col([](const C& c, const R& r) { return analytical::algbw_gbps(c.bytes, r.latency_ps); }), false, true},
-      {"busbw_gbps", "GB/s", "nccl-tests' bus bandwidth: algbw x 2(ranks-1)/ranks for allreduce, algbw for reduce",
+      {"busbw_gbps", "GB/s",
+       "nccl-tests' bus bandwidth: algbw x 2(ranks-1)/ranks for allreduce, x (ranks-1)/ranks for allgather, reducescatter "
+       "and alltoall, algbw for reduce",
        ColType::real, col([](const C& c, const R& r) {
-         return c.op == static_cast<std::int64_t>(CollOp::reduce) ? analytical::algbw_gbps(c.bytes, r.latency_ps)
-                                                                   : analytical::allreduce_busbw_gbps(c.bytes, r.latency_ps, c.ranks);
+         return analytical::busbw_gbps(static_cast<CollOp>(c.op), c.bytes, r.latency_ps, c.ranks);
        }), false, true},
       figure("link_bytes_pe", "bytes", "bytes over PE copy queues", &R::link_bytes_pe),
       figure("link_bytes_cube", "bytes", "bytes over cube mesh links (each hop)", &R::link_bytes_cube),
@@ -108,6 +117,24 @@ Family make() {
       f, [](const C& c) { return allreduce_check(c); },
       [](const C& c, const std::string* trace_path) { return allreduce_reference(c, trace_path); },
       [](const C& c) { return allreduce_reference_ops(c); });
+  f.data_refusal = [](const void* c) { return collective_data_refusal(*static_cast<const C*>(c)); };
+  f.data_run = [](const void* cfg, std::uint64_t seed, std::string* line) {
+    const C& c = *static_cast<const C*>(cfg);
+    const CollectiveDataCheck d = collective_data_check(c, run_collective(c, true, seed));
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%s of %lld ranks' random f16 values (seed %llu) against float64: %lld values compared, %lld outside "
+                  "the f16 rounding of the adds, max |error| %.3g, max |expected| %.3g",
+                  kCollOpNames[c.op], static_cast<long long>(c.ranks), static_cast<unsigned long long>(seed),
+                  static_cast<long long>(d.values), static_cast<long long>(d.wrong), d.max_abs_error, d.max_abs_expected);
+    *line = text;
+    return nlohmann::json{{"seed", seed},
+                          {"values", d.values},
+                          {"wrong", d.wrong},
+                          {"ok", d.wrong == 0},
+                          {"max_abs_error", d.max_abs_error},
+                          {"max_abs_expected", d.max_abs_expected}};
+  };
   add_energy<AllreduceModel>(f);
   return f;
 }

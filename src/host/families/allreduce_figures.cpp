@@ -28,8 +28,8 @@ std::int64_t level_ps(const AllreduceConfig& c) {
   // The grid matters to mesh2d and root; the others see p ranks in a row (4 ranks on a grid
   // 3 wide are 4, not the 1 x 3 a grid of them would hold).
   const bool grid = c.algo == static_cast<std::int64_t>(CollAlgo::mesh2d) || c.algo == static_cast<std::int64_t>(CollAlgo::root);
-  return analytical::collective_ps(static_cast<CollAlgo>(c.algo), c.op == static_cast<std::int64_t>(CollOp::reduce),
-                                   grid ? coll_rows(c) : 1, grid ? coll_cols(c) : c.ranks, c.bytes, k);
+  return analytical::collective_op_ps(static_cast<CollOp>(c.op), static_cast<CollAlgo>(c.algo), grid ? coll_rows(c) : 1,
+                                      grid ? coll_cols(c) : c.ranks, c.bytes, k);
 }
 
 }  // namespace

@@ -77,7 +77,7 @@ bool register_family(Family f) {
 const Family& family(const std::string& name) {
   std::string known;
   for (const Family* f : families()) {
-    if (f->name == name) return *f;
+    if (f->named(name)) return *f;
     known += (known.empty() ? "" : ", ") + f->name;
   }
   throw InputError("'" + name + "' is not a workload family (known: " + known + ")");

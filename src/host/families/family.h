@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,6 +112,10 @@ struct CostDesc {
 
 struct Family {
   std::string name;  // "gemm": eval gemm, sweep gemm
+  std::vector<std::string> aliases;  // other names of the family, for commands, space files and shards
+  bool named(const std::string& n) const {
+    return n == name || std::find(aliases.begin(), aliases.end(), n) != aliases.end();
+  }
   std::string description;
   batched::Family id{};
   std::size_t hw_offset = 0;  // of the HwConfig inside the config

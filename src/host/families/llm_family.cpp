@@ -24,10 +24,11 @@ template <std::size_t N>
 std::vector<std::string> names(const char* const (&list)[N]) {
   return std::vector<std::string>(list, list + N);
 }
-template <std::size_t N>
-std::string all_of(const char* const (&list)[N]) {
+// The algorithms that run an allreduce (the tensor-parallel one's candidates).
+std::string allreduce_algos() {
   std::string s;
-  for (const char* name : list) s += (s.empty() ? "" : ",") + std::string(name);
+  for (std::int64_t a = 0; a < kCollAlgos; ++a)
+    if (coll_algo_runs(a, static_cast<std::int64_t>(CollOp::allreduce))) s += (s.empty() ? "" : ",") + std::string(kCollAlgoNames[a]);
   return s;
 }
 bool is_prefill(const C& c) { return c.phase == static_cast<std::int64_t>(LlmPhase::prefill); }
@@ -77,8 +78,8 @@ Family make() {
            offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
       axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly or by --pp-layers (docs/model.md section 13.8)",
            offsetof(C, pp)).range(1, kLlmMaxStages).best_of("1,2,4,8").default_to("best"),
-      axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm", offsetof(C, tp_algo))
-          .choices(names(kCollAlgoNames)).best_of(all_of(kCollAlgoNames)).default_to("best"),
+      axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm (" + allreduce_algos() + ")", offsetof(C, tp_algo))
+          .choices(names(kCollAlgoNames)).best_of(allreduce_algos()).default_to("best"),
       axis("attention_case", "--attention-case",
            "KV sharding inside a rank, as the decode family's cases: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, "
            "3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",

@@ -1,6 +1,7 @@
 #include "allreduce_program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "../common/error.h"
@@ -84,7 +85,7 @@ Buffers make_buffers(RuntimeContext& ctx, const AllreduceConfig& c, std::uint64_
   const LaunchGrid grid = grid_of(c);
   if (!b.hbm) {
     b.data = ctx.symmetric(c.bytes, DType::f16, grid, "data");
-    b.inbox = ctx.symmetric(b.inboxes * c.bytes, DType::f16, grid, "inbox");
+    if (b.inboxes > 0) b.inbox = ctx.symmetric(b.inboxes * c.bytes, DType::f16, grid, "inbox");  // an all-gather's: none
     return b;
   }
   // Per SIP of the launch, one row per rank on it: split over its cubes, then their PEs.
@@ -97,7 +98,7 @@ Buffers make_buffers(RuntimeContext& ctx, const AllreduceConfig& c, std::uint64_
     const std::string sfx = grid.sips > 1 ? " sip" + std::to_string(s) : "";
     b.hdata.push_back(seed ? ctx.random({rows, 1, b.values}, DType::f16, pl, "data" + sfx, seed + static_cast<std::uint64_t>(s))
                            : ctx.zeros({rows, 1, b.values}, DType::f16, pl, "data" + sfx));
-    b.hinbox.push_back(ctx.zeros({rows, b.inboxes, b.values}, DType::f16, pl, "inbox" + sfx));
+    if (b.inboxes > 0) b.hinbox.push_back(ctx.zeros({rows, b.inboxes, b.values}, DType::f16, pl, "inbox" + sfx));
   }
   return b;
 }
@@ -149,7 +150,10 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
       std::fill(writer.begin(), writer.end(), bar);
       mine.clear();
     };
-    const SramBuf data = b.hbm ? SramBuf{} : prog.local(b.data), inbox = b.hbm ? SramBuf{} : prog.local(b.inbox);
+    const SramBuf data = b.hbm ? SramBuf{} : prog.local(b.data);
+    const SramBuf inbox = b.hbm || b.inboxes == 0 ? SramBuf{} : prog.local(b.inbox);
+    // An all-to-all's piece lands in the receiver's output buffer (inbox 0) at the sender's place.
+    const bool alltoall = c.op == static_cast<std::int64_t>(CollOp::alltoall);
     std::int64_t t0 = 0;  // index of the group's first transfer
     group.done = [&](const std::vector<std::pair<std::int64_t, CollXfer>>& g) {
       const AllreduceConfig& sub = group.sub;
@@ -158,16 +162,18 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
         const CollXfer& x = g[i].second;
         if (x.src != me) continue;
         const std::int64_t lo = coll_piece_lo(sub, ch, x.k0), len = coll_piece_lo(sub, ch, x.k1) - lo;
-        const std::int64_t at = x.reduce ? x.slot * b.values + lo : lo;
+        const bool to_inbox = x.reduce || alltoall;
+        const std::int64_t dlo = alltoall ? coll_piece_lo(sub, ch, x.src) : lo;  // where it lands
+        const std::int64_t at = to_inbox ? x.slot * b.values + dlo : dlo;
         const Rank to = rank_of(c, x.dst);
         OpId op;
         if (b.hbm) {
           const std::size_t td = hbm_tensor(c, x.dst);
           op = prog.copy(b.hdata[hbm_tensor(c, x.src)], hbm_box(c, x.src, 0, lo, len), to,
-                         x.reduce ? b.hinbox[td] : b.hdata[td], hbm_box(c, x.dst, x.reduce ? x.slot : 0, lo, len),
+                         to_inbox ? b.hinbox[td] : b.hdata[td], hbm_box(c, x.dst, to_inbox ? x.slot : 0, dlo, len),
                          {writers(ch, x)});
         } else {
-          op = prog.copy(prog.slice(data, lo, len), to, prog.slice(prog.at(x.reduce ? b.inbox : b.data, to), at, len),
+          op = prog.copy(prog.slice(data, lo, len), to, prog.slice(prog.at(to_inbox ? b.inbox : b.data, to), at, len),
                          2 * len, {writers(ch, x)});
         }
         prog.raise(landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))], op);
@@ -180,7 +186,7 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
         const OpId got = prog.wait({landed[static_cast<std::size_t>(t0 + static_cast<std::int64_t>(i))].op});
         mine.push_back(got);
         if (!x.reduce) {
-          wrote(ch, x, got);
+          if (!alltoall) wrote(ch, x, got);  // an all-to-all's lands in the output, which it never sends from
           continue;
         }
         const std::int64_t lo = coll_piece_lo(sub, ch, x.k0), len = coll_piece_lo(sub, ch, x.k1) - lo;
@@ -202,18 +208,35 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
   });
 }
 
-// Every rank's values (data mode): its SRAM buffer, or its row of the HBM tensor.
-std::vector<std::vector<float>> read_back(const RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b) {
+// Every rank's values (data mode): its SRAM buffer, or its row of the HBM tensor; `output`:
+// an all-to-all's output buffer instead (inbox 0), with the rank's own pieces from its buffer.
+std::vector<std::vector<float>> read_back(const RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b,
+                                          bool output = false) {
   std::vector<std::vector<float>> out(static_cast<std::size_t>(c.ranks));
   for (std::int64_t r = 0; r < c.ranks; ++r) {
     auto& v = out[static_cast<std::size_t>(r)];
     if (!b.hbm) {
       v = ctx.peek(b.data, rank_of(c, r));
-      continue;
+    } else {
+      const auto& all = ctx.values(b.hdata[hbm_tensor(c, r)]);
+      const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
+      v.assign(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
     }
-    const auto& all = ctx.values(b.hdata[hbm_tensor(c, r)]);
-    const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
-    v.assign(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
+    if (!output) continue;
+    std::vector<float> in;  // the output buffer: inbox 0
+    if (!b.hbm) {
+      in = ctx.peek(b.inbox, rank_of(c, r));
+    } else {
+      const auto& all = ctx.values(b.hinbox[hbm_tensor(c, r)]);
+      const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
+      in.assign(all.begin() + row * b.inboxes * b.values, all.begin() + (row * b.inboxes + 1) * b.values);
+    }
+    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+      for (std::int64_t k = 0; k < c.ranks; ++k) {
+        if (k == r) continue;
+        for (std::int64_t i = coll_piece_lo(c, ch, k); i < coll_piece_lo(c, ch, k + 1); ++i)
+          v[static_cast<std::size_t>(i)] = in[static_cast<std::size_t>(i)];
+      }
   }
   return out;
 }
@@ -313,7 +336,7 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
                         __FILE__, __LINE__);
   }
   out.report = ctx.run_checked("bytes", "collective");
-  if (data) out.values = read_back(ctx, c, b);
+  if (data) out.values = read_back(ctx, c, b, c.op == static_cast<std::int64_t>(CollOp::alltoall));
   out.timeline = timeline_of(ctx, out.report);
   if (trace_path) ctx.write_trace(*trace_path, out.report);
   return out;
@@ -394,6 +417,55 @@ AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string*
   return r;
 }
 
+CollectiveDataCheck collective_data_check(const AllreduceConfig& c, const CollectiveRun& run) {
+  CollectiveDataCheck out;
+  const auto op = static_cast<CollOp>(c.op);
+  const std::int64_t p = c.ranks, root = coll_final_root(c);
+  auto in = [&](std::int64_t r, std::int64_t i) {
+    return static_cast<double>(run.inputs[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)]);
+  };
+  auto compare = [&](double got, double want, double tol) {
+    const double err = std::fabs(got - want);
+    ++out.values;
+    out.wrong += err > tol ? 1 : 0;
+    out.max_abs_error = std::max(out.max_abs_error, err);
+    out.max_abs_expected = std::max(out.max_abs_expected, std::fabs(want));
+  };
+  for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+    for (std::int64_t k = 0; k < p; ++k)
+      for (std::int64_t i = coll_piece_lo(c, ch, k); i < coll_piece_lo(c, ch, k + 1); ++i) {
+        double sum = 0, mag = 0;
+        for (std::int64_t r = 0; r < p; ++r) sum += in(r, i), mag += std::fabs(in(r, i));
+        const double tol = static_cast<double>(p - 1) * std::ldexp(1.0, -10) * std::max(1.0, mag);
+        for (std::int64_t r = 0; r < p; ++r) {
+          const double got = run.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
+          switch (op) {
+            case CollOp::allreduce: compare(got, sum, tol); break;
+            case CollOp::reduce:
+              if (r == root) compare(got, sum, tol);
+              break;
+            case CollOp::reducescatter:
+              if (r == k) compare(got, sum, tol);
+              break;
+            case CollOp::allgather: compare(got, in(k, i), 0); break;
+            case CollOp::alltoall:  // piece k of rank r came from piece r of rank k (pieces are all one size)
+              compare(got, in(k, i - coll_piece_lo(c, ch, k) + coll_piece_lo(c, ch, r)), 0);
+              break;
+            case CollOp::bcast: break;
+          }
+        }
+      }
+  return out;
+}
+
+std::string collective_data_refusal(const AllreduceConfig& c) {
+  constexpr std::int64_t kMaxValues = INT64_C(1) << 26;  // every rank's buffer and inboxes, as floats
+  const std::int64_t values = c.ranks * (1 + coll_total_inboxes(c)) * coll_values(c);
+  if (values <= kMaxValues) return "";
+  return "data mode holds at most " + std::to_string(kMaxValues) + " values (buffers and inboxes of every rank); this config has " +
+         std::to_string(values) + ": use fewer bytes or ranks";
+}
+
 std::string allreduce_status_message(std::int32_t status, const AllreduceConfig& c) {
   const std::string level = to_string(static_cast<CollLevel>(c.level));
   switch (static_cast<AllreduceStatus>(status)) {
@@ -409,11 +481,26 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
       return "ranks: " + std::to_string(c.ranks) + " is outside 2.." +
              std::to_string(imin(kCollMaxRanks, coll_level_size(c.hw, c.level))) + " for level " + level;
     case kArBadAlgo:
+      if (c.level == static_cast<std::int64_t>(CollLevel::hier) && !coll_op_runs_hier(c.op))
+        return std::string("level: hier runs allreduce and reduce level by level; ") + kCollOpNames[c.op] +
+               " runs on one level (pe, cube or sip)";
+      if (!coll_algo_runs(c.algo, c.op)) {
+        const std::string op = kCollOpNames[c.op];
+        return "algo: " + op + " runs " +
+               (c.op == static_cast<std::int64_t>(CollOp::alltoall) ? std::string("by pairwise exchange (pairwise)")
+                : c.op <= static_cast<std::int64_t>(CollOp::reduce) ? std::string("by ring, hd, tree, mesh2d or root")
+                                                                    : std::string("on a ring (ring) or by halving-doubling (hd)")) +
+               ", not " + to_string(static_cast<CollAlgo>(c.algo));
+      }
       if (c.algo == static_cast<std::int64_t>(CollAlgo::hd))
         return "algo: hd needs a power-of-two number of ranks; " + std::to_string(c.ranks) + " is not";
       return std::string("algo: ") + to_string(static_cast<CollAlgo>(c.algo)) + " needs the ranks to fill whole rows of " +
              std::to_string(coll_cols(c)) + "; " + std::to_string(c.ranks) + " do not";
     case kArBadSize:
+      if (c.op == static_cast<std::int64_t>(CollOp::alltoall) && c.bytes >= 2 && c.bytes % 2 == 0 && c.bytes <= kCollMaxBytes &&
+          c.bytes / 2 >= c.chunks * c.ranks)
+        return "bytes: an alltoall's " + std::to_string(c.bytes / 2) + " f16 values must split into " +
+               std::to_string(c.chunks) + " chunk(s) of " + std::to_string(c.ranks) + " equal pieces";
       return "bytes: " + std::to_string(c.bytes) + " must be even, at most 2^32, and give every rank's " +
              std::to_string(c.chunks) + " chunk(s) at least " + std::to_string(c.ranks) + " f16 values";
     case kArSramOverflow:

@@ -40,7 +40,21 @@ std::int64_t allreduce_reference_ops(const AllreduceConfig& c);
 // The family's reference: the figures of run_collective, as the model reports them.
 AllreduceResult allreduce_reference(const AllreduceConfig& c, const std::string* trace_path);
 
-// The one-line reason a status names, for `eval allreduce`.
+// Data mode's check: each rank's values after the run (run_collective's `values`) against
+// what the op defines, computed in float64 from the inputs: the sum (allreduce: every rank;
+// reduce: the root; reducescatter: each rank's own piece), or the pieces moved (allgather:
+// piece k of every rank is rank k's; alltoall: piece k of rank r is rank k's piece r).
+struct CollectiveDataCheck {
+  std::int64_t values = 0;      // values compared
+  std::int64_t wrong = 0;       // values outside the tolerance (f16 rounding of p - 1 adds; moved: exact)
+  double max_abs_error = 0;     // against float64
+  double max_abs_expected = 0;  // the largest |value| expected
+};
+CollectiveDataCheck collective_data_check(const AllreduceConfig& c, const CollectiveRun& run);
+// Why a config cannot run in data mode ("" when it can): its values must fit in memory.
+std::string collective_data_refusal(const AllreduceConfig& c);
+
+// The one-line reason a status names, for `eval collective`.
 std::string allreduce_status_message(std::int32_t status, const AllreduceConfig& c);
 
 const char* to_string(CollLevel l);

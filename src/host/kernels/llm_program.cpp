@@ -529,6 +529,8 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
   switch (status) {
     case kLlmOk: return "valid";
     case kLlmBadField:
+      if (c.tp_algo >= 0 && c.tp_algo < kCollAlgos && !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)))
+        return std::string("tp-algo: ") + kCollAlgoNames[c.tp_algo] + " does not run an allreduce (ring, hd, tree, mesh2d or root)";
       return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
              "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
     case kLlmBadTp:
