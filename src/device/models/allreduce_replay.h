@@ -27,6 +27,7 @@
 #include "../common/network.h"
 #include "../common/units.h"
 #include "../sim/replay.h"
+#include "../common/sampling.h"
 #include "allreduce_ring.h"
 #include "collective.h"
 #include "vector.h"
@@ -138,9 +139,13 @@ struct ArProgram {
 // by their low bits): a sweep whose every config has a structure of its own records none.
 struct ArReplayCache {
   // At most this many ops kept, counting a graph's ops, each order's steps and kEntryOps a
-  // program (some 15 MB): beyond, every program is dropped, and structures met again are
-  // recorded again.
-  static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32;
+  // program (some 15 MB). A full cache records no more structures while it serves: while at
+  // least one level in kServes of those looked up since it was last emptied was replayed
+  // (a mix of more structures than it holds then replays those it holds, and walks the
+  // others, instead of recording each again and dropping it before it is met again); once
+  // it serves fewer (after kWindow lookups at least), the space has moved on to other
+  // structures: every program is dropped, and structures met again are recorded again.
+  static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32, kServes = 8, kWindow = INT64_C(1) << 14;
   static constexpr std::size_t kSeen = 8192, kHws = 4096;
   std::unordered_map<std::uint64_t, ArProgram> programs;
   // A direct-mapped table before the map, by the hash's low bits: a program's place in the map
@@ -151,8 +156,9 @@ struct ArReplayCache {
     ArProgram* program = nullptr;
   };
   std::vector<Front> front = std::vector<Front>(kFront);
+  std::int64_t looked = 0, served = 0;  // levels looked up, and replayed, since the programs were last dropped
   void drop_programs() {
-    programs.clear(), ops = 0;
+    programs.clear(), ops = 0, looked = 0, served = 0;
     std::fill(front.begin(), front.end(), Front{});
   }
   ArProgram* find(std::uint64_t h) {
@@ -385,6 +391,7 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
   const ArLevelKey key = level_key(hw, c, top);
   const std::uint64_t h = key_hash(key);
   *plan = ArRecordPlan{false, key, h, nullptr};
+  ++cache.looked;
   ArProgram* const found = cache.find(h);
   if (!found || std::memcmp(&found->key, &key, sizeof key) != 0) {
     std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
@@ -399,6 +406,7 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
     const std::int32_t k = (p.last + t) % p.norders;
     if (replay_program(p, k, c, f, marks)) {
       p.last = k;
+      ++cache.served;
       const bool uniform = coll_values(c) % (c.chunks * c.ranks) == 0;
       cache.uniform += uniform, cache.closed += uniform && p.closed[k];
       return true;
@@ -439,11 +447,14 @@ template <class Sim>
 bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
                   const AllreduceFigures& f, const ps_t* marks) {
   ArReplayCache& cache = replay_cache();
+  if (host_sampling().load(std::memory_order_relaxed)) return false;  // an estimate's sample records nothing
   ArRecord& rec = cache.record;
   ArProgram* program = plan.program;
   if (!program) {  // a new program (replacing one whose key hashed alike)
-    if (cache.ops + kCollMaxOps * (1 + 2 * ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps)
+    if (cache.ops + kCollMaxOps * (1 + 2 * ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps) {
+      if (cache.looked < ArReplayCache::kWindow || cache.served * ArReplayCache::kServes >= cache.looked) return false;
       cache.drop_programs();
+    }
     const auto old = cache.programs.find(plan.hash);
     if (old != cache.programs.end()) cache.ops -= old->second.ops_counted();
     program = &cache.programs[plan.hash];  // what it held is overwritten as it is recorded

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <optional>
 
+#include "device/common/sampling.h"
 #include "cmd_family.h"
 #include "host/study/sweep_report.h"
 #include "host/study/document.h"
@@ -193,8 +194,14 @@ std::string duration_text(double s) {
   return std::string(b);
 }
 
-// The time the sweep will take, from the rate on a sample of the space (16 blocks spread
-// over it); a space whose estimate passes --max-hours is refused.
+// The time the sweep will take, from the rate on a sample of the space; a space whose
+// estimate passes --max-hours is refused. The sample is stratified: the space is cut into 256
+// equal strata and a small block is evaluated at a pseudo-random place in each, the strata
+// visited in bit-reversed order (0, 128, 64, 192, ...), so that the blocks sampled at any
+// moment are spread over the whole space, and sampling stops after about a second: the
+// estimate (and a refusal) comes at once, however slow or mixed the space is. The sample
+// fills no host cache (HostSampling): a space whose configs repeat a few structures many
+// times (the allreduce model's replay) runs faster than estimated, never slower for that.
 struct Estimate {
   double rate = 0, seconds = 0;  // seconds: the sweep's and the writing's
   std::int64_t sampled = 0;  // 0: the space is too small to sample
@@ -204,16 +211,29 @@ Estimate estimate_time(const BuiltSpace& sp, BackendKind backend, std::int64_t c
                        double max_hours, const WriteCost& write) {
   const std::int64_t total_configs = sp.space.size();
   Estimate e;
-  const std::int64_t block = backend == BackendKind::cuda ? INT64_C(1) << 18 : INT64_C(1) << 14;
-  if (total_configs > 16 * block) {
+  const bool cuda = backend == BackendKind::cuda;
+  // Spaces this small (2^18 configs on the CPU, 2^22 on a GPU) are not sampled: they take
+  // seconds at the slowest rates the models run at.
+  const std::int64_t least = cuda ? INT64_C(1) << 22 : INT64_C(1) << 18, block = cuda ? INT64_C(1) << 14 : 1024;
+  constexpr int kStrata = 256;
+  constexpr double kBudgetSeconds = 1.0;
+  if (total_configs > least) {
     batched::Reductions probe;
+    const HostSampling sampling;  // the models' host caches stay as they are (src/device/common/sampling.h)
+    const std::int64_t stratum = total_configs / kStrata;  // > block
     const auto s0 = std::chrono::steady_clock::now();
-    for (std::int64_t k = 0; k < 16; ++k) {
-      probe.begin = k * (total_configs / 16);
+    double spent = 0;
+    for (int j = 0; j < kStrata && spent < kBudgetSeconds; ++j) {
+      int k = 0;  // stratum j, bit-reversed over 8 bits
+      for (int b = 0; b < 8; ++b) k |= ((j >> b) & 1) << (7 - b);
+      // A fixed pseudo-random place in the stratum (splitmix64 of its number): the same sample at every run.
+      std::uint64_t z = static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull, z = (z ^ (z >> 27)) * 0x94d049bb133111ebull, z ^= z >> 31;
+      probe.begin = k * stratum + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(stratum - block + 1));
       probe.end = probe.begin + block;
-      e.sampled += sweep(backend, sp.space, chunk, 0, probe).evaluated;
+      e.sampled += sweep(backend, sp.space, std::min(chunk, block), 0, probe).evaluated;
+      spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
     }
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
     e.rate = static_cast<double>(e.sampled) / std::max(spent, 1e-9);
     e.seconds = static_cast<double>(mine_configs) / e.rate;
   }
