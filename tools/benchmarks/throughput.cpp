@@ -103,11 +103,12 @@ void BM_ReferenceMilestone(benchmark::State& state) {
 }
 BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
 
-// Allreduce: the 891 milestone-1h-ccl points (every level, algorithm, 2-8 ranks per level,
-// hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.
+// Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
+// level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.
 std::vector<AllreduceConfig> ccl_configs(std::size_t copies) {
-  const std::vector<AllreduceConfig> points =
-      ccl_milestone_configs(topo(), load_topology(data_dir() + "/topologies/ring8.yaml"));
+  std::vector<AllreduceConfig> points;
+  for (const AllreduceConfig& p : ccl_milestone_configs(topo(), load_topology(data_dir() + "/topologies/ring8.yaml")))
+    if (p.op == static_cast<std::int64_t>(CollOp::allreduce)) points.push_back(p);
   std::vector<AllreduceConfig> c;
   while (c.size() < copies) c.insert(c.end(), points.begin(), points.end());
   c.resize(copies);
@@ -129,6 +130,38 @@ void BM_BatchedCclMilestoneOmp(benchmark::State& state) {
 }
 BENCHMARK(BM_BatchedCclMilestoneOmp)->ArgName("threads")->Arg(1)->Arg(2)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// A shuffled random mix of valid collective configs: every op, level (hier too), algorithm
+// that runs the op, buffer and 1-64 chunks, 2-64 ranks, sizes log-uniform from 2 B to 1 GiB,
+// on the default topology and ring8 (a fixed seed: the same mix at every run). Its configs/s
+// against the GEMM milestone's (BM_BatchedMilestoneOmp) is the communication model's speed on
+// any mix.
+std::vector<AllreduceConfig> collective_mix(std::size_t n) {
+  const HwConfig hws[] = {topo().hw(), load_topology(data_dir() + "/topologies/ring8.yaml").hw()};
+  std::uint64_t x = 20261206;
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {  // splitmix64
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull, z = (z ^ (z >> 27)) * 0x94d049bb133111ebull, z ^= z >> 31;
+    return lo + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  std::vector<AllreduceConfig> c;
+  while (c.size() < n) {
+    AllreduceConfig a{};
+    a.hw = hws[pick(0, 1)];
+    a.op = pick(0, kCollOps - 1), a.level = pick(0, kCollLevels - 1), a.algo = pick(0, kCollAlgos - 1);
+    a.buffer = pick(0, 1), a.chunks = pick(0, 1) ? 1 : pick(1, 64);
+    a.ranks = a.level == static_cast<std::int64_t>(CollLevel::hier) ? INT64_C(8) << pick(0, 3) : pick(2, 8);
+    a.bytes = 2 * (INT64_C(1) << pick(0, 29)) + 2 * pick(0, 1) * pick(0, 1 << 10);
+    if (a.op == static_cast<std::int64_t>(CollOp::alltoall)) a.bytes = (a.bytes / (2 * a.chunks * a.ranks) + 1) * 2 * a.chunks * a.ranks;
+    if (allreduce_check(a) == kArOk) c.push_back(a);
+  }
+  return c;
+}
+
+void BM_BatchedCollectiveMixOmp(benchmark::State& state) {
+  run_batched_ccl(state, BackendKind::omp, collective_mix(1 << 14), static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_BatchedCollectiveMixOmp)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 void BM_BatchedCclMilestoneCuda(benchmark::State& state) {
   std::string why;
   if (batched::cuda_device_count(&why) == 0) {
@@ -141,8 +174,9 @@ BENCHMARK(BM_BatchedCclMilestoneCuda)->UseRealTime()->Unit(benchmark::kMilliseco
 
 // Reference engine on every milestone-1h-ccl point, one after another.
 void BM_ReferenceCclMilestone(benchmark::State& state) {
-  const std::vector<AllreduceConfig> points =
-      ccl_milestone_configs(topo(), load_topology(data_dir() + "/topologies/ring8.yaml"));
+  std::vector<AllreduceConfig> points;  // the allreduce points, as BM_BatchedCclMilestoneOmp
+  for (const AllreduceConfig& p : ccl_milestone_configs(topo(), load_topology(data_dir() + "/topologies/ring8.yaml")))
+    if (p.op == static_cast<std::int64_t>(CollOp::allreduce)) points.push_back(p);
   std::int64_t configs = 0;
   for (auto _ : state)
     for (const AllreduceConfig& c : points) {
