@@ -113,8 +113,13 @@ TEST(Collectives, EvalTheOpsOfTheirOwn) {
   EXPECT_EQ(s["space"]["size"], 16);
   expect_input_error(run("eval collective --op alltoall --algo pairwise --bytes 4098 --level pe --ranks 8 --buffer sram"),
                      "must split into 1 chunk(s) of 8 equal pieces");
-  expect_input_error(run("eval collective --op allgather --algo ring --bytes 4096 --level hier --ranks 16 --buffer sram"),
-                     "hier runs allreduce and reduce level by level");
+  // hier: over every PE of the launch at once (two cubes here), each transfer on its own route.
+  const json h = run_json("eval collective --op alltoall --algo pairwise --bytes 4096 --level hier --ranks 16 --buffer sram --data --json");
+  EXPECT_EQ(h["parity"], true);
+  EXPECT_EQ(h["data"]["ok"], true);
+  EXPECT_GT(h["link_bytes_cube"].get<std::int64_t>(), 0);
+  expect_input_error(run("eval collective --op allgather --algo ring --bytes 4096 --level hier --ranks 12 --buffer sram"),
+                     "ranks in all");
   expect_input_error(run("eval collective --op allreduce --algo pairwise --bytes 4096 --level pe --ranks 8 --buffer sram"),
                      "allreduce runs by ring, hd, tree, mesh2d or root, not pairwise");
 }

@@ -160,10 +160,11 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
   return out;
 }
 
-// Random valid configs of one of the single-level ops of their own (allgather,
-// reducescatter, alltoall): random machines as above, every level they run on (pe, cube,
-// sip), every algorithm that runs the op, both buffers, 1-8 chunks, sizes from the least to
-// 2 MiB (an alltoall's: whole pieces). `counts` tallies them per (level, algo, buffer).
+// Random valid configs of one of the ops of their own (allgather, reducescatter, alltoall):
+// random machines as above, every level (hier: up to 32 PEs of a cube, of whole cubes or of
+// whole SIPs, as one level), every algorithm that runs the op, both buffers, 1-8 chunks,
+// sizes from the least to 2 MiB (an alltoall's: whole pieces). `counts` tallies them per
+// (level, algo, buffer).
 inline std::vector<AllreduceConfig> random_op_configs(CollOp op, int count, std::uint64_t seed, std::vector<int>* counts) {
   const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
   std::mt19937_64 rng(seed);
@@ -180,13 +181,13 @@ inline std::vector<AllreduceConfig> random_op_configs(CollOp op, int count, std:
     random_machine(h, pick);
     h.sram_kib = pick(0, 1) ? pick(1, 64) : pick(64, 8192);
     h.hbm_capacity_mib = pick(1, 64);
-    c.level = pick(0, 2);
+    c.level = pick(0, 3);
     c.op = static_cast<std::int64_t>(op);
     c.algo = algos[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(algos.size()) - 1))];
     const std::int64_t most = std::min<std::int64_t>(16, coll_level_size(h, c.level));
     if (most < 2) continue;
-    c.ranks = pick(2, most);
-    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd) && pick(0, 1)) c.ranks = std::int64_t{1} << pick(1, ceil_log2(most + 1) - 1);
+    c.ranks = c.level == static_cast<std::int64_t>(CollLevel::hier) ? random_hier_ranks(h, pick, 32) : pick(2, most);
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd) && c.level < 3 && pick(0, 1)) c.ranks = std::int64_t{1} << pick(1, ceil_log2(most + 1) - 1);
     c.buffer = pick(0, 1);
     c.chunks = pick(0, 2) ? 1 : pick(2, 8);
     const std::int64_t least = c.chunks * c.ranks;

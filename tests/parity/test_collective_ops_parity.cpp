@@ -1,7 +1,8 @@
-// Parity of the collective family's single-level ops (allgather, reducescatter, alltoall):
+// Parity of the collective family's ops of their own (allgather, reducescatter, alltoall):
 // for every backend, the batched model and the reference engine agree exactly on every
-// parity figure, on 10,000 random configs per op over every level, algorithm, buffer kind
-// and chunking they run on, and on random machines; the milestone's points of these ops too.
+// parity figure, on 10,000 random configs per op over every level (hier as one level),
+// algorithm, buffer kind and chunking they run on, and on random machines; the milestone's
+// points of these ops too.
 #include <gtest/gtest.h>
 
 #include "benches/milestone_1h_ccl.h"
@@ -47,12 +48,13 @@ TEST_P(CollectiveOpParity, TenThousandRandomConfigs) {
   std::vector<int> counts;
   const std::vector<AllreduceConfig> configs =
       testing::random_op_configs(op, 10000, 20261206 + static_cast<std::uint64_t>(op), &counts);
-  // Every level, algorithm that runs the op, and buffer, well covered.
-  for (std::int64_t level = 0; level < 3; ++level)
+  // Every level (hier as one level: its fewer valid shapes), algorithm that runs the op, and
+  // buffer, well covered.
+  for (std::int64_t level = 0; level < kCollLevels; ++level)
     for (std::int64_t algo = 0; algo < kCollAlgos; ++algo)
       for (std::int64_t buffer = 0; buffer < kCollBuffers; ++buffer)
         if (coll_algo_runs(algo, static_cast<std::int64_t>(op)))
-          EXPECT_GT(counts[static_cast<std::size_t>((level * kCollAlgos + algo) * kCollBuffers + buffer)], 200)
+          EXPECT_GT(counts[static_cast<std::size_t>((level * kCollAlgos + algo) * kCollBuffers + buffer)], level < 3 ? 200 : 40)
               << "level " << level << " algo " << algo << " buffer " << buffer << " barely covered";
   const std::vector<AllreduceResult> exec = eval<AllreduceModel>(GetParam().backend, configs);
   ASSERT_EQ(exec.size(), configs.size());

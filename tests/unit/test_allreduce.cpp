@@ -84,16 +84,16 @@ TEST(Collective, EveryRankEndsWithTheSum) {
   EXPECT_GT(runs, 400);
 }
 
-// allgather, reducescatter and alltoall in data mode, against float64: every level, algorithm
-// that runs the op, buffer, chunking, and piece sizes that differ (all-to-all: one size).
+// allgather, reducescatter and alltoall in data mode, against float64: every level (hier as
+// one level over part of a cube or two cubes), algorithm that runs the op, buffer, chunking, and piece sizes that differ (all-to-all: one size).
 // The check itself fails on a value moved to the wrong place or summed wrongly.
 TEST(Collective, TheOpsOfTheirOwnMoveAndAddAsDefined) {
   const TopologySpec def = topo("default.yaml"), ring8 = topo("ring8.yaml");
   int runs = 0;
   for (const CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall})
-    for (int level = 0; level < 3; ++level)
+    for (int level = 0; level < 4; ++level)
       for (int algo = 0; algo < kCollAlgos; ++algo)
-        for (std::int64_t p : {2, 3, 4, 8})
+        for (std::int64_t p : level == 3 ? std::vector<std::int64_t>{3, 8, 16} : std::vector<std::int64_t>{2, 3, 4, 8})
           for (int buffer = 0; buffer < 2; ++buffer)
             for (std::int64_t chunks : {1, 3}) {
               const std::int64_t values = op == CollOp::alltoall ? 5 * p * chunks : 37 * p * chunks + 5;

@@ -154,7 +154,7 @@ struct SimT {
   KB_HD std::int64_t hbm_sharers_of(std::int64_t rank) const {
     auto used = [&](std::int64_t g) { return port[2 * g] + port[2 * g + 1]; };
     std::int64_t s = 0;
-    if (hier) {
+    if (hier || c->level == static_cast<std::int64_t>(CollLevel::hier)) {  // a phase, or a hier launch as one level
       const CollHier& d = dims;
       const net::Node& nd = node(rank);
       for (std::int64_t pe = 0; pe < d.pes; ++pe) s += used((nd.sip * d.cubes + nd.cube) * d.pes + pe);
@@ -293,7 +293,7 @@ struct SimT {
   // transfers are walked once, in the phase's own ranks, and their ports marked for every
   // group.
   KB_HD KB_NOINLINE void mark_ports(const AllreduceConfig& launch) {
-    const bool single = launch.level != static_cast<std::int64_t>(CollLevel::hier);
+    const bool single = coll_one_level(launch);
     const std::int8_t all = single && every_port(launch) ? 1 : 0;
     for (std::int64_t i = 0; i < 2 * launch.ranks; ++i) port[i] = all;
     if (single) {
@@ -430,7 +430,8 @@ KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
 // where it is within kCollMaxOps (the count is then too) or equals the count (the pe level),
 // and the count otherwise. Compared with kCollMaxOps, it gives the status the count gives.
 KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c, bool exact) {
-  if (exact) return count_ops(c);
+  // A hier launch as one level: its routes cross every level, which max_hops does not bound.
+  if (exact || c.level == static_cast<std::int64_t>(CollLevel::hier)) return count_ops(c);
   const std::int64_t bound = count_ops_bound(c);
   return bound <= kCollMaxOps || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
 }
@@ -444,7 +445,7 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
   const std::int32_t s = coll_check(c);
   if (s != kArOk) return s;
   std::int64_t most = 0;
-  if (c.level == static_cast<std::int64_t>(CollLevel::hier)) {
+  if (!coll_one_level(c)) {
     CollPhase ph;  // one at a time: the check's frame nests in another model's (llm_model.h)
     const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
@@ -588,7 +589,7 @@ KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Cap
 #if defined(__CUDA_ARCH__)
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) sim.mark_ports(c), sim.ports_marked = true;
 #endif
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
+  if (coll_one_level(c)) {
     sim.hier = false;
     const std::int32_t s = ar_detail::run_level(sim, c, c);
     r = sim.out;

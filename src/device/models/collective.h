@@ -215,6 +215,13 @@ KB_HD inline bool coll_algo_runs(std::int64_t algo, std::int64_t op) {
 KB_HD inline bool coll_op_runs_hier(std::int64_t op) {
   return op == static_cast<std::int64_t>(CollOp::allreduce) || op == static_cast<std::int64_t>(CollOp::reduce);
 }
+// Whether a config runs as one level: every config but hier's allreduce and reduce. An
+// allgather, reducescatter or alltoall at hier runs over the launch's PEs at once (hier rank
+// order: PEs of a cube, then cubes, then SIPs), each transfer on its own route across the
+// levels, without phases or leaders.
+KB_HD inline bool coll_one_level(const AllreduceConfig& c) {
+  return c.level != static_cast<std::int64_t>(CollLevel::hier) || !coll_op_runs_hier(c.op);
+}
 
 // ---- hier: phases of single-level collectives --------------------------------------------
 
@@ -288,7 +295,7 @@ KB_HD inline std::int64_t coll_hier_rank(const AllreduceConfig& c, const Allredu
 
 // Inbox levels of any config (hier: every phase's, one after another).
 KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_inboxes(c);
+  if (coll_one_level(c)) return coll_inboxes(c);
   std::int64_t total = 0;
   coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases, &total);  // no phase copied out
   return imax(1, total);
@@ -296,7 +303,7 @@ KB_HD inline std::int64_t coll_total_inboxes(const AllreduceConfig& c) {
 
 // The rank a reduce leaves the sum on (hier: the top phase's root, as a hier rank).
 KB_HD inline std::int64_t coll_final_root(const AllreduceConfig& c) {
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_root(c);
+  if (coll_one_level(c)) return coll_root(c);
   CollPhase ph;  // one at a time
   std::int64_t leader_pe = 0, leader_cube = 0;
   const int n = coll_hier_phases(c, &ph, &leader_pe, &leader_cube, 0);
@@ -587,7 +594,7 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
 // single-level config is one phase.
 template <class Sink>
 KB_HD void coll_schedule_all(const AllreduceConfig& c, Sink& sink) {
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) {
+  if (coll_one_level(c)) {
     sink.phase(c);
     coll_schedule(c, sink);
     sink.barrier();
@@ -676,8 +683,8 @@ KB_HD inline std::int32_t coll_check(const AllreduceConfig& c) {
   if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return coll_check_level(c);
   const std::int32_t fields = coll_check_fields(c);
   if (fields != kArOk) return fields;
-  if (!coll_op_runs_hier(c.op)) return kArBadAlgo;
   CollHier d;
+  if (!coll_op_runs_hier(c.op)) return coll_hier_dims(c, &d) ? coll_check_level(c) : kArBadRanks;  // one level
   if (!coll_hier_dims(c, &d) || d.pes > kCollMaxRanks || d.cubes > kCollMaxRanks || d.sips > kCollMaxRanks)
     return kArBadRanks;
   if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes) return kArBadSize;

@@ -7,7 +7,13 @@ namespace kb {
 
 analytical::StepCosts collective_step_costs(const AllreduceConfig& c) {
   const HwConfig& h = c.hw;
-  const LinkSpec& l = c.level == 0 ? h.ipcq : c.level == 1 ? h.cube_link : h.sip_link;
+  std::int64_t level = c.level;
+  if (level == static_cast<std::int64_t>(CollLevel::hier)) {  // a hier launch as one level: the highest level's link it crosses
+    CollHier d;
+    coll_hier_dims(c, &d);
+    level = d.sips > 1 ? 2 : d.cubes > 1 ? 1 : 0;
+  }
+  const LinkSpec& l = level == 0 ? h.ipcq : level == 1 ? h.cube_link : h.sip_link;
   const double lanes = static_cast<double>(h.vector_lanes), clock = static_cast<double>(h.clock_mhz);
   return {static_cast<double>(l.latency_ns) * 1000.0, 1000.0 / static_cast<double>(l.bandwidth_gbps),
           1e6 / clock / lanes / 2.0};
@@ -36,7 +42,7 @@ std::int64_t level_ps(const AllreduceConfig& c) {
 
 std::int64_t collective_analytical_ps(const AllreduceConfig& c) {
   if (coll_check(c) != kArOk) return 0;
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return level_ps(c);
+  if (coll_one_level(c)) return level_ps(c);
   // hier: its phases one after another, each at its own level's costs.
   CollPhase ph[5];
   const int n = coll_hier_phases(c, ph);

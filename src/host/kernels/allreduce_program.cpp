@@ -477,13 +477,10 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
                std::to_string(c.hw.pes_per_cube()) + " PEs of a cube, whole cubes of a SIP (multiples of " +
                std::to_string(c.hw.pes_per_cube()) + " up to " + std::to_string(c.hw.pes_per_cube() * c.hw.cubes_per_sip()) +
                "), or whole SIPs (multiples of " + std::to_string(c.hw.pes_per_cube() * c.hw.cubes_per_sip()) +
-               "), with at most " + std::to_string(kCollMaxRanks) + " ranks per level";
+               "), with at most " + std::to_string(kCollMaxRanks) + (coll_op_runs_hier(c.op) ? " ranks per level" : " ranks in all");
       return "ranks: " + std::to_string(c.ranks) + " is outside 2.." +
              std::to_string(imin(kCollMaxRanks, coll_level_size(c.hw, c.level))) + " for level " + level;
     case kArBadAlgo:
-      if (c.level == static_cast<std::int64_t>(CollLevel::hier) && !coll_op_runs_hier(c.op))
-        return std::string("level: hier runs allreduce and reduce level by level; ") + kCollOpNames[c.op] +
-               " runs on one level (pe, cube or sip)";
       if (!coll_algo_runs(c.algo, c.op)) {
         const std::string op = kCollOpNames[c.op];
         return "algo: " + op + " runs " +
