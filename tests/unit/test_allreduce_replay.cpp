@@ -7,6 +7,7 @@
 // levels, refuse some (the claims came in another order) and learn their orders.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -109,6 +110,41 @@ TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
     }
   // Each structure is recorded at its second size and replayed at the later ones.
   EXPECT_EQ(replayed, evaluated - 2 * 40);
+}
+
+// A sweep that cycles over more structures than a thread's cache holds (1,000 hardware
+// configs, sizes outermost): once full, the cache keeps the structures it holds and replays
+// them at every later size, and walks the others. (Dropping every program when full, as it
+// once did, recorded each structure again before it was met again, and replayed none.)
+TEST(AllreduceReplay, AFullCacheKeepsServingAMixOfMoreStructuresThanItHolds) {
+  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  cache.drop_programs(), cache.hws.clear(), cache.hw_places.clear(), cache.last_hw = 0;
+  std::fill(cache.seen.begin(), cache.seen.end(), 0);
+  AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
+  c.chunks = 2;
+  const HwConfig base = c.hw;
+  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
+  without->replay_off = true;
+  constexpr std::int64_t kStructures = 1000, kSizes = 6;
+  std::int64_t replayed_late = 0, evaluated_late = 0, most_programs = 0;
+  for (std::int64_t s = 0; s < kSizes; ++s)
+    for (std::int64_t v = 0; v < kStructures; ++v) {
+      c.hw = base;
+      c.hw.hbm_latency_ns = base.hbm_latency_ns + v;  // a structure of its own
+      c.bytes = (INT64_C(1) << 12) << (2 * s);
+      ASSERT_EQ(allreduce_check(c), kArOk);
+      const AllreduceResult x = allreduce_model(c, *with), y = allreduce_model(c, *without);
+      ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << testing::describe(c);
+      most_programs = std::max<std::int64_t>(most_programs, static_cast<std::int64_t>(cache.programs.size()));
+      if (s >= 2) replayed_late += with->replayed_levels, ++evaluated_late;
+    }
+  std::printf("full cache: at most %lld programs for %lld structures; %lld of %lld levels replayed after the second size\n",
+              static_cast<long long>(most_programs), static_cast<long long>(kStructures), static_cast<long long>(replayed_late),
+              static_cast<long long>(evaluated_late));
+  ASSERT_LT(most_programs, kStructures) << "the mix fits the cache: the test needs more structures";
+  // Every structure the cache holds is replayed at every size after the one it was recorded at.
+  EXPECT_GE(replayed_late, (kSizes - 2) * most_programs * 9 / 10);
+  EXPECT_GT(replayed_late * ar_detail::ArReplayCache::kServes, evaluated_late) << "it served too few to keep them";
 }
 
 // The replay's certificate is its claim order: a replay that served a resource's claims out
