@@ -90,9 +90,19 @@ AllreduceConfig hbm_allreduce(const char* topology, CollLevel level, CollAlgo al
   return c;
 }
 
+// The thread's cache as a new thread finds it (a test's counts do not depend on the tests
+// run before it in the same process).
+ar_detail::ArReplayCache& empty_cache() {
+  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  cache.drop_programs(), cache.hws.clear(), cache.hw_places.clear(), cache.last_hw = 0;
+  std::fill(cache.seen.begin(), cache.seen.end(), 0);
+  return cache;
+}
+
 // A sweep over many hardware configs, sizes outermost: every config's hardware differs from
 // the one before, and the structures of all of them are kept and replayed.
 TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
+  empty_cache();
   AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
   const HwConfig base = c.hw;
   auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
@@ -117,9 +127,7 @@ TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
 // them at every later size, and walks the others. (Dropping every program when full, as it
 // once did, recorded each structure again before it was met again, and replayed none.)
 TEST(AllreduceReplay, AFullCacheKeepsServingAMixOfMoreStructuresThanItHolds) {
-  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
-  cache.drop_programs(), cache.hws.clear(), cache.hw_places.clear(), cache.last_hw = 0;
-  std::fill(cache.seen.begin(), cache.seen.end(), 0);
+  ar_detail::ArReplayCache& cache = empty_cache();
   AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
   c.chunks = 2;
   const HwConfig base = c.hw;
@@ -144,7 +152,25 @@ TEST(AllreduceReplay, AFullCacheKeepsServingAMixOfMoreStructuresThanItHolds) {
   ASSERT_LT(most_programs, kStructures) << "the mix fits the cache: the test needs more structures";
   // Every structure the cache holds is replayed at every size after the one it was recorded at.
   EXPECT_GE(replayed_late, (kSizes - 2) * most_programs * 9 / 10);
-  EXPECT_GT(replayed_late * ar_detail::ArReplayCache::kServes, evaluated_late) << "it served too few to keep them";
+
+  // Then the sweep moves on to 200 structures it never met, at many sizes each: the full
+  // cache serves none of them, and after a whole window of look-ups that replayed nothing it
+  // is emptied, records them, and replays them.
+  std::int64_t replayed_new = 0, evaluated_new = 0;
+  constexpr std::int64_t kNew = 200, kNewSizes = 250;
+  for (std::int64_t s = 0; s < kNewSizes; ++s)
+    for (std::int64_t v = 0; v < kNew; ++v) {
+      c.hw = base;
+      c.hw.hbm_latency_ns = base.hbm_latency_ns + kStructures + v;
+      c.bytes = 4096 + 16 * s;
+      const AllreduceResult x = allreduce_model(c, *with);
+      if (s % 50 == 49) {
+        const AllreduceResult y = allreduce_model(c, *without);
+        ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << testing::describe(c);
+      }
+      if (s >= kNewSizes - 25) replayed_new += with->replayed_levels, ++evaluated_new;
+    }
+  EXPECT_GT(replayed_new, evaluated_new * 9 / 10) << "the cache kept structures the sweep no longer meets";
 }
 
 // The replay's certificate is its claim order: a replay that served a resource's claims out

@@ -139,13 +139,13 @@ struct ArProgram {
 // by their low bits): a sweep whose every config has a structure of its own records none.
 struct ArReplayCache {
   // At most this many ops kept, counting a graph's ops, each order's steps and kEntryOps a
-  // program (some 15 MB). A full cache records no more structures while it serves: while at
-  // least one level in kServes of those looked up since it was last emptied was replayed
-  // (a mix of more structures than it holds then replays those it holds, and walks the
-  // others, instead of recording each again and dropping it before it is met again); once
-  // it serves fewer (after kWindow lookups at least), the space has moved on to other
-  // structures: every program is dropped, and structures met again are recorded again.
-  static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32, kServes = 8, kWindow = INT64_C(1) << 14;
+  // program (some 15 MB). A full cache records no more structures while it serves: it keeps
+  // what it holds, replays those, and walks the others (a mix of more structures than it
+  // holds would otherwise record each one again before meeting it again, and recording
+  // costs several walks). Only once two windows of kWindow look-ups in a row have replayed
+  // nothing has the sweep moved on to other structures (or a new sweep begun on the thread):
+  // then every program is dropped, and structures met again are recorded again.
+  static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32, kWindow = INT64_C(1) << 14;
   static constexpr std::size_t kSeen = 8192, kHws = 4096;
   std::unordered_map<std::uint64_t, ArProgram> programs;
   // A direct-mapped table before the map, by the hash's low bits: a program's place in the map
@@ -156,9 +156,10 @@ struct ArReplayCache {
     ArProgram* program = nullptr;
   };
   std::vector<Front> front = std::vector<Front>(kFront);
-  std::int64_t looked = 0, served = 0;  // levels looked up, and replayed, since the programs were last dropped
+  // Levels looked up, and replayed, in the current window (the last one's replays: `served_last`).
+  std::int64_t looked = 0, served = 0, served_last = 1;
   void drop_programs() {
-    programs.clear(), ops = 0, looked = 0, served = 0;
+    programs.clear(), ops = 0, looked = 0, served = 0, served_last = 1;
     std::fill(front.begin(), front.end(), Front{});
   }
   ArProgram* find(std::uint64_t h) {
@@ -391,7 +392,7 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
   const ArLevelKey key = level_key(hw, c, top);
   const std::uint64_t h = key_hash(key);
   *plan = ArRecordPlan{false, key, h, nullptr};
-  ++cache.looked;
+  if (++cache.looked == ArReplayCache::kWindow) cache.served_last = cache.served, cache.looked = cache.served = 0;
   ArProgram* const found = cache.find(h);
   if (!found || std::memcmp(&found->key, &key, sizeof key) != 0) {
     std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
@@ -452,7 +453,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
   ArProgram* program = plan.program;
   if (!program) {  // a new program (replacing one whose key hashed alike)
     if (cache.ops + kCollMaxOps * (1 + 2 * ArProgram::kOrders) + ArReplayCache::kEntryOps > ArReplayCache::kMostOps) {
-      if (cache.looked < ArReplayCache::kWindow || cache.served * ArReplayCache::kServes >= cache.looked) return false;
+      if (cache.served_last > 0 || cache.served > 0) return false;  // it serves: kept as it is
       cache.drop_programs();
     }
     const auto old = cache.programs.find(plan.hash);
