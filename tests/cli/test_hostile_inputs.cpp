@@ -117,6 +117,15 @@ TEST(HostileShards, EveryTamperedFieldIsOneLineNamingFileAndField) {
       {"document_array", [&](json& d) { d = json::array(); }, "not the output"},
       {"document_string", [&](json& d) { d = "x"; }, "not the output"},
       {"document_null", [&](json& d) { d = nullptr; }, "not the output"},
+      // What only the whole sweep could derive again is covered by the shard's digest.
+      {"checksum", [&](json& d) { at(d)["latency_checksum"] = at(d)["latency_checksum"].get<std::uint64_t>() + 1; }, "shard.digest"},
+      {"checksum_both", [&](json& d) {
+         at(d)["latency_checksum"] = at(d)["latency_checksum"].get<std::uint64_t>() + 7;
+         d["latency_checksum"] = at(d)["latency_checksum"];
+       }, "shard.digest"},
+      {"checksum_top", [&](json& d) { d["latency_checksum"] = d["latency_checksum"].get<std::uint64_t>() + 1; }, "latency_checksum"},
+      {"digest_missing", [&](json& d) { d["shard"].erase("digest"); }, "shard.digest: missing"},
+      {"digest_edited", [&](json& d) { d["shard"]["digest"] = "fnv1a64:0000000000000000"; }, "shard.digest"},
   };
   for (const auto& [name, edit, fragment] : cases) {
     SCOPED_TRACE(name);
@@ -137,8 +146,9 @@ TEST(HostileShards, EveryTamperedFieldIsOneLineNamingFileAndField) {
 
 // Property: over many random single-field edits of a shard's summary and request, merge
 // either refuses the shard (exit 2, one line) or gives exactly the merge of the real
-// shards. What only a full re-run could check is left out: the sum of latencies, and in
-// which of the bins above the fastest config the histogram's counts lie.
+// shards. With the shard's digest every edit is refused, also those only a full re-run
+// could find otherwise: the sum of latencies, and in which of the bins above the fastest
+// config the histogram's counts lie.
 TEST(HostileShards, EveryAcceptedTamperingMergesAsARealSweep) {
   const Shards& s = shards();
   ASSERT_FALSE(s.whole.is_null());
@@ -195,6 +205,7 @@ TEST(HostileShards, EveryAcceptedTamperingMergesAsARealSweep) {
     EXPECT_EQ(got, want) << "accepted a tampered shard, and the merge differs from the real one";
   }
   EXPECT_GT(refused, 100);
+  EXPECT_EQ(accepted, 0);
   std::printf("tampered shards: %d refused, %d accepted with the real merge\n", refused, accepted);
 }
 
@@ -211,6 +222,9 @@ TEST(HostileInputs, NotRegularFilesAndStrictValuesAreOneLineErrors) {
   std::ofstream(d + "/quoted.yaml") << "family: decode\naxes:\n  case: [\"1,2,3,4\"]\n";
   std::ofstream(d + "/tuple.yaml") << "family: gemm\nzip:\n  - names: [m, n, k]\n    tuples: [[\"1024/8\", 8, 8]]\n";
   std::ofstream(d + "/space.yaml") << "family: gemm\naxes:\n  m: 16\n  n: 16\n  k: 16\n";
+  // A case's name that the zip's command-line text would read as more tuples.
+  std::ofstream(d + "/case.yaml") << "family: gemm\nzip:\n  - names: [m, n]\n    tuples:\n      \"x:16/8,y\": [16, 16]\n";
+  std::ofstream(d + "/case2.yaml") << "family: gemm\naxes:\n  k: 16\nzip:\n  - names: [m, n]\n    tuples:\n      \"a b\": [16, 16]\n";
   {
     // default.yaml in UTF-16LE, no BOM.
     std::ifstream in(def, std::ios::binary);
@@ -222,7 +236,6 @@ TEST(HostileInputs, NotRegularFilesAndStrictValuesAreOneLineErrors) {
   const std::string gemm = "sweep gemm --m 16 --n 16 --k 16 ";
   const std::vector<std::string> cases = {
       "eval allreduce --bytes 4096 --level pe --algo ring --ranks 2 --buffer sram --topology " + q + "/fifo'",
-      "sweep --space " + q + "/fifo'",
       "topo check " + q + "/fifo'",
       "merge " + q + "/fifo'",
       "sweep --space " + q + "/dup.yaml'",
@@ -231,6 +244,19 @@ TEST(HostileInputs, NotRegularFilesAndStrictValuesAreOneLineErrors) {
       "sweep --space " + q + "/twodocs.yaml'",
       "sweep --space " + q + "/quoted.yaml'",
       "sweep --space " + q + "/tuple.yaml'",
+      "sweep --space " + q + "/case.yaml'",
+      "sweep --space " + q + "/case2.yaml'",
+      "sweep --space ''",
+      gemm + "--shard ''",
+      gemm + "--out ''",
+      gemm + "--csv ''",
+      "eval gemm --m 16 --n 16 --k 16 --trace ''",
+      "run --bench milestone-1h-gemm --out ''",
+      "merge ''",
+      // No machine of the swept hardware fits a topology file: 2^35 PEs at the least.
+      "sweep allreduce --hw system.sips=4096 --hw sip.cube_rows=1024 --hw sip.cube_cols=1024 --bytes 1024 --level pe "
+      "--algo ring --ranks 2 --buffer sram",
+      "sweep gemm --m 16 --n 16 --k 16 --zip sip.cube_rows,sip.cube_cols=1024/1024,512/1024 --hw system.sips=4096",
       "topo check " + q + "/utf16.yaml'",
       "topo check " + q + "/twodocs-topo.yaml'",
       gemm + "--top 0x10",
@@ -270,6 +296,63 @@ TEST(HostileInputs, NotRegularFilesAndStrictValuesAreOneLineErrors) {
   expect_refused("merge '" + s.s0 + "' '" + s.s1 + "' --out '" + s.s0 + "'", s.dir, "the same file as the input");
 }
 
+// A space file may come through a pipe (`--space -`) or a FIFO: read once, as a file is,
+// including where the file names the family; its errors name "<stdin>".
+TEST(HostileInputs, ASpaceFromAPipeOrAFifoIsReadOnce) {
+  const std::string d = fresh_dir("kb_space_stream");
+  std::filesystem::create_directories(d);
+  const std::string file = d + "/space.yaml";
+  std::ofstream(file) << "family: gemm\naxes:\n  m: [16, 64]\n  n: 32\n  k: 16\nreductions:\n  recheck: 1\n";
+  const std::string args = " --backend omp --json";
+  const Result want = run("sweep --space '" + file + "'" + args);
+  ASSERT_EQ(want.code, 0) << want.err;
+  auto same = [&](const Result& r) {
+    ASSERT_EQ(r.code, 0) << r.err;
+    json a = json::parse(r.out), b = json::parse(want.out);
+    for (json* j : {&a, &b}) j->erase("timing");
+    EXPECT_EQ(a, b);
+  };
+  same(run_shell("cat '" + file + "' | '" + KB_CLI_EXE + "' sweep --space -" + args));
+  same(run_shell("cat '" + file + "' | '" + KB_CLI_EXE + "' sweep gemm --space -" + args));
+  same(run_shell(std::string("'") + KB_CLI_EXE + "' sweep --space /dev/stdin" + args + " < '" + file + "'"));
+  const std::string fifo = d + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  same(run_shell("(cat '" + file + "' > '" + fifo + "' &); '" + KB_CLI_EXE + "' sweep --space '" + fifo + "'" + args));
+  const Result bad = run_shell("printf 'family: gemm\\naxes:\\n  m: [16, 0]\\n' | '" + std::string(KB_CLI_EXE) + "' sweep --space -");
+  expect_input_error(bad, "<stdin>:3:");
+  const Result empty = run_shell("'" + std::string(KB_CLI_EXE) + "' sweep --space - < /dev/null");
+  expect_input_error(empty, "<stdin>:1:1");
+  expect_input_error(run("sweep --space /dev/zero"), "a device or socket");
+}
+
+// Outputs a file-size limit (ulimit -f) would cut short: refused before any work when the
+// estimate sees it (exit 4, nothing written), else the write fails with one line (exit 4),
+// never a process killed part-way by SIGXFSZ.
+TEST(HostileInputs, AFileSizeLimitIsOneLineNotASignal) {
+  const std::string d = fresh_dir("kb_fsize");
+  std::filesystem::create_directories(d);
+  const std::string exe = std::string("'") + KB_CLI_EXE + "'";
+  // 2^22 configs in 2^20 groups: about 3.7 GB of JSON, against a limit of 100 MB.
+  Result r = run_shell("ulimit -f 200000; " + exe + " sweep decode --case 1:4 --s-kv 1:1048576 --group s_kv --json > '" + d +
+                       "/big.json'");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("ulimit -f"), std::string::npos) << r.err;
+  EXPECT_EQ(std::filesystem::file_size(d + "/big.json"), 0u);
+  r = run_shell("ulimit -f 200000; " + exe + " sweep decode --case 1:4 --s-kv 1:1048576 --group s_kv --out '" + d + "/o.json'");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d + "/o.json"));
+  // Too small for the estimate to weigh (fewer than 1,024 groups): the write itself fails.
+  for (const std::string out : {" --json > '" + d + "/small.json'", " --out '" + d + "/small2.json' > /dev/null"}) {
+    r = run_shell("ulimit -f 4; " + exe + " sweep gemm --m 128:8192:*2 --n 128 --k 128 --backend omp" + out);
+    EXPECT_EQ(r.code, 4) << r.err;
+    EXPECT_EQ(r.err.rfind("error: environment: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(d + "/small2.json"));
+}
+
 // --fast re-renders the committed results: a corrupt committed file is found before
 // anything is written, and the error names it (not a copy of it).
 TEST(HostileInputs, FastModeChecksTheCommittedResultsBeforeWriting) {
@@ -286,8 +369,12 @@ TEST(HostileInputs, FastModeChecksTheCommittedResultsBeforeWriting) {
     std::ifstream in(src + "/docs/diagrams/gemm/gemm_sweep.json");
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }();
+  // A NaN where a number is (Python's json would read it): the first value of a float field.
+  std::string nan = good;
+  const auto at = nan.find("\"achieved_tflops\": ") + 19;
+  nan.replace(at, nan.find(',', at) - at, "NaN");
   for (const std::string& text : {std::string(""), good.substr(0, good.size() / 2), std::string("{\"schema\": 5}"),
-                                  std::string(100000, '[') + std::string(100000, ']')}) {
+                                  std::string(100000, '[') + std::string(100000, ']'), nan}) {
     std::ofstream(committed) << text;
     for (const char* how : {"--fast", ""}) {
       const Result r = run(std::string("run --bench milestone-1h-gemm ") + how + " --out '" + d + "/o'",

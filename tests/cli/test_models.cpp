@@ -252,7 +252,7 @@ TEST(Models, PipelineStagesTakeTheLayersGiven) {
   expect_input_error(run("eval llm --pp-layers 10,x"), "--pp-layers 10,x: expected each pipeline stage's layers");
   expect_input_error(run("eval llm --pp-layers 0,32"), "--pp-layers 0,32: expected each pipeline stage's layers");
   expect_input_error(run("model place llama-3.1-8b" + ring + " --pp-layers 30,1,1,0"), "--pp-layers 30,1,1,0: expected");
-  expect_input_error(run("model place llama-3.1-8b" + ring + " --pp-layers ''"), "--pp-layers : expected each pipeline stage's layers");
+  expect_input_error(run("model place llama-3.1-8b" + ring + " --pp-layers ''"), "--pp-layers '': an empty value");
   expect_input_error(run("model place llama-3.1-8b --pp 65"), "--pp 65: must be <= 64");
   expect_input_error(run("model place llama-3.1-8b" + ring + " --pp 3 --pp-layers 30,2"),
                      "--pp-layers 30,2: 2 stages of 32 layers in all; the mapping has 3 stages");

@@ -66,8 +66,8 @@ TEST(Reliability, OutputsNeverReplaceSpecialFiles) {
 TEST(Reliability, UnusedFlagsAreStillChecked) {
   expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --engine reference --backend bogus"),
                      "--backend bogus: expected auto, cuda or omp");
-  expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --topology ''"), "--topology: empty path");
-  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --topology ''"), "--topology: empty path");
+  expect_input_error(run("eval gemm --m 16 --n 16 --k 16 --topology ''"), "--topology '': an empty value");
+  expect_input_error(run("sweep gemm --m 16 --n 16 --k 16 --topology ''"), "--topology '': an empty value");
 }
 
 // The same text means the same thing everywhere: a topology key is one name and appears

@@ -3,7 +3,7 @@
 // values to whom, and whether the receiver adds them in or takes them). The transfer list is
 // the algorithm, as routes are the network (src/device/common/network.h); each engine turns
 // it into its own timing: the reference runtime into an op graph (src/host/kernels/
-// allreduce.cpp), the batched model into ops of the device simulator (allreduce_model.h,
+// allreduce_program.cpp), the batched model into ops of the device simulator (allreduce_model.h,
 // src/device/sim/event_sim.h). docs/model.md
 // section 11 states every formula; docs/adr/0009-collective-schedules.md why it is shared.
 //

@@ -1,7 +1,7 @@
 // One PE's compute phase of the batched decode model (decode_model.h): the costs of a chunk
 // step and of a merge (vector and matrix times, counted actions), and the max-plus recurrence
 // of a PE's steps on its three in-order engines (DMA queue, matrix, vector), jumped over once
-// its state repeats, as the GEMM model does (gemm.h) (docs/model.md section 12.3).
+// its state repeats, as the GEMM model does (gemm_model.h) (docs/model.md section 12.3).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,11 @@
 // ADR 0007's arbitration rule, written once for the device side. The reference engine has
-// its own (src/host/engine/engine.cpp); parity compares the two. Everything on the device
-// that decides who goes first on a shared resource calls these: the event simulator
-// (event_sim.h), and the closed forms of the models where every claim on a queue is known
-// before it is served (decode's merge trees, GEMM's split-K partial sums).
+// its own (src/host/engine/engine.cpp); parity compares the two. On the device the event
+// simulator (event_sim.h) and its fast rule (fast_rule.h), the host replay (replay.h), the
+// collective's general walk (allreduce_walk.h) and the closed forms of the models where every
+// claim on a queue is known before it is served (decode's merge trees, GEMM's split-K partial
+// sums) call these. The ring's closed form (allreduce_ring.h) calls neither: it takes a level
+// only where every link has one sender whose claims come strictly later one after another,
+// so no choice arises, and leaves the rest to the simulator.
 #pragma once
 
 #include <cstdint>

@@ -235,7 +235,18 @@ void cmd_merge(const MergeArgs& a) {
   for (const Part* p : by_index) {
     sums.push_back(summary_from_json(p->doc["shard"].value("summary", nlohmann::json()), o.sp.space.groups(),
                                      static_cast<int>(o.f->statuses.size()), p->file));
+    // What can be derived again from the request is checked first (its error names the
+    // field); the digest then covers the rest, the latency checksum above all.
     check_shard_summary(sums.back(), o.f->id, o.sp.space, o.red, p->index, p->count, p->file);
+    const nlohmann::json& sh = p->doc["shard"];
+    const nlohmann::json digest = sh.value("digest", nlohmann::json());
+    if (!digest.is_string())
+      throw InputError(p->file + ": shard.digest: missing; write the shard again with this version (sweep ... --shard I/N)");
+    if (digest.get<std::string>() != shard_digest(sh["request"], p->index, p->count, sums.back()))
+      throw InputError(p->file + ": shard.digest: not the digest of the shard's request and summary: the file was changed "
+                                 "after the sweep wrote it; run the shard again");
+    if (p->doc.contains("latency_checksum") && p->doc["latency_checksum"] != sh["summary"]["latency_checksum"])
+      throw InputError(p->file + ": latency_checksum: not the shard summary's");
   }
   for (std::size_t k = 0; k < by_index.size(); ++k) {
     const Part* p = by_index[k];

@@ -1,5 +1,7 @@
 // `kernbench-gpu sweep NAME`: a space of a family's configs evaluated by the batched model
 // and reduced to the best per group, the top k, a Pareto front and a latency histogram.
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,7 +75,8 @@ CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a) {
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   cmd->add_option("--space", a.space,
                   "FILE.yaml: the space written down (axes, zips, group, objectives, reductions, topology; "
-                  "docs/spaces.md); `sweep --space FILE` takes the family from the file");
+                  "docs/spaces.md); `sweep --space FILE` takes the family from the file; `--space -` reads it from "
+                  "standard input (a pipe or FIFO is read once)");
   cmd->add_option("--shard", a.shard,
                   "I/N: evaluate shard I (from 0) of N, a contiguous slice of the space, and write its mergeable "
                   "summary with --out or --json (kernbench-gpu merge combines them); under mpirun each rank takes one");
@@ -252,6 +255,34 @@ Estimate estimate_time(const BuiltSpace& sp, BackendKind backend, std::int64_t c
   return e;
 }
 
+// Outputs a file-size limit (ulimit -f) would cut short are refused before any work, as an
+// environment error: the kernel would stop the writer part-way (SIGXFSZ, which main ignores,
+// so that a write past the limit fails instead) and leave half a document. Standard output
+// counts where it is a regular file.
+std::string bytes_text(std::int64_t b) {
+  char s[32];
+  if (b >= INT64_C(1000000000)) std::snprintf(s, sizeof s, "%.3g GB", static_cast<double>(b) / 1e9);
+  else if (b >= 1000000) std::snprintf(s, sizeof s, "%.3g MB", static_cast<double>(b) / 1e6);
+  else std::snprintf(s, sizeof s, "%lld bytes", static_cast<long long>(b));
+  return s;
+}
+
+void check_file_size_limit(const WriteCost& w, bool json_to_stdout, const std::string& out, const std::string& csv) {
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return;
+  const auto limit = static_cast<std::int64_t>(lim.rlim_cur);
+  struct stat st {};
+  const bool stdout_file = ::fstat(1, &st) == 0 && S_ISREG(st.st_mode);
+  auto check = [&](const std::string& what, std::int64_t bytes) {
+    if (bytes > limit)
+      throw EnvironmentError(what + " would be about " + bytes_text(bytes) + ", past this process's file-size limit of " +
+                             bytes_text(limit) + " (ulimit -f): raise the limit, or make fewer groups (--group)");
+  };
+  if (json_to_stdout && stdout_file) check("the JSON on standard output", w.json_bytes);
+  if (!out.empty()) check("--out " + out, w.json_bytes);
+  if (!csv.empty()) check("--csv " + csv, w.csv_bytes);
+}
+
 // This process's part of the space (the whole of it, or its shard's blocks one after another,
 // folded as merge folds shards), with progress on stderr: on a terminal a live line, at most
 // once a second; otherwise (a log, CI, MPI) one line every `progress_every` seconds. Under
@@ -388,6 +419,7 @@ void cmd_sweep(const SweepArgs& args) {
   const bool writes_rows = a.shard.empty();
   const WriteCost write = writes_rows ? write_cost(f, sp, red.pareto != 0, a.json || !a.out.empty(), !a.csv.empty(), a.json && !a.out.empty()) : WriteCost{};
   const Estimate estimate = estimate_time(sp, backend, chunk, mine_configs, max_hours, write);
+  check_file_size_limit(write, a.json, a.out, a.csv);
   std::string topo_text = topo.name;
   for (const auto& set : topo.overrides) topo_text += " --set " + set;
   const std::string group_text = a.group.empty() ? f.default_group : a.group;

@@ -204,6 +204,23 @@ void check_subcommands(const CLI::App& app, const std::vector<std::string>& word
   }
 }
 
+// An option given an empty value ('') is a mistake on every command: no option takes an
+// empty text, and leaving it out is how its default is asked for (InputError).
+void check_no_empty_values(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    // Not given, a flag, or an option whose value may be left out (`--allreduce`).
+    if (o->count() == 0 || o->get_expected_max() == 0 || o->get_expected_min() == 0) continue;
+    for (const std::string& r : o->results())
+      if (r.empty()) {
+        std::string name = o->get_name();
+        for (const std::string& l : o->get_lnames()) name = "--" + l;  // the long name
+        throw InputError(name + " '': an empty value; leave the option out for its default");
+      }
+  }
+  for (const CLI::App* sub : app.get_subcommands())  // those parsed
+    check_no_empty_values(*sub);
+}
+
 // The command line's words, `sweep --space FILE ...` given the file's family when it names
 // none (InputError when the file cannot say).
 std::vector<std::string> words_of(std::vector<std::string> words) {
@@ -430,6 +447,7 @@ int cli_run(const std::vector<std::string>& argv_words) {
   } catch (const CLI::ParseError& e) {
     throw InputError(std::string(e.what()) + " (see kernbench-gpu --help)");
   }
+  check_no_empty_values(app);
 
   {
     if (list->parsed()) {

@@ -193,9 +193,11 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path + ": cannot write file");
+    errno = 0;
     write(out);
     out.close();
-    if (!out) throw InputError(path + ": write failed");
+    // A full disk or a file-size limit (ulimit -f): the environment's, not the input's.
+    if (!out) throw EnvironmentError(path + ": write failed" + (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()));
   }
   fs::rename(tmp, p, ec);
   if (ec) throw InputError(path + ": cannot rename into place");
@@ -302,9 +304,12 @@ void check_utf8(const std::string& path, const std::string& text) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  const int fd = open_input(path);
-  // At most kMaxInputBytes: a larger file is not an input file of this program.
+std::string shown_path(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+namespace {
+// Reads `fd` to its end and closes it; InputError naming `shown` when it cannot be read or
+// holds more than `max_bytes` (`larger`: what the error then says of it).
+std::string read_to_end(int fd, const std::string& shown, std::size_t max_bytes, const std::string& larger) {
   std::string text;
   char buf[65536];
   for (;;) {
@@ -313,17 +318,37 @@ std::string read_file(const std::string& path) {
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      throw InputError(path + ":1:1: (file): cannot read file (" + std::strerror(err) + ")");
+      throw InputError(shown + ":1:1: (file): cannot read file (" + std::strerror(err) + ")");
     }
     if (n == 0) break;
     text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxInputBytes) {
+    if (text.size() > max_bytes) {
       ::close(fd);
-      throw InputError(path + ":1:1: (file): larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB; not an input file");
+      throw InputError(shown + ":1:1: (file): larger than " + larger);
     }
   }
   ::close(fd);
   return text;
+}
+}  // namespace
+
+std::string read_stream(const std::string& path, std::size_t max_bytes) {
+  const std::string shown = shown_path(path);
+  const int fd = path == "-" ? ::dup(0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // a FIFO waits for its writer
+  if (fd < 0) throw InputError(shown + ":1:1: (file): cannot open (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw InputError(shown + ":1:1: (file): " +
+                     (dir ? std::string("is a folder, expected a file") : std::string("a device or socket; expected a file or a pipe")));
+  }
+  return read_to_end(fd, shown, max_bytes, std::to_string(max_bytes >> 10) + " KiB; not an input of this kind");
+}
+
+std::string read_file(const std::string& path) {
+  // At most kMaxInputBytes: a larger file is not an input file of this program.
+  return read_to_end(open_input(path), path, kMaxInputBytes, std::to_string(kMaxInputBytes >> 20) + " MiB; not an input file");
 }
 
 namespace {

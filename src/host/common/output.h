@@ -50,6 +50,12 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
 // kMaxInputBytes (a topology, space or result file is far smaller; /dev/zero is endless).
 constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
 std::string read_file(const std::string& path);
+// The text of an input read once from a stream: "-" is standard input, and a FIFO (or a
+// pipe's /dev/fd/N) is read to its end as a regular file is; a folder, device or socket is
+// refused. At most `max_bytes`; errors name the input `shown` ("<stdin>" for "-").
+std::string read_stream(const std::string& path, std::size_t max_bytes);
+// How an input path is named in errors: "<stdin>" for "-".
+std::string shown_path(const std::string& path);
 // Throws InputError ("FILE:1:1: (file): ...") unless `path` names a regular file that can be
 // opened for reading: a folder, FIFO, device or socket is refused before it is read.
 void check_input_file(const std::string& path);

@@ -1,7 +1,7 @@
 // The study loop, written once: a set of configs of one family, each run on the batched
 // model and the reference engine, their figures compared (parity), and the rows of the
 // family's table built from them. The benches, `eval` and the sweep's re-check all run their
-// engines through it; the bench writers (bench_study.h) turn it into documents and figures.
+// engines through it; the bench writers (bench_writer.h) turn it into documents and figures.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -250,6 +250,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
                   {"configs", shard_configs(size, o.shard_i, o.shard_n)},
                   {"request", request_json(o)}, {"summary", summary_json(sum, false)}};
     j["shard"]["summary"]["best"] = nullptr;
+    j["shard"]["digest"] = shard_digest(j["shard"]["request"], o.shard_i, o.shard_n, sum);
     lazy["/shard/summary/best"] = {static_cast<std::int64_t>(sum.best.size()), [&](std::int64_t g) {
                                      return summary_best_json(sum.best[static_cast<std::size_t>(g)]);
                                    }};
@@ -312,6 +313,7 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
       cli_out() << in.rdbuf();
     }
     cli_out().flush();
+    if (!cli_out()) throw EnvironmentError("standard output: write failed (" + std::string(std::strerror(errno)) + ")");
   }
 }
 
@@ -467,6 +469,7 @@ WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool js
     row_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / samples;
     const double bytes = static_cast<double>(text.str().size()) / samples * groups * per_group;
     w.bytes += static_cast<std::int64_t>(bytes);
+    w.json_bytes = static_cast<std::int64_t>(bytes);
     disk_bytes += bytes * (json_copied ? 2 : 1);  // --json with --out copies the file to standard output
   }
   if (csv) {
@@ -476,6 +479,7 @@ WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool js
     const double bytes = static_cast<double>(t.csv().size()) / samples * groups * per_group;
     row_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / samples;
     w.bytes += static_cast<std::int64_t>(bytes);
+    w.csv_bytes = static_cast<std::int64_t>(bytes);
     disk_bytes += bytes;
   }
   w.rows = groups * per_group * ((json ? 1 : 0) + (csv ? 1 : 0));

@@ -39,6 +39,7 @@ void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, 
 // JSON file is also copied to standard output). Zero for fewer than 1024 groups.
 struct WriteCost {
   std::int64_t rows = 0, bytes = 0;
+  std::int64_t json_bytes = 0, csv_bytes = 0;  // of one copy of each (bytes: both)
   double seconds = 0;
 };
 WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool json, bool csv, bool json_copied);

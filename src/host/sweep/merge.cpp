@@ -1,5 +1,7 @@
 #include "merge.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -29,6 +31,35 @@ batched::SweepSummary empty_summary(std::int64_t groups, int statuses, bool hist
   s.by_status.assign(static_cast<std::size_t>(statuses), 0);
   if (histogram) s.histogram.assign(static_cast<std::size_t>(batched::kHistBins), 0);
   return s;
+}
+
+std::string shard_digest(const nlohmann::json& request, std::int64_t index, std::int64_t count,
+                         const batched::SweepSummary& s) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a, 64 bits
+  auto bytes = [&](const void* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ULL;
+  };
+  auto num = [&](std::int64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(v) >> (8 * i));
+    bytes(b, 8);
+  };
+  const std::string rq = request.dump();
+  bytes(rq.data(), rq.size());
+  for (std::int64_t v : {index, count, s.evaluated, s.valid, s.latency_checksum}) num(v);
+  num(static_cast<std::int64_t>(s.by_status.size()));
+  for (std::int64_t v : s.by_status) num(v);
+  num(static_cast<std::int64_t>(s.best.size()));
+  for (const batched::GroupBest& b : s.best) num(b.latency_ps), num(b.index);
+  num(static_cast<std::int64_t>(s.top.size()));
+  for (const batched::Ranked& r : s.top) num(r.latency_ps), num(r.index);
+  num(static_cast<std::int64_t>(s.pareto.size()));
+  for (const batched::ParetoPoint& p : s.pareto) num(p.group), num(p.cost), num(p.latency_ps), num(p.index);
+  num(static_cast<std::int64_t>(s.histogram.size()));
+  for (std::int64_t v : s.histogram) num(v);
+  char out[32];
+  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
 void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n) {

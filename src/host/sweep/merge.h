@@ -22,6 +22,12 @@ std::int64_t shard_block(std::int64_t size, std::int64_t n);
 std::int64_t shard_configs(std::int64_t size, std::int64_t i, std::int64_t n);
 // A summary of no configs of a space of `groups` groups and `statuses` statuses.
 batched::SweepSummary empty_summary(std::int64_t groups, int statuses, bool histogram);
+// The digest a shard's JSON carries ("fnv1a64:" and 16 hex digits) over what it reports: its
+// request, place and summary (latency checksum included). merge recomputes it from what it
+// reads and refuses a shard whose file was changed after the sweep wrote it: the checksum,
+// unlike the configs a summary names, cannot be derived again without the whole sweep.
+std::string shard_digest(const nlohmann::json& request, std::int64_t index, std::int64_t count,
+                         const batched::SweepSummary& s);
 // Parses "I/N" (0 <= I < N <= 2^20); throws InputError naming `flag`.
 void parse_shard(const std::string& flag, const std::string& text, std::int64_t* i, std::int64_t* n);
 

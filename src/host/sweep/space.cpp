@@ -46,15 +46,14 @@ std::vector<std::int64_t> parse_names(const std::string& flag, const std::string
   return v;
 }
 
-namespace {
-
-
 bool is_case_name(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
   return true;
 }
+
+namespace {
 
 struct Candidate {
   SweptAxis ax;
@@ -158,7 +157,8 @@ struct Taken {
 
 // The --hw lists (and hardware axes' flags), each a candidate axis. Their largest values go
 // into `hi_hw`: they bound the axes whose range the hardware sets.
-std::vector<Candidate> parse_hw_lists(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw) {
+std::vector<Candidate> parse_hw_lists(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw,
+                                      HwConfig* lo_hw) {
   std::vector<Candidate> hw;
   for (HwList h : req.hw) {
     for (const HwAxisDesc& s : f.hw_axes)  // a hardware axis's short name stands for its path
@@ -173,7 +173,10 @@ std::vector<Candidate> parse_hw_lists(const Family& f, const SweepRequest& req, 
     c.ax = SweptAxis{m.name, {m}};
     if (field->is_enum()) c.values = parse_names(flag, h.list, field->names);
     else c.values = parse_axis_values(flag, h.list, field->lo, field->hi);
-    if (!field->is_enum()) field->set(*hi_hw, *std::max_element(c.values.begin(), c.values.end()));
+    if (!field->is_enum()) {
+      field->set(*hi_hw, *std::max_element(c.values.begin(), c.values.end()));
+      field->set(*lo_hw, *std::min_element(c.values.begin(), c.values.end()));
+    }
     hw.push_back(c);
   }
 
@@ -189,7 +192,7 @@ struct Zip {
 
 // The zips: their members, then their tuples (hardware members first, for the bounds, which
 // go into `hi_hw` as the lists' do).
-std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw) {
+std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw, HwConfig* lo_hw) {
   std::vector<Zip> zips;
   for (const std::string& z : req.zips) {
     Zip zip;
@@ -227,12 +230,13 @@ std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& tak
         throw InputError("--zip " + z + ": tuple '" + tuple + "' has " + std::to_string(zip.items.back().size()) +
                          " values for " + std::to_string(zip.c.ax.members.size()) + " fields (values are joined by '/')");
     }
-    for (const auto& t : zip.items)
-      for (std::size_t i = 0; i < t.size(); ++i) {
+    for (std::size_t k = 0; k < zip.items.size(); ++k)
+      for (std::size_t i = 0; i < zip.items[k].size(); ++i) {
         const SpaceAxis& m = zip.c.ax.members[i];
         if (!m.field || m.field->is_enum()) continue;
-        const std::int64_t v = parse_one(m, zip.flag, zip.text, t[i], *hi_hw);
+        const std::int64_t v = parse_one(m, zip.flag, zip.text, zip.items[k][i], *hi_hw);
         if (v > m.field->get(*hi_hw)) m.field->set(*hi_hw, v);
+        if (k == 0 || v < m.field->get(*lo_hw)) m.field->set(*lo_hw, v);
       }
     zip.c.where = "--zip " + z;
     zips.push_back(zip);
@@ -262,6 +266,26 @@ std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& tak
 
 // The candidate axes in order: the family's axes, its hardware axes (the topology's value
 // when not swept), then other swept fields; a zip stands where its first member would.
+// Hardware axes whose smallest machine (each swept count at its least value) is beyond what a
+// topology file may hold make no config that is not bad_hardware: refused, as --set would
+// refuse that machine (a sweep where some machines fit counts the others as bad_hardware).
+void check_some_machine_fits(const HwConfig& lo_hw, const std::vector<Candidate>& hw, const std::vector<Zip>& zips) {
+  if (lo_hw.total_pes() <= kMaxMachinePes) return;
+  std::string swept;
+  auto note = [&](const SpaceAxis& m) {
+    static const char* kCounts[] = {"system.sips", "sip.cube_rows", "sip.cube_cols", "cube.pe_rows", "cube.pe_cols"};
+    if (!m.field) return;
+    for (const char* c : kCounts)
+      if (std::string(m.field->path) == c)
+        swept += (swept.empty() ? "" : ", ") + std::string(c) + "=" + std::to_string(m.field->get(lo_hw));
+  };
+  for (const Candidate& c : hw) note(c.ax.members[0]);
+  for (const Zip& z : zips)
+    for (const SpaceAxis& m : z.c.ax.members) note(m);
+  throw InputError("hardware axes: the smallest machine they make (" + swept + ") has " + std::to_string(lo_hw.total_pes()) +
+                   " PEs; at most " + std::to_string(kMaxMachinePes) + " are supported, so no config of the space could run");
+}
+
 std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& topo, const SweepRequest& req,
                                         const std::vector<Candidate>& hw, std::vector<Zip>& zips, const HwConfig& hi_hw) {
   auto zip_of = [&](std::size_t offset) -> Zip* {
@@ -342,9 +366,10 @@ std::vector<std::size_t> group_axes(const Family& f, const SweepRequest& req, co
 
 BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req) {
   Taken taken;
-  HwConfig hi_hw = topo.hw();
-  const std::vector<Candidate> hw = parse_hw_lists(f, req, taken, &hi_hw);
-  std::vector<Zip> zips = parse_zips(f, req, taken, &hi_hw);
+  HwConfig hi_hw = topo.hw(), lo_hw = topo.hw();
+  const std::vector<Candidate> hw = parse_hw_lists(f, req, taken, &hi_hw, &lo_hw);
+  std::vector<Zip> zips = parse_zips(f, req, taken, &hi_hw, &lo_hw);
+  check_some_machine_fits(lo_hw, hw, zips);
   const std::vector<Candidate> cand = place_candidates(f, topo, req, hw, zips, hi_hw);
   check_bounds_given(cand, hi_hw);
   const std::vector<std::size_t> group = group_axes(f, req, cand);

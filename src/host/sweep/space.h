@@ -18,6 +18,9 @@ struct HwList {
   std::string list;  // "os,ws"
 };
 
+// A zip's case name: a letter, then letters, digits, '-', '_' or '.'.
+bool is_case_name(const std::string& s);
+
 struct SweepRequest {
   std::map<std::string, std::string> axes;  // axis name -> value list, for the axes given
   std::vector<HwList> hw;

@@ -14,7 +14,7 @@ namespace kb {
 namespace {
 
 std::string where(const std::string& file, const YAML::Mark& m) {
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  return shown_path(file) + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 [[noreturn]] void fail(const std::string& file, const YAML::Node& n, const std::string& field, const std::string& what) {
   throw InputError(where(file, n.Mark()) + ": " + field + ": " + what);
@@ -50,21 +50,19 @@ std::map<std::string, std::string>& space_texts() {
   return texts;
 }
 
-// The file's text, read once per command however often the file is parsed (a FIFO or a
-// pipe could not be read twice; read_file refuses them anyway).
+// The file's text, read once per command however often the file is parsed: "-" (standard
+// input), a FIFO or a pipe can be read only once.
 const std::string& space_text(const std::string& path) {
   std::map<std::string, std::string>& texts = space_texts();
   auto it = texts.find(path);
   if (it != texts.end()) return it->second;
-  std::string text = read_file(path);  // a missing file is an input error naming it
-  if (text.size() > kMaxSpaceFileBytes)
-    throw InputError(path + ":1:1: (file): larger than " + std::to_string(kMaxSpaceFileBytes >> 10) + " KiB; not a space file");
+  std::string text = read_stream(path, kMaxSpaceFileBytes);  // a missing file is an input error naming it
   return texts.emplace(path, std::move(text)).first->second;
 }
 
 YAML::Node parse(const std::string& path) {
   const std::string& text = space_text(path);
-  check_utf8(path, text);
+  check_utf8(shown_path(path), text);
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
@@ -74,7 +72,7 @@ YAML::Node parse(const std::string& path) {
   if (docs.size() > 1)
     throw InputError(where(path, docs[1].Mark()) + ": (document): a second YAML document (after '---'); a space file is one document");
   const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
-  if (!root.IsDefined() || root.IsNull()) throw InputError(path + ":1:1: (document): empty file, expected a mapping");
+  if (!root.IsDefined() || root.IsNull()) throw InputError(shown_path(path) + ":1:1: (document): empty file, expected a mapping");
   if (!root.IsMap()) fail(path, root, "(document)", "expected a mapping");
   std::int64_t count = 0;
   check_nodes(path, root, "", count, 0);
@@ -219,8 +217,14 @@ static SpaceFile load_space_file_of(const std::string& path) {
       };
       const YAML::Node ts = z["tuples"];
       if (ts.IsMap()) {
-        for (const auto& kv : ts)
+        for (const auto& kv : ts) {
+          // A case's name is a word: the command line's text of the zip is made from it.
+          if (!kv.first.IsScalar() || !is_case_name(kv.first.Scalar()))
+            fail(path, kv.first, field + ".tuples",
+                 "'" + (kv.first.IsScalar() ? kv.first.Scalar() : std::string()) +
+                     "': a case's name is a letter, then letters, digits, '-', '_' or '.'");
           tuples += (tuples.empty() ? "" : ",") + kv.first.as<std::string>() + ":" + tuple(kv.second, field + ".tuples." + kv.first.as<std::string>());
+        }
       } else if (ts.IsSequence()) {
         for (std::size_t k = 0; k < ts.size(); ++k) tuples += (tuples.empty() ? "" : ",") + tuple(ts[k], field + ".tuples[" + std::to_string(k) + "]");
       } else {
