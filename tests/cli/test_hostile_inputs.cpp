@@ -344,7 +344,7 @@ TEST(HostileInputs, AFileSizeLimitIsOneLineNotASignal) {
   EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(d + "/o.json"));
   // Too small for the estimate to weigh (fewer than 1,024 groups): the write itself fails.
-  for (const std::string out : {" --json > '" + d + "/small.json'", " --out '" + d + "/small2.json' > /dev/null"}) {
+  for (const std::string& out : {" --json > '" + d + "/small.json'", " --out '" + d + "/small2.json' > /dev/null"}) {
     r = run_shell("ulimit -f 4; " + exe + " sweep gemm --m 128:8192:*2 --n 128 --k 128 --backend omp" + out);
     EXPECT_EQ(r.code, 4) << r.err;
     EXPECT_EQ(r.err.rfind("error: environment: ", 0), 0u) << r.err;

@@ -21,8 +21,8 @@ namespace kb {
 namespace {
 
 TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
-  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
-  without->replay_off = true;
+  auto with = std::make_unique<ar_detail::Sim>();
+  auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
   const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs,
                      uniform = cache.uniform, closed = cache.closed;
@@ -105,8 +105,8 @@ TEST(AllreduceReplay, ReplaysAcrossManyHardwareConfigs) {
   empty_cache();
   AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
   const HwConfig base = c.hw;
-  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
-  without->replay_off = true;
+  auto with = std::make_unique<ar_detail::Sim>();
+  auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
   std::int64_t replayed = 0, evaluated = 0;
   for (std::int64_t b = INT64_C(1) << 12; b <= INT64_C(1) << 24; b *= 4)
     for (std::int64_t v = 0; v < 40; ++v) {
@@ -131,8 +131,8 @@ TEST(AllreduceReplay, AFullCacheKeepsServingAMixOfMoreStructuresThanItHolds) {
   AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
   c.chunks = 2;
   const HwConfig base = c.hw;
-  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
-  without->replay_off = true;
+  auto with = std::make_unique<ar_detail::Sim>();
+  auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
   constexpr std::int64_t kStructures = 1000, kSizes = 6;
   std::int64_t replayed_late = 0, evaluated_late = 0, most_programs = 0;
   for (std::int64_t s = 0; s < kSizes; ++s)
@@ -179,8 +179,8 @@ TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {
   // halving-doubling over SIPs on a ring of 8 with HBM buffers: its claims on the shared
   // links come in another order at a latency-bound size than at a bandwidth-bound one.
   AllreduceConfig c = hbm_allreduce("ring8.yaml", CollLevel::sip, CollAlgo::hd, 8);
-  auto with = std::make_unique<ar_detail::Sim>(), without = std::make_unique<ar_detail::Sim>();
-  without->replay_off = true;
+  auto with = std::make_unique<ar_detail::Sim>();
+  auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
   const std::int64_t refusals = cache.refusals;
   std::int64_t replayed = 0;

@@ -21,12 +21,11 @@ namespace {
 // At least 10^5 random single-level configs that the walk took, every algorithm and both
 // buffer kinds among them.
 TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
-  auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
-       events = std::make_unique<ar_detail::Sim>(), deep = std::make_unique<ar_detail::Sim>();
-  walk->replay_off = deep->replay_off = true;  // the walk itself (the replay: test_allreduce_replay.cpp)
-  deep->flat_off = true;  // the walk with depths only
-  ops->general_off = true;  // builds the ops: the simulator's fast path (first pass, then second), or its events
-  events->events_only = true;
+  auto walk = std::make_unique<ar_detail::SimWith<kArNoReplay>>();  // the walk itself (the replay: test_allreduce_replay.cpp)
+  auto deep = std::make_unique<ar_detail::SimWith<kArNoReplay & ~kArPathFlat>>();  // the walk with depths only
+  // Builds the ops: the simulator's fast path (first pass, then second), or its events.
+  auto ops = std::make_unique<ar_detail::SimWith<kArSimulatorOnly>>();
+  auto events = std::make_unique<ar_detail::SimWith<kArEventsOnly>>();
   std::vector<int> counts;
   std::int64_t taken = 0, beyond = 0, refused = 0, full = 0, per_algo[kCollAlgos] = {}, per_buffer[kCollBuffers] = {};
   std::int64_t flat = 0, with_depths = 0;
@@ -88,12 +87,10 @@ TEST(AllreduceWalk, CoversTheSimulatorsFirstPassOnRandomConfigs) {
 // level: the general walk (without depths and with them), the simulator's fast path, and its
 // events alone, give one answer, and the walk takes most of them.
 TEST(AllreduceWalk, TheOpsOfTheirOwnAgreeOnEveryPath) {
-  auto walk = std::make_unique<ar_detail::Sim>(), ops = std::make_unique<ar_detail::Sim>(),
-       events = std::make_unique<ar_detail::Sim>(), deep = std::make_unique<ar_detail::Sim>();
-  walk->replay_off = deep->replay_off = ops->replay_off = events->replay_off = true;
-  deep->flat_off = true;
-  ops->general_off = true;
-  events->events_only = true;
+  auto walk = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
+  auto deep = std::make_unique<ar_detail::SimWith<kArNoReplay & ~kArPathFlat>>();
+  auto ops = std::make_unique<ar_detail::SimWith<kArSimulatorOnly>>();
+  auto events = std::make_unique<ar_detail::SimWith<kArEventsOnly>>();
   for (const CollOp op : {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall}) {
     std::vector<int> counts;
     std::int64_t taken = 0, seen = 0;

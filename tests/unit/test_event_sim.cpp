@@ -170,9 +170,9 @@ TEST(EventSim, FastPathEqualsEventsOnRandomGraphs) {
 // Allreduce: at least 10^5 random configs on which every level took the fast path, each
 // equal to the event simulation, figure for figure and rank for rank.
 TEST(EventSim, AllreduceFastPathEqualsEventsOnRandomConfigs) {
-  auto fast = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
-  fast->general_off = true;  // the simulator's own fast path (the general walk: test_allreduce_walk.cpp)
-  events->events_only = true;
+  // The simulator's own fast path (the general walk: test_allreduce_walk.cpp), and its events.
+  auto fast = std::make_unique<ar_detail::SimWith<kArSimulatorOnly>>();
+  auto events = std::make_unique<ar_detail::SimWith<kArEventsOnly>>();
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0;
   for (std::uint64_t seed = 1; taken < 100000; ++seed) {
@@ -208,9 +208,9 @@ void expect_one_sender_per_link(const ar_detail::RingWalk& w, std::int64_t ranks
 // equal to the event simulation, figure for figure and rank for rank. `chunked_least`: how
 // many of them must have more than one chunk.
 void ring_walk_equals_events(CollBuffer buffer, std::int64_t chunked_least) {
-  auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
-  walk->replay_off = true;  // the walks themselves (the replay: test_allreduce_replay.cpp)
-  events->events_only = true;
+  // The walks themselves (the replay: test_allreduce_replay.cpp), and the simulator's events.
+  auto walk = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
+  auto events = std::make_unique<ar_detail::SimWith<kArEventsOnly>>();
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0, per_level[3] = {0, 0, 0}, chunked = 0;
   for (std::uint64_t seed = 1; taken < 100000; ++seed) {
@@ -257,9 +257,9 @@ TEST(EventSim, AllreduceRingWalkOnHbmEqualsEventsOnRandomConfigs) { ring_walk_eq
 // the walked one's per-rank finish times) equals the event simulation, figure for figure and
 // rank for rank, on 10^5 random hier configs on both buffer kinds.
 TEST(EventSim, AllreduceRingWalkTakesTheTopPhaseOfHier) {
-  auto walk = std::make_unique<ar_detail::Sim>(), events = std::make_unique<ar_detail::Sim>();
-  walk->replay_off = true;  // the walks themselves (the replay: test_allreduce_replay.cpp)
-  events->events_only = true;
+  // The walks themselves (the replay: test_allreduce_replay.cpp), and the simulator's events.
+  auto walk = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
+  auto events = std::make_unique<ar_detail::SimWith<kArEventsOnly>>();
   std::vector<int> counts;
   std::int64_t taken = 0, refused = 0, per_buffer[2] = {0, 0};
   for (std::uint64_t seed = 1; taken < 100000; ++seed) {

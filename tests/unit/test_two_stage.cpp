@@ -33,7 +33,7 @@ bool same(const AllreduceResult& a, const AllreduceResult& b) { return std::memc
 
 // Whether the full state ran the simulator's ops for some level of the config it evaluated
 // last: the small state, which has no simulator, defers those.
-bool simulated(const ar_detail::Sim& full) { return full.levels > full.walked_levels + full.general_levels; }
+bool simulated(const ar_detail::SimWith<kArNoReplay>& full) { return full.levels > full.walked_levels + full.general_levels; }
 
 struct Deferred {
   std::int64_t all = 0;
@@ -42,7 +42,8 @@ struct Deferred {
 
 // The small state's result against the full state's: equal, or deferred.
 template <class Caps>
-Deferred compare_small(const std::vector<AllreduceConfig>& configs, ar_detail::SimT<Caps>& small, ar_detail::Sim& full) {
+Deferred compare_small(const std::vector<AllreduceConfig>& configs, ar_detail::SimT<Caps>& small,
+                      ar_detail::SimWith<kArNoReplay>& full) {
   Deferred d;
   for (const AllreduceConfig& c : configs) {
     const AllreduceResult a = allreduce_model(c, small), b = allreduce_model(c, full);
@@ -70,8 +71,7 @@ TEST(AllreduceSmallState, FitsSixteenKiB) {
 
 TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
   auto small = std::make_unique<ar_detail::SmallSim>();
-  auto full = std::make_unique<ar_detail::Sim>();
-  full->replay_off = true;  // the walks and the simulator: what the small state has
+  auto full = std::make_unique<ar_detail::SimWith<kArNoReplay>>();  // the walks and the simulator: what the small state has
   std::vector<int> counts;
   std::vector<AllreduceConfig> rejected;
   rejected.reserve(200);
@@ -93,8 +93,7 @@ TEST(AllreduceSmallState, GivesTheFullResultOrDefers) {
 // The nested state (another model's first stage: llm's) likewise, with smaller tables.
 TEST(AllreduceNestedState, GivesTheFullResultOrDefers) {
   auto nested = std::make_unique<ar_detail::NestedSim>();
-  auto full = std::make_unique<ar_detail::Sim>();
-  full->replay_off = true;  // the walks and the simulator: what the small state has
+  auto full = std::make_unique<ar_detail::SimWith<kArNoReplay>>();  // the walks and the simulator: what the small state has
   std::vector<int> counts;
   std::vector<AllreduceConfig> rejected;
   rejected.reserve(200);
@@ -118,8 +117,7 @@ TEST(AllreduceSmallState, HoldsTheMilestoneMixButItsEventSimulations) {
       load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml"),
       load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml"));
   auto small = std::make_unique<ar_detail::SmallSim>();
-  auto full = std::make_unique<ar_detail::Sim>();
-  full->replay_off = true;  // the walks and the simulator: what the small state has
+  auto full = std::make_unique<ar_detail::SimWith<kArNoReplay>>();  // the walks and the simulator: what the small state has
   std::int64_t deferred = 0, with_events = 0;
   for (const AllreduceConfig& c : mix) {
     const AllreduceResult a = allreduce_model(c, *small), b = allreduce_model(c, *full);

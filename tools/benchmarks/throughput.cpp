@@ -2,7 +2,11 @@
 // and configs/s of the reference engine, on the milestone shapes and a 2048-tile config.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+#include <memory>
+
 #include "benches/milestone_1h_ccl.h"
+#include "device/models/allreduce_model.h"
 #include "benches/milestone_1h_gemm.h"
 #include "benches/milestone_gqa_decode.h"
 #include "host/common/output.h"
@@ -161,6 +165,40 @@ void BM_BatchedCollectiveMixOmp(benchmark::State& state) {
   run_batched_ccl(state, BackendKind::omp, collective_mix(1 << 14), static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_BatchedCollectiveMixOmp)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Each evaluator of a collective level against the others (docs/model.md section 11.13): the
+// model on one thread, with only the evaluators the scratch's `Paths` names, on the
+// milestone mix (mix 0) or the random mix (mix 1). paths: 0 every one, 1 no replay, 2 no
+// ring closed form, 3 the general walk with depths only, 4 no general walk (nor replay),
+// 5 the simulator alone (its certificate passes, else events), 6 its events alone. Every
+// variant's results are checked against the first's.
+template <int P>
+void eval_paths(const std::vector<AllreduceConfig>& configs, std::vector<AllreduceResult>& out) {
+  static thread_local auto sim = std::make_unique<ar_detail::SimWith<P>>();
+  for (std::size_t i = 0; i < configs.size(); ++i) out[i] = allreduce_model(configs[i], *sim);
+}
+
+void BM_CollectivePaths(benchmark::State& state) {
+  const std::vector<AllreduceConfig> configs = state.range(0) == 0 ? ccl_configs(1 << 13) : collective_mix(1 << 13);
+  using Eval = void (*)(const std::vector<AllreduceConfig>&, std::vector<AllreduceResult>&);
+  const Eval evals[] = {eval_paths<kArAllPaths>, eval_paths<kArNoReplay>, eval_paths<kArAllPaths & ~kArPathRing>,
+                        eval_paths<kArAllPaths & ~kArPathFlat>, eval_paths<kArSimulatorOnly>, eval_paths<kArPathFast>,
+                        eval_paths<kArEventsOnly>};
+  std::vector<AllreduceResult> want(configs.size()), out(configs.size());
+  evals[0](configs, want);
+  const Eval eval = evals[state.range(1)];
+  for (auto _ : state) {
+    eval(configs, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  if (std::memcmp(want.data(), out.data(), out.size() * sizeof out[0]) != 0) state.SkipWithError("results differ");
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CollectivePaths)
+    ->ArgNames({"mix", "paths"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6}})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_BatchedCclMilestoneCuda(benchmark::State& state) {
   std::string why;

@@ -46,6 +46,16 @@ struct AllreduceResult {
 // Pareto costs a sweep can trade latency against (1-based; 0: none).
 enum AllreduceCost : std::int32_t { kArCostRanks = 1, kArCostLinkBytes, kArCostHbm };
 
+// The evaluators of one level, in the order they are tried (docs/model.md section 11.13):
+// the host's replay of a recorded structure, the ring's closed form, the general walk
+// (without depths first: flat), and the simulator (its certificate passes: fast, else its
+// events). A scratch's `Paths` names those it may take; the simulator is always there.
+enum ArPath : int { kArPathReplay = 1, kArPathRing = 2, kArPathGeneral = 4, kArPathFlat = 8, kArPathFast = 16 };
+constexpr int kArAllPaths = kArPathReplay | kArPathRing | kArPathGeneral | kArPathFlat | kArPathFast;
+constexpr int kArNoReplay = kArAllPaths & ~kArPathReplay;
+constexpr int kArSimulatorOnly = kArPathRing | kArPathFast;  // no replay, no general walk: the ops built
+constexpr int kArEventsOnly = 0;                             // the simulator's events alone
+
 namespace ar_detail {
 
 constexpr std::int32_t kOps = static_cast<std::int32_t>(kCollMaxOps);
@@ -60,9 +70,11 @@ constexpr int kVectorClass = 1;  // the resource class whose busy time is the ve
 // write) and a receiver's half (an add on the vector engine, or streamed from HBM through
 // it). Every array is sized for kCollMaxOps (allreduce_check refuses a config with more).
 // `Caps` (allreduce_ring.h): how much it holds; the small scratch builds no ops (its arrays
-// for them have one element).
-template <class Caps>
+// for them have one element). `Paths` (ArPath bits): the evaluators a level may take, a
+// type's constant (every one in production; tests compare them by leaving some out).
+template <class Caps, int Paths = kArAllPaths>
 struct SimT {
+  static constexpr int kPaths = Paths;
   static constexpr std::int32_t kRanks = Caps::kRanks;
   static constexpr std::int32_t kGroup = Caps::kEvents ? 2 * kRanks : 1;
   static constexpr std::int32_t kWriters = Caps::kEvents ? Caps::kPieces : 1;
@@ -71,17 +83,13 @@ struct SimT {
   std::int64_t leader_pe = 0, leader_cube = 0;  // hier: the leader PE of a cube, the leader cube of a SIP
   CollHier dims;                                // hier: the launch's dims
   bool hier = false;
-  bool events_only = false;  // skip the closed forms and the simulator's fast path (tests compare them)
   // Levels evaluated, those the simulator's events decided, those the ring's closed form took
   // (allreduce_ring.h), and those the general walk (allreduce_walk.h) took, refused (its
   // certificate failed) or could not hold.
   std::int32_t levels = 0, event_levels = 0, walked_levels = 0, general_levels = 0, general_refused = 0, general_full = 0;
-  bool general_off = false;  // skip the general walk (tests compare it with the simulator's first pass)
-  bool flat_off = false;     // walk with depths only (tests compare the two)
   std::int32_t flat_levels = 0;  // levels the general walk took without depths
   // Host: levels replayed from the thread's recording of their structure, and levels recorded
-  // (allreduce_replay.h); replay_off: neither (tests compare).
-  bool replay_off = false;
+  // (allreduce_replay.h).
   std::int32_t replayed_levels = 0, recorded_levels = 0;
   std::int32_t hw_place = -1;  // the launch's hardware's place in the thread's table (-1: not looked up)
   // HBM buffers: per rank of the config (hier: of the whole launch), the HBM ports it uses;
@@ -330,6 +338,10 @@ struct SimT {
   }
 };
 using Sim = SimT<ArFullCaps>;
+// The full scratch with only the evaluators `P` names (ArPath), to compare them.
+template <int P>
+using SimWith = SimT<ArFullCaps, P>;
+
 using SmallSim = SimT<ArSmallCaps>;
 using NestedSim = SimT<ArNestedCaps>;
 
@@ -461,11 +473,13 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
 
 namespace ar_detail {
 
-// A level no walk took: its ops built and simulated.
-KB_HD inline std::int32_t run_events(Sim& sim) {
+// The simulator: the level's ops built and simulated (its certificate passes where `Paths`
+// has kArPathFast, else its events).
+template <int P>
+KB_HD inline std::int32_t run_events(SimT<ArFullCaps, P>& sim) {
   sim.e.reset();
   sim.build();
-  sim.e.run(sim.events_only);
+  sim.e.run((P & kArPathFast) == 0);
   ++sim.levels;
   if (sim.e.path == sim::Path::events) ++sim.event_levels;
   if (sim.e.status != sim::kSimOk) return sim.e.status == sim::kSimTimeOverflow ? kArTimeOverflow : kArTooLarge;
@@ -475,94 +489,138 @@ KB_HD inline std::int32_t run_events(Sim& sim) {
   return kArOk;
 }
 
+// A level's evaluation in progress: the figures of the evaluator that took it, whether the
+// replay took it (its marks are in place then), whether the general walk took it without
+// depths (flat: a structure the replay may record), and the recording's plan.
+struct LevelTake {
+  AllreduceFigures f;
+  const ps_t* marks = nullptr;
+  bool walked = false, replayed = false, flat = false;
+#if !defined(__CUDA_ARCH__)
+  ArRecordPlan plan;
+#endif
+};
+
+// Where each rank of the level is, its global PE, and its HBM share: the walks and build()
+// read them.
+template <class Caps, int P>
+KB_HD void place_ranks(SimT<Caps, P>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
+  for (std::int64_t r = 0; r < c.ranks; ++r) {
+    sim.nodes[r] = sim.node_of(r);
+    sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
+  }
+  if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
+    if (!sim.ports_marked) sim.mark_ports(top), sim.ports_marked = true;
+    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+  }
+}
+
+// 1. Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
+template <class Caps, int P>
+KB_HD void try_replay(SimT<Caps, P>& sim, const AllreduceConfig& c, const AllreduceConfig& top, LevelTake& t) {
+#if !defined(__CUDA_ARCH__)
+  if constexpr (Caps::kEvents && (P & kArPathReplay) && (P & kArPathGeneral)) {
+    if (sim.hw_place < 0)  // once a launch
+      sim.hw_place = static_cast<std::int32_t>(hw_place(replay_cache(), top.hw));
+    if (replay_level(c, top, sim.hw_place, &t.f, sim.hier ? sim.mark_done : nullptr, &t.plan)) {
+      t.walked = t.replayed = true;  // a hier phase's marks are in mark_done
+      ++sim.replayed_levels;
+    }
+  }
+#else
+  (void)sim, (void)c, (void)top, (void)t;
+#endif
+}
+
+// 2. The ring's closed form (allreduce_ring.h), on its domain.
+template <class Caps, int P>
+KB_HD void try_ring(SimT<Caps, P>& sim, const AllreduceConfig& c, LevelTake& t) {
+  if constexpr ((P & kArPathRing) != 0) {
+    if (!ring_walk_domain(c)) return;  // a hier phase too: its top, an allreduce
+    t.walked = ring_walk(c, sim.walk, sim.nodes, sim.sharers, &t.f);
+    if (!t.walked) return;
+    ++sim.walked_levels;
+    t.marks = sim.walk.mark_done;
+#if !defined(__CUDA_ARCH__)
+    // A ring the walk took is recorded where the general walk takes it without depths too
+    // (what a recording asks of its structure: section 11.11), with the same figures.
+    if constexpr (Caps::kEvents) {
+      if (t.plan.record) {  // plan.record: never without the replay
+        AllreduceFigures g;
+        t.flat = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &g, false, true) == WalkOutcome::taken &&
+                 std::memcmp(&t.f, &g, sizeof t.f) == 0;
+      }
+    }
+#endif
+  }
+}
+
+// 3. The general walk (allreduce_walk.h): each try first without depths (sim::serve_flat),
+// and where an op needs them, with them; a second try in claim order across groups where the
+// state has room.
+template <class Caps, int P>
+KB_HD void try_general(SimT<Caps, P>& sim, const AllreduceConfig& c, LevelTake& t) {
+  if constexpr ((P & kArPathGeneral) != 0) {
+    auto walk = [&](bool lazy) {
+      WalkOutcome o = (P & kArPathFlat) == 0
+                          ? WalkOutcome::deep
+                          : general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &t.f, lazy, true);
+      if (o == WalkOutcome::taken) ++sim.flat_levels, t.flat = true;
+      return o == WalkOutcome::deep ? general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &t.f, lazy) : o;
+    };
+    WalkOutcome how = walk(false);
+    if (how == WalkOutcome::refused && GeneralWalkT<Caps>::kLazy) how = walk(true);
+    t.walked = how == WalkOutcome::taken;
+    if (t.walked) t.marks = sim.general.mark_done;
+    ++(t.walked ? sim.general_levels : how == WalkOutcome::full ? sim.general_full : sim.general_refused);
+  }
+}
+
+// A level a replay or walk took: its figures into the result, its marks, and (host) its
+// recording where its structure was met before and walked without depths.
+template <class Caps, int P>
+KB_HD void take_walked(SimT<Caps, P>& sim, const AllreduceConfig& c, const LevelTake& t) {
+  AllreduceResult& o = sim.out;
+  const AllreduceFigures& f = t.f;
+  o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
+  o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
+  o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
+  o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
+  o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
+  if (!t.replayed)
+    for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = t.marks[r];
+  ++sim.levels;
+#if !defined(__CUDA_ARCH__)
+  if constexpr (Caps::kEvents) {
+    if (t.flat && t.plan.record) {  // a structure met before on this thread, taken without depths: recorded
+      const AllreduceResult kept = sim.out;
+      sim.recorded_levels += record_level(sim, c, t.plan, f, sim.mark_done);
+      sim.out = kept;
+    }
+  }
+#else
+  (void)c;
+#endif
+}
+
 // One single-level collective on the scratch: its figures, and per rank (the simulator's
-// marks) when its last op, or the last transfer into it, ended. The small scratch defers a
-// level beyond its capacities, or one no walk takes.
-template <class Caps>
-KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
+// marks) when its last op, or the last transfer into it, ended. The evaluators are tried in
+// order (ArPath), the first that takes the level times it; the small scratch defers a level
+// beyond its capacities, or one no walk takes.
+template <class Caps, int P>
+KB_HD std::int32_t run_level(SimT<Caps, P>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
   if (c.ranks > Caps::kRanks) return kStatusDeferred;
   sim.c = &c;
   sim.top = &top;
   sim.ngroup = 0;
   sim.out = AllreduceResult{};
-  AllreduceFigures f;
-  const bool ring = !sim.events_only && ring_walk_domain(c);  // a hier phase too: its top, an allreduce
-  const ps_t* marks = sim.walk.mark_done;
-  // flat: the general walk took the level without depths; replayed: the replay took it.
-  bool walked = false, flat = false, replayed = false;
-#if !defined(__CUDA_ARCH__)
-  // Host: a level of a structure the thread has recorded is replayed (allreduce_replay.h).
-  ArRecordPlan plan;
-  const bool replaying = Caps::kEvents && !sim.events_only && !sim.general_off && !sim.replay_off;
-  if (replaying && sim.hw_place < 0)  // once a launch
-    sim.hw_place = static_cast<std::int32_t>(hw_place(replay_cache(), top.hw));
-  if (replaying && replay_level(c, top, sim.hw_place, &f, sim.hier ? sim.mark_done : nullptr, &plan)) {
-    walked = replayed = true;  // a hier phase's marks are in mark_done
-    ++sim.replayed_levels;
-  }
-#endif
-  // Where rank r is, its global PE, and its HBM share: the walks and build() read them.
-  if (!walked) {
-    for (std::int64_t r = 0; r < c.ranks; ++r) {
-      sim.nodes[r] = sim.node_of(r);
-      sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
-    }
-    if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
-      if (!sim.ports_marked) sim.mark_ports(top), sim.ports_marked = true;
-      for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
-    }
-  }
-  // A closed form: the ring's walk (allreduce_ring.h), or the general walk (allreduce_walk.h).
-  if (ring && !walked) {
-    walked = ring_walk(c, sim.walk, sim.nodes, sim.sharers, &f);
-    if (walked) ++sim.walked_levels;
-#if !defined(__CUDA_ARCH__)
-    // A ring the walk took is recorded where the general walk takes it without depths too
-    // (what a recording asks of its structure: section 11.11), with the same figures.
-    if constexpr (Caps::kEvents) {
-      if (walked && plan.record) {  // plan.record: never without the replay
-        AllreduceFigures g;
-        flat = general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &g, false, true) ==
-                   WalkOutcome::taken &&
-               std::memcmp(&f, &g, sizeof f) == 0;
-      }
-    }
-#endif
-  }
-  if (!walked && !sim.events_only && !sim.general_off) {
-    // Each try first without depths (sim::serve_flat), and where an op needs them, with them.
-    auto walk = [&](bool lazy) {
-      WalkOutcome o = sim.flat_off ? WalkOutcome::deep
-                                   : general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy, true);
-      if (o == WalkOutcome::taken) ++sim.flat_levels, flat = true;
-      return o == WalkOutcome::deep ? general_walk(c, sim.general, sim.nodes, sim.pe_of, sim.sharers, &f, lazy) : o;
-    };
-    WalkOutcome how = walk(false);
-    // A second try in claim order across groups (allreduce_walk.h), where the state has room.
-    if (how == WalkOutcome::refused && GeneralWalkT<Caps>::kLazy) how = walk(true);
-    walked = how == WalkOutcome::taken;
-    if (walked) marks = sim.general.mark_done;
-    ++(walked ? sim.general_levels : how == WalkOutcome::full ? sim.general_full : sim.general_refused);
-  }
-  if (walked) {
-    AllreduceResult& o = sim.out;
-    o.latency_ps = f.latency_ps, o.vector_busy_ps = f.vector_busy_ps, o.transfers = f.transfers;
-    o.link_bytes_pe = f.link_bytes_pe, o.link_bytes_cube = f.link_bytes_cube, o.link_bytes_sip = f.link_bytes_sip;
-    o.copies_pe = f.copies_pe, o.copies_cube = f.copies_cube, o.copies_sip = f.copies_sip;
-    o.vector_ops = f.vector_ops, o.sram_read_bytes = f.sram_read_bytes, o.sram_write_bytes = f.sram_write_bytes;
-    o.hbm_read_bytes = f.hbm_read_bytes, o.hbm_write_bytes = f.hbm_write_bytes;
-    if (!replayed)
-      for (std::int64_t r = 0; r < Caps::kRanks; ++r) sim.mark_done[r] = marks[r];
-    ++sim.levels;
-#if !defined(__CUDA_ARCH__)
-    if constexpr (Caps::kEvents) {
-      if (flat && plan.record) {  // a structure met before on this thread, taken without depths: recorded
-        const AllreduceResult kept = sim.out;
-        sim.recorded_levels += record_level(sim, c, plan, f, sim.mark_done);
-        sim.out = kept;
-      }
-    }
-#endif
+  LevelTake t;
+  try_replay(sim, c, top, t);
+  if (!t.walked) place_ranks(sim, c, top);
+  if (!t.walked) try_ring(sim, c, t);
+  if (!t.walked) try_general(sim, c, t);
+  if (t.walked) {
+    take_walked(sim, c, t);
     return kArOk;
   }
   if constexpr (!Caps::kEvents) {
@@ -573,8 +631,8 @@ KB_HD std::int32_t run_level(SimT<Caps>& sim, const AllreduceConfig& c, const Al
 }
 
 // The model on a config allreduce_check has accepted.
-template <class Caps>
-KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Caps>& sim) {
+template <class Caps, int P>
+KB_HD KB_NOINLINE AllreduceResult run_checked(const AllreduceConfig& c, SimT<Caps, P>& sim) {
   AllreduceResult r{};
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
       sim.flat_levels = sim.replayed_levels = sim.recorded_levels = 0;
@@ -656,8 +714,8 @@ KB_HD KB_NOINLINE inline AllreduceResult run_nested(const AllreduceConfig& c) {
 // The model. `sim` is scratch for one evaluation (the full one is large: keep one per
 // thread). With the small scratch (ar_detail::SmallSim), the status is kStatusDeferred where
 // it cannot hold the config; the result is otherwise the full scratch's.
-template <class Caps>
-KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps>& sim) {
+template <class Caps, int P>
+KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps, P>& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
   if (r.status == kArOk) return ar_detail::run_checked(c, sim);

@@ -200,156 +200,185 @@ KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
 // at nodes[r] (coll_node, or for a hier phase its group 0's PE), and with HBM buffers
 // sharers[r] HBM ports share its cube (the model's static share).
 template <class Caps>
-KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, const net::Node* nodes,
-                                 const std::int64_t* sharers, AllreduceFigures* out) {
+struct RingWalker {
   using Walk = RingWalkT<Caps>;
-  const std::int64_t p = c.ranks, C = c.chunks;
-  if (p > Caps::kRanks || p * C * p > Caps::kPieces) return false;
-  const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
-  const ps_t L = c.hw.hbm_latency_ns * kPsPerNs;
+  const AllreduceConfig& c;
+  Walk& w;
+  const std::int64_t* sharers;
+  std::int64_t p, C;
+  bool hbm, table;
+  ps_t L;
   AllreduceFigures f{};
-  // Each rank's route to the next, and where its hops sit.
-  std::int32_t nh = 0;
-  bool fits = true;
-  for (std::int64_t r = 0; r < p; ++r) {
-    w.route[r] = nh;
-    net::for_each_hop(c.hw, nodes[r], nodes[(r + 1) % p], [&](const net::Hop& h) {
-      if (nh >= Walk::kMaxHops) {
-        fits = false;
-        return;
-      }
-      w.hops[nh++] = typename Walk::Hop{h.link, h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
-    });
-    if (!fits) return false;
+
+  KB_HD RingWalker(const AllreduceConfig& config, Walk& walk, const std::int64_t* s)
+      : c(config), w(walk), sharers(s), p(config.ranks), C(config.chunks),
+        hbm(config.buffer == static_cast<std::int64_t>(CollBuffer::hbm)), table(false),
+        L(config.hw.hbm_latency_ns * kPsPerNs) {}
+
+  // Each rank's route to the next, and where its hops sit; the state cleared. False where
+  // the routes do not fit the walk's table.
+  KB_HD bool start(const net::Node* nodes) {
+    std::int32_t nh = 0;
+    bool fits = true;
+    for (std::int64_t r = 0; r < p; ++r) {
+      w.route[r] = nh;
+      net::for_each_hop(c.hw, nodes[r], nodes[(r + 1) % p], [&](const net::Hop& h) {
+        if (nh >= Walk::kMaxHops) {
+          fits = false;
+          return;
+        }
+        w.hops[nh++] = typename Walk::Hop{h.link, h.kind, h.bandwidth_gbps, h.latency_ns * kPsPerNs, 0, -1, false, -1, 0};
+      });
+      if (!fits) return false;
+    }
+    w.route[p] = nh;
+    for (std::int64_t i = 0; i < p * C * p; ++i) w.written[i] = -1;
+    for (std::int64_t r = 0; r < Caps::kRanks; ++r)
+      w.vec_free[r] = 0, w.mark_done[r] = 0, w.dma_free[r] = 0, w.port_free[r] = 0, w.port_last[r] = -1,
+      w.send_bytes[r] = -1, w.add_values[r] = -1;
+    table = piece_table(c, w.piece_lo, Caps::kPieceTable);
+    return true;
   }
-  w.route[p] = nh;
-  for (std::int64_t i = 0; i < p * C * p; ++i) w.written[i] = -1;
-  for (std::int64_t r = 0; r < Caps::kRanks; ++r)
-    w.vec_free[r] = 0, w.mark_done[r] = 0, w.dma_free[r] = 0, w.port_free[r] = 0, w.port_last[r] = -1,
-    w.send_bytes[r] = -1, w.add_values[r] = -1;
   // An op of rank r that ends at `end`: the latency, r's mark, the int64 guard.
-  auto ended = [&](std::int64_t r, ps_t end) {
+  KB_HD bool ended(std::int64_t r, ps_t end) {
     f.latency_ps = imax(f.latency_ps, end);
     w.mark_done[r] = imax(w.mark_done[r], end);
     return end <= kTimeLimitPs;
-  };
+  }
   // A claim on rank r's HBM write port ready at `ready`, holding it `busy`: its start, or -1
   // where it is not strictly later than the port's last claim (the walk gives up).
-  auto port = [&](std::int64_t r, ps_t ready, ps_t busy) -> ps_t {
+  KB_HD ps_t port(std::int64_t r, ps_t ready, ps_t busy) {
     if (ready <= w.port_last[r]) return -1;
     w.port_last[r] = ready;
     const ps_t start = imax(ready, w.port_free[r]);
     w.port_free[r] = start + busy;
     return start;
-  };
-  auto slot = [&](std::int64_t r, std::int64_t ch, std::int64_t k) { return (r * C + ch) * p + k; };
+  }
+  KB_HD std::int64_t slot(std::int64_t r, std::int64_t ch, std::int64_t k) const { return (r * C + ch) * p + k; }
   // Values of piece j of chunk ch; the next rank; the piece rank i sends at step s (i - s or
   // i + 1 - s, mod p: both within one wrap of [0, p)).
-  const bool table = piece_table(c, w.piece_lo, Caps::kPieceTable);
-  auto values_of = [&](std::int64_t ch, std::int64_t j) {
+  KB_HD std::int64_t values_of(std::int64_t ch, std::int64_t j) const {
     return piece_lo_at(c, w.piece_lo, table, ch, j + 1) - piece_lo_at(c, w.piece_lo, table, ch, j);
-  };
-  auto next = [&](std::int64_t i) { return i + 1 == p ? 0 : i + 1; };
-  auto piece_at = [&](bool rs, std::int64_t i, std::int64_t s) {
+  }
+  KB_HD std::int64_t next(std::int64_t i) const { return i + 1 == p ? 0 : i + 1; }
+  KB_HD std::int64_t piece_at(bool rs, std::int64_t i, std::int64_t s) const {
     const std::int64_t j = rs ? i - s : i + 1 - s;
     return j < 0 ? j + p : j >= p ? j - p : j;
-  };
+  }
+
+  // Rank i's send of step s, chunk ch. HBM: one chain from the sender's HBM to the receiver's,
+  // every op holding its resource for the slowest's time (ADR 0007 rule 5), each hop starting
+  // once the one before has started and its latency passed. First the read on the sender's
+  // DMA queue, in its program order.
+  KB_HD bool send(bool rs, std::int64_t s, std::int64_t ch, std::int64_t i) {
+    const std::int64_t j = piece_at(rs, i, s);
+    const std::int64_t nb = 2 * values_of(ch, j);
+    const std::int64_t dst = next(i);
+    ps_t ready = w.written[slot(i, ch, j)];
+    bool unblocked = ready < 0;
+    if (unblocked) ready = 0;
+    ps_t end = 0, chain = 0;
+    if (hbm) {
+      if (nb != w.send_bytes[i]) {
+        chain = imax(hbm_access_ps(c.hw, nb, sharers[i]), hbm_access_ps(c.hw, nb, sharers[dst]));
+        for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) chain = imax(chain, w.hops[k].busy(nb));
+        w.send_bytes[i] = nb, w.send_chain[i] = chain;
+      }
+      chain = w.send_chain[i];
+      const ps_t start = imax(ready, w.dma_free[i]);
+      w.dma_free[i] = start + chain;
+      if (!ended(i, start + chain + L)) return false;
+      ready = start + L, unblocked = false;
+      f.hbm_read_bytes += nb;
+    }
+    for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) {
+      typename Walk::Hop& h = w.hops[k];
+      // One sender per link, in program order: strictly later, or both at 0 unblocked.
+      if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return false;
+      h.last_ready = ready, h.last_unblocked = unblocked;
+      const ps_t busy = hbm ? chain : h.busy(nb);
+      const ps_t start = imax(ready, h.free);
+      h.free = start + busy;
+      end = start + busy + h.latency;
+      if (!ended(i, end)) return false;
+      count_copy(f, h.kind, nb);
+      ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
+    }
+    if (hbm) {  // the write at the receiver's HBM port, which its own adds write through too
+      const ps_t start = port(dst, ready, chain);
+      if (start < 0) return false;
+      end = start + chain + L;
+      if (!ended(i, end)) return false;
+      f.hbm_write_bytes += nb;
+    } else {
+      f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+    }
+    w.landed[i] = end;
+    w.mark_done[dst] = imax(w.mark_done[dst], end);
+    ++f.transfers;
+    return true;
+  }
+
+  // The receive of rank i's send of step s, chunk ch, by the next rank: taken as it landed
+  // (all-gather), or added in (reduce-scatter; with HBM buffers one chain: read both
+  // operands on the DMA queue, add, write the sum through the HBM port).
+  KB_HD bool receive(bool rs, std::int64_t s, std::int64_t ch, std::int64_t i) {
+    const std::int64_t dst = next(i), j = piece_at(rs, i, s);
+    ps_t& piece = w.written[slot(dst, ch, j)];
+    if (!rs) {
+      piece = w.landed[i];
+      return true;
+    }
+    const std::int64_t values = values_of(ch, j);
+    if (values != w.add_values[dst]) {
+      w.add_values[dst] = values, w.add_busy[dst] = add_ps(c.hw, values);
+      if (hbm) w.add_chain[dst] = add_chain_ps(c.hw, values, sharers[dst]);
+    }
+    const ps_t add = w.add_busy[dst];
+    add_figures(f, hbm, 2 * values);
+    if (hbm) {
+      const ps_t chain = w.add_chain[dst];
+      const ps_t rd = imax(imax(w.landed[i], piece), w.dma_free[dst]);
+      w.dma_free[dst] = rd + chain;
+      const ps_t ad = imax(rd + L, w.vec_free[dst]);
+      w.vec_free[dst] = ad + chain;
+      const ps_t wr = port(dst, ad, chain);
+      if (wr < 0 || !ended(dst, rd + chain + L) || !ended(dst, ad + chain) || !ended(dst, wr + chain + L)) return false;
+      piece = wr + chain + L;
+      f.vector_busy_ps += chain;
+      return true;
+    }
+    const ps_t start = imax(imax(w.landed[i], piece), w.vec_free[dst]);
+    const ps_t end = start + add;
+    if (end > kTimeLimitPs) return false;
+    w.vec_free[dst] = end, piece = end;
+    f.latency_ps = imax(f.latency_ps, end);
+    w.mark_done[dst] = imax(w.mark_done[dst], end);
+    f.vector_busy_ps += add;
+    return true;
+  }
+};
+
+template <class Caps>
+KB_HD KB_NOINLINE bool ring_walk(const AllreduceConfig& c, RingWalkT<Caps>& w, const net::Node* nodes,
+                                 const std::int64_t* sharers, AllreduceFigures* out) {
+  const std::int64_t p = c.ranks, C = c.chunks;
+  if (p > Caps::kRanks || p * C * p > Caps::kPieces) return false;
+  RingWalker<Caps> r(c, w, sharers);
+  if (!r.start(nodes)) return false;
   // Reduce-scatter steps, then all-gather steps; in each, chunk by chunk: every rank's send,
   // then every rank's receive (coll_detail::Scheduler::ring and ar_detail::Sim::flush).
   for (int phase = 0; phase < 2; ++phase) {
     const bool rs = phase == 0;
     for (std::int64_t s = 0; s + 1 < p; ++s)
       for (std::int64_t ch = 0; ch < C; ++ch) {
-        for (std::int64_t i = 0; i < p; ++i) {
-          const std::int64_t j = piece_at(rs, i, s);
-          const std::int64_t nb = 2 * values_of(ch, j);
-          const std::int64_t dst = next(i);
-          ps_t ready = w.written[slot(i, ch, j)];
-          bool unblocked = ready < 0;
-          if (unblocked) ready = 0;
-          ps_t end = 0;
-          // HBM: one chain from the sender's HBM to the receiver's, every op holding its
-          // resource for the slowest's time (ADR 0007 rule 5), each hop starting once the one
-          // before has started and its latency passed. First the read on the sender's DMA
-          // queue, in its program order.
-          ps_t chain = 0;
-          if (hbm) {
-            if (nb != w.send_bytes[i]) {
-              chain = imax(hbm_access_ps(c.hw, nb, sharers[i]), hbm_access_ps(c.hw, nb, sharers[dst]));
-              for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) chain = imax(chain, w.hops[k].busy(nb));
-              w.send_bytes[i] = nb, w.send_chain[i] = chain;
-            }
-            chain = w.send_chain[i];
-            const ps_t start = imax(ready, w.dma_free[i]);
-            w.dma_free[i] = start + chain;
-            if (!ended(i, start + chain + L)) return false;
-            ready = start + L, unblocked = false;
-            f.hbm_read_bytes += nb;
-          }
-          for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) {
-            typename Walk::Hop& h = w.hops[k];
-            // One sender per link, in program order: strictly later, or both at 0 unblocked.
-            if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return false;
-            h.last_ready = ready, h.last_unblocked = unblocked;
-            const ps_t busy = hbm ? chain : h.busy(nb);
-            const ps_t start = imax(ready, h.free);
-            h.free = start + busy;
-            end = start + busy + h.latency;
-            if (!ended(i, end)) return false;
-            count_copy(f, h.kind, nb);
-            ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
-          }
-          if (hbm) {  // the write at the receiver's HBM port, which its own adds write through too
-            const ps_t start = port(dst, ready, chain);
-            if (start < 0) return false;
-            end = start + chain + L;
-            if (!ended(i, end)) return false;
-            f.hbm_write_bytes += nb;
-          } else {
-            f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-          }
-          w.landed[i] = end;
-          w.mark_done[dst] = imax(w.mark_done[dst], end);
-          ++f.transfers;
-        }
-        for (std::int64_t i = 0; i < p; ++i) {
-          const std::int64_t dst = next(i), j = piece_at(rs, i, s);
-          ps_t& piece = w.written[slot(dst, ch, j)];
-          if (!rs) {
-            piece = w.landed[i];  // taken as it landed
-            continue;
-          }
-          const std::int64_t values = values_of(ch, j);
-          if (values != w.add_values[dst]) {
-            w.add_values[dst] = values, w.add_busy[dst] = add_ps(c.hw, values);
-            if (hbm)  // one chain: read both operands (DMA queue), add, write the sum (HBM port)
-              w.add_chain[dst] = add_chain_ps(c.hw, values, sharers[dst]);
-          }
-          const ps_t add = w.add_busy[dst];
-          add_figures(f, hbm, 2 * values);
-          if (hbm) {
-            const ps_t chain = w.add_chain[dst];
-            const ps_t rd = imax(imax(w.landed[i], piece), w.dma_free[dst]);
-            w.dma_free[dst] = rd + chain;
-            const ps_t ad = imax(rd + L, w.vec_free[dst]);
-            w.vec_free[dst] = ad + chain;
-            const ps_t wr = port(dst, ad, chain);
-            if (wr < 0 || !ended(dst, rd + chain + L) || !ended(dst, ad + chain) || !ended(dst, wr + chain + L)) return false;
-            piece = wr + chain + L;
-            f.vector_busy_ps += chain;
-            continue;
-          }
-          const ps_t start = imax(imax(w.landed[i], piece), w.vec_free[dst]);
-          const ps_t end = start + add;
-          if (end > kTimeLimitPs) return false;
-          w.vec_free[dst] = end, piece = end;
-          f.latency_ps = imax(f.latency_ps, end);
-          w.mark_done[dst] = imax(w.mark_done[dst], end);
-          f.vector_busy_ps += add;
-        }
+        for (std::int64_t i = 0; i < p; ++i)
+          if (!r.send(rs, s, ch, i)) return false;
+        for (std::int64_t i = 0; i < p; ++i)
+          if (!r.receive(rs, s, ch, i)) return false;
       }
   }
-  *out = f;
+  *out = r.f;
   return true;
 }
 

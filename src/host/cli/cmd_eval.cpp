@@ -110,11 +110,13 @@ BestPick pick_best(const Family& f, const std::string& backend, const std::vecto
 
 }  // namespace
 
-void cmd_eval(EvalArgs a) {
-  const Family& f = *a.family;
+namespace {
+
+// The hardware axes' flags as --set overrides (each checked here, so that an error names the
+// flag the user typed), and the engine and backend words.
+void apply_eval_flags(const Family& f, EvalArgs& a) {
   for (const HwAxisDesc& h : f.hw_axes) {
     if (a.given[h.name]->count() == 0) continue;
-    // Checked here so that an error names the flag the user typed.
     const HwField* field = find_hw_field(h.path);
     std::int64_t v = 0;
     std::string why;
@@ -131,16 +133,33 @@ void cmd_eval(EvalArgs a) {
     throw InputError("--backend " + a.backend + ": expected auto, cuda or omp");
   check_output_path("--trace", a.trace, "trace.json");
   check_outputs_distinct({{"--topology", a.topo.path}}, {{"--trace", a.trace}});
-  const TopologySpec topo = a.topo.load();
+}
 
-  std::vector<unsigned char> cfg = base_config(f, topo);
-  // Presets first: the values they stand for, where the axis's own flag is absent.
+// One axis's value from its text: a name, auto, or one non-negative integer (the family's
+// check says what is out of range).
+std::int64_t eval_axis_value(const Family& f, const AxisDesc& ax, const std::string& text) {
+  if (!ax.names.empty()) {
+    const auto it = std::find(ax.names.begin(), ax.names.end(), text);
+    if (it == ax.names.end()) throw InputError(ax.flag + " " + text + ": expected " + one_of(ax.names));
+    return it - ax.names.begin();
+  }
+  if (ax.auto_value >= 0 && text == "auto") return ax.auto_value;
+  const std::vector<std::int64_t> one = parse_axis_values(ax.flag, text);
+  if (one.size() != 1) throw InputError(ax.flag + " " + text + ": expected one value (sweep " + f.name + " takes lists)");
+  if (ax.auto_value >= 0 && one[0] == ax.auto_value && one[0] < ax.lo)
+    throw InputError(ax.flag + " " + text + ": expected auto or a value from " + std::to_string(ax.lo));
+  return one[0];
+}
+
+// The config's axes from their flags, the presets (the values they stand for, where the
+// axis's own flag is absent) and the fallbacks; an axis whose value is "best" goes to
+// `best_axes` with its candidates, to be picked.
+void set_eval_axes(const Family& f, EvalArgs& a, std::vector<unsigned char>& cfg, std::vector<const AxisDesc*>* best_axes,
+                   std::vector<std::vector<std::int64_t>>* best_values) {
   std::map<std::string, std::string> preset_values;
   for (const PresetDesc& p : f.presets)
     if (a.preset_given[p.flag]->count() != 0)
       for (const auto& [name, value] : p.expand(a.presets[p.flag])) preset_values[name] = value;
-  std::vector<const AxisDesc*> best_axes;  // axes whose value is "best": picked below
-  std::vector<std::vector<std::int64_t>> best_values;
   for (const AxisDesc& ax : f.axes) {
     const bool own = a.given[ax.name]->count() != 0;
     if (!own && preset_values.count(ax.name) == 0 && ax.fallback != "best") continue;
@@ -149,30 +168,91 @@ void cmd_eval(EvalArgs a) {
                               : a.axes[ax.name].empty() && bare != f.bare.end() ? bare->second
                                                                                  : a.axes[ax.name];
     if (text == "best" && !ax.best.empty()) {
-      best_axes.push_back(&ax);
-      best_values.push_back(!ax.names.empty() ? parse_names(ax.flag, ax.best, ax.names)
-                                              : parse_axis_values(ax.flag, ax.best, ax.lo, ax.hi, ax.auto_value));
+      best_axes->push_back(&ax);
+      best_values->push_back(!ax.names.empty() ? parse_names(ax.flag, ax.best, ax.names)
+                                               : parse_axis_values(ax.flag, ax.best, ax.lo, ax.hi, ax.auto_value));
       continue;
     }
-    std::int64_t v = 0;
-    if (!ax.names.empty()) {
-      const auto it = std::find(ax.names.begin(), ax.names.end(), text);
-      if (it == ax.names.end()) throw InputError(ax.flag + " " + text + ": expected " + one_of(ax.names));
-      v = it - ax.names.begin();
-    } else if (ax.auto_value >= 0 && text == "auto") {
-      v = ax.auto_value;
-    } else {
-      // Any non-negative integer: the family's check says what is out of range.
-      const std::vector<std::int64_t> one = parse_axis_values(ax.flag, text);
-      if (one.size() != 1) throw InputError(ax.flag + " " + text + ": expected one value (sweep " + f.name + " takes lists)");
-      v = one[0];
-      if (ax.auto_value >= 0 && v == ax.auto_value && v < ax.lo)
-        throw InputError(ax.flag + " " + text + ": expected auto or a value from " + std::to_string(ax.lo));
-    }
-    set_int(cfg.data(), ax.offset, v);
+    set_int(cfg.data(), ax.offset, eval_axis_value(f, ax, text));
   }
   for (const PresetDesc& p : f.presets)
     if (p.apply && a.preset_given[p.flag]->count() != 0) p.apply(a.presets[p.flag], cfg.data());
+}
+
+// What an eval found, for its report.
+struct EvalReport {
+  const Family& f;
+  const EvalArgs& a;
+  const TopologySpec& topo;
+  const std::vector<unsigned char>& cfg;
+  const std::vector<const AxisDesc*>& best_axes;
+  const BestPick& pick;
+  BackendKind backend;
+  bool want_ref, want_batched;
+  const std::string& diff;
+  const Table& config;
+  const Table& figures;
+  const nlohmann::json& data;
+  const std::string& data_line;
+};
+
+void write_eval_json(const EvalReport& e) {
+  const Family& f = e.f;
+  nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.1.0", e.topo);
+  j["family"] = f.name;
+  j["engine"] = e.a.engine;
+  if (e.want_batched) j["backend"] = to_string(e.backend);
+  j["config"] = e.config.row_json(0);
+  for (const auto* part : {&e.config, &e.figures}) {
+    const nlohmann::json row = part->row_json(0);
+    for (auto it = row.begin(); it != row.end(); ++it) j[it.key()] = it.value();
+  }
+  if (!e.best_axes.empty()) {
+    nlohmann::json p;
+    for (const AxisDesc* ax : e.best_axes) p[ax->name] = axis_value_json(*ax, get_int(e.cfg.data(), ax->offset));
+    j["picked"] = {{"by", f.objective}, {"candidates", e.pick.candidates}, {"valid", e.pick.valid}, {"axes", p}};
+  }
+  const std::size_t ref_row = 1, batched_row = e.want_ref ? 2 : 1;
+  if (e.want_ref) j["reference"] = e.figures.row_json(ref_row);
+  if (e.want_batched) j["batched"] = e.figures.row_json(batched_row);
+  if (e.want_ref && e.want_batched) {
+    j["parity"] = e.diff.empty();
+    if (!e.diff.empty()) j["parity_diff"] = e.diff;
+  }
+  if (e.a.data) j["data"] = e.data;
+  cli_out() << j.dump(2) << "\n";
+}
+
+void print_eval(const EvalReport& e) {
+  std::string line;
+  const nlohmann::json c = e.config.row_json(0);
+  for (const Column& col : e.config.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
+  cli_printf("%s %s, topology %s\n", e.f.name.c_str(), line.c_str(), e.topo.name.c_str());
+  if (!e.best_axes.empty()) {
+    std::string picked;
+    for (const AxisDesc* ax : e.best_axes)
+      picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(e.cfg.data(), ax->offset)));
+    cli_printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
+               e.f.objective.c_str(), e.pick.valid, e.pick.candidates);
+  }
+  cli_printf("  engine: %s%s\n", e.a.engine.c_str(),
+             e.want_batched ? (std::string(" (batched backend: ") + to_string(e.backend) + ")").c_str() : "");
+  cli_printf("%s", e.figures.record(0).c_str());
+  if (e.want_ref && e.want_batched) cli_printf("  parity: %s\n", e.diff.empty() ? "identical" : ("DIFFERENT: " + e.diff).c_str());
+  if (!e.a.trace.empty()) cli_printf("  trace: %s\n", e.a.trace.c_str());
+  if (e.a.data) cli_printf("  data: %s\n", e.data_line.c_str());
+}
+
+}  // namespace
+
+void cmd_eval(EvalArgs a) {
+  const Family& f = *a.family;
+  apply_eval_flags(f, a);
+  const TopologySpec topo = a.topo.load();
+  std::vector<unsigned char> cfg = base_config(f, topo);
+  std::vector<const AxisDesc*> best_axes;  // axes whose value is "best": picked below
+  std::vector<std::vector<std::int64_t>> best_values;
+  set_eval_axes(f, a, cfg, &best_axes, &best_values);
   const BestPick pick = pick_best(f, a.backend, best_axes, best_values, cfg);
   batched::complete_config(f.id, cfg.data());
   const std::int32_t st = f.check(cfg.data());
@@ -193,11 +273,7 @@ void cmd_eval(EvalArgs a) {
   Study study(f, want_batched ? resolve_backend(a.backend, f.id) : BackendKind::omp, {want_batched, want_ref});
   study.add(cfg.data());
   study.run(Rejected::input_error, a.trace.empty() ? nullptr : &a.trace);
-  const BackendKind backend = study.backend();
   const std::string& diff = study.diff(0);
-  const void* primary = study.result(0);
-  const void* rr = study.reference(0);
-  const void* rb = study.batched(0);
   std::string data_line;
   const nlohmann::json data = a.data ? f.data_run(cfg.data(), seed, &data_line) : nlohmann::json();
 
@@ -210,52 +286,13 @@ void cmd_eval(EvalArgs a) {
     for (const ColumnDesc& c : f.columns) row.push_back(c.get(cfg.data(), result));
     return row;
   };
-  figures.add(figure_row(primary));
-  if (want_ref) figures.add(figure_row(rr));
-  if (want_batched) figures.add(figure_row(rb));
-  const std::size_t ref_row = 1, batched_row = want_ref ? 2 : 1;
-  if (a.json) {
-    nlohmann::json j = document("kernbench-gpu/" + f.name + "-eval", "2.1.0", topo);
-    j["family"] = f.name;
-    j["engine"] = a.engine;
-    if (want_batched) j["backend"] = to_string(backend);
-    j["config"] = config.row_json(0);
-    for (const auto* part : {&config, &figures}) {
-      const nlohmann::json row = part->row_json(0);
-      for (auto it = row.begin(); it != row.end(); ++it) j[it.key()] = it.value();
-    }
-    if (!best_axes.empty()) {
-      nlohmann::json p;
-      for (const AxisDesc* ax : best_axes) p[ax->name] = axis_value_json(*ax, get_int(cfg.data(), ax->offset));
-      j["picked"] = {{"by", f.objective}, {"candidates", pick.candidates}, {"valid", pick.valid}, {"axes", p}};
-    }
-    if (want_ref) j["reference"] = figures.row_json(ref_row);
-    if (want_batched) j["batched"] = figures.row_json(batched_row);
-    if (want_ref && want_batched) {
-      j["parity"] = diff.empty();
-      if (!diff.empty()) j["parity_diff"] = diff;
-    }
-    if (a.data) j["data"] = data;
-    cli_out() << j.dump(2) << "\n";
-  } else {
-    std::string line;
-    const nlohmann::json c = config.row_json(0);
-    for (const Column& col : config.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
-    cli_printf("%s %s, topology %s\n", f.name.c_str(), line.c_str(), topo.name.c_str());
-    if (!best_axes.empty()) {
-      std::string picked;
-      for (const AxisDesc* ax : best_axes)
-        picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(cfg.data(), ax->offset)));
-      cli_printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
-                  f.objective.c_str(), pick.valid, pick.candidates);
-    }
-    cli_printf("  engine: %s%s\n", a.engine.c_str(),
-                want_batched ? (std::string(" (batched backend: ") + to_string(backend) + ")").c_str() : "");
-    cli_printf("%s", figures.record(0).c_str());
-    if (want_ref && want_batched) cli_printf("  parity: %s\n", diff.empty() ? "identical" : ("DIFFERENT: " + diff).c_str());
-    if (!a.trace.empty()) cli_printf("  trace: %s\n", a.trace.c_str());
-    if (a.data) cli_printf("  data: %s\n", data_line.c_str());
-  }
+  figures.add(figure_row(study.result(0)));
+  if (want_ref) figures.add(figure_row(study.reference(0)));
+  if (want_batched) figures.add(figure_row(study.batched(0)));
+  const EvalReport report{f, a, topo, cfg, best_axes, pick, study.backend(), want_ref, want_batched, diff, config, figures,
+                          data, data_line};
+  if (a.json) write_eval_json(report);
+  else print_eval(report);
   if (!diff.empty()) throw InternalError("parity failure: " + diff, __FILE__, __LINE__);
 }
 

@@ -363,6 +363,53 @@ int cli_main(int argc, char** argv) {
   return failed != 0 ? failed : rc;
 }
 
+namespace {
+
+// `topo check|show|diagram`: a topology file checked, summarised or drawn.
+struct TopoCommands {
+  CLI::App *check = nullptr, *show = nullptr, *diagram = nullptr;
+  TopoArgs check_args, show_args, diagram_args;
+  bool show_json = false;
+  std::string diagram_out;
+
+  void add(CLI::App& app) {
+    auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
+    topo->require_subcommand(1);
+    check = topo->add_subcommand("check", "validate a topology file (exit 0 if valid, 2 if not)");
+    check_args.add(check, true);
+    show = topo->add_subcommand("show", "print counts, peak compute, bandwidths and capacities");
+    show_args.add(show, true);
+    show->add_flag("--json", show_json, "machine-readable output");
+    diagram = topo->add_subcommand("diagram", "draw a topology: SIPs, cube grids, PE grids and labelled links");
+    diagram_args.add(diagram, true);
+    diagram->add_option("-o,--out", diagram_out, "OUT.dot (Graphviz source), OUT.svg or OUT.png (rendered with dot)")->required();
+  }
+  // Runs the one parsed; false when none was.
+  bool run() const {
+    if (check->parsed()) {
+      const TopologySpec t = check_args.load();
+      cli_printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
+    } else if (diagram->parsed()) {
+      write_topology_diagram(diagram_args.load(), diagram_out);
+      cli_printf("wrote %s\n", diagram_out.c_str());
+    } else if (show->parsed()) {
+      const TopologySpec t = show_args.load();
+      if (show_json) {
+        nlohmann::json j = topology_summary(t);
+        j["fields"] = topology_record(t)["fields"];  // every field's resolved value
+        cli_out() << j.dump(2) << "\n";
+      } else {
+        cli_out() << topology_summary_text(t);
+      }
+    } else {
+      return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
 int cli_run(const std::vector<std::string>& argv_words) {
   if (!bench_registry_errors().empty()) throw std::runtime_error(bench_registry_errors().front());
   forget_space_files();  // a file edited since an earlier command of this process is read again
@@ -406,21 +453,8 @@ int cli_run(const std::vector<std::string>& argv_words) {
   ModelArgs model_args;
   add_model_commands(app, model_args);
 
-  auto* topo = app.add_subcommand("topo", "check or summarise a topology file");
-  topo->require_subcommand(1);
-  auto* tcheck = topo->add_subcommand("check", "validate a topology file (exit 0 if valid, 2 if not)");
-  TopoArgs check_args;
-  check_args.add(tcheck, true);
-  auto* tshow = topo->add_subcommand("show", "print counts, peak compute, bandwidths and capacities");
-  TopoArgs show_args;
-  bool show_json = false;
-  show_args.add(tshow, true);
-  tshow->add_flag("--json", show_json, "machine-readable output");
-  auto* tdiagram = topo->add_subcommand("diagram", "draw a topology: SIPs, cube grids, PE grids and labelled links");
-  TopoArgs diagram_args;
-  std::string diagram_out;
-  diagram_args.add(tdiagram, true);
-  tdiagram->add_option("-o,--out", diagram_out, "OUT.dot (Graphviz source), OUT.svg or OUT.png (rendered with dot)")->required();
+  TopoCommands topo;
+  topo.add(app);
 
   auto* plot = app.add_subcommand("plot", "re-render a bench's figures from its JSON, or draw a sweep's");
   std::string plot_bench, plot_in, plot_out, plot_sweep;
@@ -463,20 +497,7 @@ int cli_run(const std::vector<std::string>& argv_words) {
         if (sweep_cmds[i]->parsed()) cmd_sweep(*sweeps[i]);
     } else if (merge->parsed()) {
       cmd_merge(merge_args);
-    } else if (tcheck->parsed()) {
-      const TopologySpec t = check_args.load();
-      cli_printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
-    } else if (tdiagram->parsed()) {
-      write_topology_diagram(diagram_args.load(), diagram_out);
-      cli_printf("wrote %s\n", diagram_out.c_str());
-    } else if (tshow->parsed()) {
-      const TopologySpec t = show_args.load();
-      if (show_json) {
-        nlohmann::json j = topology_summary(t);
-        j["fields"] = topology_record(t)["fields"];  // every field's resolved value
-        cli_out() << j.dump(2) << "\n";
-      }
-      else cli_out() << topology_summary_text(t);
+    } else if (topo.run()) {
     } else if (plot->parsed()) {
       cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);
     } else if (model_args.cmd->parsed()) {

@@ -45,13 +45,9 @@ double peak_bytes_per_ps(const C& c) {
   return static_cast<double>(llm_ranks(c.hw, llm_run_of(c)).cubes_used * c.hw.hbm_bandwidth_gbps) / 1e3;
 }
 
-Family make() {
-  Family f;
-  f.name = "llm";
-  f.description = "one decode step or prefill of a whole LLaMA model (a Hugging Face config) under a tensor- and pipeline-parallel mapping";
-  f.id = batched::Family::llm;
-  f.hw_offset = offsetof(C, hw);
-  f.axes = {
+// The axes: the model's shape, the step, and the mapping.
+std::vector<AxisDesc> llm_axes() {
+  return {
       axis("hidden", "--hidden", "hidden_size", offsetof(C, hidden)).range(1, kLlmMaxHidden).default_to("4096").defines_problem(),
       axis("intermediate", "--intermediate", "intermediate_size", offsetof(C, intermediate))
           .range(1, kLlmMaxIntermediate).default_to("14336").defines_problem(),
@@ -90,7 +86,11 @@ Family make() {
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
   };
-  f.presets = {{"--model", "a shipped model's NAME (model list) or a Hugging Face config.json: its dimensions",
+}
+
+// --model (a shipped or Hugging Face model's dimensions) and --pp-layers (each stage's layers).
+std::vector<PresetDesc> llm_presets() {
+  std::vector<PresetDesc> presets = {{"--model", "a shipped model's NAME (model list) or a Hugging Face config.json: its dimensions",
                 [](const std::string& value) {
                   const LlmModelFile m = load_llm_model(value);
                   const LlmShape& s = m.shape;
@@ -101,7 +101,7 @@ Family make() {
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
                 },
                 nullptr}};
-  f.presets.push_back(
+  presets.push_back(
       {"--pp-layers", "each pipeline stage's layers, e.g. 21,20,20,19 (the stages: --pp, which defaults to their count); "
                       "an even split when not given",
        [](const std::string& value) {
@@ -112,12 +112,11 @@ Family make() {
        [](const std::string& value, void* config) {
          llm_parse_stage_layers("--pp-layers", value, static_cast<C*>(config)->stage_layers);
        }});
-  f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context,prompt";
-  f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
-  f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
-  f.costs = {{"pes", "PEs the mapping uses"}, {"hbm", "HBM bytes read and written"}};
-  f.objective = "step_ps";  // the whole model's step, whatever --layers the engines run
-  f.default_cost = "pes";
+  return presets;
+}
+
+// The columns: the step and its parts, its shares, counts, bounds and the fullest cube.
+std::vector<ColumnDesc> llm_columns() {
   auto figure = [](const char* name, const char* unit, const char* help, std::int64_t R::*m, bool terminal = false) {
     return parity_figure<C, R>(name, unit, help, m, terminal);
   };
@@ -127,7 +126,7 @@ Family make() {
                       }), false, false};
   };
   auto bounds = [](const C& c) { return llm_bounds(c.hw, llm_shape_of(c), llm_run_of(c)); };
-  f.columns = {
+  return {
       figure("latency_ps", "ps", "the step as run: --layers layers a stage and the head", &R::latency_ps),
       figure("step_ps", "ps", "the whole model's step: every layer and the head (a decode step, or the prefill)",
              &R::model_latency_ps, true),
@@ -187,36 +186,56 @@ Family make() {
        col([](const C& c, const R&) { return llm_fullest_cube(c.hw, llm_shape_of(c), llm_run_of(c)).activations; }), false,
        false},
   };
+}
+
+// Data mode: the logits of a float64 forward pass against the reference engine's.
+nlohmann::json llm_data_json(const void* cfg, std::uint64_t seed, std::string* line) {
+  const LlmDataReport d = llm_data_run(*static_cast<const C*>(cfg), seed);
+  const double rel = ratio(d.max_abs_error, d.max_abs_logit);
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "logits of %lld sequence(s) x %lld against a float64 forward pass (seed %llu): max |error| %.3g, "
+                "max |logit| %.3g (error %.2g of it, %.2g fp16 half-ulps), rms error %.3g; %lld kernels in data mode, "
+                "each layer %lld ps as timed",
+                static_cast<long long>(d.sequences), static_cast<long long>(d.vocab), static_cast<unsigned long long>(seed),
+                d.max_abs_error, d.max_abs_logit, rel, rel / 0x1p-11, d.rms_error, static_cast<long long>(d.kernels),
+                static_cast<long long>(d.layer_ps));
+  *line = text;
+  return nlohmann::json{{"seed", seed},
+                        {"sequences", d.sequences},
+                        {"vocab", d.vocab},
+                        {"max_abs_error", d.max_abs_error},
+                        {"max_abs_logit", d.max_abs_logit},
+                        {"relative_error", rel},
+                        {"rms_error", d.rms_error},
+                        {"hidden_max_abs_error", d.hidden_max_abs_error},
+                        {"hidden_max_abs", d.hidden_max_abs},
+                        {"kernels", d.kernels},
+                        {"layer_ps", d.layer_ps},
+                        {"head_ps", d.head_ps}};
+}
+
+Family make() {
+  Family f;
+  f.name = "llm";
+  f.description = "one decode step or prefill of a whole LLaMA model (a Hugging Face config) under a tensor- and pipeline-parallel mapping";
+  f.id = batched::Family::llm;
+  f.hw_offset = offsetof(C, hw);
+  f.axes = llm_axes();
+  f.presets = llm_presets();
+  f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context,prompt";
+  f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
+  f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
+  f.costs = {{"pes", "PEs the mapping uses"}, {"hbm", "HBM bytes read and written"}};
+  f.objective = "step_ps";  // the whole model's step, whatever --layers the engines run
+  f.default_cost = "pes";
+  f.columns = llm_columns();
   set_engines<C, R>(
       f, [](const C& c) { return llm_check(c); },
       [](const C& c, const std::string* trace_path) { return llm_reference(c, trace_path); },
       [](const C& c) { return llm_reference_ops(c); });
   f.data_refusal = [](const void* c) { return llm_data_refusal(*static_cast<const C*>(c)); };
-  f.data_run = [](const void* cfg, std::uint64_t seed, std::string* line) {
-    const LlmDataReport d = llm_data_run(*static_cast<const C*>(cfg), seed);
-    const double rel = ratio(d.max_abs_error, d.max_abs_logit);
-    char text[320];
-    std::snprintf(text, sizeof text,
-                  "logits of %lld sequence(s) x %lld against a float64 forward pass (seed %llu): max |error| %.3g, "
-                  "max |logit| %.3g (error %.2g of it, %.2g fp16 half-ulps), rms error %.3g; %lld kernels in data mode, "
-                  "each layer %lld ps as timed",
-                  static_cast<long long>(d.sequences), static_cast<long long>(d.vocab), static_cast<unsigned long long>(seed),
-                  d.max_abs_error, d.max_abs_logit, rel, rel / 0x1p-11, d.rms_error, static_cast<long long>(d.kernels),
-                  static_cast<long long>(d.layer_ps));
-    *line = text;
-    return nlohmann::json{{"seed", seed},
-                          {"sequences", d.sequences},
-                          {"vocab", d.vocab},
-                          {"max_abs_error", d.max_abs_error},
-                          {"max_abs_logit", d.max_abs_logit},
-                          {"relative_error", rel},
-                          {"rms_error", d.rms_error},
-                          {"hidden_max_abs_error", d.hidden_max_abs_error},
-                          {"hidden_max_abs", d.hidden_max_abs},
-                          {"kernels", d.kernels},
-                          {"layer_ps", d.layer_ps},
-                          {"head_ps", d.head_ps}};
-  };
+  f.data_run = llm_data_json;
   add_energy<LlmModel>(f);
   return f;
 }

@@ -227,6 +227,11 @@ class PeProgram {
   Block block_of(Tensor t, const Box& b) const;
   OpId hbm_op(bool load, Tensor t, const Block& b, SramBuf buf, Deps deps);
   OpId transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps);
+  // A copy's bytes, its ends checked (InputError); `bytes` < 0: the HBM end's.
+  std::int64_t transfer_bytes(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes);
+  // Data mode: the source read when the first op completes, written at the destination when
+  // the last one does.
+  void transfer_values(const CopyEnd& src, const CopyEnd& dst, std::int64_t bytes, OpId first, OpId last);
 
   RuntimeContext& ctx_;
   Rank rank_;

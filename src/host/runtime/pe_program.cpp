@@ -217,6 +217,62 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
   return id;
 }
 
+namespace {
+
+// A vector op's values (data mode): D = op(D, S) in f32, stored rounded to the type `dt`.
+void vector_values(VecOp kind, DType dt, float* D, const float* S, std::int64_t rows, std::int64_t cols, float s, float s2,
+                   std::int64_t period) {
+  auto at = [](float* v, std::int64_t i) -> float& { return v[i]; };
+  auto in = [&](std::int64_t i) { return S[i]; };
+  if (kind == VecOp::row_sum || kind == VecOp::row_max || kind == VecOp::row_sumsq) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      float acc = kind == VecOp::row_sumsq ? 0.0f : in(r * cols);
+      for (std::int64_t c = kind == VecOp::row_sumsq ? 0 : 1; c < cols; ++c) {
+        const float x = in(r * cols + c);
+        acc = kind == VecOp::row_sum ? acc + x : kind == VecOp::row_sumsq ? acc + x * x : std::max(acc, x);
+      }
+      at(D, r) = round_to(dt, acc);
+    }
+    return;
+  }
+  if (kind == VecOp::rope) {  // each head's halves (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
+    const std::int64_t half = period / 2;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t h = 0; h < cols; h += period)
+        for (std::int64_t i = 0; i < half; ++i) {
+          float& a = at(D, r * cols + h + i);
+          float& b = at(D, r * cols + h + half + i);
+          const float cs = in(r * period + i), sn = in(r * period + half + i), x1 = a, x2 = b;
+          a = round_to(dt, x1 * cs - x2 * sn);
+          b = round_to(dt, x2 * cs + x1 * sn);
+        }
+    return;
+  }
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    float& d = at(D, i);
+    float v = 0.0f;
+    switch (kind) {
+      case VecOp::add: v = d + in(i); break;
+      case VecOp::mul: v = d * in(i); break;
+      case VecOp::max: v = std::max(d, in(i)); break;
+      case VecOp::scale: v = d * s; break;
+      case VecOp::exp: v = std::exp(d); break;
+      case VecOp::copy: v = in(i); break;
+      case VecOp::sub: v = d - in(i); break;
+      case VecOp::row_sub: v = d - in(i / cols); break;
+      case VecOp::row_mul: v = d * in(i / cols); break;
+      case VecOp::row_div: v = d / in(i / cols); break;
+      case VecOp::rsqrt: v = 1.0f / std::sqrt(d * s + s2); break;
+      case VecOp::col_mul: v = d * in(i % cols); break;
+      case VecOp::silu: v = d / (1.0f + std::exp(-d)); break;
+      default: break;
+    }
+    d = round_to(dt, v);
+  }
+}
+
+}  // namespace
+
 OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t rows, std::int64_t cols, float s,
                           Deps deps, float s2, std::int64_t period) {
   if (rows <= 0 || cols <= 0) throw InputError("vector op with no elements");
@@ -245,55 +301,7 @@ OpId PeProgram::vector_op(VecOp kind, SramBuf dst, SramBuf src, std::int64_t row
   if (ctx_.opts_.enable_data) {
     ctx_.graph_.set_action(id, [&ctx = ctx_, kind, dst, src, rows, cols, s, s2, period, unary]() {
       const DType dt = ctx.bufs_[static_cast<std::size_t>(dst.id)].dtype;
-      float* D = ctx.vals(dst.id);
-      const float* S = unary ? nullptr : ctx.vals(src.id);
-      auto at = [](float* v, std::int64_t i) -> float& { return v[i]; };
-      auto in = [&](std::int64_t i) { return S[i]; };
-      if (kind == VecOp::row_sum || kind == VecOp::row_max || kind == VecOp::row_sumsq) {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          float acc = kind == VecOp::row_sumsq ? 0.0f : in(r * cols);
-          for (std::int64_t c = kind == VecOp::row_sumsq ? 0 : 1; c < cols; ++c) {
-            const float x = in(r * cols + c);
-            acc = kind == VecOp::row_sum ? acc + x : kind == VecOp::row_sumsq ? acc + x * x : std::max(acc, x);
-          }
-          at(D, r) = round_to(dt, acc);
-        }
-        return;
-      }
-      if (kind == VecOp::rope) {  // each head's halves (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
-        const std::int64_t half = period / 2;
-        for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t h = 0; h < cols; h += period)
-            for (std::int64_t i = 0; i < half; ++i) {
-              float& a = at(D, r * cols + h + i);
-              float& b = at(D, r * cols + h + half + i);
-              const float cs = in(r * period + i), sn = in(r * period + half + i), x1 = a, x2 = b;
-              a = round_to(dt, x1 * cs - x2 * sn);
-              b = round_to(dt, x2 * cs + x1 * sn);
-            }
-        return;
-      }
-      for (std::int64_t i = 0; i < rows * cols; ++i) {
-        float& d = at(D, i);
-        float v = 0.0f;
-        switch (kind) {
-          case VecOp::add: v = d + in(i); break;
-          case VecOp::mul: v = d * in(i); break;
-          case VecOp::max: v = std::max(d, in(i)); break;
-          case VecOp::scale: v = d * s; break;
-          case VecOp::exp: v = std::exp(d); break;
-          case VecOp::copy: v = in(i); break;
-          case VecOp::sub: v = d - in(i); break;
-          case VecOp::row_sub: v = d - in(i / cols); break;
-          case VecOp::row_mul: v = d * in(i / cols); break;
-          case VecOp::row_div: v = d / in(i / cols); break;
-          case VecOp::rsqrt: v = 1.0f / std::sqrt(d * s + s2); break;
-          case VecOp::col_mul: v = d * in(i % cols); break;
-          case VecOp::silu: v = d / (1.0f + std::exp(-d)); break;
-          default: break;
-        }
-        d = round_to(dt, v);
-      }
+      vector_values(kind, dt, ctx.vals(dst.id), unary ? nullptr : ctx.vals(src.id), rows, cols, s, s2, period);
     });
   }
   return id;
@@ -388,7 +396,7 @@ OpId PeProgram::copy(SramBuf src, const Rank& to, Tensor dst, const Box& box, De
 // the one before (cut-through, ADR 0007): a DMA read on this PE's queue when the source is
 // in HBM, the route's links and ports (src/device/common/network.h), and a DMA write on the
 // destination PE's HBM write port when the destination is in HBM.
-OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps) {
+std::int64_t PeProgram::transfer_bytes(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes) {
   const auto& T = ctx_.topo_;
   if (to.sip < 0 || to.sip >= T.sips || to.cube < 0 || to.cube >= T.cubes_per_sip() || to.pe < 0 ||
       to.pe >= T.pes_per_cube())
@@ -424,6 +432,14 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   if (bytes % dtype_bytes(type_of(src)) != 0)
     throw InputError("copy of " + std::to_string(bytes) + " bytes: not a whole number of " + to_string(type_of(src)) + " values");
 
+  return bytes;
+}
+
+OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst, std::int64_t bytes, Deps deps) {
+  bytes = transfer_bytes(src, to, dst, bytes);
+  const auto& T = ctx_.topo_;
+  const Rank& from = rank_;
+  const bool same = from.sip == to.sip && from.cube == to.cube && from.pe == to.pe;
   OpId prev = engine::kNoOp, first = engine::kNoOp;
   std::vector<OpId> first_deps(deps);
   if (src.hbm() && ctx_.gate_ != engine::kNoOp && !ctx_.tensor(src.tensor).resident) first_deps.push_back(ctx_.gate_);
@@ -469,46 +485,48 @@ OpId PeProgram::transfer(const CopyEnd& src, const Rank& to, const CopyEnd& dst,
   if (!dst.hbm()) ctx_.graph_.add_sram(prev, 0, bytes);
   // A chain streams at its slowest hop; with an HBM end that is known when the launch ends.
   if (src.hbm() || dst.hbm()) ctx_.chains_.push_back(std::move(chain));
-  if (ctx_.opts_.enable_data) {
-    // The source is read when the first hop completes and written at the destination when
-    // the last one does (both ends hold one type).
-    auto snapshot = std::make_shared<std::vector<float>>();
-    RuntimeContext& ctx = ctx_;
-    auto read = [&ctx, src, snapshot, bytes]() {
-      if (src.hbm()) {
-        const auto& t = ctx.tensors_[static_cast<std::size_t>(src.tensor.id)];
-        snapshot->assign(static_cast<std::size_t>(src.block.elements()), 0.0f);
-        for_each_element(t.dim, src.block, [&](std::size_t at, std::size_t k) { (*snapshot)[k] = t.data[at]; });
-      } else {
-        const auto& b = ctx.bufs_[static_cast<std::size_t>(src.buf.id)];
-        const auto n = std::min(static_cast<std::size_t>(bytes / dtype_bytes(b.dtype)), ctx.nvals(src.buf.id));
-        const float* v = ctx.vals(src.buf.id);
-        snapshot->assign(v, v + n);
-      }
-    };
-    auto write = [&ctx, dst, snapshot]() {
-      if (dst.hbm()) {
-        auto& t = ctx.tensors_[static_cast<std::size_t>(dst.tensor.id)];
-        for_each_element(t.dim, dst.block, [&](std::size_t at, std::size_t k) {
-          if (k < snapshot->size()) t.data[at] = round_to(t.dtype, (*snapshot)[k]);
-        });
-      } else {
-        const DType bt = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)].dtype;
-        float* v = ctx.vals(dst.buf.id);
-        for (std::size_t i = 0; i < snapshot->size() && i < ctx.nvals(dst.buf.id); ++i) v[i] = round_to(bt, (*snapshot)[i]);
-      }
-    };
-    if (first == prev) {
-      ctx_.graph_.set_action(first, [read, write]() {
-        read();
-        write();
+  if (ctx_.opts_.enable_data) transfer_values(src, dst, bytes, first, prev);
+  return prev;
+}
+
+void PeProgram::transfer_values(const CopyEnd& src, const CopyEnd& dst, std::int64_t bytes, OpId first, OpId last) {
+  // The source is read when the first hop completes and written at the destination when
+  // the last one does (both ends hold one type).
+  auto snapshot = std::make_shared<std::vector<float>>();
+  RuntimeContext& ctx = ctx_;
+  auto read = [&ctx, src, snapshot, bytes]() {
+    if (src.hbm()) {
+      const auto& t = ctx.tensors_[static_cast<std::size_t>(src.tensor.id)];
+      snapshot->assign(static_cast<std::size_t>(src.block.elements()), 0.0f);
+      for_each_element(t.dim, src.block, [&](std::size_t at, std::size_t k) { (*snapshot)[k] = t.data[at]; });
+    } else {
+      const auto& b = ctx.bufs_[static_cast<std::size_t>(src.buf.id)];
+      const auto n = std::min(static_cast<std::size_t>(bytes / dtype_bytes(b.dtype)), ctx.nvals(src.buf.id));
+      const float* v = ctx.vals(src.buf.id);
+      snapshot->assign(v, v + n);
+    }
+  };
+  auto write = [&ctx, dst, snapshot]() {
+    if (dst.hbm()) {
+      auto& t = ctx.tensors_[static_cast<std::size_t>(dst.tensor.id)];
+      for_each_element(t.dim, dst.block, [&](std::size_t at, std::size_t k) {
+        if (k < snapshot->size()) t.data[at] = round_to(t.dtype, (*snapshot)[k]);
       });
     } else {
-      ctx_.graph_.set_action(first, read);
-      ctx_.graph_.set_action(prev, write);
+      const DType bt = ctx.bufs_[static_cast<std::size_t>(dst.buf.id)].dtype;
+      float* v = ctx.vals(dst.buf.id);
+      for (std::size_t i = 0; i < snapshot->size() && i < ctx.nvals(dst.buf.id); ++i) v[i] = round_to(bt, (*snapshot)[i]);
     }
+  };
+  if (first == last) {
+    ctx_.graph_.set_action(first, [read, write]() {
+      read();
+      write();
+    });
+  } else {
+    ctx_.graph_.set_action(first, read);
+    ctx_.graph_.set_action(last, write);
   }
-  return prev;
 }
 
 OpId PeProgram::add_hbm(Tensor dst, const Box& dst_box, Tensor src, const Box& src_box, Deps deps) {

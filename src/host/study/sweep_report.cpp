@@ -319,11 +319,49 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
 
 // The terminal: counts, then the best per group, the top list, the fronts and the histogram
 // as tables.
+// The terminal's Pareto fronts (of the first 10 groups) and latency histogram (by octave).
+void print_fronts_and_histogram(const SweepOutcome& o, SweepRows& rows) {
+  const Family& f = *o.f;
+  const batched::SweepSummary& sum = o.sum;
+  const batched::Reductions& red = o.red;
+  if (red.pareto != 0 && !sum.pareto.empty()) {
+    cli_printf("\nPareto front per group, latency against %s:\n",
+                cost_of(f, red.pareto).meaning.c_str());
+    std::int64_t fronts = 0;
+    for (std::size_t p = 0; p < sum.pareto.size();) {
+      const std::int64_t g = sum.pareto[p].group;
+      if (++fronts > 10) break;
+      std::vector<std::int64_t> idx;
+      std::vector<nlohmann::json> cost;
+      for (; p < sum.pareto.size() && sum.pareto[p].group == g; ++p) {
+        idx.push_back(sum.pareto[p].index);
+        cost.push_back(sum.pareto[p].cost);
+      }
+      cli_printf("  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
+    }
+    if (fronts > 10) cli_printf("  ... fronts of further groups in --json\n");
+  }
+  if (red.histogram && sum.valid > 0) {
+    cli_printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
+    const int per = batched::kHistBinsPerOctave;
+    std::int64_t peak = 0;
+    std::vector<std::int64_t> oct(batched::kHistBins / per, 0);
+    for (int b = 0; b < batched::kHistBins; ++b) oct[static_cast<std::size_t>(b / per)] += sum.histogram[static_cast<std::size_t>(b)];
+    for (std::int64_t c : oct) peak = std::max(peak, c);
+    for (std::size_t o = 0; o < oct.size(); ++o) {
+      if (oct[o] == 0) continue;
+      const int bar = static_cast<int>(40 * oct[o] / peak);
+      cli_printf("  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
+                  us(batched::hist_bin_lo(static_cast<int>(o + 1) * per)).c_str(), (long long)oct[o],
+                  std::string(static_cast<std::size_t>(std::max(bar, 1)), '#').c_str());
+    }
+  }
+}
+
 void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep) {
   const Family& f = *o.f;
   const BuiltSpace& sp = o.sp;
   const batched::SweepSummary& sum = o.sum;
-  const batched::Reductions& red = o.red;
   const bool shard = o.shard_n > 0;
   const std::int64_t size = sp.space.size();
   const double seconds = o.seconds;
@@ -378,38 +416,7 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
     for (const auto& t : top_shown) idx.push_back(t.index);
     cli_printf("%s", rows.terminal(idx, {}, "").c_str());
   }
-  if (red.pareto != 0 && !sum.pareto.empty()) {
-    cli_printf("\nPareto front per group, latency against %s:\n",
-                cost_of(f, red.pareto).meaning.c_str());
-    std::int64_t fronts = 0;
-    for (std::size_t p = 0; p < sum.pareto.size();) {
-      const std::int64_t g = sum.pareto[p].group;
-      if (++fronts > 10) break;
-      std::vector<std::int64_t> idx;
-      std::vector<nlohmann::json> cost;
-      for (; p < sum.pareto.size() && sum.pareto[p].group == g; ++p) {
-        idx.push_back(sum.pareto[p].index);
-        cost.push_back(sum.pareto[p].cost);
-      }
-      cli_printf("  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
-    }
-    if (fronts > 10) cli_printf("  ... fronts of further groups in --json\n");
-  }
-  if (red.histogram && sum.valid > 0) {
-    cli_printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
-    const int per = batched::kHistBinsPerOctave;
-    std::int64_t peak = 0;
-    std::vector<std::int64_t> oct(batched::kHistBins / per, 0);
-    for (int b = 0; b < batched::kHistBins; ++b) oct[static_cast<std::size_t>(b / per)] += sum.histogram[static_cast<std::size_t>(b)];
-    for (std::int64_t c : oct) peak = std::max(peak, c);
-    for (std::size_t o = 0; o < oct.size(); ++o) {
-      if (oct[o] == 0) continue;
-      const int bar = static_cast<int>(40 * oct[o] / peak);
-      cli_printf("  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
-                  us(batched::hist_bin_lo(static_cast<int>(o + 1) * per)).c_str(), (long long)oct[o],
-                  std::string(static_cast<std::size_t>(std::max(bar, 1)), '#').c_str());
-    }
-  }
+  print_fronts_and_histogram(o, rows);
 }
 
 }  // namespace

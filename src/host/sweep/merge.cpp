@@ -190,6 +190,34 @@ batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t gr
   return s;
 }
 
+namespace {
+
+// The histogram holds no config faster than the fastest one a summary reports, and a count
+// in the bin of each reported config.
+void check_histogram(const batched::SweepSummary& s, const Reader& r, const std::string& f) {
+  if (!s.histogram.empty()) {
+    ps_t fastest = INT64_MAX;
+    std::map<std::int32_t, std::int64_t> reported;  // bin -> distinct reported configs in it
+    std::vector<std::int64_t> seen;
+    auto note = [&](ps_t latency, std::int64_t index) {
+      fastest = std::min(fastest, latency);
+      if (std::find(seen.begin(), seen.end(), index) == seen.end()) seen.push_back(index), ++reported[batched::hist_bin(latency)];
+    };
+    for (const batched::GroupBest& b : s.best)
+      if (b.index >= 0) note(b.latency_ps, b.index);
+    for (const batched::Ranked& t : s.top) note(t.latency_ps, t.index);
+    for (const auto& [bin, n] : reported)
+      if (s.histogram[static_cast<std::size_t>(bin)] < n)
+        throw r.bad(f + ".histogram", "bin " + std::to_string(bin) + " counts fewer configs than the summary names in it");
+    if (fastest != INT64_MAX)
+      for (std::int32_t b = 0; b < batched::hist_bin(fastest); ++b)
+        if (s.histogram[static_cast<std::size_t>(b)] != 0)
+          throw r.bad(f + ".histogram", "bin " + std::to_string(b) + " counts configs faster than the fastest one");
+  }
+}
+
+}  // namespace
+
 void check_shard_summary(const batched::SweepSummary& s, batched::Family family, const batched::Space& space,
                          const batched::Reductions& red, std::int64_t shard_i, std::int64_t shard_n,
                          const std::string& where) {
@@ -239,27 +267,7 @@ void check_shard_summary(const batched::SweepSummary& s, batched::Family family,
     if (figures(s.top[k].index, tf).latency_ps != s.top[k].latency_ps)
       throw r.bad(tf, "the latency is not config " + std::to_string(s.top[k].index) + "'s");
   }
-  // The histogram holds no config faster than the fastest one reported, and a count in the
-  // bin of each reported config.
-  if (!s.histogram.empty()) {
-    ps_t fastest = INT64_MAX;
-    std::map<std::int32_t, std::int64_t> reported;  // bin -> distinct reported configs in it
-    std::vector<std::int64_t> seen;
-    auto note = [&](ps_t latency, std::int64_t index) {
-      fastest = std::min(fastest, latency);
-      if (std::find(seen.begin(), seen.end(), index) == seen.end()) seen.push_back(index), ++reported[batched::hist_bin(latency)];
-    };
-    for (const batched::GroupBest& b : s.best)
-      if (b.index >= 0) note(b.latency_ps, b.index);
-    for (const batched::Ranked& t : s.top) note(t.latency_ps, t.index);
-    for (const auto& [bin, n] : reported)
-      if (s.histogram[static_cast<std::size_t>(bin)] < n)
-        throw r.bad(f + ".histogram", "bin " + std::to_string(bin) + " counts fewer configs than the summary names in it");
-    if (fastest != INT64_MAX)
-      for (std::int32_t b = 0; b < batched::hist_bin(fastest); ++b)
-        if (s.histogram[static_cast<std::size_t>(b)] != 0)
-          throw r.bad(f + ".histogram", "bin " + std::to_string(b) + " counts configs faster than the fastest one");
-  }
+  check_histogram(s, r, f);
   if (red.pareto == 0 && !s.pareto.empty()) throw r.bad(f + ".pareto", "a front where the request asks for none");
   for (std::size_t k = 0; k < s.pareto.size(); ++k) {
     const batched::ParetoPoint& p = s.pareto[k];

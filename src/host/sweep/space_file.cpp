@@ -154,46 +154,22 @@ static std::string space_file_family_of(const std::string& path) {
   return name;
 }
 
-static SpaceFile load_space_file_of(const std::string& path) {
-  const YAML::Node root = parse(path);
-  SpaceFile s;
-  s.path = path;
-  s.family = space_file_family_of(path);
-  const Family& fam = family(s.family);
-  static const char* kKeys[] = {"family", "topology", "axes", "zip", "group", "objectives", "reductions", "description"};
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
-      fail(path, kv.first, key, "unknown key (expected family, topology, axes, zip, group, objectives, reductions or description)");
-  }
-  if (const YAML::Node t = root["topology"]; t.IsDefined()) {
-    const std::string rel = scalar(path, t, "topology");
-    const std::filesystem::path p(rel);
-    s.topology = p.is_absolute() ? rel : (std::filesystem::path(path).parent_path() / p).lexically_normal().string();
-    s.where["topology"] = where(path, t.Mark());
-  }
-  // An axis: a family axis by name, a hardware axis by its short name, or a topology field by path.
-  auto axis_key = [&](const YAML::Node& k) -> std::pair<std::string, std::string> {  // (kind, name)
-    const std::string name = k.as<std::string>();
-    if (fam.axis(name)) return {"axis", name};
-    for (const HwAxisDesc& h : fam.hw_axes)
-      if (h.name == name) return {"hw", h.path};
-    if (find_hw_field(name)) return {"hw", name};
-    std::string known;
-    for (const AxisDesc& a : fam.axes) known += a.name + ", ";
-    fail(path, k, name, "not an axis of " + fam.name + " (" + known + "or a topology field by its path, docs/topology.md)");
-  };
-  if (const YAML::Node axes = root["axes"]; axes.IsDefined()) {
-    if (!axes.IsMap()) fail(path, axes, "axes", "expected a mapping of axis: values");
-    for (const auto& kv : axes) {
-      const auto [kind, name] = axis_key(kv.first);
-      const std::string text = list_text(path, kv.second, "axes." + name);
-      if (s.where.count(name)) fail(path, kv.first, "axes." + name, "given twice");
-      s.where[name] = where(path, kv.second.Mark());
-      if (kind == "axis") s.req.axes[name] = text;
-      else s.req.hw.push_back({name, name, text});
-    }
-  }
+// An axis's key: a family axis by name, a hardware axis by its short name, or a topology
+// field by path; (kind, name).
+static std::pair<std::string, std::string> space_axis_key(const std::string& path, const Family& fam, const YAML::Node& k) {
+  const std::string name = k.as<std::string>();
+  if (fam.axis(name)) return {"axis", name};
+  for (const HwAxisDesc& h : fam.hw_axes)
+    if (h.name == name) return {"hw", h.path};
+  if (find_hw_field(name)) return {"hw", name};
+  std::string known;
+  for (const AxisDesc& a : fam.axes) known += a.name + ", ";
+  fail(path, k, name, "not an axis of " + fam.name + " (" + known + "or a topology field by its path, docs/topology.md)");
+}
+
+// The file's zips, as the command line's --zip texts.
+static void read_zips(const std::string& path, const YAML::Node& root, const Family& fam, SpaceFile& s) {
+  auto axis_key = [&](const YAML::Node& k) { return space_axis_key(path, fam, k); };
   if (const YAML::Node zips = root["zip"]; zips.IsDefined()) {
     if (!zips.IsSequence()) fail(path, zips, "zip", "expected a list of {names: [...], tuples: ...}");
     for (std::size_t i = 0; i < zips.size(); ++i) {
@@ -234,10 +210,10 @@ static SpaceFile load_space_file_of(const std::string& path) {
       s.req.zips.push_back(names + "=" + tuples);
     }
   }
-  if (const YAML::Node g = root["group"]; g.IsDefined()) {
-    s.req.group = list_text(path, g, "group");
-    s.where["group"] = where(path, g.Mark());
-  }
+}
+
+// The file's objectives (pareto) and reductions (top, recheck, histogram).
+static void read_objectives_and_reductions(const std::string& path, const YAML::Node& root, const Family& fam, SpaceFile& s) {
   if (const YAML::Node o = root["objectives"]; o.IsDefined()) {
     if (!o.IsMap()) fail(path, o, "objectives", "expected a mapping (pareto: COST)");
     for (const auto& kv : o) {
@@ -261,6 +237,44 @@ static SpaceFile load_space_file_of(const std::string& path) {
       else fail(path, kv.first, "reductions." + key, "unknown key (expected top, histogram or recheck)");
     }
   }
+}
+
+static SpaceFile load_space_file_of(const std::string& path) {
+  const YAML::Node root = parse(path);
+  SpaceFile s;
+  s.path = path;
+  s.family = space_file_family_of(path);
+  const Family& fam = family(s.family);
+  static const char* kKeys[] = {"family", "topology", "axes", "zip", "group", "objectives", "reductions", "description"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+      fail(path, kv.first, key, "unknown key (expected family, topology, axes, zip, group, objectives, reductions or description)");
+  }
+  if (const YAML::Node t = root["topology"]; t.IsDefined()) {
+    const std::string rel = scalar(path, t, "topology");
+    const std::filesystem::path p(rel);
+    s.topology = p.is_absolute() ? rel : (std::filesystem::path(path).parent_path() / p).lexically_normal().string();
+    s.where["topology"] = where(path, t.Mark());
+  }
+  auto axis_key = [&](const YAML::Node& k) { return space_axis_key(path, fam, k); };
+  if (const YAML::Node axes = root["axes"]; axes.IsDefined()) {
+    if (!axes.IsMap()) fail(path, axes, "axes", "expected a mapping of axis: values");
+    for (const auto& kv : axes) {
+      const auto [kind, name] = axis_key(kv.first);
+      const std::string text = list_text(path, kv.second, "axes." + name);
+      if (s.where.count(name)) fail(path, kv.first, "axes." + name, "given twice");
+      s.where[name] = where(path, kv.second.Mark());
+      if (kind == "axis") s.req.axes[name] = text;
+      else s.req.hw.push_back({name, name, text});
+    }
+  }
+  read_zips(path, root, fam, s);
+  if (const YAML::Node g = root["group"]; g.IsDefined()) {
+    s.req.group = list_text(path, g, "group");
+    s.where["group"] = where(path, g.Mark());
+  }
+  read_objectives_and_reductions(path, root, fam, s);
   return s;
 }
 
