@@ -170,8 +170,9 @@ BENCHMARK(BM_BatchedCollectiveMixOmp)->ArgName("threads")->Arg(1)->Arg(2)->UseRe
 // model on one thread, with only the evaluators the scratch's `Paths` names, on the
 // milestone mix (mix 0) or the random mix (mix 1). paths: 0 every one, 1 no replay, 2 no
 // ring closed form, 3 the general walk with depths only, 4 no general walk (nor replay),
-// 5 the simulator alone (its certificate passes, else events), 6 its events alone. Every
-// variant's results are checked against the first's.
+// 5 the simulator alone (its certificate passes, else events), 6 its events alone, 7 neither
+// replay nor ring (what a GPU has, less the ring). Every variant's results are checked
+// against the first's.
 template <int P>
 void eval_paths(const std::vector<AllreduceConfig>& configs, std::vector<AllreduceResult>& out) {
   static thread_local auto sim = std::make_unique<ar_detail::SimWith<P>>();
@@ -183,7 +184,7 @@ void BM_CollectivePaths(benchmark::State& state) {
   using Eval = void (*)(const std::vector<AllreduceConfig>&, std::vector<AllreduceResult>&);
   const Eval evals[] = {eval_paths<kArAllPaths>, eval_paths<kArNoReplay>, eval_paths<kArAllPaths & ~kArPathRing>,
                         eval_paths<kArAllPaths & ~kArPathFlat>, eval_paths<kArSimulatorOnly>, eval_paths<kArPathFast>,
-                        eval_paths<kArEventsOnly>};
+                        eval_paths<kArEventsOnly>, eval_paths<kArNoReplay & ~kArPathRing>};
   std::vector<AllreduceResult> want(configs.size()), out(configs.size());
   evals[0](configs, want);
   const Eval eval = evals[state.range(1)];
@@ -197,7 +198,7 @@ void BM_CollectivePaths(benchmark::State& state) {
 }
 BENCHMARK(BM_CollectivePaths)
     ->ArgNames({"mix", "paths"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6}})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6, 7}})
     ->Unit(benchmark::kMillisecond);
 
 void BM_BatchedCclMilestoneCuda(benchmark::State& state) {
