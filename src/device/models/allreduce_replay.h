@@ -130,6 +130,11 @@ struct ArProgram {
   sim::ReplayForms forms[kOrders];      // and their closed form, where `closed`
   bool closed[kOrders] = {};
   std::int32_t norders = 0, last = 0;   // orders kept; the one that served last (tried first)
+  // Levels it replayed, and levels none of its orders could (each recorded a new order over
+  // the oldest). A structure whose sizes need more orders than it keeps refuses more than it
+  // serves: past kGiveUp refusals it is walked, no longer tried nor recorded again.
+  static constexpr std::int32_t kGiveUp = 8;
+  std::int32_t served = 0, refused = 0;
   // What the cache counts of it: kEntryOps, the graph's ops, and each order's steps and classes.
   std::int64_t ops_counted() const;
 };
@@ -187,7 +192,7 @@ struct ArReplayCache {
   ArRecord record;
   // Recordings whose replay differed from the walk (none should), replays refused (every order
   // of the structure failed its certificate), structures recorded and orders kept.
-  std::int64_t mismatches = 0, refusals = 0, graphs = 0, orders = 0;
+  std::int64_t mismatches = 0, refusals = 0, graphs = 0, orders = 0, given_up = 0;
   std::int64_t uniform = 0, closed = 0;  // levels replayed by their classes (replay_uniform), by their closed form
 };
 inline std::int64_t ArProgram::ops_counted() const {
@@ -407,13 +412,20 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
     const std::int32_t k = (p.last + t) % p.norders;
     if (replay_program(p, k, c, f, marks)) {
       p.last = k;
+      ++p.served;
       ++cache.served;
       const bool uniform = coll_values(c) % (c.chunks * c.ranks) == 0;
       cache.uniform += uniform, cache.closed += uniform && p.closed[k];
       return true;
     }
   }
-  if (p.norders > 0) ++cache.refusals;
+  if (p.norders > 0) {
+    ++cache.refusals;
+    if (++p.refused >= ArProgram::kGiveUp && p.refused > p.served) {  // its orders churn: walked from now on
+      p.usable = false, plan->record = false, plan->program = nullptr;
+      ++cache.given_up;
+    }
+  }
   return false;
 }
 
@@ -461,7 +473,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
     program = &cache.programs[plan.hash];  // what it held is overwritten as it is recorded
     program->key = plan.key;
     program->used = true, program->usable = false;  // usable once its graph is kept
-    program->norders = 0, program->last = 0;
+    program->norders = 0, program->last = 0, program->served = 0, program->refused = 0;
     cache.ops += ArReplayCache::kEntryOps;
     rec.ncosts = 0, rec.nxfers = 0, rec.full = false;
     sim.rec = &rec;
