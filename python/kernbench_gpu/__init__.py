@@ -26,6 +26,7 @@ from ._core import EnvironmentError, InputError, InternalError  # noqa: A004 (th
 
 __all__ = [
     "EnvironmentError",
+    "EvalResult",
     "InputError",
     "InternalError",
     "SweepResult",
@@ -186,31 +187,63 @@ def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[s
     return (["--topology", path] if path is not None else []) + _set_words(sets)
 
 
-def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace: Union[None, str, os.PathLike] = None,
-         backend: str = "auto", set: Optional[Mapping[str, Any]] = None, data: bool = False, seed: Optional[int] = None,
-         max_ops: Optional[int] = None, **config: Value) -> Dict[str, Any]:  # noqa: A001 (the command's name)
-    """One config of a family on the reference engine and/or the batched model: every
-    figure, as ``eval FAMILY --json`` gives them. Config keywords are the family's axes by
-    name (``tile_m=128``), its hardware axes, or its presets (``model="llama-3.1-8b"``); a
-    keyword set to True gives its flag alone."""
-    fam = _family(family, "eval")
-    words = ["eval", family, "--json", "--engine", engine, "--backend", backend]
-    words += _topology_words(topology, set)
-    if trace is not None:
-        words += ["--trace", os.fspath(trace)]
-    if data:
-        words.append("--data")
-    if seed is not None:
-        words += ["--seed", _one(seed)]
-    if max_ops is not None:
-        words += ["--max-ops", _one(max_ops)]
+class EvalResult(dict):  # type: ignore[type-arg]
+    """One config's figures: ``eval FAMILY --json``'s document. A dict (``r["latency_ps"]``,
+    equal to the parsed JSON), whose keys are also attributes (``r.latency_ps``,
+    ``r.reference``, ``r.parity``); ``to_pandas()`` gives one row per engine."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{name}: not a figure of this result (known: {', '.join(self)})") from None
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame: the config's axes and each engine's figures, one row per engine
+        that ran (an ``engine`` column: reference, batched)."""
+        import pandas as pd  # optional: only this method needs it
+
+        rows = [{**self["config"], "engine": e, **self[e]} for e in ("reference", "batched") if e in self]
+        return pd.DataFrame(rows)
+
+
+def _config_names(fam: Dict[str, Any], config: Mapping[str, Value]) -> Tuple[Dict[str, str], Dict[str, str], Dict[str, str]]:
+    """Config keywords as the typed API takes them: axis, hardware axis and preset texts."""
+    axes: Dict[str, str] = {}
+    hw: Dict[str, str] = {}
+    presets: Dict[str, str] = {}
+    hw_names = {a["name"] for a in fam["hw_axes"]}
     for key, value in config.items():
         flag = _flag(fam, key)
-        if value is True:
-            words.append(flag)
+        text = "" if value is True else _list(value)
+        name = next((a["name"] for a in fam["axes"] + fam["hw_axes"] if a["flag"] == flag), None)
+        if name is None:
+            presets[flag] = text
+        elif name in hw_names:
+            hw[name] = text
         else:
-            words += [flag, _list(value)]
-    return _json(words)
+            axes[name] = text
+    return axes, hw, presets
+
+
+def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace: Union[None, str, os.PathLike] = None,
+         backend: str = "auto", set: Optional[Mapping[str, Any]] = None, data: bool = False, seed: Optional[int] = None,
+         max_ops: Optional[int] = None, **config: Value) -> EvalResult:  # noqa: A001 (the command's name)
+    """One config of a family on the reference engine and/or the batched model: every
+    figure, as ``eval FAMILY --json`` gives them, as an :class:`EvalResult`. Config keywords
+    are the family's axes by name (``tile_m=128``), its hardware axes, or its presets
+    (``model="llama-3.1-8b"``); a keyword set to True gives its flag alone. It runs in this
+    process by the typed API, without command words or JSON text."""
+    fam = _family(family, "eval")
+    axes, hw, presets = _config_names(fam, config)
+    if isinstance(topology, Topology):
+        path, sets = topology.path, {**topology.sets, **(set or {})}
+    else:
+        path, sets = (None if topology is None else os.fspath(topology)), dict(set or {})
+    set_words = [f"{k}={_one(v)}" for k, v in sets.items()]
+    return EvalResult(_core.eval(family, axes, hw, presets, path, set_words, engine, backend,
+                                 "" if trace is None else os.fspath(trace), data,
+                                 None if seed is None else _one(seed), None if max_ops is None else _one(max_ops)))
 
 
 class SweepResult:

@@ -1,5 +1,5 @@
 # Type stubs of the extension module (src/python/module.cpp); use the package's functions.
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 class Latencies:  # every config's latency_ps: a buffer of int64 (numpy.asarray takes it without a copy)
     def __buffer__(self, flags: int) -> memoryview: ...
@@ -12,6 +12,20 @@ def version() -> str: ...
 def set_data_dir(path: str) -> None: ...
 def data_dir() -> str: ...
 def cuda_device_count() -> int: ...
+def eval(  # noqa: A001
+    family: str,
+    axes: Mapping[str, str],
+    hw_axes: Mapping[str, str],
+    presets: Mapping[str, str],
+    topology: Optional[str],
+    sets: Sequence[str],
+    engine: str,
+    backend: str,
+    trace: str,
+    data: bool,
+    seed: Optional[str],
+    max_ops: Optional[str],
+) -> Dict[str, Any]: ...
 def run(
     words: Sequence[str],
     progress: Optional[Callable[[int, int], None]] = None,

@@ -1,20 +1,25 @@
-// kernbench_gpu._core: the tool's commands run in the Python process. A call is the words of
-// a command line, run by cli_run under an EmbeddingScope: what the command would print comes
-// back as text (the Python layer asks for --json and parses it), so a result is the CLI's by
-// construction. Errors become the package's exceptions with the CLI's one-line message; the
-// GIL is released while a command runs, and a sweep polls for signals (Ctrl-C) and reports
-// progress between its chunks.
+// kernbench_gpu._core: the tool's engines in the Python process. `eval` builds the typed
+// API's request (src/host/api/eval.h) from its arguments and returns the result's document
+// as Python objects: no command words, no JSON text. The other commands still run as the
+// words of a command line, by cli_run under an EmbeddingScope: what the command would print
+// comes back as text (the Python layer asks for --json and parses it). Errors become the
+// package's exceptions with the CLI's one-line message; the GIL is released while a command
+// runs, and a sweep polls for signals (Ctrl-C) and reports progress between its chunks.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <exception>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "device/backends/backends.h"
+#include "host/api/eval.h"
 #include "host/cli/commands.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
@@ -58,6 +63,12 @@ struct Latencies {
 // chunks; a pending signal raises its Python exception there (KeyboardInterrupt), which ends
 // the command with nothing written. Commands run one at a time: the tool's scratch files
 // (removed as a command ends) and its caches are the process's, not a thread's.
+// The process's caches and scratch files are not a thread's: one command at a time.
+std::mutex& one_at_a_time() {
+  static std::mutex m;
+  return m;
+}
+
 py::tuple run(const std::vector<std::string>& words, const py::object& progress, bool want_latencies,
               std::int64_t max_latencies) {
   std::vector<std::string> argv{"kernbench-gpu"};
@@ -80,8 +91,7 @@ py::tuple run(const std::vector<std::string>& words, const py::object& progress,
   std::exception_ptr failure;
   {
     py::gil_scoped_release nogil;  // waiting for the lock, too
-    static std::mutex one_at_a_time;
-    const std::lock_guard<std::mutex> lock(one_at_a_time);
+    const std::lock_guard<std::mutex> lock(one_at_a_time());
     kb::EmbeddingScope scope(&e);
     try {
       rc = kb::cli_run(argv);
@@ -106,6 +116,81 @@ py::tuple run(const std::vector<std::string>& words, const py::object& progress,
   py::object lat = py::none();
   if (want_latencies) lat = py::cast(Latencies{std::move(latencies)});  // moved, not copied
   return py::make_tuple(rc, out.str(), err.str(), lat);
+}
+
+// A JSON value as Python objects, as json.loads would give its text (a non-finite number,
+// which the text writes as null, is None).
+py::object to_python(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return py::none();
+    case nlohmann::json::value_t::boolean: return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case nlohmann::json::value_t::number_float: {
+      const double v = j.get<double>();
+      return std::isfinite(v) ? py::object(py::float_(v)) : py::object(py::none());
+    }
+    case nlohmann::json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::array: {
+      py::list l;
+      for (const nlohmann::json& x : j) l.append(to_python(x));
+      return std::move(l);
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d[py::str(it.key())] = to_python(it.value());
+      return std::move(d);
+    }
+    case nlohmann::json::value_t::binary:
+    case nlohmann::json::value_t::discarded: break;
+  }
+  throw std::logic_error("a JSON value of no Python type");
+}
+
+// The Python reporter: keeps the result's document.
+class KeepDocument : public kb::api::EvalReporter {
+ public:
+  nlohmann::json document;
+  void report(const kb::api::EvalResult& r) override { document = kb::api::eval_json(r); }
+};
+
+// One config, by the typed API: the family by name, each axis, hardware axis and preset
+// given as its text, by name (a preset by its flag). Returns `eval --json`'s document.
+py::object eval(const std::string& family, const std::map<std::string, std::string>& axes,
+                const std::map<std::string, std::string>& hw_axes, const std::map<std::string, std::string>& presets,
+                const std::optional<std::string>& topology, const std::vector<std::string>& sets, const std::string& engine,
+                const std::string& backend, const std::string& trace, bool data, const std::optional<std::string>& seed,
+                const std::optional<std::string>& max_ops) {
+  KeepDocument keep;
+  std::exception_ptr failure;
+  {
+    py::gil_scoped_release nogil;
+    const std::lock_guard<std::mutex> lock(one_at_a_time());
+    std::ostringstream quiet;  // nothing is printed
+    kb::Embedding e;
+    e.out = e.err = &quiet;
+    kb::EmbeddingScope scope(&e);
+    try {
+      kb::api::EvalRequest r;
+      for (const kb::Family* f : kb::families())
+        if (f->named(family)) r.family = f;
+      if (!r.family) throw kb::InputError("eval " + family + ": no such family (see kernbench-gpu list)");
+      r.axes = axes, r.hw_axes = hw_axes, r.presets = presets;
+      r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
+      r.topology.sets = sets;
+      r.engine = engine, r.backend = backend, r.trace = trace, r.data = data;
+      if (seed) r.seed = *seed;
+      if (max_ops) r.max_ops = kb::api::parse_max_ops(*max_ops);
+      kb::api::eval(r, keep);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    raise_as_cli(failure);
+  }
+  return to_python(keep.document);
 }
 
 }  // namespace
@@ -136,6 +221,9 @@ PYBIND11_MODULE(_core, m) {
     std::string why;
     return kb::batched::cuda_device_count(&why);
   });
+  m.def("eval", &eval, py::arg("family"), py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("topology"),
+        py::arg("sets"), py::arg("engine"), py::arg("backend"), py::arg("trace"), py::arg("data"), py::arg("seed"),
+        py::arg("max_ops"), "one config by the typed API: `eval --json`'s document as Python objects");
   m.def("run", &run, py::arg("words"), py::arg("progress") = py::none(), py::arg("latencies") = false,
         py::arg("max_latencies") = 0, "runs a command line in process: (exit code, stdout, stderr, latencies)");
 }

@@ -449,3 +449,31 @@ TEST(HostileInputs, TheCommandLineOverridesTheSpaceFile) {
 }
 
 }  // namespace
+
+// One rule for an integer's text wherever one is read: decimal digits, no leading zero (010
+// reads as octal elsewhere). Axis lists, ranges, zip tuples, space files, eval's axes, --set,
+// hardware axes, --top and --pp-layers each refuse it in one line; plain 0 and 10 pass.
+namespace {
+TEST(HostileInputs, OneIntegerRuleEverywhere) {
+  const std::string d = fresh_dir("kb_hostile_integers");
+  std::filesystem::create_directories(d);
+  std::ofstream(d + "/space.yaml") << "family: gemm\naxes:\n  m: [16, 010]\n  n: 16\n  k: 16\n";
+  std::ofstream(d + "/zip.yaml") << "family: gemm\nzip:\n  - names: [m, n, k]\n    tuples: [[16, 016, 16]]\n";
+  const std::vector<std::string> cases = {
+      "sweep gemm --m 16,010 --n 16 --k 16",
+      "sweep gemm --m 08:64:*2 --n 16 --k 16",
+      "sweep gemm --zip m,n,k=16/016/16",
+      "sweep --space '" + d + "/space.yaml'",
+      "sweep --space '" + d + "/zip.yaml'",
+      "eval gemm --m 016 --n 16 --k 16",
+      "eval gemm --m 16 --n 16 --k 16 --set pe.sram_kib=01024",
+      "sweep gemm --m 16 --n 16 --k 16 --hw pe.sram_kib=512,01024",
+      "sweep gemm --m 16 --n 16 --k 16 --top 05",
+      "eval llm --model llama-tiny-random --pp 2 --pp-layers 01,1",
+  };
+  for (const std::string& c : cases) expect_refused(c, d, c.find("pp-layers") == std::string::npos ? "leading zero" : "");
+  // A plain zero, and numbers with zeros inside, are numbers.
+  EXPECT_EQ(run("eval gemm --m 10 --n 16 --k 16 --set cube.ipcq.latency_ns=0").code, 0);
+  EXPECT_EQ(run("sweep gemm --zip m,n,k=10/16/16 --hw cube.ipcq.latency_ns=0,20 --recheck 0 --top 0").code, 0);
+}
+}  // namespace

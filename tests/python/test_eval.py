@@ -98,3 +98,56 @@ def test_topology_fields_show_and_diagram(tmp_path, capsys):
 
 def test_version_is_the_command_lines():
     assert cli("--version")[1].strip() == "kernbench-gpu " + kb.__version__
+
+
+def test_eval_is_a_typed_result_in_process():
+    kwargs, flags = CASES["gemm"]
+    r = kb.eval("gemm", **kwargs)
+    assert isinstance(r, kb.EvalResult) and isinstance(r, dict)
+    assert r.latency_ps == r["latency_ps"] == r.reference["latency_ps"] == r.batched["latency_ps"]
+    assert r.parity is True and r.config["m"] == 512
+    with pytest.raises(AttributeError, match="nosuch: not a figure"):
+        r.nosuch
+    # No command line ran: the module's eval is the typed API's, not words for cli_run.
+    calls = []
+    real = kb._core.run
+    kb._core.run = lambda *a, **k: calls.append(a) or real(*a, **k)
+    try:
+        assert kb.eval("gemm", **kwargs) == r
+    finally:
+        kb._core.run = real
+    assert calls == []
+
+
+def test_eval_to_pandas_has_a_row_per_engine():
+    pytest.importorskip("pandas", reason="pandas is optional; tools/setup.sh installs it")
+    df = kb.eval("gemm", **CASES["gemm"][0]).to_pandas()
+    assert list(df["engine"]) == ["reference", "batched"] and (df["latency_ps"] > 0).all()
+
+
+def test_eval_errors_are_the_command_lines_in_process():
+    # Every check is the runner's: the same lines as the command line, which parses first.
+    cases = [
+        ({"n": 8, "k": 8}, ["--n", "8", "--k", "8"]),
+        ({"m": "", "n": 8, "k": 8}, ["--m", "", "--n", "8", "--k", "8"]),
+        ({"m": "8,16", "n": 8, "k": 8}, ["--m", "8,16", "--n", "8", "--k", "8"]),
+        ({"m": 8, "n": 8, "k": 8, "engine": "fast"}, ["--m", "8", "--n", "8", "--k", "8", "--engine", "fast"]),
+        ({"m": 8, "n": 8, "k": 8, "max_ops": 0}, ["--m", "8", "--n", "8", "--k", "8", "--max-ops", "0"]),
+        ({"m": 8, "n": 8, "k": 8, "backend": "tpu"}, ["--m", "8", "--n", "8", "--k", "8", "--backend", "tpu"]),
+    ]
+    for kwargs, words in cases:
+        with pytest.raises(kb.InputError) as e:
+            kb.eval("gemm", **kwargs)
+        rc, _, err = cli("eval", "gemm", *words, check=False)
+        assert rc == 2 and err.strip() == "error: " + str(e.value), (kwargs, err)
+
+
+def test_an_edited_topology_is_read_again(tmp_path):
+    t = tmp_path / "t.yaml"
+    text = open(data_file("topologies", "default.yaml")).read()
+    t.write_text(text)
+    first = kb.eval("gemm", topology=t, m=256, n=256, k=256, engine="batched")
+    t.write_text(text.replace("bandwidth_gbps: 819", "bandwidth_gbps: 205"))
+    second = kb.eval("gemm", topology=t, m=256, n=256, k=256, engine="batched")
+    assert second["topology"]["fields"]["cube.hbm.bandwidth_gbps"] == 205
+    assert second["topology"]["hash"] != first["topology"]["hash"]

@@ -14,6 +14,7 @@
 #include "device/backends/omp_family.h"
 #include "device/models/allreduce_model.h"
 #include "device/models/decode_model.h"
+#include "device/models/gemm_model.h"
 #include "host/families/family.h"
 #include "host/sweep/backend.h"
 
@@ -191,6 +192,38 @@ TEST(TwoStage, SweepEqualsOneStage) {
     deferred += AllreduceModel::evaluate_small(decode_config<AllreduceModel>(decode, i)).status == kStatusDeferred;
   EXPECT_GT(deferred, 0) << "no config of the space took the second stage";
   EXPECT_GT(two.valid, deferred);
+}
+
+// The OpenMP blocks keep one GEMM config and put back what gemm_complete wrote
+// (GemmModel::uncomplete) instead of copying the whole config per config: over a space whose
+// tiles and split are partly automatic, every reduction equals the one-config-per-item path,
+// which completes a fresh copy each time.
+TEST(SweepBlocks, GemmOdometerEqualsAFreshConfigPerItem) {
+  const TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  batched::Space space = testing::gemm_space(
+      topo,
+      {{"m", {32, 200, 2048}}, {"n", {96, 4096}}, {"k", {64, 2048}}, {"tile_m", {0, 32, 128}},
+       {"tile_n", {0, 64}}, {"tile_k", {0, 128, 512}}, {"split", {0, 1, 2, 3, 4}}, {"pes", {1, 4}}, {"cubes", {1, 8}}},
+      2);
+  batched::Reductions red;
+  red.top_k = 7, red.pareto = kGemmCostPes, red.histogram = true;
+  const std::vector<std::int64_t> flat = batched::detail::flatten_values(space);
+  batched::detail::BestByKey<OneConfigSys> best(space.size(), space.size() / space.groups());
+  const batched::SweepSummary fresh = batched::detail::sweep_chunks<OneConfigSys, GemmModel>(
+      thrust::omp::par, space, flat.data(), red, 1000,
+      [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
+  for (int threads : {1, 2}) {
+    const batched::SweepSummary blocks = sweep(BackendKind::omp, space, 1 << 20, threads, red);
+    testing::expect_same_summary(fresh, blocks);
+  }
+  // And directly: completing then putting back gives the raw config, byte for byte.
+  for (std::int64_t i = 0; i < space.size(); i += 7) {
+    const GemmConfig raw = batched::detail::decode_raw(batched::detail::make_view<GemmConfig>(space, flat.data()), i);
+    GemmConfig c = raw;
+    GemmModel::complete(c);
+    GemmModel::uncomplete(c, raw);
+    ASSERT_EQ(std::memcmp(&c, &raw, sizeof c), 0) << i;
+  }
 }
 
 }  // namespace

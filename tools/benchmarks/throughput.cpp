@@ -3,12 +3,16 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "benches/milestone_1h_ccl.h"
 #include "device/models/allreduce_model.h"
 #include "benches/milestone_1h_gemm.h"
 #include "benches/milestone_gqa_decode.h"
+#include "host/api/eval.h"
+#include "host/cli/commands.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
 #include "host/kernels/llm_barrier.h"
@@ -106,6 +110,44 @@ void BM_ReferenceMilestone(benchmark::State& state) {
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReferenceMilestone)->Unit(benchmark::kMillisecond);
+
+// The typed API's eval of a small GEMM (256^3 on one PE), as Python's kb.eval runs it: the
+// request checked, the topology (read, and parsed the first time), both engines, and the
+// result's document. tools/benchmarks/python_eval.py times the same call from Python.
+void BM_ApiEvalSmallGemm(benchmark::State& state) {
+  api::EvalRequest r;
+  for (const Family* f : families())
+    if (f->name == "gemm") r.family = f;
+  r.axes = {{"m", "256"}, {"n", "256"}, {"k", "256"}};
+  r.engine = state.range(0) == 0 ? "both" : state.range(0) == 1 ? "batched" : "reference";
+  for (auto _ : state) {
+    const nlohmann::json doc = api::eval_json(api::run_eval(r));
+    benchmark::DoNotOptimize(doc.size());
+  }
+  state.SetLabel(r.engine);
+}
+BENCHMARK(BM_ApiEvalSmallGemm)->ArgName("engine")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// The sweep path end to end, as the README's 10^7-config GEMM sweep runs it: the command
+// line's words, the space built and estimated, every config evaluated on every core, the
+// reductions (best per group, top 10, histogram) and the report and CSV written to files.
+void BM_SweepReadmeGemm(benchmark::State& state) {
+  const std::string dir = std::filesystem::temp_directory_path() / "kb_bench_sweep";
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> words = {
+      "kernbench-gpu", "sweep", "gemm", "--m", "128:8192:*2", "--n", "1024:16384:*2", "--k", "1024:16384:*2",
+      "--tile-m", "32:512:*2", "--tile-n", "32:512:*2", "--tile-k", "32:1024:*2", "--pes", "1:8", "--cubes", "1:8",
+      "--buffers", "1,2", "--dataflow", "os,ws,is", "--recheck", "0", "--out", dir + "/sweep.json", "--csv",
+      dir + "/best.csv"};
+  std::ostringstream out, err;
+  Embedding e;
+  e.out = &out, e.err = &err;
+  const EmbeddingScope scope(&e);
+  for (auto _ : state) cli_run(words);
+  state.counters["configs/s"] = benchmark::Counter(10080000.0 * state.iterations(), benchmark::Counter::kIsRate);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_SweepReadmeGemm)->UseRealTime()->Unit(benchmark::kSecond);
 
 // Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
 // level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.

@@ -53,7 +53,10 @@ const ExtensionFamily& extension(Family f) {
   case Family::id: return CALL(Model);
 
 void eval_omp(Family f, const void* configs, std::size_t n, void* results, int threads) {
-  ThreadScope scope(threads);
+  // One to three configs (an eval) on the calling thread: waking the team
+  // costs more than they do, and the results do not depend on the thread count.
+  constexpr std::size_t kFewConfigs = 3;
+  ThreadScope scope(n <= kFewConfigs ? 1 : threads);
 #define CALL(Model) eval_omp_family<Model>(configs, n, results)
   switch (f) { KB_FAMILIES(KB_DISPATCH) }
 #undef CALL

@@ -293,6 +293,10 @@ struct GemmModel {
   using Result = GemmResult;
   static constexpr int kStatuses = kGemmStatusCount;
   KB_HD static void complete(Config& c) { gemm_complete(c); }
+  // Every field gemm_complete writes, put back (the sweep's odometer keeps one config).
+  KB_HD static void uncomplete(Config& c, const Config& raw) {
+    c.tile_m = raw.tile_m, c.tile_n = raw.tile_n, c.tile_k = raw.tile_k, c.split = raw.split;
+  }
   KB_HD static Result evaluate(const Config& c) { return gemm_model(c); }
   // Pareto cost `kind` (GemmCost) of a valid config.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <type_traits>
+#include <utility>
 
 #include "../common/area.h"
 #include "../common/energy.h"
@@ -94,6 +96,15 @@ KB_HD inline typename Model::Config decode(const SpaceView<typename Model::Confi
   Model::complete(c);
   return c;
 }
+
+// Whether Model has uncomplete(Config& c, const Config& raw): puts back into c, completed
+// from raw, every field complete() may have written.
+template <class Model, class = void>
+constexpr bool kUndoesComplete = false;
+template <class Model>
+constexpr bool kUndoesComplete<Model, std::void_t<decltype(Model::uncomplete(std::declval<typename Model::Config&>(),
+                                                                             std::declval<const typename Model::Config&>()))>> =
+    true;
 
 template <class Model>
 struct EvalOne {
@@ -191,9 +202,13 @@ struct EvalBlock {
     Keyed best = none;  // of the current group
     Keyed fastest = none;
     bool first_group = true;
+    // c is raw completed. A family that says which fields its complete() writes
+    // (Model::uncomplete) has them put back between configs, and the axes that change set
+    // in both, instead of copying the whole config (hundreds of bytes) per config.
+    typename Model::Config c;
+    copy_words(c, raw);
     for (;;) {
-      typename Model::Config c;
-      copy_words(c, raw);
+      if constexpr (!kUndoesComplete<Model>) copy_words(c, raw);
       Model::complete(c);
       const typename Model::Result r = Model::evaluate(c);
       const bool ok = r.status == 0;
@@ -213,10 +228,12 @@ struct EvalBlock {
         best = none;
         ++group, in_group = 0;
       }
+      if constexpr (kUndoesComplete<Model>) Model::uncomplete(c, raw);
       for (std::int32_t a = s.naxes - 1; a >= 0; --a) {
         const bool carry = ++digit[a] == s.data[3 * a + 1];
         if (carry) digit[a] = 0;
         set_axis(s, raw, a, digit[a]);
+        if constexpr (kUndoesComplete<Model>) set_axis(s, c, a, digit[a]);
         if (!carry) break;
       }
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "host/api/eval.h"
 #include "host/families/family.h"
 
 namespace kb {
@@ -20,7 +21,8 @@ struct TopoArgs {
   std::map<std::size_t, std::string> set_origin;
   CLI::Option* given = nullptr;  // --topology, to tell an empty path from none
   void add(CLI::App* app, bool positional);
-  TopologySpec load() const;
+  api::TopologyRequest request() const;
+  TopologySpec load() const { return request().load(); }
   // The flag that set field `path` (e.g. "--set cube.hbm.bandwidth_gbps=819"), or "".
   std::string setter_of(const std::string& path) const;
 };
@@ -86,7 +88,7 @@ struct MergeArgs {
 
 CLI::App* add_eval_command(CLI::App* eval, EvalArgs& a);
 CLI::App* add_sweep_command(CLI::App* sweep, SweepArgs& a);
-void cmd_eval(EvalArgs a);
+void cmd_eval(const EvalArgs& a);
 void cmd_sweep(const SweepArgs& a);
 CLI::App* add_merge_command(CLI::App& app, MergeArgs& a);
 void cmd_merge(const MergeArgs& a);

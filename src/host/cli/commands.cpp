@@ -37,11 +37,7 @@ void MaxOpsArg::add(CLI::App* app, const std::string& more_help) {
 }
 
 std::int64_t MaxOpsArg::value() const {
-  if (!given || given->count() == 0) return kDefaultMaxOps;
-  std::int64_t v = 0;
-  std::string why;
-  if (!parse_int_in(text, 1, INT32_MAX, &v, &why)) throw InputError("--max-ops " + (text.empty() ? std::string("''") : text) + ": " + why);
-  return v;
+  return !given || given->count() == 0 ? kDefaultMaxOps : api::parse_max_ops(text);
 }
 
 void TopoArgs::add(CLI::App* app, bool positional) {
@@ -50,31 +46,16 @@ void TopoArgs::add(CLI::App* app, bool positional) {
   app->add_option("--set", sets, "override a field, PATH=VALUE (repeatable)")->take_all()->allow_extra_args(false);
 }
 
-std::string TopoArgs::setter_of(const std::string& field) const {
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    const std::string& s = sets[i];
-    if (s.compare(0, s.find('='), field) == 0 && s.find('=') == field.size()) {
-      const auto o = set_origin.find(i);
-      return o != set_origin.end() ? o->second : "--set " + s;
-    }
-  }
-  return "";
+api::TopologyRequest TopoArgs::request() const {
+  api::TopologyRequest r;
+  r.path = path;
+  r.path_given = given && given->count() > 0;
+  r.sets = sets;
+  r.set_origin = set_origin;
+  return r;
 }
 
-TopologySpec TopoArgs::load() const {
-  if (given && given->count() > 0 && path.empty()) throw InputError("--topology: empty path (leave the flag out for the default)");
-  // One value per field: a second one is a contradiction, not an override.
-  for (std::size_t j = 0; j < sets.size(); ++j) {
-    const std::string field = sets[j].substr(0, sets[j].find('='));
-    for (std::size_t i = 0; i < j; ++i)
-      if (sets[i].substr(0, sets[i].find('=')) == field) {
-        const auto oi = set_origin.find(i), oj = set_origin.find(j);
-        throw InputError((oi != set_origin.end() ? oi->second : "--set " + sets[i]) + " and " +
-                         (oj != set_origin.end() ? oj->second : "--set " + sets[j]) + " both set " + field + ": give it once");
-      }
-  }
-  return load_topology(path.empty() ? default_topology() : path, sets);
-}
+std::string TopoArgs::setter_of(const std::string& field) const { return request().setter_of(field); }
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include "decode_program.h"
 #include "gemm_program.h"
 #include "../runtime/context.h"
+#include "../topology/fields.h"
 #include "../topology/spec.h"
 
 namespace kb {
@@ -501,7 +502,8 @@ std::int64_t llm_parse_stage_layers(const std::string& flag, const std::string& 
   for (;;) {
     const std::size_t end = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, end - at);
-    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) throw InputError(usage);
+    std::string why;
+    if (item.size() > 4 || !integer_text_ok(item, false, &why)) throw InputError(usage);
     const std::int64_t v = std::stoll(item);
     if (v < 1 || v > kLlmMaxLayers || n == kLlmMaxStages) throw InputError(usage);
     out[n++] = static_cast<std::int16_t>(v);

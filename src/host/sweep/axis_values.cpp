@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "../common/error.h"
+#include "../topology/fields.h"
 
 namespace kb {
 
@@ -43,8 +44,8 @@ class ValueList {
     throw InputError(flag_ + sep + text_ + ": " + (item.empty() ? "" : "item '" + item + "': ") + what);
   }
   std::int64_t number(const std::string& item, const std::string& s) const {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      fail(item, "expected a non-negative integer (got '" + s + "')");
+    std::string why;
+    if (!integer_text_ok(s, false, &why)) fail(item, why);
     errno = 0;
     const long long v = std::strtoll(s.c_str(), nullptr, 10);
     if (errno == ERANGE || v > kMaxValue)

@@ -96,8 +96,9 @@ std::int64_t parse_one(const SpaceAxis& m, const std::string& flag, const std::s
   const std::string where = flag + text + ": " + m.name + " '" + item + "': ";
   if (item.find(':') != std::string::npos) throw InputError(where + "a tuple holds single values, not ranges");
   if (auto_value >= 0 && item == "auto") return auto_value;
-  if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-    throw InputError(where + "expected a non-negative integer");
+  std::string why;
+  if (!integer_text_ok(item, false, &why))
+    throw InputError(where + (why.rfind("expected", 0) == 0 ? std::string("expected a non-negative integer") : why));
   errno = 0;
   const long long v = std::strtoll(item.c_str(), nullptr, 10);
   if (errno == ERANGE || v < lo || v > hi)

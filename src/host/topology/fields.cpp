@@ -155,24 +155,27 @@ bool HwField::parse(const std::string& s, std::int64_t* v, std::string* why) con
   return parse_int_in(s, lo, hi, v, why);
 }
 
-bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why) {
+bool integer_text_ok(const std::string& s, bool negative, std::string* why) {
   // Decimal digits only, an optional '-' first: no spaces, signs, prefixes or NULs.
   bool digits = !s.empty() && s != "-";
-  for (std::size_t i = 0; i < s.size() && digits; ++i) digits = (s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-');
-  const char* c = s.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const long long x = digits ? std::strtoll(c, &end, 10) : 0;
-  if (!digits || end == c || *end != '\0') {
-    *why = "expected an integer (got '" + s + "')";
+  for (std::size_t i = 0; i < s.size() && digits; ++i)
+    digits = (s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-' && negative);
+  if (!digits) {
+    *why = std::string(negative ? "expected an integer" : "expected a non-negative integer") + " (got '" + s + "')";
     return false;
   }
-  // A leading zero reads as octal elsewhere: 010 is refused, not taken as 10 or 8.
   const std::size_t first = s[0] == '-' ? 1 : 0;
   if (s.size() > first + 1 && s[first] == '0') {
     *why = "a leading zero (got '" + s + "'); write the number without it";
     return false;
   }
+  return true;
+}
+
+bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why) {
+  if (!integer_text_ok(s, true, why)) return false;
+  errno = 0;
+  const long long x = std::strtoll(s.c_str(), nullptr, 10);
   if (errno == ERANGE) {
     *why = "value out of range (got '" + s + "')";
     return false;

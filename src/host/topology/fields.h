@@ -36,6 +36,13 @@ struct HwField {
   std::string range_text() const;  // "1..1000000" or "os|ws|is"
 };
 
+// The one rule for an integer's text, wherever the tool reads one (topology fields, --set,
+// axis lists, zip tuples, space files, --max-ops): decimal digits, a '-' first only where
+// `negative` allows it, and no leading zero (010 reads as octal elsewhere: it is refused, not
+// taken as 10 or 8). False with `why` set when the text breaks it; the value's range is the
+// caller's to check.
+bool integer_text_ok(const std::string& text, bool negative, std::string* why);
+
 // Parses a decimal integer in lo..hi, as HwField::parse does an integer field.
 bool parse_int_in(const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why);
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -130,8 +131,10 @@ std::string hash_hex(std::uint64_t h) {
   return buf;
 }
 
-TopologySpec load_topology(const std::string& path, const std::vector<std::string>& override_args) {
-  // Overrides first: a malformed --set is reported even if the file is fine.
+namespace {
+
+// The --set overrides by field (InputError for a malformed or unknown one).
+std::map<std::string, std::string> parse_overrides(const std::vector<std::string>& override_args) {
   std::map<std::string, std::string> overrides;
   for (const auto& arg : override_args) {
     const auto eq = arg.find('=');
@@ -143,8 +146,13 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
       throw InputError("--set " + arg + ": " + key + ": unknown topology field (see docs/topology.md)");
     overrides[key] = arg.substr(eq + 1);
   }
+  return overrides;
+}
 
-  const std::string file_text = read_file(path);  // capped: an endless device is an error, not a hang
+// The topology in `file_text` (read from `path`) with the overrides applied, validated.
+TopologySpec parse_topology(const std::string& path, const std::string& file_text,
+                            const std::map<std::string, std::string>& overrides,
+                            const std::vector<std::string>& override_args) {
   check_utf8(path, file_text);
   YAML::Node root;
   try {
@@ -212,6 +220,32 @@ TopologySpec load_topology(const std::string& path, const std::vector<std::strin
   spec.source = path;
   spec.hash = fnv1a(canon);
   spec.overrides = override_args;
+  return spec;
+}
+
+}  // namespace
+
+TopologySpec load_topology(const std::string& path, const std::vector<std::string>& override_args) {
+  // Overrides first: a malformed --set is reported even if the file is fine.
+  const std::map<std::string, std::string> overrides = parse_overrides(override_args);
+  const std::string file_text = read_file(path);  // capped: an endless device is an error, not a hang
+  // The last few topologies read, by their path, text and overrides: a program that evaluates
+  // config after config (Python's kb.eval) parses its topology once. The file is read each
+  // time, so an edited file is parsed again; only valid topologies are kept.
+  static std::mutex mutex;
+  static std::map<std::string, TopologySpec> recent;
+  std::string key = path;
+  key.append(1, '\0').append(file_text);
+  for (const std::string& a : override_args) key.append(1, '\0').append(a);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto it = recent.find(key);
+    if (it != recent.end()) return it->second;
+  }
+  TopologySpec spec = parse_topology(path, file_text, overrides, override_args);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (recent.size() >= 16) recent.clear();
+  recent.emplace(std::move(key), spec);
   return spec;
 }
 
