@@ -55,21 +55,15 @@ Progress = Union[None, bool, Callable[[int, int], None]]
 TopologyArg = Union[None, str, os.PathLike, "Topology"]
 
 
-def _run(words: List[str], progress: Optional[Callable[[int, int], None]] = None, latencies: bool = False,
-         max_latencies: int = 0) -> Tuple[str, Any]:
-    rc, out, _err, lat = _core.run([str(w) for w in words], progress, latencies, max_latencies)
+def _run(words: List[str]) -> str:
+    rc, out, _err = _core.run([str(w) for w in words])
     if rc != 0:
         raise InternalError(f"command {' '.join(words[:2])} ended with exit code {rc}")
-    if lat is not None:
-        import numpy as np  # only latencies need it
-
-        lat = np.asarray(lat)  # the module's buffer, not a copy
-    return out, lat
+    return out
 
 
-def _json(words: List[str], **kw: Any) -> Any:
-    out, _ = _run(words, **kw)
-    return json.loads(out)
+def _json(words: List[str]) -> Any:
+    return json.loads(_run(words))
 
 
 def _one(v: Any) -> str:
@@ -153,8 +147,7 @@ class Topology:
 
     def show(self) -> None:
         """Prints what ``kernbench-gpu topo show`` prints."""
-        out, _ = _run(["topo", "show", self._file()] + self._set_words())
-        print(out, end="")
+        print(_run(["topo", "show", self._file()] + self._set_words()), end="")
 
     def diagram(self, path: Union[str, os.PathLike]) -> str:
         """Draws the topology to PATH (.dot, .svg or .png); returns the path."""
@@ -176,6 +169,15 @@ def _set_words(sets: Optional[Mapping[str, Any]]) -> List[str]:
     for k, v in (sets or {}).items():
         words += ["--set", f"{k}={_one(v)}"]
     return words
+
+
+def _topology_args(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> Tuple[Optional[str], List[str]]:
+    """The typed API's topology: its path (None: the default) and PATH=VALUE overrides."""
+    if isinstance(t, Topology):
+        path, all_sets = t.path, {**t.sets, **(sets or {})}
+    else:
+        path, all_sets = (None if t is None else os.fspath(t)), dict(sets or {})
+    return path, [f"{k}={_one(v)}" for k, v in all_sets.items()]
 
 
 def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[str]:
@@ -207,15 +209,17 @@ class EvalResult(dict):  # type: ignore[type-arg]
         return pd.DataFrame(rows)
 
 
-def _config_names(fam: Dict[str, Any], config: Mapping[str, Value]) -> Tuple[Dict[str, str], Dict[str, str], Dict[str, str]]:
-    """Config keywords as the typed API takes them: axis, hardware axis and preset texts."""
+def _config_names(fam: Dict[str, Any], config: Mapping[str, Any],
+                  bare: bool = True) -> Tuple[Dict[str, str], Dict[str, str], Dict[str, str]]:
+    """Config keywords as the typed API takes them: axis, hardware axis and preset texts (with
+    `bare`, True stands for a flag given alone, as eval takes ``--allreduce``)."""
     axes: Dict[str, str] = {}
     hw: Dict[str, str] = {}
     presets: Dict[str, str] = {}
     hw_names = {a["name"] for a in fam["hw_axes"]}
     for key, value in config.items():
         flag = _flag(fam, key)
-        text = "" if value is True else _list(value)
+        text = "" if value is True and bare else _list(value)
         name = next((a["name"] for a in fam["axes"] + fam["hw_axes"] if a["flag"] == flag), None)
         if name is None:
             presets[flag] = text
@@ -236,11 +240,7 @@ def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace:
     process by the typed API, without command words or JSON text."""
     fam = _family(family, "eval")
     axes, hw, presets = _config_names(fam, config)
-    if isinstance(topology, Topology):
-        path, sets = topology.path, {**topology.sets, **(set or {})}
-    else:
-        path, sets = (None if topology is None else os.fspath(topology)), dict(set or {})
-    set_words = [f"{k}={_one(v)}" for k, v in sets.items()]
+    path, set_words = _topology_args(topology, set)
     return EvalResult(_core.eval(family, axes, hw, presets, path, set_words, engine, backend,
                                  "" if trace is None else os.fspath(trace), data,
                                  None if seed is None else _one(seed), None if max_ops is None else _one(max_ops)))
@@ -334,14 +334,14 @@ def _progress_callback(progress: Progress) -> Tuple[Optional[Callable[[int, int]
     return progress, None
 
 
-def _chunk_words(backend: str, chunk: Optional[int]) -> List[str]:
+def _chunk(backend: str, chunk: Optional[int]) -> Optional[int]:
     # A sweep polls for Ctrl-C and reports progress between chunks: on the CPU, chunks of 2^18
     # configs keep that under a second (the results do not depend on the chunk).
     if chunk is not None:
-        return ["--chunk", _one(chunk)]
+        return chunk
     if backend == "omp" or (backend == "auto" and _core.cuda_device_count() == 0):
-        return ["--chunk", str(1 << 18)]
-    return []
+        return 1 << 18
+    return None
 
 
 def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional[Mapping[str, Values]] = None,
@@ -360,48 +360,47 @@ def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional
     (``{"m,n,k": [(32, 10240, 8192), ...]}``). ``progress``: a callable (done, total) called
     between chunks, or True for a tqdm bar. ``return_latencies``: also every config's
     latency_ps in index order (-1: invalid), as a NumPy array, for at most ``max_latencies``
-    configs. Ctrl-C stops the sweep with KeyboardInterrupt and writes nothing."""
+    configs. Ctrl-C stops the sweep with KeyboardInterrupt and writes nothing. It runs in this
+    process by the typed API, without command words."""
     fam = _family(family, "sweep")
-    words = ["sweep", family, "--json", "--backend", backend] + _chunk_words(backend, chunk)
-    words += _topology_words(topology, set)
-    for key, value in {**(axes or {}), **config}.items():
-        words += [_flag(fam, key), _list(value)]
+    ax, hw_axes, presets = _config_names(fam, {**(axes or {}), **config}, bare=False)
+    hw_lists: List[str] = []
     for key, value in (hw or {}).items():
         if "." in key:
-            words += ["--hw", f"{key}={_list(value)}"]
+            hw_lists.append(f"{key}={_list(value)}")
         else:
-            words += [_flag(fam, key), _list(value)]
+            a, h, p = _config_names(fam, {key: value}, bare=False)
+            ax.update(a), hw_axes.update(h), presets.update(p)
+    zips = []
     for names, tuples in (zip or {}).items():
         n = names if isinstance(names, str) else ",".join(names)
-        words += ["--zip", n + "=" + ",".join("/".join(_one(v) for v in t) for t in tuples)]
+        zips.append(n + "=" + ",".join("/".join(_one(v) for v in t) for t in tuples))
+    options: Dict[str, Any] = {"backend": backend, "chunk": _chunk(backend, chunk), "top": top, "pareto": pareto,
+                               "recheck": recheck, "max_hours": max_hours, "max_ops": max_ops, "histogram": histogram}
     if group is not None:
-        words += ["--group", group if isinstance(group, str) else (",".join(group) or "none")]
-    if top is not None:
-        words += ["--top", _one(top)]
-    if pareto is not None:
-        words += ["--pareto", pareto]
-    if recheck is not None:
-        words += ["--recheck", _one(recheck)]
+        options["group"] = group if isinstance(group, str) else (",".join(group) or "none")
     if shard is not None:
-        words += ["--shard", f"{shard[0]}/{shard[1]}"]
-    if not histogram:
-        words.append("--no-histogram")
-    if space is not None:
-        words += ["--space", os.fspath(space)]
+        options["shard"] = f"{shard[0]}/{shard[1]}"
+    for key, path in (("space", space), ("out", out), ("csv", csv)):
+        if path is not None:
+            options[key] = os.fspath(path)
+    for key in ("top", "recheck", "max_ops", "chunk"):
+        if options[key] is not None:
+            options[key] = _one(options[key])
     if max_hours is not None:
-        words += ["--max-hours", _one(max_hours)]
-    if max_ops is not None:
-        words += ["--max-ops", _one(max_ops)]
-    if out is not None:
-        words += ["--out", os.fspath(out)]
-    if csv is not None:
-        words += ["--csv", os.fspath(csv)]
+        options["max_hours"] = _one(max_hours)
+    path, set_words = _topology_args(topology, set)
     callback, bar = _progress_callback(progress)
     try:
-        text, lat = _run(words, progress=callback, latencies=return_latencies, max_latencies=max_latencies)
+        text, lat = _core.sweep(family, ax, hw_axes, presets, hw_lists, zips, options, path, set_words, callback,
+                                return_latencies, max_latencies)
     finally:
         if bar is not None:
             bar.close()
+    if lat is not None:
+        import numpy as np  # only latencies need it
+
+        lat = np.asarray(lat)  # the module's buffer, not a copy
     return SweepResult(text, lat)
 
 
@@ -413,8 +412,7 @@ def merge(paths: Sequence[Union[str, os.PathLike]], out: Union[None, str, os.Pat
         words += ["--out", os.fspath(out)]
     if csv is not None:
         words += ["--csv", os.fspath(csv)]
-    text, _ = _run(words)
-    return SweepResult(text)
+    return SweepResult(_run(words))
 
 
 def run_bench(name: str, out: Union[None, str, os.PathLike] = None, fast: bool = False, topology: TopologyArg = None,

@@ -26,9 +26,18 @@ def eval(  # noqa: A001
     seed: Optional[str],
     max_ops: Optional[str],
 ) -> Dict[str, Any]: ...
-def run(
-    words: Sequence[str],
-    progress: Optional[Callable[[int, int], None]] = None,
-    latencies: bool = False,
-    max_latencies: int = 0,
-) -> Tuple[int, str, str, Optional[Latencies]]: ...
+def sweep(
+    family: str,
+    axes: Mapping[str, str],
+    hw_axes: Mapping[str, str],
+    presets: Mapping[str, str],
+    hw: Sequence[str],
+    zips: Sequence[str],
+    options: Mapping[str, Any],
+    topology: Optional[str],
+    sets: Sequence[str],
+    progress: Optional[Callable[[int, int], None]],
+    latencies: bool,
+    max_latencies: int,
+) -> Tuple[str, Optional[Latencies]]: ...
+def run(words: Sequence[str]) -> Tuple[int, str, str]: ...

@@ -20,6 +20,7 @@
 
 #include "device/backends/backends.h"
 #include "host/api/eval.h"
+#include "host/api/sweep.h"
 #include "host/cli/commands.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
@@ -58,64 +59,59 @@ struct Latencies {
   std::vector<std::int64_t> values;
 };
 
-// Runs one command (its words, without the program's name). Returns (exit code, stdout
-// text, stderr text, latencies or None). `progress(done, total)` is called between a sweep's
-// chunks; a pending signal raises its Python exception there (KeyboardInterrupt), which ends
-// the command with nothing written. Commands run one at a time: the tool's scratch files
-// (removed as a command ends) and its caches are the process's, not a thread's.
 // The process's caches and scratch files are not a thread's: one command at a time.
 std::mutex& one_at_a_time() {
   static std::mutex m;
   return m;
 }
 
-py::tuple run(const std::vector<std::string>& words, const py::object& progress, bool want_latencies,
-              std::int64_t max_latencies) {
-  std::vector<std::string> argv{"kernbench-gpu"};
-  argv.insert(argv.end(), words.begin(), words.end());
-  std::ostringstream out, err;
-  std::vector<std::int64_t> latencies;
-  kb::Embedding e;
-  e.out = &out;
-  e.err = &err;
-  e.progress = [&progress](std::int64_t done, std::int64_t total) {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    if (!progress.is_none()) progress(done, total);
-  };
-  if (want_latencies) {
-    e.latencies = &latencies;
-    e.max_latencies = max_latencies;
-  }
-  int rc = 0;
+// Runs `body` as a command of the tool: the GIL released, one command at a time, its text to
+// `out` and `err`. What it throws is raised as the package's exception: a Python exception
+// from a callback as it was; else a signal that arrived meanwhile wins (the user asked to
+// stop), or the CLI's one line.
+template <class Body>
+void run_embedded(std::ostream* out, std::ostream* err, Body&& body) {
   std::exception_ptr failure;
   {
     py::gil_scoped_release nogil;  // waiting for the lock, too
     const std::lock_guard<std::mutex> lock(one_at_a_time());
+    kb::Embedding e;
+    e.out = out, e.err = err;
     kb::EmbeddingScope scope(&e);
     try {
-      rc = kb::cli_run(argv);
-    } catch (const py::error_already_set&) {
-      failure = std::current_exception();  // a Python exception from the callback: re-raised as it was
+      body();
     } catch (...) {
       failure = std::current_exception();
     }
   }
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const py::error_already_set&) {
-      throw;
-    } catch (...) {
-      // A signal that arrived while the command ran outside a sweep's polls wins: the user
-      // asked to stop.
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      raise_as_cli(std::current_exception());
-    }
+  if (!failure) return;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (...) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    raise_as_cli(std::current_exception());
   }
-  py::object lat = py::none();
-  if (want_latencies) lat = py::cast(Latencies{std::move(latencies)});  // moved, not copied
-  return py::make_tuple(rc, out.str(), err.str(), lat);
+}
+
+// The family a name or alias names (the command's word for it in the error).
+const kb::Family& named_family(const std::string& name, const std::string& command) {
+  for (const kb::Family* f : kb::families())
+    if (f->named(name)) return *f;
+  throw kb::InputError(command + " " + name + ": no such family (see kernbench-gpu list)");
+}
+
+// Runs one command (its words, without the program's name). Returns (exit code, stdout
+// text, stderr text). A signal that arrived while the command ran wins over its error: the
+// user asked to stop.
+py::tuple run(const std::vector<std::string>& words) {
+  std::vector<std::string> argv{"kernbench-gpu"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  std::ostringstream out, err;
+  int rc = 0;
+  run_embedded(&out, &err, [&] { rc = kb::cli_run(argv); });
+  return py::make_tuple(rc, out.str(), err.str());
 }
 
 // A JSON value as Python objects, as json.loads would give its text (a non-finite number,
@@ -162,35 +158,83 @@ py::object eval(const std::string& family, const std::map<std::string, std::stri
                 const std::string& backend, const std::string& trace, bool data, const std::optional<std::string>& seed,
                 const std::optional<std::string>& max_ops) {
   KeepDocument keep;
-  std::exception_ptr failure;
-  {
-    py::gil_scoped_release nogil;
-    const std::lock_guard<std::mutex> lock(one_at_a_time());
-    std::ostringstream quiet;  // nothing is printed
-    kb::Embedding e;
-    e.out = e.err = &quiet;
-    kb::EmbeddingScope scope(&e);
-    try {
-      kb::api::EvalRequest r;
-      for (const kb::Family* f : kb::families())
-        if (f->named(family)) r.family = f;
-      if (!r.family) throw kb::InputError("eval " + family + ": no such family (see kernbench-gpu list)");
-      r.axes = axes, r.hw_axes = hw_axes, r.presets = presets;
-      r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
-      r.topology.sets = sets;
-      r.engine = engine, r.backend = backend, r.trace = trace, r.data = data;
-      if (seed) r.seed = *seed;
-      if (max_ops) r.max_ops = kb::api::parse_max_ops(*max_ops);
-      kb::api::eval(r, keep);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  if (failure) {
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    raise_as_cli(failure);
-  }
+  std::ostringstream quiet;  // nothing is printed
+  run_embedded(&quiet, &quiet, [&] {
+    kb::api::EvalRequest r;
+    r.family = &named_family(family, "eval");
+    r.axes = axes, r.hw_axes = hw_axes, r.presets = presets;
+    r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
+    r.topology.sets = sets;
+    r.engine = engine, r.backend = backend, r.trace = trace, r.data = data;
+    if (seed) r.seed = *seed;
+    if (max_ops) r.max_ops = kb::api::parse_max_ops(*max_ops);
+    kb::api::eval(r, keep);
+  });
   return to_python(keep.document);
+}
+
+// The Python reporter of a sweep: progress to the caller's callback between chunks (with
+// the GIL, a pending signal raised there: KeyboardInterrupt stops the sweep), latencies into
+// a buffer of its own; the outcome is the request's JSON, written where the embedding says.
+class PythonSweepReporter : public kb::api::SweepReporter {
+ public:
+  PythonSweepReporter(const py::object& progress, bool latencies, std::int64_t max_latencies)
+      : progress_(progress), want_latencies_(latencies), max_latencies_(max_latencies) {}
+  bool wants_progress() const override { return true; }  // signals are polled between chunks
+  void progress(std::int64_t done, std::int64_t total, std::int64_t, double) override {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!progress_.is_none()) progress_(done, total);
+  }
+  bool wants_latencies() const override { return want_latencies_; }
+  std::int64_t* latencies(std::int64_t configs) override {
+    if (configs > max_latencies_)
+      throw kb::InputError("latencies: the space has " + std::to_string(configs) + " configs, more than the " +
+                           std::to_string(max_latencies_) + " asked for at most");
+    values.assign(static_cast<std::size_t>(configs), -1);
+    return values.data();
+  }
+  std::vector<std::int64_t> values;
+
+ private:
+  py::object progress_;
+  bool want_latencies_;
+  std::int64_t max_latencies_;
+};
+
+std::optional<std::string> text_of(const py::object& v) {
+  if (v.is_none()) return std::nullopt;
+  return py::str(v).cast<std::string>();
+}
+
+// A sweep by the typed API: the space's axes, hardware axes and presets by name (texts), --hw
+// lists, zips, and each option's text (None: not given). Returns (the JSON text `sweep --json`
+// prints, every config's latency or None).
+py::tuple sweep(const std::string& family, const std::map<std::string, std::string>& axes,
+                const std::map<std::string, std::string>& hw_axes, const std::map<std::string, std::string>& presets,
+                const std::vector<std::string>& hw, const std::vector<std::string>& zips, const py::dict& options,
+                const std::optional<std::string>& topology, const std::vector<std::string>& sets,
+                const py::object& progress, bool latencies, std::int64_t max_latencies) {
+  kb::api::SweepRequest r;
+  r.axes = axes, r.hw_axes = hw_axes, r.presets = presets, r.hw = hw, r.zips = zips;
+  r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
+  r.topology.sets = sets;
+  r.json = true;
+  auto option = [&](const char* key) { return options.contains(key) ? text_of(options[key]) : std::nullopt; };
+  r.group = option("group"), r.pareto = option("pareto"), r.top = option("top"), r.recheck = option("recheck");
+  r.chunk = option("chunk"), r.max_hours = option("max_hours"), r.max_ops = option("max_ops");
+  r.backend = option("backend").value_or("auto"), r.shard = option("shard").value_or("");
+  r.space = option("space").value_or(""), r.out = option("out").value_or(""), r.csv = option("csv").value_or("");
+  if (options.contains("histogram") && !options["histogram"].cast<bool>()) r.no_histogram = r.no_histogram_given = true;
+  PythonSweepReporter reporter(progress, latencies, max_latencies);
+  std::ostringstream out, quiet;
+  run_embedded(&out, &quiet, [&] {
+    r.family = &named_family(family, "sweep");
+    kb::api::sweep(r, reporter);
+  });
+  py::object lat = py::none();
+  if (latencies) lat = py::cast(Latencies{std::move(reporter.values)});  // moved, not copied
+  return py::make_tuple(out.str(), lat);
 }
 
 }  // namespace
@@ -224,6 +268,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("eval", &eval, py::arg("family"), py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("topology"),
         py::arg("sets"), py::arg("engine"), py::arg("backend"), py::arg("trace"), py::arg("data"), py::arg("seed"),
         py::arg("max_ops"), "one config by the typed API: `eval --json`'s document as Python objects");
-  m.def("run", &run, py::arg("words"), py::arg("progress") = py::none(), py::arg("latencies") = false,
-        py::arg("max_latencies") = 0, "runs a command line in process: (exit code, stdout, stderr, latencies)");
+  m.def("sweep", &sweep, py::arg("family"), py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("hw"),
+        py::arg("zips"), py::arg("options"), py::arg("topology"), py::arg("sets"), py::arg("progress"),
+        py::arg("latencies"), py::arg("max_latencies"),
+        "a sweep by the typed API: (the JSON text `sweep --json` prints, latencies or None)");
+  m.def("run", &run, py::arg("words"), "runs a command line in process: (exit code, stdout, stderr)");
 }

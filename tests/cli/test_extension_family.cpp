@@ -14,7 +14,7 @@
 #include "device/common/hw.h"
 #include "device/common/units.h"
 #include "host/cli/commands.h"
-#include "host/cli/mpi.h"
+#include "host/api/mpi.h"
 #include "host/engine/engine.h"
 #include "host/families/extension.h"
 #include "host/study/bench_writer.h"

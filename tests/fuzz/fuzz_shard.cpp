@@ -24,7 +24,7 @@ struct Setup {
   kb::batched::Reductions red;
   Setup() {
     const kb::TopologySpec topo = kb::load_topology(std::string(KB_FUZZ_TOPOLOGIES) + "/default.yaml");
-    kb::SweepRequest req;
+    kb::SpaceRequest req;
     req.axes = {{"m", "8,32,2048"}, {"n", "1024"}, {"k", "512"}, {"tile_m", "8,32"}, {"tile_n", "64,128"}, {"pes", "1,2"}};
     sp = kb::build_space(f, topo, req);
     red.top_k = 10;  // the larger of --top 6 and the default --recheck 10

@@ -1,7 +1,7 @@
 #include <csignal>
 
 #include "commands.h"
-#include "mpi.h"
+#include "host/api/mpi.h"
 
 int main(int argc, char** argv) {
   // A write past the file-size limit (ulimit -f) fails with EFBIG and is reported, instead

@@ -100,18 +100,13 @@ void set_data_dir(const std::string& path);
 
 // ---- running a command in another program's process (the Python module) ------------------
 
-// What an in-process caller asks of a command beyond its words: where the text a terminal
-// user reads goes (stdout and stderr of the CLI; null: discarded), a progress callback a sweep
-// calls between chunks with (configs done, configs in all) and which may throw to stop it,
-// and, when `latencies` is set, every config's latency_ps (-1: invalid) in index order, for
-// a space of at most `max_latencies` configs (more, or a shard, is an InputError). While any
-// command runs embedded, no signal handler is installed: the caller's own handle SIGINT.
+// Where the text a terminal user reads goes when a command runs in another program's
+// process: stdout and stderr of the CLI (null: discarded). Progress and latencies reach such
+// a caller through the typed API's reporters (src/host/api/sweep.h), not through this. While
+// any command runs embedded, no signal handler is installed: the caller's own handle SIGINT.
 struct Embedding {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
-  std::function<void(std::int64_t done, std::int64_t total)> progress;
-  std::vector<std::int64_t>* latencies = nullptr;
-  std::int64_t max_latencies = 0;
 };
 // The embedding of the command running on this thread; null for the command line.
 const Embedding* embedding();

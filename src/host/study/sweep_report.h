@@ -17,7 +17,7 @@ namespace kb {
 struct SweepOutcome {
   const Family* f = nullptr;
   TopologySpec topo;
-  SweepRequest req;
+  SpaceRequest req;
   BuiltSpace sp;
   batched::Reductions red;  // as run: top_k is the longer of --top and --recheck
   int top = 10, recheck = 10;

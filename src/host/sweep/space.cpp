@@ -158,7 +158,7 @@ struct Taken {
 
 // The --hw lists (and hardware axes' flags), each a candidate axis. Their largest values go
 // into `hi_hw`: they bound the axes whose range the hardware sets.
-std::vector<Candidate> parse_hw_lists(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw,
+std::vector<Candidate> parse_hw_lists(const Family& f, const SpaceRequest& req, Taken& taken, HwConfig* hi_hw,
                                       HwConfig* lo_hw) {
   std::vector<Candidate> hw;
   for (HwList h : req.hw) {
@@ -193,7 +193,7 @@ struct Zip {
 
 // The zips: their members, then their tuples (hardware members first, for the bounds, which
 // go into `hi_hw` as the lists' do).
-std::vector<Zip> parse_zips(const Family& f, const SweepRequest& req, Taken& taken, HwConfig* hi_hw, HwConfig* lo_hw) {
+std::vector<Zip> parse_zips(const Family& f, const SpaceRequest& req, Taken& taken, HwConfig* hi_hw, HwConfig* lo_hw) {
   std::vector<Zip> zips;
   for (const std::string& z : req.zips) {
     Zip zip;
@@ -287,7 +287,7 @@ void check_some_machine_fits(const HwConfig& lo_hw, const std::vector<Candidate>
                    " PEs; at most " + std::to_string(kMaxMachinePes) + " are supported, so no config of the space could run");
 }
 
-std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& topo, const SweepRequest& req,
+std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& topo, const SpaceRequest& req,
                                         const std::vector<Candidate>& hw, std::vector<Zip>& zips, const HwConfig& hi_hw) {
   auto zip_of = [&](std::size_t offset) -> Zip* {
     for (Zip& z : zips)
@@ -339,7 +339,7 @@ std::vector<Candidate> place_candidates(const Family& f, const TopologySpec& top
 }
 
 // The candidates that form a group (--group, or the family's default), in the order named.
-std::vector<std::size_t> group_axes(const Family& f, const SweepRequest& req, const std::vector<Candidate>& cand) {
+std::vector<std::size_t> group_axes(const Family& f, const SpaceRequest& req, const std::vector<Candidate>& cand) {
   std::vector<std::size_t> group;
   const std::string group_text = req.group.empty() ? f.default_group : req.group;
   if (group_text != "none") {
@@ -365,7 +365,7 @@ std::vector<std::size_t> group_axes(const Family& f, const SweepRequest& req, co
 
 }  // namespace
 
-BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req) {
+BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceRequest& req) {
   Taken taken;
   HwConfig hi_hw = topo.hw(), lo_hw = topo.hw();
   const std::vector<Candidate> hw = parse_hw_lists(f, req, taken, &hi_hw, &lo_hw);

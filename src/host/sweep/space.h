@@ -21,7 +21,7 @@ struct HwList {
 // A zip's case name: a letter, then letters, digits, '-', '_' or '.'.
 bool is_case_name(const std::string& s);
 
-struct SweepRequest {
+struct SpaceRequest {
   std::map<std::string, std::string> axes;  // axis name -> value list, for the axes given
   std::vector<HwList> hw;
   // Zipped axes, "NAMES=TUPLES": fields that take their values together, e.g.
@@ -67,7 +67,7 @@ constexpr std::int64_t kMaxSpace = INT64_C(1) << 50;
 constexpr std::int64_t kMaxGroups = INT64_C(1) << 20;
 
 // Throws InputError naming the flag and the item at fault.
-BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SweepRequest& req);
+BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceRequest& req);
 
 // Names of an enum as a sentence: "os, ws or is".
 std::string one_of(const std::vector<std::string>& names);

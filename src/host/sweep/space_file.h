@@ -17,7 +17,7 @@ struct SpaceFile {
   std::string path;
   std::string family;
   std::string topology;  // "" or a path, relative to the current folder (resolved from the file's)
-  SweepRequest req;
+  SpaceRequest req;
   std::optional<int> top, recheck;
   std::optional<std::string> pareto;
   std::optional<bool> histogram;
