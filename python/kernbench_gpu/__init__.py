@@ -406,29 +406,19 @@ def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional
 
 def merge(paths: Sequence[Union[str, os.PathLike]], out: Union[None, str, os.PathLike] = None,
           csv: Union[None, str, os.PathLike] = None) -> SweepResult:
-    """The shards of one sweep (their ``--out`` files) merged: ``merge --json``."""
-    words = ["merge"] + [os.fspath(p) for p in paths] + ["--json"]
-    if out is not None:
-        words += ["--out", os.fspath(out)]
-    if csv is not None:
-        words += ["--csv", os.fspath(csv)]
-    return SweepResult(_run(words))
+    """The shards of one sweep (their ``--out`` files) merged: ``merge --json``, by the typed API."""
+    return SweepResult(_core.merge([os.fspath(p) for p in paths], "" if out is None else os.fspath(out),
+                                   "" if csv is None else os.fspath(csv)))
 
 
 def run_bench(name: str, out: Union[None, str, os.PathLike] = None, fast: bool = False, topology: TopologyArg = None,
               set: Optional[Mapping[str, Any]] = None, backend: str = "auto") -> Dict[str, Any]:  # noqa: A002
-    """Runs a bench (``run --bench NAME``): its JSON, CSV and figures written to OUT
-    (default: benches/1H_milestone_output/DOMAIN). Returns the folder (``out``), the files
-    written (``files``) and the results document (``results``, its JSON parsed)."""
-    info = next((b for b in _list_json()["benches"] if b["name"] == name), None)
-    words = ["run", "--bench", name, "--backend", backend] + _topology_words(topology, set)
-    if out is not None:
-        words += ["--out", os.fspath(out)]
-    if fast:
-        words.append("--fast")
-    _run(words)  # an unknown bench: the command line's message
-    assert info is not None
-    folder = os.fspath(out) if out is not None else os.path.join("benches", "1H_milestone_output", info["domain"])
+    """Runs a bench (``run --bench NAME``, by the typed API): its JSON, CSV and figures written
+    to OUT (default: benches/1H_milestone_output/DOMAIN). Returns the folder (``out``), the
+    files written (``files``) and the results document (``results``, its JSON parsed)."""
+    path, set_words = _topology_args(topology, set)
+    folder = _core.run_bench(name, path, set_words, "" if out is None else os.fspath(out), backend, fast)
+    info = next(b for b in _list_json()["benches"] if b["name"] == name)
     with open(os.path.join(folder, info["json"]), encoding="utf-8") as f:
         results = json.load(f)
     return {"out": folder, "files": sorted(os.listdir(folder)), "results": results}

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "device/backends/backends.h"
+#include "host/api/bench.h"
 #include "host/api/eval.h"
+#include "host/api/merge_shards.h"
 #include "host/api/sweep.h"
 #include "host/cli/commands.h"
 #include "host/common/error.h"
@@ -237,6 +239,30 @@ py::tuple sweep(const std::string& family, const std::map<std::string, std::stri
   return py::make_tuple(out.str(), lat);
 }
 
+// The shards' files merged by the typed API: the JSON text `merge --json` prints.
+std::string merge(const std::vector<std::string>& files, const std::string& out_path, const std::string& csv) {
+  kb::api::MergeRequest r;
+  r.files = files, r.out = out_path, r.csv = csv, r.json = true;
+  std::ostringstream out, quiet;
+  kb::api::SweepReporter plain;
+  run_embedded(&out, &quiet, [&] { kb::api::merge(r, plain); });
+  return out.str();
+}
+
+// A bench by the typed API; returns the folder it wrote.
+std::string run_bench(const std::string& bench, const std::optional<std::string>& topology, const std::vector<std::string>& sets,
+                      const std::string& out_dir, const std::string& backend, bool fast) {
+  kb::api::BenchRequest r;
+  r.bench = bench;
+  r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
+  r.topology.sets = sets;
+  r.out = out_dir, r.backend = backend, r.fast = fast;
+  std::ostringstream quiet;
+  std::string folder;
+  run_embedded(&quiet, &quiet, [&] { folder = kb::api::run_bench(r); });
+  return folder;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -272,5 +298,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("zips"), py::arg("options"), py::arg("topology"), py::arg("sets"), py::arg("progress"),
         py::arg("latencies"), py::arg("max_latencies"),
         "a sweep by the typed API: (the JSON text `sweep --json` prints, latencies or None)");
+  m.def("merge", &merge, py::arg("files"), py::arg("out"), py::arg("csv"),
+        "the shards merged by the typed API: the JSON text `merge --json` prints");
+  m.def("run_bench", &run_bench, py::arg("bench"), py::arg("topology"), py::arg("sets"), py::arg("out"),
+        py::arg("backend"), py::arg("fast"), "a bench by the typed API: the folder it wrote");
   m.def("run", &run, py::arg("words"), "runs a command line in process: (exit code, stdout, stderr)");
 }

@@ -4,11 +4,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "host/api/eval.h"
+#include "host/api/merge_shards.h"
 #include "host/api/sweep.h"
 #include "host/cli/commands.h"
 #include "host/common/error.h"
@@ -79,7 +84,7 @@ class Recorder : public api::SweepReporter {
     lat.assign(static_cast<std::size_t>(configs), -2);
     return lat.data();
   }
-  void finished(const SweepOutcome& o, const api::SweepRequest&) override {
+  void finished(const SweepOutcome& o, bool, const std::string&, const std::string&) override {
     calls.push_back("finished"), finished_evaluated = o.sum.evaluated;
   }
 };
@@ -120,6 +125,45 @@ TEST(Api, ASweepsReporterSeesThePlanProgressLatenciesAndOutcome) {
        "2", "--json"}));
   mine.erase("timing"), theirs.erase("timing");
   EXPECT_EQ(mine, theirs);
+}
+
+// What a reporter's default outcome writes under --json, run in process.
+std::string json_of(const std::function<void(api::SweepReporter&)>& run) {
+  std::ostringstream out, err;
+  Embedding e;
+  e.out = &out, e.err = &err;
+  const EmbeddingScope scope(&e);
+  api::SweepReporter plain;
+  run(plain);
+  return out.str();
+}
+
+TEST(Api, AMergeRequestOfTheShardsIsTheWholeSweep) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("kb_api_merge_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  api::SweepRequest r;
+  r.family = &family("gemm");
+  r.axes = {{"m", "8:512:*2"}, {"n", "64,128"}, {"k", "256"}, {"pes", "1:8"}};
+  r.pareto = "pes";
+  r.recheck = "0";
+  r.json = true;
+  nlohmann::json whole = nlohmann::json::parse(json_of([&](api::SweepReporter& p) { api::sweep(r, p); }));
+  api::MergeRequest m;
+  for (int i = 0; i < 3; ++i) {
+    api::SweepRequest s = r;
+    s.shard = std::to_string(i) + "/3";
+    s.json = false;
+    s.out = dir + "/s" + std::to_string(i) + ".json";
+    json_of([&](api::SweepReporter& p) { api::sweep(s, p); });
+    m.files.push_back(s.out);
+  }
+  m.json = true;
+  nlohmann::json merged = nlohmann::json::parse(json_of([&](api::SweepReporter& p) { api::merge(m, p); }));
+  for (const char* key : {"best_per_group", "top", "pareto", "histogram", "latency_checksum", "evaluated", "valid"})
+    EXPECT_EQ(merged[key], whole[key]) << key;
+  m.files.pop_back();  // a shard missing
+  EXPECT_THROW(json_of([&](api::SweepReporter& p) { api::merge(m, p); }), InputError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Api, ASweepRequestIsCheckedByTheRunner) {

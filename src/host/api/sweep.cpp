@@ -297,7 +297,9 @@ bool gather_ranks(SweepOutcome& o, int ranks, bool quiet) {
 
 }  // namespace
 
-void SweepReporter::finished(const SweepOutcome& o, const SweepRequest& r) { report_sweep(o, r.json, r.out, r.csv); }
+void SweepReporter::finished(const SweepOutcome& o, bool json, const std::string& out, const std::string& csv) {
+  report_sweep(o, json, out, csv);
+}
 
 void TerminalSweepReporter::planned(const SweepPlan& p) {
   every_ = p.progress_every;
@@ -442,7 +444,7 @@ void sweep(const SweepRequest& request, SweepReporter& reporter) {
   } else {
     o.shard_i = shard_i, o.shard_n = shard_n;
   }
-  reporter.finished(o, r);
+  reporter.finished(o, r.json, r.out, r.csv);
 }
 
 }  // namespace kb::api

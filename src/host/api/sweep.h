@@ -69,8 +69,8 @@ class SweepReporter {
   virtual std::int64_t* latencies(std::int64_t /*configs*/) { return nullptr; }
   // Whether latencies are wanted (a shard refuses them).
   virtual bool wants_latencies() const { return false; }
-  // The outcome: the request's output (tables or JSON) and its files (--out, --csv).
-  virtual void finished(const SweepOutcome& o, const SweepRequest& r);
+  // The outcome: the tables or, with `json`, the JSON; and the files --out and --csv.
+  virtual void finished(const SweepOutcome& o, bool json, const std::string& out, const std::string& csv);
   // After the work, when progress was shown on a live line: it is cleared.
   virtual void done() {}
 };

@@ -8,6 +8,7 @@
 
 #include "cmd_family.h"
 #include "host/common/error.h"
+#include "host/common/output.h"
 #include "host/common/table.h"
 #include "device/models/llm_layer.h"
 #include "device/models/llm_mapping.h"

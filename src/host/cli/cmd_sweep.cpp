@@ -1,9 +1,11 @@
 // `kernbench-gpu sweep NAME`: a space of a family's configs evaluated by the batched model
 // and reduced to the best per group, the top k, a Pareto front and a latency histogram. The
 // words become an api::SweepRequest; the runner and its reporters are src/host/api/sweep.h.
+// `merge`, the same way, an api::MergeRequest.
 #include <optional>
 
 #include "cmd_family.h"
+#include "host/api/merge_shards.h"
 #include "host/api/sweep.h"
 #include "host/sweep/space.h"
 
@@ -105,6 +107,26 @@ api::SweepRequest sweep_request(const SweepArgs& a) {
 void cmd_sweep(const SweepArgs& a) {
   api::TerminalSweepReporter terminal;
   api::sweep(sweep_request(a), terminal);
+}
+
+// `merge`: the shards' files as a request (src/host/api/merge_shards.h).
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
+  auto* cmd = app.add_subcommand(
+      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
+  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
+  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  cmd->add_option("--out", a.out, "also write the JSON to FILE");
+  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
+  a.max_ops.add(cmd, "; the re-check passes over larger configs");
+  return cmd;
+}
+
+void cmd_merge(const MergeArgs& a) {
+  api::MergeRequest r;
+  r.files = a.files, r.out = a.out, r.csv = a.csv, r.json = a.json;
+  if (a.max_ops.given && a.max_ops.given->count() > 0) r.max_ops = a.max_ops.text;
+  api::SweepReporter plain;  // the outcome's tables or JSON
+  api::merge(r, plain);
 }
 
 }  // namespace kb

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cmd_family.h"
+#include "host/api/bench.h"
 #include "host/sweep/space_file.h"
 #include "host/bench/registry.h"
 #include "host/common/error.h"
@@ -21,11 +22,6 @@
 #include "host/topology/topology_summary.h"
 
 namespace kb {
-namespace {
-
-const char* kDefaultOutRoot = "benches/1H_milestone_output";
-
-}  // namespace
 
 std::string default_topology() { return data_dir() + "/topologies/default.yaml"; }
 
@@ -141,28 +137,6 @@ void cmd_list() {
   }
 }
 
-const BenchInfo& bench_or_error(const std::string& name) {
-  if (const BenchInfo* b = find_bench(name)) return *b;
-  std::string known;
-  for (const auto& b : benches()) known += (known.empty() ? "" : ", ") + b.name;
-  throw InputError("--bench " + name + ": unknown bench (known: " + known + ")");
-}
-
-// A user's text in a one-line message: control characters written as \xNN.
-std::string escape_text(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -258,61 +232,6 @@ int exit_code_of(const std::function<void()>& work) {
   return 0;
 }
 
-// `run --bench NAME`: the bench, or with --fast (MILESTONE_FAST) its committed results
-// re-rendered, everything checked before anything is written.
-void cmd_run(const std::string& bench_name, const TopoArgs& run_topo, const std::string& out_dir,
-             const std::string& backend, bool fast) {
-  const BenchInfo& b = bench_or_error(bench_name);
-  BenchContext ctx;
-  ctx.bench = &b;
-  TopoArgs topo = run_topo;  // the bench's own topology where none is given
-  if (topo.path.empty() && !b.topology.empty()) topo.path = data_dir() + "/topologies/" + b.topology;
-  ctx.topology_path = topo.path.empty() ? default_topology() : topo.path;
-  ctx.topology = topo.load();
-  ctx.out_dir = out_dir.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : out_dir;
-  ctx.backend_request = backend;
-  if (backend != "auto" && backend != "cuda" && backend != "omp")
-    throw InputError("--backend " + backend + ": expected auto, cuda or omp");
-  // A folder the results could not be written to is found now, not after the bench ran.
-  check_output_path("--out", ctx.out_dir + "/" + b.json, b.json);
-  // MILESTONE_FAST: the usual true and false words; anything else is a mistake.
-  bool env_is_fast = false;
-  if (const char* env_fast = std::getenv("MILESTONE_FAST"); env_fast && *env_fast) {
-    std::string v(env_fast);
-    for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (v == "1" || v == "true" || v == "yes" || v == "on") env_is_fast = true;
-    else if (!(v == "0" || v == "false" || v == "no" || v == "off"))
-      throw InputError("MILESTONE_FAST=" + escape_text(env_fast) + ": expected 1, true, yes or on (or 0, false, no, off)");
-  }
-  // The figure script starts now, importing matplotlib while the bench runs; not inside a
-  // program that embeds the tool, which outlives the command. It ends with the command.
-  struct EndPrefetch {
-    ~EndPrefetch() { end_plot_prefetch(); }
-  } end_prefetch;
-  if (!b.plot.empty()) prefetch_plot_python(embedding() ? "" : b.plot);
-  if (fast || env_is_fast) {
-    // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
-    const char* how = fast ? "--fast" : "MILESTONE_FAST";
-    if (b.plot.empty()) throw InputError(std::string(how) + ": bench " + b.name + " has no figures to re-render");
-    if (!run_topo.path.empty() || !run_topo.sets.empty())
-      throw InputError(std::string(how) + ": the committed results are for the bench's own topology (" +
-                       (b.topology.empty() ? std::string("default.yaml") : b.topology) + "); --topology and --set need a full run");
-    const std::string committed = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.json;
-    const std::string json = ctx.out_dir + "/" + b.json;
-    const std::string committed_csv = data_dir() + "/docs/diagrams/" + b.domain + "/" + b.csv();
-    // Everything is checked before anything is written: the figure script reads (and
-    // validates) the committed file itself, so an error names it, not a copy.
-    const std::string json_text = read_file(committed), csv_text = read_file(committed_csv);
-    render_figures(b.plot, committed, ctx.out_dir);
-    write_file_atomic(json, json_text);
-    write_file_atomic(ctx.out_dir + "/" + b.csv(), csv_text);
-    cli_printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
-  } else {
-    ctx.out = &cli_out();
-    b.fn(ctx);
-  }
-}
-
 // `plot`: a sweep's figures from its JSON, or a bench's re-rendered from its folder.
 void cmd_plot(const std::string& plot_bench, const std::string& plot_sweep, const std::string& plot_in,
               const std::string& plot_out) {
@@ -325,9 +244,9 @@ void cmd_plot(const std::string& plot_bench, const std::string& plot_sweep, cons
     return;
   }
   if (plot_bench.empty()) throw InputError("plot: give --bench NAME or --sweep FILE");
-  const BenchInfo& b = bench_or_error(plot_bench);
+  const BenchInfo& b = api::bench_or_error(plot_bench);
   if (b.plot.empty()) throw InputError("--bench " + plot_bench + ": this bench has no figures to re-render");
-  const std::string in = plot_in.empty() ? std::string(kDefaultOutRoot) + "/" + b.domain : plot_in;
+  const std::string in = api::bench_out_dir(b, plot_in);
   if (std::filesystem::is_regular_file(in))
     throw InputError("--in " + in + ": is a file; give the folder that holds " + b.json);
   const std::string json = in + "/" + b.json;
@@ -469,7 +388,9 @@ int cli_run(const std::vector<std::string>& argv_words) {
       if (list_json) cmd_list_json();
       else cmd_list();
     } else if (run->parsed()) {
-      cmd_run(bench_name, run_topo, out_dir, backend, fast);
+      api::BenchRequest r;
+      r.bench = bench_name, r.topology = run_topo.request(), r.out = out_dir, r.backend = backend, r.fast = fast;
+      api::run_bench(r);
     } else if (eval->parsed()) {
       for (std::size_t i = 0; i < eval_cmds.size(); ++i)
         if (eval_cmds[i]->parsed()) cmd_eval(*evals[i]);

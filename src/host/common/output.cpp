@@ -618,4 +618,19 @@ void cli_printf(const char* format, ...) {
   va_end(again);
 }
 
+// A user's text in a one-line message: control characters written as \xNN.
+std::string escape_text(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace kb

@@ -98,6 +98,9 @@ std::string data_dir();
 // module's own (its process is python, so the binary's folder says nothing). Empty: none.
 void set_data_dir(const std::string& path);
 
+// A user's text in a one-line message: control characters written as \xNN.
+std::string escape_text(const std::string& s);
+
 // ---- running a command in another program's process (the Python module) ------------------
 
 // Where the text a terminal user reads goes when a command runs in another program's

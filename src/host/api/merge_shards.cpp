@@ -1,5 +1,5 @@
-// `merge`: the outputs of a sweep's shards, each checked field by field, combined into the
-// output of one run.
+// `merge` (the typed API's MergeRequest): the outputs of a sweep's shards, each checked field
+// by field, combined into the output of one run.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -8,14 +8,14 @@
 #include <tuple>
 #include <vector>
 
-#include "cmd_family.h"
+#include "merge_shards.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 #include "host/sweep/merge.h"
 #include "host/topology/fields.h"
 #include "host/study/sweep_report.h"
 
-namespace kb {
+namespace kb::api {
 
 namespace fs = std::filesystem;
 
@@ -205,19 +205,9 @@ SweepOutcome outcome_of_request(const Part& p0) {
 
 }  // namespace
 
-CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand(
-      "merge", "combine the outputs of a sweep's shards (sweep ... --shard I/N --out FILE) into the output of one run");
-  cmd->add_option("files", a.files, "the shards' JSON files, every shard of one sweep once")->required();
-  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
-  cmd->add_option("--out", a.out, "also write the JSON to FILE");
-  cmd->add_option("--csv", a.csv, "also write the reported configs to FILE as CSV");
-  a.max_ops.add(cmd, "; the re-check passes over larger configs");
-  return cmd;
-}
-
-void cmd_merge(const MergeArgs& a) {
-  const std::int64_t max_ops = a.max_ops.value();
+void merge(const MergeRequest& a, SweepReporter& reporter) {
+  const std::int64_t max_ops = a.max_ops ? parse_max_ops(*a.max_ops) : kDefaultMaxOps;
+  if (a.files.empty()) throw InputError("merge: give the shards' files");
   check_output_path("--out", a.out, "sweep.json");
   check_output_path("--csv", a.csv, "sweep.csv");
   {
@@ -257,7 +247,7 @@ void cmd_merge(const MergeArgs& a) {
   }
   o.merged = {{"shards", shards}};
   o.max_ops = max_ops;
-  report_sweep(o, a.json, a.out, a.csv);
+  reporter.finished(o, a.json, a.out, a.csv);
 }
 
-}  // namespace kb
+}  // namespace kb::api
