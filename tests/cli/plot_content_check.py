@@ -95,6 +95,39 @@ def decode(tmp: str) -> None:
         check(f"{name}: a line per case", len(p.get("legend", [])) == len(drawn) == 4 and p.get("lines", 0) >= 4, p)
 
 
+def llm(tmp: str) -> None:
+    path = os.path.join(src, "docs/diagrams/llm_inference/llm_inference.json")
+    doc = load("docs/diagrams/llm_inference/llm_inference.json")
+    figs = render("plot_llm", path, tmp)
+    valid = lambda part: [r for r in doc[part] if r["status"] == "valid"]  # noqa: E731
+    step, speed = (figs.get("llm_decode.png", [{}, {}]) + [{}, {}])[:2]
+    ctx_ok = [c for c in doc["context_values"] if any(r["context"] == c for r in valid("decode"))]
+    want = [e for c in doc["context_values"] for e in
+            ([f"context {c}: TPOT (best mapping)"] if c in ctx_ok else []) + [f"context {c}: memory bound"]]
+    check("llm decode: a TPOT line per context with a valid point, a memory bound per context",
+          step.get("legend") == want and step.get("lines") == len(want), step)
+    check("llm decode: a tokens/s line per context with a valid point",
+          speed.get("legend") == [f"context {c}" for c in ctx_ok] and speed.get("lines") == len(ctx_ok), speed)
+    pre = figs.get("llm_prefill.png", [{}])[0]
+    check("llm prefill: TTFT, its bound and attention; a label per valid prompt",
+          pre.get("lines") == 3 and pre.get("texts") == len(valid("prefill")), pre)
+    bd = figs.get("llm_breakdown.png", [{}])[0]
+    check("llm breakdown: a bar per kind per valid point", bd.get("bars") == 5 * len(valid("breakdown")), bd)
+    panels = [p for p in figs.get("llm_mappings.png", []) if p.get("title")]
+    batches = sorted({r["batch"] for r in doc["mappings"]})
+    check("llm mappings: a panel per batch", [p["title"] for p in panels] == [f"batch {b}, context 4096" for b in batches],
+          [p.get("title") for p in panels])
+    tps, pps = sorted({r["mapping"]["tp"] for r in doc["mappings"]}), sorted({r["mapping"]["pp"] for r in doc["mappings"]})
+    for b, p in zip(batches, panels):
+        n = sum(1 for r in doc["mappings"] if r["batch"] == b)
+        check(f"llm mappings batch {b}: a pp x tp grid, a cell label per mapping",
+              p.get("images") == [[len(pps), len(tps)]] and p.get("texts") == n, p)
+    des = figs.get("llm_design.png", [{}])[0]
+    arrays = sorted({r["matrix"] for r in valid("design")})
+    check("llm design: a line per PE array size",
+          des.get("legend") == [f"{a}x{a} PE arrays" for a in arrays] and des.get("lines") == len(arrays), des)
+
+
 def sweep(tmp: str) -> None:
     path = os.path.join(tmp, "sweep.json")
     r = subprocess.run([exe, "sweep", "gemm", "--m", "64:1024:*2", "--n", "64,256", "--k", "64", "--pes", "1,2,4",
@@ -118,7 +151,7 @@ def sweep(tmp: str) -> None:
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        for f in (gemm, ccl, decode, sweep):
+        for f in (gemm, ccl, decode, llm, sweep):
             f(tmp)
     for f in failures:
         print(f)

@@ -34,6 +34,7 @@ import kbplot  # noqa: E402
 import plot_ccl  # noqa: E402
 import plot_decode  # noqa: E402
 import plot_gemm  # noqa: E402
+import plot_llm  # noqa: E402
 
 NAN = "@NAN@"  # written as the bare token NaN, which json.dumps would not produce from a string
 
@@ -59,6 +60,7 @@ def setter(path, value):
 GEMM = load("docs/diagrams/gemm/gemm_sweep.json")
 CCL = load("docs/diagrams/ccl/allreduce_sweep.json")
 DECODE = load("docs/diagrams/gqa_decode_4cases/sweep.json")
+LLM = load("docs/diagrams/llm_inference/llm_inference.json")
 
 CASES = {
     "gemm": (plot_gemm, GEMM, {
@@ -108,6 +110,20 @@ CASES = {
         "winner case 7": setter(["winner", "case"], 7),
         "no topology": setter(["topology"], ...),
         "series point of length 0": lambda d: [c.update(s_kv=0) for c in d["configs"] if c.get("series") == "s_kv"],
+    }),
+    "llm": (plot_llm, LLM, {
+        "NaN tokens/s": setter(["decode", 0, "tokens_per_s"], NAN),
+        "zero step": setter(["decode", 0, "step_ps"], 0),
+        "a negative attention time": setter(["prefill", 0, "attention_ps"], -1),
+        "an unknown tp level": setter(["decode", 0, "mapping", "tp_level"], "rack"),
+        "no mapping": setter(["prefill", 0, "mapping"], ...),
+        "a real batch": setter(["mappings", 0, "batch"], 1.5),
+        "no decode rows": setter(["decode"], ...),
+        "no memory bound": setter(["decode", 0, "memory_bound_ps"], ...),
+        "no valid prefill": lambda d: [r.update(status="hbm_overflow") for r in d["prefill"]],
+        "no valid breakdown": lambda d: [r.update(status="hbm_overflow") for r in d["breakdown"]],
+        "no topology": setter(["topology"], ...),
+        "another schema": setter(["schema"], "kernbench-gpu/gemm-sweep"),
     }),
 }
 

@@ -411,7 +411,8 @@ def _unlink_quiet(p: str) -> None:
 
 def describe(fig) -> list[dict]:
     """What a figure shows, panel by panel (axes holding something): its title, axis labels,
-    the lines, bars and scatter points drawn, and the legend's entries. With the environment
+    the lines, bars and scatter points drawn, the images' shapes, the annotations, and the
+    legend's entries. With the environment
     variable KERNBENCH_PLOT_DESCRIBE=FILE, save_all_atomic writes this for every figure to
     FILE as JSON (the figure tests read it)."""
     panels = []
@@ -427,6 +428,8 @@ def describe(fig) -> list[dict]:
             "bars": sum(1 for p in ax.patches if type(p).__name__ == "Rectangle"),
             "points": sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets")),
             "tables": len(ax.tables),
+            "images": [list(im.get_array().shape) for im in ax.images],
+            "texts": len(ax.texts),
             "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
         })
     return panels

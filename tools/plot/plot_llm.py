@@ -244,6 +244,11 @@ def read(path: str):
     bars = [r for r in rows(doc, "breakdown", path, ["batch", "context"]) if r["status"] == "valid"]
     maps = rows(doc, "mappings", path, ["batch"])
     design = rows(doc, "design", path, ["hbm_bandwidth_gbps", "matrix"])
+    # Figures that would be empty: the document is refused before anything is drawn.
+    if not any(r["status"] == "valid" for r in prefill):
+        raise InputError(path, "prefill: no valid point (no prompt length fits the machine): nothing to draw")
+    if not bars:
+        raise InputError(path, "breakdown: no valid point: nothing to draw")
     return contexts, decode, prefill, bars, maps, design
 
 
