@@ -22,7 +22,7 @@ void run_gemm_milestone(BenchContext& ctx) {
   Study study(fam, resolve_backend(ctx.backend_request));
   for (const Shape& s : gemm_milestone_shapes())
     for (const Variant& v : gemm_milestone_variants()) {
-      const GemmParams p = gemm_milestone_params(s, v);
+      const GemmConfig p = gemm_milestone_params(s, v);
       try {
         validate_gemm(topo, p);
       } catch (const InputError& e) {
@@ -36,7 +36,7 @@ void run_gemm_milestone(BenchContext& ctx) {
   // to 256 (both engines, as every point).
   Study tiles(fam, resolve_backend(ctx.backend_request));
   for (std::int64_t t : gemm_milestone_energy_tiles()) {
-    GemmParams p;
+    GemmConfig p = gemm_request();
     p.m = p.n = p.k = kGemmEnergyDim;
     p.tile_m = p.tile_n = p.tile_k = t;
     try {

@@ -27,6 +27,6 @@ const std::vector<Variant>& gemm_milestone_variants();
 constexpr std::int64_t kGemmEnergyDim = 512;
 const std::vector<std::int64_t>& gemm_milestone_energy_tiles();
 // Shape-major, variant-minor: the order of the bench's outputs.
-GemmParams gemm_milestone_params(const Shape& s, const Variant& v);
+GemmConfig gemm_milestone_params(const Shape& s, const Variant& v);
 
 }  // namespace kb

@@ -32,8 +32,8 @@ const std::vector<Variant>& gemm_milestone_variants() {
   return variants;
 }
 
-GemmParams gemm_milestone_params(const Shape& s, const Variant& v) {
-  GemmParams p;
+GemmConfig gemm_milestone_params(const Shape& s, const Variant& v) {
+  GemmConfig p = gemm_request();
   p.m = s.m, p.n = s.n, p.k = s.k;
   p.tile_m = s.tile_m, p.tile_n = s.tile_n, p.tile_k = s.tile_k;
   p.pes = v.pes, p.cubes = v.cubes, p.buffers = v.buffers;

@@ -13,7 +13,7 @@ namespace kb::testing {
 
 struct RandomCase {
   TopologySpec topo;
-  GemmParams params;
+  GemmConfig params = gemm_request();
 };
 
 inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count, std::uint64_t seed,
@@ -39,7 +39,7 @@ inline std::vector<RandomCase> random_cases(const TopologySpec& base, int count,
     t.ipcq.latency_ns = pick(0, 100);
     t.vector_lanes = pick(1, 128);
     random_energy(t, pick);
-    GemmParams& p = c.params;
+    GemmConfig& p = c.params;
     p.m = pick(1, pick(0, 3) ? 300 : 40);
     p.n = pick(1, 300);
     p.k = pick(1, 300);

@@ -27,7 +27,7 @@ inline std::int64_t gemm_offset(const std::string& name) {
 inline batched::Space gemm_space(const TopologySpec& topo,
                                  const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& axes,
                                  int group_axes) {
-  batched::Space s = make_space<GemmModel>(gemm_config(topo, GemmParams{}));
+  batched::Space s = make_space<GemmModel>(gemm_config(topo, gemm_request()));
   for (const auto& [name, values] : axes) s.axes.push_back({gemm_offset(name), values});
   s.group_axes = group_axes;
   return s;

@@ -63,7 +63,7 @@ TEST_P(GemmParity, EveryMilestoneConfig) {
   bool has_2048_tiles = false;
   for (const Shape& s : gemm_milestone_shapes())
     for (const Variant& v : gemm_milestone_variants()) {
-      const GemmParams p = gemm_milestone_params(s, v);
+      const GemmConfig p = gemm_milestone_params(s, v);
       has_2048_tiles |= ceil_div(p.m, p.tile_m) * ceil_div(p.n, p.tile_n) == 2048;
       configs.push_back(gemm_config(topo, p));
     }
@@ -78,7 +78,7 @@ TEST_P(GemmParity, TenThousandRandomConfigs) {
   int multi_pe = 0, ragged = 0, by[5] = {0, 0, 0, 0, 0}, auto_cols = 0, auto_k = 0, reduced = 0;
   for (const auto& c : cases) {
     configs.push_back(gemm_config(c.topo, c.params));
-    const GemmParams& p = c.params;
+    const GemmConfig& p = c.params;
     multi_pe += p.pes * p.cubes > 1;
     ragged += p.m % p.tile_m != 0 || p.n % p.tile_n != 0 || p.k % p.tile_k != 0;
     const std::int64_t split = configs.back().split;
@@ -108,7 +108,7 @@ TEST_P(GemmParity, LongRegularRuns) {
     for (int df = 0; df < 3; ++df) {
       TopologySpec t = default_topo();
       t.dataflow = static_cast<Dataflow>(df);
-      GemmParams p;
+      GemmConfig p = gemm_request();
       p.m = 1000, p.n = 1030, p.k = 2050;
       p.tile_m = 64, p.tile_n = 32, p.tile_k = 64;
       p.pes = 3, p.cubes = 2, p.buffers = buffers;
@@ -135,7 +135,7 @@ TEST_P(GemmParity, ManyPartialSumsToOneOwner) {
           t.ipcq.latency_ns = port == 16 ? 0 : 30;
           t.vector_lanes = lanes;
           t.hbm_latency_ns = 11;
-          GemmParams p;
+          GemmConfig p = gemm_request();
           p.m = 8 + pes % 3, p.n = 16 + pes % 5, p.k = k;
           p.tile_m = 8, p.tile_n = 16, p.tile_k = 3 + pes % 4;
           p.pes = pes, p.cubes = 1 + pes % 2, p.buffers = 1 + pes % 2;
@@ -173,7 +173,7 @@ TEST_P(GemmParity, EverySplitOfSmallTileGrids) {
         for (std::int64_t cubes = 1; cubes <= t.cubes_per_sip(); ++cubes)
           for (std::int64_t pes = 1; pes <= t.pes_per_cube(); ++pes)
             for (std::int64_t split : {kGemmSplitRows, kGemmSplitCols, kGemmSplitRowsK, kGemmSplitColsK}) {
-            GemmParams p;
+            GemmConfig p = gemm_request();
             p.split = split;
             p.tile_m = 3, p.tile_n = 2, p.tile_k = 2;
             p.m = tm * 3 - (ragged & 1 ? 1 : 0);

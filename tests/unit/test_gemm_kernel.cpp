@@ -13,9 +13,9 @@ namespace {
 
 using kb::unittest::tiny;
 
-GemmParams params(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t t, std::int64_t pes = 1,
+GemmConfig params(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t t, std::int64_t pes = 1,
                   std::int64_t cubes = 1, std::int64_t buffers = 1) {
-  GemmParams p;
+  GemmConfig p = gemm_request();
   p.m = m, p.n = n, p.k = k;
   p.tile_m = p.tile_n = p.tile_k = t;
   p.pes = pes, p.cubes = cubes, p.buffers = buffers;
@@ -79,7 +79,7 @@ TEST(GemmKernel, InvalidRequestsAreErrors) {
   }
   // Split-K adds partial-sum slots: 64x64 tiles fill the 64 KiB double-buffered, so two
   // 16 KiB slots do not fit (one tile of 4 k-slices over 2 PEs: one to send, one to receive).
-  GemmParams k = params(64, 64, 256, 64, 2, 1, 2);
+  GemmConfig k = params(64, 64, 256, 64, 2, 1, 2);
   validate_gemm(t, k);
   k.split = kGemmSplitRowsK;
   try {
@@ -94,7 +94,7 @@ TEST(GemmKernel, InvalidRequestsAreErrors) {
 
 // Data mode: the simulated kernel computes the product; compare with float64. Returns the
 // run's op count.
-std::int64_t check_numerics(const GemmParams& p, std::uint64_t seed) {
+std::int64_t check_numerics(const GemmConfig& p, std::uint64_t seed) {
   RuntimeContext ctx(tiny(), ContextOptions{true});
   const GemmTensors t = gemm_tensors(ctx, p, seed);
   ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
@@ -127,7 +127,7 @@ std::int64_t check_numerics(const GemmParams& p, std::uint64_t seed) {
 
 TEST(GemmKernel, DataModeMatchesFloat64) {
   check_numerics(params(4, 4, 4, 4), 1);
-  GemmParams p = params(37, 29, 45, 8, 2, 2, 2);
+  GemmConfig p = params(37, 29, 45, 8, 2, 2, 2);
   p.tile_k = 16;
   p.tile_n = 12;
   check_numerics(p, 2);
@@ -140,11 +140,11 @@ TEST(GemmKernel, SplitKDataModeMatchesFloat64) {
     for (std::int64_t buffers = 1; buffers <= 2; ++buffers) {
       // 3 x 3 tiles of 15 slices over 2 cubes of 2 PEs: cube 0's block has 3 tiles, so a
       // tile falls to both of its PEs.
-      GemmParams p = params(17, 14, 45, 8, 2, 2, buffers);
+      GemmConfig p = params(17, 14, 45, 8, 2, 2, buffers);
       p.tile_n = 5, p.tile_k = 3, p.split = split;
       const std::int64_t tiles = 3 * 3, kt = 15;
       EXPECT_GT(check_numerics(p, 4 + static_cast<std::uint64_t>(split)), tiles * (3 * kt + 1));  // partials were sent
-      GemmParams one = params(5, 6, 33, 6, 2, 1, buffers);  // one tile, its 11 slices on 2 PEs
+      GemmConfig one = params(5, 6, 33, 6, 2, 1, buffers);  // one tile, its 11 slices on 2 PEs
       one.tile_k = 3, one.split = split;
       EXPECT_EQ(check_numerics(one, 9), 3 * 11 + 1 + 5);  // and one partial sum: 2 hops, signal, wait, add
     }
@@ -162,7 +162,7 @@ namespace {
 // closed form and the reference engine's op-by-op run agree.
 TEST(GemmModel, WorkedExampleBothBufferings) {
   for (const auto& [buffers, latency] : {std::pair<std::int64_t, std::int64_t>{2, 184000}, {1, 298000}}) {
-    GemmParams p = params(8, 8, 12, 4, 1, 1, buffers);
+    GemmConfig p = params(8, 8, 12, 4, 1, 1, buffers);
     p.tile_k = 8;
     const GemmResult r = gemm_model(gemm_config(tiny(), p));
     ASSERT_EQ(r.status, kGemmOk);
@@ -175,7 +175,7 @@ TEST(GemmModel, WorkedExampleBothBufferings) {
 
 // docs/model.md section 14.4: the same GEMM's counts and energy, by hand, on both engines.
 TEST(GemmModel, WorkedExampleEnergy) {
-  GemmParams p = params(8, 8, 12, 4, 1, 1, 2);
+  GemmConfig p = params(8, 8, 12, 4, 1, 1, 2);
   p.tile_k = 8;
   const GemmConfig c = gemm_config(tiny(), p);
   const GemmResult r = gemm_model(c);
@@ -198,7 +198,7 @@ TEST(GemmModel, WorkedExampleEnergy) {
 
 // An energy past int64 is a status, never a wrapped value.
 TEST(GemmModel, EnergyPastInt64IsAnOverflow) {
-  GemmParams p = params(8, 8, 12, 4, 1, 1, 2);
+  GemmConfig p = params(8, 8, 12, 4, 1, 1, 2);
   const GemmConfig base = gemm_config(tiny(), p);
   GemmConfig c = base;
   c.hw.pe_static_mw = c.hw.cube_static_mw = c.hw.sip_static_mw = 1000000000;  // 10^9 mW each
@@ -211,7 +211,7 @@ TEST(GemmModel, EnergyPastInt64IsAnOverflow) {
 }
 
 TEST(GemmModel, BadHardwareInABatchIsAStatus) {
-  GemmParams p = params(64, 64, 64, 32);
+  GemmConfig p = params(64, 64, 64, 32);
   GemmConfig c = gemm_config(tiny(), p);
   c.hw.matrix_rows = 0;
   EXPECT_EQ(gemm_model(c).status, kGemmBadHardware);
@@ -227,17 +227,17 @@ TEST(GemmModel, TimesThatWouldOverflowAreRefused) {
   t.sram_kib = INT64_C(1) << 30;
   t.hbm_capacity_mib = INT64_C(1) << 30;
   t.clock_mhz = 100000;
-  const GemmParams big = params(262144, 262144, 262144, 262144);
+  const GemmConfig big = params(262144, 262144, 262144, 262144);
   EXPECT_EQ(gemm_model(gemm_config(t, big)).status, kGemmTimeOverflow);
   EXPECT_THROW(validate_gemm(t, big), InputError);
   // Many small steps whose sum overflows.
-  GemmParams many = params(1 << 20, 1 << 20, 1 << 20, 1);
+  GemmConfig many = params(1 << 20, 1 << 20, 1 << 20, 1);
   const GemmResult r = gemm_model(gemm_config(t, many));
   EXPECT_EQ(r.status, kGemmTimeOverflow);
   EXPECT_EQ(r.mac_cycles, 0);  // an invalid config's result is its status alone
   EXPECT_EQ(r.matrix_busy_ps, 0);
   // Below the limit everything is representable and both engines agree.
-  const GemmParams ok = params(64, 64, 64, 16);
+  const GemmConfig ok = params(64, 64, 64, 16);
   EXPECT_EQ(gemm_model(gemm_config(t, ok)).status, kGemmOk);
 }
 

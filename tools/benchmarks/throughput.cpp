@@ -26,7 +26,7 @@ namespace {
 TopologySpec topo() { return load_topology(data_dir() + "/topologies/default.yaml"); }
 
 // The 2048-tile config: square-4096 on 8 PEs of one cube.
-GemmParams big() {
+GemmConfig big() {
   const auto& s = gemm_milestone_shapes().back();
   return gemm_milestone_params(s, gemm_milestone_variants()[2]);
 }
@@ -85,7 +85,7 @@ BENCHMARK(BM_Batched2048TilesCuda)->UseRealTime()->Unit(benchmark::kMillisecond)
 // Reference engine on one thread: the whole 2048-tile GEMM (graph built and simulated).
 void BM_Reference2048Tiles(benchmark::State& state) {
   const TopologySpec t = topo();
-  const GemmParams p = big();
+  const GemmConfig p = big();
   std::int64_t events = 0;
   for (auto _ : state) {
     const GemmReference r = run_gemm_reference(t, p);
@@ -352,7 +352,7 @@ BENCHMARK(BM_BatchedLlmDecodeOmp)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTi
 // Sweep: configs generated from a flat index and reduced to the best per shape.
 batched::Space sweep_space() {
   const Family& f = family("gemm");
-  batched::Space s = make_space<GemmModel>(gemm_config(topo(), GemmParams{}));
+  batched::Space s = make_space<GemmModel>(gemm_config(topo(), gemm_request()));
   const std::pair<const char*, std::vector<std::int64_t>> axes[] = {
       {"m", {8, 32, 2048}}, {"n", {1024, 10240}}, {"k", {8192}}, {"tile_m", {8, 32, 64, 128}}, {"tile_n", {64, 128, 256}},
       {"tile_k", {64, 128, 256, 512}}, {"pes", {1, 2, 4, 8}}, {"cubes", {1, 2, 4, 8}}, {"buffers", {1, 2}}};

@@ -6,31 +6,21 @@
 
 namespace kb {
 
-GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p) {
+GemmConfig gemm_request(std::int64_t m, std::int64_t n, std::int64_t k) {
   GemmConfig c{};
-  c.hw = topo.hw();
-  c.m = p.m;
-  c.n = p.n;
-  c.k = p.k;
-  c.tile_m = p.tile_m;
-  c.tile_n = p.tile_n;
-  c.tile_k = p.tile_k;
-  c.pes = p.pes;
-  c.cubes = p.cubes;
-  c.buffers = p.buffers;
-  c.split = p.split;
-  c.b_bytes = p.b_bytes;
-  gemm_resolve_split(c);  // as every output reports it
+  c.m = m, c.n = n, c.k = k;
+  c.tile_m = c.tile_n = c.tile_k = 128;
+  c.pes = c.cubes = 1;
+  c.buffers = 2;
+  c.split = kGemmSplitAuto;
+  c.b_bytes = 2;
   return c;
 }
 
-GemmParams gemm_params(const GemmConfig& c) {
-  GemmParams p;
-  p.m = c.m, p.n = c.n, p.k = c.k;
-  p.tile_m = c.tile_m, p.tile_n = c.tile_n, p.tile_k = c.tile_k;
-  p.pes = c.pes, p.cubes = c.cubes, p.buffers = c.buffers, p.split = c.split;
-  p.b_bytes = gemm_b_bytes(c);
-  return p;
+GemmConfig gemm_config(const TopologySpec& topo, GemmConfig c) {
+  c.hw = topo.hw();
+  gemm_resolve_split(c);  // as every output reports it
+  return c;
 }
 
 std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
@@ -67,13 +57,13 @@ std::string gemm_status_message(std::int32_t status, const GemmConfig& c) {
   return "unknown status " + s(status);
 }
 
-void validate_gemm(const TopologySpec& topo, const GemmParams& p) {
-  const GemmConfig c = gemm_config(topo, p);
+void validate_gemm(const TopologySpec& topo, const GemmConfig& asked) {
+  const GemmConfig c = gemm_config(topo, asked);
   const std::int32_t st = gemm_check(c);
   if (st != kGemmOk) throw InputError(gemm_status_message(st, c));
 }
 
-GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed) {
+GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmConfig& p, std::uint64_t seed) {
   Placement rep{Split::replicate, p.cubes, 1, 0};
   const GemmConfig c = gemm_config(ctx.topology(), p);
   const bool by_cols = gemm_split_by_cols(c.split);
@@ -98,7 +88,7 @@ GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t
   return t;
 }
 
-void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
+void gemm_kernel(PeProgram& prog, const GemmConfig& p, const GemmTensors& t) {
   const std::int64_t tiles_m = ceil_div(p.m, p.tile_m), tiles_n = ceil_div(p.n, p.tile_n);
   const std::int64_t kt = ceil_div(p.k, p.tile_k);
   const CubeTiles block = gemm_cube_tiles(tiles_m, tiles_n, p.cubes, t.split, prog.rank().cube);
@@ -122,7 +112,7 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   std::vector<SramBuf> abuf, bbuf, cbuf;
   for (std::int64_t b = 0; b < nb; ++b) {
     abuf.push_back(prog.sram(2 * p.tile_m * p.tile_k, DType::f16));
-    bbuf.push_back(prog.sram(p.b_bytes * p.tile_k * p.tile_n, gemm_b_dtype(p)));
+    bbuf.push_back(prog.sram(gemm_b_bytes(p) * p.tile_k * p.tile_n, gemm_b_dtype(p)));
     cbuf.push_back(prog.sram(4 * p.tile_m * p.tile_n, DType::f32));
   }
 
@@ -211,18 +201,18 @@ void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t) {
   }
 }
 
-std::int64_t gemm_graph_ops(const GemmParams& p) {
+std::int64_t gemm_graph_ops(const GemmConfig& p) {
   auto tiles = [](std::int64_t n, std::int64_t t) { return ceil_div(n, t > 0 ? t : 1); };
   const std::int64_t per_tile = sat_add(sat_mul(3, tiles(p.k, p.tile_k)), 1);
   return sat_add(sat_mul(sat_mul(tiles(p.m, p.tile_m), tiles(p.n, p.tile_n)), per_tile), sat_mul(5, sat_mul(p.pes, p.cubes)));
 }
 
-std::int64_t gemm_reference_ops(const GemmConfig& c) { return gemm_graph_ops(gemm_params(c)); }
+std::int64_t gemm_reference_ops(const GemmConfig& c) { return gemm_graph_ops(c); }
 
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& asked, const std::string* trace_path,
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmConfig& asked, const std::string* trace_path,
                                  KernelValues* data) {
   validate_gemm(topo, asked);
-  const GemmParams p = gemm_params(gemm_config(topo, asked));  // the split resolved
+  const GemmConfig p = gemm_config(topo, asked);  // the split resolved
   const std::int64_t ops = gemm_graph_ops(p);
   RuntimeContext ctx(topo, ContextOptions{data != nullptr});
   ctx.limit_ops(ops);
@@ -250,8 +240,8 @@ GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& ask
 }
 
 void gemm_compose(RuntimeContext& ctx, const GemmConfig& c) {
-  validate_gemm(ctx.topology(), gemm_params(c));
-  const GemmParams p = gemm_params(gemm_config(ctx.topology(), gemm_params(c)));
+  validate_gemm(ctx.topology(), c);
+  const GemmConfig p = gemm_config(ctx.topology(), c);
   const GemmTensors t = gemm_tensors(ctx, p, 0);
   ctx.set_resident(t.b);  // the weights
   ctx.launch("gemm", LaunchGrid{1, p.cubes, p.pes}, gemm_kernel, p, t);
@@ -259,7 +249,7 @@ void gemm_compose(RuntimeContext& ctx, const GemmConfig& c) {
 }
 
 GemmResult gemm_reference(const GemmConfig& c, const std::string* trace_path, KernelValues* data) {
-  const GemmReference ref = run_gemm_reference(topology_of(c.hw), gemm_params(c), trace_path, data);
+  const GemmReference ref = run_gemm_reference(topology_of(c.hw), c, trace_path, data);
   const engine::Summary& s = ref.report.summary;
   GemmResult r{};
   r.status = kGemmOk;

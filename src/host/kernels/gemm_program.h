@@ -9,24 +9,17 @@
 
 namespace kb {
 
-struct GemmParams {
-  std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t tile_m = 128, tile_n = 128, tile_k = 128;
-  std::int64_t pes = 1;    // per cube
-  std::int64_t cubes = 1;  // of SIP 0
-  std::int64_t buffers = 2;
-  std::int64_t split = kGemmSplitAuto;  // GemmSplit
-  std::int64_t b_bytes = 2;             // B's values: 2 (fp16) or 1 (fp8, e4m3)
-};
+// A GEMM request's defaults: 128-square tiles, one PE of one cube, two buffer sets, the
+// split automatic, fp16 B; the shape and the machine (gemm_config) are the caller's.
+GemmConfig gemm_request(std::int64_t m = 0, std::int64_t n = 0, std::int64_t k = 0);
 // The type B's values are held in.
-inline DType gemm_b_dtype(const GemmParams& p) { return p.b_bytes == 1 ? DType::fp8 : DType::f16; }
+inline DType gemm_b_dtype(const GemmConfig& c) { return gemm_b_bytes(c) == 1 ? DType::fp8 : DType::f16; }
 
-// The flat config of the batched model for these params on this topology.
-GemmConfig gemm_config(const TopologySpec& topo, const GemmParams& p);
-GemmParams gemm_params(const GemmConfig& c);
+// `c` on this topology's machine, its split resolved as every output reports it.
+GemmConfig gemm_config(const TopologySpec& topo, GemmConfig c);
 // Throws InputError naming the problem when the request cannot run (the validity check
 // only: nothing of the batched model's timing).
-void validate_gemm(const TopologySpec& topo, const GemmParams& p);
+void validate_gemm(const TopologySpec& topo, const GemmConfig& c);
 std::string gemm_status_message(std::int32_t status, const GemmConfig& c);
 
 struct GemmTensors {
@@ -40,9 +33,9 @@ struct GemmTensors {
 // Places A and B (replicated in each used cube) and C (over the used cubes in whole tile
 // rows or tile columns, as the split says), random inputs when `seed` is non-zero; with
 // split-K, allocates the partial-sum slots (gemm_k_slots) on every PE of the launch.
-GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmParams& p, std::uint64_t seed);
+GemmTensors gemm_tensors(RuntimeContext& ctx, const GemmConfig& p, std::uint64_t seed);
 // The program of one PE rank.
-void gemm_kernel(PeProgram& prog, const GemmParams& p, const GemmTensors& t);
+void gemm_kernel(PeProgram& prog, const GemmConfig& p, const GemmTensors& t);
 
 struct GemmReference {
   RunReport report;
@@ -50,7 +43,7 @@ struct GemmReference {
 // Builds, launches and simulates the GEMM on the reference engine.
 // With `data`: in data mode, A and B from data->in[0] and [1] (row-major [m, k], [k, n]), and
 // C [m, n] left in data->out.
-GemmReference run_gemm_reference(const TopologySpec& topo, const GemmParams& p, const std::string* trace_path = nullptr,
+GemmReference run_gemm_reference(const TopologySpec& topo, const GemmConfig& c, const std::string* trace_path = nullptr,
                                  KernelValues* data = nullptr);
 // The family's reference program: the figures of a config from the reference engine (and
 // its closed-form roofline), as a GemmResult; a Chrome trace when `trace` is not null.
@@ -62,7 +55,7 @@ void gemm_compose(RuntimeContext& ctx, const GemmConfig& c);
 // The ops the reference program builds for `p` (tiles auto-resolved), at most: per output
 // tile a load pair and a matmul per K step and a store, and with split-K each PE's partial
 // sent (two port copies, a signal, a wait, an add).
-std::int64_t gemm_graph_ops(const GemmParams& p);
+std::int64_t gemm_graph_ops(const GemmConfig& p);
 std::int64_t gemm_reference_ops(const GemmConfig& c);
 
 }  // namespace kb
