@@ -38,10 +38,12 @@ struct HostFigures {
 };
 HostFigures figures_host(Family f, const void* config, int pareto);
 
-// A family defined outside the one list (families.h), registered at run time: a test
-// tree's family, or a plug-in's. It runs on the OpenMP system (the CUDA backend compiles
-// the families of the list only). extension_family.h builds one from a Model.
-struct ExtensionFamily {
+// A family's batched part on the host, as one table of functions serves every family: those
+// of the one list (families.h, from the generated units) and those registered at run time
+// (a test tree's family, or a plug-in's: extension_family.h builds one from a Model). An
+// extension runs on the OpenMP system (the CUDA backend compiles the families of the list
+// only).
+struct FamilyOps {
   const char* name = "";
   std::size_t config_size = 0, result_size = 0, hw_offset = 0;
   int statuses = 0;
@@ -53,9 +55,9 @@ struct ExtensionFamily {
   SweepSummary (*sweep_omp)(const Space& space, const Reductions& red, std::int64_t chunk) = nullptr;
 };
 // Records an extension family and returns its id (after those of the list).
-Family register_extension(const ExtensionFamily& e);
-// Its record; std::logic_error for an id that is neither listed nor registered.
-const ExtensionFamily& extension(Family f);
+Family register_extension(const FamilyOps& e);
+// A family's functions; std::logic_error for an id that is neither listed nor registered.
+const FamilyOps& family_ops(Family f);
 bool is_extension(Family f);
 
 // OpenMP (Thrust's OpenMP system). threads <= 0: the OpenMP default.

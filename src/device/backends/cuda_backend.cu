@@ -39,7 +39,7 @@ namespace {
 // The CUDA backend compiles the families of the list only; an extension family runs on the
 // OpenMP system.
 [[noreturn]] void not_listed(Family f) {
-  throw DeviceUnavailable(std::string("family ") + extension(f).name +
+  throw DeviceUnavailable(std::string("family ") + family_ops(f).name +
                           " is an extension family, built for the OpenMP system only: use --backend omp");
 }
 }  // namespace
