@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "host/kernels/allreduce_program.h"
+#include "host/families/collective/allreduce_program.h"
 
 namespace kb {
 

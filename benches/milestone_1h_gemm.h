@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "host/kernels/gemm_program.h"
+#include "host/families/gemm/gemm_program.h"
 
 namespace kb {
 

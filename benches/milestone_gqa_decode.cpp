@@ -15,7 +15,7 @@
 #include "host/common/output.h"
 #include "host/common/table.h"
 #include "host/families/family.h"
-#include "host/kernels/decode_program.h"
+#include "host/families/decode/decode_program.h"
 #include "host/study/bench_writer.h"
 #include "host/study/study.h"
 #include "milestone_gqa_decode.h"

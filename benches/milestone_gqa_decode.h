@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "host/kernels/decode_program.h"
+#include "host/families/decode/decode_program.h"
 
 namespace kb {
 

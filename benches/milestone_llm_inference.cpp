@@ -16,7 +16,7 @@
 #include "host/common/parallel.h"
 #include "host/common/table.h"
 #include "host/families/family.h"
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "host/llm/model_file.h"
 #include "host/study/bench_writer.h"
 #include "host/study/study.h"

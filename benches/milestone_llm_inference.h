@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "host/topology/spec.h"
 
 namespace kb {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli_run.h"
-#include "device/models/collective.h"
+#include "device/models/collective/collective.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include "energy_check.h"
 #include "wide_ranges.h"
-#include "host/kernels/allreduce_program.h"
+#include "host/families/collective/allreduce_program.h"
 #include "host/topology/load.h"
 
 namespace kb::testing {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "energy_check.h"
-#include "host/kernels/gemm_program.h"
+#include "host/families/gemm/gemm_program.h"
 
 namespace kb::testing {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "host/families/family.h"
-#include "host/kernels/gemm_program.h"
+#include "host/families/gemm/gemm_program.h"
 #include "host/sweep/backend.h"
 #include "host/topology/fields.h"
 

@@ -8,7 +8,7 @@
 #include "benches/milestone_1h_ccl.h"
 #include "random_allreduce.h"
 #include "host/families/family.h"
-#include "host/kernels/allreduce_program.h"
+#include "host/families/collective/allreduce_program.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"

@@ -12,7 +12,7 @@
 #include "energy_check.h"
 #include "wide_ranges.h"
 #include "host/families/family.h"
-#include "host/kernels/decode_program.h"
+#include "host/families/decode/decode_program.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"

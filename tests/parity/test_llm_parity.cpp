@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "host/families/family.h"
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "host/llm/model_file.h"
 #include "host/parity/figures.h"
 #include "host/sweep/backend.h"

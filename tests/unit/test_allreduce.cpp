@@ -10,8 +10,8 @@
 #include "topologies.h"
 #include "host/analytical/collectives.h"
 #include "host/common/error.h"
-#include "host/families/allreduce_figures.h"
-#include "host/kernels/allreduce_program.h"
+#include "host/families/collective/allreduce_figures.h"
+#include "host/families/collective/allreduce_program.h"
 #include "host/runtime/numeric.h"
 #include "host/topology/load.h"
 

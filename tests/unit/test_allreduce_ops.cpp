@@ -1,4 +1,4 @@
-// The allreduce model's op count (src/device/models/allreduce_model.h), which decides
+// The allreduce model's op count (src/device/models/collective/allreduce_model.h), which decides
 // whether a config fits the model (kArTooLarge): the transfers in closed form equal what
 // coll_schedule emits, the bound from them is never below the count (and is the count at the
 // pe level), and the check's status is the same whether it counts or bounds. And the HBM
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../parity/random_allreduce.h"
-#include "device/models/allreduce_model.h"
+#include "device/models/collective/allreduce_model.h"
 
 namespace kb {
 namespace {

@@ -1,4 +1,4 @@
-// The allreduce model's replay of a recorded level (src/device/models/allreduce_replay.h, host
+// The allreduce model's replay of a recorded level (src/device/models/collective/allreduce_replay.h, host
 // only): a level of a structure the thread has recorded is timed by replaying the recorded
 // ops with the config's own costs, in one of the orders its earlier configs needed, and taken
 // only where the replay's certificate holds (docs/model.md section 11.11). On many sizes of
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../parity/random_allreduce.h"
-#include "device/models/allreduce_model.h"
+#include "device/models/collective/allreduce_model.h"
 
 namespace kb {
 namespace {

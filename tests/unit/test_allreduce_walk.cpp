@@ -1,4 +1,4 @@
-// The allreduce model's general walk (src/device/models/allreduce_walk.h): the device
+// The allreduce model's general walk (src/device/models/collective/allreduce_walk.h): the device
 // simulator's first pass computed while the transfers are walked, without the op graph, a
 // group's sends that share a resource served in the order of their claims. It must take every
 // level the simulator's first pass certifies (unless one of its tables is too small), and more
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../parity/random_allreduce.h"
-#include "device/models/allreduce_model.h"
+#include "device/models/collective/allreduce_model.h"
 
 namespace kb {
 namespace {

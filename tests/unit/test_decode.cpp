@@ -17,8 +17,8 @@
 #include "topologies.h"
 #include "benches/milestone_gqa_decode.h"
 #include "host/common/error.h"
-#include "device/models/allreduce_model.h"
-#include "host/kernels/decode_program.h"
+#include "device/models/collective/allreduce_model.h"
+#include "host/families/decode/decode_program.h"
 #include "host/runtime/numeric.h"
 #include "host/topology/load.h"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "../parity/random_allreduce.h"
-#include "device/models/allreduce_model.h"
-#include "device/models/decode_model.h"
+#include "device/models/collective/allreduce_model.h"
+#include "device/models/decode/decode_model.h"
 #include "device/sim/event_sim.h"
 
 namespace kb {

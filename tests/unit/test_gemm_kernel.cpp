@@ -5,7 +5,7 @@
 
 #include "topologies.h"
 #include "host/common/error.h"
-#include "host/kernels/gemm_program.h"
+#include "host/families/gemm/gemm_program.h"
 #include "host/topology/load.h"
 
 namespace kb {

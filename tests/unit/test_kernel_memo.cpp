@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "device/common/kernel_memo.h"
-#include "device/models/llm_model.h"
+#include "device/models/llm/llm_model.h"
 #include "topologies.h"
 
 namespace kb {

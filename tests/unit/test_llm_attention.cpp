@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "topologies.h"
 
 namespace kb {

@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "host/common/error.h"
-#include "host/kernels/llm_program.h"
-#include "host/kernels/llm_barrier.h"
+#include "host/families/llm/llm_program.h"
+#include "host/families/llm/llm_barrier.h"
 #include "host/runtime/context.h"
 #include "tiny_llm.h"
 #include "topologies.h"

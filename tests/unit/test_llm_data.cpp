@@ -11,8 +11,8 @@
 #include <random>
 
 #include "host/common/error.h"
-#include "host/kernels/llm_data.h"
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_data.h"
+#include "host/families/llm/llm_program.h"
 #include "host/runtime/context.h"
 #include "tiny_llm.h"
 #include "topologies.h"

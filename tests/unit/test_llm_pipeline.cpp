@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "topologies.h"
 
 namespace kb {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "topologies.h"
 
 namespace kb {

@@ -12,9 +12,9 @@
 #include "../parity/sweep_space.h"
 #include "benches/milestone_1h_ccl.h"
 #include "device/backends/omp_family.h"
-#include "device/models/allreduce_model.h"
-#include "device/models/decode_model.h"
-#include "device/models/gemm_model.h"
+#include "device/models/collective/allreduce_model.h"
+#include "device/models/decode/decode_model.h"
+#include "device/models/gemm/gemm_model.h"
 #include "host/families/family.h"
 #include "host/sweep/backend.h"
 

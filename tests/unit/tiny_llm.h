@@ -2,7 +2,7 @@
 // 2 KV heads) as a config on the default machine, one rank over a cube, for the llm tests.
 #pragma once
 
-#include "host/kernels/llm_program.h"
+#include "host/families/llm/llm_program.h"
 #include "topologies.h"
 
 namespace kb::unittest {

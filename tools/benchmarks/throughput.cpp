@@ -8,14 +8,14 @@
 #include <sstream>
 
 #include "benches/milestone_1h_ccl.h"
-#include "device/models/allreduce_model.h"
+#include "device/models/collective/allreduce_model.h"
 #include "benches/milestone_1h_gemm.h"
 #include "benches/milestone_gqa_decode.h"
 #include "host/api/eval.h"
 #include "host/cli/commands.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
-#include "host/kernels/llm_barrier.h"
+#include "host/families/llm/llm_barrier.h"
 #include "host/llm/model_file.h"
 #include "host/sweep/backend.h"
 #include "host/topology/load.h"

@@ -1,10 +1,10 @@
 // The one list of workload families. Each backend instantiates the generic evaluation and
-// sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm_model.h.
+// sweep engine once per entry: X(id, Model), Model as in src/device/models/gemm/gemm_model.h.
 #pragma once
 
-#include "allreduce_model.h"
-#include "decode_model.h"
-#include "gemm_model.h"
-#include "llm_model.h"
+#include "collective/allreduce_model.h"
+#include "decode/decode_model.h"
+#include "gemm/gemm_model.h"
+#include "llm/llm_model.h"
 
 #define KB_FAMILIES(X) X(gemm, ::kb::GemmModel) X(allreduce, ::kb::AllreduceModel) X(decode, ::kb::DecodeModel) X(llm, ::kb::LlmModel)

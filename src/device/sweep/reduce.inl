@@ -2,7 +2,7 @@
 // per system (thrust::omp in omp_backend.cpp, thrust::cuda in cuda_backend.cu) and per
 // family (families.h). A backend describes its system as `Sys`: Sys::vec<T>, its vector
 // type, Sys::check(), run after kernels, and Sys::kEvalBlock, the consecutive configs one
-// thread evaluates in a row (1: one per thread). A family is a Model (src/device/models/gemm_model.h):
+// thread evaluates in a row (1: one per thread). A family is a Model (src/device/models/gemm/gemm_model.h):
 // Config and Result PODs (Result has `status`, 0 = valid, and `latency_ps`), kStatuses,
 // complete(Config&), evaluate(Config) and cost(kind, Config, Result).
 #pragma once

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../../device/models/collective.h"
+#include "../../device/models/collective/collective.h"
 
 namespace kb::analytical {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "device/models/llm_shape.h"
+#include "device/models/llm/llm_shape.h"
 
 namespace kb {
 

@@ -1,0 +1,231 @@
+// A whole model on the machine: how tensor and pipeline parallelism place it (which ranks
+// hold which shard of the weights and KV cache, and how many bytes each cube's HBM holds),
+// and the bounds no mapping can beat (docs/model.md section 13.2). Pure integer arithmetic,
+// for both engines and the batched model.
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/hw.h"
+#include "../../common/kb_hd.h"
+#include "../../common/units.h"
+#include "../collective/collective.h"
+#include "llm_shape.h"
+
+namespace kb {
+
+enum class LlmPhase : std::int64_t { decode = 0, prefill = 1 };
+
+// A mapping and the work of one step. Tensor parallelism over `tp` ranks of level `tp_level`
+// (CollLevel: PEs of a cube, cubes of a SIP, SIPs, or every PE of some cubes or SIPs, as a
+// collective's ranks are); pipeline parallelism over `pp` stages, each its own SIPs.
+struct LlmRun {
+  std::int64_t phase;         // LlmPhase
+  std::int64_t batch;         // sequences
+  std::int64_t context;       // decode: KV positions each sequence's new token attends to, its own included
+  std::int64_t prompt;        // prefill: tokens of each prompt
+  std::int64_t weight_bytes;  // 1 or 2 bytes a weight
+  std::int64_t kv_bytes;      // 1 or 2 bytes a KV cache value
+  std::int64_t tp, tp_level, pp;
+  // Layers of each stage (--pp-layers), or null (or a first entry of 0): an even split.
+  const std::int16_t* stage_layers = nullptr;
+};
+
+constexpr std::int64_t kLlmMaxStages = 64;
+
+constexpr std::int64_t kLlmMaxBatch = 4096;
+constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
+
+#define KB_LLM_PLACE_STATUSES(X)                                                                        \
+  X(kLlmOk, "valid")                                                                                    \
+  X(kLlmBadField, "bad_field")        /* phase, level, batch, context, prompt or bytes out of range */  \
+  X(kLlmBadTp, "bad_tp")              /* tp outside 1..the level's ranks, or not dividing the heads */  \
+  X(kLlmBadPp, "bad_pp")              /* pp outside 1..min(layers, 64), too few SIPs, or a split that does not fit */ \
+  X(kLlmHbmOverflow, "hbm_overflow")  /* a cube's weights, KV cache and activations exceed its HBM */ \
+  X(kLlmTooLarge, "too_large")        /* the step's FLOPs, bytes or time beyond int64 */               \
+  X(kLlmUnsupported, "unsupported")   /* reserved: every mapping placed is timed */                   \
+  X(kLlmBadKernel, "bad_kernel")      /* a kernel of the layer program its family refuses */
+
+enum LlmPlaceStatus : std::int32_t {
+#define KB_LLM_ENUM(e, name) e,
+  KB_LLM_PLACE_STATUSES(KB_LLM_ENUM)
+#undef KB_LLM_ENUM
+  kLlmPlaceStatusCount
+};
+#define KB_LLM_NAME(e, name) name,
+constexpr const char* kLlmPlaceStatusNames[] = {KB_LLM_PLACE_STATUSES(KB_LLM_NAME)};
+#undef KB_LLM_NAME
+
+// Tokens of one step: a new token per sequence (decode), or every prompt token (prefill).
+KB_HD inline std::int64_t llm_tokens(const LlmRun& r) {
+  return r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.batch : r.batch * r.prompt;
+}
+// KV positions each sequence holds after the step.
+KB_HD inline std::int64_t llm_positions(const LlmRun& r) {
+  return r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prompt;
+}
+
+// How a stage's SIPs, cubes and PEs form its tp ranks: the PEs of one rank, the ranks
+// sharing one cube, and the cubes one rank spreads over.
+struct LlmRanks {
+  std::int64_t sips_per_stage;  // SIPs a pipeline stage occupies
+  std::int64_t ranks_per_cube;  // ranks whose shards share one cube's HBM (pe, hier)
+  std::int64_t cubes_per_rank;  // cubes one rank's shard is spread over (sip)
+  std::int64_t pes_per_rank;    // PEs that compute for one rank
+  std::int64_t cubes_used;      // cubes of the stage's ranks, every stage
+};
+KB_HD inline LlmRanks llm_ranks(const HwConfig& h, const LlmRun& r) {
+  const std::int64_t C = h.cubes_per_sip(), P = h.pes_per_cube(), t = r.tp;
+  LlmRanks k{1, 1, 1, 1, 1};
+  switch (static_cast<CollLevel>(r.tp_level)) {
+    case CollLevel::pe: k = LlmRanks{1, t, 1, 1, 1}; break;
+    case CollLevel::cube: k = LlmRanks{1, 1, 1, P, t}; break;
+    case CollLevel::sip: k = LlmRanks{t, 1, C, C * P, t * C}; break;
+    case CollLevel::hier: {
+      // The first t PEs of the stage: a part of one cube, whole cubes of a SIP, or whole SIPs.
+      const std::int64_t cubes = ceil_div(t, P);
+      k = LlmRanks{ceil_div(cubes, C), t < P ? t : P, 1, 1, cubes};
+      break;
+    }
+  }
+  k.cubes_used *= r.pp;
+  return k;
+}
+
+// Layers of stage s: as --pp-layers gives them, or an even split, the first stages taking
+// one more when it is uneven.
+KB_HD inline bool llm_split_given(const LlmRun& r) { return r.stage_layers != nullptr && r.stage_layers[0] != 0; }
+KB_HD inline std::int64_t llm_stage_layers(const LlmShape& m, const LlmRun& r, std::int64_t s) {
+  if (llm_split_given(r)) return r.stage_layers[s];
+  return m.layers / r.pp + (s < m.layers % r.pp ? 1 : 0);
+}
+// Whether a given split has pp stages (the rest of the list 0), each of at least one layer,
+// adding up to the model's layers; true for an even split.
+KB_HD inline bool llm_split_fits(const LlmShape& m, const LlmRun& r) {
+  if (!llm_split_given(r)) return true;
+  std::int64_t sum = 0;
+  for (std::int64_t s = 0; s < kLlmMaxStages; ++s) {
+    const std::int64_t l = r.stage_layers[s];
+    if (s < r.pp ? l < 1 : l != 0) return false;
+    sum += l;
+  }
+  return sum == m.layers;
+}
+
+// KV heads one tp rank holds: its share, or one head when there are more ranks than KV
+// heads (each KV head is then replicated on tp / kv_heads ranks, as its query heads split).
+KB_HD inline std::int64_t llm_rank_kv_heads(const LlmShape& m, std::int64_t tp) {
+  return tp <= m.kv_heads ? m.kv_heads / tp : 1;
+}
+
+// What one tp rank of stage s holds in HBM, in bytes (docs/model.md section 13.2).
+struct LlmRankBytes {
+  std::int64_t weights, kv, activations;
+};
+KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std::int64_t s) {
+  const std::int64_t t = r.tp, layers = llm_stage_layers(m, r, s);
+  const std::int64_t q = llm_q_width(m) / t, kv = llm_rank_kv_heads(m, t) * m.head_dim, inter = ceil_div(m.intermediate, t);
+  // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank.
+  const std::int64_t layer = m.hidden * (q + 2 * kv) + q * m.hidden + 3 * m.hidden * inter + 2 * m.hidden;
+  std::int64_t params = layers * layer;
+  const std::int64_t vocab = ceil_div(m.vocab, t) * m.hidden;  // vocab-parallel embedding and LM head
+  if (s == 0) params += vocab;
+  if (s == r.pp - 1) params += m.hidden + (m.tied && r.pp == 1 ? 0 : vocab);
+  LlmRankBytes b;
+  b.weights = params * r.weight_bytes;
+  b.kv = layers * 2 * kv * r.batch * llm_positions(r) * r.kv_bytes;
+  // A layer's tensors on the rank, all live at once (an upper bound): its input, Q, K and V,
+  // the attention's output, gate and up (fp16); the logits of the last stage.
+  const std::int64_t tokens = llm_tokens(r);
+  b.activations = tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
+  if (s == r.pp - 1) b.activations += r.batch * ceil_div(m.vocab, t) * 2;
+  return b;
+}
+
+// The fullest cube: its bytes by kind, and which stage it is in.
+struct LlmCubeBytes {
+  std::int64_t weights, kv, activations, total, stage;
+};
+KB_HD inline LlmCubeBytes llm_fullest_cube(const HwConfig& h, const LlmShape& m, const LlmRun& r) {
+  const LlmRanks k = llm_ranks(h, r);
+  LlmCubeBytes most{0, 0, 0, -1, 0};
+  for (std::int64_t s = 0; s < r.pp; ++s) {
+    const LlmRankBytes b = llm_rank_bytes(m, r, s);
+    // A rank spread over several cubes puts an even share (rounded up) on each.
+    const std::int64_t n = k.ranks_per_cube, d = k.cubes_per_rank;
+    LlmCubeBytes c{n * ceil_div(b.weights, d), n * ceil_div(b.kv, d), n * ceil_div(b.activations, d), 0, s};
+    c.total = c.weights + c.kv + c.activations;
+    if (c.total > most.total) most = c;
+  }
+  return most;
+}
+
+// a * b + c, or -1 when it would pass int64 (every operand >= 0).
+KB_HD inline std::int64_t llm_mul_add(std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || c < 0 || (a != 0 && b > (INT64_MAX - c) / a)) return -1;
+  return a * b + c;
+}
+
+// The bounds of one step (docs/model.md section 13.2): the multiply-accumulates that must be
+// done (the layer program's, section 13.3) at the peak of every PE the mapping uses, and the bytes that must be read (every
+// weight a token multiplies by once, the embedding rows of the step's tokens, and the KV
+// cache a decode step attends to) at the HBM bandwidth of every cube it uses. Negative
+// figures: beyond int64 (llm_place_check: too_large).
+struct LlmBounds {
+  std::int64_t macs, read_bytes;
+  ps_t compute_ps, memory_ps;
+};
+KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const LlmRun& r) {
+  const LlmRanks k = llm_ranks(h, r);
+  const LlmParams p = llm_params(m);
+  const std::int64_t tokens = llm_tokens(r), pes = r.tp * k.pes_per_rank * r.pp;
+  LlmBounds b{-1, -1, -1, -1};
+  // Q.K^T and P.V of one layer: a decoded token attends to `context` positions, prompt token
+  // i (from 1) to i of its prompt.
+  const std::int64_t pairs = r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prompt * (r.prompt + 1) / 2;
+  const std::int64_t attention = llm_mul_add(r.batch * 2 * llm_q_width(m), pairs, 0);
+  const std::int64_t all_attention = llm_mul_add(attention, m.layers, 0);
+  if (attention < 0 || all_attention < 0) return b;
+  // Every token through every layer's projections; the LM head for each sequence's last token.
+  const std::int64_t head = m.vocab * m.hidden;
+  b.macs = llm_mul_add(tokens, p.matmul - head, llm_mul_add(r.batch, head, all_attention));
+  const std::int64_t weights = (p.matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
+  b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);
+  if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) && b.read_bytes >= 0)
+    b.read_bytes = llm_mul_add(r.batch * (r.context - 1), llm_kv_bytes_per_token(m, r.kv_bytes), b.read_bytes);
+  if (b.macs < 0 || b.read_bytes < 0) return LlmBounds{-1, -1, -1, -1};
+  const std::int64_t cycles = ceil_div(b.macs, pes * h.matrix_rows * h.matrix_cols);
+  b.compute_ps = cycles > kTimeLimitPs / 1000000 ? -1 : cycles_ps(cycles, h.clock_mhz);
+  b.memory_ps = b.read_bytes > kTimeLimitPs / 1000 ? -1 : transfer_ps(b.read_bytes, k.cubes_used * h.hbm_bandwidth_gbps);
+  if (b.compute_ps < 0 || b.memory_ps < 0) return LlmBounds{-1, -1, -1, -1};
+  return b;
+}
+
+// Ranks of level hier are a collective's hier ranks (coll_hier_dims): part of one cube's
+// PEs, whole cubes of one SIP, or whole SIPs.
+KB_HD inline bool llm_hier_fits(const HwConfig& h, std::int64_t tp) {
+  const std::int64_t ppc = h.pes_per_cube(), pps = ppc * h.cubes_per_sip();
+  return tp <= ppc || (tp % ppc == 0 && tp <= pps) || (tp % pps == 0 && tp / pps <= h.sips);
+}
+
+KB_HD inline std::int32_t llm_place_check(const HwConfig& h, const LlmShape& m, const LlmRun& r) {
+  if (r.phase < 0 || r.phase > 1 || r.tp_level < 0 || r.tp_level >= kCollLevels || r.batch < 1 ||
+      r.batch > kLlmMaxBatch || r.weight_bytes < 1 || r.weight_bytes > 2 || r.kv_bytes < 1 || r.kv_bytes > 2)
+    return kLlmBadField;
+  if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? (r.context < 1 || r.context > kLlmMaxContext)
+                                                             : (r.prompt < 1 || r.prompt > kLlmMaxPrompt))
+    return kLlmBadField;
+  if (r.tp < 1 || r.tp > coll_level_size(h, r.tp_level) || m.heads % r.tp != 0 ||
+      (r.tp <= m.kv_heads ? m.kv_heads % r.tp : r.tp % m.kv_heads) != 0 ||
+      (r.tp_level == static_cast<std::int64_t>(CollLevel::hier) && !llm_hier_fits(h, r.tp)))
+    return kLlmBadTp;
+  if (r.pp < 1 || r.pp > m.layers || r.pp > kLlmMaxStages || r.pp * llm_ranks(h, r).sips_per_stage > h.sips ||
+      !llm_split_fits(m, r))
+    return kLlmBadPp;
+  if (llm_bounds(h, m, r).macs < 0 || llm_mul_add(llm_kv_bytes_per_token(m, r.kv_bytes), r.batch * llm_positions(r), 0) < 0)
+    return kLlmTooLarge;
+  if (llm_fullest_cube(h, m, r).total > h.hbm_capacity_bytes()) return kLlmHbmOverflow;
+  return kLlmOk;
+}
+
+}  // namespace kb

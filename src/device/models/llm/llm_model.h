@@ -1,0 +1,397 @@
+// Batched model of whole-model inference (docs/model.md section 13.5): one step of a LLaMA
+// model under a tensor-parallel mapping, composed from the families' models. The layer
+// program (llm_layer.h) is run kernel by kernel on one rank, each kernel from the end of the
+// one before on every rank (a barrier between kernels, in both engines: ADR 0019); the ranks
+// of a tensor-parallel group run alike, so one rank's kernels are the step's. A kernel is
+// timed by its family's model on the rank's machine (gemm, decode attention, allreduce over
+// the group) or by the vector-kernel model (llm_vector.h). The layers are identical, so a
+// layer is timed once and counted `layers` times.
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/hw.h"
+#include "../../common/kb_hd.h"
+#include "../../common/kernel_memo.h"
+#include "../../common/units.h"
+#include "../collective/allreduce_model.h"
+#include "../decode/decode_model.h"
+#include "../gemm/gemm_model.h"
+#include "llm_attention.h"
+#include "llm_layer.h"
+#include "llm_mapping.h"
+#include "llm_pipeline.h"
+#include "llm_vector.h"
+
+namespace kb {
+
+// Every field an int64 (sweep axes set fields by offset).
+struct LlmConfig {
+  HwConfig hw;
+  std::int64_t hidden, intermediate, heads, kv_heads, head_dim, layers, vocab, tied;  // LlmShape
+  std::int64_t weight_bytes, kv_bytes;
+  std::int64_t phase, batch, context, prompt;
+  std::int64_t tp, tp_level, pp;
+  std::int64_t tp_algo;         // CollAlgo of the tensor-parallel allreduce
+  std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
+  std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
+  std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
+  // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
+  std::int16_t stage_layers[kLlmMaxStages];
+};
+
+struct LlmResult {
+  std::int32_t status;
+  std::int32_t reserved;  // explicit, zeroed padding: results compare bytewise
+  ps_t latency_ps;        // the step as run: layers_run layers a stage, the head, the schedule
+  ps_t model_latency_ps;  // the step of the whole model: every layer and the head
+  ps_t layer_ps, head_ps;
+  // The whole model's step by kind of kernel (with barriers, each kind's share of the
+  // critical path): GEMMs, attention, vector kernels, tensor-parallel allreduces.
+  ps_t gemm_ps, attention_ps, vector_ps, allreduce_ps, transfer_ps;
+  std::int64_t macs;                              // the whole model's step, every rank
+  std::int64_t hbm_read_bytes, hbm_write_bytes;   // the same
+  std::int64_t link_bytes;                        // bytes over links, every level: allreduces and stage transfers
+  // Counted actions of the whole model's step, every rank (docs/model.md section 14): vector
+  // element-ops, SRAM bytes, and link bytes per level as the engine counts them (a hop into a
+  // PE's in-port, over a mesh link, over a SIP link).
+  std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
+  std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;
+};
+
+// The counted actions of each kind of kernel's result (the rank's, or the group's for an
+// allreduce), as both engines' tallies take them.
+KB_HD inline Actions llm_attn_actions(const LlmAttnResult& r) {
+  return Actions{r.macs, r.vector_ops, r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes, r.hbm_write_bytes, 0, 0, 0};
+}
+KB_HD inline Actions llm_vec_actions(const LlmVecResult& r) {
+  return Actions{0, r.vector_ops, r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes, r.hbm_write_bytes, 0, 0, 0};
+}
+KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
+  return Actions{0, 0, 0, 0, r.hbm_read_bytes, r.hbm_write_bytes, r.link_bytes_pe, r.link_bytes_cube, r.link_bytes_sip};
+}
+
+KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
+  return LlmShape{c.hidden, c.intermediate, c.heads, c.kv_heads, c.head_dim, c.layers, c.vocab, c.tied};
+}
+KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
+  return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp, c.stage_layers};
+}
+
+// The machine of one rank: SIP 0 alone (a SIP rank), one cube of it (a cube rank), or one PE
+// of one cube (a PE rank, of level pe or hier), whose cube's HBM the other ranks of that
+// cube share, running the same kernels at the same time (HwConfig::hbm_tenants).
+KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
+  HwConfig h = c.hw;
+  h.sips = 1;
+  h.hbm_tenants = 0;  // alone, unless its cube holds other ranks (below)
+  if (c.tp_level != static_cast<std::int64_t>(CollLevel::sip)) h.cube_rows = h.cube_cols = 1;
+  if (c.tp_level == static_cast<std::int64_t>(CollLevel::pe) || c.tp_level == static_cast<std::int64_t>(CollLevel::hier)) {
+    h.pe_rows = h.pe_cols = 1;
+    h.hbm_tenants = llm_ranks(c.hw, llm_run_of(c)).ranks_per_cube;
+  }
+  return h;
+}
+
+// Calls the visitor with each kernel of the layer program (layer = true) and of the head,
+// as its family's config: v.gemm(GemmConfig, k), v.attention(DecodeConfig, k) (decode) or
+// v.attention(LlmAttnConfig, k) (prefill's causal attention),
+// v.allreduce(AllreduceConfig, k), v.vector(LlmVecConfig, k), k the LlmKernel. Shared by
+// both engines, as routes are: it says what runs, not how long it takes.
+template <class Visitor>
+KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
+  const LlmShape m = llm_shape_of(c);
+  LlmRun r = llm_run_of(c);
+  r.batch = c.batch / c.microbatches;  // the kernels run one micro-batch
+  const HwConfig rank = llm_rank_hw(c);
+  LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
+  const int nl = llm_layer_program(c.hw, m, r, ks);
+  const int n = nl + llm_head_program(c.hw, m, r, ks + nl);
+  for (int i = 0; i < n; ++i) {
+    const LlmKernel& k = ks[i];
+    const bool layer = i < nl;
+    switch (k.kind) {
+      case LlmKernelKind::gemm: {
+        GemmConfig g{};
+        g.hw = rank;
+        g.m = k.m, g.n = k.n, g.k = k.k;
+        g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
+        g.b_bytes = c.weight_bytes;  // B is the weights
+        gemm_complete(g);
+        v.gemm(g, k, layer);
+        break;
+      }
+      case LlmKernelKind::attention: {
+        if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) {
+          LlmAttnConfig x{};
+          x.hw = rank;
+          x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
+          llm_attn_complete(x);
+          v.attention(x, k, layer);
+          break;
+        }
+        // The sequences in waves: as many as the case's buffers hold in a PE's SRAM (halving
+        // from the whole batch), each wave a launch of its own.
+        DecodeConfig d{};
+        d.hw = rank;
+        d.decode_case = c.attention_case;
+        d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+        d.allreduce = 0;
+        d.kv_bytes = c.kv_bytes;
+        std::int64_t wave = r.batch;
+        for (;;) {
+          d.batch = wave, d.chunk = 0;
+          decode_complete(d);
+          if (wave == 1 || decode_check(d) != kDecSramOverflow) break;
+          wave = ceil_div(wave, 2);
+        }
+        for (std::int64_t done = 0; done < r.batch; done += wave) {
+          if (r.batch - done < wave) {
+            d.batch = r.batch - done, d.chunk = 0;
+            decode_complete(d);
+          }
+          v.attention(d, k, layer);
+        }
+        break;
+      }
+      case LlmKernelKind::allreduce: {
+        AllreduceConfig a{};
+        a.hw = c.hw;
+        a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
+        a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
+        a.chunks = 1;
+        v.allreduce(a, k, layer);
+        break;
+      }
+      default: {
+        LlmVecConfig x{};
+        x.hw = rank;
+        x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
+        x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
+        x.head_dim = c.head_dim, x.weight_bytes = c.weight_bytes;
+        v.vector(x, k, layer);
+        break;
+      }
+    }
+  }
+  if (c.pp > 1) {  // the activation of a micro-batch, from one stage to the next
+    LlmSendConfig x{};
+    x.hw = c.hw;
+    x.stage_sips = llm_ranks(c.hw, r).sips_per_stage, x.level = c.tp_level, x.ranks = c.tp;
+    x.bytes = llm_tokens(r) * c.hidden * 2;
+    v.transfer(x);
+  }
+}
+
+// The config's own fields and mapping (llm_place_check; no kernel's check).
+KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
+  const LlmShape m = llm_shape_of(c);
+  if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
+      c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
+      c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
+      c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
+      c.tp_algo < 0 || c.tp_algo >= kCollAlgos || !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)) ||
+      c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
+      c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages)
+    return kLlmBadField;
+  const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
+  if (s != kLlmOk) return s;
+  return kLlmOk;
+}
+
+// The status of the config: llm_check_config, then every kernel's config as its family
+// checks it. `bad` gets the index of the first kernel its family refuses (its status in
+// `*kernel_status`).
+KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = nullptr, std::int32_t* kernel_status = nullptr) {
+  const std::int32_t s = llm_check_config(c);
+  if (s != kLlmOk) return s;
+  struct Check {
+    std::int32_t index = 0, bad = -1, status = 0;
+    KB_HD void note(std::int32_t st) {
+      if (st != 0 && bad < 0) bad = index, status = st;
+      ++index;
+    }
+    KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool) { note(gemm_check(g)); }
+    KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool) { note(decode_check(d)); }
+    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { note(llm_attn_check(x)); }
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { note(allreduce_check(a)); }
+    KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool) { note(llm_vec_check(x)); }
+    KB_HD void transfer(const LlmSendConfig& x) { note(llm_send_check(x)); }
+  } check;
+  llm_for_each_kernel(c, check);
+  if (bad) *bad = check.bad;
+  if (kernel_status) *kernel_status = check.status;
+  return check.bad >= 0 ? kLlmBadKernel : kLlmOk;
+}
+
+// The figures of the kernels of one layer, of the head, and of a transfer between stages,
+// each for one micro-batch, added up; then the step's, through the schedule (llm_pipeline.h).
+struct LlmTally {
+  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce, kTransfer };
+  struct Part {
+    ps_t latency, kind[kLlmKinds];
+    Actions a;          // counted actions, every rank
+    std::int64_t link;  // link bytes, every hop (out-ports included for transfers)
+  } part[3] = {};  // 0: the head, 1: a layer, 2: a transfer
+  // A kernel's latency, its actions (`times` over: tp for a rank's kernel) and link bytes.
+  KB_HD void add(bool layer, Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link) {
+    add_to(part[layer ? 1 : 0], k, latency, a, times, link);
+  }
+  KB_HD void add_transfer(ps_t latency, const Actions& a, std::int64_t link) { add_to(part[2], kTransfer, latency, a, 1, link); }
+  // The step through the schedule, each stage running `layers` of its layers at most
+  // (0: all of them); the last stage runs the head.
+  KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
+    const LlmShape m = llm_shape_of(c);
+    const LlmRun r = llm_run_of(c);
+    return llm_schedule(c.pp, c.microbatches, part[1].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
+      const std::int64_t L = llm_stage_layers(m, r, s);
+      return layers && layers < L ? layers : L;
+    });
+  }
+  // The step as run (layers_run layers a stage) and the whole model's. Out of line on the
+  // device: the schedule's per-stage state (3 KiB) is then not in the frame the kernels'
+  // models are called from.
+  KB_HD KB_NOINLINE LlmResult finish(const LlmConfig& c) const {
+    const Part &l = part[1], &h = part[0], &x = part[2];
+    const std::int64_t L = c.layers, M = c.microbatches, X = (c.pp - 1) * M;
+    const LlmPath all = schedule(c, 0);
+    LlmResult o{};
+    o.status = all.at >= kTimeLimitPs ? kLlmTooLarge : kLlmOk;  // the step's time beyond int64's guard
+    if (o.status != kLlmOk) return o;
+    o.layer_ps = l.latency, o.head_ps = h.latency;
+    o.latency_ps = schedule(c, c.layers_run).at;
+    o.model_latency_ps = all.at;
+    o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
+    o.allreduce_ps = all.kind[kAllreduce], o.transfer_ps = all.kind[kTransfer];
+    // M micro-batches of L layers and the head, and X transfers.
+    const Actions a = actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X);
+    o.macs = a.macs;
+    o.hbm_read_bytes = a.hbm_read_bytes, o.hbm_write_bytes = a.hbm_write_bytes;
+    o.link_bytes = M * (L * l.link + h.link) + X * x.link;
+    o.vector_ops = a.vector_ops, o.sram_read_bytes = a.sram_read_bytes, o.sram_write_bytes = a.sram_write_bytes;
+    o.link_bytes_pe = a.link_bytes_pe, o.link_bytes_cube = a.link_bytes_cube, o.link_bytes_sip = a.link_bytes_sip;
+    return o;
+  }
+
+ private:
+  KB_HD static void add_to(Part& p, Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link) {
+    p.latency = sat_add(p.latency, latency), p.kind[k] = sat_add(p.kind[k], latency);
+    p.a = actions_add(p.a, a, times);
+    p.link += link;
+  }
+};
+
+// The model. A kernel's model checks its config first, so a kernel its family refuses makes
+// the step bad_kernel as llm_check says, with each kernel checked once. GEMMs, attention and
+// allreduces go through the kernel memo (kernel_memo.h): a sweep repeats them across
+// configs, and a repeat is the same result. `Small`: the allreduces and decode's attention in
+// their nested states (ar_detail::ArNestedCaps, decode_model_small: small enough that the step's
+// own state and theirs fit 16 KiB together, ADR 0023), and the step kStatusDeferred where one
+// of them is; that is the device's first stage, which has no memo, so it calls the models
+// directly.
+template <bool Small>
+KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
+  LlmResult out{};
+  out.status = llm_check_config(c);
+  if (out.status != kLlmOk) return out;
+  // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times
+  // (an allreduce's are the whole group's already).
+  struct Time {
+    LlmTally t;
+    std::int64_t tp;
+    bool bad = false;
+    bool deferred = false;
+    bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
+    AllreduceResult allreduce_figures{};
+    KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+      const GemmResult r = memo_eval<GemmConfig, GemmResult>(g, [](const GemmConfig& x) { return gemm_model(x); });
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0);
+    }
+    KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+      DecodeResult r;
+      if constexpr (Small) {
+        r = decode_model_small(d);
+        if (r.status == kStatusDeferred) {
+          deferred = true;
+          return;
+        }
+      } else {
+        r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return DecodeModel::evaluate(x); });
+      }
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0);
+    }
+    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
+      const LlmAttnResult r = memo_eval<LlmAttnConfig, LlmAttnResult>(x, [](const LlmAttnConfig& y) { return llm_attn_model(y); });
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0);
+    }
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+      if (!have_allreduce) {
+        if constexpr (Small) {
+          allreduce_figures = AllreduceModel::evaluate_nested(a);
+          deferred = deferred || allreduce_figures.status == kStatusDeferred;
+        } else {
+          allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
+              a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); });
+        }
+        have_allreduce = true;
+      }
+      const AllreduceResult& r = allreduce_figures;
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
+            r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
+    }
+    KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+      const LlmVecResult r = llm_vec_model(x);
+      bad = bad || r.status != 0;
+      t.add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0);
+    }
+    KB_HD void transfer(const LlmSendConfig& x) {
+      const LlmSendResult r = llm_send_model(x);
+      bad = bad || r.status != 0;
+      t.add_transfer(r.latency_ps, llm_send_actions(r), r.link_bytes);
+    }
+  } time{LlmTally{}, c.tp};
+  llm_for_each_kernel(c, time);
+  if (time.deferred) {
+    out.status = kStatusDeferred;
+    return out;
+  }
+  if (time.bad) {
+    out.status = kLlmBadKernel;
+    return out;
+  }
+  return time.t.finish(c);
+}
+KB_HD inline LlmResult llm_model(const LlmConfig& c) { return llm_model_in<false>(c); }
+
+// The family as the generic sweep engine sees it (src/device/sweep/).
+struct LlmModel {
+  using Config = LlmConfig;
+  using Result = LlmResult;
+  static constexpr int kStatuses = kLlmPlaceStatusCount;
+  static constexpr bool kCounts = true;
+  KB_HD static void complete(Config&) {}
+  KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return llm_model(c); }
+  // The same with the kernels' nested states (llm_model_in), or kStatusDeferred
+  // (src/device/sweep/two_stage.h).
+  KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) { return llm_model_in<true>(c); }
+  // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
+  KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
+    switch (kind) {
+      case 1: return c.tp * llm_ranks(c.hw, llm_run_of(c)).pes_per_rank * c.pp;
+      case 2: return r.hbm_read_bytes + r.hbm_write_bytes;
+      default: return 0;
+    }
+  }
+  // The whole model's step: its counts, and the machine's static power over its latency.
+  KB_HD static Actions actions(const Config&, const Result& r) {
+    return Actions{r.macs,           r.vector_ops,     r.sram_read_bytes, r.sram_write_bytes, r.hbm_read_bytes,
+                   r.hbm_write_bytes, r.link_bytes_pe, r.link_bytes_cube, r.link_bytes_sip};
+  }
+  KB_HD static Energy energy(const Config& c, const Result& r) { return energy_of(c.hw, actions(c, r), r.model_latency_ps); }
+};
+
+}  // namespace kb

@@ -1,0 +1,88 @@
+// A decoder-only transformer of the LLaMA architecture, as a Hugging Face config.json
+// describes it (src/host/llm/model_file.h reads one): its dimensions, what its weights and
+// KV cache hold, and the work one token costs. Pure integer arithmetic, for both engines and
+// the batched model of whole-model inference (docs/model.md section 13).
+//
+// A layer: RMSNorm, QKV projection (hidden -> (heads + 2 kv_heads) x head_dim), RoPE on Q and
+// K, attention over the KV cache, O projection (heads x head_dim -> hidden), residual add,
+// RMSNorm, gate and up projections (hidden -> intermediate, each), SiLU(gate) x up, down
+// projection (intermediate -> hidden), residual add. No biases (attention_bias and mlp_bias
+// false). After the last layer: a final RMSNorm and the LM head (hidden -> vocab), which
+// shares the embedding's matrix when tie_word_embeddings is true.
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/kb_hd.h"
+
+namespace kb {
+
+// Every field an int64 (as the families' configs).
+struct LlmShape {
+  std::int64_t hidden;        // hidden_size
+  std::int64_t intermediate;  // intermediate_size
+  std::int64_t heads;         // num_attention_heads
+  std::int64_t kv_heads;      // num_key_value_heads
+  std::int64_t head_dim;      // head_dim, or hidden / heads
+  std::int64_t layers;        // num_hidden_layers
+  std::int64_t vocab;         // vocab_size
+  std::int64_t tied;          // tie_word_embeddings: 1 when the LM head is the embedding
+};
+
+// The ranges a model file may give (src/host/llm/model_file.cpp checks them): generous
+// beyond every published LLaMA (405B: hidden 16384, intermediate 53248, 128 heads, 126
+// layers, vocab 128256), and small enough that every count below stays far inside int64.
+constexpr std::int64_t kLlmMaxHidden = INT64_C(1) << 17;
+constexpr std::int64_t kLlmMaxIntermediate = INT64_C(1) << 19;
+constexpr std::int64_t kLlmMaxHeads = 1024;
+constexpr std::int64_t kLlmMaxHeadDim = 1024;
+constexpr std::int64_t kLlmMaxLayers = 1024;
+constexpr std::int64_t kLlmMaxVocab = INT64_C(1) << 22;
+constexpr std::int64_t kLlmMaxContext = INT64_C(1) << 24;  // KV positions of one sequence
+
+// Width of the attention's query and output projections, and of K (or V).
+KB_HD constexpr std::int64_t llm_q_width(const LlmShape& m) { return m.heads * m.head_dim; }
+KB_HD constexpr std::int64_t llm_kv_width(const LlmShape& m) { return m.kv_heads * m.head_dim; }
+// Query heads per KV head (GQA's group).
+KB_HD constexpr std::int64_t llm_group(const LlmShape& m) { return m.kv_heads > 0 ? m.heads / m.kv_heads : 0; }
+
+// Parameters, by part.
+struct LlmParams {
+  std::int64_t embedding;  // vocab x hidden
+  std::int64_t attention;  // per layer: Q, K, V and O projections
+  std::int64_t mlp;        // per layer: gate, up and down projections
+  std::int64_t norms;      // per layer: the two RMSNorm weight vectors
+  std::int64_t layer;      // per layer: attention + mlp + norms
+  std::int64_t final_norm;
+  std::int64_t lm_head;  // 0 when tied to the embedding
+  std::int64_t total;
+  std::int64_t matmul;  // the weights a token multiplies by: every layer's projections and the LM head
+};
+
+KB_HD inline LlmParams llm_params(const LlmShape& m) {
+  LlmParams p{};
+  p.embedding = m.vocab * m.hidden;
+  p.attention = m.hidden * llm_q_width(m) + 2 * m.hidden * llm_kv_width(m) + llm_q_width(m) * m.hidden;
+  p.mlp = 3 * m.hidden * m.intermediate;
+  p.norms = 2 * m.hidden;
+  p.layer = p.attention + p.mlp + p.norms;
+  p.final_norm = m.hidden;
+  p.lm_head = m.tied ? 0 : m.vocab * m.hidden;
+  p.total = p.embedding + m.layers * p.layer + p.final_norm + p.lm_head;
+  p.matmul = m.layers * (p.attention + p.mlp) + m.vocab * m.hidden;
+  return p;
+}
+
+// KV cache bytes one token adds, over every layer, at `kv_bytes` per value.
+KB_HD inline std::int64_t llm_kv_bytes_per_token(const LlmShape& m, std::int64_t kv_bytes) {
+  return 2 * m.layers * llm_kv_width(m) * kv_bytes;
+}
+
+// Multiply-accumulates of one token's forward pass at position `pos` (it attends to pos + 1
+// positions, itself included): every projection and the LM head, plus the attention's
+// Q.K^T and P.V. Two FLOPs each.
+KB_HD inline std::int64_t llm_token_macs(const LlmShape& m, std::int64_t pos) {
+  return llm_params(m).matmul + m.layers * 2 * llm_q_width(m) * (pos + 1);
+}
+
+}  // namespace kb
