@@ -62,10 +62,6 @@ def _run(words: List[str]) -> str:
     return out
 
 
-def _json(words: List[str]) -> Any:
-    return json.loads(_run(words))
-
-
 def _one(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -85,7 +81,7 @@ _listing: Optional[Dict[str, Any]] = None
 def _list_json() -> Dict[str, Any]:
     global _listing
     if _listing is None:
-        _listing = _json(["list", "--json"])
+        _listing = _core.list_document()
     return _listing
 
 
@@ -131,7 +127,7 @@ class Topology:
     def __init__(self, path: Union[None, str, os.PathLike] = None, sets: Optional[Mapping[str, Any]] = None):
         self.path: Optional[str] = None if path is None else os.fspath(path)
         self.sets: Dict[str, Any] = dict(sets or {})
-        self.summary: Dict[str, Any] = _json(["topo", "show", self._file(), "--json"] + self._set_words())
+        self.summary: Dict[str, Any] = _core.topology_document(self._file(), _set_values(self.sets))
         self.fields: Dict[str, Any] = self.summary.pop("fields")
         self.name: str = self.summary["name"]
 
@@ -164,6 +160,11 @@ def topology(path: Union[None, str, os.PathLike] = None, **set: Any) -> Topology
     return Topology(path, set)
 
 
+def _set_values(sets: Optional[Mapping[str, Any]]) -> List[str]:
+    """PATH=VALUE overrides, as the typed API takes them."""
+    return [f"{k}={_one(v)}" for k, v in (sets or {}).items()]
+
+
 def _set_words(sets: Optional[Mapping[str, Any]]) -> List[str]:
     words: List[str] = []
     for k, v in (sets or {}).items():
@@ -177,7 +178,7 @@ def _topology_args(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> Tuple[O
         path, all_sets = t.path, {**t.sets, **(sets or {})}
     else:
         path, all_sets = (None if t is None else os.fspath(t)), dict(sets or {})
-    return path, [f"{k}={_one(v)}" for k, v in all_sets.items()]
+    return path, _set_values(all_sets)
 
 
 def _topology_words(t: TopologyArg, sets: Optional[Mapping[str, Any]]) -> List[str]:

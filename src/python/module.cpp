@@ -20,6 +20,7 @@
 
 #include "device/backends/backends.h"
 #include "host/api/bench.h"
+#include "host/api/describe.h"
 #include "host/api/eval.h"
 #include "host/api/merge_shards.h"
 #include "host/api/sweep.h"
@@ -263,6 +264,24 @@ std::string run_bench(const std::string& bench, const std::optional<std::string>
   return folder;
 }
 
+// `list --json`'s document as Python objects.
+py::object list_document() {
+  nlohmann::json doc;
+  std::ostringstream quiet;
+  run_embedded(&quiet, &quiet, [&] { doc = kb::api::list_document(); });
+  return to_python(doc);
+}
+
+// `topo show FILE --json`'s document as Python objects.
+py::object topology_document(const std::string& path, const std::vector<std::string>& sets) {
+  kb::api::TopologyRequest r;
+  r.path = path, r.path_given = true, r.sets = sets;
+  nlohmann::json doc;
+  std::ostringstream quiet;
+  run_embedded(&quiet, &quiet, [&] { doc = kb::api::topology_document(r); });
+  return to_python(doc);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -302,5 +321,8 @@ PYBIND11_MODULE(_core, m) {
         "the shards merged by the typed API: the JSON text `merge --json` prints");
   m.def("run_bench", &run_bench, py::arg("bench"), py::arg("topology"), py::arg("sets"), py::arg("out"),
         py::arg("backend"), py::arg("fast"), "a bench by the typed API: the folder it wrote");
+  m.def("list_document", &list_document, "`list --json`'s document by the typed API");
+  m.def("topology_document", &topology_document, py::arg("path"), py::arg("sets"),
+        "`topo show FILE --json`'s document by the typed API");
   m.def("run", &run, py::arg("words"), "runs a command line in process: (exit code, stdout, stderr)");
 }
