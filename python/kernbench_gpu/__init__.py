@@ -55,13 +55,6 @@ Progress = Union[None, bool, Callable[[int, int], None]]
 TopologyArg = Union[None, str, os.PathLike, "Topology"]
 
 
-def _run(words: List[str]) -> str:
-    rc, out, _err = _core.run([str(w) for w in words])
-    if rc != 0:
-        raise InternalError(f"command {' '.join(words[:2])} ended with exit code {rc}")
-    return out
-
-
 def _one(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -96,12 +89,10 @@ def benches() -> List[Dict[str, Any]]:
     return copy.deepcopy(_list_json()["benches"])
 
 
-def _family(name: str, command: str) -> Dict[str, Any]:
-    for f in _list_json()["families"]:
-        if f["name"] == name or name in f.get("aliases", []):
-            return f
-    _run([command, str(name), "--json"])  # the command line's own message for an unknown family
-    raise InputError(f"unknown family '{name}'")
+def _family(name: str) -> Dict[str, Any]:
+    """The family a name or alias names; InputError with the command line's message if none."""
+    canonical = _core.family_name(str(name))
+    return next(f for f in _list_json()["families"] if f["name"] == canonical)
 
 
 def _flag(fam: Dict[str, Any], key: str) -> str:
@@ -134,20 +125,21 @@ class Topology:
     def _file(self) -> str:
         return self.path if self.path is not None else os.path.join(_core.data_dir(), "topologies", "default.yaml")
 
-    def _set_words(self) -> List[str]:
-        return _set_words(self.sets)
-
     def words(self) -> List[str]:
         """The command-line flags that give this topology (--topology FILE --set PATH=V ...)."""
         return _topology_words(self, None)
 
     def show(self) -> None:
         """Prints what ``kernbench-gpu topo show`` prints."""
-        print(_run(["topo", "show", self._file()] + self._set_words()), end="")
+        print(self.text(), end="")
+
+    def text(self) -> str:
+        """What ``kernbench-gpu topo show`` prints, as text."""
+        return _core.topology_text(self._file(), _set_values(self.sets))
 
     def diagram(self, path: Union[str, os.PathLike]) -> str:
         """Draws the topology to PATH (.dot, .svg or .png); returns the path."""
-        _run(["topo", "diagram", self._file(), "-o", os.fspath(path)] + self._set_words())
+        _core.topology_diagram(self._file(), _set_values(self.sets), os.fspath(path))
         return os.fspath(path)
 
     def __repr__(self) -> str:
@@ -239,7 +231,7 @@ def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace:
     are the family's axes by name (``tile_m=128``), its hardware axes, or its presets
     (``model="llama-3.1-8b"``); a keyword set to True gives its flag alone. It runs in this
     process by the typed API, without command words or JSON text."""
-    fam = _family(family, "eval")
+    fam = _family(family)
     axes, hw, presets = _config_names(fam, config)
     path, set_words = _topology_args(topology, set)
     return EvalResult(_core.eval(family, axes, hw, presets, path, set_words, engine, backend,
@@ -254,9 +246,11 @@ class SweepResult:
     ``histogram``; ``counts`` (evaluated, valid, invalid) and ``invalid`` (by status);
     ``latencies``: every config's latency_ps (-1: invalid) when asked for."""
 
-    def __init__(self, text: str, latencies: Any = None):
-        self._text = text
-        self.json: Dict[str, Any] = json.loads(text)
+    def __init__(self, document: Any, latencies: Any = None, *, value: Optional[Dict[str, Any]] = None):
+        # The document: its JSON text, or the module's Document with its value as objects.
+        self._text: Optional[str] = document if isinstance(document, str) else None
+        self._document = None if isinstance(document, str) else document
+        self.json: Dict[str, Any] = json.loads(document) if isinstance(document, str) else value
         self.latencies = latencies
 
     @property
@@ -287,6 +281,8 @@ class SweepResult:
 
     def to_json(self, path: Union[None, str, os.PathLike] = None) -> str:
         """The JSON text, exactly as ``sweep --json`` prints it; written to PATH when given."""
+        if self._text is None:
+            self._text = self._document.text()
         if path is not None:
             tmp = os.fspath(path) + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:
@@ -363,7 +359,7 @@ def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional
     latency_ps in index order (-1: invalid), as a NumPy array, for at most ``max_latencies``
     configs. Ctrl-C stops the sweep with KeyboardInterrupt and writes nothing. It runs in this
     process by the typed API, without command words."""
-    fam = _family(family, "sweep")
+    fam = _family(family)
     ax, hw_axes, presets = _config_names(fam, {**(axes or {}), **config}, bare=False)
     hw_lists: List[str] = []
     for key, value in (hw or {}).items():
@@ -393,8 +389,8 @@ def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional
     path, set_words = _topology_args(topology, set)
     callback, bar = _progress_callback(progress)
     try:
-        text, lat = _core.sweep(family, ax, hw_axes, presets, hw_lists, zips, options, path, set_words, callback,
-                                return_latencies, max_latencies)
+        value, document, lat = _core.sweep(family, ax, hw_axes, presets, hw_lists, zips, options, path, set_words,
+                                           callback, return_latencies, max_latencies)
     finally:
         if bar is not None:
             bar.close()
@@ -402,14 +398,15 @@ def sweep(family: str, axes: Optional[Mapping[str, Values]] = None, hw: Optional
         import numpy as np  # only latencies need it
 
         lat = np.asarray(lat)  # the module's buffer, not a copy
-    return SweepResult(text, lat)
+    return SweepResult(document, lat, value=value)
 
 
 def merge(paths: Sequence[Union[str, os.PathLike]], out: Union[None, str, os.PathLike] = None,
           csv: Union[None, str, os.PathLike] = None) -> SweepResult:
     """The shards of one sweep (their ``--out`` files) merged: ``merge --json``, by the typed API."""
-    return SweepResult(_core.merge([os.fspath(p) for p in paths], "" if out is None else os.fspath(out),
-                                   "" if csv is None else os.fspath(csv)))
+    value, document = _core.merge([os.fspath(p) for p in paths], "" if out is None else os.fspath(out),
+                                  "" if csv is None else os.fspath(csv))
+    return SweepResult(document, value=value)
 
 
 def run_bench(name: str, out: Union[None, str, os.PathLike] = None, fast: bool = False, topology: TopologyArg = None,

@@ -1,10 +1,9 @@
-// kernbench_gpu._core: the tool's engines in the Python process. `eval` builds the typed
-// API's request (src/host/api/eval.h) from its arguments and returns the result's document
-// as Python objects: no command words, no JSON text. The other commands still run as the
-// words of a command line, by cli_run under an EmbeddingScope: what the command would print
-// comes back as text (the Python layer asks for --json and parses it). Errors become the
-// package's exceptions with the CLI's one-line message; the GIL is released while a command
-// runs, and a sweep polls for signals (Ctrl-C) and reports progress between its chunks.
+// kernbench_gpu._core: the tool's engines in the Python process, by the typed API
+// (src/host/api/): each call builds a request from its arguments, runs it, and returns what
+// a reporter kept as Python objects: no command words, no JSON text, nothing printed. Errors
+// become the package's exceptions with the CLI's one-line message; the GIL is released
+// while a call runs, and a sweep polls for signals (Ctrl-C) and reports progress between its
+// chunks.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,7 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,7 +23,7 @@
 #include "host/api/eval.h"
 #include "host/api/merge_shards.h"
 #include "host/api/sweep.h"
-#include "host/cli/commands.h"
+#include "host/cli/commands.h"  // cli_error_line: the message the command line prints
 #include "host/common/error.h"
 #include "host/common/output.h"
 
@@ -68,19 +67,16 @@ std::mutex& one_at_a_time() {
   return m;
 }
 
-// Runs `body` as a command of the tool: the GIL released, one command at a time, its text to
-// `out` and `err`. What it throws is raised as the package's exception: a Python exception
-// from a callback as it was; else a signal that arrived meanwhile wins (the user asked to
-// stop), or the CLI's one line.
+// Runs `body` as a command of the tool: the GIL released, one command at a time. What it
+// throws is raised as the package's exception: a Python exception from a callback as it
+// was; else a signal that arrived meanwhile wins (the user asked to stop), or the CLI's one
+// line.
 template <class Body>
-void run_embedded(std::ostream* out, std::ostream* err, Body&& body) {
+void run_embedded(Body&& body) {
   std::exception_ptr failure;
   {
     py::gil_scoped_release nogil;  // waiting for the lock, too
     const std::lock_guard<std::mutex> lock(one_at_a_time());
-    kb::Embedding e;
-    e.out = out, e.err = err;
-    kb::EmbeddingScope scope(&e);
     try {
       body();
     } catch (...) {
@@ -96,25 +92,6 @@ void run_embedded(std::ostream* out, std::ostream* err, Body&& body) {
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     raise_as_cli(std::current_exception());
   }
-}
-
-// The family a name or alias names (the command's word for it in the error).
-const kb::Family& named_family(const std::string& name, const std::string& command) {
-  for (const kb::Family* f : kb::families())
-    if (f->named(name)) return *f;
-  throw kb::InputError(command + " " + name + ": no such family (see kernbench-gpu list)");
-}
-
-// Runs one command (its words, without the program's name). Returns (exit code, stdout
-// text, stderr text). A signal that arrived while the command ran wins over its error: the
-// user asked to stop.
-py::tuple run(const std::vector<std::string>& words) {
-  std::vector<std::string> argv{"kernbench-gpu"};
-  argv.insert(argv.end(), words.begin(), words.end());
-  std::ostringstream out, err;
-  int rc = 0;
-  run_embedded(&out, &err, [&] { rc = kb::cli_run(argv); });
-  return py::make_tuple(rc, out.str(), err.str());
 }
 
 // A JSON value as Python objects, as json.loads would give its text (a non-finite number,
@@ -146,6 +123,13 @@ py::object to_python(const nlohmann::json& j) {
   throw std::logic_error("a JSON value of no Python type");
 }
 
+// A topology as a request: a file (none: the family's or bench's own) and --set overrides.
+kb::api::TopologyRequest topology_request(const std::optional<std::string>& path, const std::vector<std::string>& sets) {
+  kb::api::TopologyRequest r;
+  r.path = path.value_or(""), r.path_given = path.has_value(), r.sets = sets;
+  return r;
+}
+
 // The Python reporter: keeps the result's document.
 class KeepDocument : public kb::api::EvalReporter {
  public:
@@ -161,24 +145,29 @@ py::object eval(const std::string& family, const std::map<std::string, std::stri
                 const std::string& backend, const std::string& trace, bool data, const std::optional<std::string>& seed,
                 const std::optional<std::string>& max_ops) {
   KeepDocument keep;
-  std::ostringstream quiet;  // nothing is printed
-  run_embedded(&quiet, &quiet, [&] {
+  run_embedded([&] {
     kb::api::EvalRequest r;
-    r.family = &named_family(family, "eval");
+    r.family = &kb::api::family_named(family);
     r.axes = axes, r.hw_axes = hw_axes, r.presets = presets;
-    r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
-    r.topology.sets = sets;
+    r.topology = topology_request(topology, sets);
     r.engine = engine, r.backend = backend, r.trace = trace, r.data = data;
     if (seed) r.seed = *seed;
-    if (max_ops) r.max_ops = kb::api::parse_max_ops(*max_ops);
+    r.max_ops = max_ops;
     kb::api::eval(r, keep);
   });
   return to_python(keep.document);
 }
 
-// The Python reporter of a sweep: progress to the caller's callback between chunks (with
-// the GIL, a pending signal raised there: KeyboardInterrupt stops the sweep), latencies into
-// a buffer of its own; the outcome is the request's JSON, written where the embedding says.
+// A sweep's JSON document, kept whole: Python gets it as objects, and its text (what
+// `sweep --json` prints, byte for byte) only when asked for.
+struct Document {
+  std::shared_ptr<const nlohmann::json> value;
+  std::string text() const { return value->dump(2) + "\n"; }
+};
+
+// The Python reporter of a sweep (or a merge): progress to the caller's callback between
+// chunks (with the GIL, a pending signal raised there: KeyboardInterrupt stops the sweep),
+// latencies into a buffer of its own, and the outcome's document kept whole.
 class PythonSweepReporter : public kb::api::SweepReporter {
  public:
   PythonSweepReporter(const py::object& progress, bool latencies, std::int64_t max_latencies)
@@ -197,7 +186,13 @@ class PythonSweepReporter : public kb::api::SweepReporter {
     values.assign(static_cast<std::size_t>(configs), -1);
     return values.data();
   }
+  void finished(const kb::SweepOutcome& o, kb::SweepReportTo to) override {
+    to.json = true;
+    to.document = [this](nlohmann::json d) { document.value = std::make_shared<const nlohmann::json>(std::move(d)); };
+    kb::report_sweep(o, to);
+  }
   std::vector<std::int64_t> values;
+  Document document;
 
  private:
   py::object progress_;
@@ -220,8 +215,7 @@ py::tuple sweep(const std::string& family, const std::map<std::string, std::stri
                 const py::object& progress, bool latencies, std::int64_t max_latencies) {
   kb::api::SweepRequest r;
   r.axes = axes, r.hw_axes = hw_axes, r.presets = presets, r.hw = hw, r.zips = zips;
-  r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
-  r.topology.sets = sets;
+  r.topology = topology_request(topology, sets);
   r.json = true;
   auto option = [&](const char* key) { return options.contains(key) ? text_of(options[key]) : std::nullopt; };
   r.group = option("group"), r.pareto = option("pareto"), r.top = option("top"), r.recheck = option("recheck");
@@ -230,24 +224,23 @@ py::tuple sweep(const std::string& family, const std::map<std::string, std::stri
   r.space = option("space").value_or(""), r.out = option("out").value_or(""), r.csv = option("csv").value_or("");
   if (options.contains("histogram") && !options["histogram"].cast<bool>()) r.no_histogram = r.no_histogram_given = true;
   PythonSweepReporter reporter(progress, latencies, max_latencies);
-  std::ostringstream out, quiet;
-  run_embedded(&out, &quiet, [&] {
-    r.family = &named_family(family, "sweep");
+  run_embedded([&] {
+    r.family = &kb::api::family_named(family);
     kb::api::sweep(r, reporter);
   });
   py::object lat = py::none();
   if (latencies) lat = py::cast(Latencies{std::move(reporter.values)});  // moved, not copied
-  return py::make_tuple(out.str(), lat);
+  return py::make_tuple(to_python(*reporter.document.value), reporter.document, lat);
 }
 
-// The shards' files merged by the typed API: the JSON text `merge --json` prints.
-std::string merge(const std::vector<std::string>& files, const std::string& out_path, const std::string& csv) {
+// The shards' files merged by the typed API: (`merge --json`'s document as Python objects,
+// the document).
+py::tuple merge(const std::vector<std::string>& files, const std::string& out_path, const std::string& csv) {
   kb::api::MergeRequest r;
   r.files = files, r.out = out_path, r.csv = csv, r.json = true;
-  std::ostringstream out, quiet;
-  kb::api::SweepReporter plain;
-  run_embedded(&out, &quiet, [&] { kb::api::merge(r, plain); });
-  return out.str();
+  PythonSweepReporter reporter(py::none(), false, 0);
+  run_embedded([&] { kb::api::merge(r, reporter); });
+  return py::make_tuple(to_python(*reporter.document.value), reporter.document);
 }
 
 // A bench by the typed API; returns the folder it wrote.
@@ -255,31 +248,44 @@ std::string run_bench(const std::string& bench, const std::optional<std::string>
                       const std::string& out_dir, const std::string& backend, bool fast) {
   kb::api::BenchRequest r;
   r.bench = bench;
-  r.topology.path = topology.value_or(""), r.topology.path_given = topology.has_value();
-  r.topology.sets = sets;
+  r.topology = topology_request(topology, sets);
   r.out = out_dir, r.backend = backend, r.fast = fast;
-  std::ostringstream quiet;
   std::string folder;
-  run_embedded(&quiet, &quiet, [&] { folder = kb::api::run_bench(r); });
+  run_embedded([&] { folder = kb::api::run_bench(r); });
   return folder;
 }
 
 // `list --json`'s document as Python objects.
 py::object list_document() {
   nlohmann::json doc;
-  std::ostringstream quiet;
-  run_embedded(&quiet, &quiet, [&] { doc = kb::api::list_document(); });
+  run_embedded([&] { doc = kb::api::list_document(); });
   return to_python(doc);
 }
 
 // `topo show FILE --json`'s document as Python objects.
 py::object topology_document(const std::string& path, const std::vector<std::string>& sets) {
-  kb::api::TopologyRequest r;
-  r.path = path, r.path_given = true, r.sets = sets;
   nlohmann::json doc;
-  std::ostringstream quiet;
-  run_embedded(&quiet, &quiet, [&] { doc = kb::api::topology_document(r); });
+  run_embedded([&] { doc = kb::api::topology_document(topology_request(path, sets)); });
   return to_python(doc);
+}
+
+// What `topo show FILE` prints.
+std::string topology_text(const std::string& path, const std::vector<std::string>& sets) {
+  std::string text;
+  run_embedded([&] { text = kb::api::topology_text(topology_request(path, sets)); });
+  return text;
+}
+
+// `topo diagram FILE -o OUT`.
+void topology_diagram(const std::string& path, const std::vector<std::string>& sets, const std::string& out) {
+  run_embedded([&] { kb::api::topology_diagram(topology_request(path, sets), out); });
+}
+
+// The family's name for a name or alias (InputError as `eval NAME` words an unknown one).
+std::string family_name(const std::string& name) {
+  std::string found;
+  run_embedded([&] { found = kb::api::family_named(name).name; });
+  return found;
 }
 
 }  // namespace
@@ -292,10 +298,12 @@ PYBIND11_MODULE(_core, m) {
   g_input_error = input_error.ptr();
   g_internal_error = internal_error.ptr();
   g_environment_error = environment_error.ptr();
+  kb::set_embedded(true);  // Python handles its own signals; no figure script outlives a call
   py::class_<Latencies>(m, "Latencies", py::buffer_protocol()).def_buffer([](Latencies& l) {
     return py::buffer_info(l.values.data(), sizeof(std::int64_t), py::format_descriptor<std::int64_t>::format(), 1,
                            {static_cast<py::ssize_t>(l.values.size())}, {static_cast<py::ssize_t>(sizeof(std::int64_t))});
   });
+  py::class_<Document>(m, "Document").def("text", &Document::text, "the JSON text, as the command line prints it");
   m.def("version", [] { return std::string(KB_VERSION); }, "the version, as `kernbench-gpu --version` gives it");
   m.def("set_data_dir", &kb::set_data_dir, py::arg("path"),
         "the folder of the shipped data (topologies/, models/, tools/plot/, docs/diagrams/)");
@@ -316,13 +324,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("sweep", &sweep, py::arg("family"), py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("hw"),
         py::arg("zips"), py::arg("options"), py::arg("topology"), py::arg("sets"), py::arg("progress"),
         py::arg("latencies"), py::arg("max_latencies"),
-        "a sweep by the typed API: (the JSON text `sweep --json` prints, latencies or None)");
+        "a sweep by the typed API: (`sweep --json`'s document as Python objects, the Document, latencies or None)");
   m.def("merge", &merge, py::arg("files"), py::arg("out"), py::arg("csv"),
-        "the shards merged by the typed API: the JSON text `merge --json` prints");
+        "the shards merged by the typed API: (`merge --json`'s document as Python objects, the Document)");
   m.def("run_bench", &run_bench, py::arg("bench"), py::arg("topology"), py::arg("sets"), py::arg("out"),
         py::arg("backend"), py::arg("fast"), "a bench by the typed API: the folder it wrote");
   m.def("list_document", &list_document, "`list --json`'s document by the typed API");
   m.def("topology_document", &topology_document, py::arg("path"), py::arg("sets"),
         "`topo show FILE --json`'s document by the typed API");
-  m.def("run", &run, py::arg("words"), "runs a command line in process: (exit code, stdout, stderr)");
+  m.def("topology_text", &topology_text, py::arg("path"), py::arg("sets"), "what `topo show FILE` prints");
+  m.def("topology_diagram", &topology_diagram, py::arg("path"), py::arg("sets"), py::arg("out"),
+        "`topo diagram FILE -o OUT` by the typed API");
+  m.def("family_name", &family_name, py::arg("name"), "the family a name or alias names");
 }

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,16 +23,28 @@
 namespace kb {
 namespace {
 
+// The process's standard output and error, captured for a scope.
+class Capture {
+ public:
+  Capture() : old_out_(std::cout.rdbuf(out.rdbuf())), old_err_(std::cerr.rdbuf(err.rdbuf())) {}
+  ~Capture() {
+    std::cout.rdbuf(old_out_);
+    std::cerr.rdbuf(old_err_);
+  }
+  std::ostringstream out, err;
+
+ private:
+  std::streambuf* old_out_;
+  std::streambuf* old_err_;
+};
+
 // What a command prints to stdout, run in process.
 std::string run_words(const std::vector<std::string>& words) {
-  std::ostringstream out, err;
-  Embedding e;
-  e.out = &out, e.err = &err;
-  const EmbeddingScope scope(&e);
+  Capture c;
   std::vector<std::string> argv{"kernbench-gpu"};
   argv.insert(argv.end(), words.begin(), words.end());
-  EXPECT_EQ(cli_run(argv), 0) << err.str();
-  return out.str();
+  EXPECT_EQ(cli_run(argv), 0) << c.err.str();
+  return c.out.str();
 }
 
 TEST(Api, AnEvalRequestGivesTheCommandLinesDocument) {
@@ -84,7 +97,7 @@ class Recorder : public api::SweepReporter {
     lat.assign(static_cast<std::size_t>(configs), -2);
     return lat.data();
   }
-  void finished(const SweepOutcome& o, bool, const std::string&, const std::string&) override {
+  void finished(const SweepOutcome& o, SweepReportTo) override {
     calls.push_back("finished"), finished_evaluated = o.sum.evaluated;
   }
 };
@@ -111,14 +124,9 @@ TEST(Api, ASweepsReporterSeesThePlanProgressLatenciesAndOutcome) {
   EXPECT_LT(valid, rec.plan.configs);  // tiles larger than m are invalid
   // The same sweep's document as the command line prints it.
   std::ostringstream out, err;
-  {
-    Embedding e;
-    e.out = &out, e.err = &err;
-    const EmbeddingScope scope(&e);
-    r.json = true;
-    api::SweepReporter plain;  // the default outcome: the request's JSON
-    api::sweep(r, plain);
-  }
+  r.json = true;
+  api::TerminalSweepReporter terminal(out, err);  // the command line's reporter, to streams of its own
+  api::sweep(r, terminal);
   nlohmann::json mine = nlohmann::json::parse(out.str());
   nlohmann::json theirs = nlohmann::json::parse(run_words(
       {"sweep", "gemm", "--m", "1:64", "--n", "16,32", "--k", "64", "--tile-m", "8,16,128", "--chunk", "50", "--recheck",
@@ -127,15 +135,43 @@ TEST(Api, ASweepsReporterSeesThePlanProgressLatenciesAndOutcome) {
   EXPECT_EQ(mine, theirs);
 }
 
-// What a reporter's default outcome writes under --json, run in process.
+// What the terminal reporter writes under --json, to a stream of its own.
 std::string json_of(const std::function<void(api::SweepReporter&)>& run) {
   std::ostringstream out, err;
-  Embedding e;
-  e.out = &out, e.err = &err;
-  const EmbeddingScope scope(&e);
-  api::SweepReporter plain;
-  run(plain);
+  api::TerminalSweepReporter terminal(out, err);
+  run(terminal);
   return out.str();
+}
+
+// Keeps the outcome's document whole, as the Python module's reporter does; shows nothing.
+class KeepDocument : public api::SweepReporter {
+ public:
+  nlohmann::json document;
+  void finished(const SweepOutcome& o, SweepReportTo to) override {
+    to.json = true;
+    to.document = [this](nlohmann::json d) { document = std::move(d); };
+    report_sweep(o, to);
+  }
+};
+
+TEST(Api, AKeptDocumentIsTheTextsAndNothingIsPrinted) {
+  api::SweepRequest r;
+  r.family = &family("collective");
+  r.axes = {{"bytes", "1024:1048576:*4"}, {"level", "pe,cube"}, {"algo", "ring,tree"}, {"ranks", "2:4"}, {"buffer", "sram,hbm"}};
+  r.pareto = "ranks";
+  r.json = true;
+  const std::string text = json_of([&](api::SweepReporter& p) { api::sweep(r, p); });
+  KeepDocument keep;
+  Capture c;  // a program's reporter: nothing reaches the process's streams
+  api::sweep(r, keep);
+  EXPECT_EQ(c.out.str(), "");
+  EXPECT_EQ(c.err.str(), "");
+  nlohmann::json theirs = nlohmann::json::parse(text);
+  ASSERT_FALSE(keep.document["best_per_group"].empty());
+  ASSERT_FALSE(keep.document["pareto"]["fronts"].empty());
+  keep.document.erase("timing"), theirs.erase("timing");
+  EXPECT_EQ(keep.document, theirs);
+  EXPECT_EQ(keep.document.dump(2), theirs.dump(2));  // the text Python's to_json() writes
 }
 
 TEST(Api, AMergeRequestOfTheShardsIsTheWholeSweep) {

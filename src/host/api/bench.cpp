@@ -49,7 +49,7 @@ std::string run_bench(const BenchRequest& r) {
   struct EndPrefetch {
     ~EndPrefetch() { end_plot_prefetch(); }
   } end_prefetch;
-  if (!b.plot.empty()) prefetch_plot_python(embedding() ? "" : b.plot);
+  if (!b.plot.empty()) prefetch_plot_python(embedded() ? "" : b.plot);
   if (fast || env_is_fast) {
     // Re-render the committed results (docs/diagrams/DOMAIN/), without simulating.
     const char* how = fast ? "--fast" : "MILESTONE_FAST";
@@ -66,9 +66,12 @@ std::string run_bench(const BenchRequest& r) {
     render_figures(b.plot, committed, ctx.out_dir);
     write_file_atomic(json, json_text);
     write_file_atomic(ctx.out_dir + "/" + b.csv(), csv_text);
-    cli_printf("%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(), ctx.out_dir.c_str());
+    if (r.log)
+      stream_printf(*r.log, "%s: re-rendered figures from %s into %s\n", b.name.c_str(), committed.c_str(),
+                    ctx.out_dir.c_str());
   } else {
-    ctx.out = &cli_out();
+    std::ostream nowhere(nullptr);  // no buffer: what is written to it is dropped
+    ctx.out = r.log ? r.log : &nowhere;
     b.fn(ctx);
   }
   return ctx.out_dir;

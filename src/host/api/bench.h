@@ -1,9 +1,10 @@
 // The typed API's bench (ADR 0029): `run --bench NAME` as a request. The runner writes the
 // bench's JSON, CSV and figures to its folder (or, with `fast` or MILESTONE_FAST, re-renders
-// the committed results there), everything checked before anything is written, and prints
-// its lines through cli_out().
+// the committed results there), everything checked before anything is written, and writes
+// its lines to the request's log.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include "host/api/eval.h"
@@ -17,6 +18,7 @@ struct BenchRequest {
   std::string out;           // "": benches/1H_milestone_output/DOMAIN
   std::string backend = "auto";
   bool fast = false;  // re-render the committed results instead of running
+  std::ostream* log = nullptr;  // where its lines go (null: nowhere)
 };
 
 // The bench of that name (InputError naming the known ones).

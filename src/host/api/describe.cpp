@@ -3,6 +3,8 @@
 #include "host/bench/registry.h"
 #include "host/families/family.h"
 #include "host/topology/fields.h"
+#include "host/common/error.h"
+#include "host/topology/diagram.h"
 #include "host/topology/topology_summary.h"
 
 namespace kb::api {
@@ -80,6 +82,17 @@ nlohmann::json topology_document(const TopologyRequest& request) {
   nlohmann::json j = topology_summary(t);
   j["fields"] = topology_record(t)["fields"];  // every field's resolved value
   return j;
+}
+
+std::string topology_text(const TopologyRequest& request) { return topology_summary_text(request.load()); }
+
+void topology_diagram(const TopologyRequest& request, const std::string& out) {
+  write_topology_diagram(request.load(), out);
+}
+
+const Family& family_named(const std::string& name) {
+  if (const Family* f = find_family(name)) return *f;
+  throw InputError("unknown subcommand '" + name + "' (known: " + family_names() + ")");
 }
 
 }  // namespace kb::api

@@ -107,30 +107,10 @@ BestPick pick_best(const Family& f, const std::string& backend, const std::vecto
 // and the engine and backend are words it knows. The command line's parser meets most of
 // these first; a request built in a program (Python) meets them here, in the same words.
 void check_request(const Family& f, const EvalRequest& r) {
-  auto flag_of = [](const auto& descs, const std::string& name) -> const std::string* {
-    for (const auto& d : descs)
-      if (d.name == name) return &d.flag;
-    return nullptr;
-  };
-  for (const auto& [name, text] : r.axes) {
-    const std::string* flag = flag_of(f.axes, name);
-    if (!flag) throw InputError(name + ": not an axis of " + f.name);
-    if (text.empty() && f.bare.count(name) == 0) throw InputError(*flag + " '': an empty value; leave the option out for its default");
-  }
-  for (const auto& [name, text] : r.hw_axes) {
-    const std::string* flag = flag_of(f.hw_axes, name);
-    if (!flag) throw InputError(name + ": not a hardware axis of " + f.name);
-    if (text.empty()) throw InputError(*flag + " '': an empty value; leave the option out for its default");
-  }
-  for (const auto& [flag, text] : r.presets) {
-    if (std::none_of(f.presets.begin(), f.presets.end(), [&](const PresetDesc& p) { return p.flag == flag; }))
-      throw InputError(flag + ": not a preset of " + f.name);
-    if (text.empty()) throw InputError(flag + " '': an empty value; leave the option out for its default");
-  }
+  check_named(f, r.axes, r.hw_axes, r.presets, true);
   for (const auto& [flag, text] : {std::pair<std::string, std::string>{"--engine", r.engine}, {"--backend", r.backend},
                                    {"--seed", r.seed}})
-    if (text.empty()) throw InputError(flag + " '': an empty value; leave the option out for its default");
-  if (r.max_ops < 1 || r.max_ops > INT32_MAX) throw InputError("--max-ops " + std::to_string(r.max_ops) + ": expected 1..2147483647");
+    if (text.empty()) throw empty_value(flag);
   if (r.data && !f.data_run) throw InputError("--data: " + f.name + " has no data mode");
 }
 
@@ -212,9 +192,34 @@ void set_eval_axes(const Family& f, const EvalRequest& r, std::vector<unsigned c
 
 }  // namespace
 
+InputError empty_value(const std::string& flag) {
+  return InputError(flag + " '': an empty value; leave the option out for its default");
+}
+
+void check_named(const Family& f, const std::map<std::string, std::string>& axes,
+                 const std::map<std::string, std::string>& hw_axes, const std::map<std::string, std::string>& presets,
+                 bool bare_empty) {
+  for (const auto& [name, text] : axes) {
+    const AxisDesc* ax = f.axis(name);
+    if (!ax) throw InputError(name + ": not an axis of " + f.name);
+    if (text.empty() && !(bare_empty && f.bare.count(name) > 0)) throw empty_value(ax->flag);
+  }
+  for (const auto& [name, text] : hw_axes) {
+    const auto h = std::find_if(f.hw_axes.begin(), f.hw_axes.end(), [&](const HwAxisDesc& d) { return d.name == name; });
+    if (h == f.hw_axes.end()) throw InputError(name + ": not a hardware axis of " + f.name);
+    if (text.empty()) throw empty_value(h->flag);
+  }
+  for (const auto& [flag, text] : presets) {
+    if (std::none_of(f.presets.begin(), f.presets.end(), [&](const PresetDesc& p) { return p.flag == flag; }))
+      throw InputError(flag + ": not a preset of " + f.name);
+    if (text.empty()) throw empty_value(flag);
+  }
+}
+
 EvalResult run_eval(EvalRequest r) {
   KB_INTERNAL_CHECK(r.family != nullptr, "eval: a request without a family");
   const Family& f = *r.family;
+  const std::int64_t max_ops = r.max_ops ? parse_max_ops(*r.max_ops) : kDefaultMaxOps;
   check_request(f, r);
   apply_flags(f, r);
   EvalResult out;
@@ -241,7 +246,7 @@ EvalResult run_eval(EvalRequest r) {
     const std::string why = f.data_refusal(cfg.data());
     if (!why.empty()) throw InputError(why);
   }
-  if (out.reference || r.data) check_reference_size(f, cfg.data(), r.max_ops);  // --data runs the reference too
+  if (out.reference || r.data) check_reference_size(f, cfg.data(), max_ops);  // --data runs the reference too
   Study study(f, out.batched ? resolve_backend(r.backend, f.id) : BackendKind::omp, {out.batched, out.reference});
   study.add(cfg.data());
   study.run(Rejected::input_error, r.trace.empty() ? nullptr : &r.trace);
@@ -291,26 +296,26 @@ nlohmann::json eval_json(const EvalResult& e) {
   return j;
 }
 
-void JsonEvalReporter::report(const EvalResult& r) { cli_out() << eval_json(r).dump(2) << "\n"; }
+void JsonEvalReporter::report(const EvalResult& r) { out_ << eval_json(r).dump(2) << "\n"; }
 
 void TerminalEvalReporter::report(const EvalResult& e) {
   std::string line;
   const nlohmann::json c = e.config_table.row_json(0);
   for (const Column& col : e.config_table.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
-  cli_printf("%s %s, topology %s\n", e.family->name.c_str(), line.c_str(), e.topology.name.c_str());
+  stream_printf(out_, "%s %s, topology %s\n", e.family->name.c_str(), line.c_str(), e.topology.name.c_str());
   if (!e.best_axes.empty()) {
     std::string picked;
     for (const AxisDesc* ax : e.best_axes)
       picked += " " + ax->name + "=" + cell_text(axis_value_json(*ax, get_int(e.config.data(), ax->offset)));
-    cli_printf("  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
+    stream_printf(out_, "  picked:%s (least %s of %zu valid of %zu candidates, on the batched model)\n", picked.c_str(),
                e.family->objective.c_str(), e.valid, e.candidates);
   }
-  cli_printf("  engine: %s%s\n", e.engine.c_str(),
+  stream_printf(out_, "  engine: %s%s\n", e.engine.c_str(),
              e.batched ? (std::string(" (batched backend: ") + to_string(e.backend) + ")").c_str() : "");
-  cli_printf("%s", e.figures.record(0).c_str());
-  if (e.reference && e.batched) cli_printf("  parity: %s\n", e.diff.empty() ? "identical" : ("DIFFERENT: " + e.diff).c_str());
-  if (!e.trace.empty()) cli_printf("  trace: %s\n", e.trace.c_str());
-  if (e.data) cli_printf("  data: %s\n", e.data_line.c_str());
+  stream_printf(out_, "%s", e.figures.record(0).c_str());
+  if (e.reference && e.batched) stream_printf(out_, "  parity: %s\n", e.diff.empty() ? "identical" : ("DIFFERENT: " + e.diff).c_str());
+  if (!e.trace.empty()) stream_printf(out_, "  trace: %s\n", e.trace.c_str());
+  if (e.data) stream_printf(out_, "  data: %s\n", e.data_line.c_str());
 }
 
 void eval(const EvalRequest& request, EvalReporter& reporter) {

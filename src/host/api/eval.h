@@ -10,10 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "host/common/error.h"
 #include "host/common/table.h"
 #include "host/families/family.h"
 #include "host/sweep/backend.h"
@@ -50,7 +53,7 @@ struct EvalRequest {
   std::string engine = "both";   // reference, batched or both
   std::string backend = "auto";  // auto, cuda or omp
   std::string trace;             // a Chrome trace of the reference run, when not empty
-  std::int64_t max_ops = kDefaultMaxOps;
+  std::optional<std::string> max_ops;  // --max-ops's text (none: kDefaultMaxOps)
   bool data = false;             // also a run with values against float64 (families with a data mode)
   std::string seed = "1";        // --data's seed
 };
@@ -79,21 +82,38 @@ struct EvalResult {
 // before it throws.
 EvalResult run_eval(EvalRequest request);
 
+// The checks every request shares: each axis, hardware axis and preset named is the family's
+// (InputError naming the family otherwise), and none has an empty text (`bare_empty`: an
+// axis the family takes bare, as eval's flag alone, may be empty).
+void check_named(const Family& f, const std::map<std::string, std::string>& axes,
+                 const std::map<std::string, std::string>& hw_axes, const std::map<std::string, std::string>& presets,
+                 bool bare_empty);
+// "FLAG '': an empty value; leave the option out for its default".
+InputError empty_value(const std::string& flag);
+
 // What a user sees of an eval.
 class EvalReporter {
  public:
   virtual ~EvalReporter() = default;
   virtual void report(const EvalResult& r) = 0;
 };
-// `eval --json`'s document, and the terminal's lines (each through cli_out()).
+// `eval --json`'s document; the reporters that write it, or the terminal's lines, to a stream.
 nlohmann::json eval_json(const EvalResult& r);
 class JsonEvalReporter : public EvalReporter {
  public:
+  explicit JsonEvalReporter(std::ostream& out) : out_(out) {}
   void report(const EvalResult& r) override;
+
+ private:
+  std::ostream& out_;
 };
 class TerminalEvalReporter : public EvalReporter {
  public:
+  explicit TerminalEvalReporter(std::ostream& out) : out_(out) {}
   void report(const EvalResult& r) override;
+
+ private:
+  std::ostream& out_;
 };
 
 // run_eval, then the report; a parity failure throws InternalError after it is reported.

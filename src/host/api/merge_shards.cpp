@@ -247,7 +247,9 @@ void merge(const MergeRequest& a, SweepReporter& reporter) {
   }
   o.merged = {{"shards", shards}};
   o.max_ops = max_ops;
-  reporter.finished(o, a.json, a.out, a.csv);
+  SweepReportTo to;
+  to.json = a.json, to.out = a.out, to.csv = a.csv;
+  reporter.finished(o, to);
 }
 
 }  // namespace kb::api

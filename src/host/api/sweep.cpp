@@ -117,26 +117,9 @@ SpaceRequest space_of(const Family& f, const SweepRequest& r, const std::optiona
 // Each given value's text is not empty, and every name is the family's: the command line's
 // parser meets most of these first; a request built in a program meets them here.
 void check_names(const Family& f, const SweepRequest& r) {
-  auto empty = [](const std::string& flag) {
-    return InputError(flag + " '': an empty value; leave the option out for its default");
-  };
-  for (const auto& [name, text] : r.axes) {
-    const AxisDesc* ax = f.axis(name);
-    if (!ax) throw InputError(name + ": not an axis of " + f.name);
-    if (text.empty()) throw empty(ax->flag);
-  }
-  for (const auto& [name, text] : r.hw_axes) {
-    const auto h = std::find_if(f.hw_axes.begin(), f.hw_axes.end(), [&](const HwAxisDesc& d) { return d.name == name; });
-    if (h == f.hw_axes.end()) throw InputError(name + ": not a hardware axis of " + f.name);
-    if (text.empty()) throw empty(h->flag);
-  }
-  for (const auto& [flag, text] : r.presets) {
-    if (std::none_of(f.presets.begin(), f.presets.end(), [&](const PresetDesc& p) { return p.flag == flag; }))
-      throw InputError(flag + ": not a preset of " + f.name);
-    if (text.empty()) throw empty(flag);
-  }
-  if (r.group && r.group->empty()) throw empty("--group");
-  if (r.pareto && r.pareto->empty()) throw empty("--pareto");
+  check_named(f, r.axes, r.hw_axes, r.presets, false);
+  if (r.group && r.group->empty()) throw empty_value("--group");
+  if (r.pareto && r.pareto->empty()) throw empty_value("--pareto");
 }
 
 std::string duration_text(double s) {
@@ -297,8 +280,11 @@ bool gather_ranks(SweepOutcome& o, int ranks, bool quiet) {
 
 }  // namespace
 
-void SweepReporter::finished(const SweepOutcome& o, bool json, const std::string& out, const std::string& csv) {
-  report_sweep(o, json, out, csv);
+void SweepReporter::finished(const SweepOutcome& o, SweepReportTo to) { report_sweep(o, to); }
+
+void TerminalSweepReporter::finished(const SweepOutcome& o, SweepReportTo to) {
+  to.text = &out_;
+  report_sweep(o, to);
 }
 
 void TerminalSweepReporter::planned(const SweepPlan& p) {
@@ -307,15 +293,15 @@ void TerminalSweepReporter::planned(const SweepPlan& p) {
   wants_ = !p.quiet && (tty_ ? !p.json : every_ > 0);
   if (p.quiet) return;
   if (!p.json) {  // the size first: a space too large to wait for can be stopped at once
-    cli_printf("sweep %s: %lld configs over %lld axes, %lld group(s), backend %s, topology %s\n", p.family->name.c_str(),
+    stream_printf(out_, "sweep %s: %lld configs over %lld axes, %lld group(s), backend %s, topology %s\n", p.family->name.c_str(),
                (long long)p.configs, (long long)p.axes, (long long)p.groups, to_string(p.backend), p.topology.c_str());
     if (p.ranks > 1)
-      cli_printf("  over %d MPI ranks, each a shard of about %lld configs (blocks of %lld, interleaved)\n", p.ranks,
+      stream_printf(out_, "  over %d MPI ranks, each a shard of about %lld configs (blocks of %lld, interleaved)\n", p.ranks,
                  (long long)p.shard_configs, (long long)p.shard_block);
     else if (p.shard_n > 0)
-      cli_printf("  shard %lld/%lld: %lld configs (blocks of %lld, interleaved)\n", (long long)p.shard_i,
+      stream_printf(out_, "  shard %lld/%lld: %lld configs (blocks of %lld, interleaved)\n", (long long)p.shard_i,
                  (long long)p.shard_n, (long long)p.shard_configs, (long long)p.shard_block);
-    cli_out().flush();
+    out_.flush();
   }
   if (p.sampled > 0 || p.write_rows > 0) {
     std::string line = "  estimate: about " + duration_text(p.seconds);
@@ -330,7 +316,7 @@ void TerminalSweepReporter::planned(const SweepPlan& p) {
       line += part;
     }
     line += "\n";
-    (p.json ? cli_err() : cli_out()) << line;  // the JSON alone on stdout
+    (p.json ? err_ : out_) << line;  // the JSON alone on stdout
   }
 }
 
@@ -343,15 +329,15 @@ void TerminalSweepReporter::progress(std::int64_t done_mine, std::int64_t mine, 
   const double frac = static_cast<double>(done_mine) / static_cast<double>(mine);
   const double done = frac * static_cast<double>(job), rate = done / spent, left = spent * (1 - frac) / frac;
   if (tty_)
-    std::fprintf(stderr, "\r  %5.1f%% of %lld configs, about %.0f s left   ", 100.0 * frac, (long long)job, left);
+    stream_printf(err_, "\r  %5.1f%% of %lld configs, about %.0f s left   ", 100.0 * frac, (long long)job, left);
   else
-    std::fprintf(stderr, "progress: %.0f/%lld configs (%.1f%%), %.3g configs/s, ETA %.0f s\n", done, (long long)job,
-                 100.0 * frac, rate, left);
-  std::fflush(stderr);
+    stream_printf(err_, "progress: %.0f/%lld configs (%.1f%%), %.3g configs/s, ETA %.0f s\n", done, (long long)job,
+                  100.0 * frac, rate, left);
+  err_.flush();
 }
 
 void TerminalSweepReporter::done() {
-  if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  if (shown_) stream_printf(err_, "\r%60s\r", "");
   shown_ = false;
 }
 
@@ -444,7 +430,9 @@ void sweep(const SweepRequest& request, SweepReporter& reporter) {
   } else {
     o.shard_i = shard_i, o.shard_n = shard_n;
   }
-  reporter.finished(o, r.json, r.out, r.csv);
+  SweepReportTo to;
+  to.json = r.json, to.out = r.out, to.csv = r.csv;
+  reporter.finished(o, to);
 }
 
 }  // namespace kb::api

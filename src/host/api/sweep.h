@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,22 +70,28 @@ class SweepReporter {
   virtual std::int64_t* latencies(std::int64_t /*configs*/) { return nullptr; }
   // Whether latencies are wanted (a shard refuses them).
   virtual bool wants_latencies() const { return false; }
-  // The outcome: the tables or, with `json`, the JSON; and the files --out and --csv.
-  virtual void finished(const SweepOutcome& o, bool json, const std::string& out, const std::string& csv);
+  // The outcome: the files --out and --csv, written by report_sweep (a reporter adds where
+  // the tables or the JSON go, or takes the document; this one shows nothing).
+  virtual void finished(const SweepOutcome& o, SweepReportTo to);
   // After the work, when progress was shown on a live line: it is cleared.
   virtual void done() {}
 };
 
-// The command line's reporter: the size and estimate lines on stdout (stderr under --json),
-// progress as a live line on a terminal or a line every --progress-every seconds otherwise.
+// The command line's reporter: the size and estimate lines on `out` (`err` under --json),
+// progress as a live line on a terminal or a line every --progress-every seconds otherwise
+// (on `err`), and the outcome's tables or JSON on `out`.
 class TerminalSweepReporter : public SweepReporter {
  public:
+  TerminalSweepReporter(std::ostream& out, std::ostream& err) : out_(out), err_(err) {}
   void planned(const SweepPlan& p) override;
+  void finished(const SweepOutcome& o, SweepReportTo to) override;
   void progress(std::int64_t done, std::int64_t total, std::int64_t job, double seconds) override;
   bool wants_progress() const override { return wants_; }
   void done() override;
 
  private:
+  std::ostream& out_;
+  std::ostream& err_;
   double every_ = 10;
   std::int64_t job_ = 0;
   bool wants_ = false, tty_ = false, shown_ = false;

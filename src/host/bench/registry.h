@@ -22,7 +22,7 @@ struct BenchContext {
   std::string topology_path;
   std::string out_dir;      // where results go (already includes the bench's domain)
   std::string backend_request;  // auto | cuda | omp
-  std::ostream* out = nullptr;
+  std::ostream* out = nullptr;   // where the bench's lines go
 };
 
 using BenchFn = void (*)(BenchContext&);

@@ -60,8 +60,8 @@ api::EvalRequest eval_request(const EvalArgs& a) {
 
 void cmd_eval(const EvalArgs& a) {
   const api::EvalRequest request = eval_request(a);
-  api::JsonEvalReporter json;
-  api::TerminalEvalReporter terminal;
+  api::JsonEvalReporter json(cli_out());
+  api::TerminalEvalReporter terminal(cli_out());
   api::eval(request, a.json ? static_cast<api::EvalReporter&>(json) : terminal);
 }
 

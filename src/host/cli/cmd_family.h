@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,7 @@ struct MaxOpsArg {
   std::string text;
   CLI::Option* given = nullptr;
   void add(CLI::App* app, const std::string& more_help);
-  std::int64_t value() const;
+  std::optional<std::string> value() const;  // its text as given; none when not given
 };
 
 struct EvalArgs {

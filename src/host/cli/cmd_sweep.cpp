@@ -96,7 +96,7 @@ api::SweepRequest sweep_request(const SweepArgs& a) {
   r.group = text("--group", a.group), r.pareto = text("--pareto", a.pareto);
   r.top = text("--top", a.top), r.recheck = text("--recheck", a.recheck), r.chunk = text("--chunk", a.chunk);
   r.max_hours = text("--max-hours", a.max_hours), r.progress_every = text("--progress-every", a.progress_every);
-  if (a.max_ops.given && a.max_ops.given->count() > 0) r.max_ops = a.max_ops.text;
+  r.max_ops = a.max_ops.value();
   r.no_histogram = a.no_histogram, r.no_histogram_given = a.opt.at("--no-histogram")->count() > 0;
   r.space = a.space;
   r.topology = a.topo.request();
@@ -105,7 +105,7 @@ api::SweepRequest sweep_request(const SweepArgs& a) {
 }
 
 void cmd_sweep(const SweepArgs& a) {
-  api::TerminalSweepReporter terminal;
+  api::TerminalSweepReporter terminal(cli_out(), cli_err());
   api::sweep(sweep_request(a), terminal);
 }
 
@@ -124,9 +124,9 @@ CLI::App* add_merge_command(CLI::App& app, MergeArgs& a) {
 void cmd_merge(const MergeArgs& a) {
   api::MergeRequest r;
   r.files = a.files, r.out = a.out, r.csv = a.csv, r.json = a.json;
-  if (a.max_ops.given && a.max_ops.given->count() > 0) r.max_ops = a.max_ops.text;
-  api::SweepReporter plain;  // the outcome's tables or JSON
-  api::merge(r, plain);
+  r.max_ops = a.max_ops.value();
+  api::TerminalSweepReporter terminal(cli_out(), cli_err());  // the outcome's tables or JSON
+  api::merge(r, terminal);
 }
 
 }  // namespace kb

@@ -17,10 +17,8 @@
 #include "host/bench/registry.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
-#include "host/topology/diagram.h"
 #include "host/topology/fields.h"
 #include "host/topology/load.h"
-#include "host/topology/topology_summary.h"
 
 namespace kb {
 
@@ -33,8 +31,9 @@ void MaxOpsArg::add(CLI::App* app, const std::string& more_help) {
                               more_help);
 }
 
-std::int64_t MaxOpsArg::value() const {
-  return !given || given->count() == 0 ? kDefaultMaxOps : api::parse_max_ops(text);
+std::optional<std::string> MaxOpsArg::value() const {
+  if (!given || given->count() == 0) return std::nullopt;
+  return text;
 }
 
 void TopoArgs::add(CLI::App* app, bool positional) {
@@ -108,7 +107,7 @@ void check_no_empty_values(const CLI::App& app) {
       if (r.empty()) {
         std::string name = o->get_name();
         for (const std::string& l : o->get_lnames()) name = "--" + l;  // the long name
-        throw InputError(name + " '': an empty value; leave the option out for its default");
+        throw api::empty_value(name);
       }
   }
   for (const CLI::App* sub : app.get_subcommands())  // those parsed
@@ -229,11 +228,11 @@ struct TopoCommands {
       const TopologySpec t = check_args.load();
       cli_printf("%s: ok (%s, %lld PEs)\n", check_args.path.c_str(), t.name.c_str(), (long long)t.total_pes());
     } else if (diagram->parsed()) {
-      write_topology_diagram(diagram_args.load(), diagram_out);
+      api::topology_diagram(diagram_args.request(), diagram_out);
       cli_printf("wrote %s\n", diagram_out.c_str());
     } else if (show->parsed()) {
       if (show_json) cli_out() << api::topology_document(show_args.request()).dump(2) << "\n";
-      else cli_out() << topology_summary_text(show_args.load());
+      else cli_out() << api::topology_text(show_args.request());
     } else {
       return false;
     }
@@ -323,6 +322,7 @@ int cli_run(const std::vector<std::string>& argv_words) {
     } else if (run->parsed()) {
       api::BenchRequest r;
       r.bench = bench_name, r.topology = run_topo.request(), r.out = out_dir, r.backend = backend, r.fast = fast;
+      r.log = &cli_out();
       api::run_bench(r);
     } else if (eval->parsed()) {
       for (std::size_t i = 0; i < eval_cmds.size(); ++i)

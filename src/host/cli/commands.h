@@ -12,8 +12,8 @@ int cli_main(int argc, char** argv);
 // The command line's words (the program's name first), run: returns 0, or help's or
 // --version's code; throws for anything wrong (InputError: bad input; EnvironmentError;
 // InternalError or another exception: a fault). What cli_main prints as `error: ...` is the
-// exception's message. Output goes to cli_out() and cli_err() (src/host/common/output.h),
-// so a program embedding the tool (the Python module) runs it under an EmbeddingScope.
+// exception's message. Output goes to the process's stdout and stderr; a program embedding
+// the tool calls the typed API (src/host/api/) instead, which writes where it is told.
 int cli_run(const std::vector<std::string>& words);
 
 // The line cli_main prints for an exception cli_run threw ("error: ..."), and its exit code:

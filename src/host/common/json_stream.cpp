@@ -98,4 +98,15 @@ void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& l
   KB_INTERNAL_CHECK(w.used == lazy.size(), "write_json: a placeholder is missing from the document");
 }
 
+nlohmann::json whole_json(nlohmann::json doc, const LazyArrays& lazy) {
+  for (const auto& [pointer, a] : lazy) {
+    const nlohmann::json::json_pointer at(pointer);
+    KB_INTERNAL_CHECK(doc.contains(at), "whole_json: a placeholder is missing from the document");
+    nlohmann::json& place = doc[at];
+    place = nlohmann::json::array();
+    for (std::int64_t i = 0; i < a.size; ++i) place.push_back(a.element(i));
+  }
+  return doc;
+}
+
 }  // namespace kb

@@ -26,5 +26,7 @@ std::string pointer_token(const std::string& key);
 // `doc` with each placeholder replaced by its array, as dump(indent) would write it (< 0:
 // compact); every placeholder must be present in `doc` (InternalError otherwise).
 void write_json(std::ostream& os, const nlohmann::json& doc, const LazyArrays& lazy, int indent = 2);
+// `doc` with each placeholder replaced by its array: the document whole, in memory.
+nlohmann::json whole_json(nlohmann::json doc, const LazyArrays& lazy);
 
 }  // namespace kb

@@ -73,8 +73,7 @@ struct ScratchEntry {
 ScratchEntry g_scratch[kMaxScratch];
 volatile sig_atomic_t g_nscratch = 0;
 volatile sig_atomic_t g_child = 0;
-// Commands running embedded (any thread, and the threads they start): while one does, no
-// signal handler is installed.
+// Set by a program that embeds the tool (set_embedded): no signal handler is installed.
 std::atomic<int> g_embedded{0};
 struct sigaction g_old_int {}, g_old_term {};
 
@@ -125,7 +124,7 @@ void ScratchScope::add(const std::string& path, bool folder) {
   block_signals(&old);
   std::strcpy(g_scratch[g_nscratch].path, path.c_str());
   g_scratch[g_nscratch].folder = folder ? 1 : 0;
-  if (g_nscratch == 0 && g_embedded.load() == 0) {  // an embedding's caller handles its own signals
+  if (g_nscratch == 0 && g_embedded.load() == 0) {  // an embedding program handles its own signals
     struct sigaction sa {};
     sa.sa_handler = undo_scratch_and_die;
     sigemptyset(&sa.sa_mask);
@@ -559,63 +558,45 @@ void render_figures(const std::string& script, const std::string& json_path, con
                       __LINE__);
 }
 
+void set_embedded(bool e) { g_embedded.store(e ? 1 : 0); }
+bool embedded() { return g_embedded.load() != 0; }
+
+std::ostream& cli_out() { return std::cout; }
+std::ostream& cli_err() { return std::cerr; }
+
 namespace {
-thread_local const Embedding* t_embedding = nullptr;
-
-// Text written nowhere (an embedding without that stream).
-class NullBuffer : public std::streambuf {
- protected:
-  int overflow(int c) override { return c == EOF ? 0 : c; }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-std::ostream& null_stream() {
-  static NullBuffer buffer;
-  static std::ostream os(&buffer);
-  return os;
-}
-}  // namespace
-
-const Embedding* embedding() { return t_embedding; }
-
-EmbeddingScope::EmbeddingScope(const Embedding* e) : saved_(t_embedding) {
-  t_embedding = e;
-  if (e) ++g_embedded;
-}
-EmbeddingScope::~EmbeddingScope() {
-  if (t_embedding) --g_embedded;
-  t_embedding = saved_;
-}
-
-std::ostream& cli_out() {
-  if (!t_embedding) return std::cout;
-  return t_embedding->out ? *t_embedding->out : null_stream();
-}
-
-std::ostream& cli_err() {
-  if (!t_embedding) return std::cerr;
-  return t_embedding->err ? *t_embedding->err : null_stream();
-}
-
-void cli_printf(const char* format, ...) {
+void vstream_printf(std::ostream& os, const char* format, va_list args) {
   char small[1024];
-  va_list args;
-  va_start(args, format);
   va_list again;
   va_copy(again, args);
   const int n = std::vsnprintf(small, sizeof small, format, args);
-  va_end(args);
   if (n < 0) {
     va_end(again);
     return;
   }
   if (static_cast<std::size_t>(n) < sizeof small) {
-    cli_out().write(small, n);
+    os.write(small, n);
   } else {
     std::string big(static_cast<std::size_t>(n) + 1, '\0');
     std::vsnprintf(big.data(), big.size(), format, again);
-    cli_out().write(big.data(), n);
+    os.write(big.data(), n);
   }
   va_end(again);
+}
+}  // namespace
+
+void stream_printf(std::ostream& os, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vstream_printf(os, format, args);
+  va_end(args);
+}
+
+void cli_printf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vstream_printf(std::cout, format, args);
+  va_end(args);
 }
 
 // A user's text in a one-line message: control characters written as \xNN.

@@ -101,32 +101,20 @@ void set_data_dir(const std::string& path);
 // A user's text in a one-line message: control characters written as \xNN.
 std::string escape_text(const std::string& s);
 
-// ---- running a command in another program's process (the Python module) ------------------
+// ---- the text a user reads, and another program's process --------------------------------
 
-// Where the text a terminal user reads goes when a command runs in another program's
-// process: stdout and stderr of the CLI (null: discarded). Progress and latencies reach such
-// a caller through the typed API's reporters (src/host/api/sweep.h), not through this. While
-// any command runs embedded, no signal handler is installed: the caller's own handle SIGINT.
-struct Embedding {
-  std::ostream* out = nullptr;
-  std::ostream* err = nullptr;
-};
-// The embedding of the command running on this thread; null for the command line.
-const Embedding* embedding();
-// Sets this thread's embedding for the scope's life.
-class EmbeddingScope {
- public:
-  explicit EmbeddingScope(const Embedding* e);
-  ~EmbeddingScope();
-  EmbeddingScope(const EmbeddingScope&) = delete;
-  EmbeddingScope& operator=(const EmbeddingScope&) = delete;
-
- private:
-  const Embedding* saved_;
-};
-// A command's standard output and standard error: the process's, or the embedding's.
+// Whether this process is another program's (the Python module): then no signal handler is
+// installed (the program handles its own SIGINT) and no figure script is started ahead of a
+// bench (the process outlives the command). Set once, by that program; the command line
+// leaves it false.
+void set_embedded(bool embedded);
+bool embedded();
+// The command line's standard output and standard error (the library writes only to the
+// streams its callers hand it: reporters and requests).
 std::ostream& cli_out();
 std::ostream& cli_err();
+// printf to a stream.
+void stream_printf(std::ostream& os, const char* format, ...) __attribute__((format(printf, 2, 3)));
 // printf to cli_out().
 void cli_printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 

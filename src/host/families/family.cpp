@@ -74,13 +74,21 @@ bool register_family(Family f) {
   return true;
 }
 
-const Family& family(const std::string& name) {
+const Family* find_family(const std::string& name) {
+  for (const Family* f : families())
+    if (f->named(name)) return f;
+  return nullptr;
+}
+
+std::string family_names() {
   std::string known;
-  for (const Family* f : families()) {
-    if (f->named(name)) return *f;
-    known += (known.empty() ? "" : ", ") + f->name;
-  }
-  throw InputError("'" + name + "' is not a workload family (known: " + known + ")");
+  for (const Family* f : families()) known += (known.empty() ? "" : ", ") + f->name;
+  return known;
+}
+
+const Family& family(const std::string& name) {
+  if (const Family* f = find_family(name)) return *f;
+  throw InputError("'" + name + "' is not a workload family (known: " + family_names() + ")");
 }
 
 void check_reference_size(const Family& f, const void* config, std::int64_t max_ops) {

@@ -219,6 +219,9 @@ const std::vector<const Family*>& families();
 bool register_family(Family f);
 // Throws InputError naming the known families.
 const Family& family(const std::string& name);
+// The family of that name or alias, or null; every family's name, in order, comma-separated.
+const Family* find_family(const std::string& name);
+std::string family_names();
 
 // A config of `f`: the topology's hardware, every axis at its fallback (auto where that
 // is "auto"); required axes are 0 until set.

@@ -220,7 +220,7 @@ nlohmann::json space_json(const BuiltSpace& sp) {
 
 // JSON: the document, its per-group and per-point arrays made as they are written (one
 // model evaluation per reported config), to `out` and/or standard output.
-void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, bool to_stdout, const std::string& out) {
+void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, const SweepReportTo& to) {
   const Family& f = *o.f;
   const BuiltSpace& sp = o.sp;
   const batched::SweepSummary& sum = o.sum;
@@ -304,28 +304,31 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, boo
     write_json(os, j, lazy);
     os << "\n";
   };
+  const std::string& out = to.out;
   if (!out.empty()) write_file_atomic(out, write);
-  if (to_stdout) {
+  if (to.json && to.text) {
+    std::ostream& text = *to.text;
     if (out.empty()) {
-      write(cli_out());
+      write(text);
     } else {  // the file just written, rather than every row evaluated again
       std::ifstream in(out, std::ios::binary);
-      cli_out() << in.rdbuf();
+      text << in.rdbuf();
     }
-    cli_out().flush();
-    if (!cli_out()) throw EnvironmentError("standard output: write failed (" + std::string(std::strerror(errno)) + ")");
+    text.flush();
+    if (!text) throw EnvironmentError("standard output: write failed (" + std::string(std::strerror(errno)) + ")");
   }
+  if (to.document) to.document(whole_json(std::move(j), lazy));
 }
 
 // The terminal: counts, then the best per group, the top list, the fronts and the histogram
 // as tables.
 // The terminal's Pareto fronts (of the first 10 groups) and latency histogram (by octave).
-void print_fronts_and_histogram(const SweepOutcome& o, SweepRows& rows) {
+void print_fronts_and_histogram(const SweepOutcome& o, SweepRows& rows, std::ostream& os) {
   const Family& f = *o.f;
   const batched::SweepSummary& sum = o.sum;
   const batched::Reductions& red = o.red;
   if (red.pareto != 0 && !sum.pareto.empty()) {
-    cli_printf("\nPareto front per group, latency against %s:\n",
+    stream_printf(os, "\nPareto front per group, latency against %s:\n",
                 cost_of(f, red.pareto).meaning.c_str());
     std::int64_t fronts = 0;
     for (std::size_t p = 0; p < sum.pareto.size();) {
@@ -337,12 +340,12 @@ void print_fronts_and_histogram(const SweepOutcome& o, SweepRows& rows) {
         idx.push_back(sum.pareto[p].index);
         cost.push_back(sum.pareto[p].cost);
       }
-      cli_printf("  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
+      stream_printf(os, "  group %s\n%s", rows.group_key(g).dump().c_str(), rows.terminal(idx, cost, "cost").c_str());
     }
-    if (fronts > 10) cli_printf("  ... fronts of further groups in --json\n");
+    if (fronts > 10) stream_printf(os, "  ... fronts of further groups in --json\n");
   }
   if (red.histogram && sum.valid > 0) {
-    cli_printf("\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
+    stream_printf(os, "\nlatency of the valid configs, one line per octave of picoseconds (--json: 8 bins per octave):\n");
     const int per = batched::kHistBinsPerOctave;
     std::int64_t peak = 0;
     std::vector<std::int64_t> oct(batched::kHistBins / per, 0);
@@ -351,14 +354,14 @@ void print_fronts_and_histogram(const SweepOutcome& o, SweepRows& rows) {
     for (std::size_t o = 0; o < oct.size(); ++o) {
       if (oct[o] == 0) continue;
       const int bar = static_cast<int>(40 * oct[o] / peak);
-      cli_printf("  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
+      stream_printf(os, "  [%12s, %12s) us %12lld  %s\n", us(batched::hist_bin_lo(static_cast<int>(o) * per)).c_str(),
                   us(batched::hist_bin_lo(static_cast<int>(o + 1) * per)).c_str(), (long long)oct[o],
                   std::string(static_cast<std::size_t>(std::max(bar, 1)), '#').c_str());
     }
   }
 }
 
-void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep) {
+void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep, std::ostream& os) {
   const Family& f = *o.f;
   const BuiltSpace& sp = o.sp;
   const batched::SweepSummary& sum = o.sum;
@@ -369,25 +372,25 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
   const std::vector<batched::Ranked>& top_shown = rep.top;
   const nlohmann::json& rechecked = rep.rechecked;
   const std::int64_t ev = sum.evaluated;
-  cli_printf("  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
+  stream_printf(os, "  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
               ev > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(ev) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(ev) / seconds : 0.0);
   if (shard)
-    cli_printf("  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
+    stream_printf(os, "  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
                 (long long)o.shard_i, (long long)o.shard_n, (long long)sum.evaluated, (long long)size);
   if (!shard && o.recheck > 0) {
-    cli_printf("  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
+    stream_printf(os, "  re-checked the %zu fastest configs on the reference engine: identical\n", rechecked["checked"].size());
     if (!rechecked["skipped"].empty())
-      cli_printf("  passed over %zu faster config(s) whose reference run would build more than --max-ops %lld ops\n",
+      stream_printf(os, "  passed over %zu faster config(s) whose reference run would build more than --max-ops %lld ops\n",
                   rechecked["skipped"].size(), static_cast<long long>(o.max_ops));
   }
-  if (sum.valid == 0) cli_printf("  no valid config in the space\n");
+  if (sum.valid == 0) stream_printf(os, "  no valid config in the space\n");
   if (sum.valid < ev) {
     std::string why;
     for (std::size_t st = 1; st < sum.by_status.size(); ++st)
       if (sum.by_status[st] > 0)
         why += (why.empty() ? "" : ", ") + f.status_name(static_cast<std::int32_t>(st)) + " " + std::to_string(sum.by_status[st]);
-    cli_printf("  invalid %lld: %s\n", (long long)(ev - sum.valid), why.c_str());
+    stream_printf(os, "  invalid %lld: %s\n", (long long)(ev - sum.valid), why.c_str());
   }
   bool mixed = false;  // does a problem axis vary inside a group?
   std::string problem;
@@ -397,26 +400,26 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep)
         mixed = true;
         problem += (problem.empty() ? "" : ", ") + m.name;
       }
-  if (mixed) cli_printf("  note: %s vary inside a group, so its best and its front compare different problems\n", problem.c_str());
-  cli_printf("  columns: times in microseconds (NAME_us)\n");
+  if (mixed) stream_printf(os, "  note: %s vary inside a group, so its best and its front compare different problems\n", problem.c_str());
+  stream_printf(os, "  columns: times in microseconds (NAME_us)\n");
   const std::size_t shown = std::min<std::size_t>(sum.best.size(), 50);
-  cli_printf("\nbest per group (%s):\n", group_text.c_str());
+  stream_printf(os, "\nbest per group (%s):\n", group_text.c_str());
   std::vector<std::int64_t> best_rows;
   for (std::size_t g = 0; g < shown; ++g)
     if (sum.best[g].index >= 0) best_rows.push_back(sum.best[g].index);
-  if (!best_rows.empty()) cli_printf("%s", rows.terminal(best_rows, {}, "").c_str());
+  if (!best_rows.empty()) stream_printf(os, "%s", rows.terminal(best_rows, {}, "").c_str());
   for (std::size_t g = 0; g < shown; ++g)  // after the table: the groups it leaves out, and why
     if (sum.best[g].index < 0)
-      cli_printf("  group %s: no valid config (the first: %s)\n", rows.group_key(static_cast<std::int64_t>(g)).dump().c_str(),
+      stream_printf(os, "  group %s: no valid config (the first: %s)\n", rows.group_key(static_cast<std::int64_t>(g)).dump().c_str(),
                   rows.first_reason(static_cast<std::int64_t>(g)).c_str());
-  if (shown < sum.best.size()) cli_printf("  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
+  if (shown < sum.best.size()) stream_printf(os, "  ... and %zu more groups (see --json)\n", sum.best.size() - shown);
   if (!top_shown.empty()) {
-    cli_printf("\ntop %zu of the %s:\n", top_shown.size(), shard ? "shard" : "whole space");
+    stream_printf(os, "\ntop %zu of the %s:\n", top_shown.size(), shard ? "shard" : "whole space");
     std::vector<std::int64_t> idx;
     for (const auto& t : top_shown) idx.push_back(t.index);
-    cli_printf("%s", rows.terminal(idx, {}, "").c_str());
+    stream_printf(os, "%s", rows.terminal(idx, {}, "").c_str());
   }
-  print_fronts_and_histogram(o, rows);
+  print_fronts_and_histogram(o, rows, os);
 }
 
 }  // namespace
@@ -437,18 +440,18 @@ int parse_pareto(const Family& f, const std::string& s) {
   throw InputError("--pareto " + s + ": expected " + names.substr(0, names.size() - 2) + " or none");
 }
 
-void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out) {
+void report_sweep(const SweepOutcome& o, const SweepReportTo& to) {
   SweepRows rows(*o.f, o.sp);
   Reported rep;
   rep.top.assign(o.sum.top.begin(),
                  o.sum.top.begin() + std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(o.sum.top.size()), o.top));
   rep.rechecked = o.shard_n > 0 || o.recheck == 0 ? nlohmann::json() : recheck(o, rows.decoder());
-  if (!csv_out.empty()) print_csv(o, rows, rep, csv_out);
-  if (json_out || !out.empty()) print_json(o, rows, rep, json_out, out);
-  if (json_out) return;
-  print_terminal(o, rows, rep);
-  if (!out.empty()) cli_printf("\nwrote %s\n", out.c_str());
-  if (!csv_out.empty()) cli_printf("wrote %s\n", csv_out.c_str());
+  if (!to.csv.empty()) print_csv(o, rows, rep, to.csv);
+  if ((to.json && to.text) || !to.out.empty() || to.document) print_json(o, rows, rep, to);
+  if (to.json || !to.text) return;
+  print_terminal(o, rows, rep, *to.text);
+  if (!to.out.empty()) stream_printf(*to.text, "\nwrote %s\n", to.out.c_str());
+  if (!to.csv.empty()) stream_printf(*to.text, "wrote %s\n", to.csv.c_str());
 }
 
 WriteCost write_cost(const Family& f, const BuiltSpace& sp, bool pareto, bool json, bool csv, bool json_copied) {

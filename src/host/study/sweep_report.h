@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <iosfwd>
 #include <string>
 
 #include "host/families/family.h"
@@ -30,8 +32,16 @@ struct SweepOutcome {
   nlohmann::json merged;                   // merge and MPI: the shards it is made of
 };
 
-// Prints the tables (or the JSON) of a sweep's outcome and writes --out and --csv.
-void report_sweep(const SweepOutcome& o, bool json_out, const std::string& out, const std::string& csv_out);
+// Where a sweep's outcome goes.
+struct SweepReportTo {
+  std::ostream* text = nullptr;  // the tables, or with `json` the JSON text (null: neither)
+  bool json = false;
+  std::string out, csv;  // the files of --out (the JSON) and --csv ("": none)
+  // When set, gets the JSON document whole: what parsing its text would give.
+  std::function<void(nlohmann::json)> document;
+};
+// The tables (or the JSON) of a sweep's outcome, and its files, where `to` says.
+void report_sweep(const SweepOutcome& o, const SweepReportTo& to);
 // What writing a sweep's per-group rows costs: the rows (per group its best, and with
 // `pareto` its front, counted as one point; per format: the JSON of --json or --out, the
 // CSV of --csv), their bytes, and about how long making and
