@@ -202,6 +202,7 @@ void run_llm_milestone(BenchContext& ctx) {
   nlohmann::json doc = bench_document(ctx, study);
   doc["version"] = 1;
   doc["model"] = "llama-3.1-70b";
+  doc["kernel_tuning"] = "best";  // each GEMM kernel on its tuned tiling (--kernel-tuning)
   doc["batch_values"] = llm_milestone_batches();
   doc["context_values"] = llm_milestone_contexts();
   doc["prompt_values"] = llm_milestone_prompts();
@@ -219,6 +220,7 @@ void run_llm_milestone(BenchContext& ctx) {
                           "compute_bound_ps", "memory_bound_ps", "x_bound"})
       row[k] = ok ? get(i, k) : nlohmann::json();
     if (!ok) row["why"] = llm_status_message(study.batched_as<LlmResult>(i).status, c);
+    else row["kernels"] = fam.kernels(study.config(i));  // each GEMM's tuned tiling
     switch (pts[i].series) {
       case Series::decode:
         row["batch"] = c.batch, row["context"] = c.context;

@@ -195,9 +195,9 @@ json eval_both(const std::string& args) {
 // one byte per weight multiplied (every projection and the LM head, once each at batch 1)
 // and per KV value attended to, KV appends write half, and the step is no slower.
 TEST(Models, EightBitWeightsAndKvCacheReadHalfTheBytes) {
-  auto eval = [&](const std::string& bytes) {
+  auto eval = [&](const std::string& bytes) {  // one tiling for both (a tuned one may differ with the bytes)
     return eval_both("--model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 1 --batch 2 --context 4096 "
-                     "--layers 1 " + bytes);
+                     "--layers 1 --kernel-tuning auto " + bytes);
   };
   const json fp16 = eval(""), w8 = eval("--weight-bytes 1"), kv8 = eval("--kv-bytes 1");
   auto get = [](const json& j, const char* k) { return j[k].get<std::int64_t>(); };
@@ -413,6 +413,49 @@ TEST(Models, EvalLlmRefusesWhatItCannotTime) {
   expect_input_error(run("eval llm --model nosuch"), "--model nosuch: no such model");
   expect_input_error(run("sweep llm --model llama-3.1-8b,llama-3.1-70b --tp 8"), "--model llama-3.1-8b,llama-3.1-70b: one value a sweep");
   expect_input_error(run("eval llm --tp 8 --layers 40"), "a field is out of range");
+}
+
+// Each GEMM kernel tuned (--kernel-tuning best, the default) or on the automatic tiling
+// (auto): the JSON lists every GEMM with its tiling, the tuned step's GEMMs are faster, and
+// a GEMM no tiling of the space fits is one line naming its shape.
+TEST(Models, KernelTuningIsRecordedAndAutoKeepsTheAutomaticTiling) {
+  const std::string mapping = "eval llm --model llama-3.1-8b --tp 8 --tp-level cube --pp 1 --tp-algo ring --attention-case 4 "
+                              "--batch 32 --json";
+  const Result best = run(mapping), automatic = run(mapping + " --kernel-tuning auto");
+  ASSERT_EQ(best.code, 0) << best.err;
+  ASSERT_EQ(automatic.code, 0) << automatic.err;
+  const json b = json::parse(best.out), a = json::parse(automatic.out);
+  EXPECT_EQ(b["config"]["kernel_tuning"], "best");
+  EXPECT_EQ(a["config"]["kernel_tuning"], "auto");
+  EXPECT_EQ(b["parity"], true);
+  EXPECT_EQ(a["parity"], true);
+  ASSERT_EQ(b["kernels"].size(), 5u);  // qkv, o_proj, gate_up, down; the LM head
+  ASSERT_EQ(a["kernels"].size(), 5u);
+  std::int64_t sum_best = 0, sum_auto = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const json &kb = b["kernels"][i], &ka = a["kernels"][i];
+    EXPECT_EQ(kb["kind"], "gemm");
+    EXPECT_EQ(kb["name"], ka["name"]);
+    for (const char* d : {"m", "n", "k"}) EXPECT_EQ(kb[d], ka[d]);
+    // auto: min(128, the dimension) a tile
+    EXPECT_EQ(ka["tile_m"], std::min<std::int64_t>(128, ka["m"].get<std::int64_t>()));
+    EXPECT_EQ(ka["tile_n"], std::min<std::int64_t>(128, ka["n"].get<std::int64_t>()));
+    EXPECT_LE(kb["latency_ps"].get<std::int64_t>(), ka["latency_ps"].get<std::int64_t>()) << kb["name"];
+    const std::int64_t layers = kb["part"] == "layer" ? 32 : 1;
+    sum_best += layers * kb["latency_ps"].get<std::int64_t>(), sum_auto += layers * ka["latency_ps"].get<std::int64_t>();
+  }
+  EXPECT_EQ(b["gemm_ps"].get<std::int64_t>(), sum_best);  // the step's GEMMs are these kernels
+  EXPECT_EQ(a["gemm_ps"].get<std::int64_t>(), sum_auto);
+  EXPECT_LT(sum_best, sum_auto);
+  EXPECT_EQ(b["attention_ps"], a["attention_ps"]);
+  const Result terminal = run("eval llm --model llama-3.1-8b --tp 8 --tp-level cube --tp-algo ring --attention-case 4 --batch 32");
+  EXPECT_NE(terminal.out.find("  kernel qkv: buffers="), std::string::npos) << terminal.out;
+  const std::string tiny = "eval llm --hidden 64 --intermediate 128 --heads 1 --kv-heads 1 --head-dim 64 --vocab 64 "
+                           "--num-layers 1 --tp 1 --tp-level cube --pp 1 --tp-algo ring --attention-case 1 --set pe.sram_kib=1";
+  expect_input_error(run(tiny), "kernel qkv (gemm): 1x192x64 GEMM: no tiling of the gemm family's space is valid on the "
+                                "rank's machine; the automatic one: tiles: 2 buffer set(s)");
+  expect_input_error(run(tiny + " --kernel-tuning auto"), "kernel qkv (gemm): 1x192x64 GEMM: tiles: 2 buffer set(s)");
+  expect_input_error(run(tiny + " --kernel-tuning fastest"), "--kernel-tuning fastest");
 }
 
 // Data mode from the command line (docs/model.md section 13.9): the shipped tiny random

@@ -48,6 +48,7 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   while (static_cast<int>(out.size()) < count) {
     LlmConfig c{};
     c.hw = base.hw();
+    c.kernel_tuning = pick(0, 1);  // tuned GEMM tilings (best) and the automatic ones
     HwConfig& h = c.hw;
     testing::random_machine(h, pick);
     h.matrix_rows = arrays[pick(0, 3)], h.matrix_cols = arrays[pick(0, 3)];

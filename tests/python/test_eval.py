@@ -145,3 +145,13 @@ def test_an_edited_topology_is_read_again(tmp_path):
     second = kb.eval("gemm", topology=t, m=256, n=256, k=256, engine="batched")
     assert second["topology"]["fields"]["cube.hbm.bandwidth_gbps"] == 205
     assert second["topology"]["hash"] != first["topology"]["hash"]
+
+
+def test_llm_steps_run_on_tuned_kernels_unless_told_auto():
+    mapping = dict(model="llama-3.1-8b", tp=8, tp_level="cube", pp=1, tp_algo="ring", attention_case=4, batch=32,
+                   engine="batched")
+    best, auto = kb.eval("llm", **mapping), kb.eval("llm", kernel_tuning="auto", **mapping)
+    assert best.config["kernel_tuning"] == "best" and auto.config["kernel_tuning"] == "auto"
+    assert [k["name"] for k in best.kernels] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
+    assert all(b["latency_ps"] <= a["latency_ps"] for b, a in zip(best.kernels, auto.kernels))
+    assert best.gemm_ps < auto.gemm_ps and best.attention_ps == auto.attention_ps

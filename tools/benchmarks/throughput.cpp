@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "benches/milestone_1h_ccl.h"
+#include "device/common/kernel_memo.h"
 #include "device/models/collective/allreduce_model.h"
 #include "benches/milestone_1h_gemm.h"
 #include "benches/milestone_gqa_decode.h"
@@ -150,6 +151,41 @@ void BM_SweepReadmeGemm(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_SweepReadmeGemm)->UseRealTime()->Unit(benchmark::kSecond);
+
+// Whole models on tuned GEMM kernels (--kernel-tuning best) against the automatic tiling,
+// cold: every iteration starts with no tuning kept, as a fresh command does. Space 0: the
+// milestone's LLaMA-3.1-70B decode on ring8 (batch 1-256, contexts 4K and 32K, every
+// algorithm and attention case at tp 8 over SIPs; 10,240 configs, 1,280 distinct GEMMs).
+// Space 1: a hardware sweep of 64 designs (array rows 16-128, HBM 410-3277 GB/s, SRAM 256 KiB-2
+// MiB) of batch 1-256 by octaves at context 4K (11,520 configs). The counter is every config
+// evaluated a second, valid or not.
+void BM_SweepLlmTuning(benchmark::State& state) {
+  const bool tuned = state.range(0) == 0;
+  const bool designs = state.range(1) == 1;
+  std::vector<std::string> words = {"kernbench-gpu", "sweep", "llm", "--model", "llama-3.1-70b", "--topology",
+                                    data_dir() + "/topologies/ring8.yaml", "--tp", "8", "--tp-level", "sip", "--pp", "1",
+                                    "--recheck", "0", "--no-histogram", "--kernel-tuning", tuned ? "best" : "auto"};
+  const std::vector<std::string> space =
+      designs ? std::vector<std::string>{"--batch", "1,2,4,8,16,32,64,128,256", "--context", "4096", "--hw",
+                                         "pe.matrix.rows=16,32,64,128", "--hw", "cube.hbm.bandwidth_gbps=410,819,1638,3277",
+                                         "--hw", "pe.sram_kib=256,512,1024,2048"}
+              : std::vector<std::string>{"--batch", "1:256", "--context", "4096,32768"};
+  words.insert(words.end(), space.begin(), space.end());
+  const double configs = designs ? 9.0 * 64 * 20 : 256.0 * 2 * 20;
+  std::ostringstream out, err;
+  std::streambuf* const old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* const old_err = std::cerr.rdbuf(err.rdbuf());
+  for (auto _ : state) {
+    forget_shared_memos();
+    cli_run(words);
+  }
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  state.SetLabel(std::string(tuned ? "best" : "auto") + (designs ? ", 64 designs" : ", milestone decode"));
+  state.counters["configs/s"] = benchmark::Counter(configs * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepLlmTuning)->ArgNames({"auto", "designs"})->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
 // level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.
@@ -334,6 +370,8 @@ std::vector<LlmConfig> llm_configs() {
           c.phase = static_cast<std::int64_t>(LlmPhase::decode), c.batch = batch, c.context = context, c.prompt = 1;
           c.tp = 8, c.tp_level = static_cast<std::int64_t>(CollLevel::sip), c.pp = 1, c.microbatches = 1;
           c.tp_algo = algo, c.attention_case = kase, c.layers_run = 0;
+          // The model's own cost, as before tuning existed; BM_SweepLlmTuning measures tuning.
+          c.kernel_tuning = static_cast<std::int64_t>(LlmKernelTuning::automatic);
           points.push_back(c);
         }
   return points;

@@ -12,6 +12,11 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#ifndef __CUDA_ARCH__
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+#endif
 
 #include "kb_hd.h"
 
@@ -53,6 +58,63 @@ Result host_memo(const Config& c, const Eval& eval) {
   return r;
 }
 
+#ifndef __CUDA_ARCH__
+// Bumped to empty every Shared table (forget_shared_memos).
+inline std::atomic<std::uint64_t>& shared_generation() {
+  static std::atomic<std::uint64_t> g{0};
+  return g;
+}
+
+// Every thread's results of one kind, in one table of the process (shards, each under its
+// own lock; a shard that reaches its bound starts again empty). eval runs outside the
+// locks: two threads may both evaluate a config, and they get the same result.
+template <class Config, class Result>
+class Shared {
+ public:
+  template <class Eval>
+  Result get(const Config& c, const Eval& eval) {
+    static_assert(std::has_unique_object_representations_v<Config>, "a memoised config must have no padding");
+    Key k{c};
+    Shard& s = shards_[hash_bytes(&c, sizeof(Config)) % kShards];
+    const std::uint64_t generation = shared_generation().load();
+    {
+      const std::lock_guard<std::mutex> lock(s.m);
+      if (s.generation != generation) s.map.clear(), s.generation = generation;
+      const auto it = s.map.find(k);
+      if (it != s.map.end()) return it->second;
+    }
+    const Result r = eval(c);
+    const std::lock_guard<std::mutex> lock(s.m);
+    if (s.map.size() >= kBound / kShards) s.map.clear();
+    s.map.emplace(k, r);
+    return r;
+  }
+
+ private:
+  struct Key {
+    Config c;
+    bool operator==(const Key& o) const { return std::memcmp(&c, &o.c, sizeof(Config)) == 0; }
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const { return static_cast<std::size_t>(hash_bytes(&k.c, sizeof(Config))); }
+  };
+  struct Shard {
+    std::mutex m;
+    std::unordered_map<Key, Result, Hash> map;
+    std::uint64_t generation = 0;
+  };
+  static constexpr std::size_t kShards = 16, kBound = std::size_t(1) << 18;
+  Shard shards_[kShards];
+};
+
+// The process's table of one kind, behind this thread's recent ones.
+template <class Config, class Result, class Eval>
+Result host_shared_memo(const Config& c, const Eval& eval) {
+  static Shared<Config, Result> shared;  // the process's, by design
+  return host_memo<Config, Result, 64>(c, [&](const Config& x) { return shared.get(x, eval); });
+}
+#endif
+
 }  // namespace memo_detail
 
 // eval(c), or what it gave for the same config before on this thread.
@@ -62,6 +124,23 @@ KB_HD Result memo_eval(const Config& c, const Eval& eval) {
   return eval(c);
 #else
   return memo_detail::host_memo<Config, Result, Slots>(c, eval);
+#endif
+}
+
+#ifndef __CUDA_ARCH__
+// Empties the process's shared memos (a benchmark's cold start; results never depend on it).
+inline void forget_shared_memos() { ++memo_detail::shared_generation(); }
+#endif
+
+// eval(c), or what it gave for the same config before on any thread of the process: for a
+// costly evaluation that many threads meet (a kernel's tuning, gemm_tune.h). A host thread
+// looks in its own recent ones first; a CUDA thread evaluates every time.
+template <class Config, class Result, class Eval>
+KB_HD Result shared_memo_eval(const Config& c, const Eval& eval) {
+#if defined(__CUDA_ARCH__) || defined(KB_NO_KERNEL_MEMO)
+  return eval(c);
+#else
+  return memo_detail::host_shared_memo<Config, Result>(c, eval);
 #endif
 }
 

@@ -253,6 +253,7 @@ EvalResult run_eval(EvalRequest r) {
   out.backend = study.backend();
   out.diff = study.diff(0);
   if (r.data) out.data_json = f.data_run(cfg.data(), seed, &out.data_line);
+  if (f.kernels) out.kernels = f.kernels(cfg.data());
 
   // The config and each engine's figures as rows of the family's tables.
   out.config_table = Table(config_columns(f));
@@ -293,6 +294,7 @@ nlohmann::json eval_json(const EvalResult& e) {
     if (!e.diff.empty()) j["parity_diff"] = e.diff;
   }
   if (e.data) j["data"] = e.data_json;
+  if (!e.kernels.is_null()) j["kernels"] = e.kernels;
   return j;
 }
 
@@ -314,6 +316,12 @@ void TerminalEvalReporter::report(const EvalResult& e) {
              e.batched ? (std::string(" (batched backend: ") + to_string(e.backend) + ")").c_str() : "");
   stream_printf(out_, "%s", e.figures.record(0).c_str());
   if (e.reference && e.batched) stream_printf(out_, "  parity: %s\n", e.diff.empty() ? "identical" : ("DIFFERENT: " + e.diff).c_str());
+  for (const nlohmann::json& k : e.kernels) {  // each listed kernel: its name, then its other fields
+    std::string line;
+    for (auto it = k.begin(); it != k.end(); ++it)
+      if (it.key() != "name") line += " " + it.key() + "=" + cell_text(it.value());
+    stream_printf(out_, "  kernel %s:%s\n", k.value("name", "?").c_str(), line.c_str());
+  }
   if (!e.trace.empty()) stream_printf(out_, "  trace: %s\n", e.trace.c_str());
   if (e.data) stream_printf(out_, "  data: %s\n", e.data_line.c_str());
 }

@@ -75,6 +75,7 @@ struct EvalResult {
   Table figures{std::vector<Column>{}};       // the agreed figures, then the reference's and the batched model's
   nlohmann::json data_json;
   std::string data_line;
+  nlohmann::json kernels;  // Family::kernels of the config (null: the family lists none)
 };
 
 // Runs the request: every check first (InputError naming the flag), then the engines. A

@@ -144,6 +144,9 @@ struct Family {
   // ("" when it can), and the run from a seed, its findings as JSON plus one line of text.
   std::function<std::string(const void* config)> data_refusal;
   std::function<nlohmann::json(const void* config, std::uint64_t seed, std::string* line)> data_run;
+  // The kernels a valid config runs, with what was chosen for each (a tuned GEMM's tiling),
+  // as eval lists them ("kernels": objects with a "name" first); unset: no such list.
+  std::function<nlohmann::json(const void* config)> kernels;
   // What a valid config's run did and what it cost in energy (docs/model.md section 14), for a
   // family whose model counts its actions: set by add_energy, with the columns they give.
   std::function<Actions(const void* config, const void* result)> actions;

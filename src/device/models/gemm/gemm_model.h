@@ -276,6 +276,24 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
   return r;
 }
 
+// The latency of `g` as gemm_model gives it, or -1 when the config is invalid, or -2 when a
+// bound below its latency is above `above` (>= 0; < 0: no bound asked for), found from the
+// totals without the walk. The bound: the PEs' matrix work, or their DMA queues' work, over
+// the PEs used (each PE's matrix engine and DMA queue serve one thing at a time, so no PE
+// finishes before its own work on either, and the busiest PE's is at least the average).
+// For a search of the least latency (gemm_tune.h).
+KB_HD inline ps_t gemm_latency_unless_above(const GemmConfig& g, ps_t above) {
+  GemmResult r;
+  zero_words(r);
+  GemmGrid grid;
+  if (gemm_check(g, &grid) != kGemmOk) return -1;
+  gemm_detail::GemmEval e(g, grid, r);
+  if (!e.totals()) return -1;
+  if (above >= 0 && imax(r.matrix_busy_ps, r.dma_busy_ps) / (g.pes * g.cubes) > above) return -2;
+  e.latencies();
+  return r.latency_ps;
+}
+
 // Resolves the automatic split (gemm_split_of), when the shape and tiling are defined.
 KB_HD inline void gemm_resolve_split(GemmConfig& c) { c.split = gemm_split_of(c); }
 

@@ -17,6 +17,7 @@
 #include "../collective/allreduce_model.h"
 #include "../decode/decode_model.h"
 #include "../gemm/gemm_model.h"
+#include "../gemm/gemm_tune.h"
 #include "llm_attention.h"
 #include "llm_layer.h"
 #include "llm_mapping.h"
@@ -24,6 +25,12 @@
 #include "llm_vector.h"
 
 namespace kb {
+
+// How a step's GEMM kernels are tiled: best, the tiling of least latency of the gemm family's
+// space on the rank's machine (gemm_tune.h), as a tuned software stack would run them; auto,
+// the gemm family's automatic tiles and split (gemm_complete).
+enum class LlmKernelTuning : std::int64_t { best = 0, automatic = 1 };
+constexpr const char* kLlmKernelTuningNames[] = {"best", "auto"};
 
 // Every field an int64 (sweep axes set fields by offset).
 struct LlmConfig {
@@ -36,6 +43,7 @@ struct LlmConfig {
   std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
   std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
   std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
+  std::int64_t kernel_tuning;   // LlmKernelTuning: each GEMM's tiling tuned (best) or the automatic one
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
 };
@@ -117,7 +125,8 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         g.m = k.m, g.n = k.n, g.k = k.k;
         g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
         g.b_bytes = c.weight_bytes;  // B is the weights
-        gemm_complete(g);
+        if (c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best)) g = gemm_tuned(g);
+        else gemm_complete(g);
         v.gemm(g, k, layer);
         break;
       }
@@ -192,7 +201,8 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
       c.tp_algo < 0 || c.tp_algo >= kCollAlgos || !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)) ||
       c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
-      c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages)
+      c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages ||
+      c.kernel_tuning < 0 || c.kernel_tuning > 1)
     return kLlmBadField;
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;

@@ -82,6 +82,10 @@ std::vector<AxisDesc> llm_axes() {
            offsetof(C, attention_case)).range(1, 4).best_of("1,2,3,4").default_to("best"),
       axis("microbatches", "--microbatches", "equal micro-batches the batch goes through the stages in (dividing --batch)",
            offsetof(C, microbatches)).range(1, kLlmMaxBatch).default_to("1"),
+      axis("kernel_tuning", "--kernel-tuning",
+           "each GEMM kernel's tiles, split and buffers: best (of least latency in the gemm family's space on the rank's "
+           "machine, as a tuned software stack runs them) or auto (the gemm family's automatic ones)",
+           offsetof(C, kernel_tuning)).choices(names(kLlmKernelTuningNames)).default_to("best"),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
@@ -188,6 +192,33 @@ std::vector<ColumnDesc> llm_columns() {
   };
 }
 
+// The kernels a valid config runs that have a choice made for them: each GEMM of a layer and
+// of the head with its tiling (--kernel-tuning best: the tuned one), each prefill attention
+// with its tile and heads an item.
+nlohmann::json llm_kernels_json(const void* cfg) {
+  const C& c = *static_cast<const C*>(cfg);
+  nlohmann::json out = nlohmann::json::array();
+  if (llm_check(c) != kLlmOk) return out;
+  struct List {
+    nlohmann::json* out;
+    void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
+      out->push_back({{"name", k.name}, {"kind", "gemm"}, {"part", layer ? "layer" : "head"}, {"m", g.m}, {"n", g.n},
+                      {"k", g.k}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"tile_k", g.tile_k},
+                      {"split", kGemmSplitNames[g.split]}, {"buffers", g.buffers}, {"latency_ps", gemm_model(g).latency_ps}});
+    }
+    void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
+      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"tile", x.tile},
+                      {"heads", x.heads}, {"latency_ps", llm_attn_model(x).latency_ps}});
+    }
+    void attention(const DecodeConfig&, const LlmKernel&, bool) {}
+    void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}
+    void vector(const LlmVecConfig&, const LlmKernel&, bool) {}
+    void transfer(const LlmSendConfig&) {}
+  } list{&out};
+  llm_for_each_kernel(c, list);
+  return out;
+}
+
 // Data mode: the logits of a float64 forward pass against the reference engine's.
 nlohmann::json llm_data_json(const void* cfg, std::uint64_t seed, std::string* line) {
   const LlmDataReport d = llm_data_run(*static_cast<const C*>(cfg), seed);
@@ -236,6 +267,7 @@ Family make() {
       [](const C& c) { return llm_reference_ops(c); });
   f.data_refusal = [](const void* c) { return llm_data_refusal(*static_cast<const C*>(c)); };
   f.data_run = llm_data_json;
+  f.kernels = llm_kernels_json;
   add_energy<LlmModel>(f);
   return f;
 }

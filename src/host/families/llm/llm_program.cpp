@@ -553,7 +553,13 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
           if (k) name = std::string(k->name) + " (" + kLlmKernelKindNames[static_cast<int>(k->kind)] + ")";
           return true;
         }
-        void gemm(const GemmConfig& g, const LlmKernel& k, bool) { if (at(&k)) out = gemm_status_message(status, g); }
+        bool tuned;
+        void gemm(const GemmConfig& g, const LlmKernel& k, bool) {
+          if (!at(&k)) return;
+          out = std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " GEMM: " +
+                (tuned ? "no tiling of the gemm family's space is valid on the rank's machine; the automatic one: " : "") +
+                gemm_status_message(status, g);
+        }
         void attention(const DecodeConfig& d, const LlmKernel& k, bool) { if (at(&k)) out = decode_status_message(status, d); }
         void attention(const LlmAttnConfig&, const LlmKernel& k, bool) {
           if (at(&k))
@@ -569,7 +575,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
         void transfer(const LlmSendConfig&) {
           if (at(nullptr)) name = "stage_transfer", out = status == kLlmSendTimeOverflow ? "times could pass int64 picoseconds" : "invalid";
         }
-      } w{0, bad, ks, "status " + std::to_string(ks)};
+      } w{0, bad, ks, "status " + std::to_string(ks), "?", c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best)};
       llm_for_each_kernel(c, w);
       return "kernel " + w.name + ": " + w.out;
     }
