@@ -154,4 +154,5 @@ def test_llm_steps_run_on_tuned_kernels_unless_told_auto():
     assert best.config["kernel_tuning"] == "best" and auto.config["kernel_tuning"] == "auto"
     assert [k["name"] for k in best.kernels] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
     assert all(b["latency_ps"] <= a["latency_ps"] for b, a in zip(best.kernels, auto.kernels))
-    assert best.gemm_ps < auto.gemm_ps and best.attention_ps == auto.attention_ps
+    # auto, the analytical choice, lands near the tuned kernels
+    assert best.gemm_ps <= auto.gemm_ps <= best.gemm_ps * 1.05 and best.attention_ps == auto.attention_ps

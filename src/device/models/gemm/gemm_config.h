@@ -16,7 +16,7 @@ namespace kb {
 constexpr std::int64_t kGemmMaxDim = INT64_C(1) << 20;
 
 // Every field is an int64 (sweep axes set fields by offset). A tile of 0 means automatic:
-// min(kGemmAutoTile, its matrix dimension), resolved by gemm_complete.
+// chosen with the split by least estimated latency (gemm_auto.h), resolved by gemm_complete.
 struct GemmConfig {
   HwConfig hw;
   // problem and schedule
@@ -193,20 +193,24 @@ KB_HD inline TileRange gemm_tiles_of(const CubeTiles& b, std::int64_t pes, std::
   return TileRange{pe * count / pes, (pe + 1) * count / pes};
 }
 
-// The config's status (kGemmOk: valid). `grid_out`, where the check gets that far, receives
-// the tile grid (the model evaluates with it).
-KB_HD inline std::int32_t gemm_check(const GemmConfig& g, GemmGrid* grid_out = nullptr) {
+// The checks of the config's status that do not depend on its tiling: the machine, buffers,
+// B's bytes, PEs, cubes and the split's range (gemm_check, after the shape and tiles).
+KB_HD inline std::int32_t gemm_check_machine(const GemmConfig& g) {
   const HwConfig& h = g.hw;
-  if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > kGemmMaxDim || g.n > kGemmMaxDim || g.k > kGemmMaxDim)
-    return kGemmBadShape;
-  if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
-    return kGemmBadTile;
   if (!hw_fits(h)) return kGemmBadHardware;
   if (g.buffers != 1 && g.buffers != 2) return kGemmBadBuffers;
   if (g.b_bytes < 0 || g.b_bytes > 2) return kGemmBadBuffers;
   if (g.pes < 1 || g.pes > h.pes_per_cube()) return kGemmBadPes;
   if (g.cubes < 1 || g.cubes > h.cubes_per_sip()) return kGemmBadCubes;
   if (g.split < kGemmSplitAuto || g.split > kGemmSplitColsK) return kGemmBadSplit;
+  return kGemmOk;
+}
+
+// The rest of the status, of a config whose shape and tiles are in range and that passes
+// gemm_check_machine: what the tiling needs of SRAM, HBM and the time limit. A search over
+// tilings of one machine checks it once and each tiling with this.
+KB_HD inline std::int32_t gemm_check_tiling(const GemmConfig& g, GemmGrid* grid_out = nullptr) {
+  const HwConfig& h = g.hw;
   if (gemm_sram_bytes(g) > h.sram_bytes()) return kGemmSramOverflow;
   // Every cube holds A and B whole and its block of C's tile rows or columns.
   const GemmGrid grid = gemm_grid(g);
@@ -224,6 +228,18 @@ KB_HD inline std::int32_t gemm_check(const GemmConfig& g, GemmGrid* grid_out = n
   const std::int64_t cycles = systolic_cycles(g.tile_m, g.tile_n, g.tile_k, h.matrix_rows, h.matrix_cols, h.dataflow);
   if (cycles > kTimeLimitPs / 1000000) return kGemmTimeOverflow;
   return kGemmOk;
+}
+
+// The config's status (kGemmOk: valid). `grid_out`, where the check gets that far, receives
+// the tile grid (the model evaluates with it).
+KB_HD inline std::int32_t gemm_check(const GemmConfig& g, GemmGrid* grid_out = nullptr) {
+  if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > kGemmMaxDim || g.n > kGemmMaxDim || g.k > kGemmMaxDim)
+    return kGemmBadShape;
+  if (g.tile_m < 1 || g.tile_n < 1 || g.tile_k < 1 || g.tile_m > g.m || g.tile_n > g.n || g.tile_k > g.k)
+    return kGemmBadTile;
+  const std::int32_t machine = gemm_check_machine(g);
+  if (machine != kGemmOk) return machine;
+  return gemm_check_tiling(g, grid_out);
 }
 
 // Roofline: all used PEs computing at peak, and the compulsory traffic through the used

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "../../common/energy.h"
+#include "gemm_auto.h"
 #include "gemm_pipeline.h"
 
 namespace kb {
@@ -257,6 +258,49 @@ struct GemmEval {
   }
 };
 
+// A bound below the latency without counting or walking. Full tiles are those of neither the
+// matrix's ragged last tile row nor column; a full k-slice is one of a full tile and not a
+// ragged last slice of k. A cube block is at least ceil(T_along / cubes) - 1 (if ragged)
+// full tiles along the split: the last block, the longest, holds the ragged one; the others,
+// ceil((T_along - the last's) / (cubes - 1)) at the longest, hold none. Of a block's full
+// k-slices (split-K) or full tiles, some PE holds at least an even share, rounded up: its
+// N full slices keep its DMA queue busy N loads (and a store a full tile), its matrix engine
+// N matmuls, and a slice's matmul ends no sooner than its load and an HBM latency after the
+// matmul `buffers` slices before it (which frees the buffer the load fills), so one of the
+// PE's `buffers` chains of slices holds ceil(N / buffers) loads, latencies and matmuls in turn.
+KB_HD inline ps_t busiest_full_bound(const GemmConfig& g, const GemmGrid& grid) {
+  const std::int64_t split = gemm_split_of(g);
+  const bool by_cols = gemm_split_by_cols(split), split_k = gemm_split_k(split);
+  const bool ragged_m = g.m % g.tile_m != 0, ragged_n = g.n % g.tile_n != 0, ragged_k = g.k % g.tile_k != 0;
+  const bool ragged_along = by_cols ? ragged_n : ragged_m, ragged_across = by_cols ? ragged_m : ragged_n;
+  const std::int64_t along = grid.along(by_cols), across = grid.across(by_cols);
+  const std::int64_t len = ceil_div(along, g.cubes);  // the last block's (the longest)
+  std::int64_t block = len, full_along = len - (ragged_along ? 1 : 0);
+  if (ragged_along && g.cubes > 1 && ceil_div(along - len, g.cubes - 1) > full_along)
+    block = full_along = ceil_div(along - len, g.cubes - 1);
+  const std::int64_t full = full_along * (across - (ragged_across ? 1 : 0));
+  if (full <= 0) return 0;
+  // The block's HBM sharers (at least; a transfer is no faster with more).
+  const std::int64_t unit = split_k ? grid.kt : 1;
+  const Costs cost{&g, grid.kt, g.k - (grid.kt - 1) * g.tile_k, g.hw.hbm_latency_ns * kPsPerNs,
+                   imin(g.pes, block * across * unit) * g.hw.tenants()};
+  const ps_t load = cost.xfer(kGemmABytes * g.tile_m * g.tile_k) + cost.xfer(gemm_b_bytes(g) * g.tile_k * g.tile_n);
+  const ps_t mm = cycles_ps(cost.cycles(g.tile_m, g.tile_n, g.tile_k), g.hw.clock_mhz);
+  const std::int64_t body = ragged_k ? grid.kt - 1 : grid.kt;  // a full tile's full slices
+  std::int64_t slices = 0;
+  ps_t stores = 0;
+  if (split_k) {
+    slices = ceil_div(sat_mul(full, body), g.pes);
+  } else {
+    const std::int64_t tiles = ceil_div(full, g.pes);
+    slices = sat_mul(tiles, body), stores = sat_mul(tiles, cost.xfer(2 * g.tile_m * g.tile_n));
+  }
+  // (The PE's last DMA op is followed by an HBM latency, and its first matmul waits one.)
+  const ps_t dma = sat_add(sat_add(sat_mul(slices, load), stores), cost.lat), matrix = sat_add(sat_mul(slices, mm), cost.lat);
+  const ps_t chain = sat_mul(ceil_div(slices, g.buffers), load + cost.lat + mm);
+  return imax(imax(dma, matrix), chain);
+}
+
 }  // namespace gemm_detail
 
 KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
@@ -281,12 +325,14 @@ KB_HD inline GemmResult gemm_model(const GemmConfig& g) {
 // totals without the walk. The bound: the PEs' matrix work, or their DMA queues' work, over
 // the PEs used (each PE's matrix engine and DMA queue serve one thing at a time, so no PE
 // finishes before its own work on either, and the busiest PE's is at least the average).
-// For a search of the least latency (gemm_tune.h).
-KB_HD inline ps_t gemm_latency_unless_above(const GemmConfig& g, ps_t above) {
+// For a search of the least latency (gemm_tune.h), which may have checked the machine
+// (gemm_check_machine) and the tiles' range once for all its tilings (`machine_checked`).
+KB_HD inline ps_t gemm_latency_unless_above(const GemmConfig& g, ps_t above, bool machine_checked = false) {
   GemmResult r;
   zero_words(r);
   GemmGrid grid;
-  if (gemm_check(g, &grid) != kGemmOk) return -1;
+  if ((machine_checked ? gemm_check_tiling(g, &grid) : gemm_check(g, &grid)) != kGemmOk) return -1;
+  if (above >= 0 && gemm_detail::busiest_full_bound(g, grid) > above) return -2;
   gemm_detail::GemmEval e(g, grid, r);
   if (!e.totals()) return -1;
   if (above >= 0 && imax(r.matrix_busy_ps, r.dma_busy_ps) / (g.pes * g.cubes) > above) return -2;
@@ -297,12 +343,11 @@ KB_HD inline ps_t gemm_latency_unless_above(const GemmConfig& g, ps_t above) {
 // Resolves the automatic split (gemm_split_of), when the shape and tiling are defined.
 KB_HD inline void gemm_resolve_split(GemmConfig& c) { c.split = gemm_split_of(c); }
 
-// Resolves automatic (0) tiles: min(kGemmAutoTile, the matrix dimension); then the split.
+// Resolves automatic (0) tiles and split: the tiling of least estimated latency
+// (gemm_auto.h). A config with every tile set gets gemm_split_of's split when automatic.
 KB_HD inline void gemm_complete(GemmConfig& c) {
-  if (c.tile_m == 0) c.tile_m = c.m < kGemmAutoTile ? c.m : kGemmAutoTile;
-  if (c.tile_n == 0) c.tile_n = c.n < kGemmAutoTile ? c.n : kGemmAutoTile;
-  if (c.tile_k == 0) c.tile_k = c.k < kGemmAutoTile ? c.k : kGemmAutoTile;
-  gemm_resolve_split(c);
+  if (c.tile_m == 0 || c.tile_n == 0 || c.tile_k == 0) gemm_choose_tiling(c);
+  else gemm_resolve_split(c);
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).

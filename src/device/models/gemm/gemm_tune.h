@@ -13,62 +13,53 @@
 
 namespace kb {
 
-// The space searched: tile_m and tile_n each a power of two in 32..512, tile_k one in
-// 32..4096, each below its matrix dimension, or the dimension itself where that is at most
-// the bound (a GEMM of m = 8 tiles m by 8; one of k = 100 has tile_k 32, 64 or 100); every
-// split (rows, cols, rows-k, cols-k); 2 or 1 buffer sets. The PEs and cubes are the
-// config's (a tuned kernel uses the machine it is given). At most 4 x 5 x 5 x 8 x 2 = 1600
-// tilings.
-constexpr std::int64_t kGemmTuneTileMin = 32, kGemmTuneTileMax = 512, kGemmTuneTileKMax = 4096;
-
-namespace gemm_tune_detail {
-
-// The candidates of one tile dimension, in ascending order: the one after `v` (0: the
-// first), or 0 after the last.
-KB_HD inline std::int64_t next_tile(std::int64_t v, std::int64_t dim, std::int64_t hi) {
-  const std::int64_t last = dim < hi ? dim : hi;
-  if (v == 0) return kGemmTuneTileMin < last ? kGemmTuneTileMin : last;
-  if (v >= last) return 0;
-  const std::int64_t up = 2 * v;
-  return up < last ? up : last;
-}
-
-}  // namespace gemm_tune_detail
+// The space searched: gemm_auto.h's candidate tiles (at most 4 x 5 x 5 x 8 = 800 of them);
+// every split (rows, cols, rows-k, cols-k); 2 or 1 buffer sets. The PEs and cubes are the
+// config's (a tuned kernel uses the machine it is given). At most 1600 tilings.
 
 // The tiling of least latency for the shape, hardware, PEs, cubes and B bytes of `base`
 // (its tiles, split and buffers are ignored). Ties go to the first met in the order: split
 // rows, cols, rows-k, cols-k; then tile_m, tile_n, tile_k ascending; then 2 buffer sets
 // before 1. When no tiling of the space is valid, the automatic one (gemm_complete), whose
 // status then says why. `prune` (the default) skips the walk of a tiling whose latency is
-// bounded above the least so far, or above the automatic tiling's (itself in the space),
-// and the single buffer set of a tiling valid with two; the choice is the same as without
-// (a test holds them equal), only faster.
+// bounded above the least so far (gemm_latency_unless_above), and the single buffer set of
+// a tiling valid with two; the choice is the same as without (a test holds them equal),
+// only faster. Either way a tile_k whose buffers overflow the SRAM ends its row of tile_k.
 KB_HD inline GemmConfig gemm_tune(const GemmConfig& base, bool prune = true) {
   using gemm_tune_detail::next_tile;
   GemmConfig best = base;
-  best.tile_m = best.tile_n = best.tile_k = 0, best.split = kGemmSplitAuto, best.buffers = 2;
-  gemm_complete(best);
-  const GemmConfig automatic = best;
-  // Candidates bounded above this are skipped; a candidate is taken when it is faster than the
-  // one taken before, or (none yet) no slower than this.
-  ps_t threshold = prune ? gemm_latency_unless_above(automatic, -1) : -1;
+  auto automatic = [&] {
+    GemmConfig a = base;
+    a.tile_m = a.tile_n = a.tile_k = 0, a.split = kGemmSplitAuto, a.buffers = 2;
+    gemm_complete(a);
+    return a;
+  };
+  ps_t threshold = -1;  // candidates bounded above the least so far are skipped
   GemmConfig g = base;
+  g.split = kGemmSplitRows, g.buffers = 2, g.tile_m = g.tile_n = g.tile_k = 1;
+  if (gemm_check(g) == kGemmBadShape || gemm_check_machine(g) != kGemmOk) return automatic();  // no tiling is valid
   ps_t best_ps = -1;
   for (std::int64_t split = kGemmSplitRows; split <= kGemmSplitColsK; ++split)
     for (std::int64_t tm = next_tile(0, base.m, kGemmTuneTileMax); tm > 0; tm = next_tile(tm, base.m, kGemmTuneTileMax))
       for (std::int64_t tn = next_tile(0, base.n, kGemmTuneTileMax); tn > 0; tn = next_tile(tn, base.n, kGemmTuneTileMax))
-        for (std::int64_t tk = next_tile(0, base.k, kGemmTuneTileKMax); tk > 0; tk = next_tile(tk, base.k, kGemmTuneTileKMax))
+        for (std::int64_t tk = next_tile(0, base.k, kGemmTuneTileKMax); tk > 0; tk = next_tile(tk, base.k, kGemmTuneTileKMax)) {
+          bool larger_fit = true;  // a larger tile_k may fit the SRAM
           for (std::int64_t buffers = 2; buffers >= 1; --buffers) {
             g.split = split, g.tile_m = tm, g.tile_n = tn, g.tile_k = tk, g.buffers = buffers;
-            const ps_t t = gemm_latency_unless_above(g, prune ? threshold : -1);
+            if (gemm_tile_sram_bytes(g) > g.hw.sram_bytes()) {  // invalid, as is every larger tile_k with as many sets
+              larger_fit = buffers == 2;
+              continue;
+            }
+            const ps_t t = gemm_latency_unless_above(g, prune ? threshold : -1, true);
             if (t == -1) continue;  // invalid (2 sets may not fit the SRAM where 1 does)
-            if (t >= 0 && (best_ps >= 0 ? t < best_ps : threshold < 0 || t <= threshold))
-              best = g, best_ps = t, threshold = t;
+            if (t >= 0 && (best_ps < 0 || t < best_ps)) best = g, best_ps = t, threshold = t;
             // Valid with 2 sets: 1 set is never faster (loads overlap less of the work; the
             // bound is the same), which a test checks on random configs, so it is not walked.
             if (prune) break;
           }
-  return best_ps >= 0 ? best : automatic;
+          if (!larger_fit) break;
+        }
+  return best_ps >= 0 ? best : automatic();
 }
 
 // gemm_tune memoised per (shape, hardware) for the whole process: a sweep of whole models
@@ -78,6 +69,24 @@ KB_HD inline GemmConfig gemm_tuned(const GemmConfig& base) {
   GemmConfig key = base;  // the tiling is no part of the question
   key.tile_m = key.tile_n = key.tile_k = 0, key.split = kGemmSplitAuto, key.buffers = 0;
   return shared_memo_eval<GemmConfig, GemmConfig>(key, [](const GemmConfig& x) { return gemm_tune(x); });
+}
+
+// The automatic tiling (gemm_complete) with 2 buffer sets, or with 1 where no tiling of the
+// space fits 2 and one fits 1, memoised as gemm_tuned is: whole models run on it with
+// --kernel-tuning auto.
+KB_HD inline GemmConfig gemm_automatic(const GemmConfig& base) {
+  GemmConfig key = base;
+  key.tile_m = key.tile_n = key.tile_k = 0, key.split = kGemmSplitAuto, key.buffers = 0;
+  return shared_memo_eval<GemmConfig, GemmConfig>(key, [](const GemmConfig& x) {
+    GemmConfig two = x;
+    two.buffers = 2;
+    gemm_complete(two);
+    if (gemm_check(two) != kGemmSramOverflow) return two;
+    GemmConfig one = x;
+    one.buffers = 1;
+    gemm_complete(one);
+    return gemm_check(one) == kGemmOk ? one : two;
+  });
 }
 
 }  // namespace kb

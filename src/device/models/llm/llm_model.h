@@ -28,7 +28,7 @@ namespace kb {
 
 // How a step's GEMM kernels are tiled: best, the tiling of least latency of the gemm family's
 // space on the rank's machine (gemm_tune.h), as a tuned software stack would run them; auto,
-// the gemm family's automatic tiles and split (gemm_complete).
+// the gemm family's automatic tiling (gemm_auto.h: least estimated latency).
 enum class LlmKernelTuning : std::int64_t { best = 0, automatic = 1 };
 constexpr const char* kLlmKernelTuningNames[] = {"best", "auto"};
 
@@ -125,8 +125,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         g.m = k.m, g.n = k.n, g.k = k.k;
         g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
         g.b_bytes = c.weight_bytes;  // B is the weights
-        if (c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best)) g = gemm_tuned(g);
-        else gemm_complete(g);
+        g = c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best) ? gemm_tuned(g) : gemm_automatic(g);
         v.gemm(g, k, layer);
         break;
       }

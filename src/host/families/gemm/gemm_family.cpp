@@ -30,11 +30,11 @@ Family make() {
       axis("m", "--m", "rows of A and C", offsetof(C, m)).range(1, kGemmMaxDim).defines_problem(),
       axis("n", "--n", "columns of B and C", offsetof(C, n)).range(1, kGemmMaxDim).defines_problem(),
       axis("k", "--k", "columns of A, rows of B", offsetof(C, k)).range(1, kGemmMaxDim).defines_problem(),
-      axis("tile_m", "--tile-m", "output tile rows; auto: min(128, m)", offsetof(C, tile_m))
+      axis("tile_m", "--tile-m", "output tile rows; auto: the tiling of least estimated latency (docs/model.md section 9.7)", offsetof(C, tile_m))
           .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
-      axis("tile_n", "--tile-n", "output tile columns; auto: min(128, n)", offsetof(C, tile_n))
+      axis("tile_n", "--tile-n", "output tile columns; auto: as tile-m", offsetof(C, tile_n))
           .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
-      axis("tile_k", "--tile-k", "k-slice per step; auto: min(128, k)", offsetof(C, tile_k))
+      axis("tile_k", "--tile-k", "k-slice per step; auto: as tile-m", offsetof(C, tile_k))
           .range(1, kGemmMaxDim).default_to("auto").auto_means(0),
       axis("pes", "--pes", "PEs per cube (1..the cube's PEs)", offsetof(C, pes))
           .range(1, 0).max_of_hw([](const HwConfig& h) { return h.pes_per_cube(); }).default_to("1"),
@@ -45,7 +45,7 @@ Family make() {
            "output tiles to cubes in blocks of tile rows or tile columns, and inside a cube whole tiles per PE or, with "
            "-k, an even share of k-slices (partial sums added by the tile's owner); auto: cols when there are fewer tile "
            "rows than cubes (and more tile columns than rows), else rows; with -k when that cuts the busiest PE's "
-           "k-slices by over 10%",
+           "k-slices by over 10%; with an automatic tile, chosen with the tiles",
            offsetof(C, split))
           .choices(std::vector<std::string>(std::begin(kGemmSplitNames), std::end(kGemmSplitNames)))
           .default_to("auto").auto_means(0),
