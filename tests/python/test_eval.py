@@ -152,7 +152,7 @@ def test_llm_steps_run_on_tuned_kernels_unless_told_auto():
                    engine="batched")
     best, auto = kb.eval("llm", **mapping), kb.eval("llm", kernel_tuning="auto", **mapping)
     assert best.config["kernel_tuning"] == "best" and auto.config["kernel_tuning"] == "auto"
-    assert [k["name"] for k in best.kernels] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
+    assert [k["name"] for k in best.kernels if k["kind"] == "gemm"] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
     assert all(b["latency_ps"] <= a["latency_ps"] for b, a in zip(best.kernels, auto.kernels))
     # auto, the analytical choice, lands near the tuned kernels
-    assert best.gemm_ps <= auto.gemm_ps <= best.gemm_ps * 1.05 and best.attention_ps == auto.attention_ps
+    assert best.gemm_ps <= auto.gemm_ps <= best.gemm_ps * 1.05 and best.attention_ps <= auto.attention_ps

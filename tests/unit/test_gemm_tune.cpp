@@ -157,8 +157,8 @@ TEST(GemmTune, FindsWhatAGemmSweepFindsOnLlamaShapes) {
   }
 }
 
-// A whole model's GEMMs: tuned, each no slower than the automatic tiling; the rest of the step
-// the same kernels.
+// A whole model's GEMMs: tuned, each no slower than the automatic tiling; its attention no
+// slower on tuned chunks and tiles; its allreduces the same.
 TEST(GemmTune, AStepOnTunedKernelsIsNeverSlowerKernelByKernel) {
   const TopologySpec topo = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
   const LlmShape s = load_llm_model("llama-3.1-8b").shape;
@@ -193,7 +193,7 @@ TEST(GemmTune, AStepOnTunedKernelsIsNeverSlowerKernelByKernel) {
         for (std::size_t i = 0; i < best.ps.size(); ++i) EXPECT_LE(best.ps[i], automatic.ps[i]);
         const LlmResult rb = llm_model(c), ra = llm_model(a);
         EXPECT_LE(rb.gemm_ps, ra.gemm_ps);
-        EXPECT_EQ(rb.attention_ps, ra.attention_ps);
+        EXPECT_LE(rb.attention_ps, ra.attention_ps);  // tuned chunks and tiles too
         EXPECT_EQ(rb.allreduce_ps, ra.allreduce_ps);
         // The automatic tiling's estimate lands near the best (GemmAuto below says how near).
         EXPECT_LE(ra.gemm_ps, rb.gemm_ps + rb.gemm_ps / 20);

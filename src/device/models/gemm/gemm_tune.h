@@ -39,6 +39,26 @@ KB_HD inline GemmConfig gemm_tune(const GemmConfig& base, bool prune = true) {
   g.split = kGemmSplitRows, g.buffers = 2, g.tile_m = g.tile_n = g.tile_k = 1;
   if (gemm_check(g) == kGemmBadShape || gemm_check_machine(g) != kGemmOk) return automatic();  // no tiling is valid
   ps_t best_ps = -1;
+  // A first bound to beat: one tiling, walked, that is often near the best (tiles of 64 or the
+  // dimension, the longest tile_k whose two buffer sets fit, gemm_split_of's split). Until
+  // the search meets it in its order, a tiling as fast is earlier, so it is taken.
+  bool before_best = false;
+  if (prune) {
+    GemmConfig seed = base;
+    seed.tile_m = imin(base.m, 64), seed.tile_n = imin(base.n, 64), seed.tile_k = 0, seed.buffers = 2;
+    for (std::int64_t tk = next_tile(0, base.k, kGemmTuneTileKMax); tk > 0; tk = next_tile(tk, base.k, kGemmTuneTileKMax)) {
+      GemmConfig x = seed;
+      x.tile_k = tk;
+      if (gemm_tile_sram_bytes(x) > x.hw.sram_bytes()) break;
+      seed.tile_k = tk;
+    }
+    if (seed.tile_k > 0) {
+      seed.split = kGemmSplitAuto;
+      seed.split = gemm_split_of(seed);
+      const ps_t t = gemm_latency_unless_above(seed, -1, true);
+      if (t >= 0) best = seed, best_ps = t, threshold = t, before_best = true;
+    }
+  }
   for (std::int64_t split = kGemmSplitRows; split <= kGemmSplitColsK; ++split)
     for (std::int64_t tm = next_tile(0, base.m, kGemmTuneTileMax); tm > 0; tm = next_tile(tm, base.m, kGemmTuneTileMax))
       for (std::int64_t tn = next_tile(0, base.n, kGemmTuneTileMax); tn > 0; tn = next_tile(tn, base.n, kGemmTuneTileMax))
@@ -52,7 +72,11 @@ KB_HD inline GemmConfig gemm_tune(const GemmConfig& base, bool prune = true) {
             }
             const ps_t t = gemm_latency_unless_above(g, prune ? threshold : -1, true);
             if (t == -1) continue;  // invalid (2 sets may not fit the SRAM where 1 does)
-            if (t >= 0 && (best_ps < 0 || t < best_ps)) best = g, best_ps = t, threshold = t;
+            if (before_best && g.split == best.split && g.tile_m == best.tile_m && g.tile_n == best.tile_n &&
+                g.tile_k == best.tile_k && g.buffers == best.buffers)
+              before_best = false;  // the first bound's tiling
+            if (t >= 0 && (best_ps < 0 || t < best_ps || (t == best_ps && before_best)))
+              best = g, best_ps = t, threshold = t, before_best = false;
             // Valid with 2 sets: 1 set is never faster (loads overlap less of the work; the
             // bound is the same), which a test checks on random configs, so it is not walked.
             if (prune) break;

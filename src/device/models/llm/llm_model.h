@@ -19,6 +19,7 @@
 #include "../gemm/gemm_model.h"
 #include "../gemm/gemm_tune.h"
 #include "llm_attention.h"
+#include "llm_attn_tune.h"
 #include "llm_layer.h"
 #include "llm_mapping.h"
 #include "llm_pipeline.h"
@@ -26,9 +27,11 @@
 
 namespace kb {
 
-// How a step's GEMM kernels are tiled: best, the tiling of least latency of the gemm family's
-// space on the rank's machine (gemm_tune.h), as a tuned software stack would run them; auto,
-// the gemm family's automatic tiling (gemm_auto.h: least estimated latency).
+// How a step's kernels are tuned: best, each GEMM on the tiling of least latency of the gemm
+// family's space on the rank's machine (gemm_tune.h) and each attention on its chunk or tile
+// of least latency (llm_attn_tune.h), as a tuned software stack would run them; auto, the gemm
+// family's automatic tiling (gemm_auto.h: least estimated latency) and the attention kernels'
+// automatic chunks and tiles.
 enum class LlmKernelTuning : std::int64_t { best = 0, automatic = 1 };
 constexpr const char* kLlmKernelTuningNames[] = {"best", "auto"};
 
@@ -43,7 +46,7 @@ struct LlmConfig {
   std::int64_t attention_case;  // 1..4: the decode family's KV sharding on a rank
   std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
   std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
-  std::int64_t kernel_tuning;   // LlmKernelTuning: each GEMM's tiling tuned (best) or the automatic one
+  std::int64_t kernel_tuning;   // LlmKernelTuning: each kernel's tiling, chunk or tile tuned (best) or automatic
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
 };
@@ -112,6 +115,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   LlmRun r = llm_run_of(c);
   r.batch = c.batch / c.microbatches;  // the kernels run one micro-batch
   const HwConfig rank = llm_rank_hw(c);
+  const bool tuned = c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best);
   LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
   const int nl = llm_layer_program(c.hw, m, r, ks);
   const int n = nl + llm_head_program(c.hw, m, r, ks + nl);
@@ -125,7 +129,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         g.m = k.m, g.n = k.n, g.k = k.k;
         g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
         g.b_bytes = c.weight_bytes;  // B is the weights
-        g = c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best) ? gemm_tuned(g) : gemm_automatic(g);
+        g = tuned ? gemm_tuned(g) : gemm_automatic(g);
         v.gemm(g, k, layer);
         break;
       }
@@ -134,7 +138,8 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
           LlmAttnConfig x{};
           x.hw = rank;
           x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
-          llm_attn_complete(x);
+          if (tuned) x = llm_attn_tuned(x);
+          else llm_attn_complete(x);
           v.attention(x, k, layer);
           break;
         }
@@ -158,7 +163,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
             d.batch = r.batch - done, d.chunk = 0;
             decode_complete(d);
           }
-          v.attention(d, k, layer);
+          v.attention(tuned ? decode_chunk_tuned(d) : d, k, layer);
         }
         break;
       }

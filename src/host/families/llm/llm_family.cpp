@@ -83,8 +83,8 @@ std::vector<AxisDesc> llm_axes() {
       axis("microbatches", "--microbatches", "equal micro-batches the batch goes through the stages in (dividing --batch)",
            offsetof(C, microbatches)).range(1, kLlmMaxBatch).default_to("1"),
       axis("kernel_tuning", "--kernel-tuning",
-           "each GEMM kernel's tiles, split and buffers: best (of least latency in the gemm family's space on the rank's "
-           "machine, as a tuned software stack runs them) or auto (the gemm family's automatic ones)",
+           "each GEMM kernel's tiles, split and buffers, and each attention kernel's chunk or tile: best (of least "
+           "latency on the rank's machine, as a tuned software stack runs them) or auto (the families' automatic ones)",
            offsetof(C, kernel_tuning)).choices(names(kLlmKernelTuningNames)).default_to("best"),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
@@ -194,7 +194,8 @@ std::vector<ColumnDesc> llm_columns() {
 
 // The kernels a valid config runs that have a choice made for them: each GEMM of a layer and
 // of the head with its tiling (--kernel-tuning best: the tuned one), each prefill attention
-// with its tile and heads an item.
+// with its tile and heads an item, each decode attention wave with its sequences and chunk (waves alike
+// once, with their count).
 nlohmann::json llm_kernels_json(const void* cfg) {
   const C& c = *static_cast<const C*>(cfg);
   nlohmann::json out = nlohmann::json::array();
@@ -210,7 +211,15 @@ nlohmann::json llm_kernels_json(const void* cfg) {
       out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"tile", x.tile},
                       {"heads", x.heads}, {"latency_ps", llm_attn_model(x).latency_ps}});
     }
-    void attention(const DecodeConfig&, const LlmKernel&, bool) {}
+    void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {  // waves alike listed once, counted
+      if (!out->empty() && out->back()["name"] == k.name && out->back().contains("chunk") &&
+          out->back()["batch"] == d.batch && out->back()["chunk"] == d.chunk) {
+        out->back()["waves"] = out->back()["waves"].get<std::int64_t>() + 1;
+        return;
+      }
+      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"batch", d.batch},
+                      {"chunk", d.chunk}, {"waves", 1}, {"latency_ps", decode_model(d).latency_ps}});
+    }
     void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}
     void vector(const LlmVecConfig&, const LlmKernel&, bool) {}
     void transfer(const LlmSendConfig&) {}
