@@ -168,6 +168,12 @@ std::function<nlohmann::json(const void*, const void*)> typed_getter(F f) {
     return f(*static_cast<const Config*>(c), *static_cast<const Result*>(r));
   };
 }
+// The names of a device header's name table (kCollLevelNames, ...), for an axis's choices or
+// a family's statuses.
+template <std::size_t N>
+std::vector<std::string> name_list(const char* const (&list)[N]) {
+  return std::vector<std::string>(list, list + N);
+}
 template <class Config, class Result>
 ColumnDesc parity_figure(const char* name, const char* unit, const char* help, std::int64_t Result::*m,
                          bool terminal = false) {

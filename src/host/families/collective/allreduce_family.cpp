@@ -3,7 +3,6 @@
 // algorithm, on SRAM or HBM buffers.
 #include <cstddef>
 #include <cstdio>
-#include <iterator>
 
 #include "../../analytical/collectives.h"
 #include "allreduce_program.h"
@@ -22,10 +21,6 @@ std::function<nlohmann::json(const void*, const void*)> col(F f) {
   return typed_getter<C, R>(f);
 }
 
-template <std::size_t N>
-std::vector<std::string> names(const char* const (&list)[N]) {
-  return std::vector<std::string>(list, list + N);
-}
 
 Family make() {
   Family f;
@@ -43,12 +38,12 @@ Family make() {
            "what a rank is: pe (PEs of cube 0), cube (cubes of SIP 0), sip (SIPs), hier (every PE of the launch, level by "
            "level)",
            offsetof(C, level))
-          .choices(names(kCollLevelNames)).defines_problem(),
+          .choices(name_list(kCollLevelNames)).defines_problem(),
       axis("algo", "--algo",
            "ring, hd (halving-doubling), tree (binomial), mesh2d, root (chains to the grid's centre): allreduce and reduce; "
            "ring and hd: allgather and reducescatter; pairwise (exchange): alltoall",
            offsetof(C, algo))
-          .choices(names(kCollAlgoNames)),
+          .choices(name_list(kCollAlgoNames)),
       axis("ranks", "--ranks", "ranks (2..the level's count, at most 64; hier: PEs, up to 4096)", offsetof(C, ranks))
           .range(2, kCollMaxHierRanks)
           .defines_problem()
@@ -58,12 +53,12 @@ Family make() {
                                   ? imin(kCollMaxHierRanks, h.total_pes())
                                   : imin(kCollMaxRanks, coll_level_size(h, level));
                      }),
-      axis("buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer)).choices(names(kCollBufferNames)),
+      axis("buffer", "--buffer", "where the values live: sram or hbm", offsetof(C, buffer)).choices(name_list(kCollBufferNames)),
       axis("op", "--op",
            "allreduce (every rank ends with the sum), reduce (the root does), allgather (every rank ends with every rank's "
            "piece), reducescatter (each rank with the sum of its own piece), alltoall (piece j of each rank to rank j)",
            offsetof(C, op))
-          .choices(names(kCollOpNames)).default_to("allreduce").defines_problem(),
+          .choices(name_list(kCollOpNames)).default_to("allreduce").defines_problem(),
       axis("chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks))
           .range(1, kCollMaxChunks).default_to("1"),
   };
@@ -73,7 +68,7 @@ Family make() {
       {"ipcq_gbps", "--ipcq-gbps", "cube.ipcq.bandwidth_gbps", "PE copy-queue bandwidth, GB/s"},
   };
   f.default_group = "bytes,level,ranks,op";
-  f.statuses.assign(std::begin(kArStatusNames), std::end(kArStatusNames));
+  f.statuses = name_list(kArStatusNames);
   f.status_message = [](std::int32_t s, const void* c) { return allreduce_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"ranks", "ranks taking part"},
              {"link_bytes", "bytes over links, every level"},

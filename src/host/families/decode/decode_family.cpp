@@ -1,7 +1,6 @@
 // The decode family's descriptor: GQA decode attention of one token against a KV cache
 // sharded over the cubes and PEs of SIP 0 by one of four cases.
 #include <cstddef>
-#include <iterator>
 
 #include "decode_program.h"
 #include "../family.h"
@@ -56,7 +55,7 @@ Family make() {
       {"ipcq_gbps", "--ipcq-gbps", "cube.ipcq.bandwidth_gbps", "PE copy-queue bandwidth, GB/s"},
   };
   f.default_group = "s_kv,batch,h_q,h_kv,d_head";
-  f.statuses.assign(std::begin(kDecStatusNames), std::end(kDecStatusNames));
+  f.statuses = name_list(kDecStatusNames);
   f.status_message = [](std::int32_t s, const void* c) { return decode_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"footprint", "KV cache bytes in HBM, every cube"},
              {"link_bytes", "bytes over links, every level"},

@@ -1,6 +1,5 @@
 // The GEMM family's descriptor: C[M,N] = A[M,K] x B[K,N] tiled over the PEs of some cubes.
 #include <cstddef>
-#include <iterator>
 
 #include "gemm_program.h"
 #include "../family.h"
@@ -47,7 +46,7 @@ Family make() {
            "rows than cubes (and more tile columns than rows), else rows; with -k when that cuts the busiest PE's "
            "k-slices by over 10%; with an automatic tile, chosen with the tiles",
            offsetof(C, split))
-          .choices(std::vector<std::string>(std::begin(kGemmSplitNames), std::end(kGemmSplitNames)))
+          .choices(name_list(kGemmSplitNames))
           .default_to("auto").auto_means(0),
   };
   f.hw_axes = {
@@ -56,7 +55,7 @@ Family make() {
       {"array_cols", "--array-cols", "pe.matrix.cols", "systolic array columns"},
   };
   f.default_group = "m,n,k";
-  f.statuses.assign(std::begin(kGemmStatusNames), std::end(kGemmStatusNames));
+  f.statuses = name_list(kGemmStatusNames);
   f.status_message = [](std::int32_t s, const void* c) { return gemm_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"pes", "PEs used (pes x cubes)"}, {"sram", "SRAM bytes per PE"}, {"hbm", "HBM bytes read and written"}};
   f.default_cost = "pes";

@@ -2,7 +2,6 @@
 // mapping, composed from the families' kernels (docs/model.md section 13.5).
 #include <cstddef>
 #include <cstdio>
-#include <iterator>
 
 #include "llm_data.h"
 #include "llm_program.h"
@@ -19,10 +18,6 @@ using R = LlmResult;
 template <class F>
 std::function<nlohmann::json(const void*, const void*)> col(F f) {
   return typed_getter<C, R>(f);
-}
-template <std::size_t N>
-std::vector<std::string> names(const char* const (&list)[N]) {
-  return std::vector<std::string>(list, list + N);
 }
 // The algorithms that run an allreduce (the tensor-parallel one's candidates).
 std::string allreduce_algos() {
@@ -71,11 +66,11 @@ std::vector<AxisDesc> llm_axes() {
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
       axis("tp_level", "--tp-level", "what a rank is: pe (a PE of one cube), cube (a cube of SIP 0), sip (a SIP), or hier "
                                      "(a PE, over the first tp PEs of the stage)",
-           offsetof(C, tp_level)).choices(names(kCollLevelNames)).best_of("cube,sip").default_to("best"),
+           offsetof(C, tp_level)).choices(name_list(kCollLevelNames)).best_of("cube,sip").default_to("best"),
       axis("pp", "--pp", "pipeline stages, each its own SIPs, the layers split evenly or by --pp-layers (docs/model.md section 13.8)",
            offsetof(C, pp)).range(1, kLlmMaxStages).best_of("1,2,4,8").default_to("best"),
       axis("tp_algo", "--tp-algo", "the tensor-parallel allreduce's algorithm (" + allreduce_algos() + ")", offsetof(C, tp_algo))
-          .choices(names(kCollAlgoNames)).best_of(allreduce_algos()).default_to("best"),
+          .choices(name_list(kCollAlgoNames)).best_of(allreduce_algos()).default_to("best"),
       axis("attention_case", "--attention-case",
            "KV sharding inside a rank, as the decode family's cases: 1 cube-SP / PE-TP, 2 cube-replicate / PE-TP, "
            "3 cube-replicate / PE-SP, 4 cube-SP / PE-SP",
@@ -85,7 +80,7 @@ std::vector<AxisDesc> llm_axes() {
       axis("kernel_tuning", "--kernel-tuning",
            "each GEMM kernel's tiles, split and buffers, and each attention kernel's chunk or tile: best (of least "
            "latency on the rank's machine, as a tuned software stack runs them) or auto (the families' automatic ones)",
-           offsetof(C, kernel_tuning)).choices(names(kLlmKernelTuningNames)).default_to("best"),
+           offsetof(C, kernel_tuning)).choices(name_list(kLlmKernelTuningNames)).default_to("best"),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
@@ -264,7 +259,7 @@ Family make() {
   f.axes = llm_axes();
   f.presets = llm_presets();
   f.default_group = "hidden,intermediate,heads,kv_heads,head_dim,layers,vocab,tied,phase,batch,context,prompt";
-  f.statuses.assign(std::begin(kLlmPlaceStatusNames), std::end(kLlmPlaceStatusNames));
+  f.statuses = name_list(kLlmPlaceStatusNames);
   f.status_message = [](std::int32_t s, const void* c) { return llm_status_message(s, *static_cast<const C*>(c)); };
   f.costs = {{"pes", "PEs the mapping uses"}, {"hbm", "HBM bytes read and written"}};
   f.objective = "step_ps";  // the whole model's step, whatever --layers the engines run
