@@ -129,8 +129,9 @@ KB_HD inline void choose_in_k_row(GemmConfig& x, std::int64_t tile_k, ps_t& leas
 // the first in the order split rows, cols, rows-k, cols-k, then tile_m, tile_n, tile_k
 // ascending). When none is valid, the tiles become min(kGemmAutoTile, the dimension) and
 // the split gemm_split_of's, whose status then says why. A config with every tile set keeps
-// gemm_split_of's split.
-KB_HD inline void gemm_choose_tiling(GemmConfig& c) {
+// gemm_split_of's split. Not inlined: a sweep's kernel calls it only for automatic tiles, and
+// inlined it doubled the registers of the gemm family's CUDA kernel (128 to 255).
+KB_HD KB_NOINLINE inline void gemm_choose_tiling(GemmConfig& c) {
   using gemm_tune_detail::next_field;
   const bool any_split = c.split == kGemmSplitAuto;
   const std::int64_t s0 = any_split ? std::int64_t{kGemmSplitRows} : c.split;
