@@ -54,14 +54,8 @@ KB_HD inline ps_t gemm_estimate(const GemmConfig& g, ps_t above = -1) {
                    imin(g.pes, block * unit) * g.hw.tenants()};
   TileBlock t;
   t.memo.clear();
-  const std::int64_t kc[2] = {g.tile_k, cost.k_last};
-  for (int q = 0; q < (cost.k_last != g.tile_k ? 2 : 1); ++q) {
-    Step& s = q ? t.last : t.body;
-    s.load = cost.xfer(kGemmABytes * g.tile_m * kc[q]) + cost.xfer(gemm_b_bytes(g) * kc[q] * g.tile_n);
-    s.mm = cycles_ps(cost.cycles(g.tile_m, g.tile_n, kc[q]), g.hw.clock_mhz);
-    s.store = -1;
-  }
-  if (cost.k_last == g.tile_k) t.last = t.body;
+  t.body = full_slice(g, cost, g.tile_k);
+  t.last = cost.k_last != g.tile_k ? full_slice(g, cost, cost.k_last) : t.body;
   t.last.store = cost.xfer(2 * g.tile_m * g.tile_n);
   t.kt = grid.kt;
   // The busiest PE's k-slices: whole tiles, or with split-K an even share of the block's.

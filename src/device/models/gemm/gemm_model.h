@@ -284,8 +284,8 @@ KB_HD inline ps_t busiest_full_bound(const GemmConfig& g, const GemmGrid& grid) 
   const std::int64_t unit = split_k ? grid.kt : 1;
   const Costs cost{&g, grid.kt, g.k - (grid.kt - 1) * g.tile_k, g.hw.hbm_latency_ns * kPsPerNs,
                    imin(g.pes, block * across * unit) * g.hw.tenants()};
-  const ps_t load = cost.xfer(kGemmABytes * g.tile_m * g.tile_k) + cost.xfer(gemm_b_bytes(g) * g.tile_k * g.tile_n);
-  const ps_t mm = cycles_ps(cost.cycles(g.tile_m, g.tile_n, g.tile_k), g.hw.clock_mhz);
+  const Step slice = full_slice(g, cost, g.tile_k);
+  const ps_t load = slice.load, mm = slice.mm;
   const std::int64_t body = ragged_k ? grid.kt - 1 : grid.kt;  // a full tile's full slices
   std::int64_t slices = 0;
   ps_t stores = 0;

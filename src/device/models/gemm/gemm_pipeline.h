@@ -236,6 +236,14 @@ struct Costs {
   }
 };
 
+// A full tile's k-slice of `kc` values of k: its A and B loads and its matmul, as TileKinds
+// costs them; it owes no store. The automatic tiling's estimate (gemm_auto.h) and the tuned
+// search's bound (gemm_model.h) cost a full tile with it.
+KB_HD inline Step full_slice(const GemmConfig& g, const Costs& cost, std::int64_t kc) {
+  return Step{cost.xfer(kGemmABytes * g.tile_m * kc) + cost.xfer(gemm_b_bytes(g) * kc * g.tile_n),
+              cycles_ps(cost.cycles(g.tile_m, g.tile_n, kc), g.hw.clock_mhz), -1};
+}
+
 // The tiles of a cube's schedule, by (last tile row?, last tile column?): their steps, busy
 // times and matrix-engine cycles, computed once per HBM share (the number of PEs a cube's
 // block keeps busy) for the totals and the walks alike, rather than per run of tiles (the
