@@ -85,6 +85,35 @@ TEST(Collectives, EvalInvalidRequests) {
   expect_input_error(run(base + "--level cube --algo magic --ranks 8"), "--algo");
   expect_input_error(run(base + "--level cube --algo ring"), "--ranks is required");
   expect_input_error(run("eval allreduce --bytes 4097 --buffer sram --level cube --algo ring --ranks 8"), "bytes: 4097 must be even");
+  expect_input_error(run(base + "--level pe --algo ring --ranks 8 --channels 2"),
+                     "channels: 2 channels do not fit level pe (channels run at the cube and sip levels)");
+  expect_input_error(run(base + "--level cube --algo ring --ranks 8 --channels 9"), "up to the 8 PEs of a cube");
+  expect_input_error(run(base + "--level cube --algo ring --ranks 8 --channels 17"), "channels: 17");
+  expect_input_error(run("eval allreduce --bytes 96 --buffer sram --level cube --algo ring --ranks 8 --channels 8"),
+                     "at least 64 f16 values (ranks x channels)");
+}
+
+// Channels: copies of the collective side by side over their own PEs, sharing the links; both
+// engines agree, data mode holds, auto reports the count it chose, and a sweep takes them.
+TEST(Collectives, EvalChannels) {
+  const std::string ring8 = " --topology " + std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml";
+  const json one = run_json("eval collective --bytes 4194304 --level sip --algo ring --ranks 8 --buffer hbm --json" + ring8);
+  const json four = run_json("eval collective --bytes 4194304 --level sip --algo ring --ranks 8 --buffer hbm --channels 4"
+                             " --json" + ring8);
+  const json data = run_json("eval collective --bytes 1048576 --level sip --algo ring --ranks 8 --buffer hbm --channels 4"
+                             " --data --json" + ring8);
+  EXPECT_EQ(data["parity"], true);
+  EXPECT_EQ(data["data"]["ok"], true);
+  EXPECT_EQ(four["parity"], true);
+  EXPECT_LT(four["latency_ps"].get<std::int64_t>(), one["latency_ps"].get<std::int64_t>());
+  const json a = run_json("eval collective --bytes 4194304 --level sip --algo ring --ranks 8 --buffer hbm --channels auto"
+                          " --engine batched --json" + ring8);
+  EXPECT_GT(a["config"]["channels"].get<std::int64_t>(), 1) << a.dump();
+  EXPECT_LE(a["latency_ps"].get<std::int64_t>(), four["latency_ps"].get<std::int64_t>());
+  const json s = run_json("sweep collective --bytes 4194304 --level sip,cube --algo ring --ranks 8 --buffer hbm"
+                          " --channels 1,2,auto --backend omp --json" + ring8);
+  EXPECT_EQ(s["space"]["size"], 6);
+  EXPECT_EQ(s["valid"], 6) << s.dump();
 }
 
 // The new ops: both engines, busbw as nccl-tests counts it, the analytical form, and data

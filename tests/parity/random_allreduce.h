@@ -19,7 +19,7 @@ inline std::string describe(const AllreduceConfig& c) {
   std::ostringstream o;
   o << to_string(static_cast<CollLevel>(c.level)) << "/" << to_string(static_cast<CollAlgo>(c.algo)) << " ranks=" << c.ranks
     << " bytes=" << c.bytes << " buffer=" << (c.buffer ? "hbm" : "sram") << " op=" << kCollOpNames[c.op]
-    << " chunks=" << c.chunks << " sips=" << c.hw.sips << "(" << static_cast<int>(c.hw.sip_topology) << ") cubes="
+    << " chunks=" << c.chunks << " channels=" << c.channels << " sips=" << c.hw.sips << "(" << static_cast<int>(c.hw.sip_topology) << ") cubes="
     << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x" << c.hw.pe_cols;
   return o.str();
 }
@@ -58,18 +58,29 @@ std::int64_t random_hier_ranks(const HwConfig& h, Pick& pick, std::int64_t most_
                      : pps * pick(2, std::max<std::int64_t>(2, std::min<std::int64_t>(h.sips, most_pes / pps)));
 }
 
+// A generator's draws: pick(lo, hi), an integer in [lo, hi] from the seeded engine, and a
+// config on default.yaml's machine made random (random_machine).
+struct Draw {
+  TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
+  std::mt19937_64 rng;
+  explicit Draw(std::uint64_t seed) : rng(seed) {}
+  std::int64_t operator()(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); }
+  AllreduceConfig machine() {
+    AllreduceConfig c{};
+    c.hw = base.hw();
+    random_machine(c.hw, *this);
+    return c;
+  }
+};
+
 // Random valid configs; `counts` tallies them per (level, algo, buffer).
 inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
-  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
-  std::mt19937_64 rng(seed);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  Draw pick(seed);
   std::vector<AllreduceConfig> out;
   counts->assign(kCollLevels * kCollAlgos * kCollBuffers, 0);
   while (static_cast<int>(out.size()) < count) {
-    AllreduceConfig c{};
-    c.hw = base.hw();
+    AllreduceConfig c = pick.machine();
     HwConfig& h = c.hw;
-    random_machine(h, pick);
     h.sram_kib = pick(1, 64);
     h.hbm_capacity_mib = pick(1, 4);
     c.level = pick(0, 3);
@@ -102,15 +113,11 @@ inline std::vector<AllreduceConfig> random_allreduce_configs(int count, std::uin
 // for (its capacity), for their statuses.
 inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std::uint64_t seed,
                                                                   std::vector<AllreduceConfig>* rejected) {
-  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
-  std::mt19937_64 rng(seed);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  Draw pick(seed);
   std::vector<AllreduceConfig> out;
   while (static_cast<int>(out.size()) < count) {
-    AllreduceConfig c{};
-    c.hw = base.hw();
+    AllreduceConfig c = pick.machine();
     HwConfig& h = c.hw;
-    random_machine(h, pick);
     h.sips = pick(0, 3) ? pick(1, 8) : pick(9, 64);
     random_grid(h.cube_rows, h.cube_cols, pick, 16);
     random_grid(h.pe_rows, h.pe_cols, pick, 16);
@@ -166,19 +173,15 @@ inline std::vector<AllreduceConfig> random_wide_allreduce_configs(int count, std
 // sizes from the least to 2 MiB (an alltoall's: whole pieces). `counts` tallies them per
 // (level, algo, buffer).
 inline std::vector<AllreduceConfig> random_op_configs(CollOp op, int count, std::uint64_t seed, std::vector<int>* counts) {
-  const TopologySpec base = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml");
-  std::mt19937_64 rng(seed);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  Draw pick(seed);
   std::vector<std::int64_t> algos;
   for (std::int64_t a = 0; a < kCollAlgos; ++a)
     if (coll_algo_runs(a, static_cast<std::int64_t>(op))) algos.push_back(a);
   std::vector<AllreduceConfig> out;
   counts->assign(kCollLevels * kCollAlgos * kCollBuffers, 0);
   while (static_cast<int>(out.size()) < count) {
-    AllreduceConfig c{};
-    c.hw = base.hw();
+    AllreduceConfig c = pick.machine();
     HwConfig& h = c.hw;
-    random_machine(h, pick);
     h.sram_kib = pick(0, 1) ? pick(1, 64) : pick(64, 8192);
     h.hbm_capacity_mib = pick(1, 64);
     c.level = pick(0, 3);
@@ -197,6 +200,54 @@ inline std::vector<AllreduceConfig> random_op_configs(CollOp op, int count, std:
     c.bytes = 2 * values;
     if (allreduce_check(c) != kArOk) continue;
     ++(*counts)[static_cast<std::size_t>((c.level * kCollAlgos + c.algo) * kCollBuffers + c.buffer)];
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Random valid configs with channels: random machines, the cube and sip levels, every op
+// with every algorithm that runs it, both buffers, 1-4 chunks, 2 up to the level's channels
+// (16 at most), sizes from the least (chunks x ranks x channels values) to 1 MiB. `counts`
+// tallies them per (level, op, buffer); `large` counts those beyond kCollMaxOps ops (the
+// host's larger state).
+inline std::vector<AllreduceConfig> random_channel_configs(int count, std::uint64_t seed, std::vector<int>* counts,
+                                                           int* large) {
+  Draw pick(seed);
+  std::vector<AllreduceConfig> out;
+  counts->assign(2 * kCollOps * kCollBuffers, 0);
+  *large = 0;
+  while (static_cast<int>(out.size()) < count) {
+    AllreduceConfig c = pick.machine();
+    HwConfig& h = c.hw;
+    h.sram_kib = pick(64, 8192);
+    h.hbm_capacity_mib = pick(1, 64);
+    c.level = pick(1, 2);
+    c.op = pick(0, kCollOps - 1);
+    std::vector<std::int64_t> algos;
+    for (std::int64_t a = 0; a < kCollAlgos; ++a)
+      if (coll_algo_runs(a, c.op)) algos.push_back(a);
+    c.algo = algos[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(algos.size()) - 1))];
+    const std::int64_t most = std::min<std::int64_t>(8, coll_level_size(h, c.level));
+    if (most < 2) continue;
+    c.ranks = pick(2, most);
+    if (c.algo == static_cast<std::int64_t>(CollAlgo::hd) && pick(0, 1)) c.ranks = std::int64_t{1} << pick(1, ceil_log2(most + 1) - 1);
+    std::vector<std::int64_t> fit;
+    for (std::int64_t g = 2; g <= kCollMaxChannels; ++g)
+      if (coll_channels_fit(h, c.level, g) && g * c.ranks <= kCollMaxRanks) fit.push_back(g);
+    if (fit.empty()) continue;
+    c.channels = fit[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(fit.size()) - 1))];
+    c.buffer = pick(0, 1);
+    c.chunks = pick(0, 2) ? 1 : pick(2, 4);
+    const std::int64_t least = c.chunks * c.ranks * c.channels;
+    const int size = static_cast<int>(pick(0, 2));
+    std::int64_t values = size == 0 ? least + pick(0, 3 * least) : size == 1 ? pick(least, 8192) : pick(8192, 1 << 19);
+    if (c.op == static_cast<std::int64_t>(CollOp::alltoall)) values = std::max<std::int64_t>(least, values / least * least);
+    c.bytes = 2 * values;
+    if (allreduce_check(c) != kArOk) continue;
+    std::int64_t ops = 0;
+    allreduce_check(c, &ops);
+    *large += ops > kCollMaxOps;
+    ++(*counts)[static_cast<std::size_t>(((c.level - 1) * kCollOps + c.op) * kCollBuffers + c.buffer)];
     out.push_back(c);
   }
   return out;

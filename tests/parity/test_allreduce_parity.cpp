@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend_param.h"
 #include "benches/milestone_1h_ccl.h"
 #include "random_allreduce.h"
 #include "host/common/output.h"
@@ -18,24 +19,14 @@
 
 namespace kb {
 
-inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
-
 namespace {
 
 using testing::describe;
 using testing::random_allreduce_configs;
 
-class AllreduceParity : public ::testing::TestWithParam<BackendKind> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "CUDA backend not run: " << why;
-  }
-};
+class AllreduceParity : public testing::BackendTest {};
 
-INSTANTIATE_TEST_SUITE_P(Backends, AllreduceParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+KB_BACKEND_SUITE(AllreduceParity);
 
 TEST_P(AllreduceParity, TenThousandRandomConfigs) {
   std::vector<int> counts;

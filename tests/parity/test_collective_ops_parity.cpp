@@ -5,6 +5,7 @@
 // points of these ops too.
 #include <gtest/gtest.h>
 
+#include "backend_param.h"
 #include "benches/milestone_1h_ccl.h"
 #include "random_allreduce.h"
 #include "host/families/family.h"
@@ -15,25 +16,15 @@
 
 namespace kb {
 
-inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
-
 namespace {
 
 using testing::describe;
 
 constexpr CollOp kOwnOps[] = {CollOp::allgather, CollOp::reducescatter, CollOp::alltoall};
 
-class CollectiveOpParity : public ::testing::TestWithParam<BackendKind> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "CUDA backend not run: " << why;
-  }
-};
+class CollectiveOpParity : public testing::BackendTest {};
 
-INSTANTIATE_TEST_SUITE_P(Backends, CollectiveOpParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+KB_BACKEND_SUITE(CollectiveOpParity);
 
 TEST_P(CollectiveOpParity, TenThousandRandomConfigsOfEachOp) {
   const Family& f = family("collective");

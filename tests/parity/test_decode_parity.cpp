@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend_param.h"
 #include "benches/milestone_gqa_decode.h"
 #include "energy_check.h"
 #include "wide_ranges.h"
@@ -18,8 +19,6 @@
 #include "host/topology/load.h"
 
 namespace kb {
-
-inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
 
 namespace {
 
@@ -152,17 +151,9 @@ std::vector<DecodeConfig> random_wide_configs(int count, std::uint64_t seed, std
   return out;
 }
 
-class DecodeParity : public ::testing::TestWithParam<BackendKind> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "CUDA backend not run: " << why;
-  }
-};
+class DecodeParity : public testing::BackendTest {};
 
-INSTANTIATE_TEST_SUITE_P(Backends, DecodeParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+KB_BACKEND_SUITE(DecodeParity);
 
 TEST_P(DecodeParity, TenThousandRandomConfigs) {
   std::vector<int> counts;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "backend_param.h"
 #include "benches/milestone_1h_gemm.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
@@ -19,8 +20,6 @@
 namespace kb {
 
 // Test names and messages print a backend by name.
-inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
-
 namespace {
 
 TopologySpec default_topo() { return load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml"); }
@@ -33,13 +32,8 @@ std::string describe(const GemmConfig& c) {
   return o.str();
 }
 
-class GemmParity : public ::testing::TestWithParam<BackendKind> {
+class GemmParity : public testing::BackendTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "CUDA backend not run: " << why;
-  }
   // Every `step`-th config against the reference engine; the rest must still be valid.
   void expect_equivalent_to_ref(const std::vector<GemmConfig>& configs, std::size_t step = 1) {
     const std::vector<GemmResult> exec = eval<GemmModel>(GetParam(), configs);
@@ -54,8 +48,7 @@ class GemmParity : public ::testing::TestWithParam<BackendKind> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Backends, GemmParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+KB_BACKEND_SUITE(GemmParity);
 
 TEST_P(GemmParity, EveryMilestoneConfig) {
   const TopologySpec topo = default_topo();

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend_param.h"
 #include "host/families/family.h"
 #include "host/families/llm/llm_program.h"
 #include "host/llm/model_file.h"
@@ -18,8 +19,6 @@
 #include "random_allreduce.h"
 
 namespace kb {
-
-inline void PrintTo(BackendKind b, std::ostream* os) { *os << to_string(b); }
 
 namespace {
 
@@ -108,17 +107,9 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   return out;
 }
 
-class LlmParity : public ::testing::TestWithParam<BackendKind> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (GetParam() == BackendKind::cuda && batched::cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "CUDA backend not run: " << why;
-  }
-};
+class LlmParity : public testing::BackendTest {};
 
-INSTANTIATE_TEST_SUITE_P(Backends, LlmParity, ::testing::Values(BackendKind::omp, BackendKind::cuda),
-                         [](const ::testing::TestParamInfo<BackendKind>& p) { return std::string(to_string(p.param)); });
+KB_BACKEND_SUITE(LlmParity);
 
 TEST_P(LlmParity, TwoThousandRandomConfigs) {
 #if defined(__SANITIZE_ADDRESS__)

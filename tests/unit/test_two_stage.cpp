@@ -194,6 +194,59 @@ TEST(TwoStage, SweepEqualsOneStage) {
   EXPECT_GT(two.valid, deferred);
 }
 
+// The collective as a device runs it: its full state (1,024 ops a level) defers a config of
+// channels beyond it, which the third stage evaluates on the host (evaluate_host).
+struct DeviceShapedCollective : AllreduceModel {
+  static Result evaluate(const Config& c) { return AllreduceModel::evaluate_full(c); }
+};
+
+// Three stages (small, full, host) equal the host's one evaluation, config for config: a list,
+// and a sweep over channels (auto among them) whose larger counts exceed the full state.
+TEST(TwoStage, TheHostEvaluatesWhatTheFullStateDefers) {
+  std::vector<int> counts;
+  int large = 0;
+  std::vector<AllreduceConfig> configs = testing::random_channel_configs(300, 31, &counts, &large);
+  ASSERT_GT(large, 0);
+  std::vector<AllreduceResult> three(configs.size());
+  batched::detail::eval_configs<OneConfigSys, DeviceShapedCollective>(
+      thrust::omp::par, configs.data(), static_cast<std::int64_t>(configs.size()), three.data(),
+      batched::detail::EvalOne<DeviceShapedCollective>{});
+  std::int64_t deferred = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    deferred += DeviceShapedCollective::evaluate(configs[i]).status == kStatusDeferred;
+    ASSERT_TRUE(same(three[i], AllreduceModel::evaluate(configs[i]))) << i << ": " << testing::describe(configs[i]);
+  }
+  EXPECT_GT(deferred, 0) << "no config took the third stage";
+
+  const Family& f = family("collective");
+  AllreduceConfig base{};
+  base.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/ring8.yaml").hw();
+  base.level = static_cast<std::int64_t>(CollLevel::sip);
+  base.ranks = 8, base.chunks = 1, base.channels = 1;
+  batched::Space space = make_space<AllreduceModel>(base);
+  auto axis = [&](const char* name, std::vector<std::int64_t> values) {
+    const AxisDesc* a = f.axis(name);
+    ASSERT_NE(a, nullptr) << name;
+    space.axes.push_back({static_cast<std::int64_t>(a->offset), std::move(values)});
+  };
+  axis("op", {0, 2, 3});
+  axis("algo", {0, 1});
+  axis("buffer", {0, 1});
+  axis("channels", {0, 1, 2, 8});
+  axis("bytes", {1 << 16, 1 << 22});
+  space.group_axes = 1;
+  batched::Reductions red;
+  red.top_k = 5, red.pareto = kArCostLinkBytes, red.histogram = true;
+  const std::vector<std::int64_t> flat = batched::detail::flatten_values(space);
+  batched::detail::BestByKey<OneConfigSys> best(space.size(), space.size() / space.groups());
+  const batched::SweepSummary dev = batched::detail::sweep_chunks<OneConfigSys, DeviceShapedCollective>(
+      thrust::omp::par, space, flat.data(), red, 17,
+      [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
+  const batched::SweepSummary host = sweep(BackendKind::omp, space, 1 << 20, 0, red);
+  testing::expect_same_summary(dev, host);
+  EXPECT_GT(host.valid, 0);
+}
+
 // The OpenMP blocks keep one GEMM config and put back what gemm_complete wrote
 // (GemmModel::uncomplete) instead of copying the whole config per config: over a space whose
 // tiles and split are partly automatic, every reduction equals the one-config-per-item path,

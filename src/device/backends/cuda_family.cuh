@@ -66,6 +66,7 @@ struct CudaSys {
   using vec = thrust::cuda::vector<T>;
   static void check() { KB_CUDA_CALL(cudaGetLastError()); }
   static constexpr std::int64_t kEvalBlock = 1;  // one config per GPU thread
+  static constexpr bool kOnDevice = true;        // the host reads its memory by copies (two_stage.h)
 };
 
 // Offset of group boundary g inside the chunk [start, start+len).

@@ -145,6 +145,15 @@ struct EvalIndex {
     return keyed_of<Model>(s, div_fast(i, s.group_stride), i, c, Model::evaluate(c));
   }
 };
+// The host's evaluation (Model::evaluate_host) of index i: a third stage's (two_stage.h).
+template <class Model>
+struct EvalIndexHost {
+  SpaceView<typename Model::Config> s;
+  Keyed operator()(std::int64_t i) const {
+    const typename Model::Config c = decode<Model>(s, i);
+    return keyed_of<Model>(s, div_fast(i, s.group_stride), i, c, Model::evaluate_host(c));
+  }
+};
 // The same with the family's small state (two_stage.h): kStatusDeferred where it cannot hold
 // the config.
 template <class Model>
@@ -582,6 +591,13 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
   const auto keyed = keyed_store.begin();
   Extras<Sys> extras(red, cap, Sys::kEvalBlock == 1);
   typename Sys::template vec<std::int64_t> deferred_at;  // two stages: the deferred positions of a chunk
+  // A third stage (two_stage.h) evaluates on the host: the space's values there too.
+  std::vector<std::int64_t> flat_host;
+  SpaceView<typename Model::Config> host_view = view;
+  if constexpr (Sys::kEvalBlock == 1 && HasHost<Model>::value) {
+    flat_host = flatten_values(space);
+    host_view = make_view<typename Model::Config>(space, flat_host.data(), red.pareto);
+  }
   for (std::int64_t start = red.begin; start < total; start += chunk) {
     const std::int64_t len = std::min(chunk, total - start);
     bool histogram_done = false;
@@ -617,7 +633,8 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
       }
     } else {
       eval_indices<Sys, Model>(pol, start, len, thrust::raw_pointer_cast(keyed_store.data()),
-                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view}, deferred_at);
+                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view}, EvalIndexHost<Model>{host_view},
+                               deferred_at);
       Sys::check();
       copy_latencies(keyed, len, start, red);
       add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #include "../../common/hw.h"
@@ -58,9 +59,10 @@ constexpr int kArEventsOnly = 0;                             // the simulator's 
 
 namespace ar_detail {
 
-constexpr std::int32_t kOps = static_cast<std::int32_t>(kCollMaxOps);
 // The simulator of one level: ops, 4 dependency edges per op, a mark per rank.
-using Engine = sim::EventSim<kOps, 4 * kOps, static_cast<std::int32_t>(kCollMaxRanks)>;
+template <class Caps>
+using EngineOf = sim::EventSim<Caps::kOps, 4 * Caps::kOps, static_cast<std::int32_t>(kCollMaxRanks)>;
+using Engine = EngineOf<ArFullCaps>;
 // The small scratch has no simulator: a level no walk takes is deferred.
 struct NoEngine {};
 constexpr int kVectorClass = 1;  // the resource class whose busy time is the vector engines'
@@ -108,7 +110,7 @@ struct SimT {
   union {
     RingWalkT<Caps> walk;
     GeneralWalkT<Caps> general;
-    typename std::conditional<Caps::kEvents, Engine, NoEngine>::type e;
+    typename std::conditional<Caps::kEvents, EngineOf<Caps>, NoEngine>::type e;
   };
   // The last level's: per rank, the end of its last op or of the last transfer into it (a
   // single level the host's replay took leaves it as it was: only hier reads it).
@@ -129,7 +131,7 @@ struct SimT {
   KB_HD const net::Node& node(std::int64_t r) const { return nodes[r]; }
   KB_HD std::int64_t global_pe_of(std::int64_t r) const { return pe_of[r]; }
   KB_HD std::int32_t piece_slot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
-    return static_cast<std::int32_t>((r * c->chunks + ch) * c->ranks + k);
+    return static_cast<std::int32_t>((r * c->chunks + ch) * coll_vranks(*c) + k);
   }
   // Resource keys: net link ids, then 3 per PE: vector engine, DMA queue, HBM write port.
   KB_HD std::int64_t engine_key(std::int64_t rank, std::int64_t which) const {
@@ -166,8 +168,12 @@ struct SimT {
       const CollHier& d = dims;
       const net::Node& nd = node(rank);
       for (std::int64_t pe = 0; pe < d.pes; ++pe) s += used((nd.sip * d.cubes + nd.cube) * d.pes + pe);
-    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
+    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe) && c->channels == 1) {
       s = used(rank);
+    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {  // every channel's PE on the rank's cube
+      const net::Node& nd = node(rank);
+      for (std::int64_t r = 0; r < coll_vranks(*c); ++r)
+        if (node(r).sip == nd.sip && node(r).cube == nd.cube) s += used(r);
     } else {
       for (std::int64_t r = 0; r < c->ranks; ++r) s += used(r);
     }
@@ -303,7 +309,7 @@ struct SimT {
   KB_HD KB_NOINLINE void mark_ports(const AllreduceConfig& launch) {
     const bool single = coll_one_level(launch);
     const std::int8_t all = single && every_port(launch) ? 1 : 0;
-    for (std::int64_t i = 0; i < 2 * launch.ranks; ++i) port[i] = all;
+    for (std::int64_t i = 0; i < 2 * coll_vranks(launch); ++i) port[i] = all;
     if (single) {
       if (all) return;
       Ports marks{port};
@@ -331,13 +337,16 @@ struct SimT {
   }
 
   KB_HD KB_NOINLINE void build() {
-    for (std::int64_t i = 0; i < c->ranks * c->chunks * c->ranks; ++i) writer[i] = -1;
-    for (std::int64_t i = 0; i < c->ranks; ++i) issued[i] = 0;
+    const std::int64_t n = coll_vranks(*c);
+    for (std::int64_t i = 0; i < n * c->chunks * n; ++i) writer[i] = -1;
+    for (std::int64_t i = 0; i < n; ++i) issued[i] = 0;
     links = net::link_count(c->hw);
     coll_schedule(*c, *this);
   }
 };
 using Sim = SimT<ArFullCaps>;
+// The host's state for a level beyond the full one (channels: up to kCollMaxChannelOps ops).
+using BigSim = SimT<ArBigCaps>;
 // The full scratch with only the evaluators `P` names (ArPath), to compare them.
 template <int P>
 using SimWith = SimT<ArFullCaps, P>;
@@ -396,8 +405,8 @@ KB_HD inline void count_transfers(const AllreduceConfig& c, std::int64_t* all, s
       case CollAlgo::pairwise: break;  // not an allreduce's (coll_check refuses it)
     }
   }
-  *adds = C * sum;
-  *all = C * (sum + rest);
+  *adds = C * c.channels * sum;  // channels: each transfer once per channel
+  *all = C * c.channels * (sum + rest);
 }
 
 // At least the hops of the route between any two ranks of a single-level collective: 2
@@ -435,17 +444,18 @@ KB_HD inline std::int64_t count_ops(const AllreduceConfig& c) {
   const bool hbm = c.buffer == static_cast<std::int64_t>(CollBuffer::hbm);
   std::int64_t sends = hbm ? 2 * p : 0;  // one round's send ops
   for (std::int64_t i = 0; i < p; ++i) sends += net::hop_count(c.hw, coll_node(c, i), coll_node(c, (i + 1) % p));
-  return (p - 1) * c.chunks * (2 * sends + p * (hbm ? 3 : 1));
+  // Channel g's ranks sit on channel 0's cubes and SIPs: the same routes, once per channel.
+  return c.channels * (p - 1) * c.chunks * (2 * sends + p * (hbm ? 3 : 1));
 }
 
 // What the check needs: the count where `exact` (a caller that reports it); else the bound
-// where it is within kCollMaxOps (the count is then too) or equals the count (the pe level),
-// and the count otherwise. Compared with kCollMaxOps, it gives the status the count gives.
-KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c, bool exact) {
+// where it is within `limit` (the count is then too) or equals the count (the pe level),
+// and the count otherwise. Compared with `limit`, it gives the status the count gives.
+KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c, bool exact, std::int64_t limit) {
   // A hier launch as one level: its routes cross every level, which max_hops does not bound.
   if (exact || c.level == static_cast<std::int64_t>(CollLevel::hier)) return count_ops(c);
   const std::int64_t bound = count_ops_bound(c);
-  return bound <= kCollMaxOps || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
+  return bound <= limit || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
 }
 
 }  // namespace ar_detail
@@ -462,21 +472,21 @@ KB_HD KB_NOINLINE inline std::int32_t allreduce_check(const AllreduceConfig& c, 
     const int n = coll_hier_phases(c, nullptr, nullptr, nullptr, kCollMaxPhases);
     for (int k = 0; k < n; ++k) {
       coll_hier_phases(c, &ph, nullptr, nullptr, k);
-      most = imax(most, ar_detail::count_ops_to_check(ph.sub, ops != nullptr));
+      most = imax(most, ar_detail::count_ops_to_check(ph.sub, ops != nullptr, kCollMaxOps));
     }
   } else {
-    most = ar_detail::count_ops_to_check(c, ops != nullptr);
+    most = ar_detail::count_ops_to_check(c, ops != nullptr, coll_max_ops(c));
   }
   if (ops) *ops = most;
-  return most > kCollMaxOps ? kArTooLarge : kArOk;
+  return most > coll_max_ops(c) ? kArTooLarge : kArOk;
 }
 
 namespace ar_detail {
 
 // The simulator: the level's ops built and simulated (its certificate passes where `Paths`
 // has kArPathFast, else its events).
-template <int P>
-KB_HD inline std::int32_t run_events(SimT<ArFullCaps, P>& sim) {
+template <class Caps, int P>
+KB_HD inline std::int32_t run_events(SimT<Caps, P>& sim) {
   sim.e.reset();
   sim.build();
   sim.e.run((P & kArPathFast) == 0);
@@ -505,13 +515,14 @@ struct LevelTake {
 // read them.
 template <class Caps, int P>
 KB_HD void place_ranks(SimT<Caps, P>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
-  for (std::int64_t r = 0; r < c.ranks; ++r) {
+  const std::int64_t n = coll_vranks(c);
+  for (std::int64_t r = 0; r < n; ++r) {
     sim.nodes[r] = sim.node_of(r);
     sim.pe_of[r] = net::global_pe(c.hw, sim.nodes[r]);
   }
   if (c.buffer == static_cast<std::int64_t>(CollBuffer::hbm)) {
     if (!sim.ports_marked) sim.mark_ports(top), sim.ports_marked = true;
-    for (std::int64_t r = 0; r < c.ranks; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
+    for (std::int64_t r = 0; r < n; ++r) sim.sharers[r] = sim.hbm_sharers_of(r);
   }
 }
 
@@ -609,7 +620,7 @@ KB_HD void take_walked(SimT<Caps, P>& sim, const AllreduceConfig& c, const Level
 // beyond its capacities, or one no walk takes.
 template <class Caps, int P>
 KB_HD std::int32_t run_level(SimT<Caps, P>& sim, const AllreduceConfig& c, const AllreduceConfig& top) {
-  if (c.ranks > Caps::kRanks) return kStatusDeferred;
+  if (coll_vranks(c) > Caps::kRanks) return kStatusDeferred;
   sim.c = &c;
   sim.top = &top;
   sim.ngroup = 0;
@@ -718,10 +729,38 @@ template <class Caps, int P>
 KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<Caps, P>& sim) {
   AllreduceResult r{};
   r.status = allreduce_check(c);
+  // A level of channels beyond the simulator's ops (coll_max_ops): the host's larger state's.
+  if constexpr (Caps::kEvents && Caps::kOps < kCollMaxChannelOps) {
+    if (r.status == kArOk && c.channels > 1 && ar_detail::count_ops_to_check(c, false, Caps::kOps) > Caps::kOps) {
+      r.status = kStatusDeferred;
+      return r;
+    }
+  }
   if (r.status == kArOk) return ar_detail::run_checked(c, sim);
   sim.levels = sim.event_levels = sim.walked_levels = sim.general_levels = sim.general_refused = sim.general_full =
       sim.flat_levels = sim.replayed_levels = sim.recorded_levels = 0;
   return r;
+}
+
+// `channels` auto (0): each count 1, 2, 4, ... 16 the level takes, evaluated by `eval`, and
+// the one of least latency (ties: fewer channels) into *channels; its result. Where none is
+// valid, 1 channel's. A deferred evaluation (a small state) defers the whole search.
+template <class Eval>
+KB_HD AllreduceResult coll_best_channels(const AllreduceConfig& c, std::int64_t* channels, const Eval& eval) {
+  AllreduceConfig one = c;
+  one.channels = 1;
+  AllreduceResult best = eval(one);
+  *channels = 1;
+  if (best.status == kStatusDeferred) return best;
+  for (std::int64_t g = 2; g <= kCollMaxChannels; g *= 2) {
+    if (!coll_channels_fit(c.hw, c.level, g)) continue;
+    AllreduceConfig cc = c;
+    cc.channels = g;
+    const AllreduceResult r = eval(cc);
+    if (r.status == kStatusDeferred) return r;
+    if (r.status == kArOk && (best.status != kArOk || r.latency_ps < best.latency_ps)) best = r, *channels = g;
+  }
+  return best;
 }
 
 // The family as the generic sweep engine sees it (src/device/sweep/).
@@ -730,23 +769,62 @@ struct AllreduceModel {
   using Result = AllreduceResult;
   static constexpr int kStatuses = kArStatusCount;
   static constexpr bool kCounts = true;
-  KB_HD static void complete(Config&) {}
-  // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
-  KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
-    ar_detail::Sim sim;
-    return allreduce_model(c, sim);
+  // Channels auto: the host puts in the count (what a config reports); the device leaves it
+  // to the evaluation, which finds the same count and result.
+  KB_HD static void complete(Config& c) {
+#if !defined(__CUDA_ARCH__)
+    if (c.channels == 0) coll_best_channels(c, &c.channels, [](const Config& x) { return evaluate(x); });
+#else
+    (void)c;
+#endif
   }
+  // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
+  // kStatusDeferred on the device for a config of channels beyond the full state
+  // (evaluate_host then), never on the host.
+  KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
+    Result r = evaluate_full(c);
+#if !defined(__CUDA_ARCH__)
+    if (r.status == kStatusDeferred) r = evaluate_big(c);
+#endif
+    return r;
+  }
+  KB_HD KB_NOINLINE static Result evaluate_full(const Config& c) {
+    ar_detail::Sim sim;
+    if (c.channels != 0) return allreduce_model(c, sim);
+    std::int64_t g;
+    return coll_best_channels(c, &g, [&](const Config& x) { return allreduce_model(x, sim); });
+  }
+#if !defined(__CUDA_ARCH__)
+  // The host's evaluation of what the device defers (two_stage.h's third stage).
+  static Result evaluate_host(const Config& c) { return evaluate(c); }
+  // The larger state, once per thread (about 0.9 MB).
+  static Result evaluate_big(const Config& c) {
+    thread_local std::unique_ptr<ar_detail::BigSim> big;
+    if (!big) big = std::make_unique<ar_detail::BigSim>();
+    if (c.channels != 0) return allreduce_model(c, *big);
+    std::int64_t g;
+    return coll_best_channels(c, &g, [&](const Config& x) { return allreduce_model(x, *big); });
+  }
+#endif
   // The same in at most 16 KiB of scratch, or kStatusDeferred (src/device/sweep/two_stage.h).
   KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) {
-    Result r{};
-    r.status = allreduce_check(c);
-    return r.status == kArOk ? ar_detail::run_small(c) : r;
+    return checked_by(c, [](const Config& x) { return ar_detail::run_small(x); });
   }
   // The same in the nested state (ar_detail::ArNestedCaps), another model's first stage.
   KB_HD KB_NOINLINE static Result evaluate_nested(const Config& c) {
-    Result r{};
-    r.status = allreduce_check(c);
-    return r.status == kArOk ? ar_detail::run_nested(c) : r;
+    return checked_by(c, [](const Config& x) { return ar_detail::run_nested(x); });
+  }
+  // The check, then `run` (a state in a frame of its own) on a config it accepts; channels
+  // auto over every count.
+  template <class Run>
+  KB_HD static Result checked_by(const Config& c, const Run& run) {
+    auto one = [&](const Config& x) {
+      Result r{};
+      r.status = allreduce_check(x);
+      return r.status == kArOk ? run(x) : r;
+    };
+    std::int64_t g;
+    return c.channels != 0 ? one(c) : coll_best_channels(c, &g, one);
   }
   // Pareto cost `kind` (AllreduceCost) of a valid config.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {

@@ -89,14 +89,14 @@ struct ArRecord {
 static_assert(std::has_unique_object_representations_v<AllreduceConfig>, "configs compare bytewise");
 
 static_assert(std::has_unique_object_representations_v<HwConfig>, "hardware compares bytewise");
-static_assert(sizeof(AllreduceConfig) == sizeof(HwConfig) + 7 * sizeof(std::int64_t),
+static_assert(sizeof(AllreduceConfig) == sizeof(HwConfig) + 8 * sizeof(std::int64_t),
               "a level key names every field of a config but its bytes");
 
 // What a level's ops depend on but its size: the level's config (a hier phase's sub) without
 // its bytes, its hardware by its place in the thread's table (ArReplayCache::hws), and the
 // launch's level, ranks and op (a hier phase's nodes, leaders and HBM shares).
 struct ArLevelKey {
-  std::int64_t hw, level, algo, ranks, buffer, op, chunks;
+  std::int64_t hw, level, algo, ranks, buffer, op, chunks, channels;
   std::int64_t top_level, top_ranks, top_op;
 };
 static_assert(std::has_unique_object_representations_v<ArLevelKey>, "keys compare bytewise");
@@ -253,7 +253,7 @@ inline std::int64_t hw_place(ArReplayCache& cache, const HwConfig& h) {
 }
 // The key of level `c` of `top`, whose hardware is at place `hw` (hw_place).
 inline ArLevelKey level_key(std::int64_t hw, const AllreduceConfig& c, const AllreduceConfig& top) {
-  return ArLevelKey{hw, c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks, top.level, top.ranks, top.op};
+  return ArLevelKey{hw, c.level, c.algo, c.ranks, c.buffer, c.op, c.chunks, c.channels, top.level, top.ranks, top.op};
 }
 inline std::uint64_t key_hash(const ArLevelKey& k) { return words_hash(k); }
 
@@ -284,11 +284,11 @@ inline void add_transfers(AllreduceFigures& f, bool hbm, std::int32_t shape, std
 inline bool replay_pieces(const ArProgram& p, const sim::ReplayOrder& order, const AllreduceConfig& c,
                           AllreduceFigures* out, ps_t* marks) {
   ArReplayCache& cache = replay_cache();
-  const std::int64_t cap = (c.ranks + 1) * c.chunks;
+  const std::int64_t n = coll_vranks(c), cap = (n + 1) * c.chunks;
   if (static_cast<std::int64_t>(cache.lo.size()) < cap) cache.lo.resize(static_cast<std::size_t>(cap));
   piece_table(c, cache.lo.data(), cap);
   auto bytes = [&](std::int64_t ch, std::int64_t k0, std::int64_t k1) {
-    const std::int64_t* row = cache.lo.data() + ch * (c.ranks + 1);
+    const std::int64_t* row = cache.lo.data() + ch * (n + 1);
     return 2 * (row[k1] - row[k0]);
   };
   // Each cost once per distinct (kind, param, bytes): a level's pieces mostly have one size,
@@ -373,7 +373,7 @@ inline bool replay_uniform(const ArProgram& p, std::int32_t k, const AllreduceCo
 // replay_pieces.
 inline bool replay_program(const ArProgram& p, std::int32_t k, const AllreduceConfig& c, AllreduceFigures* out,
                            ps_t* marks) {
-  const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
+  const std::int64_t values = coll_values(c), parts = c.chunks * coll_vranks(c);
   if (values % parts == 0) return replay_uniform(p, k, c, values / parts, out, marks, p.closed[k]);
   return replay_pieces(p, p.orders[k], c, out, marks);
 }
@@ -414,7 +414,7 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
       p.last = k;
       ++p.served;
       ++cache.served;
-      const bool uniform = coll_values(c) % (c.chunks * c.ranks) == 0;
+      const bool uniform = coll_values(c) % (c.chunks * coll_vranks(c)) == 0;
       cache.uniform += uniform, cache.closed += uniform && p.closed[k];
       return true;
     }
@@ -501,7 +501,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
   if (!replay_pieces(p, order, c, &g, cache.marks)) return false;  // the run met claims at an instant's later rounds
   auto same = [&] {
     bool eq = std::memcmp(&f, &g, sizeof f) == 0;
-    for (std::int64_t r = 0; r < c.ranks; ++r) eq = eq && cache.marks[r] == marks[r];
+    for (std::int64_t r = 0; r < coll_vranks(c); ++r) eq = eq && cache.marks[r] == marks[r];
     return eq;
   };
   // Never false: the run and the walk are the same schedule, and classes time their ops alike
@@ -522,7 +522,7 @@ bool record_level(Sim& sim, const AllreduceConfig& c, const ArRecordPlan& plan,
     p.closed[k] = closed;
     p.norders += added;
     cache.ops += p.graph.n + static_cast<std::int64_t>(p.classes[k].steps.size());
-    const std::int64_t values = coll_values(c), parts = c.chunks * c.ranks;
+    const std::int64_t values = coll_values(c), parts = c.chunks * coll_vranks(c);
     if (values % parts == 0) {
       kept = replay_uniform(p, k, c, values / parts, &g, cache.marks, false) && same();
       if (closed) kept = kept && replay_uniform(p, k, c, values / parts, &g, cache.marks, true) && same();

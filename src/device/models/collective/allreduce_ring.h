@@ -42,18 +42,27 @@ struct AllreduceFigures {
 // (kStatusDeferred), to be evaluated again with the full scratch (docs/adr/0023-two-stage-evaluation.md).
 // The nested one is smaller still, for a model that calls this one in its own first stage.
 struct ArFullCaps {
+  static constexpr std::int32_t kOps = static_cast<std::int32_t>(kCollMaxOps);  // the simulator's
   static constexpr std::int32_t kRanks = static_cast<std::int32_t>(kCollMaxRanks);
   static constexpr std::int32_t kPieces = static_cast<std::int32_t>(kCollMaxPieces);
   static constexpr std::int32_t kRingHops = 256;
   static constexpr std::int32_t kSlots = 512, kLinks = 384;
-  static constexpr std::int32_t kRoutes = static_cast<std::int32_t>(kCollMaxOps);
-  static constexpr std::int32_t kPool = static_cast<std::int32_t>(kCollMaxOps);
+  static constexpr std::int32_t kRoutes = kOps;
+  static constexpr std::int32_t kPool = kOps;
   static constexpr std::int32_t kPieceTable = 1024;
   static constexpr std::int32_t kHierRanks = static_cast<std::int32_t>(kCollMaxHierRanks);
   static constexpr std::int32_t kPending = 2 * kRanks;  // the general walk's pending writes (allreduce_walk.h)
   static constexpr bool kEvents = true;
 };
+// The host's, for a level of channels beyond the full state (coll_max_ops): about 4 times
+// its size, allocated once per thread; the device defers such a config to the host.
+struct ArBigCaps : ArFullCaps {
+  static constexpr std::int32_t kOps = static_cast<std::int32_t>(kCollMaxChannelOps);
+  static constexpr std::int32_t kRoutes = kOps;
+  static constexpr std::int32_t kPool = kOps;
+};
 struct ArSmallCaps {
+  static constexpr std::int32_t kOps = 1;  // no simulator
   static constexpr std::int32_t kRanks = 16;
   static constexpr std::int32_t kPieces = 256;
   static constexpr std::int32_t kRingHops = 48;
@@ -68,6 +77,7 @@ struct ArSmallCaps {
 // Smaller still: the allreduce nested in another model's first stage (llm_model.h), whose own
 // state shares the 16 KiB. Up to 8 ranks a level.
 struct ArNestedCaps {
+  static constexpr std::int32_t kOps = 1;  // no simulator
   static constexpr std::int32_t kRanks = 8;
   static constexpr std::int32_t kPieces = 64;
   static constexpr std::int32_t kRingHops = 24;
@@ -171,28 +181,30 @@ KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int6
 // entries: false where they do not (the walk then divides per transfer). A walk reads a
 // transfer's size many times, and each coll_piece_lo takes three divisions.
 KB_HD inline bool piece_table(const AllreduceConfig& c, std::int64_t* table, std::int64_t cap) {
-  if ((c.ranks + 1) * c.chunks > cap) return false;
+  const std::int64_t n = coll_vranks(c);  // pieces of a chunk
+  if ((n + 1) * c.chunks > cap) return false;
   // coll_piece_lo's floors, carried as remainders (EvenParts): one division per chunk and level.
   EvenParts chunks(coll_values(c), c.chunks);
   for (std::int64_t ch = 0; ch < c.chunks; ++ch) {
     const Span chunk = chunks.next();
-    EvenParts pieces(chunk.hi - chunk.lo, c.ranks);
-    std::int64_t* row = table + ch * (c.ranks + 1);
-    for (std::int64_t k = 0; k < c.ranks; ++k) row[k] = chunk.lo + pieces.next().lo;
-    row[c.ranks] = chunk.hi;
+    EvenParts pieces(chunk.hi - chunk.lo, n);
+    std::int64_t* row = table + ch * (n + 1);
+    for (std::int64_t k = 0; k < n; ++k) row[k] = chunk.lo + pieces.next().lo;
+    row[n] = chunk.hi;
   }
   return true;
 }
 // The first value of piece k of chunk ch: from `table` where piece_table filled it (`tabled`).
 KB_HD inline std::int64_t piece_lo_at(const AllreduceConfig& c, const std::int64_t* table, bool tabled, std::int64_t ch,
                                       std::int64_t k) {
-  return tabled ? table[ch * (c.ranks + 1) + k] : coll_piece_lo(c, ch, k);
+  return tabled ? table[ch * (coll_vranks(c) + 1) + k] : coll_piece_lo(c, ch, k);
 }
 
-// Whether the closed form covers a config (coll_check has accepted it).
+// Whether the closed form covers a config (coll_check has accepted it): one channel (channels
+// share their links, which the closed form does not arbitrate).
 KB_HD inline bool ring_walk_domain(const AllreduceConfig& c) {
   return c.level != static_cast<std::int64_t>(CollLevel::hier) && c.algo == static_cast<std::int64_t>(CollAlgo::ring) &&
-         c.op == static_cast<std::int64_t>(CollOp::allreduce);
+         c.op == static_cast<std::int64_t>(CollOp::allreduce) && c.channels == 1;
 }
 
 // The ring allreduce of `c` (ring_walk_domain) walked transfer by transfer, as the model's

@@ -137,7 +137,7 @@ struct LevelWalk {
   KB_HD bool hbm() const { return c->buffer == static_cast<std::int64_t>(CollBuffer::hbm); }
   KB_HD ps_t hbm_lat() const { return c->hw.hbm_latency_ns * kPsPerNs; }
   KB_HD std::int32_t slot(std::int64_t r, std::int64_t ch, std::int64_t k) const {
-    return static_cast<std::int32_t>((r * c->chunks + ch) * c->ranks + k);
+    return static_cast<std::int32_t>((r * c->chunks + ch) * coll_vranks(*c) + k);
   }
 
   // The link of hop `h` (its state created on first use), or -1 where the table is full.
@@ -219,7 +219,7 @@ struct LevelWalk {
 
   // The route from rank `src` to rank `dst` (found once per level), or null where a table is full.
   KB_HD typename GeneralWalk::Route* route_of(std::int64_t src, std::int64_t dst) {
-    std::int16_t& at = w->pair_route[src * c->ranks + dst];
+    std::int16_t& at = w->pair_route[src * coll_vranks(*c) + dst];
     if (at >= 0) return &w->routes[at];
     if (w->nroutes >= GeneralWalk::kRoutes) return nullptr;
     typename GeneralWalk::Route& r = w->routes[w->nroutes];
@@ -612,18 +612,19 @@ KB_HD KB_NOINLINE WalkOutcome general_walk_as(const AllreduceConfig& c, GeneralW
                                               const std::int64_t* pe_of, const std::int64_t* sharers,
                                               AllreduceFigures* out, bool lazy) {
   using GeneralWalk = GeneralWalkT<Caps>;
-  if (c.ranks > Caps::kRanks || c.ranks * c.chunks * c.ranks > Caps::kPieces) return WalkOutcome::full;
+  const std::int64_t n = coll_vranks(c);  // ranks and pieces of a chunk, every channel's
+  if (n > Caps::kRanks || n * c.chunks * n > Caps::kPieces) return WalkOutcome::full;
   for (std::int32_t i = 0; i < GeneralWalk::kSlots; ++i) w.slot_key[i] = -1;
   w.nlinks = 0, w.nroutes = 0, w.npool = 0, w.ngroup = 0, w.groups = 0;
-  for (std::int64_t i = 0; i < c.ranks * c.ranks; ++i) w.pair_route[i] = -1;
-  for (std::int64_t r = 0; r < c.ranks; ++r) {
+  for (std::int64_t i = 0; i < n * n; ++i) w.pair_route[i] = -1;
+  for (std::int64_t r = 0; r < n; ++r) {
     typename GeneralWalk::Rank& k = w.ranks[r];
     k.dma = sim::FastRes{}, k.vec = sim::FastRes{};
     k.port.f = sim::FastRes{}, k.port.last = sim::Claim{-1, 0, 0};
     k.issued = 0, k.seen = 0;
   }
   for (std::int64_t r = 0; r < Caps::kRanks; ++r) w.mark_done[r] = 0;
-  for (std::int64_t i = 0; i < c.ranks * c.chunks * c.ranks; ++i) w.written_t[i] = -1;
+  for (std::int64_t i = 0; i < n * c.chunks * n; ++i) w.written_t[i] = -1;
   w.piece_table = piece_table(c, w.piece_lo, GeneralWalk::kPieceTable);
   w.nheap = 0, w.npending_free = GeneralWalk::kPending, w.scans = 0;
   for (std::int32_t p = 0; p < GeneralWalk::kPending; ++p) w.pending_free[p] = static_cast<std::int16_t>(p);

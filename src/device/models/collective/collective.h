@@ -59,16 +59,24 @@ struct AllreduceConfig {
   std::int64_t buffer;  // CollBuffer: where the values live
   std::int64_t op;      // CollOp
   std::int64_t chunks;  // pipelining: 1..kCollMaxChunks
+  // Channels (cube and sip levels): the collective runs as `channels` copies side by side, each
+  // over its own PE of every rank (cube: PE g of each cube; sip: PE g / cubes of cube g mod
+  // cubes of each SIP) and its own share of every chunk; 0: the count of least latency
+  // (`auto`, AllreduceModel::complete). Each channel's PE holds the buffer's shape.
+  std::int64_t channels = 1;
 };
 
 constexpr std::int64_t kCollMaxRanks = 64;        // per level (each phase of hier)
 constexpr std::int64_t kCollMaxHierRanks = 4096;  // hier: every PE of the launch
 constexpr int kCollMaxPhases = 5;                 // hier: up, up, the top, down, down
 constexpr std::int64_t kCollMaxChunks = 64;
+constexpr std::int64_t kCollMaxChannels = 16;
 constexpr std::int64_t kCollMaxBytes = INT64_C(1) << 32;  // 4 GiB: a buffer row stays within 2^31 values
 // What the batched model holds (src/device/models/collective/allreduce_model.h): a config needing more is
-// too_large on both engines.
+// too_large on both engines. A level holds kCollMaxOps ops a channel, kCollMaxChannelOps in all
+// (coll_max_ops): the host holds the larger, the device defers it to the host.
 constexpr std::int64_t kCollMaxOps = 1024;
+constexpr std::int64_t kCollMaxChannelOps = 4096;
 constexpr std::int64_t kCollMaxPieces = 4096;  // ranks x chunks x ranks: who last wrote each piece
 
 // The statuses, once: X(enumerator, name in reports). 0 is the valid one.
@@ -101,6 +109,27 @@ KB_HD inline std::int64_t coll_level_size(const HwConfig& h, std::int64_t level)
   return level == 0 ? h.pes_per_cube() : level == 1 ? h.cubes_per_sip() : level == 2 ? h.sips : h.total_pes();
 }
 
+// Ranks as the engines see them: each channel's copy of every rank (channel g's rank r is
+// g * ranks + r), and the pieces of a chunk: channel g moves pieces [g * ranks, (g + 1) *
+// ranks) of every chunk, as one channel moves all of them. 1 channel: the config's ranks.
+KB_HD inline std::int64_t coll_vranks(const AllreduceConfig& c) { return c.ranks * c.channels; }
+// Whether the level can take `channels` channels: cube: up to the PEs of a cube; sip: up to
+// the PEs of a SIP, whole cubes' worth past the cubes (the launch is a grid of PEs).
+KB_HD inline bool coll_channels_fit(const HwConfig& h, std::int64_t level, std::int64_t channels) {
+  if (channels == 1) return true;
+  if (channels < 1 || channels > kCollMaxChannels) return false;
+  const std::int64_t cubes = h.cubes_per_sip();
+  if (level == 1) return channels <= h.pes_per_cube();
+  if (level == 2) return channels <= cubes || (channels % cubes == 0 && channels / cubes <= h.pes_per_cube());
+  return false;
+}
+
+// The most ops a level of `c` may have: kCollMaxOps a channel, kCollMaxChannelOps in all.
+KB_HD inline std::int64_t coll_max_ops(const AllreduceConfig& c) {
+  const std::int64_t n = c.channels > 1 ? c.channels * kCollMaxOps : kCollMaxOps;
+  return n < kCollMaxChannelOps ? n : kCollMaxChannelOps;
+}
+
 // The launch of a hier collective: SIPs x cubes x PEs from 0, `ranks` in all: the first
 // `ranks` PEs of cube 0 (ranks <= PEs per cube), whole cubes of SIP 0, or whole SIPs.
 struct CollHier {
@@ -130,7 +159,14 @@ KB_HD inline net::Node coll_hier_node(const CollHier& d, std::int64_t r) {
 // Rank r: PE r of cube 0 of SIP 0 (pe), PE 0 of cube r of SIP 0 (cube), PE 0 of cube 0 of SIP r
 // (sip); hier: PE r mod pes of cube (r / pes) mod cubes of SIP r / (cubes x pes), the launch's
 // PEs in (sip, cube, pe) order. PEs and cubes are numbered row-major in their grids.
+// With channels, rank v = g * ranks + r is channel g's copy of rank r (coll_vranks).
 KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
+  if (c.channels > 1 && (c.level == 1 || c.level == 2)) {
+    const std::int64_t g = div_fast(r, c.ranks), i = r - g * c.ranks;
+    if (c.level == 1) return net::Node{0, i, g};
+    const std::int64_t cubes = c.hw.cubes_per_sip(), pe = div_fast(g, cubes);
+    return net::Node{i, g - pe * cubes, pe};
+  }
   if (c.level == 0) return net::Node{0, 0, r};
   if (c.level == 1) return net::Node{0, r, 0};
   if (c.level == 2) return net::Node{r, 0, 0};
@@ -167,9 +203,10 @@ KB_HD inline std::int64_t coll_chunk_lo(const AllreduceConfig& c, std::int64_t k
   return div_fast(k * coll_values(c), c.chunks);
 }
 // First value of piece `piece` of chunk `chunk` (piece = ranks: the chunk's end).
+// Pieces of a chunk: coll_vranks (channel g's are [g * ranks, (g + 1) * ranks)).
 KB_HD inline std::int64_t coll_piece_lo(const AllreduceConfig& c, std::int64_t chunk, std::int64_t piece) {
   const std::int64_t lo = coll_chunk_lo(c, chunk), len = coll_chunk_lo(c, chunk + 1) - lo;
-  return lo + div_fast(piece * len, c.ranks);
+  return lo + div_fast(piece * len, coll_vranks(c));
 }
 
 // Inbox levels: how many copies of the buffer a rank keeps for values it receives to add
@@ -570,7 +607,7 @@ struct Scheduler {
 // program is this sequence: in each (step, chunk) group, first the transfers it sends, then
 // those it receives. Call only on a config coll_check accepts up to its size checks.
 template <class Sink>
-KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
+KB_HD void coll_schedule_one(const AllreduceConfig& c, Sink& sink) {
   coll_detail::Scheduler<Sink> s(c, sink);
   if (s.bcast && c.algo != static_cast<std::int64_t>(CollAlgo::root)) {
     s.tree_broadcast();  // a broadcast from rank 0 (a phase of hier): the binomial tree's second half
@@ -586,6 +623,34 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
     case CollAlgo::mesh2d: return s.mesh2d_algo();
     case CollAlgo::root: return s.root_algo();
   }
+}
+
+// With channels: each transfer of one channel's schedule, once per channel g, between the
+// ranks of channel g (g * ranks + r) on its pieces (g * ranks + k): every channel's step and
+// chunk in one group, so each rank's program keeps one channel's order. A ring's odd channels
+// run the other way round (rank r and piece r as r' = (ranks - r) mod ranks: rank 0 stays,
+// and each sends to its previous), so that channels use both directions of the links.
+template <class Sink>
+KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
+  if (c.channels <= 1) return coll_schedule_one(c, sink);
+  struct Channels {
+    Sink* s;
+    std::int64_t p, n;
+    bool mirror;
+    KB_HD std::int32_t at(std::int64_t g, std::int64_t r) const {
+      const std::int64_t m = mirror && (g & 1) && r != 0 ? p - r : r;
+      return static_cast<std::int32_t>(g * p + m);
+    }
+    KB_HD void xfer(std::int64_t ch, CollXfer x) {
+      for (std::int64_t g = 0; g < n; ++g) {
+        // A ring's transfer moves one piece (its blocks are pieces), so a mirrored run is one too.
+        const std::int32_t k0 = at(g, x.k0), k1 = mirror && (g & 1) ? k0 + 1 : at(g, x.k1 - 1) + 1;
+        s->xfer(ch, CollXfer{at(g, x.src), at(g, x.dst), k0, k1, x.reduce, x.slot});
+      }
+    }
+    KB_HD void flush() { s->flush(); }
+  } channels{&sink, c.ranks, c.channels, c.algo == static_cast<std::int64_t>(CollAlgo::ring)};
+  coll_schedule_one(c, channels);
 }
 
 // Every transfer of any config, hier included: sink.phase(sub) before each phase (its
@@ -637,9 +702,12 @@ KB_HD inline std::int64_t coll_hbm_bytes_per_rank(const AllreduceConfig& c) {
 }
 // Ranks that keep their buffers in one cube's HBM: all of them (pe), one (cube, sip), the
 // PEs of a cube (hier).
+// With channels, each channel's PE of a rank keeps its own: a cube level's rank keeps one per
+// channel in its cube, a SIP's one per channel on each of its cubes the channels use.
 KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
   if (c.level == 0) return c.ranks;
-  if (c.level != static_cast<std::int64_t>(CollLevel::hier)) return 1;
+  if (c.level == 1) return c.channels;
+  if (c.level == 2) return ceil_div(c.channels, c.hw.cubes_per_sip());
   CollHier d;
   coll_hier_dims(c, &d);
   return d.pes;
@@ -649,7 +717,8 @@ KB_HD inline std::int64_t coll_ranks_per_cube(const AllreduceConfig& c) {
 KB_HD inline std::int32_t coll_check_fields(const AllreduceConfig& c) {
   if (!hw_fits(c.hw) || c.hw.hbm_tenants > 1) return kArBadHardware;  // a collective's launch is every rank's
   if (c.level < 0 || c.level >= kCollLevels || c.algo < 0 || c.algo >= kCollAlgos || c.buffer < 0 ||
-      c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks)
+      c.buffer >= kCollBuffers || c.op < 0 || c.op >= kCollOps || c.chunks < 1 || c.chunks > kCollMaxChunks ||
+      !coll_channels_fit(c.hw, c.level, c.channels))
     return kArBadField;
   return kArOk;
 }
@@ -664,14 +733,15 @@ KB_HD inline std::int32_t coll_check_level(const AllreduceConfig& c) {
   if (!coll_algo_runs(c.algo, c.op)) return kArBadAlgo;
   if (algo == CollAlgo::hd && (c.ranks & (c.ranks - 1)) != 0) return kArBadAlgo;
   if ((algo == CollAlgo::mesh2d || algo == CollAlgo::root) && c.ranks % coll_cols(c) != 0) return kArBadAlgo;
-  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * c.ranks) return kArBadSize;
+  const std::int64_t vranks = coll_vranks(c);
+  if (c.bytes < 2 || c.bytes % 2 != 0 || c.bytes > kCollMaxBytes || c.bytes / 2 < c.chunks * vranks) return kArBadSize;
   // An all-to-all moves each piece to another place: its pieces are all one size.
-  if (c.op == static_cast<std::int64_t>(CollOp::alltoall) && (c.bytes / 2) % (c.chunks * c.ranks) != 0) return kArBadSize;
+  if (c.op == static_cast<std::int64_t>(CollOp::alltoall) && (c.bytes / 2) % (c.chunks * vranks) != 0) return kArBadSize;
   if (coll_sram_bytes(c) > c.hw.sram_bytes()) return kArSramOverflow;
   // HBM: the ranks on one cube share it (pe level: all of them on cube 0).
   const std::int64_t per_cube = coll_ranks_per_cube(c) * coll_hbm_bytes_per_rank(c);
   if (per_cube > c.hw.hbm_capacity_bytes()) return kArHbmOverflow;
-  if (c.ranks * c.chunks * c.ranks > kCollMaxPieces) return kArTooLarge;
+  if (vranks > kCollMaxRanks || vranks * c.chunks * vranks > kCollMaxPieces) return kArTooLarge;
   return kArOk;
 }
 

@@ -61,6 +61,12 @@ Family make() {
           .choices(name_list(kCollOpNames)).default_to("allreduce").defines_problem(),
       axis("chunks", "--chunks", "chunks per rank's buffer, pipelined", offsetof(C, chunks))
           .range(1, kCollMaxChunks).default_to("1"),
+      axis("channels", "--channels",
+           "channels (cube and sip levels): copies of the collective side by side, each over its own PE of every rank "
+           "(cube: PE g of each cube; sip: cube g of each SIP, then further PEs) and its share of every chunk, sharing "
+           "the links; auto: the count of least latency",
+           offsetof(C, channels))
+          .range(1, kCollMaxChannels).default_to("1").auto_means(0),
   };
   f.hw_axes = {
       {"sip_link_gbps", "--sip-link-gbps", "system.sip_link.bandwidth_gbps", "SIP link bandwidth per direction, GB/s"},

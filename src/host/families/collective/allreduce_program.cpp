@@ -43,19 +43,29 @@ Rank rank_of(const AllreduceConfig& c, std::int64_t r) {
   return Rank{static_cast<std::int32_t>(n.sip), static_cast<std::int32_t>(n.cube), static_cast<std::int32_t>(n.pe)};
 }
 
+// With channels, every channel's PE of each rank (coll_node): cube g's PEs 0..channels-1 of
+// each cube; the channels' cubes (and PEs past the cubes) of each SIP.
 LaunchGrid grid_of(const AllreduceConfig& c) {
+  const std::int64_t n = c.channels, cubes = c.hw.cubes_per_sip();
   if (c.level == 0) return LaunchGrid{1, 1, c.ranks};
-  if (c.level == 1) return LaunchGrid{1, c.ranks, 1};
-  if (c.level == 2) return LaunchGrid{c.ranks, 1, 1};
+  if (c.level == 1) return LaunchGrid{1, c.ranks, n};
+  if (c.level == 2) return n <= cubes ? LaunchGrid{c.ranks, n, 1} : LaunchGrid{c.ranks, cubes, n / cubes};
   CollHier d;
   coll_hier_dims(c, &d);
   return LaunchGrid{d.sips, d.cubes, d.pes};
 }
 
+// The rank (coll_vranks: channel g's rank i is g * ranks + i) a PE of the launch is.
 std::int64_t index_of(const AllreduceConfig& c, const Rank& r) {
+  if (c.channels > 1 && c.level == 1) return r.pe * c.ranks + r.cube;
+  if (c.channels > 1 && c.level == 2) return (r.pe * c.hw.cubes_per_sip() + r.cube) * c.ranks + r.sip;
   const LaunchGrid g = grid_of(c);
   return (r.sip * g.cubes + r.cube) * g.pes + r.pe;
 }
+
+// The rank of channel `g` whose values are rank `r`'s piece k of a chunk: pieces [g * ranks,
+// (g + 1) * ranks) are channel g's.
+std::int64_t holder(const AllreduceConfig& c, std::int64_t r, std::int64_t k) { return (k / c.ranks) * c.ranks + r; }
 
 // An op that completes when all of `ops` have (kNoOp when there are none).
 OpId all_of(PeProgram& prog, const std::vector<OpId>& ops) {
@@ -132,7 +142,7 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
     // The last op that wrote each piece of the current phase here; at a barrier every piece's
     // writer becomes one op that waits for all this rank did (the next phase's pieces differ).
     std::vector<OpId> writer(static_cast<std::size_t>(c.chunks * kCollMaxRanks), engine::kNoOp), mine;
-    auto slot_of = [&](std::int64_t ch, std::int64_t k) { return static_cast<std::size_t>(ch * group.sub.ranks + k); };
+    auto slot_of = [&](std::int64_t ch, std::int64_t k) { return static_cast<std::size_t>(ch * coll_vranks(group.sub) + k); };
     auto writers = [&](std::int64_t ch, const CollXfer& x) {
       std::vector<OpId> w;
       for (std::int64_t k = x.k0; k < x.k1; ++k) w.push_back(writer[slot_of(ch, k)]);
@@ -212,32 +222,30 @@ void launch_collective(RuntimeContext& ctx, const AllreduceConfig& c, const Buff
 // an all-to-all's output buffer instead (inbox 0), with the rank's own pieces from its buffer.
 std::vector<std::vector<float>> read_back(const RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b,
                                           bool output = false) {
-  std::vector<std::vector<float>> out(static_cast<std::size_t>(c.ranks));
-  for (std::int64_t r = 0; r < c.ranks; ++r) {
-    auto& v = out[static_cast<std::size_t>(r)];
-    if (!b.hbm) {
-      v = ctx.peek(b.data, rank_of(c, r));
-    } else {
-      const auto& all = ctx.values(b.hdata[hbm_tensor(c, r)]);
-      const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
-      v.assign(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
-    }
-    if (!output) continue;
-    std::vector<float> in;  // the output buffer: inbox 0
-    if (!b.hbm) {
-      in = ctx.peek(b.inbox, rank_of(c, r));
-    } else {
-      const auto& all = ctx.values(b.hinbox[hbm_tensor(c, r)]);
-      const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0];
-      in.assign(all.begin() + row * b.inboxes * b.values, all.begin() + (row * b.inboxes + 1) * b.values);
-    }
-    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
-      for (std::int64_t k = 0; k < c.ranks; ++k) {
-        if (k == r) continue;
-        for (std::int64_t i = coll_piece_lo(c, ch, k); i < coll_piece_lo(c, ch, k + 1); ++i)
-          v[static_cast<std::size_t>(i)] = in[static_cast<std::size_t>(i)];
-      }
+  const std::int64_t n = coll_vranks(c);
+  // Each rank's (each channel's PE's) buffer, and its output buffer.
+  auto buffer = [&](std::int64_t r, bool inbox) {
+    if (!b.hbm) return ctx.peek(inbox ? b.inbox : b.data, rank_of(c, r));
+    const auto& all = ctx.values(inbox ? b.hinbox[hbm_tensor(c, r)] : b.hdata[hbm_tensor(c, r)]);
+    const std::int64_t row = hbm_box(c, r, 0, 0, 1).lo[0] * (inbox ? b.inboxes : 1);
+    return std::vector<float>(all.begin() + row * b.values, all.begin() + (row + 1) * b.values);
+  };
+  std::vector<std::vector<float>> at(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(output ? n : 0));
+  for (std::int64_t r = 0; r < n; ++r) {
+    at[static_cast<std::size_t>(r)] = buffer(r, false);
+    if (output) in[static_cast<std::size_t>(r)] = buffer(r, true);
   }
+  // Rank r's values: each piece from the channel that holds it; an all-to-all's other ranks'
+  // pieces from its output buffer.
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(c.ranks), std::vector<float>(static_cast<std::size_t>(b.values)));
+  for (std::int64_t r = 0; r < c.ranks; ++r)
+    for (std::int64_t ch = 0; ch < c.chunks; ++ch)
+      for (std::int64_t k = 0; k < n; ++k) {
+        const auto h = static_cast<std::size_t>(holder(c, r, k));
+        const auto& from = output && k % c.ranks != r ? in[h] : at[h];
+        for (std::int64_t i = coll_piece_lo(c, ch, k); i < coll_piece_lo(c, ch, k + 1); ++i)
+          out[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = from[static_cast<std::size_t>(i)];
+      }
   return out;
 }
 
@@ -247,7 +255,7 @@ void fill(RuntimeContext& ctx, const AllreduceConfig& c, const Buffers& b, std::
   for (std::int64_t r = 0; r < c.ranks; ++r) {
     for (std::int64_t i = 0; i < b.values; ++i)
       in[static_cast<std::size_t>(i)] = uniform_pm1(seed + static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(i));
-    ctx.poke(b.data, rank_of(c, r), in, 0, b.values);
+    for (std::int64_t g = 0; g < c.channels; ++g) ctx.poke(b.data, rank_of(c, g * c.ranks + r), in, 0, b.values);
   }
 }
 
@@ -316,12 +324,13 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
     b = make_buffers(ctx, c, data && !inputs ? seed : 0);
     if (data && inputs) {
       if (!b.hbm) {
-        for (std::int64_t r = 0; r < c.ranks; ++r) ctx.poke(b.data, rank_of(c, r), (*inputs)[static_cast<std::size_t>(r)], 0, b.values);
+        for (std::int64_t r = 0; r < coll_vranks(c); ++r)
+          ctx.poke(b.data, rank_of(c, r), (*inputs)[static_cast<std::size_t>(r % c.ranks)], 0, b.values);
       } else {
         std::vector<std::vector<float>> all;
         for (const Tensor& t : b.hdata) all.push_back(ctx.values(t));
-        for (std::int64_t r = 0; r < c.ranks; ++r) {
-          const auto& in = (*inputs)[static_cast<std::size_t>(r)];
+        for (std::int64_t r = 0; r < coll_vranks(c); ++r) {
+          const auto& in = (*inputs)[static_cast<std::size_t>(r % c.ranks)];
           std::copy(in.begin(), in.end(), all[hbm_tensor(c, r)].begin() + hbm_box(c, r, 0, 0, 1).lo[0] * b.values);
         }
         for (std::size_t s = 0; s < b.hdata.size(); ++s) ctx.assign(b.hdata[s], all[s]);
@@ -347,8 +356,8 @@ CollectiveRun run_collective(const AllreduceConfig& c, bool data, std::uint64_t 
 // adds what the previous one sent), with channels, not the library's schedule.
 CollectiveRun run_ring_direct(const AllreduceConfig& c, bool data, std::uint64_t seed) {
   if (c.algo != static_cast<std::int64_t>(CollAlgo::ring) || c.buffer != static_cast<std::int64_t>(CollBuffer::sram) ||
-      c.op != static_cast<std::int64_t>(CollOp::allreduce))
-    throw InputError("the direct launch is the ring allreduce over SRAM buffers");
+      c.op != static_cast<std::int64_t>(CollOp::allreduce) || c.channels != 1)
+    throw InputError("the direct launch is the ring allreduce over SRAM buffers, on one channel");
   check_valid(c);
   const std::int64_t p = c.ranks, V = coll_values(c);
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
@@ -431,9 +440,11 @@ CollectiveDataCheck collective_data_check(const AllreduceConfig& c, const Collec
     out.max_abs_error = std::max(out.max_abs_error, err);
     out.max_abs_expected = std::max(out.max_abs_expected, std::fabs(want));
   };
+  // Pieces of every channel: piece k is channel k / p's piece k mod p.
   for (std::int64_t ch = 0; ch < c.chunks; ++ch)
-    for (std::int64_t k = 0; k < p; ++k)
-      for (std::int64_t i = coll_piece_lo(c, ch, k); i < coll_piece_lo(c, ch, k + 1); ++i) {
+    for (std::int64_t kv = 0; kv < coll_vranks(c); ++kv)
+      for (std::int64_t i = coll_piece_lo(c, ch, kv); i < coll_piece_lo(c, ch, kv + 1); ++i) {
+        const std::int64_t k = kv % p, first = kv - k;  // the piece in its channel, and the channel's first
         double sum = 0, mag = 0;
         for (std::int64_t r = 0; r < p; ++r) sum += in(r, i), mag += std::fabs(in(r, i));
         const double tol = static_cast<double>(p - 1) * std::ldexp(1.0, -10) * std::max(1.0, mag);
@@ -449,7 +460,7 @@ CollectiveDataCheck collective_data_check(const AllreduceConfig& c, const Collec
               break;
             case CollOp::allgather: compare(got, in(k, i), 0); break;
             case CollOp::alltoall:  // piece k of rank r came from piece r of rank k (pieces are all one size)
-              compare(got, in(k, i - coll_piece_lo(c, ch, k) + coll_piece_lo(c, ch, r)), 0);
+              compare(got, in(k, i - coll_piece_lo(c, ch, kv) + coll_piece_lo(c, ch, first + r)), 0);
               break;
             case CollOp::bcast: break;
           }
@@ -460,7 +471,7 @@ CollectiveDataCheck collective_data_check(const AllreduceConfig& c, const Collec
 
 std::string collective_data_refusal(const AllreduceConfig& c) {
   constexpr std::int64_t kMaxValues = INT64_C(1) << 26;  // every rank's buffer and inboxes, as floats
-  const std::int64_t values = c.ranks * (1 + coll_total_inboxes(c)) * coll_values(c);
+  const std::int64_t values = coll_vranks(c) * (1 + coll_total_inboxes(c)) * coll_values(c);
   if (values <= kMaxValues) return "";
   return "data mode holds at most " + std::to_string(kMaxValues) + " values (buffers and inboxes of every rank); this config has " +
          std::to_string(values) + ": use fewer bytes or ranks";
@@ -470,7 +481,16 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
   const std::string level = to_string(static_cast<CollLevel>(c.level));
   switch (static_cast<AllreduceStatus>(status)) {
     case kArOk: return "valid";
-    case kArBadField: return "level, algo, buffer or op out of range, or chunks outside 1.." + std::to_string(kCollMaxChunks);
+    case kArBadField:
+      if (c.channels != 1 && c.level >= 0 && c.level < kCollLevels && !coll_channels_fit(c.hw, c.level, c.channels))
+        return "channels: " + std::to_string(c.channels) + " channels do not fit level " + level +
+               (c.level == 1   ? ": up to the " + std::to_string(c.hw.pes_per_cube()) + " PEs of a cube"
+                : c.level == 2 ? ": up to the " + std::to_string(c.hw.cubes_per_sip()) +
+                                     " cubes of a SIP, or a multiple of them up to its " +
+                                     std::to_string(c.hw.cubes_per_sip() * c.hw.pes_per_cube()) + " PEs"
+                               : " (channels run at the cube and sip levels)") +
+               ", at most " + std::to_string(kCollMaxChannels);
+      return "level, algo, buffer or op out of range, or chunks outside 1.." + std::to_string(kCollMaxChunks);
     case kArBadRanks:
       if (c.level == static_cast<std::int64_t>(CollLevel::hier))
         return "ranks: " + std::to_string(c.ranks) + " PEs are not a hier launch: up to the " +
@@ -495,11 +515,12 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
              std::to_string(coll_cols(c)) + "; " + std::to_string(c.ranks) + " do not";
     case kArBadSize:
       if (c.op == static_cast<std::int64_t>(CollOp::alltoall) && c.bytes >= 2 && c.bytes % 2 == 0 && c.bytes <= kCollMaxBytes &&
-          c.bytes / 2 >= c.chunks * c.ranks)
+          c.bytes / 2 >= c.chunks * coll_vranks(c))
         return "bytes: an alltoall's " + std::to_string(c.bytes / 2) + " f16 values must split into " +
-               std::to_string(c.chunks) + " chunk(s) of " + std::to_string(c.ranks) + " equal pieces";
+               std::to_string(c.chunks) + " chunk(s) of " + std::to_string(coll_vranks(c)) + " equal pieces";
       return "bytes: " + std::to_string(c.bytes) + " must be even, at most 2^32, and give every rank's " +
-             std::to_string(c.chunks) + " chunk(s) at least " + std::to_string(c.ranks) + " f16 values";
+             std::to_string(c.chunks) + " chunk(s) at least " + std::to_string(coll_vranks(c)) + " f16 values" +
+             (c.channels > 1 ? " (ranks x channels)" : "");
     case kArSramOverflow:
       return "buffer: the data and " + std::to_string(coll_total_inboxes(c)) + " inbox(es) need " +
              std::to_string(coll_sram_bytes(c)) + " bytes of SRAM per PE, which has " + std::to_string(c.hw.sram_bytes());
@@ -510,9 +531,15 @@ std::string allreduce_status_message(std::int32_t status, const AllreduceConfig&
     case kArTooLarge: {
       std::int64_t ops = 0;
       allreduce_check(c, &ops);
-      return "the collective needs " + std::to_string(ops) + " ops (ranks x chunks x ranks = " +
-             std::to_string(c.ranks * c.chunks * c.ranks) + "); the batched model holds " + std::to_string(kCollMaxOps) +
-             " ops and " + std::to_string(kCollMaxPieces) + " pieces: use fewer chunks or ranks";
+      const std::int64_t n = coll_vranks(c);
+      if (c.channels == 1)
+        return "the collective needs " + std::to_string(ops) + " ops (ranks x chunks x ranks = " +
+               std::to_string(c.ranks * c.chunks * c.ranks) + "); the batched model holds " + std::to_string(kCollMaxOps) +
+               " ops and " + std::to_string(kCollMaxPieces) + " pieces: use fewer chunks or ranks";
+      return "the collective needs " + std::to_string(ops) + " ops (ranks x channels = " + std::to_string(n) +
+             ", of at most " + std::to_string(kCollMaxRanks) + "; ranks x channels x chunks x ranks x channels = " +
+             std::to_string(n * c.chunks * n) + "); the batched model holds " + std::to_string(kCollMaxOps) + " ops and " +
+             std::to_string(kCollMaxPieces) + " pieces: use fewer chunks, channels or ranks";
     }
     case kArTimeOverflow: return "bytes: the simulated time would overflow int64 picoseconds";
     case kArBadHardware: return "the hardware is outside the ranges a topology file allows";
