@@ -15,3 +15,13 @@
 #else
 #define KB_NOINLINE
 #endif
+
+// A rarely taken path kept out of its caller (so the common path inlines as it would without
+// it): not inlined on either side, and placed apart on the host.
+#if defined(__CUDACC__)
+#define KB_COLD __noinline__
+#elif defined(__GNUC__)
+#define KB_COLD __attribute__((noinline, cold))
+#else
+#define KB_COLD
+#endif

@@ -170,13 +170,19 @@ struct SimT {
       for (std::int64_t pe = 0; pe < d.pes; ++pe) s += used((nd.sip * d.cubes + nd.cube) * d.pes + pe);
     } else if (c->level != static_cast<std::int64_t>(CollLevel::pe) && c->channels == 1) {
       s = used(rank);
-    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {  // every channel's PE on the rank's cube
-      const net::Node& nd = node(rank);
-      for (std::int64_t r = 0; r < coll_vranks(*c); ++r)
-        if (node(r).sip == nd.sip && node(r).cube == nd.cube) s += used(r);
+    } else if (c->level != static_cast<std::int64_t>(CollLevel::pe)) {
+      s = channel_sharers_of(rank);
     } else {
       for (std::int64_t r = 0; r < c->ranks; ++r) s += used(r);
     }
+    return s;
+  }
+  // With channels: the ports of every channel's PE on the rank's cube.
+  KB_HD KB_COLD std::int64_t channel_sharers_of(std::int64_t rank) const {
+    const net::Node& nd = node(rank);
+    std::int64_t s = 0;
+    for (std::int64_t r = 0; r < coll_vranks(*c); ++r)
+      if (node(r).sip == nd.sip && node(r).cube == nd.cube) s += port[2 * r] + port[2 * r + 1];
     return s;
   }
   // An op of cost kind `kind` (ar_op_cost) moving `mult` times the bytes of pieces [x.k0,
@@ -458,6 +464,11 @@ KB_HD inline std::int64_t count_ops_to_check(const AllreduceConfig& c, bool exac
   return bound <= limit || c.level == static_cast<std::int64_t>(CollLevel::pe) ? bound : count_ops(c);
 }
 
+// Whether a level of `c` (accepted by the check) has more than `cap` ops.
+KB_HD KB_COLD inline bool beyond_ops(const AllreduceConfig& c, std::int64_t cap) {
+  return count_ops_to_check(c, false, cap) > cap;
+}
+
 }  // namespace ar_detail
 
 // The status of the validity check alone (both engines use it): the config's fields, its
@@ -731,7 +742,7 @@ KB_HD AllreduceResult allreduce_model(const AllreduceConfig& c, ar_detail::SimT<
   r.status = allreduce_check(c);
   // A level of channels beyond the simulator's ops (coll_max_ops): the host's larger state's.
   if constexpr (Caps::kEvents && Caps::kOps < kCollMaxChannelOps) {
-    if (r.status == kArOk && c.channels > 1 && ar_detail::count_ops_to_check(c, false, Caps::kOps) > Caps::kOps) {
+    if (r.status == kArOk && c.channels > 1 && ar_detail::beyond_ops(c, Caps::kOps)) {
       r.status = kStatusDeferred;
       return r;
     }
@@ -781,18 +792,31 @@ struct AllreduceModel {
   // Not inlined: the scratch lives in this one frame, not in every kernel that evaluates.
   // kStatusDeferred on the device for a config of channels beyond the full state
   // (evaluate_host then), never on the host.
-  KB_HD KB_NOINLINE static Result evaluate(const Config& c) {
-    Result r = evaluate_full(c);
+  KB_HD KB_NOINLINE static Result evaluate(const Config& c) { return evaluate_in<true>(c); }
+  // The full state alone: what a device gives (kStatusDeferred beyond it).
+  KB_HD KB_NOINLINE static Result evaluate_full(const Config& c) { return evaluate_in<false>(c); }
+  // `kBig`: on the host, the larger state for what the full one defers.
+  template <bool kBig>
+  KB_HD static Result evaluate_in(const Config& c) {
+    if (c.channels == 0) return evaluate_auto(c, kBig);
+    ar_detail::Sim sim;
+    Result r = allreduce_model(c, sim);
 #if !defined(__CUDA_ARCH__)
-    if (r.status == kStatusDeferred) r = evaluate_big(c);
+    if (kBig && r.status == kStatusDeferred) r = evaluate_big(c);
 #endif
     return r;
   }
-  KB_HD KB_NOINLINE static Result evaluate_full(const Config& c) {
+  // Channels auto: its own frame, off the path of a config that names its channels.
+  KB_HD KB_NOINLINE static Result evaluate_auto(const Config& c, bool big) {
     ar_detail::Sim sim;
-    if (c.channels != 0) return allreduce_model(c, sim);
     std::int64_t g;
-    return coll_best_channels(c, &g, [&](const Config& x) { return allreduce_model(x, sim); });
+    Result r = coll_best_channels(c, &g, [&](const Config& x) { return allreduce_model(x, sim); });
+#if !defined(__CUDA_ARCH__)
+    if (big && r.status == kStatusDeferred) r = evaluate_big(c);
+#else
+    (void)big;
+#endif
+    return r;
   }
 #if !defined(__CUDA_ARCH__)
   // The host's evaluation of what the device defers (two_stage.h's third stage).

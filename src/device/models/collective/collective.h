@@ -115,13 +115,15 @@ KB_HD inline std::int64_t coll_level_size(const HwConfig& h, std::int64_t level)
 KB_HD inline std::int64_t coll_vranks(const AllreduceConfig& c) { return c.ranks * c.channels; }
 // Whether the level can take `channels` channels: cube: up to the PEs of a cube; sip: up to
 // the PEs of a SIP, whole cubes' worth past the cubes (the launch is a grid of PEs).
-KB_HD inline bool coll_channels_fit(const HwConfig& h, std::int64_t level, std::int64_t channels) {
-  if (channels == 1) return true;
+KB_HD KB_COLD inline bool coll_channels_fit_cold(const HwConfig& h, std::int64_t level, std::int64_t channels) {
   if (channels < 1 || channels > kCollMaxChannels) return false;
   const std::int64_t cubes = h.cubes_per_sip();
   if (level == 1) return channels <= h.pes_per_cube();
   if (level == 2) return channels <= cubes || (channels % cubes == 0 && channels / cubes <= h.pes_per_cube());
   return false;
+}
+KB_HD inline bool coll_channels_fit(const HwConfig& h, std::int64_t level, std::int64_t channels) {
+  return channels == 1 || coll_channels_fit_cold(h, level, channels);
 }
 
 // The most ops a level of `c` may have: kCollMaxOps a channel, kCollMaxChannelOps in all.
@@ -159,14 +161,16 @@ KB_HD inline net::Node coll_hier_node(const CollHier& d, std::int64_t r) {
 // Rank r: PE r of cube 0 of SIP 0 (pe), PE 0 of cube r of SIP 0 (cube), PE 0 of cube 0 of SIP r
 // (sip); hier: PE r mod pes of cube (r / pes) mod cubes of SIP r / (cubes x pes), the launch's
 // PEs in (sip, cube, pe) order. PEs and cubes are numbered row-major in their grids.
-// With channels, rank v = g * ranks + r is channel g's copy of rank r (coll_vranks).
+// With channels, rank v = g * ranks + r is channel g's copy of rank r (coll_vranks): PE g of
+// cube r (cube level), PE g / cubes of cube g mod cubes of SIP r (sip level).
+KB_HD KB_COLD inline net::Node coll_channel_node(const AllreduceConfig& c, std::int64_t r) {
+  const std::int64_t g = div_fast(r, c.ranks), i = r - g * c.ranks;
+  if (c.level == 1) return net::Node{0, i, g};
+  const std::int64_t cubes = c.hw.cubes_per_sip(), pe = div_fast(g, cubes);
+  return net::Node{i, g - pe * cubes, pe};
+}
 KB_HD inline net::Node coll_node(const AllreduceConfig& c, std::int64_t r) {
-  if (c.channels > 1 && (c.level == 1 || c.level == 2)) {
-    const std::int64_t g = div_fast(r, c.ranks), i = r - g * c.ranks;
-    if (c.level == 1) return net::Node{0, i, g};
-    const std::int64_t cubes = c.hw.cubes_per_sip(), pe = div_fast(g, cubes);
-    return net::Node{i, g - pe * cubes, pe};
-  }
+  if (c.channels > 1 && (c.level == 1 || c.level == 2)) return coll_channel_node(c, r);
   if (c.level == 0) return net::Node{0, 0, r};
   if (c.level == 1) return net::Node{0, r, 0};
   if (c.level == 2) return net::Node{r, 0, 0};
@@ -631,8 +635,7 @@ KB_HD void coll_schedule_one(const AllreduceConfig& c, Sink& sink) {
 // run the other way round (rank r and piece r as r' = (ranks - r) mod ranks: rank 0 stays,
 // and each sends to its previous), so that channels use both directions of the links.
 template <class Sink>
-KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
-  if (c.channels <= 1) return coll_schedule_one(c, sink);
+KB_HD KB_COLD void coll_schedule_channels(const AllreduceConfig& c, Sink& sink) {
   struct Channels {
     Sink* s;
     std::int64_t p, n;
@@ -651,6 +654,11 @@ KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
     KB_HD void flush() { s->flush(); }
   } channels{&sink, c.ranks, c.channels, c.algo == static_cast<std::int64_t>(CollAlgo::ring)};
   coll_schedule_one(c, channels);
+}
+template <class Sink>
+KB_HD void coll_schedule(const AllreduceConfig& c, Sink& sink) {
+  if (c.channels <= 1) return coll_schedule_one(c, sink);
+  coll_schedule_channels(c, sink);
 }
 
 // Every transfer of any config, hier included: sink.phase(sub) before each phase (its
