@@ -114,6 +114,16 @@ TEST(Collectives, EvalChannels) {
                           " --channels 1,2,auto --backend omp --json" + ring8);
   EXPECT_EQ(s["space"]["size"], 6);
   EXPECT_EQ(s["valid"], 6) << s.dump();
+  // A whole model's tensor-parallel allreduces on channels: both engines agree, and auto is
+  // no slower than one channel.
+  const std::string llm = "eval llm --model llama-3.1-8b --batch 8 --context 1024 --tp 8 --tp-level sip --pp 1"
+                          " --tp-algo ring --attention-case 1 --layers 1 --json" + ring8;
+  const json l1 = run_json(llm + " --engine batched");
+  const json la = run_json(llm + " --tp-channels auto");
+  EXPECT_EQ(la["parity"], true);
+  EXPECT_LT(la["allreduce_ps"].get<std::int64_t>(), l1["allreduce_ps"].get<std::int64_t>());
+  expect_input_error(run("eval llm --tp 4 --tp-level pe --pp 1 --tp-channels 2 --engine batched"),
+                     "tp-channels: 2 channels do not fit tp-level pe");
 }
 
 // The new ops: both engines, busbw as nccl-tests counts it, the analytical form, and data

@@ -107,7 +107,23 @@ std::vector<LlmConfig> random_configs(int count, std::uint64_t seed, std::vector
   return out;
 }
 
-class LlmParity : public testing::BackendTest {};
+class LlmParity : public testing::BackendTest {
+ protected:
+  // Every config valid on the backend, its figures and energy equal to the reference engine's;
+  // the batched results.
+  std::vector<LlmResult> expect_parity(const std::vector<LlmConfig>& configs) {
+    const std::vector<LlmResult> exec = eval<LlmModel>(GetParam(), configs);
+    EXPECT_EQ(exec.size(), configs.size());
+    for (std::size_t i = 0; i < configs.size() && i < exec.size(); ++i) {
+      EXPECT_EQ(exec[i].status, kLlmOk) << describe(configs[i]);
+      const LlmResult ref = llm_reference(configs[i], nullptr);
+      EXPECT_EQ(figures_diff(family("llm"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
+      EXPECT_EQ(testing::energy_recompute_diff(family("llm"), &configs[i], &exec[i], "step_ps"), "") << describe(configs[i]);
+      if (::testing::Test::HasFailure()) break;  // one config's report, not a thousand
+    }
+    return exec;
+  }
+};
 
 KB_BACKEND_SUITE(LlmParity);
 
@@ -122,13 +138,39 @@ TEST_P(LlmParity, TwoThousandRandomConfigs) {
   for (std::size_t i = 0; i < counts.size(); ++i)
     if (i != 2 + static_cast<std::size_t>(CollAlgo::pairwise))  // an all-to-all's algorithm, not a TP allreduce's
       EXPECT_GT(counts[i], n / 60) << "combination " << i << " barely covered";
-  const std::vector<LlmResult> exec = eval<LlmModel>(GetParam(), configs);
+  expect_parity(configs);
+}
+
+// Tensor-parallel allreduces with channels (--tp-channels): random steps at the cube and sip
+// levels with 2 to 16 channels or auto; both engines agree exactly, and channels never make a
+// step's allreduce share slower than auto finds it.
+TEST_P(LlmParity, TensorParallelChannels) {
+  std::vector<int> counts;
+  std::mt19937_64 rng(7);
+  std::vector<LlmConfig> configs;
+  std::int64_t several = 0, automatic = 0;
+  for (LlmConfig c : random_configs(1200, 20261206, &counts)) {
+    if (c.tp < 2 || (c.tp_level != static_cast<std::int64_t>(CollLevel::cube) && c.tp_level != static_cast<std::int64_t>(CollLevel::sip)))
+      continue;
+    std::vector<std::int64_t> fit{0};
+    for (std::int64_t g = 2; g <= kCollMaxChannels; ++g)
+      if (coll_channels_fit(c.hw, c.tp_level, g)) fit.push_back(g);
+    c.tp_channels = fit[static_cast<std::size_t>(std::uniform_int_distribution<std::size_t>(0, fit.size() - 1)(rng))];
+    if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 8000) continue;
+    several += c.tp_channels > 1;
+    automatic += c.tp_channels == 0;
+    configs.push_back(c);
+  }
+  EXPECT_GT(several, 30);
+  EXPECT_GT(automatic, 15);
+  const std::vector<LlmResult> exec = expect_parity(configs);
   ASSERT_EQ(exec.size(), configs.size());
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    ASSERT_EQ(exec[i].status, kLlmOk) << describe(configs[i]);
-    const LlmResult ref = llm_reference(configs[i], nullptr);
-    ASSERT_EQ(figures_diff(family("llm"), configs[i], ref, exec[i]), "") << "config " << i << ": " << describe(configs[i]);
-    ASSERT_EQ(testing::energy_recompute_diff(family("llm"), &configs[i], &exec[i], "step_ps"), "") << describe(configs[i]);
+    if (configs[i].tp_channels == 0) {
+      LlmConfig one = configs[i];
+      one.tp_channels = 1;
+      EXPECT_LE(exec[i].allreduce_ps, LlmModel::evaluate(one).allreduce_ps) << describe(configs[i]);
+    }
   }
 }
 

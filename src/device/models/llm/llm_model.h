@@ -47,6 +47,9 @@ struct LlmConfig {
   std::int64_t layers_run;      // layers a stage runs on both engines (0: every layer)
   std::int64_t microbatches;    // the batch in this many equal micro-batches, through the stages in turn
   std::int64_t kernel_tuning;   // LlmKernelTuning: each kernel's tiling, chunk or tile tuned (best) or automatic
+  // Channels of the tensor-parallel allreduce (cube and sip levels; 0: the count of least
+  // latency, as the collective's auto: docs/model.md section 11.14).
+  std::int64_t tp_channels = 1;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
 };
@@ -172,7 +175,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         a.hw = c.hw;
         a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
         a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
-        a.chunks = 1;
+        a.chunks = 1, a.channels = c.tp_channels;
         v.allreduce(a, k, layer);
         break;
       }
@@ -206,7 +209,8 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
       c.tp_algo < 0 || c.tp_algo >= kCollAlgos || !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)) ||
       c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
       c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages ||
-      c.kernel_tuning < 0 || c.kernel_tuning > 1)
+      c.kernel_tuning < 0 || c.kernel_tuning > 1 || c.tp_channels < 0 || c.tp_channels > kCollMaxChannels ||
+      (c.tp > 1 && c.tp_channels > 1 && !coll_channels_fit(c.hw, c.tp_level, c.tp_channels)))
     return kLlmBadField;
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
@@ -228,7 +232,12 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
     KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool) { note(gemm_check(g)); }
     KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool) { note(decode_check(d)); }
     KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { note(llm_attn_check(x)); }
-    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { note(allreduce_check(a)); }
+    // Channels auto: valid as one channel is (more channels only add limits, and auto keeps 1).
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) {
+      AllreduceConfig x = a;
+      if (x.channels == 0) x.channels = 1;
+      note(allreduce_check(x));
+    }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool) { note(llm_vec_check(x)); }
     KB_HD void transfer(const LlmSendConfig& x) { note(llm_send_check(x)); }
   } check;
@@ -345,14 +354,16 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
       if (!have_allreduce) {
         if constexpr (Small) {
           allreduce_figures = AllreduceModel::evaluate_nested(a);
-          deferred = deferred || allreduce_figures.status == kStatusDeferred;
         } else {
           allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
               a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); });
         }
+        // The device's full state defers channels beyond it (the host's third stage takes the step).
+        deferred = deferred || allreduce_figures.status == kStatusDeferred;
         have_allreduce = true;
       }
       const AllreduceResult& r = allreduce_figures;
+      if (r.status == kStatusDeferred) return;
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
             r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
@@ -392,6 +403,11 @@ struct LlmModel {
   // The same with the kernels' nested states (llm_model_in), or kStatusDeferred
   // (src/device/sweep/two_stage.h).
   KB_HD KB_NOINLINE static Result evaluate_small(const Config& c) { return llm_model_in<true>(c); }
+#if !defined(__CUDA_ARCH__)
+  // The host's evaluation of what a device defers (a tensor-parallel allreduce's channels
+  // beyond the collective's full state: two_stage.h's third stage).
+  static Result evaluate_host(const Config& c) { return evaluate(c); }
+#endif
   // Pareto cost `kind`: 1 the PEs the mapping uses, 2 its HBM bytes moved.
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
     switch (kind) {

@@ -81,6 +81,10 @@ std::vector<AxisDesc> llm_axes() {
            "each GEMM kernel's tiles, split and buffers, and each attention kernel's chunk or tile: best (of least "
            "latency on the rank's machine, as a tuned software stack runs them) or auto (the families' automatic ones)",
            offsetof(C, kernel_tuning)).choices(name_list(kLlmKernelTuningNames)).default_to("best"),
+      axis("tp_channels", "--tp-channels",
+           "channels of the tensor-parallel allreduce (cube and sip levels: copies side by side over their own PEs and "
+           "cubes, sharing the links; docs/model.md section 11.14); auto: the count of least latency",
+           offsetof(C, tp_channels)).range(1, kCollMaxChannels).default_to("1").auto_means(0),
       axis("layers_run", "--layers", "layers the step runs on both engines (auto: every layer; the rest follows, "
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),

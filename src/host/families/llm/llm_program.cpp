@@ -286,13 +286,23 @@ LlmSendResult llm_send_reference(const LlmSendConfig& c, const std::string* trac
   return r;
 }
 
+namespace {
+// A tensor-parallel allreduce as the reference runs it: channels auto (0) completed to the
+// count the batched model finds (AllreduceModel::complete), as a config the host completes.
+AllreduceConfig channels_of(const AllreduceConfig& a) {
+  AllreduceConfig x = a;
+  AllreduceModel::complete(x);
+  return x;
+}
+}  // namespace
+
 std::int64_t llm_reference_ops(const LlmConfig& c) {
   struct Ops {
     std::int64_t most = 0;
     void gemm(const GemmConfig& g, const LlmKernel&, bool) { most = std::max(most, gemm_reference_ops(g)); }
     void attention(const DecodeConfig& d, const LlmKernel&, bool) { most = std::max(most, decode_reference_ops(d)); }
     void attention(const LlmAttnConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_attn_reference_ops(x)); }
-    void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { most = std::max(most, allreduce_reference_ops(a)); }
+    void allreduce(const AllreduceConfig& a, const LlmKernel&, bool) { most = std::max(most, allreduce_reference_ops(channels_of(a))); }
     void vector(const LlmVecConfig& x, const LlmKernel&, bool) { most = std::max(most, llm_vec_reference_ops(x)); }
     void transfer(const LlmSendConfig&) {}
   } ops;
@@ -414,7 +424,7 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     }
     void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
-      const AllreduceResult r = allreduce_reference(a, to(layer));
+      const AllreduceResult r = allreduce_reference(channels_of(a), to(layer));
       add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
           r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip, k);
     }
@@ -519,6 +529,23 @@ std::string llm_stage_layers_text(const LlmShape& m, const LlmRun& r) {
   return s;
 }
 
+namespace {
+// kLlmBadField's reason: the tensor-parallel allreduce's algorithm or channels, else a range.
+std::string bad_field_message(const LlmConfig& c) {
+  if (c.tp_algo >= 0 && c.tp_algo < kCollAlgos && !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)))
+    return std::string("tp-algo: ") + kCollAlgoNames[c.tp_algo] + " does not run an allreduce (ring, hd, tree, mesh2d or root)";
+  if (c.tp_channels < 0 || c.tp_channels > kCollMaxChannels ||
+      (c.tp > 1 && c.tp_channels > 1 && c.tp_level >= 0 && c.tp_level < kCollLevels &&
+       !coll_channels_fit(c.hw, c.tp_level, c.tp_channels)))
+    return "tp-channels: " + std::to_string(c.tp_channels) + " channels do not fit tp-level " +
+           (c.tp_level >= 0 && c.tp_level < kCollLevels ? kCollLevelNames[c.tp_level] : "?") +
+           " (channels run at the cube and sip levels, up to a cube's PEs or a SIP's cubes and PEs, at most " +
+           std::to_string(kCollMaxChannels) + ")";
+  return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
+         "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
+}
+}  // namespace
+
 std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
   const LlmRun r = llm_run_of(c);
@@ -530,11 +557,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     return std::string("invalid mapping (") + kLlmPlaceStatusNames[status] + ")";
   switch (status) {
     case kLlmOk: return "valid";
-    case kLlmBadField:
-      if (c.tp_algo >= 0 && c.tp_algo < kCollAlgos && !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)))
-        return std::string("tp-algo: ") + kCollAlgoNames[c.tp_algo] + " does not run an allreduce (ring, hd, tree, mesh2d or root)";
-      return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
-             "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
+    case kLlmBadField: return bad_field_message(c);
     case kLlmBadTp:
     case kLlmBadPp:
     case kLlmTooLarge:
