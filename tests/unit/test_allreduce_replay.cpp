@@ -24,6 +24,7 @@ TEST(AllreduceReplay, EqualsTheModelOnManySizesOfRandomConfigs) {
   auto with = std::make_unique<ar_detail::Sim>();
   auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  cache.record_at = 2;  // each structure recorded at its second size: the replay tested at many
   const std::int64_t mismatches = cache.mismatches, refusals = cache.refusals, orders = cache.orders - cache.graphs,
                      uniform = cache.uniform, closed = cache.closed;
   std::mt19937_64 rng(20261205);
@@ -91,11 +92,12 @@ AllreduceConfig hbm_allreduce(const char* topology, CollLevel level, CollAlgo al
 }
 
 // The thread's cache as a new thread finds it (a test's counts do not depend on the tests
-// run before it in the same process).
-ar_detail::ArReplayCache& empty_cache() {
+// run before it in the same process), recording a structure at its `record_at`-th meeting.
+ar_detail::ArReplayCache& empty_cache(std::uint64_t record_at = 2) {
   ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
   cache.drop_programs(), cache.hws.clear(), cache.hw_places.clear(), cache.last_hw = 0;
   std::fill(cache.seen.begin(), cache.seen.end(), 0);
+  cache.record_at = record_at;
   return cache;
 }
 
@@ -210,6 +212,32 @@ TEST(AllreduceReplay, AFullCacheKeepsServingAMixOfMoreStructuresThanItHolds) {
   EXPECT_GT(replayed_new, evaluated_new * 9 / 10) << "the cache kept structures the sweep no longer meets";
 }
 
+// Rent, then buy: a structure is walked at each of its first kRecordAt - 1 meetings (a
+// recording costs about as many walks, so a structure met a few times is never recorded),
+// recorded at the kRecordAt-th, and replayed from the next one on; every result the model's.
+TEST(AllreduceReplay, AStructureIsRecordedOnlyOnceItsWalksHaveCostAboutARecording) {
+  constexpr std::uint64_t kAt = ar_detail::ArReplayCache::kRecordAt;
+  ar_detail::ArReplayCache& cache = empty_cache(kAt);
+  AllreduceConfig c = hbm_allreduce("default.yaml", CollLevel::cube, CollAlgo::ring, 4);
+  auto with = std::make_unique<ar_detail::Sim>();
+  auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
+  const std::int64_t graphs = cache.graphs;
+  for (std::uint64_t met = 1; met <= kAt + 5; ++met) {
+    c.bytes = INT64_C(4096) * static_cast<std::int64_t>(met);
+    ASSERT_EQ(allreduce_check(c), kArOk);
+    const AllreduceResult x = allreduce_model(c, *with), y = allreduce_model(c, *without);
+    ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << testing::describe(c);
+    EXPECT_EQ(cache.graphs - graphs, met < kAt ? 0 : 1) << "meeting " << met;
+    EXPECT_EQ(with->replayed_levels, met <= kAt ? 0 : 1) << "meeting " << met;
+  }
+  // Another structure (two chunks), met once: walked.
+  c.chunks = 2;
+  const AllreduceResult x = allreduce_model(c, *with);
+  EXPECT_EQ(x.status, kArOk);
+  EXPECT_EQ(with->replayed_levels, 0);
+  EXPECT_EQ(cache.graphs - graphs, 1);
+}
+
 // The replay's certificate is its claim order: a replay that served a resource's claims out
 // of goes_first order would be taken here and give another answer.
 TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {
@@ -218,7 +246,7 @@ TEST(AllreduceReplay, RefusesWhereAClaimComesOutOfOrder) {
   AllreduceConfig c = hbm_allreduce("ring8.yaml", CollLevel::sip, CollAlgo::hd, 8);
   auto with = std::make_unique<ar_detail::Sim>();
   auto without = std::make_unique<ar_detail::SimWith<kArNoReplay>>();
-  ar_detail::ArReplayCache& cache = ar_detail::replay_cache();
+  ar_detail::ArReplayCache& cache = empty_cache();
   const std::int64_t refusals = cache.refusals;
   std::int64_t replayed = 0;
   for (int round = 0; round < 2; ++round)

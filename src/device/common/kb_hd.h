@@ -16,6 +16,15 @@
 #define KB_NOINLINE
 #endif
 
+// Inlined always: the transfer agent's loops and their policies (src/device/sim/transfer.h),
+// which the walks call per op and the compilers otherwise keep out of line.
+#if defined(__CUDACC__)
+#define KB_INLINE __forceinline__
+#elif defined(__GNUC__)
+#define KB_INLINE inline __attribute__((always_inline))
+#else
+#define KB_INLINE inline
+#endif
 // A rarely taken path kept out of its caller (so the common path inlines as it would without
 // it): not inlined on either side, and placed apart on the host.
 #if defined(__CUDACC__)

@@ -19,6 +19,7 @@
 #include "../common/units.h"
 #include "arbitration.h"
 #include "fast_rule.h"
+#include "transfer.h"
 
 namespace kb {
 namespace sim {
@@ -197,10 +198,7 @@ struct EventSim {
   // ADR 0007 rule 5: a chain with an HBM end holds every hop for its slowest hop's time.
   KB_HD void streams() {
     for (std::int32_t i = 0; i < n; ++i) {
-      if (chain_len[i] == 0) continue;
-      ps_t slowest = 0;
-      for (std::int32_t k = i; k < i + chain_len[i]; ++k) slowest = imax(slowest, busy[k]);
-      for (std::int32_t k = i; k < i + chain_len[i]; ++k) busy[k] = slowest;
+      if (chain_len[i] != 0) xfer::stream(busy + i, chain_len[i]);
     }
   }
   // Dependents of each op (CSR, by the op depended on), and what each op waits for.

@@ -20,6 +20,7 @@
 #include "../common/units.h"
 #include "arbitration.h"
 #include "fast_rule.h"
+#include "transfer.h"
 
 namespace kb {
 namespace sim {
@@ -204,11 +205,7 @@ inline bool replay(const Replay& p, const ReplayOrder& o, const ps_t* costs, std
   const std::int32_t* const pred_end = o.pred_end.data();
   const std::int16_t* const preds = o.preds.data();
   for (std::int32_t i = 0; i < n; ++i) busy[i] = costs[cost[i]];
-  for (const std::int16_t i : p.chains) {
-    ps_t slowest = 0;
-    for (std::int32_t k = i; k < i + chain_len[i]; ++k) slowest = imax(slowest, busy[k]);
-    for (std::int32_t k = i; k < i + chain_len[i]; ++k) busy[k] = slowest;
-  }
+  for (const std::int16_t i : p.chains) xfer::stream(busy + i, chain_len[i]);
   ps_t latency = 0, vector_busy = 0;
   for (std::int32_t q = 0; q < n; ++q) {
     const ReplayStep& st = steps[q];

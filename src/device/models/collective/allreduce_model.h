@@ -20,6 +20,7 @@
 #include "../../common/network.h"
 #include "../../common/units.h"
 #include "../../sim/event_sim.h"
+#include "../../sim/transfer.h"
 #include "allreduce_check.h"
 #include "allreduce_replay.h"
 #include "allreduce_ring.h"
@@ -186,59 +187,94 @@ struct SimT {
       if (node(r).sip == nd.sip && node(r).cube == nd.cube) s += port[2 * r] + port[2 * r + 1];
     return s;
   }
-  // An op of cost kind `kind` (ar_op_cost) moving `mult` times the bytes of pieces [x.k0,
-  // x.k1) of chunk ch (nb in all), issued by `by` on resource `r`.
+  // An op of cost kind `kind` (ar_op_cost: its busy time `cost`) moving `mult` times the
+  // bytes of pieces [x.k0, x.k1) of chunk ch, issued by `by` on resource `r`.
   KB_HD std::int32_t cost_op(std::int64_t by, std::int32_t r, std::int32_t kind, std::int64_t param, std::int64_t ch,
-                             const CollXfer& x, std::int32_t mult, std::int64_t nb) {
-    const std::int32_t o = op(by, r, ar_op_cost(c->hw, kind, param, nb));
+                             const CollXfer& x, std::int32_t mult, ps_t cost) {
+    const std::int32_t o = op(by, r, cost);
     if (rec)
       rec->note(o, ArCost{param, static_cast<std::int16_t>(ch), static_cast<std::int16_t>(x.k0),
                           static_cast<std::int16_t>(x.k1), static_cast<std::int8_t>(kind), static_cast<std::int8_t>(mult)});
     return o;
   }
-  // An HBM access by `rank` at its share, on resource `r`, issued by `by`.
-  KB_HD std::int32_t hbm_op(std::int64_t by, std::int32_t r, std::int64_t rank, std::int64_t ch, const CollXfer& x,
-                            std::int32_t mult, std::int64_t nb) {
-    return cost_op(by, r, kArOpHbm, sharers[rank], ch, x, mult, nb);
-  }
+
+  // The transfer agent's policy (src/device/sim/transfer.h) that builds a transfer's ops
+  // into the simulator, each at its own time (the simulator streams the chain: EventSim::
+  // streams), with the head dependencies of a cut-through route and the recording's costs.
+  struct Build {
+    SimT& s;
+    std::int64_t ch;
+    const CollXfer& x;
+    std::int64_t nb;
+    std::int32_t first = -1, prev = -1;
+    ArXferShape shape;
+    std::int32_t chain_at = -1;  // a streamed add's first op
+    KB_HD void add(std::int32_t o) {
+      if (prev < 0) {
+        first = o;
+        s.range_deps(o, x.src, ch, x.k0, x.k1);
+      } else {
+        s.e.head(o, prev);
+      }
+      prev = o;
+    }
+    KB_HD ps_t own_ps(const xfer::Step& st) const {
+      return xfer::hbm_ps(s.c->hw, nb, s.sharers[st.role == xfer::Role::read ? x.src : x.dst]);
+    }
+    KB_HD ps_t own_ps(const xfer::Step&, const net::Hop& h) const { return xfer::hop_ps(nb, h.bandwidth_gbps); }
+    KB_HD xfer::Go serve(const xfer::Step& st, ps_t busy) {  // the HBM read, or the write into x.dst
+      const bool rd = st.role == xfer::Role::read;
+      add(s.cost_op(x.src, rd ? s.dma_of(x.src) : s.hbm_in_of(x.dst), kArOpHbm, s.sharers[rd ? x.src : x.dst], ch, x, 1,
+                    busy));
+      return xfer::Go::on;
+    }
+    KB_HD xfer::Go serve(const xfer::Step&, const net::Hop& h, ps_t busy) {
+      add(s.cost_op(x.src, s.e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArOpLink, h.bandwidth_gbps, ch, x, 1,
+                    busy));
+      count_copy(s.out, h.kind, nb);
+      if (h.kind == net::LinkKind::ipcq_in) ++shape.hops[0];  // the copies count_copy counts, per level
+      else if (h.kind == net::LinkKind::cube_link) ++shape.hops[1];
+      else if (h.kind == net::LinkKind::sip_link) ++shape.hops[2];
+      return xfer::Go::on;
+    }
+    // The receiver's add (xfer::reduce, at own times): read both operands (DMA queue), add
+    // (vector engine), write the sum (HBM write port); or with SRAM ends the add alone.
+    KB_HD xfer::Go serve_add(const xfer::Step& st, ps_t busy) {
+      const std::int64_t d = x.dst;
+      std::int32_t o;
+      if (st.role == xfer::Role::read) o = chain_at = s.cost_op(d, s.dma_of(d), kArOpHbm, s.sharers[d], ch, x, 2, busy);
+      else if (st.role == xfer::Role::hop) o = s.cost_op(d, s.vector_of(d), kArOpAdd, 0, ch, x, 1, busy);
+      else o = s.cost_op(d, s.hbm_in_of(d), kArOpHbm, s.sharers[d], ch, x, 1, busy);
+      if (st.role == xfer::Role::read || !s.hbm_mode()) {
+        s.e.dep(o, first);  // `first`: the op the data landed with
+        s.range_deps(o, d, ch, x.k0, x.k1);
+      } else {
+        s.e.head(o, prev);
+      }
+      prev = o;
+      return xfer::Go::on;
+    }
+  };
 
   // The sender's half of a transfer: its ops, in its program order; returns the last (the
   // data has landed when it completes).
   KB_HD KB_NOINLINE std::int32_t send(std::int64_t ch, const CollXfer& x) {
     const std::int64_t nb = xfer_bytes(ch, x);
     const bool hbm_end = hbm_mode();
-    std::int32_t first = -1, prev = -1;
-    auto add = [&](std::int32_t o) {
-      if (prev < 0) {
-        first = o;
-        range_deps(o, x.src, ch, x.k0, x.k1);
-      } else {
-        e.head(o, prev);
-      }
-      prev = o;
-    };
-    ArXferShape shape{static_cast<std::int16_t>(ch), static_cast<std::int16_t>(x.k0), static_cast<std::int16_t>(x.k1),
-                      static_cast<std::int8_t>(x.reduce), {0, 0, 0}};
-    if (hbm_end) add(hbm_op(x.src, dma_of(x.src), x.src, ch, x, 1, nb));
-    net::for_each_hop(c->hw, node(x.src), node(x.dst), [&](const net::Hop& h) {
-      add(cost_op(x.src, e.resource(h.link, true, h.latency_ns * kPsPerNs, 0), kArOpLink, h.bandwidth_gbps, ch, x, 1,
-                  nb));
-      count_copy(out, h.kind, nb);
-      if (h.kind == net::LinkKind::ipcq_in) ++shape.hops[0];  // the copies count_copy counts, per level
-      else if (h.kind == net::LinkKind::cube_link) ++shape.hops[1];
-      else if (h.kind == net::LinkKind::sip_link) ++shape.hops[2];
-    });
-    if (hbm_end) {
-      add(hbm_op(x.src, hbm_in_of(x.dst), x.dst, ch, x, 1, nb));
-      e.chain(first, prev - first + 1);
-    }
+    Build b{*this, ch, x, nb, -1, -1,
+            ArXferShape{static_cast<std::int16_t>(ch), static_cast<std::int16_t>(x.k0), static_cast<std::int16_t>(x.k1),
+                        static_cast<std::int8_t>(x.reduce), {0, 0, 0}}};
+    const net::Node &a = node(x.src), &z = node(x.dst);
+    xfer::send(b, xfer::WalkedRoute{c->hw, a, z}, static_cast<std::int32_t>(net::hop_count(c->hw, a, z)), hbm_end,
+               xfer::kOwn);
+    if (hbm_end) e.chain(b.first, b.prev - b.first + 1);
     send_figures(out, hbm_end, nb);
-    e.mark(prev, x.dst);
+    e.mark(b.prev, x.dst);
     if (rec) {
-      if (rec->nxfers < kCollMaxOps) rec->xfers[rec->nxfers++] = shape;
+      if (rec->nxfers < kCollMaxOps) rec->xfers[rec->nxfers++] = b.shape;
       else rec->full = true;
     }
-    return prev;
+    return b.prev;
   }
 
   // The receiver's half: it adds the values in (on its vector engine, or streamed from HBM
@@ -250,23 +286,10 @@ struct SimT {
     }
     const std::int64_t nb = xfer_bytes(ch, x);
     add_figures(out, hbm_mode(), nb);
-    if (!hbm_mode()) {
-      const std::int32_t o = cost_op(x.dst, vector_of(x.dst), kArOpAdd, 0, ch, x, 1, nb);
-      e.dep(o, landed);
-      range_deps(o, x.dst, ch, x.k0, x.k1);
-      wrote(o, x.dst, ch, x.k0, x.k1);
-      return;
-    }
-    // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port).
-    const std::int32_t rd = hbm_op(x.dst, dma_of(x.dst), x.dst, ch, x, 2, 2 * nb);
-    e.dep(rd, landed);
-    range_deps(rd, x.dst, ch, x.k0, x.k1);
-    const std::int32_t ad = cost_op(x.dst, vector_of(x.dst), kArOpAdd, 0, ch, x, 1, nb);
-    e.head(ad, rd);
-    const std::int32_t wr = hbm_op(x.dst, hbm_in_of(x.dst), x.dst, ch, x, 1, nb);
-    e.head(wr, ad);
-    e.chain(rd, 3);
-    wrote(wr, x.dst, ch, x.k0, x.k1);
+    Build b{*this, ch, x, nb, landed, -1, ArXferShape{}};
+    xfer::reduce(b, c->hw, nb / 2, hbm_mode(), sharers[x.dst], true);
+    if (hbm_mode()) e.chain(b.chain_at, 3);
+    wrote(b.prev, x.dst, ch, x.k0, x.k1);
   }
 
   // Sink of coll_schedule.

@@ -41,8 +41,8 @@ namespace ar_detail {
 enum ArOpKind : std::int8_t { kArOpLink = 0, kArOpHbm = 1, kArOpAdd = 2 };
 KB_HD inline ps_t ar_op_cost(const HwConfig& h, std::int32_t kind, std::int64_t param, std::int64_t nb) {
   if (kind == kArOpLink) return transfer_ps(nb, param);
-  if (kind == kArOpHbm) return hbm_access_ps(h, nb, param);
-  return add_ps(h, nb / 2);
+  if (kind == kArOpHbm) return xfer::hbm_ps(h, nb, param);
+  return xfer::add_ps(h, nb / 2);
 }
 // One cost of a level, and one transfer's part of its figures, by the pieces moved (chunk ch,
 // pieces [k0, k1)): `mult` times their bytes.
@@ -140,8 +140,9 @@ struct ArProgram {
 };
 
 // A thread's recorded levels, by a hash of their key, and the replay's scratch. A structure
-// is recorded the second time the thread meets it (`seen`: the hashes of structures met once,
-// by their low bits): a sweep whose every config has a structure of its own records none.
+// is recorded the kRecordAt-th time the thread meets it (`seen`: by the hash's low bits, the
+// structures met and how often): a sweep whose every config has a structure of its own
+// records none.
 struct ArReplayCache {
   // At most this many ops kept, counting a graph's ops, each order's steps and kEntryOps a
   // program (some 15 MB). A full cache records no more structures while it serves: it keeps
@@ -152,6 +153,13 @@ struct ArReplayCache {
   // then every program is dropped, and structures met again are recorded again.
   static constexpr std::int64_t kMostOps = INT64_C(1) << 18, kEntryOps = 32, kWindow = INT64_C(1) << 14;
   static constexpr std::size_t kSeen = 8192, kHws = 4096;
+  // A structure is recorded at its kRecordAt-th meeting on the thread: recording one costs
+  // about as much as 20-80 walks of it (on the milestone mix and the random mix, ADR 0034),
+  // and replaying it next to nothing, so recording once the walks have cost about what a
+  // recording does (rent, then buy) keeps any mix within about twice its better choice: a
+  // structure met a few times is only walked, one met many times is replayed.
+  static constexpr std::uint64_t kRecordAt = 16, kCountMask = 31;
+  std::uint64_t record_at = kRecordAt;  // (tests of the replay itself record at the second meeting)
   std::unordered_map<std::uint64_t, ArProgram> programs;
   // A direct-mapped table before the map, by the hash's low bits: a program's place in the map
   // stays while the map keeps it (cleared with the map).
@@ -400,9 +408,12 @@ inline bool replay_level(const AllreduceConfig& c, const AllreduceConfig& top, s
   if (++cache.looked == ArReplayCache::kWindow) cache.served_last = cache.served, cache.looked = cache.served = 0;
   ArProgram* const found = cache.find(h);
   if (!found || std::memcmp(&found->key, &key, sizeof key) != 0) {
-    std::uint64_t& once = cache.seen[h % ArReplayCache::kSeen];
-    plan->record = once == h;  // met before (else: now)
-    once = h;
+    // The structure's meetings so far, in the entry's low bits (the hash's other bits name it).
+    std::uint64_t& met = cache.seen[h % ArReplayCache::kSeen];
+    constexpr std::uint64_t kCount = ArReplayCache::kCountMask;
+    const std::uint64_t times = (met & ~kCount) == (h & ~kCount) ? (met & kCount) + 1 : 1;
+    plan->record = times >= cache.record_at;
+    met = (h & ~kCount) | (times < kCount ? times : kCount);
     return false;
   }
   ArProgram& p = *found;

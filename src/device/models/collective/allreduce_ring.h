@@ -17,6 +17,7 @@
 #include "../../common/kb_hd.h"
 #include "../../common/network.h"
 #include "../../common/units.h"
+#include "../../sim/transfer.h"
 #include "collective.h"
 #include "../vector.h"
 
@@ -158,24 +159,6 @@ KB_HD void add_figures(Out& o, bool hbm, std::int64_t nb) {
   }
 }
 
-// An HBM access of `nb` bytes by a rank whose cube's bandwidth `sharers` ports share (ADR
-// 0007 rule 6): the model's ops (Sim::hbm_op) and the walk both cost it here.
-KB_HD inline ps_t hbm_access_ps(const HwConfig& h, std::int64_t nb, std::int64_t sharers) {
-  return shared_transfer_ps(nb, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
-}
-
-// A receiver's add of `values` f16 values on its vector engine: its busy time. With HBM
-// buffers the add is one chain (read both operands, add, write the sum: ADR 0007 rule 5), every
-// op of it held for the slowest's time, at the rank's share `sharers`. The model's ops
-// (Sim::receive) and both walks cost it here.
-KB_HD inline ps_t add_ps(const HwConfig& h, std::int64_t values) {
-  return cycles_ps(vector_cycles(VecOp::add, 1, values, h.vector_lanes), h.clock_mhz);
-}
-KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int64_t sharers) {
-  const std::int64_t nb = 2 * values;
-  return imax(imax(hbm_access_ps(h, 2 * nb, sharers), add_ps(h, values)), hbm_access_ps(h, nb, sharers));
-}
-
 // Where each piece of each chunk begins (coll_piece_lo of chunk ch, piece k at
 // table[ch * (ranks + 1) + k]), where the level's (ranks + 1) · chunks boundaries fit `cap`
 // entries: false where they do not (the walk then divides per transfer). A walk reads a
@@ -278,62 +261,101 @@ struct RingWalker {
     return j < 0 ? j + p : j >= p ? j - p : j;
   }
 
-  // Rank i's send of step s, chunk ch. HBM: one chain from the sender's HBM to the receiver's,
-  // every op holding its resource for the slowest's time (ADR 0007 rule 5), each hop starting
-  // once the one before has started and its latency passed. First the read on the sender's
-  // DMA queue, in its program order.
+  // The transfer agent's policy (src/device/sim/transfer.h) for rank i's send to the next
+  // rank: each op served as it comes. The read on the sender's DMA queue in its program order;
+  // each hop of one sender per link, whose claims must come strictly later one after another
+  // (or both at 0 unblocked), else the walk gives up; the write at the receiver's HBM port,
+  // which its own adds write through too.
+  struct Send {
+    RingWalker& r;
+    std::int64_t i, dst, nb;
+    ps_t ready, end = 0;
+    bool unblocked;
+    KB_HD ps_t own_ps(const xfer::Step&) const { return 0; }  // unused: HBM ends give the chain
+    KB_HD ps_t own_ps(const xfer::Step&, typename Walk::Hop& h) const { return h.busy(nb); }
+    KB_HD KB_INLINE xfer::Go serve(const xfer::Step& st, ps_t busy) {
+      if (st.role == xfer::Role::read) {
+        const ps_t start = imax(ready, r.w.dma_free[i]);
+        r.w.dma_free[i] = start + busy;
+        if (!r.ended(i, start + busy + r.L)) return xfer::Go::fail;
+        ready = start + r.L, unblocked = false;
+        r.f.hbm_read_bytes += nb;
+        return xfer::Go::on;
+      }
+      const ps_t start = r.port(dst, ready, busy);
+      if (start < 0) return xfer::Go::fail;
+      end = start + busy + r.L;
+      if (!r.ended(i, end)) return xfer::Go::fail;
+      r.f.hbm_write_bytes += nb;
+      return xfer::Go::on;
+    }
+    KB_HD KB_INLINE xfer::Go serve(const xfer::Step&, typename Walk::Hop& h, ps_t busy) {
+      if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return xfer::Go::fail;
+      h.last_ready = ready, h.last_unblocked = unblocked;
+      const ps_t start = imax(ready, h.free);
+      h.free = start + busy;
+      end = start + busy + h.latency;
+      if (!r.ended(i, end)) return xfer::Go::fail;
+      count_copy(r.f, h.kind, nb);
+      ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
+      return xfer::Go::on;
+    }
+  };
+  // Rank i's send of step s, chunk ch. HBM: one chain from the sender's HBM to the receiver's
+  // (ADR 0007 rule 5), its busy time memoised per sender and size.
   KB_HD bool send(bool rs, std::int64_t s, std::int64_t ch, std::int64_t i) {
     const std::int64_t j = piece_at(rs, i, s);
     const std::int64_t nb = 2 * values_of(ch, j);
     const std::int64_t dst = next(i);
-    ps_t ready = w.written[slot(i, ch, j)];
-    bool unblocked = ready < 0;
-    if (unblocked) ready = 0;
-    ps_t end = 0, chain = 0;
-    if (hbm) {
-      if (nb != w.send_bytes[i]) {
-        chain = imax(hbm_access_ps(c.hw, nb, sharers[i]), hbm_access_ps(c.hw, nb, sharers[dst]));
-        for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) chain = imax(chain, w.hops[k].busy(nb));
-        w.send_bytes[i] = nb, w.send_chain[i] = chain;
-      }
-      chain = w.send_chain[i];
-      const ps_t start = imax(ready, w.dma_free[i]);
-      w.dma_free[i] = start + chain;
-      if (!ended(i, start + chain + L)) return false;
-      ready = start + L, unblocked = false;
-      f.hbm_read_bytes += nb;
+    const ps_t ready = w.written[slot(i, ch, j)];
+    Send p{*this, i, dst, nb, ready < 0 ? 0 : ready, 0, ready < 0};
+    const std::int32_t k0 = w.route[i], hops = w.route[i + 1] - k0;
+    if (hbm && nb != w.send_bytes[i]) {
+      w.send_bytes[i] = nb;
+      w.send_chain[i] = xfer::chain_ps(c.hw, nb, sharers[i], sharers[dst], [&](auto&& visit) {
+        for (std::int32_t k = 0; k < hops; ++k) visit(w.hops[k0 + k].busy(nb));
+      });
     }
-    for (std::int32_t k = w.route[i]; k < w.route[i + 1]; ++k) {
-      typename Walk::Hop& h = w.hops[k];
-      // One sender per link, in program order: strictly later, or both at 0 unblocked.
-      if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return false;
-      h.last_ready = ready, h.last_unblocked = unblocked;
-      const ps_t busy = hbm ? chain : h.busy(nb);
-      const ps_t start = imax(ready, h.free);
-      h.free = start + busy;
-      end = start + busy + h.latency;
-      if (!ended(i, end)) return false;
-      count_copy(f, h.kind, nb);
-      ready = start + h.latency, unblocked = false;  // the next hop: once the head has crossed
-    }
-    if (hbm) {  // the write at the receiver's HBM port, which its own adds write through too
-      const ps_t start = port(dst, ready, chain);
-      if (start < 0) return false;
-      end = start + chain + L;
-      if (!ended(i, end)) return false;
-      f.hbm_write_bytes += nb;
-    } else {
-      f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-    }
-    w.landed[i] = end;
-    w.mark_done[dst] = imax(w.mark_done[dst], end);
+    const auto route = [&](std::int32_t h0, auto&& visit) {
+      for (std::int32_t k = h0; k < hops; ++k)
+        if (!visit(k, w.hops[k0 + k])) return;
+    };
+    if (xfer::send(p, route, hops, hbm, hbm ? w.send_chain[i] : xfer::kOwn) != xfer::Go::on) return false;
+    if (!hbm) f.sram_read_bytes += nb, f.sram_write_bytes += nb;
+    w.landed[i] = p.end;
+    w.mark_done[dst] = imax(w.mark_done[dst], p.end);
     ++f.transfers;
     return true;
   }
 
+  // The agent's policy for the receive of rank i's send by the next rank, added in
+  // (xfer::reduce_at): with HBM ends one chain (read both operands on the DMA queue, add,
+  // write the sum through the HBM port), else the add on its vector engine.
+  struct Add {
+    RingWalker& r;
+    std::int64_t dst;
+    ps_t ready, rd = 0, ad = 0;
+    KB_HD KB_INLINE xfer::Go serve_add(const xfer::Step& st, ps_t busy) {
+      if (st.role == xfer::Role::read) {
+        rd = imax(ready, r.w.dma_free[dst]);
+        r.w.dma_free[dst] = rd + busy;
+        return r.ended(dst, rd + busy + r.L) ? xfer::Go::on : xfer::Go::fail;
+      }
+      if (st.role == xfer::Role::hop) {
+        ad = imax(st.last ? ready : rd + r.L, r.w.vec_free[dst]);
+        r.w.vec_free[dst] = ad + busy;
+        if (st.last && ad + busy > kTimeLimitPs) return xfer::Go::fail;
+        ready = ad + busy;
+        return r.ended(dst, ad + busy) ? xfer::Go::on : xfer::Go::fail;
+      }
+      const ps_t wr = r.port(dst, ad, busy);
+      if (wr < 0) return xfer::Go::fail;
+      ready = wr + busy + r.L;
+      return r.ended(dst, ready) ? xfer::Go::on : xfer::Go::fail;
+    }
+  };
   // The receive of rank i's send of step s, chunk ch, by the next rank: taken as it landed
-  // (all-gather), or added in (reduce-scatter; with HBM buffers one chain: read both
-  // operands on the DMA queue, add, write the sum through the HBM port).
+  // (all-gather), or added in (reduce-scatter).
   KB_HD bool receive(bool rs, std::int64_t s, std::int64_t ch, std::int64_t i) {
     const std::int64_t dst = next(i), j = piece_at(rs, i, s);
     ps_t& piece = w.written[slot(dst, ch, j)];
@@ -343,30 +365,15 @@ struct RingWalker {
     }
     const std::int64_t values = values_of(ch, j);
     if (values != w.add_values[dst]) {
-      w.add_values[dst] = values, w.add_busy[dst] = add_ps(c.hw, values);
-      if (hbm) w.add_chain[dst] = add_chain_ps(c.hw, values, sharers[dst]);
+      w.add_values[dst] = values, w.add_busy[dst] = xfer::add_ps(c.hw, values);
+      if (hbm) w.add_chain[dst] = xfer::add_chain_ps(c.hw, values, sharers[dst]);
     }
-    const ps_t add = w.add_busy[dst];
     add_figures(f, hbm, 2 * values);
-    if (hbm) {
-      const ps_t chain = w.add_chain[dst];
-      const ps_t rd = imax(imax(w.landed[i], piece), w.dma_free[dst]);
-      w.dma_free[dst] = rd + chain;
-      const ps_t ad = imax(rd + L, w.vec_free[dst]);
-      w.vec_free[dst] = ad + chain;
-      const ps_t wr = port(dst, ad, chain);
-      if (wr < 0 || !ended(dst, rd + chain + L) || !ended(dst, ad + chain) || !ended(dst, wr + chain + L)) return false;
-      piece = wr + chain + L;
-      f.vector_busy_ps += chain;
-      return true;
-    }
-    const ps_t start = imax(imax(w.landed[i], piece), w.vec_free[dst]);
-    const ps_t end = start + add;
-    if (end > kTimeLimitPs) return false;
-    w.vec_free[dst] = end, piece = end;
-    f.latency_ps = imax(f.latency_ps, end);
-    w.mark_done[dst] = imax(w.mark_done[dst], end);
-    f.vector_busy_ps += add;
+    const ps_t busy = hbm ? w.add_chain[dst] : w.add_busy[dst];
+    Add p{*this, dst, imax(w.landed[i], piece)};
+    if (xfer::reduce_at(p, hbm, busy) != xfer::Go::on) return false;
+    piece = p.ready;
+    f.vector_busy_ps += busy;
     return true;
   }
 };

@@ -168,7 +168,7 @@ struct LevelWalk {
     return serve_at(fr, arb, lat, by, w->ranks[by].issued++, ready, busy, s, also);
   }
   // The same for the op of `by` whose issue index is `issue`.
-  KB_HD bool serve_at(sim::FastRes& fr, typename GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, std::int32_t issue,
+  KB_HD KB_INLINE bool serve_at(sim::FastRes& fr, typename GeneralWalk::Arb* arb, ps_t lat, std::int64_t by, std::int32_t issue,
                       const sim::Stamp& ready, ps_t busy, sim::Served* s, std::int64_t also = -1) {
     const sim::Claim claim{ready.t, pe_of[by], issue};
     const sim::Claim* last = arb && arb->last.ready >= 0 ? &arb->last : nullptr;
@@ -288,9 +288,10 @@ struct LevelWalk {
     if (hbm()) {
       if (route->memo_bytes != nb) {
         const std::int16_t* hops = w->pool + route->begin;
-        ps_t ch = imax(hbm_access_ps(c->hw, nb, sharers[x.src]), hbm_access_ps(c->hw, nb, sharers[x.dst]));
-        for (std::int32_t k = 0; k < route->len; ++k) ch = imax(ch, link_busy(w->links[hops[k]], nb));
-        route->memo_bytes = nb, route->memo_chain = ch;
+        route->memo_bytes = nb;
+        route->memo_chain = xfer::chain_ps(c->hw, nb, sharers[x.src], sharers[x.dst], [&](auto&& visit) {
+          for (std::int32_t k = 0; k < route->len; ++k) visit(link_busy(w->links[hops[k]], nb));
+        });
       }
       *chain = route->memo_chain;
     }
@@ -313,22 +314,76 @@ struct LevelWalk {
     w->group_stage[i] = kNotStarted;
     return route;
   }
+  // The transfer agent's policy (src/device/sim/transfer.h) for send i: each op served at
+  // once by the fast rule, from the state the walk keeps. Its HBM read pauses the send (the
+  // group serves every read first); with !kAll so does each hop but the last (the heap then
+  // picks the send whose next op has the least claim).
+  template <bool kAll>
+  struct Serve {
+    LevelWalk& lw;
+    std::int32_t i;
+    std::int64_t src, dst, nb;
+    std::int32_t issue;
+    sim::Stamp at;
+    sim::Served s{};
+    KB_HD ps_t own_ps(const xfer::Step&) const { return 0; }  // unused: HBM ends give the chain
+    KB_HD ps_t own_ps(const xfer::Step&, typename GeneralWalk::Link& l) const { return link_busy(l, nb); }
+    KB_HD KB_INLINE xfer::Go serve(const xfer::Step& st, ps_t busy) {
+      if (st.role == xfer::Role::read) {
+        if (!lw.serve_at(lw.w->ranks[src].dma, nullptr, lw.hbm_lat(), src, issue++, at, busy, &s)) return xfer::Go::fail;
+        at = head_of(s, lw.hbm_lat());
+        lw.f.hbm_read_bytes += nb;
+        return xfer::Go::pause;
+      }
+      typename GeneralWalk::Rank& d = lw.w->ranks[dst];  // the write into the receiver's buffer
+      if (!lw.serve_at(d.port.f, &d.port, lw.hbm_lat(), src, issue++, at, busy, &s, dst)) return xfer::Go::fail;
+      lw.f.hbm_write_bytes += nb;
+      return xfer::Go::on;
+    }
+    KB_HD KB_INLINE xfer::Go serve(const xfer::Step& st, typename GeneralWalk::Link& l, ps_t busy) {
+      if (!lw.serve_at(l.a.f, &l.a, l.lat, src, issue++, at, busy, &s, st.last ? dst : -1)) return xfer::Go::fail;
+      count_copy(lw.f, l.kind, nb);
+      if (st.last) {
+        lw.f.sram_read_bytes += nb, lw.f.sram_write_bytes += nb;
+        return xfer::Go::on;
+      }
+      // The next hop ready in a later round of this instant: at depth 1 where it is a
+      // copy-queue in-port, every claim on which comes so (its out-port starts in round 1).
+      if (kFlat && l.lat == 0 && l.kind != net::LinkKind::ipcq_out) {
+        lw.deep = true;
+        return xfer::Go::fail;
+      }
+      at = head_of(s, l.lat);
+      return kAll ? xfer::Go::on : xfer::Go::pause;
+    }
+  };
+  // Send i's ops from its stage on (group_stage: the route's hop; the route's length: the
+  // HBM write) through the agent.
+  template <bool kAll>
+  KB_HD xfer::Go send_from(Serve<kAll>& p, std::int32_t stage) {
+    const typename GeneralWalk::Route& route = w->routes[w->group_route[p.i]];
+    const std::int16_t* hops = w->pool + route.begin;
+    const bool h = hbm();
+    return xfer::send(
+        p,
+        [&](std::int32_t k0, auto&& visit) {
+          for (std::int32_t k = k0; k < route.len; ++k)
+            if (!visit(k, w->links[hops[k]])) return;
+        },
+        route.len, h, h ? w->group_chain[p.i] : xfer::kOwn, stage < 0 ? 0 : stage + (h ? 1 : 0));
+  }
+
   // Starts send i once its pieces are written: its HBM read; then its next op is ready
   // (arrival[i]), or with nothing to cross it has landed (group_stage[i] = -1).
   KB_HD bool start_send(std::int32_t i) {
     const CollXfer& x = w->group[i];
     const std::int64_t nb = w->group_bytes[i];
     const bool h = hbm();
-    sim::Stamp ready;
-    pieces_ready(ready, x.src, w->group_chunk[i], x.k0, x.k1);
-    if (h) {
-      sim::Served s{};
-      if (!serve_at(w->ranks[x.src].dma, nullptr, hbm_lat(), x.src, w->group_issue[i]++, ready, w->group_chain[i], &s))
-        return false;
-      ready = head_of(s, hbm_lat());
-      f.hbm_read_bytes += nb;
-    }
-    w->arrival[i] = ready;
+    Serve<false> p{*this, i, x.src, x.dst, nb, w->group_issue[i], sim::Stamp{}};
+    pieces_ready(p.at, x.src, w->group_chunk[i], x.k0, x.k1);
+    if (h && send_from(p, -1) == xfer::Go::fail) return false;
+    w->group_issue[i] = p.issue;
+    w->arrival[i] = p.at;
     w->group_stage[i] = 0;
     if (w->routes[w->group_route[i]].len + (h ? 1 : 0) == 0) {  // nothing to cross: landed at once
       w->arrival[i] = end_of(sim::Served{});
@@ -343,47 +398,19 @@ struct LevelWalk {
   // has left: false where the certificate fails. `more`: the send has ops left.
   template <bool kAll>
   KB_HD bool send_ops(std::int32_t i, bool* more) {
-    const bool h = hbm();
-    const std::int64_t src = w->group[i].src, dst = w->group[i].dst;
-    const typename GeneralWalk::Route& route = w->routes[w->group_route[i]];
-    const std::int16_t* hops = w->pool + route.begin;
-    const std::int64_t nb = w->group_bytes[i];
-    const ps_t chain = w->group_chain[i];
-    std::int32_t k = w->group_stage[i], issue = w->group_issue[i];
-    sim::Stamp at = w->arrival[i];
-    sim::Served s{};
-    *more = false;
-    for (;; ++k, ++issue) {
-      if (k == route.len) {  // HBM: the write into the receiver's buffer
-        typename GeneralWalk::Rank& d = w->ranks[dst];
-        if (!serve_at(d.port.f, &d.port, hbm_lat(), src, issue, at, chain, &s, dst)) return false;
-        f.hbm_write_bytes += nb;
-        break;
-      }
-      typename GeneralWalk::Link& l = w->links[hops[k]];
-      const bool last = !h && k + 1 == route.len;
-      const ps_t busy = h ? chain : link_busy(l, nb);
-      if (!serve_at(l.a.f, &l.a, l.lat, src, issue, at, busy, &s, last ? dst : -1)) return false;
-      count_copy(f, l.kind, nb);
-      if (last) {
-        f.sram_read_bytes += nb, f.sram_write_bytes += nb;
-        break;
-      }
-      // The next hop ready in a later round of this instant: at depth 1 where it is a
-      // copy-queue in-port, every claim on which comes so (its out-port starts in round 1).
-      if (kFlat && l.lat == 0 && l.kind != net::LinkKind::ipcq_out) {
-        deep = true;
-        return false;
-      }
-      at = head_of(s, l.lat);
-      if (!kAll) {
-        w->group_stage[i] = k + 1, w->group_issue[i] = issue + 1, w->arrival[i] = at;
-        *more = true;
-        return true;
-      }
+    const std::int32_t stage = w->group_stage[i], issue = w->group_issue[i];
+    Serve<kAll> p{*this, i, w->group[i].src, w->group[i].dst, w->group_bytes[i], issue, w->arrival[i]};
+    const xfer::Go g = send_from(p, stage);
+    *more = g == xfer::Go::pause;
+    if (g == xfer::Go::fail) return false;
+    w->group_stage[i] = static_cast<std::int16_t>(stage + (p.issue - issue));
+    w->group_issue[i] = p.issue;
+    if (*more) {
+      w->arrival[i] = p.at;
+      return true;
     }
     ++f.transfers;
-    w->group_stage[i] = k + 1, w->group_issue[i] = issue + 1, w->arrival[i] = end_of(s);
+    w->arrival[i] = end_of(p.s);
     return true;
   }
 
@@ -445,34 +472,55 @@ struct LevelWalk {
       return true;
     }
     const std::int64_t values = nb / 2;
-    if (values != add_values) add_values = values, add_cost = add_ps(c->hw, values);
-    const ps_t add = add_cost;
     add_figures(f, hbm(), nb);
-    typename GeneralWalk::Rank& d = w->ranks[x.dst];
-    sim::Stamp ready = w->arrival[i];
-    pieces_ready(ready, x.dst, ch, x.k0, x.k1);
-    sim::Served s{};
+    ps_t busy;
     if (!hbm()) {
-      if (!serve(d.vec, nullptr, 0, x.dst, ready, add, &s)) return false;
-      f.vector_busy_ps += add;
-      write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
-      return true;
+      if (values != add_values) add_values = values, add_cost = xfer::add_ps(c->hw, values);
+      busy = add_cost;
+    } else {
+      if (values != chain_values || sharers[x.dst] != chain_sharers)
+        chain_values = values, chain_sharers = sharers[x.dst], chain_cost = xfer::add_chain_ps(c->hw, values, chain_sharers);
+      busy = chain_cost;
     }
-    // Read both operands (DMA queue), add (vector engine), write the sum (HBM write port):
-    // one chain, each holding its resource for the slowest's time.
-    const ps_t L = hbm_lat();
-    if (values != chain_values || sharers[x.dst] != chain_sharers)
-      chain_values = values, chain_sharers = sharers[x.dst], chain_cost = add_chain_ps(c->hw, values, chain_sharers);
-    const ps_t chain = chain_cost;
-    if (!serve(d.dma, nullptr, L, x.dst, ready, chain, &s)) return false;
-    if (!serve(d.vec, nullptr, 0, x.dst, head_of(s, L), chain, &s)) return false;
-    f.vector_busy_ps += chain;
-    w->arrival[i] = head_of(s, 0);
-    w->group_issue[i] = d.issued++;
-    w->group_chain[i] = chain;
-    *waits = true;
+    Add p{*this, i, ch, x, w->arrival[i]};
+    pieces_ready(p.ready, x.dst, ch, x.k0, x.k1);
+    if (xfer::reduce_at(p, hbm(), busy) == xfer::Go::fail) return false;
+    *waits = p.waits;
     return true;
   }
+  // The agent's policy for a receiver's add (xfer::reduce_at): with SRAM ends the add on its
+  // vector engine; with HBM ends the read of both operands (DMA queue) and the add, served at
+  // once, and the write of the sum left to the caller: arrival[i], group_issue[i] and
+  // group_chain[i] then hold its ready time, issue index and busy time (`waits`).
+  struct Add {
+    LevelWalk& lw;
+    std::int32_t i;
+    std::int64_t ch;
+    const CollXfer& x;
+    sim::Stamp ready;
+    bool waits = false;
+    sim::Served s{};
+    KB_HD KB_INLINE xfer::Go serve_add(const xfer::Step& st, ps_t busy) {
+      typename GeneralWalk::Rank& d = lw.w->ranks[x.dst];
+      if (st.role == xfer::Role::read) {
+        if (!lw.serve(d.dma, nullptr, lw.hbm_lat(), x.dst, ready, busy, &s)) return xfer::Go::fail;
+        ready = head_of(s, lw.hbm_lat());
+        return xfer::Go::on;
+      }
+      if (st.role == xfer::Role::hop) {
+        if (!lw.serve(d.vec, nullptr, 0, x.dst, ready, busy, &s)) return xfer::Go::fail;
+        lw.f.vector_busy_ps += busy;
+        if (st.last) lw.write_pieces(end_of(s), x.dst, ch, x.k0, x.k1);
+        else ready = head_of(s, 0);
+        return xfer::Go::on;
+      }
+      lw.w->arrival[i] = ready;
+      lw.w->group_issue[i] = d.issued++;
+      lw.w->group_chain[i] = busy;
+      waits = true;
+      return xfer::Go::pause;
+    }
+  };
   // The write of a sum into rank `dst`'s HBM (its pieces [k0, k1) of chunk ch).
   KB_HD bool write_sum(std::int64_t dst, std::int64_t ch, std::int64_t k0, std::int64_t k1, const sim::Stamp& ready,
                        std::int32_t issue, ps_t chain) {

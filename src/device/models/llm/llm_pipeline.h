@@ -21,6 +21,7 @@
 #include "../../common/kb_hd.h"
 #include "../../common/network.h"
 #include "../../common/units.h"
+#include "../../sim/transfer.h"
 #include "../collective/collective.h"
 
 namespace kb {
@@ -99,21 +100,16 @@ KB_HD inline std::int32_t llm_send_check(const LlmSendConfig& c) {
 // the write through the receiver's HBM port at its share) held for the slowest one; the
 // copy ends the hops' latencies after it starts, plus that slowest time (cut-through,
 // docs/model.md section 6). The sender's cube has one HBM user (its queue); a receiving
-// cube has one per rank in it (their write ports: llm_send_receivers).
+// cube has one per rank in it (their write ports: llm_send_receivers). The transfer agent's
+// closed form of a copy alone (xfer::alone_ps) times each.
 KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
   LlmSendResult r{};
   r.status = llm_send_check(c);
   if (r.status != kLlmSendOk) return r;
-  const HwConfig& h = c.hw;
-  const ps_t send = shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, 1);
-  const ps_t port = imax(send, shared_transfer_ps(c.bytes, h.dma_gbps(), h.hbm_bandwidth_gbps, llm_send_receivers(c)));
-  for (std::int64_t i = 0; i < c.ranks; ++i) {
-    ps_t slowest = port, latency = 2 * h.hbm_latency_ns * kPsPerNs;
-    std::int64_t hops = 0;
-    net::for_each_hop(h, llm_send_from(c), llm_send_to(c, i), [&](const net::Hop& hop) {
-      slowest = imax(slowest, transfer_ps(c.bytes, hop.bandwidth_gbps));
-      latency += hop.latency_ns * kPsPerNs;
-      ++hops;
+  const std::int64_t receivers = llm_send_receivers(c);
+  for (std::int64_t i = 0; i < c.ranks; ++i)
+    r.latency_ps += xfer::alone_ps(c.hw, llm_send_from(c), llm_send_to(c, i), c.bytes, 1, receivers, [&](const net::Hop& hop) {
+      r.link_bytes += c.bytes;
       switch (hop.kind) {
         case net::LinkKind::ipcq_in: r.link_bytes_pe += c.bytes; break;
         case net::LinkKind::cube_link: r.link_bytes_cube += c.bytes; break;
@@ -121,9 +117,6 @@ KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
         default: break;  // a sender's out-port: the copy is counted at the in-port
       }
     });
-    r.latency_ps += latency + slowest;
-    r.link_bytes += hops * c.bytes;
-  }
   r.hbm_read_bytes = r.hbm_write_bytes = c.ranks * c.bytes;
   return r;
 }
