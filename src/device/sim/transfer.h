@@ -80,7 +80,7 @@ struct Step {
   std::int32_t hop;
   bool last;
 };
-// Ops of a transfer over `hops` links, and where op k of it is.
+// The ops of a transfer over `hops` links: `send`'s `from` counts them 0 .. op_count - 1.
 KB_HD constexpr std::int32_t op_count(std::int32_t hops, bool hbm) { return hops + (hbm ? 2 : 0); }
 
 // What a policy answers for each op: go on with the next, stop after this one (the caller
