@@ -31,15 +31,18 @@ KB_HD inline bool goes_first(const Claim& a, const Claim& b) {
   return a.issue < b.issue;
 }
 
+// The serve step: an op ready at `ready` starts once its server (free from `free`) is,
+// and holds it for `busy`; returns its start.
+KB_HD inline ps_t take(ps_t& free, ps_t ready, ps_t busy) {
+  const ps_t start = ready > free ? ready : free;
+  free = start + busy;
+  return start;
+}
 // One server: an op starts once it is ready and the server is free, and holds the server
 // for its busy time.
 struct Server {
   ps_t free = 0;
-  KB_HD ps_t take(ps_t ready, ps_t busy) {
-    const ps_t start = ready > free ? ready : free;
-    free = start + busy;
-    return start;
-  }
+  KB_HD ps_t take(ps_t ready, ps_t busy) { return sim::take(free, ready, busy); }
 };
 
 // A single-server queue whose claims are all known before the first is served: served in

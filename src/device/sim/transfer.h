@@ -64,10 +64,14 @@ KB_HD KB_INLINE ps_t chain_ps(const HwConfig& h, std::int64_t nb, std::int64_t s
   hops([&](ps_t t) { slowest = imax(slowest, t); });
   return slowest;
 }
-// A receiver's add chain with HBM ends (read both operands, add, write the sum), at its share.
+// A receiver's add chain with HBM ends, op by op at its share: read both operands (4 bytes a
+// value), add, write the sum (2 bytes a value).
+KB_HD inline ps_t add_op_ps(const HwConfig& h, std::int64_t values, std::int64_t sharers, int op) {
+  return op == 1 ? add_ps(h, values) : hbm_ps(h, (op == 0 ? 4 : 2) * values, sharers);
+}
+// Its chain: the slowest of the three.
 KB_HD inline ps_t add_chain_ps(const HwConfig& h, std::int64_t values, std::int64_t sharers) {
-  const std::int64_t nb = 2 * values;
-  return imax(imax(hbm_ps(h, 2 * nb, sharers), add_ps(h, values)), hbm_ps(h, nb, sharers));
+  return imax(imax(add_op_ps(h, values, sharers, 0), add_op_ps(h, values, sharers, 1)), add_op_ps(h, values, sharers, 2));
 }
 
 // ---- the ops of a transfer ----------------------------------------------------------------
@@ -156,9 +160,9 @@ KB_HD KB_INLINE Go reduce_at(Policy& p, bool hbm, ps_t busy) {
 template <class Policy>
 KB_HD Go reduce(Policy& p, const HwConfig& h, std::int64_t values, bool hbm, std::int64_t sharers, bool own = false) {
   if (!hbm || !own) return reduce_at(p, hbm, hbm ? add_chain_ps(h, values, sharers) : add_ps(h, values));
-  Go g = p.serve_add(Step{Role::read, -1, false}, hbm_ps(h, 4 * values, sharers));
-  if (g == Go::on) g = p.serve_add(Step{Role::hop, 0, false}, add_ps(h, values));
-  if (g == Go::on) g = p.serve_add(Step{Role::write, 1, true}, hbm_ps(h, 2 * values, sharers));
+  Go g = p.serve_add(Step{Role::read, -1, false}, add_op_ps(h, values, sharers, 0));
+  if (g == Go::on) g = p.serve_add(Step{Role::hop, 0, false}, add_op_ps(h, values, sharers, 1));
+  if (g == Go::on) g = p.serve_add(Step{Role::write, 1, true}, add_op_ps(h, values, sharers, 2));
   return g;
 }
 

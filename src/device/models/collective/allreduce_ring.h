@@ -17,6 +17,7 @@
 #include "../../common/kb_hd.h"
 #include "../../common/network.h"
 #include "../../common/units.h"
+#include "../../sim/arbitration.h"
 #include "../../sim/transfer.h"
 #include "collective.h"
 #include "../vector.h"
@@ -245,8 +246,7 @@ struct RingWalker {
   KB_HD ps_t port(std::int64_t r, ps_t ready, ps_t busy) {
     if (ready <= w.port_last[r]) return -1;
     w.port_last[r] = ready;
-    const ps_t start = imax(ready, w.port_free[r]);
-    w.port_free[r] = start + busy;
+    const ps_t start = sim::take(w.port_free[r], ready, busy);
     return start;
   }
   KB_HD std::int64_t slot(std::int64_t r, std::int64_t ch, std::int64_t k) const { return (r * C + ch) * p + k; }
@@ -275,8 +275,7 @@ struct RingWalker {
     KB_HD ps_t own_ps(const xfer::Step&, typename Walk::Hop& h) const { return h.busy(nb); }
     KB_HD KB_INLINE xfer::Go serve(const xfer::Step& st, ps_t busy) {
       if (st.role == xfer::Role::read) {
-        const ps_t start = imax(ready, r.w.dma_free[i]);
-        r.w.dma_free[i] = start + busy;
+        const ps_t start = sim::take(r.w.dma_free[i], ready, busy);
         if (!r.ended(i, start + busy + r.L)) return xfer::Go::fail;
         ready = start + r.L, unblocked = false;
         r.f.hbm_read_bytes += nb;
@@ -292,8 +291,7 @@ struct RingWalker {
     KB_HD KB_INLINE xfer::Go serve(const xfer::Step&, typename Walk::Hop& h, ps_t busy) {
       if (ready < h.last_ready || (ready == h.last_ready && !(unblocked && h.last_unblocked))) return xfer::Go::fail;
       h.last_ready = ready, h.last_unblocked = unblocked;
-      const ps_t start = imax(ready, h.free);
-      h.free = start + busy;
+      const ps_t start = sim::take(h.free, ready, busy);
       end = start + busy + h.latency;
       if (!r.ended(i, end)) return xfer::Go::fail;
       count_copy(r.f, h.kind, nb);
@@ -337,13 +335,11 @@ struct RingWalker {
     ps_t ready, rd = 0, ad = 0;
     KB_HD KB_INLINE xfer::Go serve_add(const xfer::Step& st, ps_t busy) {
       if (st.role == xfer::Role::read) {
-        rd = imax(ready, r.w.dma_free[dst]);
-        r.w.dma_free[dst] = rd + busy;
+        rd = sim::take(r.w.dma_free[dst], ready, busy);
         return r.ended(dst, rd + busy + r.L) ? xfer::Go::on : xfer::Go::fail;
       }
       if (st.role == xfer::Role::hop) {
-        ad = imax(st.last ? ready : rd + r.L, r.w.vec_free[dst]);
-        r.w.vec_free[dst] = ad + busy;
+        ad = sim::take(r.w.vec_free[dst], st.last ? ready : rd + r.L, busy);
         if (st.last && ad + busy > kTimeLimitPs) return xfer::Go::fail;
         ready = ad + busy;
         return r.ended(dst, ad + busy) ? xfer::Go::on : xfer::Go::fail;
