@@ -41,6 +41,9 @@ TEST(Spaces, EveryShippedSpaceRuns) {
   EXPECT_EQ(a["space"]["size"], 11 * 2 * 5 * 2 * 3);  // 1 KiB to 1 GiB by 4
   EXPECT_EQ(a["best_per_group"].size(), 22u);
   EXPECT_EQ(a["recheck"]["ok"], true);
+  // The OpenMP backend evaluates every config in one stage: none deferred.
+  EXPECT_EQ(a["schema_version"], "3.0.0");
+  EXPECT_EQ(a["backend"], json({{"name", "omp"}, {"deferred", 0}, {"on_host", 0}}));
   const json d = run_json("sweep --space '" + kSpaces + "/decode-sharding-crossover.yaml' --backend omp --json");
   EXPECT_EQ(d["space"]["size"], 4 * 11 * 7);
   EXPECT_EQ(d["best_per_group"].size(), 77u);

@@ -116,7 +116,7 @@ TEST(Decode, CubesAlikeShareOneEvaluation) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const std::int64_t arrays[] = {1, 2, 3, 4, 8, 16, 32};
   const HwConfig base = unittest::topo("default.yaml").hw();
-  std::int64_t valid[5] = {0, 0, 0, 0, 0}, alike = 0;
+  std::int64_t valid[5] = {0, 0, 0, 0, 0}, alike = 0, deferred = 0;
   for (int i = 0; i < 100000; ++i) {
     DecodeConfig c{};
     HwConfig& h = c.hw;
@@ -137,12 +137,37 @@ TEST(Decode, CubesAlikeShareOneEvaluation) {
     ASSERT_EQ(0, std::memcmp(&shared, &apart, sizeof shared))
         << i << ": case " << c.decode_case << " s_kv " << c.s_kv << " batch " << c.batch << ": latency "
         << shared.latency_ps << " against " << apart.latency_ps;
+    // The first stage's state (two_stage.h) gives the same, or defers a SIP beyond its PEs.
+    const DecodeResult first = DecodeModel::evaluate_small(c);
+    const bool beyond = h.cubes_per_sip() * h.pes_per_cube() > dec_detail::kDecFirstPes;
+    if (shared.status == kDecOk && beyond) {
+      ASSERT_EQ(first.status, kStatusDeferred) << i;
+      ++deferred;
+    } else {
+      ASSERT_EQ(0, std::memcmp(&shared, &first, sizeof shared)) << i << ": first stage " << first.latency_ps;
+    }
     if (shared.status != kDecOk) continue;
     ++valid[c.decode_case];
     alike += h.cubes_per_sip() > 1;
   }
   for (int k = 1; k <= 4; ++k) EXPECT_GT(valid[k], 15000) << "case " << k;
   EXPECT_GT(alike, 50000);
+  EXPECT_GT(deferred, 10000);
+  EXPECT_LT(deferred, valid[1] + valid[2] + valid[3] + valid[4] - 10000);
+}
+
+// The milestone's configs, every one of them, take the first stage (a device thread's 4 KiB:
+// tools/cuda-local-memory.sh) and give the full state's result; its state is within 2 KiB.
+TEST(Decode, TheMilestoneTakesTheFirstStage) {
+  EXPECT_LE(sizeof(dec_detail::DecodeEvalT<dec_detail::kDecFirstPes>), std::size_t{2} * 1024);
+  const std::vector<DecodeConfig> mix = decode_milestone_configs(unittest::topo("default.yaml"));
+  ASSERT_GT(mix.size(), 20u);
+  for (DecodeConfig c : mix) {
+    decode_complete(c);
+    const DecodeResult first = DecodeModel::evaluate_small(c), full = DecodeModel::evaluate(c);
+    ASSERT_NE(first.status, kStatusDeferred);
+    ASSERT_EQ(0, std::memcmp(&first, &full, sizeof full)) << first.latency_ps << " " << full.latency_ps;
+  }
 }
 
 // The op bound the reference is held to (decode_reference_ops) is an upper bound of the ops

@@ -192,6 +192,10 @@ TEST(TwoStage, SweepEqualsOneStage) {
     deferred += AllreduceModel::evaluate_small(decode_config<AllreduceModel>(decode, i)).status == kStatusDeferred;
   EXPECT_GT(deferred, 0) << "no config of the space took the second stage";
   EXPECT_GT(two.valid, deferred);
+  // The sweep counts them (sweep --json's backend.deferred); the OpenMP blocks take one stage.
+  EXPECT_EQ(two.deferred, deferred);
+  EXPECT_EQ(two.on_host, 0);
+  EXPECT_EQ(one.deferred, 0);
 }
 
 // The collective as a device runs it: its full state (1,024 ops a level) defers a config of
@@ -245,6 +249,17 @@ TEST(TwoStage, TheHostEvaluatesWhatTheFullStateDefers) {
   const batched::SweepSummary host = sweep(BackendKind::omp, space, 1 << 20, 0, red);
   testing::expect_same_summary(dev, host);
   EXPECT_GT(host.valid, 0);
+  std::int64_t small = 0, full = 0;
+  const batched::SpaceDecoder decode(space);
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    const AllreduceConfig c = decode_config<AllreduceModel>(decode, i);
+    if (DeviceShapedCollective::evaluate_small(c).status != kStatusDeferred) continue;
+    ++small;
+    full += DeviceShapedCollective::evaluate(c).status == kStatusDeferred;
+  }
+  EXPECT_GT(full, 0) << "no config of the sweep took the third stage";
+  EXPECT_EQ(dev.deferred, small);
+  EXPECT_EQ(dev.on_host, full);
 }
 
 // The OpenMP blocks keep one GEMM config and put back what gemm_complete wrote

@@ -143,13 +143,16 @@ def parse_semver(text: Any) -> tuple[int, int, int] | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def load_json(path: str, schema_name: str, major: int) -> dict:
+def load_json(path: str, schema_name: str, major: "int | tuple") -> dict:
     """Read ``path`` and check its ``schema`` and ``schema_version``.
 
     The document must be a JSON object whose ``schema`` equals ``schema_name``
-    and whose ``schema_version`` is a semver string with major ``major``.
+    and whose ``schema_version`` is a semver string with major ``major`` (or one
+    of the majors, where ``major`` is a tuple of those a script reads).
     Raises :class:`InputError` (``where`` = path) on any problem.
     """
+    majors = major if isinstance(major, tuple) else (major,)
+    major = " or ".join(f"{m}.x.y" for m in majors)
     try:
         with open(path, "r", encoding="utf-8") as f:
             text = f.read()
@@ -193,15 +196,15 @@ def load_json(path: str, schema_name: str, major: int) -> dict:
     if doc["schema"] != schema_name:
         raise InputError(path, f'schema is {json.dumps(doc["schema"])}, expected "{schema_name}"')
     if "schema_version" not in doc:
-        raise InputError(path, f'missing "schema_version" (expected {major}.x.y)')
+        raise InputError(path, f'missing "schema_version" (expected {major})')
     ver = doc["schema_version"]
     parsed = parse_semver(ver)
     if parsed is None:
         raise InputError(path, f"schema_version {json.dumps(ver)} is not a semver string "
-                               f"(expected {major}.x.y)")
-    if parsed[0] != major:
+                               f"(expected {major})")
+    if parsed[0] not in majors:
         raise InputError(path, f'unsupported schema_version "{ver}" '
-                               f"(this script reads {major}.x.y)")
+                               f"(this script reads {major})")
     return doc
 
 

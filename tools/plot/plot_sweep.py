@@ -4,7 +4,7 @@
 Usage:
     plot_sweep.py --in FILE.json --out DIR
 
-Reads a ``kernbench-gpu/FAMILY-space-sweep`` document (schema_version 2.x.y) and writes
+Reads a ``kernbench-gpu/FAMILY-space-sweep`` document (schema_version 2.x.y or 3.x.y) and writes
 into DIR (created if missing):
 
     sweep_pareto.png      per group, the Pareto front of latency against the sweep's
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kbplot  # noqa: E402  (selects the Agg backend before pyplot is used)
 from kbplot import InputError, plt  # noqa: E402
 
-SCHEMA_MAJOR = 2
+SCHEMA_MAJOR = (2, 3)  # 3.0.0: `backend` became an object (name, deferred, on_host)
 MAX_ROWS = 40
 
 
@@ -171,7 +171,7 @@ def fig_best(best: dict):
 
 
 def main(argv=None) -> None:
-    args = kbplot.parse_args("Plot a kernbench-gpu sweep (schema kernbench-gpu/FAMILY-space-sweep 2.x.y).", argv)
+    args = kbplot.parse_args("Plot a kernbench-gpu sweep (schema kernbench-gpu/FAMILY-space-sweep 2.x.y or 3.x.y).", argv)
     data = read(args.input)
     out = kbplot.ensure_out_dir(args.out)
     figures = []

@@ -632,9 +632,10 @@ SweepSummary sweep_chunks(const Policy& pol, const Space& space, const std::int6
         histogram_done = true;
       }
     } else {
-      eval_indices<Sys, Model>(pol, start, len, thrust::raw_pointer_cast(keyed_store.data()),
-                               EvalIndexSmall<Model>{view}, EvalIndex<Model>{view}, EvalIndexHost<Model>{host_view},
-                               deferred_at);
+      const Stages n = eval_indices<Sys, Model>(pol, start, len, thrust::raw_pointer_cast(keyed_store.data()),
+                                                EvalIndexSmall<Model>{view}, EvalIndex<Model>{view},
+                                                EvalIndexHost<Model>{host_view}, deferred_at);
+      sum.deferred += n.deferred, sum.on_host += n.on_host;
       Sys::check();
       copy_latencies(keyed, len, start, red);
       add_tally(sum, thrust::transform_reduce(pol, keyed, keyed + len, TallyOf<N>{}, Tally<N>{},

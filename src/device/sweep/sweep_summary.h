@@ -89,6 +89,11 @@ struct SweepSummary {
   std::vector<Ranked> top;            // the reductions asked for; empty otherwise
   std::vector<ParetoPoint> pareto;    // by group, then cost ascending and latency strictly descending
   std::vector<std::int64_t> histogram;  // kHistBins counts of valid configs
+  // Configs the small state deferred, evaluated again in the full state (two_stage.h's second
+  // stage: a system with one config per work item, the CUDA backend's), and of them those the
+  // full state deferred too, evaluated on the host (the third). 0 where every config took one
+  // stage (the OpenMP backend's blocks) or the family has one state.
+  std::int64_t deferred = 0, on_host = 0;
 };
 
 }  // namespace kb::batched

@@ -101,23 +101,24 @@ std::int64_t gather_deferred(const Policy& pol, It first, std::int64_t n, Deferr
 }
 
 template <class Sys, class Policy, class It, class Deferred, class Redo>
-void redo_deferred(const Policy& pol, It first, std::int64_t n, Deferred deferred, Redo redo,
-                   typename Sys::template vec<std::int64_t>& at) {
+std::int64_t redo_deferred(const Policy& pol, It first, std::int64_t n, Deferred deferred, Redo redo,
+                           typename Sys::template vec<std::int64_t>& at) {
   const std::int64_t m = gather_deferred<Sys>(pol, first, n, deferred, at);
-  if (m == 0) return;
+  if (m == 0) return 0;
   thrust::for_each(pol, at.begin(), at.begin() + m, redo);
   Sys::check();
+  return m;
 }
 
 // The third stage: the positions [0, n) of `first` that `deferred` still accepts (gathered
 // into `at`), each given `host(p)` (computed on the host) where it was: a device's results
-// copied to the host and back, a host system's in place.
+// copied to the host and back, a host system's in place. Returns how many.
 template <class Sys, class Policy, class It, class Deferred, class Host>
-void redo_on_host(const Policy& pol, It first, std::int64_t n, Deferred deferred, Host host,
-                  typename Sys::template vec<std::int64_t>& at) {
+std::int64_t redo_on_host(const Policy& pol, It first, std::int64_t n, Deferred deferred, Host host,
+                          typename Sys::template vec<std::int64_t>& at) {
   using T = typename std::iterator_traits<It>::value_type;
   const std::int64_t m = gather_deferred<Sys>(pol, first, n, deferred, at);
-  if (m == 0) return;
+  if (m == 0) return 0;
   std::vector<std::int64_t> where(static_cast<std::size_t>(m));
   thrust::copy(at.begin(), at.begin() + m, where.begin());
   std::vector<T> values(static_cast<std::size_t>(m));
@@ -125,6 +126,7 @@ void redo_on_host(const Policy& pol, It first, std::int64_t n, Deferred deferred
   typename Sys::template vec<T> back(values.begin(), values.end());
   thrust::scatter(pol, back.begin(), back.end(), at.begin(), first);
   Sys::check();
+  return m;
 }
 
 template <class Model>
@@ -161,23 +163,31 @@ void eval_configs(const Policy& pol, const typename Model::Config* in, std::int6
   }
 }
 
+// How many configs of a chunk took the later stages: the full state, and the host.
+struct Stages {
+  std::int64_t deferred = 0, on_host = 0;
+};
+
 // keyed[i - start] = small(i), then full(i) for the deferred ones, for i in [start, start + len);
 // `at`: the deferred positions' scratch, kept across a sweep's chunks.
 // `host(i)`: index i's keyed result computed on the host, for what the full state still
 // defers (HasHost).
 template <class Sys, class Model, class Policy, class Small, class Full, class Host>
-void eval_indices(const Policy& pol, std::int64_t start, std::int64_t len, Keyed* keyed, Small small, Full full,
-                  const Host& host, typename Sys::template vec<std::int64_t>& at) {
+Stages eval_indices(const Policy& pol, std::int64_t start, std::int64_t len, Keyed* keyed, Small small, Full full,
+                    const Host& host, typename Sys::template vec<std::int64_t>& at) {
   thrust::counting_iterator<std::int64_t> first(start);
+  Stages n;
   if constexpr (HasSmall<Model>::value) {
     thrust::transform(pol, first, first + len, keyed, small);
     Sys::check();
-    redo_deferred<Sys>(pol, keyed, len, KeyedDeferred{}, RedoIndex<Model, Full>{full, start, keyed}, at);
+    n.deferred = redo_deferred<Sys>(pol, keyed, len, KeyedDeferred{}, RedoIndex<Model, Full>{full, start, keyed}, at);
     if constexpr (HasHost<Model>::value)
-      redo_on_host<Sys>(pol, keyed, len, KeyedDeferred{}, [&](std::int64_t p) { return host(start + p); }, at);
+      if (n.deferred > 0)
+        n.on_host = redo_on_host<Sys>(pol, keyed, len, KeyedDeferred{}, [&](std::int64_t p) { return host(start + p); }, at);
   } else {
     thrust::transform(pol, first, first + len, keyed, full);
   }
+  return n;
 }
 
 }  // namespace kb::batched::detail

@@ -108,9 +108,11 @@ Part read_part(const std::string& file) {
     throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
   for (const char* key : {"space", "topology", "shard"})
     if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
-  if (!doc.contains("backend") || !doc["backend"].is_string() ||
-      (doc["backend"] != "omp" && doc["backend"] != "cuda"))
-    throw InputError(file + ": backend: expected \"omp\" or \"cuda\"");
+  const nlohmann::json* backend = doc.contains("backend") && doc["backend"].is_object() && doc["backend"].contains("name")
+                                      ? &doc["backend"]["name"]
+                                      : nullptr;
+  if (!backend || !backend->is_string() || (*backend != "omp" && *backend != "cuda"))
+    throw InputError(file + ": backend.name: expected \"omp\" or \"cuda\"");
   if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
                                  !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
     throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
@@ -199,7 +201,7 @@ SweepOutcome outcome_of_request(const Part& p0) {
     throw InputError(p0.file + ": the space its request builds has " + std::to_string(o.sp.space.size()) +
                      " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
   o.red.pareto = parse_pareto(*o.f, o.pareto_name);
-  o.backend = p0.doc["backend"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
+  o.backend = p0.doc["backend"]["name"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
   return o;
 }
 

@@ -225,10 +225,13 @@ void print_json(const SweepOutcome& o, SweepRows& rows, const Reported& rep, con
   const BuiltSpace& sp = o.sp;
   const batched::SweepSummary& sum = o.sum;
   const std::int64_t size = sp.space.size();
-  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "2.1.0", o.topo);
+  nlohmann::json j = document("kernbench-gpu/" + f.name + "-space-sweep", "3.0.0", o.topo);
   LazyArrays lazy;  // the arrays too large to hold, made as they are written
   j["family"] = f.name;
-  j["backend"] = to_string(o.backend);
+  // The backend, and how many configs it evaluated again in the full state after the small
+  // one deferred them (deferred; a device's large-state path, two_stage.h) and, of those, on
+  // the host (on_host).
+  j["backend"] = {{"name", to_string(o.backend)}, {"deferred", sum.deferred}, {"on_host", sum.on_host}};
   // topology.fields holds the base values; these fields take each value of their axis.
   nlohmann::json swept = nlohmann::json::array();
   for (std::size_t i = 0; i < sp.axes.size(); ++i)
@@ -375,6 +378,10 @@ void print_terminal(const SweepOutcome& o, SweepRows& rows, const Reported& rep,
   stream_printf(os, "  valid %lld (%.1f%%), %.3f s, %.3g configs/s\n", (long long)sum.valid,
               ev > 0 ? 100.0 * static_cast<double>(sum.valid) / static_cast<double>(ev) : 0.0, seconds,
               seconds > 0 ? static_cast<double>(ev) / seconds : 0.0);
+  if (sum.deferred > 0)
+    stream_printf(os, "  %lld config(s) deferred by the small state, evaluated again in the full state%s\n",
+                  (long long)sum.deferred,
+                  sum.on_host > 0 ? (", " + std::to_string(sum.on_host) + " of them on the host").c_str() : "");
   if (shard)
     stream_printf(os, "  shard %lld/%lld: %lld of %lld configs (merge the shards with `kernbench-gpu merge`)\n",
                 (long long)o.shard_i, (long long)o.shard_n, (long long)sum.evaluated, (long long)size);

@@ -93,9 +93,13 @@ nlohmann::json summary_json(const batched::SweepSummary& s, bool with_best) {
   for (const auto& p : s.pareto) pareto.push_back({p.group, p.cost, p.latency_ps, p.index});
   for (std::size_t b = 0; b < s.histogram.size(); ++b)
     if (s.histogram[b] > 0) hist.push_back({b, s.histogram[b]});
-  return {{"evaluated", s.evaluated}, {"valid", s.valid}, {"by_status", s.by_status},
-          {"latency_checksum", static_cast<std::uint64_t>(s.latency_checksum)}, {"best", best}, {"top", top},
-          {"pareto", pareto}, {"histogram", hist}, {"has_histogram", !s.histogram.empty()}};
+  nlohmann::json j = {{"evaluated", s.evaluated}, {"valid", s.valid}, {"by_status", s.by_status},
+                      {"latency_checksum", static_cast<std::uint64_t>(s.latency_checksum)}, {"best", best}, {"top", top},
+                      {"pareto", pareto}, {"histogram", hist}, {"has_histogram", !s.histogram.empty()}};
+  // Only where some config took a later stage: a summary without them reads (and digests) as before.
+  if (s.deferred > 0) j["deferred"] = s.deferred;
+  if (s.on_host > 0) j["on_host"] = s.on_host;
+  return j;
 }
 
 namespace {
@@ -144,6 +148,8 @@ batched::SweepSummary summary_from_json(const nlohmann::json& j, std::int64_t gr
   if (total != s.evaluated) throw r.bad(f + ".by_status", "counts add up to " + std::to_string(total) + ", not the " +
                                                              std::to_string(s.evaluated) + " configs evaluated");
   if (s.by_status[0] != s.valid) throw r.bad(f + ".valid", "differs from by_status[0]");
+  if (j.contains("deferred")) s.deferred = r.integer(j["deferred"], f + ".deferred", 1, s.evaluated);
+  if (j.contains("on_host")) s.on_host = r.integer(j["on_host"], f + ".on_host", 1, s.deferred);
   const nlohmann::json& sum = r.at(j, "latency_checksum", f);
   if (!sum.is_number_unsigned()) throw r.bad(f + ".latency_checksum", "expected an integer from 0 to 2^64-1");
   s.latency_checksum = static_cast<std::int64_t>(sum.get<std::uint64_t>());
@@ -287,6 +293,7 @@ void check_shard_summary(const batched::SweepSummary& s, batched::Family family,
 void merge_summary(batched::SweepSummary& acc, const batched::SweepSummary& s, int top_k) {
   acc.evaluated += s.evaluated;
   acc.valid += s.valid;
+  acc.deferred += s.deferred, acc.on_host += s.on_host;
   if (acc.by_status.size() < s.by_status.size()) acc.by_status.resize(s.by_status.size(), 0);
   for (std::size_t i = 0; i < s.by_status.size(); ++i) acc.by_status[i] += s.by_status[i];
   acc.latency_checksum =

@@ -479,7 +479,9 @@ struct DecodeEvalT {
       const int k = plan.children(i, ch);
       const ps_t free_x = flow ? t[x * P + pr] : 0;  // case 4: when x's centre PE has merged its own cube
       for (int j = 0; j < k; ++j) {
-        Bundle b[kDecMaxGrid];
+        // One per PE position of a cube: a reduce across cubes has two cubes or more, so at
+        // most kPes / 2 positions.
+        Bundle b[kPes / 2 < kDecMaxGrid ? kPes / 2 : kDecMaxGrid];
         int nb = 0;
         std::int64_t sent_rows = 0;
         for (int a = 0; a < na; ++a) {
@@ -573,6 +575,10 @@ using DecodeEval = DecodeEvalT<kDecMaxPes>;
 // The PEs of a SIP the small state holds: decode nested in another model's first stage
 // (llm_model.h), whose own state shares the 16 KiB (docs/adr/0023-two-stage-evaluation.md).
 constexpr std::int64_t kDecSmallPes = 256;
+// The PEs of a SIP decode's own first stage holds (DecodeModel::evaluate_small): a state in
+// 4 KiB of a device thread's local memory (docs/adr/0023-two-stage-evaluation.md). The
+// topologies shipped have 64 PEs a SIP.
+constexpr std::int64_t kDecFirstPes = 64;
 
 }  // namespace dec_detail
 
@@ -604,8 +610,8 @@ KB_HD inline DecodeResult decode_model_in(const DecodeConfig& c, bool cubes_apar
 KB_HD inline DecodeResult decode_model(const DecodeConfig& c, bool cubes_apart = false) {
   return decode_model_in<kDecMaxPes>(c, cubes_apart);
 }
-// The same in the small state (dec_detail::kDecSmallPes PEs), or kStatusDeferred. Not a
-// DecodeModel member: decode's own kernels hold the full state in one stage.
+// The same in the small state (dec_detail::kDecSmallPes PEs), or kStatusDeferred: decode
+// nested in the llm model's first stage.
 KB_HD KB_NOINLINE inline DecodeResult decode_model_small(const DecodeConfig& c) {
   return decode_model_in<dec_detail::kDecSmallPes>(c);
 }
@@ -618,6 +624,11 @@ struct DecodeModel {
   static constexpr bool kCounts = true;
   KB_HD static void complete(Config& c) { decode_complete(c); }
   KB_HD static KB_NOINLINE Result evaluate(const Config& c) { return decode_model(c); }
+  // Two stages where a system runs one config per work item (two_stage.h, the CUDA backend):
+  // a SIP of at most kDecFirstPes PEs in the first, a larger one deferred to `evaluate`.
+  KB_HD static KB_NOINLINE Result evaluate_small(const Config& c) {
+    return decode_model_in<dec_detail::kDecFirstPes>(c);
+  }
   KB_HD static std::int64_t cost(std::int32_t kind, const Config& c, const Result& r) {
     switch (kind) {
       case kDecCostFootprint: return r.kv_footprint_bytes;
