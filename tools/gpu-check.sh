@@ -2,7 +2,9 @@
 # GPU check: the CUDA backend built for sm_90, its parity tests (ctest label `gpu`), the
 # throughput benchmark, milestone-1h-gemm and a 3.9 M-config `sweep gemm` (zipped shapes, a hardware axis) on the CUDA and
 # OpenMP backends compared number for number, and a 198 M-config sweep on CUDA for its
-# rate; a short table is printed last.
+# rate; then the other milestones (collective, decode, llm) on both backends, file for file,
+# and a sweep of each of those families on both, with their rates; a short table is printed
+# last.
 #
 #   tools/gpu-check.sh prepare   On a development machine with nvcc (no GPU needed): builds
 #                                the sm_90 programs in build-gpu-bundle/ and packs gpu-bundle/:
@@ -59,6 +61,7 @@ prepare() {
       *) cp -L "$path" "$bundle/lib/$name" ;;
     esac
   done
+  bundle_graphviz
   # The -dev packages, unpacked, for a build from source where the programs cannot start.
   local debs
   debs="$(mktemp -d)"
@@ -74,6 +77,47 @@ prepare() {
   cat "$bundle/MANIFEST"
   tar -C "$root" -cJf "$root/gpu-bundle.tar.xz" gpu-bundle || die "packing gpu-bundle.tar.xz failed"
   echo "gpu-bundle/: $(du -sh "$bundle" | cut -f1); gpu-bundle.tar.xz: $(du -sh "$root/gpu-bundle.tar.xz" | cut -f1)"
+}
+
+# Graphviz, where this machine has it (milestone-1h-ccl draws its topologies with dot), for a
+# GPU machine without it: gpu-bundle/graphviz/bin/dot runs the copied dot with its plugins, the
+# libraries they load (C library aside) and one font, whatever the machine has.
+bundle_graphviz() {
+  local dot gv plug
+  dot="$(command -v dot)" || { echo "gpu-check: no Graphviz here: the bundle has none"; return 0; }
+  plug="$(dirname "$(ldd "$dot" | awk '/libgvc\.so/ {print $3}')")/graphviz"
+  [ -f "$plug/config6a" ] || { echo "gpu-check: Graphviz's plugins are not in $plug: the bundle has no Graphviz"; return 0; }
+  gv="$bundle/graphviz"
+  mkdir -p "$gv/bin" "$gv/libexec" "$gv/lib" "$gv/plugins" "$gv/fonts"
+  cp -L "$dot" "$gv/libexec/dot"
+  # The layout and the PNG renderer (cairo, through the pango plugin) only: the gd plugin
+  # alone would bring 40 MB of image codecs. Their list (config6a) is made again for them.
+  local p
+  for p in core dot_layout pango; do cp -L "$plug/libgvplugin_$p.so.6" "$gv/plugins/"; done
+  ldd "$gv/libexec/dot" "$gv"/plugins/*.so.6 | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
+    case "$name" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|linux-vdso*) ;;
+      *) cp -L "$path" "$gv/lib/$name" ;;
+    esac
+  done
+  local font
+  font="$(fc-match -f '%{file}' sans 2>/dev/null)"
+  [ -f "$font" ] && cp -L "$font" "$gv/fonts/"
+  cat > "$gv/fonts.conf" <<'XML'
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir prefix="relative">fonts</dir><cachedir>/tmp/kernbench-gpu-fontconfig</cachedir></fontconfig>
+XML
+  cat > "$gv/bin/dot" <<'SH'
+#!/bin/sh
+# The bundled Graphviz's dot, with its own libraries, plugins and font.
+d="$(cd "$(dirname "$0")/.." && pwd)"
+LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GVBINDIR="$d/plugins" FONTCONFIG_FILE="$d/fonts.conf" \
+  exec "$d/libexec/dot" "$@"
+SH
+  chmod +x "$gv/bin/dot"
+  "$gv/bin/dot" -c || { echo "gpu-check: the bundled dot cannot list its plugins: the bundle has no Graphviz"; rm -rf "$gv"; return 0; }
+  echo "gpu-check: bundled Graphviz $("$gv/bin/dot" -V 2>&1 | head -1): $(du -sh "$gv" | cut -f1)"
 }
 
 # Builds from source with the preset sm90 (against gpu-bundle/deps when given); sets $bin.
@@ -104,6 +148,75 @@ for d in (a, b):
 print("identical" if a == b else "DIFFERENT")
 sys.exit(0 if a == b else 1)
 PY
+}
+
+# A bench on both backends: its CSV files byte for byte, its JSON files with "backend" left
+# out; prints one line, and fails when they differ or a run fails.
+bench_both() {
+  local b="$1" d="$work/bench-$1" t0 cuda_ms omp_ms f rc=0 what=""
+  rm -rf "$d-cuda" "$d-omp"
+  t0=$(date +%s%N)
+  "$bin_cli" run --bench "$b" --backend cuda --out "$d-cuda" > "$work/$b-cuda.log" 2>&1 || { rc=1; what="cuda failed: $(tail -1 "$work/$b-cuda.log")"; }
+  cuda_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  t0=$(date +%s%N)
+  "$bin_cli" run --bench "$b" --backend omp --out "$d-omp" > "$work/$b-omp.log" 2>&1 || { rc=1; what+=" omp failed: $(tail -1 "$work/$b-omp.log")"; }
+  omp_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  if [ $rc -eq 0 ]; then
+    local n=0
+    for f in "$d-omp"/*.csv; do
+      [ -f "$f" ] || continue
+      n=$((n + 1))
+      cmp -s "$f" "$d-cuda/${f##*/}" || { rc=1; what+=" ${f##*/} DIFFERENT"; }
+    done
+    for f in "$d-omp"/*.json; do
+      [ -f "$f" ] || continue
+      n=$((n + 1))
+      same_json "$f" "$d-cuda/${f##*/}" backend > /dev/null 2>&1 || { rc=1; what+=" ${f##*/} DIFFERENT"; }
+    done
+    [ $rc -eq 0 ] && what="$n CSV and JSON files identical"
+  fi
+  echo "  $b: $what (wall: cuda $cuda_ms ms, omp $omp_ms ms)"
+  return $rc
+}
+
+# A sweep on both backends: the JSON with "backend" and "timing" left out, and the rates.
+sweep_both() {
+  local name="$1" d="$work/sweep-$1" rc=0 cmp
+  shift
+  "$bin_cli" sweep "$@" --recheck 0 --backend cuda --out "$d-cuda.json" > "$work/sweep-$name-cuda.log" 2>&1 || rc=1
+  "$bin_cli" sweep "$@" --recheck 0 --backend omp --out "$d-omp.json" > "$work/sweep-$name-omp.log" 2>&1 || rc=1
+  if [ $rc -ne 0 ]; then
+    echo "  sweep $name: failed ($(tail -1 "$work/sweep-$name-cuda.log"); $(tail -1 "$work/sweep-$name-omp.log"))"
+    return 1
+  fi
+  cmp=$(same_json "$d-cuda.json" "$d-omp.json" timing backend 2>&1) || rc=1
+  python3 - "$name" "$cmp" "$d-cuda.json" "$d-omp.json" <<'PY'
+import json, sys
+name, cmp = sys.argv[1:3]
+a, b = (json.load(open(p)) for p in sys.argv[3:5])
+ca, cb = a["timing"]["configs_per_s"], b["timing"]["configs_per_s"]
+deferred = a["backend"].get("deferred", "?") if isinstance(a["backend"], dict) else "?"
+print(f"  sweep {name}: {cmp}, {a['space']['size']:,} configs: cuda {ca:.3g}/s (deferred {deferred}), "
+      f"omp {cb:.3g}/s: {ca / cb if cb else 0:.2f}x")
+PY
+  return $rc
+}
+
+# The milestones of collective, decode and llm, and a sweep of each family, on both backends.
+other_families() {
+  local rc=0 b
+  for b in milestone-1h-ccl milestone-gqa-decode-4cases milestone-llm-inference; do
+    bench_both "$b" || rc=1
+  done
+  sweep_both collective collective --bytes 2:2147483648:*2 --level pe,cube,sip,hier --algo ring,hd,tree,mesh2d,root \
+    --ranks 2:8 --buffer sram,hbm --chunks 1,2,4,8,16,32 --op allreduce,allgather,reducescatter,alltoall \
+    --topology "$root/topologies/ring8.yaml" || rc=1
+  sweep_both decode decode --case 1,2,3,4 --s-kv 1024:1048576:*2 --batch 1:256 \
+    --hw cube.hbm.bandwidth_gbps=410,819,1638 --hw cube.ipcq.bandwidth_gbps=64,128,256,512 \
+    --hw pe.dma.bandwidth_gbps=64,128,256 || rc=1
+  sweep_both llm llm --model llama-3.1-70b --topology "$root/topologies/ring8.yaml" --batch 1:256 \
+    --context 1024:131072:*2 --tp 8 --tp-level sip --pp 1 --hw cube.hbm.bandwidth_gbps=410,819,1638 || rc=1
+  return $rc
 }
 
 collect_logs() {
@@ -149,6 +262,17 @@ run_checks() {
   else
     build_here ""
     how="built here (preset sm90)"
+  fi
+
+  # Graphviz from the bundle where the machine has none (milestone-1h-ccl needs dot).
+  local graphviz="installed"
+  if ! command -v dot >/dev/null; then
+    if [ -x "$bundle/graphviz/bin/dot" ] && "$bundle/graphviz/bin/dot" -V > "$work/graphviz.log" 2>&1; then
+      export PATH="$bundle/graphviz/bin:$PATH"
+      graphviz="bundled"
+    else
+      graphviz="absent"
+    fi
   fi
 
   "$bin_tests" --gtest_filter='*/cuda:GemmCuda.*' > "$out/gpu-tests.log" 2>&1
@@ -204,15 +328,27 @@ print(f"""{a["space"]["size"]:,} configs: cuda {a["timing"]["configs_per_s"]:.3g
     big_result=$(sed -n 1,3p "$work/sweep-big.log" | tr -s ' ' | paste -sd ';')
   fi
 
+  # Every other family on both backends: each milestone's CSV files byte for byte and its JSON
+  # with "backend" left out, and a sweep of each family (JSON with "backend" and "timing" left
+  # out), with the two rates and their ratio (the target: CUDA at 10x the OpenMP threads here).
+  local fam_rc=0 fam_result=""
+  if grep -q "^not run" <<< "$ms_result"; then
+    fam_result="  not run (no device)"
+  else
+    fam_result="$(other_families)" || fam_rc=1
+  fi
+
   {
     echo "== gpu: $(cat "$work/gpu.txt")"
-    echo "== programs: $how"
+    echo "== programs: $how; Graphviz $graphviz"
     echo "== gpu tests (rc=$tests_rc)"
     grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]" "$out/gpu-tests.log" | sed 's/^/  /' | tail -8
     grep -m1 -E "CUDA backend not run" "$out/gpu-tests.log" | sed 's/^/  /'
     echo "== milestone-1h-gemm, cuda vs omp: $ms_result"
     echo "== sweep gemm, cuda vs omp: $sw_result"
     echo "== sweep gemm, large: $big_result"
+    echo "== the other families, cuda vs omp (rc=$fam_rc)"
+    echo "$fam_result"
     echo "== throughput (rc=$bench_rc); fast: the same kernels built with ptxas -Ofc=mid"
     printf '%-34s %16s %16s\n' benchmark configs/s fast
     python3 - "$out/benchmarks.json" "$work/benchmarks-fast.json" <<'PY' || grep -E "^BM_" "$work/benchmarks.txt"
@@ -226,7 +362,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(f'{b["name"]:<34} {rate:16.4g} {other}' if rate else f'{b["name"]:<34} {b.get("error_message", "-"):>16}')
 PY
   } | tee "$out/summary.txt"
-  exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 || sw_rc != 0 ))
+  exit $(( tests_rc != 0 || bench_rc != 0 || ms_rc != 0 || sw_rc != 0 || fam_rc != 0 ))
 }
 
 case "${1:-run}" in
