@@ -1,0 +1,247 @@
+#include "host/llm/moe_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <numeric>
+
+#include "host/common/error.h"
+
+namespace kb {
+namespace {
+
+// splitmix64 (Steele, Lea and Flood 2014): one seeded stream a layer.
+struct Stream {
+  std::uint64_t x;
+  std::uint64_t next() {
+    std::uint64_t z = (x += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+  }
+  double unit() { return static_cast<double>((next() >> 11) + 1) * 0x1.0p-53; }  // in (0, 1]
+  // Uniform in [0, n), without the modulo's bias.
+  std::uint64_t below(std::uint64_t n) {
+    const std::uint64_t cut = (0 - n) % n;  // 2^64 mod n: draws below it are redrawn
+    for (;;) {
+      const std::uint64_t r = next();
+      if (r >= cut) return r % n;
+    }
+  }
+};
+
+Stream stream_of(std::uint64_t seed, std::int64_t layer) {
+  Stream s{seed ^ (static_cast<std::uint64_t>(layer) * UINT64_C(0xD1B54A32D192ED03))};
+  s.next();
+  return s;
+}
+
+RoutingSpec read_histogram(const std::string& path, std::uint64_t seed, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw InputError(what + ": '" + path + "': not balanced, uniform or zipf:ALPHA, and no such file");
+  RoutingSpec s;
+  s.kind = RoutingKind::file, s.file = path, s.seed = seed;
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const std::string loc = path + ":" + std::to_string(no) + ":" + std::to_string(first + 1) + ": ";
+    std::string load = line.substr(first);
+    if (const auto comma = load.find(','); comma != std::string::npos) {
+      const std::string expert = load.substr(0, comma);
+      char* end = nullptr;
+      const long long e = std::strtoll(expert.c_str(), &end, 10);
+      if (end == expert.c_str() || *end != '\0' || e != static_cast<long long>(s.loads.size()))
+        throw InputError(loc + "expert: expected " + std::to_string(s.loads.size()) + " (experts in order from 0), got '" +
+                         expert + "'");
+      load = load.substr(comma + 1);
+    }
+    load.erase(load.find_last_not_of(" \t\r") + 1);
+    load.erase(0, load.find_first_not_of(" \t"));
+    char* end = nullptr;
+    const long long v = std::strtoll(load.c_str(), &end, 10);
+    if (load.empty() || end == load.c_str() || *end != '\0' || v < 0 || v > (INT64_C(1) << 40))
+      throw InputError(loc + "load: expected an integer from 0 to 2^40, got '" + load + "'");
+    s.loads.push_back(v);
+  }
+  if (s.loads.empty()) throw InputError(path + ":1:1: load: the histogram has no expert");
+  if (std::accumulate(s.loads.begin(), s.loads.end(), INT64_C(0)) == 0)
+    throw InputError(path + ":1:1: load: every expert's load is 0");
+  return s;
+}
+
+// Per expert: its weight (0: never drawn while another is left). Zipf's popularity order is
+// drawn from a stream of its own, so that at ALPHA 0 the tokens' draws are uniform routing's.
+std::vector<double> weights_of(const RoutingSpec& spec, std::int64_t E, std::int64_t layer) {
+  Stream s = stream_of(spec.seed ^ UINT64_C(0x5A17F00D5EED0001), layer);
+  std::vector<double> w(static_cast<std::size_t>(E), 1.0);
+  if (spec.kind == RoutingKind::zipf) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(E));  // order[p]: the expert of popularity p
+    std::iota(order.begin(), order.end(), 0);
+    for (std::int64_t i = E - 1; i > 0; --i)
+      std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(s.below(static_cast<std::uint64_t>(i + 1)))]);
+    for (std::int64_t p = 0; p < E; ++p)
+      w[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])] = std::pow(static_cast<double>(p + 1), -spec.alpha);
+  } else if (spec.kind == RoutingKind::file) {
+    for (std::int64_t e = 0; e < E; ++e) w[static_cast<std::size_t>(e)] = static_cast<double>(spec.loads[static_cast<std::size_t>(e)]);
+  }
+  return w;
+}
+
+void check_router(const RoutingSpec& spec, const MoeRouter& r, std::int64_t tokens) {
+  if (r.experts < 1 || r.top_k < 1 || r.top_k > r.experts)
+    throw InputError("routing: " + std::to_string(r.top_k) + " experts a token of " + std::to_string(r.experts));
+  if (r.groups < 1 || r.experts % r.groups != 0 || r.topk_groups < 1 || r.topk_groups > r.groups ||
+      r.top_k > r.topk_groups * (r.experts / r.groups))
+    throw InputError("routing: " + std::to_string(r.groups) + " groups, " + std::to_string(r.topk_groups) +
+                     " kept, hold fewer than the " + std::to_string(r.top_k) + " experts a token of " +
+                     std::to_string(r.experts));
+  if (tokens < 0) throw InputError("routing: " + std::to_string(tokens) + " tokens");
+  if (spec.kind == RoutingKind::file && static_cast<std::int64_t>(spec.loads.size()) != r.experts)
+    throw InputError(spec.file + ":1:1: load: the histogram has " + std::to_string(spec.loads.size()) +
+                     " experts, the model routes to " + std::to_string(r.experts));
+}
+
+}  // namespace
+
+RoutingSpec parse_routing(const std::string& text, std::uint64_t seed, const std::string& what) {
+  RoutingSpec s;
+  s.seed = seed;
+  if (text == "balanced") return s;
+  if (text == "uniform") {
+    s.kind = RoutingKind::uniform;
+    return s;
+  }
+  if (text.rfind("zipf:", 0) == 0) {
+    const std::string a = text.substr(5);
+    char* end = nullptr;
+    const double alpha = std::strtod(a.c_str(), &end);
+    if (a.empty() || end == a.c_str() || *end != '\0' || !(alpha >= 0 && alpha <= 16))
+      throw InputError(what + ": '" + text + "': zipf's ALPHA is a number from 0 to 16");
+    s.kind = RoutingKind::zipf, s.alpha = alpha;
+    return s;
+  }
+  if (text.empty()) throw InputError(what + ": expected balanced, uniform, zipf:ALPHA or a histogram FILE");
+  return read_histogram(text, seed, what);
+}
+
+Routed route_tokens(const RoutingSpec& spec, const MoeRouter& r, std::int64_t tokens, std::int64_t layer) {
+  check_router(spec, r, tokens);
+  const std::int64_t E = r.experts, K = r.top_k;
+  Routed out;
+  out.tokens.assign(static_cast<std::size_t>(E), 0);
+  if (spec.kind == RoutingKind::balanced) {
+    const std::int64_t all = tokens * K;  // every expert within one of the mean: each at most `tokens`
+    for (std::int64_t e = 0; e < E; ++e) out.tokens[static_cast<std::size_t>(e)] = all / E + (e < all % E ? 1 : 0);
+  } else {
+    Stream s = stream_of(spec.seed, layer);
+    const std::vector<double> w = weights_of(spec, E, layer);
+    const std::int64_t per_group = E / r.groups;
+    std::vector<double> key(static_cast<std::size_t>(E)), group_key(static_cast<std::size_t>(r.groups));
+    std::vector<std::int32_t> idx(static_cast<std::size_t>(E)), gidx(static_cast<std::size_t>(r.groups));
+    // Larger key first; equal keys (zero weights) by the lower index.
+    auto before = [](const std::vector<double>& k) {
+      return [&k](std::int32_t a, std::int32_t b) {
+        return k[static_cast<std::size_t>(a)] > k[static_cast<std::size_t>(b)] ||
+               (k[static_cast<std::size_t>(a)] == k[static_cast<std::size_t>(b)] && a < b);
+      };
+    };
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (std::int64_t e = 0; e < E; ++e) {
+        const double u = s.unit(), we = w[static_cast<std::size_t>(e)];
+        key[static_cast<std::size_t>(e)] = we > 0 ? std::log(u) / we : -std::numeric_limits<double>::infinity();
+      }
+      std::int64_t n = 0;  // the candidates: every expert, or the kept groups' experts
+      if (r.groups > 1) {
+        for (std::int64_t g = 0; g < r.groups; ++g) {
+          const auto b = key.begin() + g * per_group;
+          group_key[static_cast<std::size_t>(g)] = *std::max_element(b, b + per_group);
+          gidx[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(g);
+        }
+        std::partial_sort(gidx.begin(), gidx.begin() + r.topk_groups, gidx.end(), before(group_key));
+        for (std::int64_t j = 0; j < r.topk_groups; ++j)
+          for (std::int64_t e = 0; e < per_group; ++e)
+            idx[static_cast<std::size_t>(n++)] = static_cast<std::int32_t>(gidx[static_cast<std::size_t>(j)] * per_group + e);
+      } else {
+        std::iota(idx.begin(), idx.end(), 0);
+        n = E;
+      }
+      std::partial_sort(idx.begin(), idx.begin() + K, idx.begin() + n, before(key));
+      for (std::int64_t j = 0; j < K; ++j) ++out.tokens[static_cast<std::size_t>(idx[static_cast<std::size_t>(j)])];
+    }
+  }
+  for (const std::int64_t c : out.tokens) out.touched += c > 0;
+  return out;
+}
+
+double expected_touched_uniform(std::int64_t experts, std::int64_t top_k, std::int64_t tokens) {
+  const double E = static_cast<double>(experts);
+  return E * (1.0 - std::pow(1.0 - static_cast<double>(top_k) / E, static_cast<double>(tokens)));
+}
+
+ExpertPlacement place_experts(const std::vector<std::int64_t>& t, std::int64_t ranks, std::int64_t redundant,
+                              const std::string& what) {
+  const std::int64_t E = static_cast<std::int64_t>(t.size());
+  if (redundant < 0 || redundant > E * 64) throw InputError(what + ": " + std::to_string(redundant) + " is outside 0.." + std::to_string(E * 64));
+  if (ranks < 1 || ranks > E + redundant)
+    throw InputError(what + ": " + std::to_string(ranks) + " expert-parallel ranks for " + std::to_string(E + redundant) +
+                     " expert copies: a rank holds one or more");
+  if (redundant > 0 && (E + redundant) % ranks != 0)
+    throw InputError(what + ": " + std::to_string(E) + " experts and " + std::to_string(redundant) +
+                     " redundant copies do not split evenly over " + std::to_string(ranks) + " ranks");
+  ExpertPlacement p;
+  p.replicas.assign(static_cast<std::size_t>(E), 1);
+  p.rank.assign(static_cast<std::size_t>(ranks), {});
+  p.rank_tokens.assign(static_cast<std::size_t>(ranks), 0);
+  if (redundant == 0) {
+    for (std::int64_t e = 0; e < E; ++e) {
+      p.rank[static_cast<std::size_t>(e % ranks)].push_back(static_cast<std::int32_t>(e));
+      p.rank_tokens[static_cast<std::size_t>(e % ranks)] += t[static_cast<std::size_t>(e)];
+    }
+  } else {
+    // Each extra copy to the expert of most tokens a copy (a * rb > b * ra), at most a copy a rank.
+    for (std::int64_t n = 0; n < redundant; ++n) {
+      std::int64_t best = -1;
+      for (std::int64_t e = 0; e < E; ++e) {
+        const std::size_t i = static_cast<std::size_t>(e);
+        if (p.replicas[i] >= ranks) continue;
+        if (best < 0 || static_cast<double>(t[i]) * static_cast<double>(p.replicas[static_cast<std::size_t>(best)]) >
+                            static_cast<double>(t[static_cast<std::size_t>(best)]) * static_cast<double>(p.replicas[i]))
+          best = e;
+      }
+      if (best < 0) break;
+      ++p.replicas[static_cast<std::size_t>(best)];
+    }
+    struct Copy {
+      std::int64_t share, expert;
+    };
+    std::vector<Copy> copies;
+    for (std::int64_t e = 0; e < E; ++e) {
+      const std::int64_t r = p.replicas[static_cast<std::size_t>(e)], tok = t[static_cast<std::size_t>(e)];
+      for (std::int64_t j = 0; j < r; ++j) copies.push_back({tok / r + (j < tok % r ? 1 : 0), e});
+    }
+    std::stable_sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.share > b.share; });
+    const std::size_t slots = static_cast<std::size_t>((E + redundant) / ranks);
+    for (const Copy& c : copies) {
+      std::int64_t to = -1;
+      for (int pass = 0; pass < 2 && to < 0; ++pass)  // a rank without this expert first
+        for (std::int64_t k = 0; k < ranks; ++k) {
+          const std::vector<std::int32_t>& held = p.rank[static_cast<std::size_t>(k)];
+          if (held.size() >= slots) continue;
+          if (pass == 0 && std::find(held.begin(), held.end(), c.expert) != held.end()) continue;
+          if (to < 0 || p.rank_tokens[static_cast<std::size_t>(k)] < p.rank_tokens[static_cast<std::size_t>(to)]) to = k;
+        }
+      p.rank[static_cast<std::size_t>(to)].push_back(static_cast<std::int32_t>(c.expert));
+      p.rank_tokens[static_cast<std::size_t>(to)] += c.share;
+    }
+  }
+  const std::int64_t total = std::accumulate(p.rank_tokens.begin(), p.rank_tokens.end(), INT64_C(0));
+  p.max_rank_tokens = *std::max_element(p.rank_tokens.begin(), p.rank_tokens.end());
+  p.load_imbalance = total > 0 ? static_cast<double>(p.max_rank_tokens) * static_cast<double>(ranks) / static_cast<double>(total) : 1.0;
+  return p;
+}
+
+}  // namespace kb

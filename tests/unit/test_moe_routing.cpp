@@ -1,0 +1,170 @@
+// The seeded mixture-of-experts router and the experts' placement over expert-parallel ranks
+// (src/host/llm/moe_routing.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "host/common/error.h"
+#include "host/llm/moe_routing.h"
+
+namespace kb {
+namespace {
+
+std::int64_t sum(const std::vector<std::int64_t>& v) { return std::accumulate(v.begin(), v.end(), INT64_C(0)); }
+
+std::string input_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(MoeRouting, BalancedSpreadsEveryChoiceWithinOne) {
+  for (const auto& [E, K, B] : {std::tuple<int, int, int>{8, 2, 1}, {8, 2, 13}, {128, 8, 7}, {256, 8, 100}, {16, 1, 16}}) {
+    const Routed r = route_tokens(parse_routing("balanced", 0), MoeRouter{E, K}, B);
+    EXPECT_EQ(sum(r.tokens), static_cast<std::int64_t>(B) * K);
+    const auto [lo, hi] = std::minmax_element(r.tokens.begin(), r.tokens.end());
+    EXPECT_LE(*hi - *lo, 1);
+    EXPECT_LE(*hi, B);  // K distinct experts a token
+    EXPECT_EQ(r.touched, std::min<std::int64_t>(E, static_cast<std::int64_t>(B) * K));
+  }
+}
+
+// Uniform routing touches E (1 - (1 - K/E)^B) experts on average, not K: over 400 seeds the
+// mean is within four standard errors of the formula, for decode-sized batches.
+TEST(MoeRouting, UniformTouchesTheExpectedDistinctExperts) {
+  for (const auto& [E, K, B] : {std::tuple<int, int, int>{8, 2, 1}, {8, 2, 4}, {128, 8, 16}, {256, 8, 32}, {128, 8, 256}}) {
+    double s = 0, s2 = 0;
+    const int seeds = 400;
+    for (int seed = 0; seed < seeds; ++seed) {
+      const Routed r = route_tokens(parse_routing("uniform", static_cast<std::uint64_t>(seed)), MoeRouter{E, K}, B);
+      ASSERT_EQ(sum(r.tokens), static_cast<std::int64_t>(B) * K);
+      for (const std::int64_t c : r.tokens) ASSERT_LE(c, B) << "a token routed twice to one expert";
+      s += static_cast<double>(r.touched), s2 += static_cast<double>(r.touched) * static_cast<double>(r.touched);
+    }
+    const double mean = s / seeds, sd = std::sqrt(std::max(0.0, s2 / seeds - mean * mean)), want = expected_touched_uniform(E, K, B);
+    EXPECT_NEAR(mean, want, 4 * sd / std::sqrt(seeds) + 1e-3) << E << " experts, top " << K << ", " << B << " tokens";
+    if (B > 1) {
+      EXPECT_GT(want, K);
+    }
+  }
+  EXPECT_DOUBLE_EQ(expected_touched_uniform(8, 2, 1), 2.0);
+}
+
+TEST(MoeRouting, TheSameSeedAndLayerGiveTheSameCounts) {
+  const MoeRouter r{128, 8};
+  const RoutingSpec a = parse_routing("zipf:1.2", 7), b = parse_routing("zipf:1.2", 8);
+  EXPECT_EQ(route_tokens(a, r, 64, 3).tokens, route_tokens(a, r, 64, 3).tokens);
+  EXPECT_NE(route_tokens(a, r, 64, 3).tokens, route_tokens(b, r, 64, 3).tokens);
+  EXPECT_NE(route_tokens(a, r, 64, 3).tokens, route_tokens(a, r, 64, 4).tokens);  // a layer's own draw
+}
+
+// Zipf's popularity: at 0 it is uniform (the same draws), larger exponents concentrate the
+// tokens on fewer experts, and the hottest expert differs from layer to layer.
+TEST(MoeRouting, ZipfConcentratesOnTheHotExperts) {
+  const MoeRouter r{64, 4};
+  EXPECT_EQ(route_tokens(parse_routing("zipf:0", 5), r, 200).tokens, route_tokens(parse_routing("uniform", 5), r, 200).tokens);
+  std::int64_t prev = 0;
+  for (const char* alpha : {"zipf:0", "zipf:1", "zipf:2", "zipf:4"}) {
+    const Routed z = route_tokens(parse_routing(alpha, 5), r, 200);
+    const std::int64_t top = *std::max_element(z.tokens.begin(), z.tokens.end());
+    EXPECT_GE(top, prev) << alpha;
+    EXPECT_LE(top, 200);
+    prev = top;
+  }
+  EXPECT_EQ(prev, 200);  // at 4 the hottest expert is in nearly every token's choice: every one here
+  std::set<std::int64_t> hottest;
+  for (int layer = 0; layer < 8; ++layer) {
+    const Routed z = route_tokens(parse_routing("zipf:3", 5), r, 100, layer);
+    hottest.insert(std::max_element(z.tokens.begin(), z.tokens.end()) - z.tokens.begin());
+  }
+  EXPECT_GT(hottest.size(), 3u);
+}
+
+// Group-limited routing (DeepSeek-V3: 8 groups, 4 kept): a single token's experts lie in at
+// most topk_groups groups.
+TEST(MoeRouting, GroupLimitedTokensStayInTheirGroups) {
+  const MoeRouter r{256, 8, 8, 4};
+  for (int seed = 0; seed < 50; ++seed) {
+    const Routed one = route_tokens(parse_routing("uniform", static_cast<std::uint64_t>(seed)), r, 1);
+    int groups = 0;
+    for (int g = 0; g < 8; ++g)
+      groups += std::accumulate(one.tokens.begin() + g * 32, one.tokens.begin() + (g + 1) * 32, INT64_C(0)) > 0;
+    EXPECT_LE(groups, 4);
+    EXPECT_EQ(one.touched, 8);
+  }
+  EXPECT_NE(input_error([&] { route_tokens(parse_routing("uniform", 0), MoeRouter{256, 8, 8, 0}, 4); }), "(no error)");
+  EXPECT_NE(input_error([&] { route_tokens(parse_routing("uniform", 0), MoeRouter{16, 8, 8, 1}, 4); }), "(no error)");
+}
+
+TEST(MoeRouting, AHistogramFileWeighsTheExperts) {
+  const std::string path = ::testing::TempDir() + "kb_moe_loads.csv";
+  {
+    std::ofstream f(path);
+    f << "# expert,load\n0,0\n1,10\n2,0\n3,1000\n";
+  }
+  const RoutingSpec h = parse_routing(path, 3);
+  EXPECT_EQ(h.loads, (std::vector<std::int64_t>{0, 10, 0, 1000}));
+  const Routed r = route_tokens(h, MoeRouter{4, 1}, 500);
+  EXPECT_EQ(r.tokens[0] + r.tokens[2], 0);  // a load of 0 is never drawn while others are left
+  EXPECT_GT(r.tokens[3], 450);
+  EXPECT_EQ(input_error([&] { route_tokens(h, MoeRouter{8, 1}, 5); }),
+            path + ":1:1: load: the histogram has 4 experts, the model routes to 8");
+  {
+    std::ofstream f(path);
+    f << "5\n7\nx\n";
+  }
+  EXPECT_EQ(input_error([&] { parse_routing(path, 0); }), path + ":3:1: load: expected an integer from 0 to 2^40, got 'x'");
+  {
+    std::ofstream f(path);
+    f << "0,5\n2,7\n";
+  }
+  EXPECT_EQ(input_error([&] { parse_routing(path, 0); }), path + ":2:1: expert: expected 1 (experts in order from 0), got '2'");
+  std::remove(path.c_str());
+  EXPECT_EQ(input_error([&] { parse_routing("zipf:x", 0); }), "--routing: 'zipf:x': zipf's ALPHA is a number from 0 to 16");
+  EXPECT_EQ(input_error([&] { parse_routing("nosuch", 0); }),
+            "--routing: 'nosuch': not balanced, uniform or zipf:ALPHA, and no such file");
+}
+
+TEST(MoePlacement, RoundRobinAndRedundantCopiesOfTheHottest) {
+  const std::vector<std::int64_t> t = {100, 10, 10, 10, 10, 10, 10, 10};
+  const ExpertPlacement rr = place_experts(t, 4, 0);
+  EXPECT_EQ(rr.rank[0], (std::vector<std::int32_t>{0, 4}));
+  EXPECT_EQ(rr.rank_tokens, (std::vector<std::int64_t>{110, 20, 20, 20}));
+  EXPECT_DOUBLE_EQ(rr.load_imbalance, 110.0 * 4 / 170);
+  // Four extra copies: all to expert 0 (100 / r stays the largest share up to r = 4), one a rank.
+  const ExpertPlacement lb = place_experts(t, 4, 4);
+  EXPECT_EQ(lb.replicas[0], 4);
+  EXPECT_EQ(sum(lb.rank_tokens), 170);
+  for (const auto& held : lb.rank) {
+    EXPECT_EQ(held.size(), 3u);
+    EXPECT_EQ(std::count(held.begin(), held.end(), 0), 1);
+  }
+  EXPECT_LT(lb.load_imbalance, rr.load_imbalance);
+  EXPECT_LE(lb.max_rank_tokens, 45 + 10);
+  EXPECT_NE(input_error([&] { place_experts(t, 3, 2); }), "(no error)");  // 10 copies over 3 ranks
+  EXPECT_NE(input_error([&] { place_experts(t, 9, 0); }), "(no error)");
+}
+
+// On a Zipf-routed batch, redundant copies bring the most tokens a rank handles down.
+TEST(MoePlacement, RedundantCopiesLowerTheImbalanceOfSkewedRouting) {
+  const Routed z = route_tokens(parse_routing("zipf:1.5", 11), MoeRouter{256, 8}, 256);
+  const ExpertPlacement a = place_experts(z.tokens, 32, 0), b = place_experts(z.tokens, 32, 32);
+  EXPECT_EQ(sum(a.rank_tokens), 256 * 8);
+  EXPECT_EQ(sum(b.rank_tokens), 256 * 8);
+  EXPECT_GT(a.load_imbalance, 1.5);
+  EXPECT_LT(b.load_imbalance, a.load_imbalance);
+}
+
+}  // namespace
+}  // namespace kb
