@@ -213,7 +213,7 @@ other_families() {
     --topology "$root/topologies/ring8.yaml" || rc=1
   sweep_both decode decode --case 1,2,3,4 --s-kv 1024:1048576:*2 --batch 1:256 \
     --hw cube.hbm.bandwidth_gbps=410,819,1638 --hw cube.ipcq.bandwidth_gbps=64,128,256,512 \
-    --hw pe.dma.bandwidth_gbps=64,128,256 || rc=1
+    --hw pe.dma.bandwidth_gbps=64,128,256 --hw sip.cube_rows=2,4 || rc=1
   sweep_both llm llm --model llama-3.1-70b --topology "$root/topologies/ring8.yaml" --batch 1:256 \
     --context 1024:131072:*2 --tp 8 --tp-level sip --pp 1 --hw cube.hbm.bandwidth_gbps=410,819,1638 || rc=1
   return $rc

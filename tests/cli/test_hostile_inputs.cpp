@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "host/sweep/merge.h"
 
 namespace {
 
@@ -113,7 +114,8 @@ TEST(HostileShards, EveryTamperedFieldIsOneLineNamingFileAndField) {
       {"schema_type", [&](json& d) { d["schema"] = 7; }, "not the output of a sweep's shard"},
       {"timing_type", [&](json& d) { d["timing"] = "x"; }, "timing"},
       {"backend_type", [&](json& d) { d["backend"] = json::array(); }, "backend.name"},
-      {"backend_string", [&](json& d) { d["backend"] = "omp"; }, "backend.name"},
+      {"backend_string", [&](json& d) { d["backend"] = "tpu"; }, "backend.name"},
+      {"deferred_on_omp", [&](json& d) { at(d)["deferred"] = 1; }, "shard.summary.deferred"},
       {"backend_name", [&](json& d) { d["backend"]["name"] = "tpu"; }, "backend.name"},
       {"space_type", [&](json& d) { d["space"] = 5; }, "space"},
       {"document_array", [&](json& d) { d = json::array(); }, "not the output"},
@@ -151,6 +153,40 @@ TEST(HostileShards, EveryTamperedFieldIsOneLineNamingFileAndField) {
 // shards. With the shard's digest every edit is refused, also those only a full re-run
 // could find otherwise: the sum of latencies, and in which of the bins above the fastest
 // config the histogram's counts lie.
+// A shard of schema 2 (backend, a name alone) still merges; a CUDA shard's counts of deferred
+// configs, digested with its summary, add up in the merge's backend.
+TEST(HostileShards, EarlierShardsAndDeferredCountsMerge) {
+  const Shards& s = shards();
+  ASSERT_FALSE(s.whole.is_null());
+  const std::string a = s.dir + "/old0.json", b = s.dir + "/old1.json";
+  json d0 = s.d0, d1 = s.d1;
+  d0["backend"] = "omp", d1["backend"] = "omp";
+  write_json(a, d0), write_json(b, d1);
+  const json old = run_json("merge '" + a + "' '" + b + "' --json");
+  EXPECT_EQ(old["latency_checksum"], s.whole["latency_checksum"]);
+  EXPECT_EQ(old["backend"], json({{"name", "omp"}, {"deferred", 0}, {"on_host", 0}}));
+  const std::int64_t groups = s.whole["space"]["groups"].get<std::int64_t>();
+  const int statuses = static_cast<int>(s.d0["shard"]["summary"]["by_status"].size());
+  int i = 0;
+  for (json* d : {&d0, &d1}) {
+    (*d)["backend"] = {{"name", "cuda"}, {"deferred", 3 + i}, {"on_host", 1 - i}};
+    json& sum = (*d)["shard"]["summary"];
+    sum["deferred"] = 3 + i;
+    if (i == 0) sum["on_host"] = 1;
+    (*d)["shard"]["digest"] =
+        kb::shard_digest((*d)["shard"]["request"], i, 2, kb::summary_from_json(sum, groups, statuses, "x"));
+    ++i;
+  }
+  write_json(a, d0), write_json(b, d1);
+  const json merged = run_json("merge '" + a + "' '" + b + "' --json");
+  EXPECT_EQ(merged["latency_checksum"], s.whole["latency_checksum"]);
+  EXPECT_EQ(merged["backend"], json({{"name", "cuda"}, {"deferred", 7}, {"on_host", 1}}));
+  // Without the new digest, a count changed after the sweep is refused.
+  d1["shard"]["summary"]["deferred"] = 5;
+  write_json(b, d1);
+  expect_refused("merge '" + a + "' '" + b + "' --json", s.dir, "shard.digest");
+}
+
 TEST(HostileShards, EveryAcceptedTamperingMergesAsARealSweep) {
   const Shards& s = shards();
   ASSERT_FALSE(s.whole.is_null());

@@ -61,6 +61,28 @@ TEST(MoeRouting, UniformTouchesTheExpectedDistinctExperts) {
   EXPECT_DOUBLE_EQ(expected_touched_uniform(8, 2, 1), 2.0);
 }
 
+// Pearson's chi-square of counts against equal expectations.
+double chi_square(const std::vector<std::int64_t>& c) {
+  const double mean = static_cast<double>(sum(c)) / static_cast<double>(c.size());
+  double x = 0;
+  for (const std::int64_t v : c) x += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean) / mean;
+  return x;
+}
+
+// Uniform routing favours no expert: the per-expert counts of 4,000 tokens pass a chi-square
+// test at the 0.1 % level (15 degrees of freedom: 37.70), with and without a group limit (the
+// groups kept, and the experts in them, uniform too); a router that favoured low indices fails.
+TEST(MoeRouting, UniformFavoursNoExpert) {
+  for (const MoeRouter& r : {MoeRouter{16, 4}, MoeRouter{16, 4, 4, 2}}) {
+    for (std::uint64_t seed : {1, 2, 3}) {
+      const Routed u = route_tokens(parse_routing("uniform", seed), r, 4000);
+      EXPECT_LT(chi_square(u.tokens), 37.70) << r.groups << " groups, seed " << seed;
+    }
+  }
+  const Routed z = route_tokens(parse_routing("zipf:0.2", 1), MoeRouter{16, 4}, 4000);
+  EXPECT_GT(chi_square(z.tokens), 37.70);  // a mild skew is seen
+}
+
 TEST(MoeRouting, TheSameSeedAndLayerGiveTheSameCounts) {
   const MoeRouter r{128, 8};
   const RoutingSpec a = parse_routing("zipf:1.2", 7), b = parse_routing("zipf:1.2", 8);
@@ -131,6 +153,13 @@ TEST(MoeRouting, AHistogramFileWeighsTheExperts) {
   }
   EXPECT_EQ(input_error([&] { parse_routing(path, 0); }), path + ":2:1: expert: expected 1 (experts in order from 0), got '2'");
   std::remove(path.c_str());
+  {
+    std::ofstream f(path);
+    f << " 0 , 5\n1,  y\n";
+  }
+  EXPECT_EQ(input_error([&] { parse_routing(path, 0); }), path + ":2:5: load: expected an integer from 0 to 2^40, got 'y'");
+  EXPECT_EQ(input_error([&] { route_tokens(parse_routing("uniform", 0), MoeRouter{8, 9}, 4); }),
+            "num_experts_per_tok: 9 is outside 1..8 (the routed experts)");
   EXPECT_EQ(input_error([&] { parse_routing("zipf:x", 0); }), "--routing: 'zipf:x': zipf's ALPHA is a number from 0 to 16");
   EXPECT_EQ(input_error([&] { parse_routing("nosuch", 0); }),
             "--routing: 'nosuch': not balanced, uniform or zipf:ALPHA, and no such file");
@@ -142,9 +171,11 @@ TEST(MoePlacement, RoundRobinAndRedundantCopiesOfTheHottest) {
   EXPECT_EQ(rr.rank[0], (std::vector<std::int32_t>{0, 4}));
   EXPECT_EQ(rr.rank_tokens, (std::vector<std::int64_t>{110, 20, 20, 20}));
   EXPECT_DOUBLE_EQ(rr.load_imbalance, 110.0 * 4 / 170);
-  // Four extra copies: all to expert 0 (100 / r stays the largest share up to r = 4), one a rank.
+  // Four extra copies: three to expert 0 (100 / r stays the largest share), which then has a
+  // copy on every rank, and one to expert 1 (10 against 10, the lower index).
   const ExpertPlacement lb = place_experts(t, 4, 4);
   EXPECT_EQ(lb.replicas[0], 4);
+  EXPECT_EQ(lb.replicas[1], 2);
   EXPECT_EQ(sum(lb.rank_tokens), 170);
   for (const auto& held : lb.rank) {
     EXPECT_EQ(held.size(), 3u);
@@ -154,6 +185,18 @@ TEST(MoePlacement, RoundRobinAndRedundantCopiesOfTheHottest) {
   EXPECT_LE(lb.max_rank_tokens, 45 + 10);
   EXPECT_NE(input_error([&] { place_experts(t, 3, 2); }), "(no error)");  // 10 copies over 3 ranks
   EXPECT_NE(input_error([&] { place_experts(t, 9, 0); }), "(no error)");
+  EXPECT_EQ(input_error([&] { place_experts(t, 1, 8); }),
+            "--redundant-experts: 8 redundant copies of 8 experts over 1 ranks: at most 0 (a copy of an expert a rank)");
+  // Every copy placed, every rank full, an expert's copies on distinct ranks where the order allows.
+  const std::vector<std::int64_t> skew = {19, 2, 4, 37, 18, 94, 3, 2, 29, 48, 33};
+  const ExpertPlacement p = place_experts(skew, 2, 9);
+  std::int64_t copies = 0;
+  for (const auto& held : p.rank) {
+    EXPECT_EQ(held.size(), 10u);
+    copies += static_cast<std::int64_t>(held.size());
+  }
+  EXPECT_EQ(copies, 20);
+  EXPECT_EQ(sum(p.rank_tokens), sum(skew));
 }
 
 // On a Zipf-routed batch, redundant copies bring the most tokens a rank handles down.

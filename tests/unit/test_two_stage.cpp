@@ -4,6 +4,7 @@
 // Here they run on Thrust's OpenMP system with one config per work item, as on the GPU.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -195,6 +196,43 @@ TEST(TwoStage, SweepEqualsOneStage) {
   // The sweep counts them (sweep --json's backend.deferred); the OpenMP blocks take one stage.
   EXPECT_EQ(two.deferred, deferred);
   EXPECT_EQ(two.on_host, 0);
+  EXPECT_EQ(one.deferred, 0);
+}
+
+// Decode's two stages as the GPU runs them: SIPs of 64 PEs (2 x 4 cubes) in the first, of 128
+// and 256 (4 x 4, 8 x 4 cubes) deferred to the full state; every reduction equals the OpenMP
+// backend's one stage, and the sweep counts the deferred configs.
+TEST(TwoStage, DecodeSweepDefersTheLargerSips) {
+  DecodeConfig base{};
+  base.hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/default.yaml").hw();
+  base.decode_case = 1, base.s_kv = 8192, base.batch = 4, base.h_q = 64, base.h_kv = 8, base.d_head = 128;
+  batched::Space space = make_space<DecodeModel>(base);
+  auto at = [](auto DecodeConfig::*field) {
+    DecodeConfig c{};
+    return static_cast<std::int64_t>(reinterpret_cast<const char*>(&(c.*field)) - reinterpret_cast<const char*>(&c));
+  };
+  const std::int64_t rows = at(&DecodeConfig::hw) + static_cast<std::int64_t>(offsetof(HwConfig, cube_rows));
+  space.axes.push_back({rows, {2, 4, 8}});
+  space.axes.push_back({at(&DecodeConfig::decode_case), {1, 2, 3, 4}});
+  space.axes.push_back({at(&DecodeConfig::batch), {1, 3, 32}});
+  space.axes.push_back({at(&DecodeConfig::s_kv), {1024, 65536}});
+  space.group_axes = 1;
+  batched::Reductions red;
+  red.top_k = 5, red.pareto = kDecCostPes, red.histogram = true;
+  const std::vector<std::int64_t> flat = batched::detail::flatten_values(space);
+  batched::detail::BestByKey<OneConfigSys> best(space.size(), space.size() / space.groups());
+  const batched::SweepSummary two = batched::detail::sweep_chunks<OneConfigSys, DecodeModel>(
+      thrust::omp::par, space, flat.data(), red, 10,
+      [&](auto keyed, std::int64_t, std::int64_t len) { return best(thrust::omp::par, keyed, len); });
+  const batched::SweepSummary one = sweep(BackendKind::omp, space, 1 << 20, 0, red);
+  testing::expect_same_summary(two, one);
+  std::int64_t deferred = 0;
+  const batched::SpaceDecoder decode(space);
+  for (std::int64_t i = 0; i < space.size(); ++i)
+    deferred += DecodeModel::evaluate_small(decode_config<DecodeModel>(decode, i)).status == kStatusDeferred;
+  EXPECT_GT(deferred, 0);
+  EXPECT_LT(deferred, two.valid);
+  EXPECT_EQ(two.deferred, deferred);
   EXPECT_EQ(one.deferred, 0);
 }
 

@@ -108,11 +108,16 @@ Part read_part(const std::string& file) {
     throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
   for (const char* key : {"space", "topology", "shard"})
     if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
-  const nlohmann::json* backend = doc.contains("backend") && doc["backend"].is_object() && doc["backend"].contains("name")
-                                      ? &doc["backend"]["name"]
-                                      : nullptr;
+  // The backend: {"name": ...} (schema 3), or its name alone (a shard of schema 2).
+  const nlohmann::json* backend = !doc.contains("backend")         ? nullptr
+                                  : doc["backend"].is_string()     ? &doc["backend"]
+                                  : doc["backend"].is_object() && doc["backend"].contains("name") ? &doc["backend"]["name"]
+                                                                                                   : nullptr;
   if (!backend || !backend->is_string() || (*backend != "omp" && *backend != "cuda"))
     throw InputError(file + ": backend.name: expected \"omp\" or \"cuda\"");
+  if (*backend == "omp" && doc["shard"].is_object() && doc["shard"].contains("summary") &&
+      doc["shard"]["summary"].is_object() && doc["shard"]["summary"].contains("deferred"))
+    throw InputError(file + ": shard.summary.deferred: the OpenMP backend evaluates every config in one stage");
   if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
                                  !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
     throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
@@ -201,7 +206,8 @@ SweepOutcome outcome_of_request(const Part& p0) {
     throw InputError(p0.file + ": the space its request builds has " + std::to_string(o.sp.space.size()) +
                      " configs, not the " + p0.doc["space"].value("size", nlohmann::json()).dump() + " it records");
   o.red.pareto = parse_pareto(*o.f, o.pareto_name);
-  o.backend = p0.doc["backend"]["name"] == "cuda" ? BackendKind::cuda : BackendKind::omp;
+  const nlohmann::json& b = p0.doc["backend"];
+  o.backend = (b.is_string() ? b : b["name"]) == "cuda" ? BackendKind::cuda : BackendKind::omp;
   return o;
 }
 

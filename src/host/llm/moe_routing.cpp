@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numeric>
 
 #include "host/common/error.h"
+#include "host/common/output.h"
 
 namespace kb {
 namespace {
@@ -39,8 +41,12 @@ Stream stream_of(std::uint64_t seed, std::int64_t layer) {
 }
 
 RoutingSpec read_histogram(const std::string& path, std::uint64_t seed, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw InputError(what + ": '" + path + "': not balanced, uniform or zipf:ALPHA, and no such file");
+  check_input_file(path);
   std::ifstream in(path);
-  if (!in) throw InputError(what + ": '" + path + "': not balanced, uniform or zipf:ALPHA, and no such file");
+  if (!in) throw InputError(path + ":1:1: (file): cannot open file");
   RoutingSpec s;
   s.kind = RoutingKind::file, s.file = path, s.seed = seed;
   std::string line;
@@ -48,23 +54,32 @@ RoutingSpec read_histogram(const std::string& path, std::uint64_t seed, const st
     if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos) continue;
-    const std::string loc = path + ":" + std::to_string(no) + ":" + std::to_string(first + 1) + ": ";
-    std::string load = line.substr(first);
-    if (const auto comma = load.find(','); comma != std::string::npos) {
-      const std::string expert = load.substr(0, comma);
+    // The field [b, e) of the line, blanks around it left out, and where it starts (from 1).
+    auto field = [&](std::size_t b, std::size_t e, std::size_t* col) {
+      while (b < e && (line[b] == ' ' || line[b] == '\t')) ++b;
+      while (e > b && (line[e - 1] == ' ' || line[e - 1] == '\t' || line[e - 1] == '\r')) --e;
+      *col = b + 1;
+      return line.substr(b, e - b);
+    };
+    auto loc = [&](std::size_t col) { return path + ":" + std::to_string(no) + ":" + std::to_string(col) + ": "; };
+    auto number = [](const std::string& t, long long* v) {
       char* end = nullptr;
-      const long long e = std::strtoll(expert.c_str(), &end, 10);
-      if (end == expert.c_str() || *end != '\0' || e != static_cast<long long>(s.loads.size()))
-        throw InputError(loc + "expert: expected " + std::to_string(s.loads.size()) + " (experts in order from 0), got '" +
+      *v = std::strtoll(t.c_str(), &end, 10);
+      return !t.empty() && end != t.c_str() && *end == '\0';
+    };
+    std::size_t col = 0, from = first;
+    long long v = 0;
+    if (const auto comma = line.find(',', first); comma != std::string::npos) {
+      const std::string expert = field(first, comma, &col);
+      if (!number(expert, &v) || v != static_cast<long long>(s.loads.size()))
+        throw InputError(loc(col) + "expert: expected " + std::to_string(s.loads.size()) + " (experts in order from 0), got '" +
                          expert + "'");
-      load = load.substr(comma + 1);
+      from = comma + 1;
     }
-    load.erase(load.find_last_not_of(" \t\r") + 1);
-    load.erase(0, load.find_first_not_of(" \t"));
-    char* end = nullptr;
-    const long long v = std::strtoll(load.c_str(), &end, 10);
-    if (load.empty() || end == load.c_str() || *end != '\0' || v < 0 || v > (INT64_C(1) << 40))
-      throw InputError(loc + "load: expected an integer from 0 to 2^40, got '" + load + "'");
+    const std::string load = field(from, line.size(), &col);
+    if (!number(load, &v) || v < 0 || v > (INT64_C(1) << 40))
+      throw InputError(loc(col) + "load: expected an integer from 0 to 2^40, got '" + load + "'");
+    if (s.loads.size() >= 65536) throw InputError(loc(col) + "load: more than 65,536 experts");
     s.loads.push_back(v);
   }
   if (s.loads.empty()) throw InputError(path + ":1:1: load: the histogram has no expert");
@@ -91,15 +106,21 @@ std::vector<double> weights_of(const RoutingSpec& spec, std::int64_t E, std::int
   return w;
 }
 
+// The router's fields are the model's (a Hugging Face config's names in the messages).
 void check_router(const RoutingSpec& spec, const MoeRouter& r, std::int64_t tokens) {
-  if (r.experts < 1 || r.top_k < 1 || r.top_k > r.experts)
-    throw InputError("routing: " + std::to_string(r.top_k) + " experts a token of " + std::to_string(r.experts));
-  if (r.groups < 1 || r.experts % r.groups != 0 || r.topk_groups < 1 || r.topk_groups > r.groups ||
-      r.top_k > r.topk_groups * (r.experts / r.groups))
-    throw InputError("routing: " + std::to_string(r.groups) + " groups, " + std::to_string(r.topk_groups) +
-                     " kept, hold fewer than the " + std::to_string(r.top_k) + " experts a token of " +
-                     std::to_string(r.experts));
-  if (tokens < 0) throw InputError("routing: " + std::to_string(tokens) + " tokens");
+  if (r.experts < 1 || r.experts > 65536)
+    throw InputError("n_routed_experts: " + std::to_string(r.experts) + " is outside 1..65536");
+  if (r.top_k < 1 || r.top_k > r.experts)
+    throw InputError("num_experts_per_tok: " + std::to_string(r.top_k) + " is outside 1.." + std::to_string(r.experts) +
+                     " (the routed experts)");
+  if (r.groups < 1 || r.experts % r.groups != 0)
+    throw InputError("n_group: " + std::to_string(r.groups) + " does not divide the " + std::to_string(r.experts) +
+                     " routed experts");
+  if (r.topk_groups < 1 || r.topk_groups > r.groups || r.top_k > r.topk_groups * (r.experts / r.groups))
+    throw InputError("topk_group: " + std::to_string(r.topk_groups) + " of " + std::to_string(r.groups) +
+                     " groups do not hold the " + std::to_string(r.top_k) + " experts a token takes");
+  if (tokens < 0 || tokens > (INT64_C(1) << 32))
+    throw InputError("routing: " + std::to_string(tokens) + " tokens is outside 0..2^32");
   if (spec.kind == RoutingKind::file && static_cast<std::int64_t>(spec.loads.size()) != r.experts)
     throw InputError(spec.file + ":1:1: load: the histogram has " + std::to_string(spec.loads.size()) +
                      " experts, the model routes to " + std::to_string(r.experts));
@@ -189,6 +210,10 @@ ExpertPlacement place_experts(const std::vector<std::int64_t>& t, std::int64_t r
   if (ranks < 1 || ranks > E + redundant)
     throw InputError(what + ": " + std::to_string(ranks) + " expert-parallel ranks for " + std::to_string(E + redundant) +
                      " expert copies: a rank holds one or more");
+  if (redundant > E * (ranks - 1))  // at most a copy of an expert a rank
+    throw InputError(what + ": " + std::to_string(redundant) + " redundant copies of " + std::to_string(E) +
+                     " experts over " + std::to_string(ranks) + " ranks: at most " + std::to_string(E * (ranks - 1)) +
+                     " (a copy of an expert a rank)");
   if (redundant > 0 && (E + redundant) % ranks != 0)
     throw InputError(what + ": " + std::to_string(E) + " experts and " + std::to_string(redundant) +
                      " redundant copies do not split evenly over " + std::to_string(ranks) + " ranks");

@@ -66,10 +66,13 @@ struct ExpertPlacement {
 };
 
 // redundant == 0: expert e on rank e mod ranks. redundant > 0: the extra copies go one by one
-// to the expert of most tokens a copy, a copy handles an equal part of its expert's tokens,
+// to the expert of most tokens a copy (at most one copy of an expert a rank, so at most
+// experts x (ranks - 1) extra copies), a copy handles an equal part of its expert's tokens,
 // and the copies are placed, most tokens first, each on the rank with the fewest tokens that
-// has a free slot and no copy of that expert (ranks hold (experts + redundant) / ranks copies
-// each, which must divide). InputError (naming `what`) for ranks outside 1..experts + redundant.
+// has a free slot and no copy of that expert; where every rank with a free slot holds one
+// already, on the one of them with the fewest tokens (ranks hold (experts + redundant) / ranks
+// copies each, which must divide). InputError (naming `what`) for ranks outside
+// 1..experts + redundant or too many copies.
 ExpertPlacement place_experts(const std::vector<std::int64_t>& expert_tokens, std::int64_t ranks,
                               std::int64_t redundant, const std::string& what = "--redundant-experts");
 

@@ -57,6 +57,7 @@ std::string shard_digest(const nlohmann::json& request, std::int64_t index, std:
   for (const batched::ParetoPoint& p : s.pareto) num(p.group), num(p.cost), num(p.latency_ps), num(p.index);
   num(static_cast<std::int64_t>(s.histogram.size()));
   for (std::int64_t v : s.histogram) num(v);
+  if (s.deferred > 0 || s.on_host > 0) num(s.deferred), num(s.on_host);  // absent: an older shard's digest holds
   char out[32];
   std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
   return out;
