@@ -63,6 +63,68 @@ TEST(Models, AUsersFileIsReadAsWritten) {
   EXPECT_EQ(j["model"], "tiny");
 }
 
+// The shipped mixture-of-experts models against their authors' published sizes, total and
+// active a token, within the rounding of the figures published: Mixtral-8x7B 46.7 B and
+// 12.9 B, Mixtral-8x22B 141 B and 39 B (Mistral AI); Qwen3-30B-A3B 30.5 B (29.9 B without the
+// embedding and LM head) and 3.3 B, Qwen3-235B-A22B 235 B and 22 B (Qwen). Qwen3-30B-A3B's
+// active count, embedding and LM head included, is 3.35 B: the card's 3.3 is held to 0.06.
+TEST(Models, ShippedMixturesOfExpertsHaveThePublishedSizes) {
+  struct Want {
+    std::string name;
+    double total, total_tol, active, active_tol;
+    std::int64_t experts, top_k, layers;
+  };
+  for (const Want& w : {Want{"mixtral-8x7b", 46.7, 0.05, 12.9, 0.05, 8, 2, 32}, Want{"mixtral-8x22b", 141, 0.5, 39, 0.5, 8, 2, 56},
+                        Want{"qwen3-30b-a3b", 30.5, 0.05, 3.3, 0.06, 128, 8, 48},
+                        Want{"qwen3-235b-a22b", 235, 0.5, 22, 0.5, 128, 8, 94}}) {
+    const json j = show(w.name);
+    EXPECT_NEAR(j["params"]["total"].get<double>() / 1e9, w.total, w.total_tol) << w.name;
+    EXPECT_NEAR(j["params"]["active"].get<double>() / 1e9, w.active, w.active_tol) << w.name;
+    EXPECT_EQ(j["experts"]["routed"], w.experts) << w.name;
+    EXPECT_EQ(j["experts"]["per_token"], w.top_k) << w.name;
+    EXPECT_EQ(j["experts"]["moe_layers"], w.layers) << w.name;
+    EXPECT_EQ(j["weight_bytes"], 2 * j["params"]["total"].get<std::int64_t>()) << w.name;
+  }
+  const json q = show("qwen3-30b-a3b");
+  const std::int64_t outside = q["params"]["embedding"].get<std::int64_t>() + q["params"]["lm_head"].get<std::int64_t>();
+  EXPECT_NEAR(static_cast<double>(q["params"]["total"].get<std::int64_t>() - outside) / 1e9, 29.9, 0.05);
+  EXPECT_EQ(q["experts"]["qk_norm"], true);
+  EXPECT_EQ(q["kv_bytes_per_token"], 2 * 48 * 4 * 128 * 2);
+  const Result list = run("model list");
+  EXPECT_NE(list.out.find("8 experts, 2 a token (12.9 B active)"), std::string::npos) << list.out;
+  // The engines run dense layers only: one line naming the model, exit 2.
+  expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1"), "--model mixtral-8x7b: a mixture-of-experts model");
+  expect_input_error(run("sweep llm --model qwen3-30b-a3b --batch 1 --tp 1 --pp 1"), "--model qwen3-30b-a3b: a mixture-of-experts model");
+  expect_input_error(run("model place mixtral-8x7b"), "model mixtral-8x7b: a mixture-of-experts model");
+}
+
+// Qwen3-MoE's dense layers (mlp_only_layers, decoder_sparse_step) are read as dense layers of
+// intermediate_size; a sliding window is refused by name.
+TEST(Models, AMixtureOfExpertsFileIsReadAsWritten) {
+  const std::string d = fresh_dir("kb_models_moe");
+  fs::create_directories(d);
+  const std::string qwen = kRoot + "/models/qwen3-30b-a3b.json";
+  const json base = show("'" + qwen + "'");
+  copy_edited(qwen, d + "/dense2.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 47]");
+  const json two = show("'" + d + "/dense2.json'");
+  EXPECT_EQ(two["experts"]["moe_layers"], 46);
+  const std::int64_t moe_mlp = 2048 * 128 + 128 * 3 * 2048 * 768, dense_mlp = 3 * 2048 * 6144;
+  EXPECT_EQ(two["params"]["total"].get<std::int64_t>(), base["params"]["total"].get<std::int64_t>() - 2 * (moe_mlp - dense_mlp));
+  copy_edited(qwen, d + "/sparse2.json", "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2");
+  EXPECT_EQ(show("'" + d + "/sparse2.json'")["experts"]["moe_layers"], 24);  // layers 1, 3, ..., 47
+  copy_edited(qwen, d + "/window.json", "\"use_sliding_window\": false", "\"use_sliding_window\": true");
+  const Result w = run("model show '" + d + "/window.json'");
+  expect_input_error(w, d + "/window.json:");
+  EXPECT_NE(w.err.find("use_sliding_window: true is not modelled"), std::string::npos) << w.err;
+  copy_edited(qwen, d + "/bad_layer.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [48]");
+  expect_input_error(run("model show '" + d + "/bad_layer.json'"), "mlp_only_layers: expected layer indices from 0 to 47");
+  const std::string mixtral = kRoot + "/models/mixtral-8x7b.json";
+  copy_edited(mixtral, d + "/swa.json", "\"sliding_window\": null", "\"sliding_window\": 4096");
+  expect_input_error(run("model show '" + d + "/swa.json'"), "sliding_window: not null: sliding-window attention is not modelled");
+  copy_edited(mixtral, d + "/topk.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9");
+  expect_input_error(run("model show '" + d + "/topk.json'"), "num_experts_per_tok: must be <= 8");
+}
+
 TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
   const std::string d = fresh_dir("kb_models_bad");
   fs::create_directories(d);
@@ -82,7 +144,8 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
       {"mlpbias", "\"mlp_bias\": false", "\"mlp_bias\": 1", "mlp_bias: expected true or false"},
       {"act", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act: 'gelu' is not modelled"},
       {"type", "\"model_type\": \"llama\"", "\"model_type\": \"mixtral\"", "model_type: 'mixtral' is not modelled"},
-      {"arch", "\"LlamaForCausalLM\"", "\"MixtralForCausalLM\"", "architectures: expected a list holding"},
+      {"arch", "\"LlamaForCausalLM\"", "\"DeepseekV3ForCausalLM\"", "architectures: expected a list holding"},
+      {"mixtral", "\"LlamaForCausalLM\"", "\"MixtralForCausalLM\"", "model_type: 'llama' is not modelled"},
       {"headsize", "\"hidden_size\": 4096", "\"hidden_size\": 4100", "hidden_size: 4100 is not num_attention_heads (32)"},
       {"twice", "\"use_cache\": true", "\"use_cache\": true,\n  \"vocab_size\": 5", "vocab_size: given twice"},
       {"nested", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": [32]", "num_hidden_layers: expected a single value"},

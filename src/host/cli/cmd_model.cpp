@@ -68,6 +68,7 @@ namespace {
 
 void place(const ModelArgs& a) {
   const LlmModelFile model = load_llm_model(a.model, "model");
+  require_dense(model, "model");
   const TopologySpec topo = a.topo.load();
   const HwConfig& h = topo.hw();
   LlmRun r{};
@@ -163,6 +164,76 @@ void place(const ModelArgs& a) {
               b.compute_ps >= b.memory_ps ? "compute" : "memory");
 }
 
+// A model's shape in `model show --json`.
+nlohmann::ordered_json shape_json(const LlmShape& s) {
+  return {{"hidden_size", s.hidden},     {"intermediate_size", s.intermediate}, {"num_attention_heads", s.heads},
+          {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},       {"num_hidden_layers", s.layers},
+          {"vocab_size", s.vocab},      {"tie_word_embeddings", s.tied != 0}};
+}
+
+// Its weight bytes and KV cache bytes (a token's, and a sequence's of `ctx` positions).
+void put_bytes(nlohmann::ordered_json& j, std::int64_t params, std::int64_t wb, std::int64_t kv_token, std::int64_t kvb,
+               std::int64_t ctx) {
+  j["weight_bytes_per_param"] = wb;
+  j["weight_bytes"] = params * wb;
+  j["kv_bytes_per_value"] = kvb;
+  j["kv_bytes_per_token"] = kv_token;
+  j["context"] = ctx;
+  j["kv_bytes_per_sequence"] = kv_token * ctx;
+}
+
+// `model show` of a mixture-of-experts model: its shape, experts and parameters (total and
+// active), weights and KV cache; false for a dense model (shown below).
+bool show_moe(const ModelArgs& a) {
+  const LlmModelFile m = load_llm_model(a.model, "model");
+  if (m.moe.experts == 0) return false;
+  const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
+  const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
+  const LlmShape& s = m.shape;
+  const LlmModelParams p = llm_model_params(m);
+  const LlmParams d = llm_params(s);
+  const std::int64_t kv_token = llm_kv_bytes_per_token(s, kvb);
+  nlohmann::ordered_json j;
+  j["model"] = m.name;
+  j["path"] = m.path;
+  j["architecture"] = m.moe.architecture;
+  j["shape"] = shape_json(s);
+  j["experts"] = {{"routed", m.moe.experts},
+                  {"per_token", m.moe.top_k},
+                  {"intermediate_size", m.moe.expert_intermediate},
+                  {"moe_layers", p.moe_layers},
+                  {"qk_norm", m.moe.qk_norm}};
+  j["params"] = {{"embedding", d.embedding},
+                 {"per_layer", {{"attention", p.attention}, {"norms", d.norms}, {"router", p.router}, {"expert", p.expert},
+                                {"dense_mlp", p.dense_mlp}}},
+                 {"final_norm", d.final_norm},
+                 {"lm_head", d.lm_head},
+                 {"total", p.total},
+                 {"active", p.active}};
+  put_bytes(j, p.total, wb, kv_token, kvb, ctx);
+  if (a.json) {
+    cli_out() << j.dump(2) << "\n";
+    return true;
+  }
+  cli_printf("%s (%s), %s\n", m.name.c_str(), m.path.c_str(), m.moe.architecture.c_str());
+  cli_printf("  hidden %lld, %lld heads of %lld, %lld KV heads (groups of %lld)%s, %lld layers, vocab %lld%s\n",
+             (long long)s.hidden, (long long)s.heads, (long long)s.head_dim, (long long)s.kv_heads, (long long)llm_group(s),
+             m.moe.qk_norm ? ", q and k normed a head" : "", (long long)s.layers, (long long)s.vocab,
+             s.tied ? ", LM head tied to the embedding" : "");
+  cli_printf("  %lld MoE layers of %lld experts, %lld a token, each of intermediate %lld", (long long)p.moe_layers,
+             (long long)m.moe.experts, (long long)m.moe.top_k, (long long)m.moe.expert_intermediate);
+  if (p.moe_layers < s.layers)
+    cli_printf("; %lld dense layers of intermediate %lld", (long long)(s.layers - p.moe_layers), (long long)s.intermediate);
+  cli_printf("\n  parameters %lld (%.2f B), %lld active a token (%.2f B): a layer's attention %lld, router %lld, an expert %lld\n",
+             (long long)p.total, static_cast<double>(p.total) / 1e9, (long long)p.active, static_cast<double>(p.active) / 1e9,
+             (long long)p.attention, (long long)p.router, (long long)p.expert);
+  cli_printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
+             static_cast<double>(p.total * wb) / 1e9, (long long)wb, wb == 1 ? "" : "s", (long long)kv_token, (long long)kvb,
+             kvb == 1 ? "" : "s", static_cast<double>(kv_token * ctx) / 1e9, (long long)ctx);
+  cli_printf("  the engines run dense layers only: eval, sweep and model place refuse it\n");
+  return true;
+}
+
 }  // namespace
 
 void cmd_model(const ModelArgs& a) {
@@ -173,11 +244,17 @@ void cmd_model(const ModelArgs& a) {
   if (a.list->parsed()) {
     for (const std::string& n : shipped_llm_models()) {
       const LlmModelFile m = load_llm_model(n);
-      cli_printf("%-16s %6.1f B parameters, %lld layers\n", n.c_str(), static_cast<double>(llm_params(m.shape).total) / 1e9,
-                  static_cast<long long>(m.shape.layers));
+      const LlmModelParams p = llm_model_params(m);
+      cli_printf("%-17s %6.1f B parameters, %lld layers", n.c_str(), static_cast<double>(p.total) / 1e9,
+                 static_cast<long long>(m.shape.layers));
+      if (m.moe.experts > 0)
+        cli_printf(", %lld experts, %lld a token (%.1f B active)", static_cast<long long>(m.moe.experts),
+                   static_cast<long long>(m.moe.top_k), static_cast<double>(p.active) / 1e9);
+      cli_printf("\n");
     }
     return;
   }
+  if (show_moe(a)) return;
   const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
   const LlmModelFile m = load_llm_model(a.model, "model");
@@ -187,21 +264,14 @@ void cmd_model(const ModelArgs& a) {
   nlohmann::ordered_json j;
   j["model"] = m.name;
   j["path"] = m.path;
-  j["shape"] = {{"hidden_size", s.hidden},     {"intermediate_size", s.intermediate}, {"num_attention_heads", s.heads},
-                {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},       {"num_hidden_layers", s.layers},
-                {"vocab_size", s.vocab},      {"tie_word_embeddings", s.tied != 0}};
+  j["shape"] = shape_json(s);
   j["params"] = {{"embedding", p.embedding},
                  {"per_layer", {{"attention", p.attention}, {"mlp", p.mlp}, {"norms", p.norms}, {"total", p.layer}}},
                  {"final_norm", p.final_norm},
                  {"lm_head", p.lm_head},
                  {"total", p.total},
                  {"matmul", p.matmul}};
-  j["weight_bytes_per_param"] = wb;
-  j["weight_bytes"] = p.total * wb;
-  j["kv_bytes_per_value"] = kvb;
-  j["kv_bytes_per_token"] = kv_token;
-  j["context"] = ctx;
-  j["kv_bytes_per_sequence"] = kv_token * ctx;
+  put_bytes(j, p.total, wb, kv_token, kvb, ctx);
   j["decode_flops_per_token"] = 2 * llm_token_macs(s, ctx - 1);
   if (a.json) {
     cli_out() << j.dump(2) << "\n";

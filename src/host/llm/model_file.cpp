@@ -80,27 +80,104 @@ struct Reader {
   }
 };
 
-LlmShape read_shape(const std::string& file, const YAML::Node& root) {
+// The architectures read: a dense LLaMA, and the mixture-of-experts Mixtral and Qwen3-MoE.
+struct Architecture {
+  const char* name;        // in "architectures"
+  const char* model_type;  // its model_type
+  std::set<std::string> fields;  // what it adds to the LLaMA fields read
+};
+const std::vector<Architecture>& architectures() {
+  static const std::vector<Architecture> a = {
+      {"LlamaForCausalLM", "llama", {}},
+      {"MixtralForCausalLM", "mixtral", {"num_local_experts", "num_experts_per_tok", "sliding_window",
+                                         "output_router_logits", "router_aux_loss_coef"}},
+      {"Qwen3MoeForCausalLM", "qwen3_moe", {"num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                            "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob",
+                                            "use_sliding_window", "sliding_window", "max_window_layers",
+                                            "output_router_logits", "router_aux_loss_coef"}},
+  };
+  return a;
+}
+
+const Architecture& architecture_of(const Reader& r) {
+  const std::vector<Architecture>& all = architectures();
+  if (!r.has("architectures")) {  // a user's LLaMA file may leave it out
+    for (const Architecture& a : all)
+      if (r.has("model_type") && r.text("model_type") == a.model_type) return a;
+    return all.front();
+  }
+  const YAML::Node& n = r.node("architectures");
+  if (n.IsSequence())
+    for (const auto& x : n)
+      for (const Architecture& a : all)
+        if (x.IsScalar() && x.Scalar() == a.name) return a;
+  std::string names;
+  for (const Architecture& a : all) names += (names.empty() ? "\"" : ", \"") + std::string(a.name) + "\"";
+  refuse(at(r.file, n.Mark()), "architectures", "expected a list holding one of " + names +
+                                                    " (other architectures are not modelled; see docs/model.md section 13)");
+}
+
+// Which layers are MoE layers (Qwen3-MoE: every decoder_sparse_step-th, but mlp_only_layers).
+std::vector<char> moe_layers(const Reader& r, std::int64_t layers) {
+  std::vector<char> moe(static_cast<std::size_t>(layers), 1);
+  const std::int64_t step = r.has("decoder_sparse_step") ? r.integer("decoder_sparse_step", 1, layers) : 1;
+  for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
+  if (r.has("mlp_only_layers")) {
+    const YAML::Node& n = r.node("mlp_only_layers");
+    if (!n.IsSequence()) refuse(at(r.file, n.Mark()), "mlp_only_layers", "expected a list of layer indices");
+    for (const auto& x : n) {
+      std::int64_t v = 0;
+      std::string why;
+      if (!x.IsScalar() || !parse_int_in(x.Scalar(), 0, layers - 1, &v, &why))
+        refuse(at(r.file, x.Mark()), "mlp_only_layers", "expected layer indices from 0 to " + std::to_string(layers - 1));
+      moe[static_cast<std::size_t>(v)] = 0;
+    }
+  }
+  return moe;
+}
+
+LlmMoe read_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
+  LlmMoe e;
+  e.architecture = a.name;
+  if (std::string(a.model_type) == "llama") return e;
+  auto null_or = [&](const char* key, const std::string& why) {
+    if (r.has(key) && !r.node(key).IsNull()) refuse(at(r.file, r.node(key).Mark()), key, "not null: " + why);
+  };
+  e.experts = r.integer(r.has("num_local_experts") ? "num_local_experts" : "num_experts", 1, 65536);
+  e.top_k = r.integer("num_experts_per_tok", 1, e.experts);
+  if (std::string(a.model_type) == "mixtral") {
+    null_or("sliding_window", "sliding-window attention is not modelled");
+    e.expert_intermediate = m.intermediate;
+  } else {  // qwen3_moe
+    r.require_false("use_sliding_window", "sliding-window attention is not modelled");
+    e.expert_intermediate = r.integer("moe_intermediate_size", 1, kLlmMaxIntermediate);
+    e.qk_norm = true;
+  }
+  e.moe_layer = moe_layers(r, m.layers);
+  return e;
+}
+
+struct ModelRead {
+  LlmShape shape;
+  LlmMoe moe;
+};
+
+ModelRead read_model(const std::string& file, const YAML::Node& root) {
   const Reader r(file, root);
   static const std::set<std::string> read = {
       "architectures", "model_type", "hidden_act", "attention_bias", "mlp_bias", "hidden_size",
       "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
       "head_dim", "tie_word_embeddings"};
+  const Architecture& arch = architecture_of(r);
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
-    if (read.count(key) == 0 && timing_free_fields().count(key) == 0)
+    if (read.count(key) == 0 && timing_free_fields().count(key) == 0 && arch.fields.count(key) == 0)
       refuse(at(file, kv.first.Mark()), key,
-           "not modelled (the simulator models the LLaMA architecture: dense layers, grouped-query attention, "
-           "no biases; see docs/model.md section 13)");
+           std::string("not modelled for ") + arch.name +
+               " (the simulator models LLaMA's architecture and the Mixtral and Qwen3-MoE experts: grouped-query "
+               "attention, SiLU-gated MLPs, no biases; see docs/model.md section 13)");
   }
-  if (r.has("architectures")) {
-    const YAML::Node& a = r.node("architectures");
-    bool llama = false;
-    if (a.IsSequence())
-      for (const auto& x : a) llama = llama || (x.IsScalar() && x.Scalar() == "LlamaForCausalLM");
-    if (!llama) refuse(at(file, a.Mark()), "architectures", "expected a list holding \"LlamaForCausalLM\"");
-  }
-  r.require_text("model_type", "llama", "only the LLaMA architecture is");
+  r.require_text("model_type", arch.model_type, std::string("the ") + arch.name + " architecture is " + arch.model_type);
   r.require_text("hidden_act", "silu", "the MLP is SiLU(gate) x up");
   r.require_false("attention_bias", "the projections have no biases");
   r.require_false("mlp_bias", "the projections have no biases");
@@ -129,7 +206,7 @@ LlmShape read_shape(const std::string& file, const YAML::Node& root) {
   m.layers = r.integer("num_hidden_layers", 1, kLlmMaxLayers);
   m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
   m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;
-  return m;
+  return {m, read_moe(r, arch, m)};
 }
 
 std::string models_dir() { return data_dir() + "/models"; }
@@ -173,11 +250,40 @@ LlmModelFile load_llm_model(const std::string& name_or_path, const std::string& 
   }
   if (!root.IsDefined() || root.IsNull()) throw InputError(model.path + ":1:1: (document): empty file, expected a JSON object");
   try {
-    model.shape = read_shape(model.path, root);
+    ModelRead read = read_model(model.path, root);
+    model.shape = read.shape;
+    model.moe = std::move(read.moe);
   } catch (const YAML::Exception& e) {
     throw InputError(at(model.path, e.mark) + ": (document): " + e.msg);
   }
   return model;
+}
+
+LlmModelParams llm_model_params(const LlmModelFile& f) {
+  const LlmShape& m = f.shape;
+  const LlmParams dense = llm_params(m);
+  LlmModelParams p;
+  p.attention = dense.attention + (f.moe.qk_norm ? 2 * m.head_dim : 0);
+  p.dense_mlp = dense.mlp;
+  p.router = m.hidden * f.moe.experts;
+  p.expert = 3 * m.hidden * f.moe.expert_intermediate;
+  const std::int64_t outside = dense.embedding + dense.final_norm + dense.lm_head;
+  p.total = p.active = outside;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const bool moe = f.moe.experts > 0 && f.moe.moe_layer[static_cast<std::size_t>(l)];
+    p.moe_layers += moe;
+    const std::int64_t common = p.attention + dense.norms;
+    p.total += common + (moe ? p.router + f.moe.experts * p.expert : p.dense_mlp);
+    p.active += common + (moe ? p.router + f.moe.top_k * p.expert : p.dense_mlp);
+  }
+  return p;
+}
+
+void require_dense(const LlmModelFile& m, const std::string& what) {
+  if (m.moe.experts == 0) return;
+  throw InputError(what + " " + m.name + ": a mixture-of-experts model (" + m.moe.architecture + ", " +
+                   std::to_string(m.moe.experts) + " experts, " + std::to_string(m.moe.top_k) +
+                   " a token): the engines run dense layers only; `model show` reads it");
 }
 
 }  // namespace kb

@@ -96,6 +96,7 @@ std::vector<PresetDesc> llm_presets() {
   std::vector<PresetDesc> presets = {{"--model", "a shipped model's NAME (model list) or a Hugging Face config.json: its dimensions",
                 [](const std::string& value) {
                   const LlmModelFile m = load_llm_model(value);
+                  require_dense(m, "--model");
                   const LlmShape& s = m.shape;
                   return std::vector<std::pair<std::string, std::string>>{
                       {"hidden", std::to_string(s.hidden)},     {"intermediate", std::to_string(s.intermediate)},
