@@ -78,6 +78,21 @@ struct Part {
   std::int64_t index, count;
 };
 
+// The backend: {"name": ...} (schema 3), or its name alone (a shard of schema 2); an OpenMP
+// shard has no deferred configs (it evaluates every config in one stage).
+void check_backend(const std::string& file, const nlohmann::json& doc) {
+  const nlohmann::json* backend = !doc.contains("backend")     ? nullptr
+                                  : doc["backend"].is_string() ? &doc["backend"]
+                                  : doc["backend"].is_object() && doc["backend"].contains("name") ? &doc["backend"]["name"]
+                                                                                               : nullptr;
+  if (!backend || !backend->is_string() || (*backend != "omp" && *backend != "cuda"))
+    throw InputError(file + ": backend.name: expected \"omp\" or \"cuda\"");
+  const auto shard = doc.find("shard");
+  if (*backend == "omp" && shard != doc.end() && shard->is_object() && shard->contains("summary") &&
+      (*shard)["summary"].is_object() && (*shard)["summary"].contains("deferred"))
+    throw InputError(file + ": shard.summary.deferred: the OpenMP backend evaluates every config in one stage");
+}
+
 // A shard's output, read and checked as a document of its own.
 Part read_part(const std::string& file) {
   nlohmann::json doc;
@@ -108,16 +123,7 @@ Part read_part(const std::string& file) {
     throw InputError(file + ": not the output of a sweep's shard (sweep ... --shard I/N --out FILE)");
   for (const char* key : {"space", "topology", "shard"})
     if (!doc.contains(key) || !doc[key].is_object()) throw InputError(file + ": " + key + ": expected an object");
-  // The backend: {"name": ...} (schema 3), or its name alone (a shard of schema 2).
-  const nlohmann::json* backend = !doc.contains("backend")         ? nullptr
-                                  : doc["backend"].is_string()     ? &doc["backend"]
-                                  : doc["backend"].is_object() && doc["backend"].contains("name") ? &doc["backend"]["name"]
-                                                                                                   : nullptr;
-  if (!backend || !backend->is_string() || (*backend != "omp" && *backend != "cuda"))
-    throw InputError(file + ": backend.name: expected \"omp\" or \"cuda\"");
-  if (*backend == "omp" && doc["shard"].is_object() && doc["shard"].contains("summary") &&
-      doc["shard"]["summary"].is_object() && doc["shard"]["summary"].contains("deferred"))
-    throw InputError(file + ": shard.summary.deferred: the OpenMP backend evaluates every config in one stage");
+  check_backend(file, doc);
   if (doc.contains("timing") && (!doc["timing"].is_object() || !doc["timing"].value("seconds", nlohmann::json(0.0)).is_number() ||
                                  !(doc["timing"].value("seconds", 0.0) >= 0.0) || !std::isfinite(doc["timing"].value("seconds", 0.0))))
     throw InputError(file + ": timing.seconds: expected a finite number of seconds >= 0");
