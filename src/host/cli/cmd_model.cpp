@@ -184,11 +184,8 @@ void put_bytes(nlohmann::ordered_json& j, std::int64_t params, std::int64_t wb, 
 
 // `model show` of a mixture-of-experts model: its shape, experts and parameters (total and
 // active), weights and KV cache; false for a dense model (shown below).
-bool show_moe(const ModelArgs& a) {
-  const LlmModelFile m = load_llm_model(a.model, "model");
+bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::int64_t kvb, std::int64_t ctx) {
   if (m.moe.experts == 0) return false;
-  const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
-  const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
   const LlmShape& s = m.shape;
   const LlmModelParams p = llm_model_params(m);
   const LlmParams d = llm_params(s);
@@ -254,10 +251,10 @@ void cmd_model(const ModelArgs& a) {
     }
     return;
   }
-  if (show_moe(a)) return;
   const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
   const LlmModelFile m = load_llm_model(a.model, "model");
+  if (show_moe(a, m, wb, kvb, ctx)) return;
   const LlmShape& s = m.shape;
   const LlmParams p = llm_params(s);
   const std::int64_t kv_token = llm_kv_bytes_per_token(s, kvb);
