@@ -92,10 +92,67 @@ TEST(Models, ShippedMixturesOfExpertsHaveThePublishedSizes) {
   EXPECT_EQ(q["kv_bytes_per_token"], 2 * 48 * 4 * 128 * 2);
   const Result list = run("model list");
   EXPECT_NE(list.out.find("8 experts, 2 a token (12.9 B active)"), std::string::npos) << list.out;
-  // The engines run dense layers only: one line naming the model, exit 2.
-  expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1"), "--model mixtral-8x7b: a mixture-of-experts model");
-  expect_input_error(run("sweep llm --model qwen3-30b-a3b --batch 1 --tp 1 --pp 1"), "--model qwen3-30b-a3b: a mixture-of-experts model");
+  // model place places dense models only: one line naming the model, exit 2.
   expect_input_error(run("model place mixtral-8x7b"), "model mixtral-8x7b: a mixture-of-experts model");
+}
+
+// A MoE model on both engines (docs/model.md section 13.11): expert-parallel over SIPs with
+// data-parallel attention and skewed routing, every figure identical; what the routing and the
+// placement give, and what the MoE columns say; a dense model's output has none of them.
+TEST(Models, AMixtureOfExpertsStepRunsOnBothEngines) {
+  const std::string ring = "--topology '" + kTopo + "/ring8.yaml' ";
+  const Result r = run("eval llm --model mixtral-8x7b " + ring +
+                       "--batch 16 --context 2048 --ep 8 --ep-level sip --routing zipf:1.2 --routing-seed 3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["parity"], true) << r.out;
+  EXPECT_EQ(j["attention"], "dp");
+  EXPECT_EQ(j["tp"], 8);
+  EXPECT_EQ(j["routing"], "zipf:1.2");
+  EXPECT_EQ(j["routing_seed"], 3);
+  // 16 tokens x top-2: 32 pairs over 8 ranks of one expert each; the busiest's share of them.
+  const std::int64_t rank = j["rank_tokens"];
+  EXPECT_NEAR(j["load_imbalance"].get<double>(), static_cast<double>(rank) * 8 / 32, 1e-12);
+  EXPECT_GT(j["load_imbalance"].get<double>(), 1.0);
+  EXPECT_LE(j["experts_touched"].get<std::int64_t>(), 8);
+  EXPECT_GT(j["dispatch_ps"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["combine_ps"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["expert_ps"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["dispatch_link_bytes_sip"].get<std::int64_t>(), 0);
+  EXPECT_EQ(j["dispatch_link_bytes_cube"], 0);
+  // fp8 dispatch moves half the bytes; the combine stays fp16.
+  const Result h = run("eval llm --model mixtral-8x7b " + ring +
+                       "--batch 16 --context 2048 --ep 8 --ep-level sip --routing zipf:1.2 --routing-seed 3 --dispatch-bytes 1 "
+                       "--engine batched --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  const json k = json::parse(h.out);
+  EXPECT_EQ(k["dispatch_link_bytes_sip"].get<std::int64_t>() * 2, j["dispatch_link_bytes_sip"].get<std::int64_t>());
+  EXPECT_EQ(k["combine_link_bytes_sip"], j["combine_link_bytes_sip"]);
+  // Balanced routing of the same step is even, and no slower.
+  const Result b = run("eval llm --model mixtral-8x7b " + ring + "--batch 16 --context 2048 --ep 8 --ep-level sip --engine batched --json");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(json::parse(b.out)["load_imbalance"], 1.0);
+  EXPECT_LE(json::parse(b.out)["step_ps"].get<std::int64_t>(), j["step_ps"].get<std::int64_t>());
+  // A dense model's output has no MoE column.
+  const Result d = run("eval llm --model llama-3.1-8b --batch 1 --tp 1 --pp 1 --engine batched --json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  for (const char* col : {"experts", "attention", "expert_ps", "load_imbalance", "routing"})
+    EXPECT_FALSE(json::parse(d.out).contains(col)) << col;
+}
+
+// Bad MoE input: one line, exit 2.
+TEST(Models, BadMixtureOfExpertsInputIsOneLine) {
+  const std::string m = "eval llm --model mixtral-8x7b --topology '" + kTopo + "/ring8.yaml' --batch 16 --context 2048 ";
+  expect_input_error(run(m + "--routing skewed"), "--routing: 'skewed': not balanced, uniform or zipf:ALPHA");
+  expect_input_error(run(m + "--routing zipf:17"), "--routing: 'zipf:17': zipf's ALPHA is a number from 0 to 16");
+  expect_input_error(run(m + "--ep 3 --ep-level sip --redundant-experts 2"), "do not split evenly over 3 ranks");
+  expect_input_error(run(m + "--ep 3 --ep-level sip"), "16 sequences do not split evenly over 3 ranks");
+  expect_input_error(run(m + "--ep 2 --ep-level sip --redundant-experts 9"), "--redundant-experts 9: at most one copy of an expert a rank");
+  expect_input_error(run(m + "--ep 8 --ep-level sip --routing-seed -1"), "--routing-seed -1:");
+  expect_input_error(run("eval llm --model llama-3.1-8b --batch 1 --routing uniform"),
+                     "--routing uniform: the model is dense (no --experts): nothing to route");
+  expect_input_error(run("sweep llm --model mixtral-8x7b --batch 1,2 --tp 1 --pp 1"), "--batch: a mixture-of-experts run routes one step's tokens");
+  expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1 --data"), "--data runs dense models only");
 }
 
 // Qwen3-MoE's dense layers (mlp_only_layers, decoder_sparse_step) are read as dense layers of

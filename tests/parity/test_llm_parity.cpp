@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -139,6 +140,65 @@ TEST_P(LlmParity, TwoThousandRandomConfigs) {
     if (i != 2 + static_cast<std::size_t>(CollAlgo::pairwise))  // an all-to-all's algorithm, not a TP allreduce's
       EXPECT_GT(counts[i], n / 60) << "combination " << i << " barely covered";
   expect_parity(configs);
+}
+
+// Random mixture-of-experts configs from the dense ones: experts, top_k, an expert's and a
+// shared expert's sizes, q/k norms, attention tensor- or data-parallel over the expert-
+// parallel ranks, redundant copies, fp8 or fp16 dispatch, and a routing (balanced, uniform
+// or Zipf, seeded) fixed by the family's own prepare step, as eval and sweep fix it.
+std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::vector<int>* counts) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<int> dense_counts;
+  std::vector<LlmConfig> out;
+  counts->assign(8, 0);
+  const char* routings[] = {"balanced", "uniform", "zipf:1.2", "zipf:0.6"};
+  for (std::uint64_t round = 0; static_cast<int>(out.size()) < count; ++round) {
+    for (LlmConfig c : random_configs(count, seed + round, &dense_counts)) {
+      if (static_cast<int>(out.size()) == count) break;
+      c.experts = pick(2, 16);
+      c.top_k = pick(1, std::min<std::int64_t>(c.experts, 4));
+      c.moe_intermediate = pick(8, 160);
+      c.shared_intermediate = pick(0, 1) ? 0 : pick(8, 96);
+      c.qk_norm = pick(0, 1);
+      c.attention_dp = c.tp > 1 ? pick(0, 1) : 0;
+      c.dispatch_bytes = pick(1, 2);
+      c.redundant_experts = 0;
+      if (c.tp > 1 && pick(0, 1)) {  // redundant copies that split evenly over the ranks
+        const std::int64_t r = c.tp - c.experts % c.tp + c.tp * pick(0, 1);
+        if (r <= c.experts * (c.tp - 1)) c.redundant_experts = r;
+      }
+      const std::map<std::string, std::string> presets = {{"--routing", routings[pick(0, 3)]},
+                                                          {"--routing-seed", std::to_string(pick(0, 1000))}};
+      family("llm").prepare(presets, {}, &c);
+      if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 4000) continue;
+      ++(*counts)[c.attention_dp ? 0 : 1];
+      if (c.tp > 1) ++(*counts)[2];
+      if (c.redundant_experts > 0) ++(*counts)[3];
+      if (c.shared_intermediate > 0) ++(*counts)[4];
+      if (c.qk_norm) ++(*counts)[5];
+      if (c.routing == static_cast<std::int64_t>(LlmRouting::zipf)) ++(*counts)[6];
+      if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) ++(*counts)[7];
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Mixture-of-experts steps on both engines: every figure equal, the MoE ones included.
+TEST_P(LlmParity, TwoThousandRandomMoeConfigs) {
+#if defined(__SANITIZE_ADDRESS__)
+  const int n = 300;
+#else
+  const int n = 2000;
+#endif
+  std::vector<int> counts;
+  const std::vector<LlmConfig> configs = random_moe_configs(n, 20261207, &counts);
+  for (std::size_t i = 0; i < counts.size(); ++i) EXPECT_GT(counts[i], n / 40) << "combination " << i << " barely covered";
+  const std::vector<LlmResult> exec = expect_parity(configs);
+  std::int64_t a2a = 0;
+  for (std::size_t i = 0; i < exec.size(); ++i) a2a += exec[i].dispatch_ps > 0 && exec[i].combine_ps > 0;
+  EXPECT_GT(a2a, n / 40) << "dispatch and combine barely timed";
 }
 
 // Tensor-parallel allreduces with channels (--tp-channels): random steps at the cube and sip

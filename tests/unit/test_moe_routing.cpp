@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "host/common/error.h"
+#include "device/models/llm/llm_moe.h"
 #include "host/llm/moe_routing.h"
 
 namespace kb {
@@ -207,6 +208,37 @@ TEST(MoePlacement, RedundantCopiesLowerTheImbalanceOfSkewedRouting) {
   EXPECT_EQ(sum(b.rank_tokens), 256 * 8);
   EXPECT_GT(a.load_imbalance, 1.5);
   EXPECT_LT(b.load_imbalance, a.load_imbalance);
+}
+
+// docs/model.md section 13.11's worked example, by hand: 4 experts given 3, 2, 1 and 0 of 3
+// tokens' 6 (token, expert) pairs, over 2 ranks. Round-robin: rank 0 holds experts 0 and 2
+// (4 pairs), rank 1 experts 1 and 3 (2 pairs): the busiest handles 4 over 2 experts, 4 x 2 /
+// 6 = 1.33 of the mean. Two redundant copies go to expert 0 (3 a copy), then expert 1 (2 a
+// copy against expert 0's 1.5); the six copies (shares 2, 1; 1, 1; 1; 0) placed most tokens
+// first leave 3 pairs on each rank: rank 0 (the first of the tie) with experts 0, 1 and 3,
+// two of them with tokens.
+TEST(MoePlacement, TheWorkedExampleByHand) {
+  const std::int32_t tokens[] = {3, 2, 1, 0};
+  const MoeLoad rr = moe_load(tokens, 4, 2, 0);
+  EXPECT_EQ(rr.status, kMoePlaceOk);
+  EXPECT_EQ(rr.rank_tokens, 4);
+  EXPECT_EQ(rr.rank_copies, 2);
+  EXPECT_EQ(rr.slots, 2);
+  EXPECT_EQ(rr.pairs, 6);
+  EXPECT_EQ(rr.touched, 3);
+  const MoeLoad lb = moe_load(tokens, 4, 2, 2);
+  EXPECT_EQ(lb.rank_tokens, 3);
+  EXPECT_EQ(lb.rank_copies, 2);
+  EXPECT_EQ(lb.slots, 3);
+  const ExpertPlacement p = place_experts({3, 2, 1, 0}, 2, 2);
+  EXPECT_EQ(p.replicas, (std::vector<std::int64_t>{2, 2, 1, 1}));
+  EXPECT_EQ(p.rank[0], (std::vector<std::int32_t>{0, 1, 3}));
+  EXPECT_EQ(p.rank[1], (std::vector<std::int32_t>{0, 1, 2}));
+  EXPECT_EQ(p.rank_tokens, (std::vector<std::int64_t>{3, 3}));
+  // What the placement refuses, the load says so (and holds no figures).
+  EXPECT_EQ(moe_load(tokens, 4, 5, 0).status, kMoePlaceBadRanks);
+  EXPECT_EQ(moe_load(tokens, 4, 2, 1).status, kMoePlaceUneven);
+  EXPECT_EQ(moe_load(tokens, 4, 2, 5).status, kMoePlaceTooMany);
 }
 
 }  // namespace

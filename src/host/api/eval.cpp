@@ -230,6 +230,11 @@ EvalResult run_eval(EvalRequest r) {
   cfg = base_config(f, out.topology);
   std::vector<std::vector<std::int64_t>> best_values;
   set_eval_axes(f, r, cfg, &out.best_axes, &best_values);
+  if (f.prepare) {
+    std::vector<std::string> swept;
+    for (const AxisDesc* a : out.best_axes) swept.push_back(a->name);
+    f.prepare(r.presets, swept, cfg.data());
+  }
   const BestPick pick = pick_best(f, r.backend, out.best_axes, best_values, cfg);
   out.candidates = pick.candidates, out.valid = pick.valid;
   batched::complete_config(f.id, cfg.data());

@@ -58,11 +58,18 @@ void Table::add(std::vector<nlohmann::json> row) {
   rows_.push_back(std::move(row));
 }
 
+bool Table::shown(std::size_t c) const {
+  if (!columns_[c].optional) return true;
+  return std::any_of(rows_.begin(), rows_.end(), [c](const std::vector<nlohmann::json>& row) { return !row[c].is_null(); });
+}
+
 std::string Table::record(std::size_t r, const std::string& indent) const {
   std::size_t width = 0;
-  for (const Column& c : columns_) width = std::max(width, c.name.size());
+  for (std::size_t c = 0; c < columns_.size(); ++c)
+    if (shown(c)) width = std::max(width, columns_[c].name.size());
   std::string out;
   for (std::size_t c = 0; c < columns_.size(); ++c) {
+    if (!shown(c)) continue;
     const nlohmann::json& v = rows_[r][c];
     std::string text = cell_text(v);
     if (v.is_number_float()) {
@@ -80,7 +87,8 @@ std::string Table::record(std::size_t r, const std::string& indent) const {
 
 nlohmann::json Table::row_json(std::size_t r) const {
   nlohmann::json o = nlohmann::json::object();
-  for (std::size_t c = 0; c < columns_.size(); ++c) o[columns_[c].name] = rows_[r][c];
+  for (std::size_t c = 0; c < columns_.size(); ++c)
+    if (shown(c)) o[columns_[c].name] = rows_[r][c];
   return o;
 }
 
@@ -91,11 +99,14 @@ nlohmann::json Table::json() const {
 }
 
 std::string Table::csv() const {
+  std::vector<std::size_t> cols;
+  for (std::size_t c = 0; c < columns_.size(); ++c)
+    if (shown(c)) cols.push_back(c);
   std::string s;
-  for (std::size_t c = 0; c < columns_.size(); ++c) s += (c ? "," : "") + csv_field(columns_[c].name);
+  for (std::size_t i = 0; i < cols.size(); ++i) s += (i ? "," : "") + csv_field(columns_[cols[i]].name);
   s += "\n";
   for (const auto& row : rows_) {
-    for (std::size_t c = 0; c < row.size(); ++c) s += (c ? "," : "") + csv_field(row[c]);
+    for (std::size_t i = 0; i < cols.size(); ++i) s += (i ? "," : "") + csv_field(row[cols[i]]);
     s += "\n";
   }
   return s;
@@ -120,8 +131,11 @@ std::string Table::text(const std::string& indent) const {
   }
   auto line = [&](const std::vector<std::string>& v) {
     std::string s = indent;
+    bool first = true;
     for (std::size_t c = 0; c < v.size(); ++c) {
-      s += (c ? " " : "") + std::string(width[c] - v[c].size(), ' ') + v[c];
+      if (!shown(c)) continue;
+      s += (first ? "" : " ") + std::string(width[c] - v[c].size(), ' ') + v[c];
+      first = false;
     }
     return s + "\n";
   };

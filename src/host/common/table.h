@@ -16,6 +16,9 @@ struct Column {
   std::string name;  // JSON key and CSV header, e.g. "latency_ps"
   std::string unit;  // "ps", "bytes", "TFLOP/s", ... or "" (counts, names)
   ColType type = ColType::any;
+  // Left out of every output of a table whose rows all hold null in it (a mixture-of-experts
+  // figure in a table of dense models), so that such tables read as they did before it.
+  bool optional = false;
 };
 
 class Table {
@@ -38,6 +41,8 @@ class Table {
  private:
   std::vector<Column> columns_;
   std::vector<std::vector<nlohmann::json>> rows_;
+  // Whether column c is written: not an optional column that every row holds null in.
+  bool shown(std::size_t c) const;
 };
 
 // A value as a CSV field or terminal cell: strings bare (quoted in CSV when needed),

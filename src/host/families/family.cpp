@@ -161,7 +161,8 @@ std::vector<std::string> config_column_names(const Family& f) {
 }
 
 Column axis_column(const std::string& name, const AxisDesc* axis, const HwField* field) {
-  if (axis) return {name, "", axis->names.empty() && axis->auto_value < 0 ? ColType::integer : ColType::any};
+  if (axis)
+    return {name, "", axis->names.empty() && axis->auto_value < 0 ? ColType::integer : ColType::any, axis->optional_with != nullptr};
   if (field && field->is_enum()) return {name, "", ColType::text};
   return {name, field ? field->unit : "", ColType::integer};
 }
@@ -175,7 +176,7 @@ std::vector<Column> config_columns(const Family& f) {
 
 std::vector<Column> result_columns(const Family& f) {
   std::vector<Column> c;
-  for (const ColumnDesc& d : f.columns) c.push_back({d.name, d.unit, d.type});
+  for (const ColumnDesc& d : f.columns) c.push_back({d.name, d.unit, d.type, d.optional});
   return c;
 }
 
@@ -224,7 +225,11 @@ void add_energy_columns(Family& f) {
 
 std::vector<nlohmann::json> config_values(const Family& f, const void* config) {
   std::vector<nlohmann::json> v;
-  for (const AxisDesc& a : f.axes) v.push_back(axis_value_json(a, get_int(config, a.offset)));
+  for (const AxisDesc& a : f.axes) {
+    const AxisDesc* with = a.optional_with ? f.axis(a.optional_with) : nullptr;
+    KB_INTERNAL_CHECK(!a.optional_with || with, "family " + f.name + ": axis " + a.name + " only with an unknown axis");
+    v.push_back(with && get_int(config, with->offset) == 0 ? nlohmann::json() : axis_value_json(a, get_int(config, a.offset)));
+  }
   for (const HwAxisDesc& h : f.hw_axes) {
     const HwField* field = find_hw_field(h.path);
     KB_INTERNAL_CHECK(field, "family " + f.name + ": no topology field " + h.path);
@@ -235,7 +240,10 @@ std::vector<nlohmann::json> config_values(const Family& f, const void* config) {
 
 nlohmann::json result_json(const Family& f, const void* config, const void* result) {
   nlohmann::json j = nlohmann::json::object();
-  for (const ColumnDesc& c : f.columns) j[c.name] = c.get(config, result);
+  for (const ColumnDesc& c : f.columns) {
+    nlohmann::json v = c.get(config, result);
+    if (!(c.optional && v.is_null())) j[c.name] = std::move(v);
+  }
   return j;
 }
 
@@ -243,8 +251,12 @@ nlohmann::json config_result_json(const Family& f, const void* config, const voi
   nlohmann::json j = nlohmann::json::object();
   const auto names = config_column_names(f);
   const auto values = config_values(f, config);
-  for (std::size_t i = 0; i < names.size(); ++i) j[names[i]] = values[i];
-  for (const ColumnDesc& c : f.columns) j[c.name] = c.get(config, result);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (!(f.axes.size() > i && f.axes[i].optional_with && values[i].is_null())) j[names[i]] = values[i];
+  for (const ColumnDesc& c : f.columns) {
+    nlohmann::json v = c.get(config, result);
+    if (!(c.optional && v.is_null())) j[c.name] = std::move(v);
+  }
   return j;
 }
 

@@ -43,6 +43,10 @@ struct AxisDesc {
   // tries each, and eval evaluates each on the batched model and keeps the one of least
   // latency_ps (a mapping axis: --tp-algo best).
   std::string best;
+  // When set, the name of another axis: this one is written (JSON, CSV, tables) only where
+  // that one is not 0, and left out of a table where it is 0 in every row (a MoE axis of a
+  // dense model's run: Column::optional).
+  const char* optional_with = nullptr;
 
   // Setters that name what they set, for writing a descriptor:
   //   axis("m", "--m", "rows of A and C", offsetof(C, m)).range(1, kGemmMaxDim).defines_problem()
@@ -61,6 +65,7 @@ struct AxisDesc {
     return range(0, static_cast<std::int64_t>(names.size()) - 1);
   }
   AxisDesc& defines_problem() { problem = true; return *this; }
+  AxisDesc& only_with(const char* axis) { optional_with = axis; return *this; }
 };
 
 // An axis from its name, flag, help and the offset of its int64 in the config; required,
@@ -90,6 +95,7 @@ struct ColumnDesc {
   std::function<nlohmann::json(const void* config, const void* result)> get;
   bool parity = false;    // an integer figure the reference engine and the batched model must agree on
   bool terminal = false;  // shown in sweep tables
+  bool optional = false;  // null where it does not apply, and left out of a table null in every row (Column::optional)
 };
 
 // A flag that stands for several axis values at once (`--model llama-3.1-70b`: the
@@ -151,6 +157,12 @@ struct Family {
   // family whose model counts its actions: set by add_energy, with the columns they give.
   std::function<Actions(const void* config, const void* result)> actions;
   std::function<Energy(const void* config, const void* result)> energy;
+  // Fields no axis holds that follow from the axes' values (a MoE model's routed tokens, from
+  // --routing and the step's tokens): set on the config every point starts from, once its
+  // single-valued axes are set, from the presets given (flag -> text) and the names of the
+  // axes swept (several values), which it may refuse (InputError). Unset: nothing follows.
+  std::function<void(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config)>
+      prepare;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }

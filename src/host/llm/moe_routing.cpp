@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 
+#include "device/models/llm/llm_moe.h"
 #include "host/common/error.h"
 #include "host/common/output.h"
 
@@ -206,63 +207,35 @@ double expected_touched_uniform(std::int64_t experts, std::int64_t top_k, std::i
 ExpertPlacement place_experts(const std::vector<std::int64_t>& t, std::int64_t ranks, std::int64_t redundant,
                               const std::string& what) {
   const std::int64_t E = static_cast<std::int64_t>(t.size());
-  if (redundant < 0 || redundant > E * 64) throw InputError(what + ": " + std::to_string(redundant) + " is outside 0.." + std::to_string(E * 64));
-  if (ranks < 1 || ranks > E + redundant)
-    throw InputError(what + ": " + std::to_string(ranks) + " expert-parallel ranks for " + std::to_string(E + redundant) +
-                     " expert copies: a rank holds one or more");
-  if (redundant > E * (ranks - 1))  // at most a copy of an expert a rank
-    throw InputError(what + ": " + std::to_string(redundant) + " redundant copies of " + std::to_string(E) +
-                     " experts over " + std::to_string(ranks) + " ranks: at most " + std::to_string(E * (ranks - 1)) +
-                     " (a copy of an expert a rank)");
-  if (redundant > 0 && (E + redundant) % ranks != 0)
-    throw InputError(what + ": " + std::to_string(E) + " experts and " + std::to_string(redundant) +
-                     " redundant copies do not split evenly over " + std::to_string(ranks) + " ranks");
-  ExpertPlacement p;
-  p.replicas.assign(static_cast<std::size_t>(E), 1);
-  p.rank.assign(static_cast<std::size_t>(ranks), {});
-  p.rank_tokens.assign(static_cast<std::size_t>(ranks), 0);
-  if (redundant == 0) {
-    for (std::int64_t e = 0; e < E; ++e) {
-      p.rank[static_cast<std::size_t>(e % ranks)].push_back(static_cast<std::int32_t>(e));
-      p.rank_tokens[static_cast<std::size_t>(e % ranks)] += t[static_cast<std::size_t>(e)];
-    }
-  } else {
-    // Each extra copy to the expert of most tokens a copy (a * rb > b * ra), at most a copy a rank.
-    for (std::int64_t n = 0; n < redundant; ++n) {
-      std::int64_t best = -1;
-      for (std::int64_t e = 0; e < E; ++e) {
-        const std::size_t i = static_cast<std::size_t>(e);
-        if (p.replicas[i] >= ranks) continue;
-        if (best < 0 || static_cast<double>(t[i]) * static_cast<double>(p.replicas[static_cast<std::size_t>(best)]) >
-                            static_cast<double>(t[static_cast<std::size_t>(best)]) * static_cast<double>(p.replicas[i]))
-          best = e;
-      }
-      if (best < 0) break;
-      ++p.replicas[static_cast<std::size_t>(best)];
-    }
-    struct Copy {
-      std::int64_t share, expert;
-    };
-    std::vector<Copy> copies;
-    for (std::int64_t e = 0; e < E; ++e) {
-      const std::int64_t r = p.replicas[static_cast<std::size_t>(e)], tok = t[static_cast<std::size_t>(e)];
-      for (std::int64_t j = 0; j < r; ++j) copies.push_back({tok / r + (j < tok % r ? 1 : 0), e});
-    }
-    std::stable_sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.share > b.share; });
-    const std::size_t slots = static_cast<std::size_t>((E + redundant) / ranks);
-    for (const Copy& c : copies) {
-      std::int64_t to = -1;
-      for (int pass = 0; pass < 2 && to < 0; ++pass)  // a rank without this expert first
-        for (std::int64_t k = 0; k < ranks; ++k) {
-          const std::vector<std::int32_t>& held = p.rank[static_cast<std::size_t>(k)];
-          if (held.size() >= slots) continue;
-          if (pass == 0 && std::find(held.begin(), held.end(), c.expert) != held.end()) continue;
-          if (to < 0 || p.rank_tokens[static_cast<std::size_t>(k)] < p.rank_tokens[static_cast<std::size_t>(to)]) to = k;
-        }
-      p.rank[static_cast<std::size_t>(to)].push_back(static_cast<std::int32_t>(c.expert));
-      p.rank_tokens[static_cast<std::size_t>(to)] += c.share;
-    }
+  switch (moe_place_check(E, ranks, redundant)) {
+    case kMoePlaceOk: break;
+    case kMoePlaceBadRedundant:
+      throw InputError(what + ": " + std::to_string(redundant) + " is outside 0.." + std::to_string(kMoeMaxRedundant));
+    case kMoePlaceBadRanks:
+      throw InputError(what + ": " + std::to_string(ranks) + " expert-parallel ranks for " + std::to_string(E + redundant) +
+                       " expert copies: a rank holds one or more (at most " + std::to_string(kMoeMaxRanks) + " ranks)");
+    case kMoePlaceTooMany:
+      throw InputError(what + ": " + std::to_string(redundant) + " redundant copies of " + std::to_string(E) +
+                       " experts over " + std::to_string(ranks) + " ranks: at most " + std::to_string(E * (ranks - 1)) +
+                       " (a copy of an expert a rank)");
+    default:
+      throw InputError(what + ": " + std::to_string(E) + " experts and " + std::to_string(redundant) +
+                       " redundant copies do not split evenly over " + std::to_string(ranks) + " ranks");
   }
+  const std::size_t copies = static_cast<std::size_t>(E + redundant);
+  std::vector<std::int64_t> share(copies), rank_tokens(static_cast<std::size_t>(ranks));
+  std::vector<std::int32_t> expert(copies), rank(copies), replicas(static_cast<std::size_t>(E)), held(static_cast<std::size_t>(ranks));
+  const std::int64_t n =
+      moe_place(t.data(), E, ranks, redundant, MoePlaceBuf{share.data(), expert.data(), rank.data(), replicas.data(), rank_tokens.data(), held.data()});
+  ExpertPlacement p;
+  p.replicas.assign(replicas.begin(), replicas.end());
+  p.rank.assign(static_cast<std::size_t>(ranks), {});
+  p.rank_tokens = rank_tokens;
+  // Each rank's copies in the order they were placed: most tokens first.
+  std::vector<std::size_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return share[a] > share[b]; });
+  for (const std::size_t i : order) p.rank[static_cast<std::size_t>(rank[i])].push_back(expert[i]);
   const std::int64_t total = std::accumulate(p.rank_tokens.begin(), p.rank_tokens.end(), INT64_C(0));
   p.max_rank_tokens = *std::max_element(p.rank_tokens.begin(), p.rank_tokens.end());
   p.load_imbalance = total > 0 ? static_cast<double>(p.max_rank_tokens) * static_cast<double>(ranks) / static_cast<double>(total) : 1.0;

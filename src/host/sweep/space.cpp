@@ -406,8 +406,27 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
     if (!cand[i].cases.empty()) b.cases = cand[i].cases;  // one case: fixed
   }
 
+  if (f.prepare) {
+    std::vector<std::string> swept;
+    for (std::size_t i = 0; i < b.axes.size(); ++i)
+      if (b.space.axes[i].length() > 1)
+        for (const SpaceAxis& m : b.axes[i].members) swept.push_back(m.name);
+    f.prepare(req.presets, swept, b.space.base.data());
+  }
+
   // Every config column: the family's axes and hardware axes, then other fields swept.
-  for (const AxisDesc& a : f.axes) b.columns.push_back(SpaceAxis{a.name, &a, nullptr, a.offset});
+  // An axis only with another (a MoE axis) is left out where that one is 0 at every point.
+  auto swept_offset = [&](std::size_t offset) {
+    for (const auto& ax : b.space.axes)
+      for (const std::int64_t o : ax.offsets)
+        if (static_cast<std::size_t>(o) == offset) return true;
+    return false;
+  };
+  for (const AxisDesc& a : f.axes) {
+    const AxisDesc* with = a.optional_with ? f.axis(a.optional_with) : nullptr;
+    if (with && !swept_offset(with->offset) && get_int(b.space.base.data(), with->offset) == 0) continue;
+    b.columns.push_back(SpaceAxis{a.name, &a, nullptr, a.offset});
+  }
   for (const HwAxisDesc& s : f.hw_axes) {
     SpaceAxis m;
     resolve(f, s.path, &m);

@@ -9,6 +9,7 @@
 #include "../../common/kb_hd.h"
 #include "../../common/units.h"
 #include "llm_mapping.h"
+#include "llm_moe.h"
 #include "../vector.h"
 
 namespace kb {
@@ -34,21 +35,37 @@ struct LlmKernel {
   std::int64_t bytes;          // allreduce: per rank; kv_append: written
   std::int64_t macs;           // multiply-accumulates
   std::int64_t hbm_read, hbm_write;  // bytes the kernel must move (its operands once)
+  // A MoE layer's: the kernel runs `repeat` times in turn (a rank's routed experts, each
+  // alike), and its role, when it has one (kLlmRole*), sets its kind of time in the step.
+  std::int64_t repeat = 1;
+  std::int32_t role = 0;
 };
 
-constexpr int kLlmLayerKernels = 14, kLlmHeadKernels = 2;
+// Roles of MoE kernels: routed experts' GEMMs, and the dispatch and combine of their tokens.
+constexpr std::int32_t kLlmRoleNone = 0, kLlmRoleExpert = 1, kLlmRoleDispatch = 2, kLlmRoleCombine = 3;
+
+constexpr int kLlmLayerKernels = 24, kLlmHeadKernels = 2;
 
 namespace llm_detail {
 
 KB_HD inline LlmKernel gemm(const char* name, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t wb) {
-  LlmKernel g{LlmKernelKind::gemm, name, m, k, n, 0, 0, 0, 0, m * k * n, k * n * wb + m * k * 2, m * n * 2};
+  LlmKernel g{LlmKernelKind::gemm, name, m, k, n, 0, 0, 0, 0, m * k * n, k * n * wb + m * k * 2, m * n * 2, 1, kLlmRoleNone};
   return g;
+}
+// A collective of the tensor-parallel group: `bytes` per rank.
+KB_HD inline LlmKernel collective(const char* name, std::int64_t rows, std::int64_t cols, std::int64_t bytes, std::int32_t role) {
+  LlmKernel a{LlmKernelKind::allreduce, name, 0, 0, 0, rows, cols, 0, bytes, 0, 0, 0, 1, role};
+  return a;
+}
+KB_HD inline LlmKernel times(LlmKernel k, std::int64_t repeat, std::int32_t role) {
+  k.repeat = repeat, k.role = role;
+  return k;
 }
 // A vector kernel over rows x cols activations (fp16), reading `inputs` such tensors and
 // `extra` bytes (a norm's weights), writing one.
 KB_HD inline LlmKernel vec(LlmKernelKind kind, const char* name, std::int64_t rows, std::int64_t cols, std::int64_t cycles,
                            std::int64_t inputs, std::int64_t extra) {
-  LlmKernel v{kind, name, 0, 0, 0, rows, cols, cycles, 0, 0, inputs * rows * cols * 2 + extra, rows * cols * 2};
+  LlmKernel v{kind, name, 0, 0, 0, rows, cols, cycles, 0, 0, inputs * rows * cols * 2 + extra, rows * cols * 2, 1, kLlmRoleNone};
   return v;
 }
 
@@ -91,24 +108,29 @@ KB_HD inline std::int64_t llm_vec_cycles(LlmKernelKind kind, std::int64_t rows, 
   return cycles;
 }
 
-// One layer of the step on one rank of stage 0's tp group, in program order; returns the
-// count (the allreduces are left out at tp = 1).
-KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmLayerKernels]) {
+// The attention half of one layer on one rank, in program order (llm_layer_program).
+KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out) {
   using llm_detail::gemm;
   using llm_detail::vec;
-  const std::int64_t t = r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
+  // Attention tensor-parallel over the group, or data-parallel (each rank its own sequences,
+  // every attention weight: r.batch is then the rank's).
+  const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
   const std::int64_t q = llm_q_width(m) / t, kvh = llm_rank_kv_heads(m, t), kv = kvh * m.head_dim;
-  const std::int64_t inter = ceil_div(m.intermediate, t);
   int n = 0;
   out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("qkv", M, H, q + 2 * kv, wb);
+  if (m.qk_norm) {  // an RMSNorm over each head's q, and each head's k (Qwen3)
+    const std::int64_t qr = M * (q / m.head_dim), kr = M * kvh, d = m.head_dim;
+    out[n++] = vec(LlmKernelKind::norm, "q_norm", qr, d, llm_vec_cycles(LlmKernelKind::norm, qr, d, L), 1, d * wb);
+    out[n++] = vec(LlmKernelKind::norm, "k_norm", kr, d, llm_vec_cycles(LlmKernelKind::norm, kr, d, L), 1, d * wb);
+  }
   out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1,
                  M * m.head_dim * 2);  // and the table's cos/sin rows
   {
     // K and V into the cache; into an 8-bit cache through a conversion pass.
     const std::int64_t convert = r.kv_bytes == 1 ? vector_cycles(VecOp::copy, M, 2 * kv, L) : 0;
     LlmKernel a{LlmKernelKind::kv_append, "kv_append", 0, 0, 0, M, 2 * kv, convert, M * 2 * kv * r.kv_bytes, 0, 0,
-                M * 2 * kv * r.kv_bytes};
+                M * 2 * kv * r.kv_bytes, 1, kLlmRoleNone};
     out[n++] = a;
   }
   {
@@ -120,17 +142,70 @@ KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const L
     // at kv_bytes); a prefill reads the prompt's own K and V (fp16), as the QKV GEMM wrote them.
     const std::int64_t kv_read = decode ? r.batch * r.context * 2 * kv * r.kv_bytes : M * 2 * kv * 2;
     LlmKernel a{LlmKernelKind::attention, "attention", 0, 0, 0, llm_q_width(m) / t / m.head_dim, kvh, 0, 0,
-                r.batch * 2 * q * pairs, kv_read + M * q * 2, M * q * 2};
+                r.batch * 2 * q * pairs, kv_read + M * q * 2, M * q * 2, 1, kLlmRoleNone};
     out[n++] = a;
   }
   out[n++] = gemm("o_proj", M, q, H, wb);
-  if (t > 1) out[n++] = LlmKernel{LlmKernelKind::allreduce, "attn_allreduce", 0, 0, 0, M, H, 0, M * H * 2, 0, 0, 0};
+  if (t > 1) out[n++] = llm_detail::collective("attn_allreduce", M, H, M * H * 2, kLlmRoleNone);
   out[n++] = vec(LlmKernelKind::residual, "attn_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
+  return n;
+}
+
+// The MoE half of one layer on one rank (docs/model.md section 13.11): the router, the
+// routed experts of the busiest rank, each a GEMM pair of its share of the tokens in turn,
+// the shared expert, and, over two or more ranks, the tokens' dispatch to their experts and
+// the outputs' combine (all-to-alls under data-parallel attention; under tensor-parallel
+// attention every rank holds every token, and the combine is an allreduce).
+KB_HD inline int llm_moe_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out) {
+  using llm_detail::gemm;
+  using llm_detail::times;
+  using llm_detail::vec;
+  const std::int64_t t = r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes, I = m.moe_intermediate;
+  const MoeLoad load = moe_load(r.expert_tokens, m.experts, t, r.redundant);
+  const std::int64_t g = load.rank_copies, T = load.rank_tokens, each = g > 0 ? ceil_div(T, g) : 0;
+  const std::int64_t shared = r.attention_dp ? m.shared_intermediate : ceil_div(m.shared_intermediate, t);
+  int n = 0;
+  out[n++] = vec(LlmKernelKind::norm, "mlp_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
+  out[n++] = gemm("router", M, H, m.experts, wb);
+  const bool a2a = t > 1 && r.attention_dp;
+  // The busiest rank receives T (token, expert) pairs of H values.
+  if (a2a) out[n++] = llm_detail::collective("moe_dispatch", T, H, T * H * r.dispatch_bytes, kLlmRoleDispatch);
+  if (g > 0) {
+    out[n++] = times(gemm("expert_gate_up", each, H, 2 * I, wb), g, kLlmRoleExpert);
+    out[n++] = times(vec(LlmKernelKind::silu_mul, "expert_silu_mul", each, I, llm_vec_cycles(LlmKernelKind::silu_mul, each, I, L), 2, 0),
+                     g, kLlmRoleExpert);
+    out[n++] = times(gemm("expert_down", each, I, H, wb), g, kLlmRoleExpert);
+  }
+  if (shared > 0) {
+    out[n++] = gemm("shared_gate_up", M, H, 2 * shared, wb);
+    out[n++] = vec(LlmKernelKind::silu_mul, "shared_silu_mul", M, shared, llm_vec_cycles(LlmKernelKind::silu_mul, M, shared, L), 2, 0);
+    out[n++] = gemm("shared_down", M, shared, H, wb);
+  }
+  // Each token's routed outputs scaled by its routing weights and added (with the shared
+  // expert's): on the busiest rank before an allreduce, on each rank after an all-to-all.
+  const std::int64_t sum_rows = (a2a ? M * m.top_k : T) + (shared > 0 ? M : 0);
+  if (!a2a) out[n++] = vec(LlmKernelKind::residual, "moe_sum", sum_rows, H, vector_cycles(VecOp::add, sum_rows, H, L), 2, 0);
+  if (a2a) out[n++] = llm_detail::collective("moe_combine", T, H, T * H * 2, kLlmRoleCombine);
+  else if (t > 1) out[n++] = llm_detail::collective("moe_allreduce", M, H, M * H * 2, kLlmRoleCombine);
+  if (a2a) out[n++] = vec(LlmKernelKind::residual, "moe_sum", sum_rows, H, vector_cycles(VecOp::add, sum_rows, H, L), 2, 0);
+  out[n++] = vec(LlmKernelKind::residual, "mlp_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
+  return n;
+}
+
+// One layer of the step on one rank of stage 0's tp group, in program order; returns the
+// count (the allreduces are left out at tp = 1).
+KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmLayerKernels]) {
+  using llm_detail::gemm;
+  using llm_detail::vec;
+  int n = llm_attention_program(h, m, r, out);
+  if (m.experts > 0) return n + llm_moe_program(h, m, r, out + n);
+  const std::int64_t t = r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
+  const std::int64_t inter = ceil_div(m.intermediate, t);
   out[n++] = vec(LlmKernelKind::norm, "mlp_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("gate_up", M, H, 2 * inter, wb);
   out[n++] = vec(LlmKernelKind::silu_mul, "silu_mul", M, inter, llm_vec_cycles(LlmKernelKind::silu_mul, M, inter, L), 2, 0);
   out[n++] = gemm("down", M, inter, H, wb);
-  if (t > 1) out[n++] = LlmKernel{LlmKernelKind::allreduce, "mlp_allreduce", 0, 0, 0, M, H, 0, M * H * 2, 0, 0, 0};
+  if (t > 1) out[n++] = llm_detail::collective("mlp_allreduce", M, H, M * H * 2, kLlmRoleNone);
   out[n++] = vec(LlmKernelKind::residual, "mlp_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
   return n;
 }

@@ -10,6 +10,7 @@
 #include "../../common/kb_hd.h"
 #include "../../common/units.h"
 #include "../collective/collective.h"
+#include "llm_moe.h"
 #include "llm_shape.h"
 
 namespace kb {
@@ -29,6 +30,13 @@ struct LlmRun {
   std::int64_t tp, tp_level, pp;
   // Layers of each stage (--pp-layers), or null (or a first entry of 0): an even split.
   const std::int16_t* stage_layers = nullptr;
+  // A mixture-of-experts model (docs/model.md section 13.11): the experts expert-parallel over
+  // the tp group, its attention tensor-parallel (attention_dp 0) or data-parallel (1: each
+  // rank batch / tp sequences, every attention weight); `redundant` extra copies of the
+  // hottest experts; `dispatch_bytes` a value dispatched; the tokens routed to each expert
+  // in a micro-batch (the host's router fixes them).
+  std::int64_t attention_dp = 0, redundant = 0, dispatch_bytes = 2;
+  const std::int32_t* expert_tokens = nullptr;
 };
 
 constexpr std::int64_t kLlmMaxStages = 64;
@@ -44,7 +52,8 @@ constexpr std::int64_t kLlmMaxPrompt = INT64_C(1) << 20;
   X(kLlmHbmOverflow, "hbm_overflow")  /* a cube's weights, KV cache and activations exceed its HBM */ \
   X(kLlmTooLarge, "too_large")        /* the step's FLOPs, bytes or time beyond int64 */               \
   X(kLlmUnsupported, "unsupported")   /* reserved: every mapping placed is timed */                   \
-  X(kLlmBadKernel, "bad_kernel")      /* a kernel of the layer program its family refuses */
+  X(kLlmBadKernel, "bad_kernel")      /* a kernel of the layer program its family refuses */          \
+  X(kLlmBadExperts, "bad_experts")    /* experts that do not place on the ranks, or a batch data-parallel attention does not split */
 
 enum LlmPlaceStatus : std::int32_t {
 #define KB_LLM_ENUM(e, name) e,
@@ -123,21 +132,36 @@ struct LlmRankBytes {
   std::int64_t weights, kv, activations;
 };
 KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std::int64_t s) {
-  const std::int64_t t = r.tp, layers = llm_stage_layers(m, r, s);
-  const std::int64_t q = llm_q_width(m) / t, kv = llm_rank_kv_heads(m, t) * m.head_dim, inter = ceil_div(m.intermediate, t);
-  // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank.
-  const std::int64_t layer = m.hidden * (q + 2 * kv) + q * m.hidden + 3 * m.hidden * inter + 2 * m.hidden;
-  std::int64_t params = layers * layer;
+  const std::int64_t t = r.tp, layers = llm_stage_layers(m, r, s), ta = r.attention_dp ? 1 : t;
+  const std::int64_t q = llm_q_width(m) / ta, kv = llm_rank_kv_heads(m, ta) * m.head_dim, inter = ceil_div(m.intermediate, t);
+  // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank; a MoE
+  // layer's router on every rank, the copies of routed experts the rank holds, and its part
+  // of the shared expert.
+  const std::int64_t norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
+  const std::int64_t attention = m.hidden * (q + 2 * kv) + q * m.hidden;
+  std::int64_t mlp = 3 * m.hidden * inter, moe_rows = 0;
+  if (m.experts > 0) {
+    const MoeLoad load = moe_load(r.expert_tokens, m.experts, t, r.redundant);
+    const std::int64_t shared = r.attention_dp ? m.shared_intermediate : ceil_div(m.shared_intermediate, t);
+    mlp = llm_router_params(m) + load.slots * llm_expert_params(m) + 3 * m.hidden * shared;
+    moe_rows = load.rank_tokens;
+  }
+  std::int64_t params = layers * (attention + mlp + norms);
   const std::int64_t vocab = ceil_div(m.vocab, t) * m.hidden;  // vocab-parallel embedding and LM head
   if (s == 0) params += vocab;
   if (s == r.pp - 1) params += m.hidden + (m.tied && r.pp == 1 ? 0 : vocab);
   LlmRankBytes b;
   b.weights = params * r.weight_bytes;
-  b.kv = layers * 2 * kv * r.batch * llm_positions(r) * r.kv_bytes;
+  // Data-parallel attention: the rank's own sequences.
+  const std::int64_t seqs = r.attention_dp ? r.batch / t : r.batch;
+  b.kv = layers * 2 * kv * seqs * llm_positions(r) * r.kv_bytes;
   // A layer's tensors on the rank, all live at once (an upper bound): its input, Q, K and V,
-  // the attention's output, gate and up (fp16); the logits of the last stage.
-  const std::int64_t tokens = llm_tokens(r);
-  b.activations = tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
+  // the attention's output, gate and up (fp16); a MoE layer's routed tokens, each with its
+  // expert's gate and up; the logits of the last stage.
+  const std::int64_t tokens = r.attention_dp ? llm_tokens(r) / t : llm_tokens(r);
+  b.activations = m.experts > 0 ? (tokens * (m.hidden + 2 * q + 2 * kv + 2 * ceil_div(m.shared_intermediate, ta)) +
+                                   moe_rows * (m.hidden + 2 * m.moe_intermediate)) * 2
+                                : tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
   if (s == r.pp - 1) b.activations += r.batch * ceil_div(m.vocab, t) * 2;
   return b;
 }
@@ -189,7 +213,14 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   // Every token through every layer's projections; the LM head for each sequence's last token.
   const std::int64_t head = m.vocab * m.hidden;
   b.macs = llm_mul_add(tokens, p.matmul - head, llm_mul_add(r.batch, head, all_attention));
-  const std::int64_t weights = (p.matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
+  // A MoE step reads the experts its tokens touch, not top_k of them.
+  std::int64_t matmul = p.matmul;
+  if (m.experts > 0) {
+    std::int64_t touched = 0;
+    for (std::int64_t e = 0; e < m.experts; ++e) touched += r.expert_tokens[e] > 0;
+    matmul += m.layers * (touched - m.top_k) * llm_expert_params(m);
+  }
+  const std::int64_t weights = (matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
   b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);
   if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) && b.read_bytes >= 0)
     b.read_bytes = llm_mul_add(r.batch * (r.context - 1), llm_kv_bytes_per_token(m, r.kv_bytes), b.read_bytes);
@@ -215,13 +246,18 @@ KB_HD inline std::int32_t llm_place_check(const HwConfig& h, const LlmShape& m, 
   if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? (r.context < 1 || r.context > kLlmMaxContext)
                                                              : (r.prompt < 1 || r.prompt > kLlmMaxPrompt))
     return kLlmBadField;
-  if (r.tp < 1 || r.tp > coll_level_size(h, r.tp_level) || m.heads % r.tp != 0 ||
-      (r.tp <= m.kv_heads ? m.kv_heads % r.tp : r.tp % m.kv_heads) != 0 ||
+  // Data-parallel attention splits sequences, not heads.
+  const std::int64_t ta = r.attention_dp ? 1 : r.tp;
+  if (r.tp < 1 || r.tp > coll_level_size(h, r.tp_level) || m.heads % ta != 0 ||
+      (ta <= m.kv_heads ? m.kv_heads % ta : ta % m.kv_heads) != 0 ||
       (r.tp_level == static_cast<std::int64_t>(CollLevel::hier) && !llm_hier_fits(h, r.tp)))
     return kLlmBadTp;
   if (r.pp < 1 || r.pp > m.layers || r.pp > kLlmMaxStages || r.pp * llm_ranks(h, r).sips_per_stage > h.sips ||
       !llm_split_fits(m, r))
     return kLlmBadPp;
+  if (m.experts > 0 && (r.expert_tokens == nullptr || moe_place_check(m.experts, r.tp, r.redundant) != kMoePlaceOk ||
+                        (r.attention_dp && r.batch % r.tp != 0)))
+    return kLlmBadExperts;
   if (llm_bounds(h, m, r).macs < 0 || llm_mul_add(llm_kv_bytes_per_token(m, r.kv_bytes), r.batch * llm_positions(r), 0) < 0)
     return kLlmTooLarge;
   if (llm_fullest_cube(h, m, r).total > h.hbm_capacity_bytes()) return kLlmHbmOverflow;

@@ -50,9 +50,22 @@ struct LlmConfig {
   // Channels of the tensor-parallel allreduce (cube and sip levels; 0: the count of least
   // latency, as the collective's auto: docs/model.md section 11.14).
   std::int64_t tp_channels = 1;
+  // A mixture-of-experts model (docs/model.md section 13.11; experts 0: a dense one): its
+  // LlmShape fields, how the tp group serves it (attention data-parallel or not, redundant
+  // copies of the hottest experts, bytes a dispatched value), and how the host routed the
+  // tokens (LlmRouting; the alpha of zipf in thousandths; the seed).
+  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0;
+  std::int64_t attention_dp = 0, redundant_experts = 0, dispatch_bytes = 2;
+  std::int64_t routing = 0, routing_alpha_milli = 0, routing_seed = 0;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
+  // The tokens of one micro-batch routed to each expert (the host's router: not an axis).
+  std::int32_t expert_tokens[kMoeMaxExperts];
 };
+
+// How the host routed a MoE config's tokens (src/host/llm/moe_routing.h).
+enum class LlmRouting : std::int64_t { balanced = 0, uniform = 1, zipf = 2, file = 3 };
+constexpr const char* kLlmRoutingNames[] = {"balanced", "uniform", "zipf", "file"};
 
 struct LlmResult {
   std::int32_t status;
@@ -71,6 +84,12 @@ struct LlmResult {
   // PE's in-port, over a mesh link, over a SIP link).
   std::int64_t vector_ops, sram_read_bytes, sram_write_bytes;
   std::int64_t link_bytes_pe, link_bytes_cube, link_bytes_sip;
+  // A MoE step's routed experts' GEMMs (and their SiLU x up), its tokens' dispatch and its
+  // outputs' combine (the step's critical path, as the kinds above), and the dispatch's and
+  // the combine's bytes over links of each level, every rank. gemm_ps and vector_ps leave
+  // the routed experts out, allreduce_ps the combine.
+  ps_t expert_ps, dispatch_ps, combine_ps;
+  std::int64_t dispatch_link_bytes[3], combine_link_bytes[3];
 };
 
 // The counted actions of each kind of kernel's result (the rank's, or the group's for an
@@ -86,10 +105,14 @@ KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
 }
 
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
-  return LlmShape{c.hidden, c.intermediate, c.heads, c.kv_heads, c.head_dim, c.layers, c.vocab, c.tied};
+  return LlmShape{c.hidden,  c.intermediate, c.heads,        c.kv_heads,         c.head_dim,           c.layers,
+                  c.vocab,   c.tied,         c.experts,      c.top_k,            c.moe_intermediate,   c.shared_intermediate,
+                  c.qk_norm};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
-  return LlmRun{c.phase, c.batch, c.context, c.prompt, c.weight_bytes, c.kv_bytes, c.tp, c.tp_level, c.pp, c.stage_layers};
+  return LlmRun{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
+                c.tp,    c.tp_level,   c.pp,           c.stage_layers,      c.attention_dp,   c.redundant_experts,
+                c.dispatch_bytes,      c.expert_tokens};
 }
 
 // The machine of one rank: SIP 0 alone (a SIP rank), one cube of it (a cube rank), or one PE
@@ -117,6 +140,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   const LlmShape m = llm_shape_of(c);
   LlmRun r = llm_run_of(c);
   r.batch = c.batch / c.microbatches;  // the kernels run one micro-batch
+  if (c.attention_dp) r.batch /= c.tp;  // on one rank: its own sequences
   const HwConfig rank = llm_rank_hw(c);
   const bool tuned = c.kernel_tuning == static_cast<std::int64_t>(LlmKernelTuning::best);
   LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
@@ -176,6 +200,16 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
         a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
         a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
         a.chunks = 1, a.channels = c.tp_channels;
+        if (k.role == kLlmRoleDispatch || k.role == kLlmRoleCombine) {
+          if (c.attention_dp) {
+            // An all-to-all (pairwise, one channel): every rank moves what the busiest rank
+            // receives, in equal pieces (the values rounded up to a whole piece a rank).
+            a.op = static_cast<std::int64_t>(CollOp::alltoall), a.algo = static_cast<std::int64_t>(CollAlgo::pairwise);
+            a.channels = 1;
+            const std::int64_t v = coll_vranks(a), values = ceil_div(k.bytes, 2);
+            a.bytes = 2 * (values > v ? ceil_div(values, v) * v : v);
+          }
+        }
         v.allreduce(a, k, layer);
         break;
       }
@@ -199,10 +233,31 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   }
 }
 
-// The config's own fields and mapping (llm_place_check; no kernel's check).
-KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
-  const LlmShape m = llm_shape_of(c);
-  if (c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
+// A MoE config's own fields in range (all 0 but dispatch_bytes for a dense model; data-
+// parallel attention with experts only), its routed tokens a whole number of top_k choices.
+KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
+  if (c.dispatch_bytes < 1 || c.dispatch_bytes > 2 || c.qk_norm < 0 || c.qk_norm > 1 || c.routing < 0 || c.routing > 3 ||
+      c.routing_alpha_milli < 0 || c.routing_seed < 0 || c.redundant_experts < 0 || c.redundant_experts > kMoeMaxRedundant ||
+      c.attention_dp < 0 || c.attention_dp > 1 || c.shared_intermediate < 0 || c.shared_intermediate > kLlmMaxIntermediate)
+    return false;
+  if (c.experts == 0)
+    return c.top_k == 0 && c.moe_intermediate == 0 && c.shared_intermediate == 0 && c.attention_dp == 0 && c.redundant_experts == 0;
+  if (c.experts < 1 || c.experts > kMoeMaxExperts || c.top_k < 1 || c.top_k > c.experts || c.moe_intermediate < 1 ||
+      c.moe_intermediate > kLlmMaxIntermediate)
+    return false;
+  std::int64_t pairs = 0;
+  for (std::int64_t e = 0; e < c.experts; ++e) {
+    if (c.expert_tokens[e] < 0) return false;
+    pairs += c.expert_tokens[e];
+  }
+  const std::int64_t tokens = (c.batch / (c.microbatches > 0 ? c.microbatches : 1)) *
+                              (c.phase == static_cast<std::int64_t>(LlmPhase::prefill) ? c.prompt : 1);
+  return pairs == tokens * c.top_k;
+}
+
+// The dense model's and the mapping's own fields in range.
+KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
+  return !(c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
       c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
@@ -210,8 +265,14 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
       c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
       c.microbatches < 1 || c.microbatches > c.batch || c.batch % c.microbatches != 0 || c.pp > kLlmMaxStages ||
       c.kernel_tuning < 0 || c.kernel_tuning > 1 || c.tp_channels < 0 || c.tp_channels > kCollMaxChannels ||
-      (c.tp > 1 && c.tp_channels > 1 && !coll_channels_fit(c.hw, c.tp_level, c.tp_channels)))
-    return kLlmBadField;
+      (c.tp > 1 && c.tp_channels > 1 && !coll_channels_fit(c.hw, c.tp_level, c.tp_channels)));
+}
+
+// The config's own fields and mapping (llm_place_check; no kernel's check).
+KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
+  const LlmShape m = llm_shape_of(c);
+  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c)) return kLlmBadField;
+  if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0) return kLlmBadExperts;  // a micro-batch's sequences over the ranks
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
   return kLlmOk;
@@ -250,15 +311,22 @@ KB_HD inline std::int32_t llm_check(const LlmConfig& c, std::int32_t* bad = null
 // The figures of the kernels of one layer, of the head, and of a transfer between stages,
 // each for one micro-batch, added up; then the step's, through the schedule (llm_pipeline.h).
 struct LlmTally {
-  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce, kTransfer };
+  enum Kind { kGemm = 0, kAttention, kVector, kAllreduce, kTransfer, kExpert, kDispatch, kCombine };
   struct Part {
     ps_t latency, kind[kLlmKinds];
     Actions a;          // counted actions, every rank
     std::int64_t link;  // link bytes, every hop (out-ports included for transfers)
+    std::int64_t moe_link[2][3];  // the dispatch's and the combine's link bytes by level
   } part[3] = {};  // 0: the head, 1: a layer, 2: a transfer
-  // A kernel's latency, its actions (`times` over: tp for a rank's kernel) and link bytes.
-  KB_HD void add(bool layer, Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link) {
-    add_to(part[layer ? 1 : 0], k, latency, a, times, link);
+  // A kernel's latency, its actions (`times` over: tp for a rank's kernel) and link bytes;
+  // kernel `k` runs k.repeat times, and its role (a MoE kernel's) sets its kind.
+  KB_HD void add(bool layer, Kind kind, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link, const LlmKernel& k) {
+    const Kind by_role = k.role == kLlmRoleExpert ? kExpert : k.role == kLlmRoleDispatch ? kDispatch : k.role == kLlmRoleCombine ? kCombine : kind;
+    add_to(part[layer ? 1 : 0], by_role, sat_mul(k.repeat, latency), a, sat_mul(times, k.repeat), sat_mul(k.repeat, link));
+    if (k.role == kLlmRoleDispatch || k.role == kLlmRoleCombine) {
+      std::int64_t* m = part[layer ? 1 : 0].moe_link[k.role == kLlmRoleDispatch ? 0 : 1];
+      m[0] += a.link_bytes_pe, m[1] += a.link_bytes_cube, m[2] += a.link_bytes_sip;
+    }
   }
   KB_HD void add_transfer(ps_t latency, const Actions& a, std::int64_t link) { add_to(part[2], kTransfer, latency, a, 1, link); }
   // The step through the schedule, each stage running `layers` of its layers at most
@@ -286,6 +354,9 @@ struct LlmTally {
     o.model_latency_ps = all.at;
     o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
     o.allreduce_ps = all.kind[kAllreduce], o.transfer_ps = all.kind[kTransfer];
+    o.expert_ps = all.kind[kExpert], o.dispatch_ps = all.kind[kDispatch], o.combine_ps = all.kind[kCombine];
+    for (int i = 0; i < 3; ++i)
+      o.dispatch_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[0][i]), o.combine_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[1][i]);
     // M micro-batches of L layers and the head, and X transfers.
     const Actions a = actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X);
     o.macs = a.macs;
@@ -324,14 +395,15 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
     std::int64_t tp;
     bool bad = false;
     bool deferred = false;
-    bool have_allreduce = false;  // both allreduces of a layer are alike: timed once
+    bool have_allreduce = false;  // the last collective's figures, for one alike
+    AllreduceConfig allreduce_config{};
     AllreduceResult allreduce_figures{};
-    KB_HD void gemm(const GemmConfig& g, const LlmKernel&, bool layer) {
+    KB_HD void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
       const GemmResult r = memo_eval<GemmConfig, GemmResult>(g, [](const GemmConfig& x) { return gemm_model(x); });
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0);
+      t.add(layer, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0, k);
     }
-    KB_HD void attention(const DecodeConfig& d, const LlmKernel&, bool layer) {
+    KB_HD void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {
       DecodeResult r;
       if constexpr (Small) {
         r = decode_model_small(d);
@@ -343,15 +415,18 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
         r = memo_eval<DecodeConfig, DecodeResult>(d, [](const DecodeConfig& x) { return DecodeModel::evaluate(x); });
       }
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0);
+      t.add(layer, LlmTally::kAttention, r.latency_ps, DecodeModel::actions(d, r), tp, 0, k);
     }
-    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
+    KB_HD void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
       const LlmAttnResult r = memo_eval<LlmAttnConfig, LlmAttnResult>(x, [](const LlmAttnConfig& y) { return llm_attn_model(y); });
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0);
+      t.add(layer, LlmTally::kAttention, r.latency_ps, llm_attn_actions(r), tp, 0, k);
     }
-    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel&, bool layer) {
+    KB_HD void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) {
+      // Collectives alike (the allreduces of a dense layer) are timed once.
+      if (have_allreduce && (a.op != allreduce_config.op || a.bytes != allreduce_config.bytes)) have_allreduce = false;
       if (!have_allreduce) {
+        allreduce_config = a;
         if constexpr (Small) {
           allreduce_figures = AllreduceModel::evaluate_nested(a);
         } else {
@@ -366,12 +441,12 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
       if (r.status == kStatusDeferred) return;
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kAllreduce, r.latency_ps, AllreduceModel::actions(a, r), 1,
-            r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip);
+            r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip, k);
     }
-    KB_HD void vector(const LlmVecConfig& x, const LlmKernel&, bool layer) {
+    KB_HD void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
       const LlmVecResult r = llm_vec_model(x);
       bad = bad || r.status != 0;
-      t.add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0);
+      t.add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0, k);
     }
     KB_HD void transfer(const LlmSendConfig& x) {
       const LlmSendResult r = llm_send_model(x);

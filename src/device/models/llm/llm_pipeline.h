@@ -123,7 +123,7 @@ KB_HD inline LlmSendResult llm_send_model(const LlmSendConfig& c) {
 
 // ---- the schedule ----------------------------------------------------------------------
 
-constexpr int kLlmKinds = 5;  // GEMMs, attention, vector kernels, allreduces, transfers
+constexpr int kLlmKinds = 8;  // GEMMs, attention, vector kernels, allreduces, transfers; MoE: routed experts, dispatch, combine
 
 // A time and the kernels' time by kind along the chain that sets it (its critical path).
 // Sums stop at kTimeLimitPs (a step that long is refused as too_large).

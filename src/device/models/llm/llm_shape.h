@@ -27,6 +27,11 @@ struct LlmShape {
   std::int64_t layers;        // num_hidden_layers
   std::int64_t vocab;         // vocab_size
   std::int64_t tied;          // tie_word_embeddings: 1 when the LM head is the embedding
+  // Mixture of experts (docs/model.md section 13.11; experts == 0: a dense model): every
+  // layer's MLP is a router (hidden -> experts) and `experts` SiLU-gated experts of
+  // `moe_intermediate`, `top_k` a token, beside a shared expert of `shared_intermediate`
+  // (0: none) that every token goes through. qk_norm: an RMSNorm over each head's q and k.
+  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0;
 };
 
 // The ranges a model file may give (src/host/llm/model_file.cpp checks them): generous
@@ -59,17 +64,26 @@ struct LlmParams {
   std::int64_t matmul;  // the weights a token multiplies by: every layer's projections and the LM head
 };
 
+// A MoE layer's router, one routed expert, and the shared expert (0 for a dense model).
+KB_HD constexpr std::int64_t llm_router_params(const LlmShape& m) { return m.hidden * m.experts; }
+KB_HD constexpr std::int64_t llm_expert_params(const LlmShape& m) { return 3 * m.hidden * m.moe_intermediate; }
+KB_HD constexpr std::int64_t llm_shared_params(const LlmShape& m) { return 3 * m.hidden * m.shared_intermediate; }
+
 KB_HD inline LlmParams llm_params(const LlmShape& m) {
   LlmParams p{};
   p.embedding = m.vocab * m.hidden;
   p.attention = m.hidden * llm_q_width(m) + 2 * m.hidden * llm_kv_width(m) + llm_q_width(m) * m.hidden;
-  p.mlp = 3 * m.hidden * m.intermediate;
-  p.norms = 2 * m.hidden;
+  // A MoE layer's MLP: its router, every routed expert and the shared one; a token
+  // multiplies by the router, top_k experts and the shared one.
+  const bool moe = m.experts > 0;
+  p.mlp = moe ? llm_router_params(m) + m.experts * llm_expert_params(m) + llm_shared_params(m) : 3 * m.hidden * m.intermediate;
+  const std::int64_t mlp_used = moe ? llm_router_params(m) + m.top_k * llm_expert_params(m) + llm_shared_params(m) : p.mlp;
+  p.norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
   p.layer = p.attention + p.mlp + p.norms;
   p.final_norm = m.hidden;
   p.lm_head = m.tied ? 0 : m.vocab * m.hidden;
   p.total = p.embedding + m.layers * p.layer + p.final_norm + p.lm_head;
-  p.matmul = m.layers * (p.attention + p.mlp) + m.vocab * m.hidden;
+  p.matmul = m.layers * (p.attention + mlp_used) + m.vocab * m.hidden;
   return p;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "llm_data.h"
+#include "llm_moe_desc.h"
 #include "llm_program.h"
 #include "../../llm/model_file.h"
 #include "../family.h"
@@ -42,7 +43,7 @@ double peak_bytes_per_ps(const C& c) {
 
 // The axes: the model's shape, the step, and the mapping.
 std::vector<AxisDesc> llm_axes() {
-  return {
+  std::vector<AxisDesc> axes = {
       axis("hidden", "--hidden", "hidden_size", offsetof(C, hidden)).range(1, kLlmMaxHidden).default_to("4096").defines_problem(),
       axis("intermediate", "--intermediate", "intermediate_size", offsetof(C, intermediate))
           .range(1, kLlmMaxIntermediate).default_to("14336").defines_problem(),
@@ -89,6 +90,8 @@ std::vector<AxisDesc> llm_axes() {
                                      "docs/model.md section 13.5)",
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
   };
+  for (AxisDesc& a : llm_moe_axes()) axes.push_back(std::move(a));
+  return axes;
 }
 
 // --model (a shipped or Hugging Face model's dimensions) and --pp-layers (each stage's layers).
@@ -96,13 +99,14 @@ std::vector<PresetDesc> llm_presets() {
   std::vector<PresetDesc> presets = {{"--model", "a shipped model's NAME (model list) or a Hugging Face config.json: its dimensions",
                 [](const std::string& value) {
                   const LlmModelFile m = load_llm_model(value);
-                  require_dense(m, "--model");
                   const LlmShape& s = m.shape;
-                  return std::vector<std::pair<std::string, std::string>>{
+                  std::vector<std::pair<std::string, std::string>> v{
                       {"hidden", std::to_string(s.hidden)},     {"intermediate", std::to_string(s.intermediate)},
                       {"heads", std::to_string(s.heads)},       {"kv_heads", std::to_string(s.kv_heads)},
                       {"head_dim", std::to_string(s.head_dim)}, {"layers", std::to_string(s.layers)},
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
+                  for (auto& p : llm_moe_model_values(m)) v.push_back(std::move(p));
+                  return v;
                 },
                 nullptr}};
   presets.push_back(
@@ -116,6 +120,7 @@ std::vector<PresetDesc> llm_presets() {
        [](const std::string& value, void* config) {
          llm_parse_stage_layers("--pp-layers", value, static_cast<C*>(config)->stage_layers);
        }});
+  for (PresetDesc& p : llm_moe_presets()) presets.push_back(std::move(p));
   return presets;
 }
 
@@ -130,7 +135,7 @@ std::vector<ColumnDesc> llm_columns() {
                       }), false, false};
   };
   auto bounds = [](const C& c) { return llm_bounds(c.hw, llm_shape_of(c), llm_run_of(c)); };
-  return {
+  std::vector<ColumnDesc> cols = {
       figure("latency_ps", "ps", "the step as run: --layers layers a stage and the head", &R::latency_ps),
       figure("step_ps", "ps", "the whole model's step: every layer and the head (a decode step, or the prefill)",
              &R::model_latency_ps, true),
@@ -190,6 +195,8 @@ std::vector<ColumnDesc> llm_columns() {
        col([](const C& c, const R&) { return llm_fullest_cube(c.hw, llm_shape_of(c), llm_run_of(c)).activations; }), false,
        false},
   };
+  for (ColumnDesc& d : llm_moe_columns()) cols.push_back(std::move(d));
+  return cols;
 }
 
 // The kernels a valid config runs that have a choice made for them: each GEMM of a layer and
@@ -206,6 +213,7 @@ nlohmann::json llm_kernels_json(const void* cfg) {
       out->push_back({{"name", k.name}, {"kind", "gemm"}, {"part", layer ? "layer" : "head"}, {"m", g.m}, {"n", g.n},
                       {"k", g.k}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"tile_k", g.tile_k},
                       {"split", kGemmSplitNames[g.split]}, {"buffers", g.buffers}, {"latency_ps", gemm_model(g).latency_ps}});
+      if (k.repeat > 1) out->back()["repeat"] = k.repeat;  // a rank's routed experts, one after another
     }
     void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
       out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"tile", x.tile},
@@ -277,6 +285,7 @@ Family make() {
   f.data_refusal = [](const void* c) { return llm_data_refusal(*static_cast<const C*>(c)); };
   f.data_run = llm_data_json;
   f.kernels = llm_kernels_json;
+  f.prepare = llm_moe_prepare;
   add_energy<LlmModel>(f);
   return f;
 }

@@ -402,10 +402,12 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
     }
     void add(bool layer, LlmTally::Kind k, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link,
              const LlmKernel& kernel) {
+      // A kernel repeated (a rank's routed experts, alike) runs once, and counts its repeats.
       if (trace && first && layer) trace->add(traced++, kernel.name, ran, latency);
-      ran = sat_add(ran, latency);
-      if (layer) layer_latency += latency;
-      if (first) t.add(layer, k, latency, a, times, link);
+      const ps_t all = sat_mul(kernel.repeat, latency);
+      ran = sat_add(ran, all);
+      if (layer) layer_latency += all;
+      if (first) t.add(layer, k, latency, a, times, link, kernel);
     }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
       if (!runs(layer)) return;
@@ -541,8 +543,37 @@ std::string bad_field_message(const LlmConfig& c) {
            (c.tp_level >= 0 && c.tp_level < kCollLevels ? kCollLevelNames[c.tp_level] : "?") +
            " (channels run at the cube and sip levels, up to a cube's PEs or a SIP's cubes and PEs, at most " +
            std::to_string(kCollMaxChannels) + ")";
+  if (!llm_moe_fields_fit(c))
+    return "a mixture-of-experts field is out of range (experts 1.." + std::to_string(kMoeMaxExperts) +
+           ", top_k 1..experts, moe_intermediate >= 1, --attention dp and --redundant-experts with experts only), or "
+           "the routed tokens are not the step's tokens x top_k";
   return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
          "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
+}
+}  // namespace
+
+namespace {
+// kLlmBadExperts's reason: the placement of the experts, or the sequences over the ranks.
+std::string moe_status_message(const LlmConfig& c) {
+  const std::int64_t copies = c.experts + c.redundant_experts;
+  switch (moe_place_check(c.experts, c.tp, c.redundant_experts)) {
+    case kMoePlaceOk: break;
+    case kMoePlaceBadRanks:
+      return "--tp " + std::to_string(c.tp) + ": " + std::to_string(c.tp) + " expert-parallel ranks for " + std::to_string(copies) +
+             " expert copies (" + std::to_string(c.experts) + " experts, " + std::to_string(c.redundant_experts) +
+             " redundant): a rank holds one copy or more";
+    case kMoePlaceTooMany:
+      return "--redundant-experts " + std::to_string(c.redundant_experts) + ": at most one copy of an expert a rank, so at most " +
+             std::to_string(c.experts * (c.tp - 1)) + " over " + std::to_string(c.tp) + " ranks";
+    case kMoePlaceUneven:
+      return "--redundant-experts " + std::to_string(c.redundant_experts) + ": " + std::to_string(copies) +
+             " expert copies do not split evenly over " + std::to_string(c.tp) + " ranks";
+    default: return "--redundant-experts " + std::to_string(c.redundant_experts) + ": outside 0.." + std::to_string(kMoeMaxRedundant);
+  }
+  if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0)
+    return "--attention dp: a micro-batch's " + std::to_string(c.batch / c.microbatches) + " sequences do not split evenly over " +
+           std::to_string(c.tp) + " ranks (a batch a multiple of the ranks)";
+  return "the experts' tokens are not routed";
 }
 }  // namespace
 
@@ -563,6 +594,7 @@ std::string llm_status_message(std::int32_t status, const LlmConfig& c) {
     case kLlmTooLarge:
     case kLlmHbmOverflow: return llm_place_message(status, c.hw, m, r);
     case kLlmUnsupported: return "unsupported";
+    case kLlmBadExperts: return moe_status_message(c);
     case kLlmBadKernel: {
       std::int32_t bad = -1, ks = 0;
       llm_check(c, &bad, &ks);

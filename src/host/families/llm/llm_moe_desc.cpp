@@ -1,0 +1,194 @@
+#include "llm_moe_desc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "../../../device/models/llm/llm_model.h"
+#include "../../common/error.h"
+#include "../../llm/moe_routing.h"
+#include "../../topology/fields.h"
+
+namespace kb {
+
+namespace {
+
+using C = LlmConfig;
+using R = LlmResult;
+
+bool moe(const C& c) { return c.experts > 0; }
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// The routing's text: balanced, uniform, zipf:ALPHA or file (a histogram's).
+std::string routing_text(const C& c) {
+  if (c.routing == static_cast<std::int64_t>(LlmRouting::zipf)) {
+    char b[32];
+    std::snprintf(b, sizeof b, "zipf:%g", static_cast<double>(c.routing_alpha_milli) / 1000.0);
+    return b;
+  }
+  return c.routing >= 0 && c.routing <= 3 ? kLlmRoutingNames[c.routing] : "?";
+}
+
+std::int64_t seed_of(const std::string& text) {
+  std::int64_t v = 0;
+  std::string why;
+  if (!parse_int_in(text, 0, std::numeric_limits<std::int64_t>::max(), &v, &why))
+    throw InputError("--routing-seed " + (text.empty() ? std::string("''") : text) + ": " + why);
+  return v;
+}
+
+}  // namespace
+
+std::vector<AxisDesc> llm_moe_axes() {
+  return {
+      axis("experts", "--experts", "routed experts of a MoE layer (0: a dense model)", offsetof(C, experts))
+          .range(0, kMoeMaxExperts).default_to("0").defines_problem().only_with("experts"),
+      axis("top_k", "--top-k", "routed experts a token goes to (num_experts_per_tok)", offsetof(C, top_k))
+          .range(0, kMoeMaxExperts).default_to("0").defines_problem().only_with("experts"),
+      axis("moe_intermediate", "--moe-intermediate", "an expert's intermediate size (moe_intermediate_size)",
+           offsetof(C, moe_intermediate)).range(0, kLlmMaxIntermediate).default_to("0").defines_problem().only_with("experts"),
+      axis("shared_intermediate", "--shared-intermediate", "the shared expert's intermediate size (0: none)",
+           offsetof(C, shared_intermediate)).range(0, kLlmMaxIntermediate).default_to("0").defines_problem().only_with("experts"),
+      axis("qk_norm", "--qk-norm", "an RMSNorm over each head's q and k (Qwen3)", offsetof(C, qk_norm))
+          .choices({"no", "yes"}).default_to("no").defines_problem().only_with("experts"),
+      axis("attention", "--attention",
+           "a MoE model's attention over the tp group: tp (tensor-parallel; the experts' outputs combined by an "
+           "allreduce) or dp (data-parallel: each rank batch / tp sequences; tokens dispatched to their experts and "
+           "combined by all-to-alls, as DeepSeek serves it)",
+           offsetof(C, attention_dp)).choices({"tp", "dp"}).default_to("tp").only_with("experts"),
+      axis("redundant_experts", "--redundant-experts",
+           "extra copies of the hottest experts, placed by load as EPLB does (0: expert e on rank e mod tp)",
+           offsetof(C, redundant_experts)).range(0, kMoeMaxRedundant).default_to("0").only_with("experts"),
+      axis("dispatch_bytes", "--dispatch-bytes",
+           "bytes a dispatched value (1: fp8 with a scale a block, as DeepEP; 2: fp16); the combine moves fp16",
+           offsetof(C, dispatch_bytes)).range(1, 2).default_to("2").only_with("experts"),
+  };
+}
+
+std::vector<PresetDesc> llm_moe_presets() {
+  return {
+      {"--ep", "expert-parallel ranks N: --tp N with --attention dp (the experts over N ranks of --ep-level, each rank "
+               "its own sequences' attention)",
+       [](const std::string& v) {
+         return std::vector<std::pair<std::string, std::string>>{{"tp", v}, {"attention", "dp"}};
+       },
+       nullptr},
+      {"--ep-level", "what an expert-parallel rank is: pe, cube, sip or hier (--tp-level)",
+       [](const std::string& v) { return std::vector<std::pair<std::string, std::string>>{{"tp_level", v}}; }, nullptr},
+      {"--routing", "how a MoE step's tokens pick their experts, seeded: balanced, uniform, zipf:ALPHA (popularity "
+                    "1 / rank^ALPHA) or a FILE histogram of expert loads (docs/model.md section 13.11)",
+       [](const std::string& v) {
+         parse_routing(v, 0);
+         return std::vector<std::pair<std::string, std::string>>{};
+       },
+       nullptr},
+      {"--routing-seed", "the routing's seed (0 when not given)",
+       [](const std::string& v) {
+         seed_of(v);
+         return std::vector<std::pair<std::string, std::string>>{};
+       },
+       nullptr},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmModelFile& m) {
+  if (m.moe.experts == 0) return {};
+  for (std::size_t l = 0; l < m.moe.moe_layer.size(); ++l)
+    if (!m.moe.moe_layer[l])
+      throw InputError("--model " + m.name + ": layer " + std::to_string(l) +
+                       " is dense and others are MoE layers; the engines run models whose layers are all alike");
+  return {{"experts", std::to_string(m.moe.experts)},
+          {"top_k", std::to_string(m.moe.top_k)},
+          {"moe_intermediate", std::to_string(m.moe.expert_intermediate)},
+          {"shared_intermediate", "0"},
+          {"qk_norm", m.moe.qk_norm ? "yes" : "no"}};
+}
+
+void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config) {
+  C& c = *static_cast<C*>(config);
+  std::fill(std::begin(c.expert_tokens), std::end(c.expert_tokens), 0);
+  c.routing = c.routing_alpha_milli = c.routing_seed = 0;
+  const auto routing = presets.find("--routing"), seed = presets.find("--routing-seed");
+  if (c.experts == 0) {
+    for (const auto& given : {routing, seed})
+      if (given != presets.end())
+        throw InputError(given->first + " " + given->second + ": the model is dense (no --experts): nothing to route");
+    return;
+  }
+  for (const std::string& name : swept)
+    if (name == "batch" || name == "phase" || name == "prompt" || name == "microbatches" || name == "experts" || name == "top_k")
+      throw InputError("--" + name + ": a mixture-of-experts run routes one step's tokens before it is evaluated; give one "
+                       "value of --batch, --phase, --prompt, --microbatches, --experts and --top-k (one run each)");
+  // Out of range: left unrouted, for the config's check to name.
+  if (c.top_k < 1 || c.top_k > c.experts || c.microbatches < 1 || c.batch % c.microbatches != 0) return;
+  const std::int64_t tokens = c.batch / c.microbatches * (c.phase == static_cast<std::int64_t>(LlmPhase::prefill) ? c.prompt : 1);
+  if (tokens * c.top_k > std::numeric_limits<std::int32_t>::max())
+    throw InputError("--routing: " + std::to_string(tokens) + " tokens x top_k " + std::to_string(c.top_k) +
+                     " routed pairs a micro-batch; at most 2^31 - 1 (fewer sequences, a shorter prompt or more micro-batches)");
+  const std::int64_t s = seed != presets.end() ? seed_of(seed->second) : 0;
+  const RoutingSpec spec = parse_routing(routing != presets.end() ? routing->second : "balanced", static_cast<std::uint64_t>(s));
+  const Routed r = route_tokens(spec, MoeRouter{c.experts, c.top_k, 1, 1}, tokens, 0);
+  for (std::int64_t e = 0; e < c.experts; ++e) c.expert_tokens[e] = static_cast<std::int32_t>(r.tokens[static_cast<std::size_t>(e)]);
+  c.routing = static_cast<std::int64_t>(spec.kind == RoutingKind::balanced  ? LlmRouting::balanced
+                                        : spec.kind == RoutingKind::uniform ? LlmRouting::uniform
+                                        : spec.kind == RoutingKind::zipf    ? LlmRouting::zipf
+                                                                            : LlmRouting::file);
+  c.routing_alpha_milli = std::llround(spec.alpha * 1000.0);
+  c.routing_seed = s;
+}
+
+std::vector<ColumnDesc> llm_moe_columns() {
+  // A MoE figure: null for a dense model (the column then left out of its tables).
+  auto figure = [](const char* name, const char* unit, const char* help, auto get, bool parity) {
+    return ColumnDesc{name, unit, help, ColType::integer, typed_getter<C, R>([get](const C& c, const R& r) {
+                        return moe(c) ? nlohmann::json(get(c, r)) : nlohmann::json();
+                      }), parity, false, true};
+  };
+  auto share = [](const char* name, const char* help, std::int64_t R::*m) {
+    return ColumnDesc{name, "", help, ColType::real, typed_getter<C, R>([m](const C& c, const R& r) {
+                        return moe(c) ? nlohmann::json(ratio(static_cast<double>(r.*m), static_cast<double>(r.model_latency_ps)))
+                                      : nlohmann::json();
+                      }), false, false, true};
+  };
+  auto load = [](const C& c) { return moe_load(c.expert_tokens, c.experts, c.tp, c.redundant_experts); };
+  std::vector<ColumnDesc> cols = {
+      figure("expert_ps", "ps", "the routed experts' GEMMs and SiLU x up on the step's critical path (the busiest rank's)",
+             [](const C&, const R& r) { return r.expert_ps; }, true),
+      figure("dispatch_ps", "ps", "the tokens' dispatch to their experts (all-to-alls)", [](const C&, const R& r) { return r.dispatch_ps; }, true),
+      figure("combine_ps", "ps", "the experts' outputs' combine (all-to-alls, or allreduces under tensor-parallel attention)",
+             [](const C&, const R& r) { return r.combine_ps; }, true),
+      share("expert_share", "the routed experts' share of the step", &R::expert_ps),
+      share("dispatch_share", "the dispatch's share of the step", &R::dispatch_ps),
+      share("combine_share", "the combine's share of the step", &R::combine_ps),
+      figure("experts_touched", "", "routed experts with a token in a micro-batch: the experts whose weights a layer reads",
+             [load](const C& c, const R&) { return load(c).touched; }, false),
+      figure("rank_tokens", "", "(token, expert) pairs the busiest expert-parallel rank handles a layer",
+             [load](const C& c, const R&) { return load(c).rank_tokens; }, false),
+      {"load_imbalance", "", "the most (token, expert) pairs a rank handles over the mean (1: even)", ColType::real,
+       typed_getter<C, R>([load](const C& c, const R&) {
+         if (!moe(c)) return nlohmann::json();
+         const MoeLoad l = load(c);
+         return nlohmann::json(ratio(static_cast<double>(l.rank_tokens) * static_cast<double>(c.tp), static_cast<double>(l.pairs)));
+       }), false, false, true},
+  };
+  static const std::string names[2][3] = {{"dispatch_link_bytes_pe", "dispatch_link_bytes_cube", "dispatch_link_bytes_sip"},
+                                          {"combine_link_bytes_pe", "combine_link_bytes_cube", "combine_link_bytes_sip"}};
+  for (int part = 0; part < 2; ++part)
+    for (int i = 0; i < 3; ++i) {
+      static const std::string helps[2] = {"the dispatch's bytes over links of this level, every rank",
+                                           "the combine's bytes over links of this level, every rank"};
+      cols.push_back(figure(names[part][i].c_str(), "bytes", helps[part].c_str(),
+                            [part, i](const C&, const R& r) { return part == 0 ? r.dispatch_link_bytes[i] : r.combine_link_bytes[i]; },
+                            true));
+    }
+  cols.push_back({"routing", "", "how the tokens picked their experts (--routing)", ColType::text,
+                  typed_getter<C, R>([](const C& c, const R&) { return moe(c) ? nlohmann::json(routing_text(c)) : nlohmann::json(); }),
+                  false, false, true});
+  cols.push_back({"routing_seed", "", "the routing's seed (--routing-seed)", ColType::integer,
+                  typed_getter<C, R>([](const C& c, const R&) { return moe(c) ? nlohmann::json(c.routing_seed) : nlohmann::json(); }),
+                  false, false, true});
+  return cols;
+}
+
+}  // namespace kb

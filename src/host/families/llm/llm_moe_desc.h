@@ -1,0 +1,27 @@
+// The llm family's mixture-of-experts parts (docs/model.md section 13.11): the axes of a MoE
+// model and of its expert-parallel serving, the presets that set them (--ep, --ep-level, a
+// MoE --model), the routing of a step's tokens before either engine runs (--routing,
+// --routing-seed), and the MoE columns, written only for MoE configs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../llm/model_file.h"
+#include "../family.h"
+
+namespace kb {
+
+std::vector<AxisDesc> llm_moe_axes();
+std::vector<PresetDesc> llm_moe_presets();
+std::vector<ColumnDesc> llm_moe_columns();
+// --model's values for a MoE model's own axes (none for a dense model). InputError for a
+// model whose dense and MoE layers interleave: the layer program is one layer repeated.
+std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmModelFile& m);
+// Family::prepare: routes one micro-batch's tokens (--routing, --routing-seed) into the
+// config's expert_tokens.
+void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config);
+
+}  // namespace kb
