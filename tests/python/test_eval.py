@@ -156,3 +156,18 @@ def test_llm_steps_run_on_tuned_kernels_unless_told_auto():
     assert all(b["latency_ps"] <= a["latency_ps"] for b, a in zip(best.kernels, auto.kernels))
     # auto, the analytical choice, lands near the tuned kernels
     assert best.gemm_ps <= auto.gemm_ps <= best.gemm_ps * 1.05 and best.attention_ps <= auto.attention_ps
+
+
+def test_a_mixture_of_experts_step_from_python():
+    """A MoE model expert-parallel over SIPs, skewed routing: the command line's figures; redundant copies even the load."""
+    step = dict(model="mixtral-8x7b", topology=data_file("topologies/ring8.yaml"), batch=16, context=2048, ep=8,
+                ep_level="sip", routing="zipf:1.2", routing_seed=3)
+    mine = kb.eval("llm", **step)
+    theirs = cli_json("eval", "llm", "--model", "mixtral-8x7b", "--topology", data_file("topologies/ring8.yaml"),
+                      "--batch", "16", "--context", "2048", "--ep", "8", "--ep-level", "sip", "--routing", "zipf:1.2",
+                      "--routing-seed", "3", "--json")
+    assert mine == theirs
+    assert mine["parity"] is True and mine.config["attention"] == "dp" and mine["routing"] == "zipf:1.2"
+    assert mine["load_imbalance"] > 1 and mine["dispatch_ps"] > 0 and mine["combine_ps"] > 0
+    even = kb.eval("llm", redundant_experts=8, engine="batched", **step)
+    assert even["load_imbalance"] < mine["load_imbalance"]

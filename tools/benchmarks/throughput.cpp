@@ -187,6 +187,35 @@ void BM_SweepLlmTuning(benchmark::State& state) {
 BENCHMARK(BM_SweepLlmTuning)->ArgNames({"auto", "designs"})->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1})
     ->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// A mixture-of-experts mapping sweep, cold (no tuning kept): Mixtral-8x7B decode on ring8,
+// batch 64 at context 4K routed zipf:1.2, over the MoE axes and the mapping: tp (the expert-
+// parallel ranks) 1-8 over cubes or SIPs, attention tensor- or data-parallel, 0, 8 or 16
+// redundant copies, fp8 or fp16 dispatch, every allreduce algorithm and attention case (3,840
+// configs). Arg 1: the same warm (the tuning kept from a first run). The counter is every
+// config evaluated a second, valid or not.
+void BM_SweepLlmMoe(benchmark::State& state) {
+  const bool warm = state.range(0) == 1;
+  const std::vector<std::string> words = {
+      "kernbench-gpu", "sweep", "llm", "--model", "mixtral-8x7b", "--topology", data_dir() + "/topologies/ring8.yaml",
+      "--batch", "64", "--context", "4096", "--routing", "zipf:1.2", "--tp", "1,2,4,8", "--tp-level", "cube,sip",
+      "--attention", "tp,dp", "--redundant-experts", "0,8,16", "--dispatch-bytes", "1,2", "--attention-case", "1,2,3,4",
+      "--pp", "1", "--recheck", "0", "--no-histogram"};
+  const double configs = 4.0 * 2 * 2 * 3 * 2 * 5 * 4;
+  std::ostringstream out, err;
+  std::streambuf* const old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* const old_err = std::cerr.rdbuf(err.rdbuf());
+  if (warm) cli_run(words);
+  for (auto _ : state) {
+    if (!warm) forget_shared_memos();
+    cli_run(words);
+  }
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  state.SetLabel(warm ? "warm" : "cold");
+  state.counters["configs/s"] = benchmark::Counter(configs * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepLlmMoe)->ArgName("warm")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
 // level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.
 std::vector<AllreduceConfig> ccl_configs(std::size_t copies) {
