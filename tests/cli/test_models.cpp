@@ -140,6 +140,29 @@ TEST(Models, AMixtureOfExpertsStepRunsOnBothEngines) {
     EXPECT_FALSE(json::parse(d.out).contains(col)) << col;
 }
 
+// A MoE model's first dense layers (Qwen3-MoE's mlp_only_layers at the front; DeepSeek-V3's
+// first_k_dense_replace): timed as dense layers, the step their count of one and the MoE
+// layers' of the other; dense layers after MoE ones are refused by name.
+TEST(Models, AMixtureOfExpertsModelsFirstDenseLayersRunDense) {
+  const std::string d = fresh_dir("kb_models_moe_dense");
+  fs::create_directories(d);
+  const std::string qwen = kRoot + "/models/qwen3-30b-a3b.json";
+  copy_edited(qwen, d + "/front.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 1]");
+  copy_edited(qwen, d + "/back.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 47]");
+  const std::string step = "--topology '" + kTopo + "/ring8.yaml' --batch 8 --context 1024 --ep 8 --ep-level sip --pp 1 ";
+  const Result r = run("eval llm --model '" + d + "/front.json' " + step + "--json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["parity"], true);
+  EXPECT_EQ(j["dense_layers"], 2);
+  EXPECT_EQ(j["step_ps"].get<std::int64_t>(), 2 * j["dense_layer_ps"].get<std::int64_t>() + 46 * j["layer_ps"].get<std::int64_t>() +
+                                                  j["head_ps"].get<std::int64_t>());
+  bool dense_kernel = false;
+  for (const json& k : j["kernels"]) dense_kernel |= k["part"] == "dense_layer" && k["name"] == "gate_up";
+  EXPECT_TRUE(dense_kernel) << j["kernels"];
+  expect_input_error(run("eval llm --model '" + d + "/back.json' " + step), "layer 47 is dense after MoE layers");
+}
+
 // Bad MoE input: one line, exit 2.
 TEST(Models, BadMixtureOfExpertsInputIsOneLine) {
   const std::string m = "eval llm --model mixtral-8x7b --topology '" + kTopo + "/ring8.yaml' --batch 16 --context 2048 ";

@@ -33,6 +33,10 @@ std::string describe(const LlmConfig& c) {
     << "," << c.stage_layers[2]
     << " sips=" << c.hw.sips << " cubes=" << c.hw.cube_rows << "x" << c.hw.cube_cols << " pes=" << c.hw.pe_rows << "x"
     << c.hw.pe_cols;
+  if (c.experts > 0)
+    o << " experts=" << c.experts << " top_k=" << c.top_k << " moe_inter=" << c.moe_intermediate << " shared=" << c.shared_intermediate
+      << " dense=" << c.dense_layers << " qk_norm=" << c.qk_norm << " dp=" << c.attention_dp << " redundant=" << c.redundant_experts
+      << " dispatch_bytes=" << c.dispatch_bytes << " routing=" << c.routing << "/" << c.routing_alpha_milli << "/" << c.routing_seed;
   return o.str();
 }
 
@@ -151,7 +155,7 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   std::vector<int> dense_counts;
   std::vector<LlmConfig> out;
-  counts->assign(8, 0);
+  counts->assign(9, 0);
   const char* routings[] = {"balanced", "uniform", "zipf:1.2", "zipf:0.6"};
   for (std::uint64_t round = 0; static_cast<int>(out.size()) < count; ++round) {
     for (LlmConfig c : random_configs(count, seed + round, &dense_counts)) {
@@ -161,6 +165,7 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
       c.moe_intermediate = pick(8, 160);
       c.shared_intermediate = pick(0, 1) ? 0 : pick(8, 96);
       c.qk_norm = pick(0, 1);
+      c.dense_layers = c.layers > 1 && pick(0, 2) == 0 ? pick(1, c.layers - 1) : 0;  // DeepSeek-V3's first dense layers
       c.attention_dp = c.tp > 1 ? pick(0, 1) : 0;
       c.dispatch_bytes = pick(1, 2);
       c.redundant_experts = 0;
@@ -179,6 +184,7 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
       if (c.qk_norm) ++(*counts)[5];
       if (c.routing == static_cast<std::int64_t>(LlmRouting::zipf)) ++(*counts)[6];
       if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) ++(*counts)[7];
+      if (c.dense_layers > 0) ++(*counts)[8];
       out.push_back(c);
     }
   }
@@ -196,9 +202,19 @@ TEST_P(LlmParity, TwoThousandRandomMoeConfigs) {
   const std::vector<LlmConfig> configs = random_moe_configs(n, 20261207, &counts);
   for (std::size_t i = 0; i < counts.size(); ++i) EXPECT_GT(counts[i], n / 40) << "combination " << i << " barely covered";
   const std::vector<LlmResult> exec = expect_parity(configs);
-  std::int64_t a2a = 0;
-  for (std::size_t i = 0; i < exec.size(); ++i) a2a += exec[i].dispatch_ps > 0 && exec[i].combine_ps > 0;
+  std::int64_t a2a = 0, whole = 0;
+  for (std::size_t i = 0; i < exec.size(); ++i) {
+    a2a += exec[i].dispatch_ps > 0 && exec[i].combine_ps > 0;
+    const LlmConfig& c = configs[i];
+    if (c.pp > 1 || c.microbatches > 1) continue;
+    // One stage's layers in turn: its dense layers, its MoE layers, the head.
+    ++whole;
+    EXPECT_EQ(exec[i].model_latency_ps,
+              c.dense_layers * exec[i].dense_layer_ps + (c.layers - c.dense_layers) * exec[i].layer_ps + exec[i].head_ps)
+        << describe(c);
+  }
   EXPECT_GT(a2a, n / 40) << "dispatch and combine barely timed";
+  EXPECT_GT(whole, n / 4);
 }
 
 // Tensor-parallel allreduces with channels (--tp-channels): random steps at the cube and sip

@@ -193,13 +193,16 @@ KB_HD inline int llm_moe_program(const HwConfig& h, const LlmShape& m, const Llm
 }
 
 // One layer of the step on one rank of stage 0's tp group, in program order; returns the
-// count (the allreduces are left out at tp = 1).
-KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmLayerKernels]) {
+// count (the allreduces are left out at tp = 1). A MoE model's layer is a MoE layer, or one
+// of its first dense layers (`dense`): under data-parallel attention, each rank's own tokens
+// through the whole dense MLP.
+KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmLayerKernels],
+                                   bool dense = false) {
   using llm_detail::gemm;
   using llm_detail::vec;
   int n = llm_attention_program(h, m, r, out);
-  if (m.experts > 0) return n + llm_moe_program(h, m, r, out + n);
-  const std::int64_t t = r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
+  if (m.experts > 0 && !dense) return n + llm_moe_program(h, m, r, out + n);
+  const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
   const std::int64_t inter = ceil_div(m.intermediate, t);
   out[n++] = vec(LlmKernelKind::norm, "mlp_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("gate_up", M, H, 2 * inter, wb);

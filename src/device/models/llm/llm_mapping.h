@@ -108,6 +108,16 @@ KB_HD inline std::int64_t llm_stage_layers(const LlmShape& m, const LlmRun& r, s
   if (llm_split_given(r)) return r.stage_layers[s];
   return m.layers / r.pp + (s < m.layers % r.pp ? 1 : 0);
 }
+// Dense layers of stage s: of a dense model every one; of a MoE model those of the model's
+// first dense_layers that fall in the stage.
+KB_HD inline std::int64_t llm_stage_dense_layers(const LlmShape& m, const LlmRun& r, std::int64_t s) {
+  const std::int64_t L = llm_stage_layers(m, r, s);
+  if (m.experts == 0) return L;
+  std::int64_t first = 0;
+  for (std::int64_t i = 0; i < s; ++i) first += llm_stage_layers(m, r, i);
+  const std::int64_t d = m.dense_layers - first;
+  return d < 0 ? 0 : d > L ? L : d;
+}
 // Whether a given split has pp stages (the rest of the list 0), each of at least one layer,
 // adding up to the model's layers; true for an even split.
 KB_HD inline bool llm_split_fits(const LlmShape& m, const LlmRun& r) {
@@ -133,20 +143,24 @@ struct LlmRankBytes {
 };
 KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std::int64_t s) {
   const std::int64_t t = r.tp, layers = llm_stage_layers(m, r, s), ta = r.attention_dp ? 1 : t;
-  const std::int64_t q = llm_q_width(m) / ta, kv = llm_rank_kv_heads(m, ta) * m.head_dim, inter = ceil_div(m.intermediate, t);
+  const std::int64_t q = llm_q_width(m) / ta, kv = llm_rank_kv_heads(m, ta) * m.head_dim;
+  // A dense MLP: tensor-parallel, or whole on each rank under data-parallel attention.
+  const std::int64_t inter = r.attention_dp ? m.intermediate : ceil_div(m.intermediate, t);
   // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank; a MoE
   // layer's router on every rank, the copies of routed experts the rank holds, and its part
   // of the shared expert.
   const std::int64_t norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
   const std::int64_t attention = m.hidden * (q + 2 * kv) + q * m.hidden;
-  std::int64_t mlp = 3 * m.hidden * inter, moe_rows = 0;
+  const std::int64_t dense_mlp = 3 * m.hidden * inter;
+  std::int64_t mlp = dense_mlp, moe_rows = 0;
   if (m.experts > 0) {
     const MoeLoad load = moe_load(r.expert_tokens, m.experts, t, r.redundant);
     const std::int64_t shared = r.attention_dp ? m.shared_intermediate : ceil_div(m.shared_intermediate, t);
     mlp = llm_router_params(m) + load.slots * llm_expert_params(m) + 3 * m.hidden * shared;
     moe_rows = load.rank_tokens;
   }
-  std::int64_t params = layers * (attention + mlp + norms);
+  const std::int64_t dense = llm_stage_dense_layers(m, r, s);
+  std::int64_t params = dense * (attention + dense_mlp + norms) + (layers - dense) * (attention + mlp + norms);
   const std::int64_t vocab = ceil_div(m.vocab, t) * m.hidden;  // vocab-parallel embedding and LM head
   if (s == 0) params += vocab;
   if (s == r.pp - 1) params += m.hidden + (m.tied && r.pp == 1 ? 0 : vocab);
@@ -159,9 +173,12 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   // the attention's output, gate and up (fp16); a MoE layer's routed tokens, each with its
   // expert's gate and up; the logits of the last stage.
   const std::int64_t tokens = r.attention_dp ? llm_tokens(r) / t : llm_tokens(r);
-  b.activations = m.experts > 0 ? (tokens * (m.hidden + 2 * q + 2 * kv + 2 * ceil_div(m.shared_intermediate, ta)) +
-                                   moe_rows * (m.hidden + 2 * m.moe_intermediate)) * 2
-                                : tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
+  b.activations = tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
+  if (m.experts > 0) {
+    const std::int64_t moe = (tokens * (m.hidden + 2 * q + 2 * kv + 2 * ceil_div(m.shared_intermediate, ta)) +
+                              moe_rows * (m.hidden + 2 * m.moe_intermediate)) * 2;
+    if (dense == 0 || moe > b.activations) b.activations = moe;
+  }
   if (s == r.pp - 1) b.activations += r.batch * ceil_div(m.vocab, t) * 2;
   return b;
 }
@@ -218,7 +235,7 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   if (m.experts > 0) {
     std::int64_t touched = 0;
     for (std::int64_t e = 0; e < m.experts; ++e) touched += r.expert_tokens[e] > 0;
-    matmul += m.layers * (touched - m.top_k) * llm_expert_params(m);
+    matmul += llm_moe_layers(m) * (touched - m.top_k) * llm_expert_params(m);
   }
   const std::int64_t weights = (matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
   b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);

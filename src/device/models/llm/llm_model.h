@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../../common/hw.h"
 #include "../../common/kb_hd.h"
@@ -54,7 +56,7 @@ struct LlmConfig {
   // LlmShape fields, how the tp group serves it (attention data-parallel or not, redundant
   // copies of the hottest experts, bytes a dispatched value), and how the host routed the
   // tokens (LlmRouting; the alpha of zipf in thousandths; the seed).
-  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0;
+  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0, dense_layers = 0;
   std::int64_t attention_dp = 0, redundant_experts = 0, dispatch_bytes = 2;
   std::int64_t routing = 0, routing_alpha_milli = 0, routing_seed = 0;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
@@ -90,6 +92,7 @@ struct LlmResult {
   // the routed experts out, allreduce_ps the combine.
   ps_t expert_ps, dispatch_ps, combine_ps;
   std::int64_t dispatch_link_bytes[3], combine_link_bytes[3];
+  ps_t dense_layer_ps;  // a MoE model's dense layer, one micro-batch (layer_ps: its MoE layer)
 };
 
 // The counted actions of each kind of kernel's result (the rank's, or the group's for an
@@ -107,7 +110,7 @@ KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
   return LlmShape{c.hidden,  c.intermediate, c.heads,        c.kv_heads,         c.head_dim,           c.layers,
                   c.vocab,   c.tied,         c.experts,      c.top_k,            c.moe_intermediate,   c.shared_intermediate,
-                  c.qk_norm};
+                  c.qk_norm, c.dense_layers};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
   return LlmRun{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
@@ -130,11 +133,102 @@ KB_HD inline HwConfig llm_rank_hw(const LlmConfig& c) {
   return h;
 }
 
+namespace llm_detail {
+// Whether a visitor is told which kind of layer the layer kernels it is given are of.
+template <class V, class = void>
+struct SeesLayerKinds : std::false_type {};
+template <class V>
+struct SeesLayerKinds<V, std::void_t<decltype(std::declval<V&>().layer_kind(true))>> : std::true_type {};
+
+// Kernel k (of a layer, or of the head) as its family's config, to the visitor.
+template <class Visitor>
+KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& rank, bool tuned, const LlmKernel& k, bool layer,
+                        Visitor& v) {
+  switch (k.kind) {
+    case LlmKernelKind::gemm: {
+      GemmConfig g{};
+      g.hw = rank;
+      g.m = k.m, g.n = k.n, g.k = k.k;
+      g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
+      g.b_bytes = c.weight_bytes;  // B is the weights
+      g = tuned ? gemm_tuned(g) : gemm_automatic(g);
+      v.gemm(g, k, layer);
+      break;
+    }
+    case LlmKernelKind::attention: {
+      if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) {
+        LlmAttnConfig x{};
+        x.hw = rank;
+        x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
+        if (tuned) x = llm_attn_tuned(x);
+        else llm_attn_complete(x);
+        v.attention(x, k, layer);
+        break;
+      }
+      // The sequences in waves: as many as the case's buffers hold in a PE's SRAM (halving
+      // from the whole batch), each wave a launch of its own.
+      DecodeConfig d{};
+      d.hw = rank;
+      d.decode_case = c.attention_case;
+      d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+      d.allreduce = 0;
+      d.kv_bytes = c.kv_bytes;
+      std::int64_t wave = r.batch;
+      for (;;) {
+        d.batch = wave, d.chunk = 0;
+        decode_complete(d);
+        if (wave == 1 || decode_check(d) != kDecSramOverflow) break;
+        wave = ceil_div(wave, 2);
+      }
+      for (std::int64_t done = 0; done < r.batch; done += wave) {
+        if (r.batch - done < wave) {
+          d.batch = r.batch - done, d.chunk = 0;
+          decode_complete(d);
+        }
+        v.attention(tuned ? decode_chunk_tuned(d) : d, k, layer);
+      }
+      break;
+    }
+    case LlmKernelKind::allreduce: {
+      AllreduceConfig a{};
+      a.hw = c.hw;
+      a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
+      a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
+      a.chunks = 1, a.channels = c.tp_channels;
+      if (k.role == kLlmRoleDispatch || k.role == kLlmRoleCombine) {
+        if (c.attention_dp) {
+          // An all-to-all (pairwise, one channel): every rank moves what the busiest rank
+          // receives, in equal pieces (the values rounded up to a whole piece a rank).
+          a.op = static_cast<std::int64_t>(CollOp::alltoall), a.algo = static_cast<std::int64_t>(CollAlgo::pairwise);
+          a.channels = 1;
+          const std::int64_t v = coll_vranks(a), values = ceil_div(k.bytes, 2);
+          a.bytes = 2 * (values > v ? ceil_div(values, v) * v : v);
+        }
+      }
+      v.allreduce(a, k, layer);
+      break;
+    }
+    default: {
+      LlmVecConfig x{};
+      x.hw = rank;
+      x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
+      x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
+      x.head_dim = c.head_dim, x.weight_bytes = c.weight_bytes;
+      v.vector(x, k, layer);
+      break;
+    }
+  }
+}
+}  // namespace llm_detail
+
 // Calls the visitor with each kernel of the layer program (layer = true) and of the head,
 // as its family's config: v.gemm(GemmConfig, k), v.attention(DecodeConfig, k) (decode) or
 // v.attention(LlmAttnConfig, k) (prefill's causal attention),
 // v.allreduce(AllreduceConfig, k), v.vector(LlmVecConfig, k), k the LlmKernel. Shared by
 // both engines, as routes are: it says what runs, not how long it takes.
+// The layer program is a MoE model's MoE layer; after the head and the stage transfer come
+// the kernels of one of its first dense layers (section 13.11), between v.layer_kind(true)
+// and v.layer_kind(false) for a visitor that has layer_kind.
 template <class Visitor>
 KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   const LlmShape m = llm_shape_of(c);
@@ -146,90 +240,19 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   LlmKernel ks[kLlmLayerKernels + kLlmHeadKernels];
   const int nl = llm_layer_program(c.hw, m, r, ks);
   const int n = nl + llm_head_program(c.hw, m, r, ks + nl);
-  for (int i = 0; i < n; ++i) {
-    const LlmKernel& k = ks[i];
-    const bool layer = i < nl;
-    switch (k.kind) {
-      case LlmKernelKind::gemm: {
-        GemmConfig g{};
-        g.hw = rank;
-        g.m = k.m, g.n = k.n, g.k = k.k;
-        g.pes = rank.pes_per_cube(), g.cubes = rank.cubes_per_sip(), g.buffers = 2, g.split = kGemmSplitAuto;
-        g.b_bytes = c.weight_bytes;  // B is the weights
-        g = tuned ? gemm_tuned(g) : gemm_automatic(g);
-        v.gemm(g, k, layer);
-        break;
-      }
-      case LlmKernelKind::attention: {
-        if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) {
-          LlmAttnConfig x{};
-          x.hw = rank;
-          x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
-          if (tuned) x = llm_attn_tuned(x);
-          else llm_attn_complete(x);
-          v.attention(x, k, layer);
-          break;
-        }
-        // The sequences in waves: as many as the case's buffers hold in a PE's SRAM (halving
-        // from the whole batch), each wave a launch of its own.
-        DecodeConfig d{};
-        d.hw = rank;
-        d.decode_case = c.attention_case;
-        d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
-        d.allreduce = 0;
-        d.kv_bytes = c.kv_bytes;
-        std::int64_t wave = r.batch;
-        for (;;) {
-          d.batch = wave, d.chunk = 0;
-          decode_complete(d);
-          if (wave == 1 || decode_check(d) != kDecSramOverflow) break;
-          wave = ceil_div(wave, 2);
-        }
-        for (std::int64_t done = 0; done < r.batch; done += wave) {
-          if (r.batch - done < wave) {
-            d.batch = r.batch - done, d.chunk = 0;
-            decode_complete(d);
-          }
-          v.attention(tuned ? decode_chunk_tuned(d) : d, k, layer);
-        }
-        break;
-      }
-      case LlmKernelKind::allreduce: {
-        AllreduceConfig a{};
-        a.hw = c.hw;
-        a.bytes = k.bytes, a.level = c.tp_level, a.algo = c.tp_algo, a.ranks = c.tp;
-        a.buffer = static_cast<std::int64_t>(CollBuffer::hbm), a.op = static_cast<std::int64_t>(CollOp::allreduce);
-        a.chunks = 1, a.channels = c.tp_channels;
-        if (k.role == kLlmRoleDispatch || k.role == kLlmRoleCombine) {
-          if (c.attention_dp) {
-            // An all-to-all (pairwise, one channel): every rank moves what the busiest rank
-            // receives, in equal pieces (the values rounded up to a whole piece a rank).
-            a.op = static_cast<std::int64_t>(CollOp::alltoall), a.algo = static_cast<std::int64_t>(CollAlgo::pairwise);
-            a.channels = 1;
-            const std::int64_t v = coll_vranks(a), values = ceil_div(k.bytes, 2);
-            a.bytes = 2 * (values > v ? ceil_div(values, v) * v : v);
-          }
-        }
-        v.allreduce(a, k, layer);
-        break;
-      }
-      default: {
-        LlmVecConfig x{};
-        x.hw = rank;
-        x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
-        x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
-        x.head_dim = c.head_dim, x.weight_bytes = c.weight_bytes;
-        v.vector(x, k, layer);
-        break;
-      }
-    }
-  }
+  for (int i = 0; i < n; ++i) llm_detail::visit_kernel(c, r, rank, tuned, ks[i], i < nl, v);
   if (c.pp > 1) {  // the activation of a micro-batch, from one stage to the next
     LlmSendConfig x{};
     x.hw = c.hw;
     x.stage_sips = llm_ranks(c.hw, r).sips_per_stage, x.level = c.tp_level, x.ranks = c.tp;
     x.bytes = llm_tokens(r) * c.hidden * 2;
     v.transfer(x);
+  }
+  if (m.experts > 0 && m.dense_layers > 0) {  // a MoE model's dense layers: one of them
+    if constexpr (llm_detail::SeesLayerKinds<Visitor>::value) v.layer_kind(true);
+    const int nd = llm_layer_program(c.hw, m, r, ks, true);
+    for (int i = 0; i < nd; ++i) llm_detail::visit_kernel(c, r, rank, tuned, ks[i], true, v);
+    if constexpr (llm_detail::SeesLayerKinds<Visitor>::value) v.layer_kind(false);
   }
 }
 
@@ -241,9 +264,10 @@ KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
       c.attention_dp < 0 || c.attention_dp > 1 || c.shared_intermediate < 0 || c.shared_intermediate > kLlmMaxIntermediate)
     return false;
   if (c.experts == 0)
-    return c.top_k == 0 && c.moe_intermediate == 0 && c.shared_intermediate == 0 && c.attention_dp == 0 && c.redundant_experts == 0;
+    return c.top_k == 0 && c.moe_intermediate == 0 && c.shared_intermediate == 0 && c.attention_dp == 0 &&
+           c.redundant_experts == 0 && c.dense_layers == 0;
   if (c.experts < 1 || c.experts > kMoeMaxExperts || c.top_k < 1 || c.top_k > c.experts || c.moe_intermediate < 1 ||
-      c.moe_intermediate > kLlmMaxIntermediate)
+      c.moe_intermediate > kLlmMaxIntermediate || c.dense_layers < 0 || c.dense_layers >= c.layers)
     return false;
   std::int64_t pairs = 0;
   for (std::int64_t e = 0; e < c.experts; ++e) {
@@ -317,39 +341,46 @@ struct LlmTally {
     Actions a;          // counted actions, every rank
     std::int64_t link;  // link bytes, every hop (out-ports included for transfers)
     std::int64_t moe_link[2][3];  // the dispatch's and the combine's link bytes by level
-  } part[3] = {};  // 0: the head, 1: a layer, 2: a transfer
+  } part[4] = {};  // 0: the head, 1: a layer (a MoE model's MoE layer), 2: a transfer, 3: a MoE model's dense layer
+  int layer_part = 1;  // where a layer kernel goes: 1, or 3 for a dense layer of a MoE model
+  KB_HD void layer_kind(bool dense) { layer_part = dense ? 3 : 1; }
   // A kernel's latency, its actions (`times` over: tp for a rank's kernel) and link bytes;
   // kernel `k` runs k.repeat times, and its role (a MoE kernel's) sets its kind.
   KB_HD void add(bool layer, Kind kind, ps_t latency, const Actions& a, std::int64_t times, std::int64_t link, const LlmKernel& k) {
     const Kind by_role = k.role == kLlmRoleExpert ? kExpert : k.role == kLlmRoleDispatch ? kDispatch : k.role == kLlmRoleCombine ? kCombine : kind;
-    add_to(part[layer ? 1 : 0], by_role, sat_mul(k.repeat, latency), a, sat_mul(times, k.repeat), sat_mul(k.repeat, link));
+    Part& p = part[layer ? layer_part : 0];
+    add_to(p, by_role, sat_mul(k.repeat, latency), a, sat_mul(times, k.repeat), sat_mul(k.repeat, link));
     if (k.role == kLlmRoleDispatch || k.role == kLlmRoleCombine) {
-      std::int64_t* m = part[layer ? 1 : 0].moe_link[k.role == kLlmRoleDispatch ? 0 : 1];
+      std::int64_t* m = p.moe_link[k.role == kLlmRoleDispatch ? 0 : 1];
       m[0] += a.link_bytes_pe, m[1] += a.link_bytes_cube, m[2] += a.link_bytes_sip;
     }
   }
   KB_HD void add_transfer(ps_t latency, const Actions& a, std::int64_t link) { add_to(part[2], kTransfer, latency, a, 1, link); }
   // The step through the schedule, each stage running `layers` of its layers at most
   // (0: all of them); the last stage runs the head.
+  // A MoE model's stage runs its dense layers (the model's first) before its MoE layers.
   KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
     const LlmShape m = llm_shape_of(c);
     const LlmRun r = llm_run_of(c);
-    return llm_schedule(c.pp, c.microbatches, part[1].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
-      const std::int64_t L = llm_stage_layers(m, r, s);
-      return layers && layers < L ? layers : L;
+    return llm_schedule_kinds(c.pp, c.microbatches, part[1].kind, part[3].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
+      const std::int64_t L = llm_stage_layers(m, r, s), run = layers && layers < L ? layers : L;
+      if (m.experts == 0) return LlmStageLayers{run, 0};
+      const std::int64_t d = llm_stage_dense_layers(m, r, s), dense = d < run ? d : run;
+      return LlmStageLayers{run - dense, dense};
     });
   }
   // The step as run (layers_run layers a stage) and the whole model's. Out of line on the
   // device: the schedule's per-stage state (3 KiB) is then not in the frame the kernels'
   // models are called from.
   KB_HD KB_NOINLINE LlmResult finish(const LlmConfig& c) const {
-    const Part &l = part[1], &h = part[0], &x = part[2];
-    const std::int64_t L = c.layers, M = c.microbatches, X = (c.pp - 1) * M;
+    const Part &l = part[1], &h = part[0], &x = part[2], &d = part[3];
+    // Layers of each kind: a MoE model's MoE layers (l) and dense ones (d), or every layer (l).
+    const std::int64_t D = c.experts > 0 ? c.dense_layers : 0, L = c.layers - D, M = c.microbatches, X = (c.pp - 1) * M;
     const LlmPath all = schedule(c, 0);
     LlmResult o{};
     o.status = all.at >= kTimeLimitPs ? kLlmTooLarge : kLlmOk;  // the step's time beyond int64's guard
     if (o.status != kLlmOk) return o;
-    o.layer_ps = l.latency, o.head_ps = h.latency;
+    o.layer_ps = l.latency, o.head_ps = h.latency, o.dense_layer_ps = d.latency;
     o.latency_ps = schedule(c, c.layers_run).at;
     o.model_latency_ps = all.at;
     o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
@@ -357,11 +388,11 @@ struct LlmTally {
     o.expert_ps = all.kind[kExpert], o.dispatch_ps = all.kind[kDispatch], o.combine_ps = all.kind[kCombine];
     for (int i = 0; i < 3; ++i)
       o.dispatch_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[0][i]), o.combine_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[1][i]);
-    // M micro-batches of L layers and the head, and X transfers.
-    const Actions a = actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X);
+    // M micro-batches of L (and D) layers and the head, and X transfers.
+    const Actions a = actions_add(actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X), d.a, sat_mul(M, D));
     o.macs = a.macs;
     o.hbm_read_bytes = a.hbm_read_bytes, o.hbm_write_bytes = a.hbm_write_bytes;
-    o.link_bytes = M * (L * l.link + h.link) + X * x.link;
+    o.link_bytes = M * (L * l.link + D * d.link + h.link) + X * x.link;
     o.vector_ops = a.vector_ops, o.sram_read_bytes = a.sram_read_bytes, o.sram_write_bytes = a.sram_write_bytes;
     o.link_bytes_pe = a.link_bytes_pe, o.link_bytes_cube = a.link_bytes_cube, o.link_bytes_sip = a.link_bytes_sip;
     return o;
@@ -453,6 +484,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
       bad = bad || r.status != 0;
       t.add_transfer(r.latency_ps, llm_send_actions(r), r.link_bytes);
     }
+    KB_HD void layer_kind(bool dense) { t.layer_kind(dense); }
   } time{LlmTally{}, c.tp};
   llm_for_each_kernel(c, time);
   if (time.deferred) {

@@ -144,14 +144,22 @@ KB_HD inline LlmPath llm_after(LlmPath p, const ps_t* kinds, std::int64_t times 
 // layers(s) layers of `layer` each (by kind), the last stage then the head (`head`); a
 // transfer takes `xfer`. Returns the end of the last micro-batch on the last stage, with its
 // critical path.
+// A stage's layers of each kind: `main` of the first (`layer`), `dense` of the second.
+struct LlmStageLayers {
+  std::int64_t main, dense;
+};
+
+// The same with two kinds of layer (a MoE model's MoE and dense layers): stage s runs
+// layers(s).dense layers of `dense` each and layers(s).main of `layer` each.
 template <class Layers>
-KB_HD LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t* layer, const ps_t* head, const ps_t* xfer,
-                           const Layers& layers) {
+KB_HD LlmPath llm_schedule_kinds(std::int64_t pp, std::int64_t mb, const ps_t* layer, const ps_t* dense, const ps_t* head,
+                                 const ps_t* xfer, const Layers& layers) {
   LlmPath free_at[kLlmMaxStages] = {};
   for (std::int64_t j = 0; j < mb; ++j) {
     LlmPath arrive{};
     for (std::int64_t s = 0; s < pp; ++s) {
-      LlmPath done = llm_after(llm_later(free_at[s], arrive), layer, layers(s));
+      const LlmStageLayers n = layers(s);
+      LlmPath done = llm_after(llm_after(llm_later(free_at[s], arrive), dense, n.dense), layer, n.main);
       if (s + 1 < pp) {
         // The rendezvous: the sender done, the receiver free (its last micro-batch sent on).
         arrive = llm_after(llm_later(done, free_at[s + 1]), xfer);
@@ -162,6 +170,12 @@ KB_HD LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t* layer, 
     }
   }
   return free_at[pp - 1];
+}
+template <class Layers>
+KB_HD LlmPath llm_schedule(std::int64_t pp, std::int64_t mb, const ps_t* layer, const ps_t* head, const ps_t* xfer,
+                           const Layers& layers) {
+  const ps_t none[kLlmKinds] = {};
+  return llm_schedule_kinds(pp, mb, layer, none, head, xfer, [&](std::int64_t s) { return LlmStageLayers{layers(s), 0}; });
 }
 
 }  // namespace kb

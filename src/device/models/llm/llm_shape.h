@@ -31,8 +31,13 @@ struct LlmShape {
   // layer's MLP is a router (hidden -> experts) and `experts` SiLU-gated experts of
   // `moe_intermediate`, `top_k` a token, beside a shared expert of `shared_intermediate`
   // (0: none) that every token goes through. qk_norm: an RMSNorm over each head's q and k.
-  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0;
+  // The first `dense_layers` layers are dense (the LLaMA MLP of `intermediate`), as
+  // DeepSeek-V3's first_k_dense_replace makes them.
+  std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0, dense_layers = 0;
 };
+
+// Layers of the model whose MLP is a MoE one (every layer of a dense model is dense).
+KB_HD constexpr std::int64_t llm_moe_layers(const LlmShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
 
 // The ranges a model file may give (src/host/llm/model_file.cpp checks them): generous
 // beyond every published LLaMA (405B: hidden 16384, intermediate 53248, 128 heads, 126
@@ -73,17 +78,19 @@ KB_HD inline LlmParams llm_params(const LlmShape& m) {
   LlmParams p{};
   p.embedding = m.vocab * m.hidden;
   p.attention = m.hidden * llm_q_width(m) + 2 * m.hidden * llm_kv_width(m) + llm_q_width(m) * m.hidden;
-  // A MoE layer's MLP: its router, every routed expert and the shared one; a token
-  // multiplies by the router, top_k experts and the shared one.
+  // A MoE layer's MLP (`mlp`, `layer`): its router, every routed expert and the shared one;
+  // a token multiplies by the router, top_k experts and the shared one. A MoE model's first
+  // dense_layers layers have the dense MLP.
   const bool moe = m.experts > 0;
-  p.mlp = moe ? llm_router_params(m) + m.experts * llm_expert_params(m) + llm_shared_params(m) : 3 * m.hidden * m.intermediate;
+  const std::int64_t dense_mlp = 3 * m.hidden * m.intermediate, moe_layers = llm_moe_layers(m), dense_layers = m.layers - moe_layers;
+  p.mlp = moe ? llm_router_params(m) + m.experts * llm_expert_params(m) + llm_shared_params(m) : dense_mlp;
   const std::int64_t mlp_used = moe ? llm_router_params(m) + m.top_k * llm_expert_params(m) + llm_shared_params(m) : p.mlp;
   p.norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
   p.layer = p.attention + p.mlp + p.norms;
   p.final_norm = m.hidden;
   p.lm_head = m.tied ? 0 : m.vocab * m.hidden;
-  p.total = p.embedding + m.layers * p.layer + p.final_norm + p.lm_head;
-  p.matmul = m.layers * (p.attention + mlp_used) + m.vocab * m.hidden;
+  p.total = p.embedding + moe_layers * p.layer + dense_layers * (p.attention + dense_mlp + p.norms) + p.final_norm + p.lm_head;
+  p.matmul = moe_layers * (p.attention + mlp_used) + dense_layers * (p.attention + dense_mlp) + m.vocab * m.hidden;
   return p;
 }
 

@@ -209,14 +209,17 @@ nlohmann::json llm_kernels_json(const void* cfg) {
   if (llm_check(c) != kLlmOk) return out;
   struct List {
     nlohmann::json* out;
+    bool dense = false;  // a MoE model's dense layer's kernels
+    void layer_kind(bool d) { dense = d; }
+    const char* part(bool layer) const { return layer ? (dense ? "dense_layer" : "layer") : "head"; }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
-      out->push_back({{"name", k.name}, {"kind", "gemm"}, {"part", layer ? "layer" : "head"}, {"m", g.m}, {"n", g.n},
+      out->push_back({{"name", k.name}, {"kind", "gemm"}, {"part", part(layer)}, {"m", g.m}, {"n", g.n},
                       {"k", g.k}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"tile_k", g.tile_k},
                       {"split", kGemmSplitNames[g.split]}, {"buffers", g.buffers}, {"latency_ps", gemm_model(g).latency_ps}});
       if (k.repeat > 1) out->back()["repeat"] = k.repeat;  // a rank's routed experts, one after another
     }
     void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
-      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"tile", x.tile},
+      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", part(layer)}, {"tile", x.tile},
                       {"heads", x.heads}, {"latency_ps", llm_attn_model(x).latency_ps}});
     }
     void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {  // waves alike listed once, counted
@@ -225,7 +228,7 @@ nlohmann::json llm_kernels_json(const void* cfg) {
         out->back()["waves"] = out->back()["waves"].get<std::int64_t>() + 1;
         return;
       }
-      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", layer ? "layer" : "head"}, {"batch", d.batch},
+      out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", part(layer)}, {"batch", d.batch},
                       {"chunk", d.chunk}, {"waves", 1}, {"latency_ps", decode_model(d).latency_ps}});
     }
     void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}

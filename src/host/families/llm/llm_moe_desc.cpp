@@ -50,6 +50,8 @@ std::vector<AxisDesc> llm_moe_axes() {
            offsetof(C, moe_intermediate)).range(0, kLlmMaxIntermediate).default_to("0").defines_problem().only_with("experts"),
       axis("shared_intermediate", "--shared-intermediate", "the shared expert's intermediate size (0: none)",
            offsetof(C, shared_intermediate)).range(0, kLlmMaxIntermediate).default_to("0").defines_problem().only_with("experts"),
+      axis("dense_layers", "--dense-layers", "the model's first layers that are dense (DeepSeek-V3's first_k_dense_replace)",
+           offsetof(C, dense_layers)).range(0, kLlmMaxLayers).default_to("0").defines_problem().only_with("experts"),
       axis("qk_norm", "--qk-norm", "an RMSNorm over each head's q and k (Qwen3)", offsetof(C, qk_norm))
           .choices({"no", "yes"}).default_to("no").defines_problem().only_with("experts"),
       axis("attention", "--attention",
@@ -94,11 +96,17 @@ std::vector<PresetDesc> llm_moe_presets() {
 
 std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmModelFile& m) {
   if (m.moe.experts == 0) return {};
-  for (std::size_t l = 0; l < m.moe.moe_layer.size(); ++l)
+  // Dense layers first, then MoE layers (the layer program's two kinds, section 13.11).
+  std::size_t dense = 0;
+  while (dense < m.moe.moe_layer.size() && !m.moe.moe_layer[dense]) ++dense;
+  for (std::size_t l = dense; l < m.moe.moe_layer.size(); ++l)
     if (!m.moe.moe_layer[l])
       throw InputError("--model " + m.name + ": layer " + std::to_string(l) +
-                       " is dense and others are MoE layers; the engines run models whose layers are all alike");
+                       " is dense after MoE layers; the engines run a model's dense layers first, then its MoE layers");
+  if (dense == m.moe.moe_layer.size())
+    throw InputError("--model " + m.name + ": no layer is a MoE layer; give it as a dense model");
   return {{"experts", std::to_string(m.moe.experts)},
+          {"dense_layers", std::to_string(dense)},
           {"top_k", std::to_string(m.moe.top_k)},
           {"moe_intermediate", std::to_string(m.moe.expert_intermediate)},
           {"shared_intermediate", "0"},
@@ -182,6 +190,10 @@ std::vector<ColumnDesc> llm_moe_columns() {
                             [part, i](const C&, const R& r) { return part == 0 ? r.dispatch_link_bytes[i] : r.combine_link_bytes[i]; },
                             true));
     }
+  cols.push_back(ColumnDesc{"dense_layer_ps", "ps", "one of a MoE model's dense layers, one micro-batch (layer_ps: a MoE layer)",
+                            ColType::integer, typed_getter<C, R>([](const C& c, const R& r) {
+                              return moe(c) && c.dense_layers > 0 ? nlohmann::json(r.dense_layer_ps) : nlohmann::json();
+                            }), true, false, true});
   cols.push_back({"routing", "", "how the tokens picked their experts (--routing)", ColType::text,
                   typed_getter<C, R>([](const C& c, const R&) { return moe(c) ? nlohmann::json(routing_text(c)) : nlohmann::json(); }),
                   false, false, true});

@@ -380,19 +380,25 @@ class LayerTrace {
 LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   const std::int32_t st = llm_check(c);
   if (st != kLlmOk) throw InputError(llm_status_message(st, c));
-  // Each layer runs its kernels in turn; every layer must come out as the first did (they
-  // are identical), which is what lets the model count one layer `layers` times.
+  // Each layer runs its kernels in turn; every layer must come out as the first of its kind
+  // did (they are identical), which is what lets the model count one layer `layers` times.
+  // Stage 0 runs `run` layers: a MoE model's dense ones first.
   const std::int64_t run = c.layers_run ? c.layers_run : c.layers;
+  const std::int64_t dense_run = c.experts > 0 ? std::min(c.dense_layers, run) : 0, main_run = run - dense_run;
   struct Time {
     LlmTally t;
     std::int64_t tp;
     LayerTrace* trace = nullptr;  // the first layer's kernels, traced
     std::size_t traced = 0;
-    bool first = true;       // the first pass: the first layer and the head, tallied
-    ps_t layer_latency = 0;  // the pass's layer
-    ps_t ran = 0;            // every kernel run, summed
-    // Whether to run this kernel: every pass runs the layer's, the first pass the head's too.
-    bool runs(bool layer) const { return layer || first; }
+    bool first = true;       // the first pass: the first layer of each kind and the head, tallied
+    bool dense = false;      // the kernels now given are a MoE model's dense layer's
+    bool want[2] = {true, true};   // the pass runs a (MoE or only) layer, a dense layer
+    bool count[2] = {true, true};  // the layer it runs is one of the step's (`ran`)
+    ps_t layer_latency[2] = {0, 0};  // the pass's layer of each kind
+    ps_t ran = 0;            // every kernel of the step run, summed
+    void layer_kind(bool d) { dense = d; t.layer_kind(d); }
+    // Whether to run this kernel: a pass runs the layers it wants, the first pass the head's too.
+    bool runs(bool layer) const { return layer ? want[dense] : first; }
     // Where kernel k of the first layer writes its trace (none for later ones and the head).
     std::string trace_file{};
     const std::string* to(bool layer) {
@@ -405,8 +411,8 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
       // A kernel repeated (a rank's routed experts, alike) runs once, and counts its repeats.
       if (trace && first && layer) trace->add(traced++, kernel.name, ran, latency);
       const ps_t all = sat_mul(kernel.repeat, latency);
-      ran = sat_add(ran, all);
-      if (layer) layer_latency += all;
+      if (!layer || count[dense]) ran = sat_add(ran, all);
+      if (layer) layer_latency[dense] += all;
       if (first) t.add(layer, k, latency, a, times, link, kernel);
     }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
@@ -444,17 +450,24 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   } time{LlmTally{}, c.tp};
   std::unique_ptr<LayerTrace> trace;
   if (trace_path) trace = std::make_unique<LayerTrace>(*trace_path), time.trace = trace.get();
-  // The first pass runs the first layer and the head; each further pass one more layer.
+  // The first pass runs the first layer of each kind and the head; each further pass one
+  // more layer of one kind.
+  time.count[0] = main_run > 0, time.count[1] = dense_run > 0;
   llm_for_each_kernel(c, time);
-  const ps_t first = time.layer_latency;
+  const ps_t first[2] = {time.layer_latency[0], time.layer_latency[1]};
   time.first = false;
-  for (std::int64_t l = 1; l < run; ++l) {
-    time.layer_latency = 0;
-    llm_for_each_kernel(c, time);
-    if (time.layer_latency != first)
-      throw InternalError("layer " + std::to_string(l) + " of the step took " + std::to_string(time.layer_latency) +
-                              " ps, the first " + std::to_string(first) + " ps: identical layers differ",
-                          __FILE__, __LINE__);
+  time.count[0] = time.count[1] = true;
+  for (int kind = 0; kind < 2; ++kind) {
+    time.want[0] = kind == 0, time.want[1] = kind == 1;
+    for (std::int64_t l = 1; l < (kind == 0 ? main_run : dense_run); ++l) {
+      time.layer_latency[kind] = 0;
+      llm_for_each_kernel(c, time);
+      if (time.layer_latency[kind] != first[kind])
+        throw InternalError(std::string(kind ? "dense " : "") + "layer " + std::to_string(l) + " of the step took " +
+                                std::to_string(time.layer_latency[kind]) + " ps, the first " + std::to_string(first[kind]) +
+                                " ps: identical layers differ",
+                            __FILE__, __LINE__);
+    }
   }
   // The step from what ran: one pipeline stage's kernels in turn (every kernel the engine
   // ran, at pp = 1 and one micro-batch), or the schedule of stages and micro-batches.
