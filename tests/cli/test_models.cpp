@@ -133,6 +133,20 @@ TEST(Models, AMixtureOfExpertsStepRunsOnBothEngines) {
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(json::parse(b.out)["load_imbalance"], 1.0);
   EXPECT_LE(json::parse(b.out)["step_ps"].get<std::int64_t>(), j["step_ps"].get<std::int64_t>());
+  // A sweep over the mapping, the step's axes grouped (as by default): the same step for the same point.
+  const Result s = run("sweep llm --model mixtral-8x7b " + ring +
+                       "--batch 16 --context 2048 --tp 8 --tp-level sip --attention dp --attention-case 3 --tp-algo ring --pp 1 "
+                       "--redundant-experts 0,8 --routing zipf:1.2 --routing-seed 3 --json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json sw = json::parse(s.out);
+  EXPECT_EQ(sw["valid"], 2) << s.out;
+  const Result e = run("eval llm --model mixtral-8x7b " + ring +
+                       "--batch 16 --context 2048 --ep 8 --ep-level sip --attention-case 3 --tp-algo ring --pp 1 "
+                       "--routing zipf:1.2 --routing-seed 3 --engine batched --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  bool found = false;
+  for (const json& row : sw["top"]) found |= row["redundant_experts"] == 0 && row["step_ps"] == json::parse(e.out)["step_ps"];
+  EXPECT_TRUE(found) << s.out;
   // A dense model's output has no MoE column.
   const Result d = run("eval llm --model llama-3.1-8b --batch 1 --tp 1 --pp 1 --engine batched --json");
   ASSERT_EQ(d.code, 0) << d.err;

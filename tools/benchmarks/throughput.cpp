@@ -190,7 +190,7 @@ BENCHMARK(BM_SweepLlmTuning)->ArgNames({"auto", "designs"})->Args({0, 0})->Args(
 // A mixture-of-experts mapping sweep, cold (no tuning kept): Mixtral-8x7B decode on ring8,
 // batch 64 at context 4K routed zipf:1.2, over the MoE axes and the mapping: tp (the expert-
 // parallel ranks) 1-8 over cubes or SIPs, attention tensor- or data-parallel, 0, 8 or 16
-// redundant copies, fp8 or fp16 dispatch, every allreduce algorithm and attention case (3,840
+// redundant copies, fp8 or fp16 dispatch, every allreduce algorithm and attention case (1,920
 // configs). Arg 1: the same warm (the tuning kept from a first run). The counter is every
 // config evaluated a second, valid or not.
 void BM_SweepLlmMoe(benchmark::State& state) {

@@ -189,7 +189,7 @@ SweepOutcome outcome_of_request(const Part& p0) {
       o.req.presets = rq.at("presets").get<std::map<std::string, std::string>>();
       for (const auto& [flag, value] : o.req.presets) {
         const auto it = std::find_if(o.f->presets.begin(), o.f->presets.end(),
-                                     [&](const PresetDesc& d) { return d.flag == flag && d.apply; });
+                                     [&](const PresetDesc& d) { return d.flag == flag && d.sets_fields(); });
         if (it == o.f->presets.end())
           throw InputError(p0.file + ": shard.request.presets: " + flag + " sets nothing in family " + o.f->name);
       }

@@ -109,6 +109,10 @@ struct PresetDesc {
   // layers) sets them here, on the config every point starts from; its value is one value
   // (commas and all) in a sweep too.
   std::function<void(const std::string& value, void* config)> apply;
+  // A flag that the family's prepare step reads (Family::prepare: --routing): kept with the
+  // request, as a flag that applies is.
+  bool prepares = false;
+  bool sets_fields() const { return static_cast<bool>(apply) || prepares; }
 };
 
 struct CostDesc {

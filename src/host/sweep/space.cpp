@@ -407,6 +407,11 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
   }
 
   if (f.prepare) {
+    // A group's axis of one value is a space axis still: its value into the base as well, for
+    // what follows from it.
+    for (const auto& ax : b.space.axes)
+      if (ax.length() == 1)
+        for (std::size_t w = 0; w < ax.offsets.size(); ++w) set_int(b.space.base.data(), static_cast<std::size_t>(ax.offsets[w]), ax.values[w]);
     std::vector<std::string> swept;
     for (std::size_t i = 0; i < b.axes.size(); ++i)
       if (b.space.axes[i].length() > 1)

@@ -30,7 +30,7 @@ struct SpaceRequest {
   // are reported in a column "case".
   std::vector<std::string> zips;
   std::string group;  // "" : the family's default; "none": one group
-  std::map<std::string, std::string> presets;  // flag -> value, for the presets given that set fields (PresetDesc::apply)
+  std::map<std::string, std::string> presets;  // flag -> value, for the presets given that set fields (PresetDesc::sets_fields)
 };
 
 // One axis of a built space (or a fixed field), with how its values are written.

@@ -84,13 +84,13 @@ std::vector<PresetDesc> llm_moe_presets() {
          parse_routing(v, 0);
          return std::vector<std::pair<std::string, std::string>>{};
        },
-       nullptr},
+       nullptr, true},
       {"--routing-seed", "the routing's seed (0 when not given)",
        [](const std::string& v) {
          seed_of(v);
          return std::vector<std::pair<std::string, std::string>>{};
        },
-       nullptr},
+       nullptr, true},
   };
 }
 
