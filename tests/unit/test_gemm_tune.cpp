@@ -219,7 +219,7 @@ std::vector<GemmConfig> shipped_model_gemms() {
     const HwConfig hw = load_topology(std::string(KB_TEST_TOPOLOGIES) + "/" + topology + ".yaml").hw();
     for (const std::string& name : shipped_llm_models()) {
       const LlmModelFile f = load_llm_model(name);
-      if (f.moe.experts > 0) continue;  // the engines run dense layers only
+      if (f.moe.experts > 0) continue;  // the dense LLaMA models
       const LlmShape s = f.shape;
       for (const LlmPhase phase : {LlmPhase::prefill, LlmPhase::decode})
         for (std::int64_t batch = 1; batch <= 256; batch *= 2)

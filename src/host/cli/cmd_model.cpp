@@ -227,7 +227,7 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
   cli_printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
              static_cast<double>(p.total * wb) / 1e9, (long long)wb, wb == 1 ? "" : "s", (long long)kv_token, (long long)kvb,
              kvb == 1 ? "" : "s", static_cast<double>(kv_token * ctx) / 1e9, (long long)ctx);
-  cli_printf("  the engines run dense layers only: eval, sweep and model place refuse it\n");
+  cli_printf("  eval llm and sweep llm run it (expert-parallel over the tp ranks: --ep, --routing; docs/model.md section 13.11); model place places dense models only\n");
   return true;
 }
 

@@ -283,7 +283,7 @@ void require_dense(const LlmModelFile& m, const std::string& what) {
   if (m.moe.experts == 0) return;
   throw InputError(what + " " + m.name + ": a mixture-of-experts model (" + m.moe.architecture + ", " +
                    std::to_string(m.moe.experts) + " experts, " + std::to_string(m.moe.top_k) +
-                   " a token): the engines run dense layers only; `model show` reads it");
+                   " a token): it places dense models only; `eval llm --model " + m.name + "` times it");
 }
 
 }  // namespace kb

@@ -52,8 +52,8 @@ LlmModelFile load_llm_model(const std::string& name_or_path, const std::string& 
 // The shipped models' names, sorted.
 std::vector<std::string> shipped_llm_models();
 
-// Throws InputError (naming `what` and the model) for a mixture-of-experts model: the engines
-// run dense layers only.
+// Throws InputError (naming `what` and the model) for a mixture-of-experts model: for what
+// takes dense models only (`model place`).
 void require_dense(const LlmModelFile& m, const std::string& what);
 
 }  // namespace kb
