@@ -132,6 +132,13 @@ TEST(Models, AMixtureOfExpertsStepRunsOnBothEngines) {
   const Result b = run("eval llm --model mixtral-8x7b " + ring + "--batch 16 --context 2048 --ep 8 --ep-level sip --engine batched --json");
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(json::parse(b.out)["load_imbalance"], 1.0);
+  // Group-limited routing (4 groups of 2 experts, a token's from its best one): both engines.
+  const Result g = run("eval llm --model mixtral-8x7b " + ring +
+                       "--batch 1 --context 2048 --tp 8 --tp-level sip --routing uniform --expert-groups 4 --topk-groups 1 --json");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(json::parse(g.out)["parity"], true);
+  EXPECT_EQ(json::parse(g.out)["expert_groups"], 4);
+  EXPECT_EQ(json::parse(g.out)["experts_touched"], 2);
   EXPECT_LE(json::parse(b.out)["step_ps"].get<std::int64_t>(), j["step_ps"].get<std::int64_t>());
   // A sweep over the mapping, the step's axes grouped (as by default): the same step for the same point.
   const Result s = run("sweep llm --model mixtral-8x7b " + ring +
@@ -186,6 +193,9 @@ TEST(Models, BadMixtureOfExpertsInputIsOneLine) {
   expect_input_error(run(m + "--ep 3 --ep-level sip"), "16 sequences do not split evenly over 3 ranks");
   expect_input_error(run(m + "--ep 2 --ep-level sip --redundant-experts 9"), "--redundant-experts 9: at most one copy of an expert a rank");
   expect_input_error(run(m + "--ep 8 --ep-level sip --routing-seed -1"), "--routing-seed -1:");
+  expect_input_error(run(m + "--ep 8 --ep-level sip --expert-groups 3"), "--expert-groups 3: does not divide the 8 routed experts");
+  expect_input_error(run(m + "--ep 8 --ep-level sip --expert-groups 8 --topk-groups 1"),
+                     "--topk-groups 1: 1 of 8 groups of 1 experts do not hold the 2 experts a token takes (--top-k)");
   expect_input_error(run("eval llm --model llama-3.1-8b --batch 1 --routing uniform"),
                      "--routing uniform: the model is dense (no --experts): nothing to route");
   expect_input_error(run("sweep llm --model mixtral-8x7b --batch 1,2 --tp 1 --pp 1"), "--batch: a mixture-of-experts run routes one step's tokens");

@@ -155,7 +155,7 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   std::vector<int> dense_counts;
   std::vector<LlmConfig> out;
-  counts->assign(9, 0);
+  counts->assign(10, 0);
   const char* routings[] = {"balanced", "uniform", "zipf:1.2", "zipf:0.6"};
   for (std::uint64_t round = 0; static_cast<int>(out.size()) < count; ++round) {
     for (LlmConfig c : random_configs(count, seed + round, &dense_counts)) {
@@ -168,6 +168,10 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
       c.dense_layers = c.layers > 1 && pick(0, 2) == 0 ? pick(1, c.layers - 1) : 0;  // DeepSeek-V3's first dense layers
       c.attention_dp = c.tp > 1 ? pick(0, 1) : 0;
       c.dispatch_bytes = pick(1, 2);
+      if (c.experts % 4 == 0 && pick(0, 2) == 0) {  // group-limited routing: 4 groups, the best 2
+        c.expert_groups = 4, c.topk_groups = 2;
+        if (c.top_k > 2 * (c.experts / 4)) c.top_k = 2 * (c.experts / 4);
+      }
       c.redundant_experts = 0;
       if (c.tp > 1 && pick(0, 1)) {  // redundant copies that split evenly over the ranks
         const std::int64_t r = c.tp - c.experts % c.tp + c.tp * pick(0, 1);
@@ -185,6 +189,7 @@ std::vector<LlmConfig> random_moe_configs(int count, std::uint64_t seed, std::ve
       if (c.routing == static_cast<std::int64_t>(LlmRouting::zipf)) ++(*counts)[6];
       if (c.phase == static_cast<std::int64_t>(LlmPhase::prefill)) ++(*counts)[7];
       if (c.dense_layers > 0) ++(*counts)[8];
+      if (c.expert_groups > 1) ++(*counts)[9];
       out.push_back(c);
     }
   }

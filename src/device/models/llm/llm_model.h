@@ -59,6 +59,9 @@ struct LlmConfig {
   std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0, dense_layers = 0;
   std::int64_t attention_dp = 0, redundant_experts = 0, dispatch_bytes = 2;
   std::int64_t routing = 0, routing_alpha_milli = 0, routing_seed = 0;
+  // Group-limited routing (DeepSeek-V3's n_group, topk_group): the experts in `expert_groups`
+  // equal groups, a token's experts from its best `topk_groups` groups (1, 1: no limit).
+  std::int64_t expert_groups = 1, topk_groups = 1;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
   // The tokens of one micro-batch routed to each expert (the host's router: not an axis).
@@ -256,6 +259,11 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
   }
 }
 
+// Group-limited routing's groups: equal, and a token's top_k within its topk_groups.
+KB_HD inline bool llm_moe_groups_fit(const LlmConfig& c) {
+  return c.expert_groups >= 1 && c.expert_groups <= c.experts && c.experts % c.expert_groups == 0 && c.topk_groups >= 1 &&
+         c.topk_groups <= c.expert_groups && c.top_k <= c.topk_groups * (c.experts / c.expert_groups);
+}
 // A MoE config's own fields in range (all 0 but dispatch_bytes for a dense model; data-
 // parallel attention with experts only), its routed tokens a whole number of top_k choices.
 KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
@@ -265,7 +273,8 @@ KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
     return false;
   if (c.experts == 0)
     return c.top_k == 0 && c.moe_intermediate == 0 && c.shared_intermediate == 0 && c.attention_dp == 0 &&
-           c.redundant_experts == 0 && c.dense_layers == 0;
+           c.redundant_experts == 0 && c.dense_layers == 0 && c.expert_groups == 1 && c.topk_groups == 1;
+  if (!llm_moe_groups_fit(c)) return false;
   if (c.experts < 1 || c.experts > kMoeMaxExperts || c.top_k < 1 || c.top_k > c.experts || c.moe_intermediate < 1 ||
       c.moe_intermediate > kLlmMaxIntermediate || c.dense_layers < 0 || c.dense_layers >= c.layers)
     return false;

@@ -54,6 +54,11 @@ std::vector<AxisDesc> llm_moe_axes() {
            offsetof(C, dense_layers)).range(0, kLlmMaxLayers).default_to("0").defines_problem().only_with("experts"),
       axis("qk_norm", "--qk-norm", "an RMSNorm over each head's q and k (Qwen3)", offsetof(C, qk_norm))
           .choices({"no", "yes"}).default_to("no").defines_problem().only_with("experts"),
+      axis("expert_groups", "--expert-groups",
+           "group-limited routing: the routed experts in this many equal groups (DeepSeek-V3's n_group; 1: no groups)",
+           offsetof(C, expert_groups)).range(1, kMoeMaxExperts).default_to("1").defines_problem().only_with("experts"),
+      axis("topk_groups", "--topk-groups", "the groups a token's experts come from, its best ones (topk_group)",
+           offsetof(C, topk_groups)).range(1, kMoeMaxExperts).default_to("1").defines_problem().only_with("experts"),
       axis("attention", "--attention",
            "a MoE model's attention over the tp group: tp (tensor-parallel; the experts' outputs combined by an "
            "allreduce) or dp (data-parallel: each rank batch / tp sequences; tokens dispatched to their experts and "
@@ -125,18 +130,26 @@ void llm_moe_prepare(const std::map<std::string, std::string>& presets, const st
     return;
   }
   for (const std::string& name : swept)
-    if (name == "batch" || name == "phase" || name == "prompt" || name == "microbatches" || name == "experts" || name == "top_k")
+    if (name == "batch" || name == "phase" || name == "prompt" || name == "microbatches" || name == "experts" || name == "top_k" ||
+        name == "expert_groups" || name == "topk_groups")
       throw InputError("--" + name + ": a mixture-of-experts run routes one step's tokens before it is evaluated; give one "
                        "value of --batch, --phase, --prompt, --microbatches, --experts and --top-k (one run each)");
   // Out of range: left unrouted, for the config's check to name.
   if (c.top_k < 1 || c.top_k > c.experts || c.microbatches < 1 || c.batch % c.microbatches != 0) return;
+  if (c.expert_groups < 1 || c.experts % c.expert_groups != 0)
+    throw InputError("--expert-groups " + std::to_string(c.expert_groups) + ": does not divide the " + std::to_string(c.experts) +
+                     " routed experts into equal groups");
+  if (c.topk_groups < 1 || c.topk_groups > c.expert_groups || c.top_k > c.topk_groups * (c.experts / c.expert_groups))
+    throw InputError("--topk-groups " + std::to_string(c.topk_groups) + ": " + std::to_string(c.topk_groups) + " of " +
+                     std::to_string(c.expert_groups) + " groups of " + std::to_string(c.experts / c.expert_groups) +
+                     " experts do not hold the " + std::to_string(c.top_k) + " experts a token takes (--top-k)");
   const std::int64_t tokens = c.batch / c.microbatches * (c.phase == static_cast<std::int64_t>(LlmPhase::prefill) ? c.prompt : 1);
   if (tokens * c.top_k > std::numeric_limits<std::int32_t>::max())
     throw InputError("--routing: " + std::to_string(tokens) + " tokens x top_k " + std::to_string(c.top_k) +
                      " routed pairs a micro-batch; at most 2^31 - 1 (fewer sequences, a shorter prompt or more micro-batches)");
   const std::int64_t s = seed != presets.end() ? seed_of(seed->second) : 0;
   const RoutingSpec spec = parse_routing(routing != presets.end() ? routing->second : "balanced", static_cast<std::uint64_t>(s));
-  const Routed r = route_tokens(spec, MoeRouter{c.experts, c.top_k, 1, 1}, tokens, 0);
+  const Routed r = route_tokens(spec, MoeRouter{c.experts, c.top_k, c.expert_groups, c.topk_groups}, tokens, 0);
   for (std::int64_t e = 0; e < c.experts; ++e) c.expert_tokens[e] = static_cast<std::int32_t>(r.tokens[static_cast<std::size_t>(e)]);
   c.routing = static_cast<std::int64_t>(spec.kind == RoutingKind::balanced  ? LlmRouting::balanced
                                         : spec.kind == RoutingKind::uniform ? LlmRouting::uniform
