@@ -308,7 +308,8 @@ void JsonEvalReporter::report(const EvalResult& r) { out_ << eval_json(r).dump(2
 void TerminalEvalReporter::report(const EvalResult& e) {
   std::string line;
   const nlohmann::json c = e.config_table.row_json(0);
-  for (const Column& col : e.config_table.columns()) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c[col.name]);
+  for (const Column& col : e.config_table.columns())  // in column order; a column the table leaves out, left out
+    if (c.contains(col.name)) line += (line.empty() ? "" : " ") + col.name + "=" + cell_text(c.at(col.name));
   stream_printf(out_, "%s %s, topology %s\n", e.family->name.c_str(), line.c_str(), e.topology.name.c_str());
   if (!e.best_axes.empty()) {
     std::string picked;
