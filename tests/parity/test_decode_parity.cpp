@@ -169,6 +169,34 @@ TEST_P(DecodeParity, TenThousandRandomConfigs) {
   }
 }
 
+// Value heads narrower or wider than the key heads, and K and V one tensor (multi-head latent
+// attention's absorbed decode: V the first d_v values of each key, no V load).
+TEST_P(DecodeParity, ValueHeadsAndSharedKv) {
+  std::vector<int> counts;
+  const std::vector<DecodeConfig> base = random_configs(2500, 20261207, &counts);
+  std::mt19937_64 rng(7);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<DecodeConfig> configs;
+  int shared = 0, narrow = 0;
+  for (DecodeConfig c : base) {
+    c.kv_shared = pick(0, 1);
+    c.d_v = c.kv_shared ? pick(1, c.d_head) : pick(1, 160);
+    if (decode_check(c) != kDecOk) continue;
+    shared += c.kv_shared != 0, narrow += dec_dv(c) < c.d_head;
+    configs.push_back(c);
+  }
+  EXPECT_GT(shared, 500);
+  EXPECT_GT(narrow, 500);
+  const std::vector<DecodeResult> exec = eval<DecodeModel>(GetParam(), configs);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_EQ(exec[i].status, kDecOk) << describe(configs[i]);
+    const DecodeResult ref = decode_reference(configs[i], nullptr);
+    ASSERT_EQ(figures_diff(family("decode"), configs[i], ref, exec[i]), "")
+        << "config " << i << ": " << describe(configs[i]) << " d_v=" << configs[i].d_v << " shared=" << configs[i].kv_shared;
+    ASSERT_EQ(testing::energy_recompute_diff(family("decode"), &configs[i], &exec[i]), "") << describe(configs[i]);
+  }
+}
+
 // Wider machines and shapes than the test above, shared HBM and ties; configs the check
 // refuses are refused alike by the model (the check's status) and the reference.
 TEST_P(DecodeParity, WideRangesAndTies) {

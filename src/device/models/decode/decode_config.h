@@ -34,9 +34,16 @@ struct DecodeConfig {
   std::int64_t chunk;      // KV positions per step; 0: automatic (decode_complete)
   std::int64_t allreduce;  // case 4: 1 = every cube ends with the answer
   std::int64_t kv_bytes;   // bytes of a K or V value: 2 (fp16; 0 means 2) or 1 (8-bit, multiplied as fp16)
+  // A value head narrower than the key head (0: d_head), and K and V one tensor (kv_shared 1:
+  // V is the first d_v values of each key, as multi-head latent attention's absorbed decode
+  // keeps one latent row a position; no V is loaded, and a chunk's K buffer serves P V).
+  std::int64_t d_v = 0, kv_shared = 0;
 };
 // Bytes of a cached K or V value (0 stands for the fp16 default).
 KB_HD constexpr std::int64_t dec_kv_bytes(const DecodeConfig& c) { return c.kv_bytes == 1 ? 1 : 2; }
+// A value head's width, and the values a position caches for one KV head (K and V).
+KB_HD constexpr std::int64_t dec_dv(const DecodeConfig& c) { return c.d_v > 0 ? c.d_v : c.d_head; }
+KB_HD constexpr std::int64_t dec_kv_width(const DecodeConfig& c) { return c.d_head + (c.kv_shared ? 0 : dec_dv(c)); }
 
 #define KB_DECODE_STATUSES(X)                                                                             \
   X(kDecOk, "valid")                                                                                      \
@@ -344,16 +351,17 @@ KB_HD inline std::int64_t dec_max_shard(const DecodeConfig& c) { return ceil_div
 // `G` and `Rm`: dec_group(c) and dec_max_rows(c), where the caller has them.
 KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc, std::int64_t G,
                                          std::int64_t Rm) {
-  const std::int64_t d = c.d_head;
-  const std::int64_t sym = dec_slots(c) * Rm * (2 + d) * 4 + (c.allreduce ? Rm * d * 4 : 0);
-  return sym + rows * d * 2 + 4 * dec_kv_bytes(c) * d * lc + G * lc * 4 + G * d * 4 + 2 * G * 4 + rows * (3 + d) * 4;
+  const std::int64_t d = c.d_head, dv = dec_dv(c);
+  const std::int64_t sym = dec_slots(c) * Rm * (2 + dv) * 4 + (c.allreduce ? Rm * dv * 4 : 0);
+  return sym + rows * d * 2 + 2 * dec_kv_bytes(c) * dec_kv_width(c) * lc + G * lc * 4 + G * dv * 4 + 2 * G * 4 +
+         rows * (3 + dv) * 4;
 }
 KB_HD inline std::int64_t dec_sram_bytes(const DecodeConfig& c, std::int64_t rows, std::int64_t lc) {
   return dec_sram_bytes(c, rows, lc, dec_group(c), dec_max_rows(c));
 }
 
 // HBM bytes of K and V of one position: K and V, every unit.
-KB_HD inline std::int64_t dec_kv_pos_bytes(const DecodeConfig& c) { return 2 * dec_kv_bytes(c) * dec_units(c) * c.d_head; }
+KB_HD inline std::int64_t dec_kv_pos_bytes(const DecodeConfig& c) { return dec_kv_bytes(c) * dec_units(c) * dec_kv_width(c); }
 // HBM bytes of K and V on one cube (the placement's shards): the cubes split S_kv where
 // their partials are reduced across cubes (cases 1 and 4), else each holds all of it.
 KB_HD inline std::int64_t dec_kv_cube_bytes(const DecodeConfig& c, std::int64_t cube) {
@@ -369,13 +377,13 @@ KB_HD inline std::int64_t dec_kv_total_bytes(const DecodeConfig& c) {
   return dec_kv_pos_bytes(c) * c.s_kv * (dec_cross_reduce(c) ? 1 : c.hw.cubes_per_sip());
 }
 // HBM bytes of q and the output on each cube (both replicated; allreduce: one output per cube).
-KB_HD inline std::int64_t dec_qo_cube_bytes(const DecodeConfig& c) { return 2 * 2 * dec_units(c) * dec_group(c) * c.d_head; }
+KB_HD inline std::int64_t dec_qo_cube_bytes(const DecodeConfig& c) { return 2 * dec_units(c) * dec_group(c) * (c.d_head + dec_dv(c)); }
 // KV bytes cube `cube` reads (its PEs' shards, every unit they compute).
 KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t cube) {
   std::int64_t b = 0;
   for (std::int64_t p = 0; p < c.hw.pes_per_cube(); ++p) {  // any config (a column of invalid ones too)
     const DecWork w = dec_work(c, cube, p);
-    if (dec_works(w)) b += 2 * dec_kv_bytes(c) * w.units.len * w.kv.len * c.d_head;
+    if (dec_works(w)) b += dec_kv_bytes(c) * w.units.len * w.kv.len * dec_kv_width(c);
   }
   return b;
 }
@@ -383,7 +391,7 @@ KB_HD inline std::int64_t dec_kv_read_bytes(const DecodeConfig& c, std::int64_t 
 // Bounds: the KV cache's bytes over every cube's HBM bandwidth (the best any sharding could
 // do), and the busiest cube's KV reads over its HBM bandwidth (this case's placement).
 KB_HD inline ps_t dec_lower_bound_ps(const DecodeConfig& c) {
-  return transfer_ps(2 * dec_kv_bytes(c) * dec_units(c) * c.s_kv * c.d_head, c.hw.cubes_per_sip() * c.hw.hbm_bandwidth_gbps);
+  return transfer_ps(dec_kv_bytes(c) * dec_units(c) * c.s_kv * dec_kv_width(c), c.hw.cubes_per_sip() * c.hw.hbm_bandwidth_gbps);
 }
 KB_HD inline ps_t dec_case_bound_ps(const DecodeConfig& c) {
   std::int64_t most = 0;

@@ -114,6 +114,8 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known&
   if (!hw_fits(h)) return kDecBadHardware;
   if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
   if (c.kv_bytes < 0 || c.kv_bytes > 2) return kDecBadShape;
+  if (c.d_v < 0 || c.d_v > kDecMaxDHead || c.kv_shared < 0 || c.kv_shared > 1 || (c.kv_shared && dec_dv(c) > c.d_head))
+    return kDecBadShape;
   if (c.s_kv < 1 || c.s_kv > kDecMaxSkv || c.batch < 1 || c.batch > kDecMaxBatch || c.h_q < 1 ||
       c.h_q > kDecMaxHeads || c.h_kv < 1 || c.h_kv > c.h_q || c.h_q % c.h_kv != 0 || c.d_head < 1 ||
       c.d_head > kDecMaxDHead)
@@ -131,7 +133,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known&
   // matmul and vector op, times the ops of the busiest PE, times the PEs.
   // big > floor(limit / x) exactly when big x > limit, which factors below 2^31 compare
   // without a division.
-  const std::int64_t d = c.d_head, P = h.pes_per_cube() * h.tenants();
+  const std::int64_t d = imax(c.d_head, dec_dv(c)), P = h.pes_per_cube() * h.tenants();
   const std::int64_t big = imax(imax(d * c.chunk * 2, rows * d * 4), 8), x = kPsPerNs * P * 4;
   if (((big | x) >> 31) == 0 ? big * x > kTimeLimitPs : big > kTimeLimitPs / x) return kDecTimeOverflow;
   known.merge_g = dec_detail::merge_ps(c, G);
@@ -139,7 +141,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known&
   known.whole_sharers = P;
   known.rows = rows;
   known.merge_rows = dec_detail::merge_ps(c, rows);
-  known.div_rows = dec_detail::vec_ps(c, VecOp::row_div, rows, d);
+  known.div_rows = dec_detail::vec_ps(c, VecOp::row_div, rows, dec_dv(c));
   const dec_detail::Chunk& k = known.whole;
   const std::int64_t steps = sat_mul(ceil_div(rows, G), ceil_div(shard, c.chunk));
   if (4 * dec_units(c) * c.s_kv * d > kTimeLimitPs / kPsPerNs) return kDecTimeOverflow;  // the bounds' bytes
@@ -206,7 +208,7 @@ struct DecodeEvalT {
   const Known& known;  // the check's costs
 
   KB_HD DecodeEvalT(const DecodeConfig& config, const Known& k, DecodeResult& out, bool apart = false)
-      : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(config.d_head),
+      : c(config), h(config.hw), C(config.hw.cubes_per_sip()), P(config.hw.pes_per_cube()), d(dec_dv(config)),
         lat(config.hw.hbm_latency_ns * kPsPerNs), ipcq_lat(config.hw.ipcq.latency_ns * kPsPerNs),
         link_lat(config.hw.cube_link.latency_ns * kPsPerNs), merge_rows(k.rows), div_rows(k.rows),
         merge_time(k.merge_rows), div_time(k.div_rows), r(out), merge_unit(merge_counts(config, 1)), div_unit{0, 0, 0},

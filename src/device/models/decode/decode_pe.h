@@ -23,7 +23,7 @@ KB_HD inline ps_t vec_ps(const DecodeConfig& c, VecOp op, std::int64_t rows, std
 // t = m1; t = max(t, m2); m1 = exp(m1 - t); m2 = exp(m2 - t); l1 = l1 m1 + l2 m2;
 // O1 = O1 m1 + O2 m2 (row broadcasts); m1 = t.
 KB_HD inline ps_t merge_ps(const DecodeConfig& c, std::int64_t R) {
-  const std::int64_t d = c.d_head;
+  const std::int64_t d = dec_dv(c);
   return 2 * vec_ps(c, VecOp::copy, 1, R) + vec_ps(c, VecOp::max, 1, R) + 2 * vec_ps(c, VecOp::sub, 1, R) +
          2 * vec_ps(c, VecOp::exp, 1, R) + 2 * vec_ps(c, VecOp::mul, 1, R) + vec_ps(c, VecOp::add, 1, R) +
          2 * vec_ps(c, VecOp::row_mul, R, d) + vec_ps(c, VecOp::add, 1, R * d);
@@ -44,19 +44,19 @@ struct Counts {
 KB_HD inline Counts merge_counts(const DecodeConfig& c, std::int64_t R) {
   Counts k{0, 0, 0};
   k.vec(VecOp::copy, 1, R, 2), k.vec(VecOp::max, 1, R), k.vec(VecOp::sub, 1, R, 2), k.vec(VecOp::exp, 1, R, 2);
-  k.vec(VecOp::mul, 1, R, 2), k.vec(VecOp::add, 1, R), k.vec(VecOp::row_mul, R, c.d_head, 2), k.vec(VecOp::add, 1, R * c.d_head);
+  k.vec(VecOp::mul, 1, R, 2), k.vec(VecOp::add, 1, R), k.vec(VecOp::row_mul, R, dec_dv(c), 2), k.vec(VecOp::add, 1, R * dec_dv(c));
   return k;
 }
-// A chunk step's counts of n positions, its merge left out: the K and V chunks land in SRAM;
-// S = q K^T (q fp16, K as stored, S fp32), the softmax passes over S, O = P V (P fp32, V as
-// stored, O fp32).
+// A chunk step's counts of n positions, its merge left out: the K and V chunks land in SRAM
+// (K alone where V is its first d_v values); S = q K^T (q fp16, K as stored, S fp32), the
+// softmax passes over S, O = P V (P fp32, V as stored, O fp32).
 KB_HD inline Counts chunk_counts(const DecodeConfig& c, std::int64_t n) {
-  const std::int64_t d = c.d_head, G = dec_group(c), kvb = dec_kv_bytes(c);
-  Counts k{0, 0, 2 * d * n * kvb};
+  const std::int64_t d = c.d_head, dv = dec_dv(c), G = dec_group(c), kvb = dec_kv_bytes(c);
+  Counts k{0, 0, dec_kv_width(c) * n * kvb};
   k.sram(matmul_sram(G, n, d, 2, kvb, 4, false));
   k.vec(VecOp::scale, 1, G * n), k.vec(VecOp::row_max, G, n), k.vec(VecOp::row_sub, G, n);
   k.vec(VecOp::exp, 1, G * n), k.vec(VecOp::row_sum, G, n);
-  k.sram(matmul_sram(G, d, n, 4, kvb, 4, false));
+  k.sram(matmul_sram(G, dv, n, 4, kvb, 4, false));
   return k;
 }
 
@@ -64,16 +64,18 @@ KB_HD inline Counts chunk_counts(const DecodeConfig& c, std::int64_t n) {
 struct Chunk {
   ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
   std::int64_t cyc;                        // matrix cycles
+  bool shared;                             // V is in K's buffer (no V load; K's buffer held until O)
 };
 // `merge`: merge_ps(c, G) where the step merges, else -1.
 KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std::int64_t sharers) {
-  const std::int64_t d = c.d_head, G = dec_group(c);
+  const std::int64_t d = c.d_head, dv = dec_dv(c), G = dec_group(c);
   const HwConfig& h = c.hw;
   Chunk k;
+  k.shared = c.kv_shared != 0;
   k.ldk = shared_transfer_ps(d * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
-  k.ldv = k.ldk;
+  k.ldv = k.shared ? 0 : dv == d ? k.ldk : shared_transfer_ps(dv * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   const std::int64_t c1 = systolic_cycles(G, n, d, h.matrix_rows, h.matrix_cols, h.dataflow);
-  const std::int64_t c2 = systolic_cycles(G, d, n, h.matrix_rows, h.matrix_cols, h.dataflow);
+  const std::int64_t c2 = systolic_cycles(G, dv, n, h.matrix_rows, h.matrix_cols, h.dataflow);
   k.cyc = c1 + c2;
   k.mm1 = cycles_ps(c1, h.clock_mhz);
   k.mm2 = cycles_ps(c2, h.clock_mhz);
@@ -92,12 +94,16 @@ struct Pipe {
 };
 
 KB_HD inline void step(Pipe& p, const Chunk& k, ps_t lat) {
-  const ps_t ks = imax(p.d, p.k2);  // K buffer of this slot free: S of two steps ago done
+  // K buffer of this slot free: S of two steps ago done (O, where it holds V too).
+  const ps_t ks = imax(p.d, k.shared ? p.v2 : p.k2);
   p.d = ks + k.ldk;
   const ps_t kdone = p.d + lat;
-  const ps_t vs = imax(p.d, p.v2);  // V buffer: O of two steps ago done
-  p.d = vs + k.ldv;
-  const ps_t vdone = p.d + lat;
+  ps_t vdone = kdone;
+  if (!k.shared) {
+    const ps_t vs = imax(p.d, p.v2);  // V buffer: O of two steps ago done
+    p.d = vs + k.ldv;
+    vdone = p.d + lat;
+  }
   const ps_t m1 = imax(imax(p.v1, kdone), p.rs) + k.mm1;  // scores buffer: last row-sum done
   const ps_t exp_end = imax(p.vec, m1) + k.va;
   const ps_t rs = exp_end + k.vb;
@@ -170,7 +176,7 @@ struct PeRun {
 KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_t len, std::int64_t sharers,
                           const Known* known = nullptr) {
   const HwConfig& h = c.hw;
-  const std::int64_t d = c.d_head, G = dec_group(c), Lc = c.chunk, R = units * G;
+  const std::int64_t d = c.d_head, dv = dec_dv(c), G = dec_group(c), Lc = c.chunk, R = units * G;
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t J = ceil_div(len, Lc), first = imin(Lc, len), last = len - (J - 1) * Lc;
   // The first chunk of a unit (no merge), the middle ones and the last. With two chunks or
@@ -195,8 +201,8 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
     r.vector_busy += count * (k.va + k.vb + (k.merge >= 0 ? k.merge : 0));
     r.dma_busy += count * (k.ldk + k.ldv);
     r.cycles += count * k.cyc;
-    r.macs += count * 2 * G * n * d;
-    r.read_bytes += count * 2 * n * d * dec_kv_bytes(c);
+    r.macs += count * G * n * (d + dv);
+    r.read_bytes += count * n * dec_kv_width(c) * dec_kv_bytes(c);
   };
   add(units, kf, first);
   if (J >= 3) add(units * (J - 2), km, Lc);

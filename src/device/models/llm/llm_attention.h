@@ -27,7 +27,9 @@ struct LlmAttnConfig {
   std::int64_t batch, q_heads, kv_heads, head_dim, prompt;
   std::int64_t tile;   // tokens a query tile and positions a KV chunk; 0: automatic (llm_attn_complete)
   std::int64_t heads;  // query heads an item holds, dividing the group's; 0: automatic
+  std::int64_t v_dim = 0;  // a value head's width (0: head_dim; latent attention's prefill: 128 to q and k's 192)
 };
+KB_HD constexpr std::int64_t llm_attn_dv(const LlmAttnConfig& c) { return c.v_dim > 0 ? c.v_dim : c.head_dim; }
 
 struct LlmAttnResult {
   std::int32_t status;
@@ -56,8 +58,8 @@ KB_HD inline std::int64_t llm_attn_pes(const LlmAttnConfig& c) { return c.hw.cub
 // each), the scores (f32), a chunk's (m, l, O), and the accumulated (m, l, O) with a scratch
 // row (f32): flash decoding's buffers (dec_sram_bytes) for R = t h rows.
 KB_HD inline std::int64_t llm_attn_sram_bytes(const LlmAttnConfig& c, std::int64_t t, std::int64_t h) {
-  const std::int64_t d = c.head_dim, R = t * h;
-  return R * d * 2 + 8 * d * t + R * t * 4 + R * d * 4 + 2 * R * 4 + R * (3 + d) * 4;
+  const std::int64_t d = c.head_dim, dv = llm_attn_dv(c), R = t * h;
+  return R * d * 2 + 4 * (d + dv) * t + R * t * 4 + R * dv * 4 + 2 * R * 4 + R * (3 + dv) * 4;
 }
 
 // Item k (0 .. items - 1), longest first: tile i (from the last) of stream u (batch-major,
@@ -130,7 +132,7 @@ KB_HD inline DecodeConfig llm_attn_flash(const LlmAttnConfig& c, std::int64_t ro
   DecodeConfig d{};
   d.hw = c.hw;
   d.decode_case = 3;
-  d.batch = 1, d.h_q = rows, d.h_kv = 1, d.d_head = c.head_dim;
+  d.batch = 1, d.h_q = rows, d.h_kv = 1, d.d_head = c.head_dim, d.d_v = c.v_dim;
   d.s_kv = c.prompt, d.chunk = c.tile;
   return d;
 }
@@ -139,6 +141,7 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   if (!hw_fits(c.hw) || c.hw.sips != 1) return kLlmAttnBadField;
   if (c.batch < 1 || c.batch > kDecMaxBatch || c.q_heads < 1 || c.q_heads > kDecMaxHeads || c.kv_heads < 1 ||
       c.kv_heads > c.q_heads || c.q_heads % c.kv_heads != 0 || c.head_dim < 1 || c.head_dim > kDecMaxDHead ||
+      c.v_dim < 0 || c.v_dim > kDecMaxDHead ||
       c.prompt < 1 || c.prompt > kDecMaxSkv || c.tile < 1 || c.tile > kLlmAttnMaxTile || c.heads < 1 ||
       llm_attn_group(c) % c.heads != 0)
     return kLlmAttnBadField;
@@ -146,12 +149,12 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   if (llm_attn_items(c) > kLlmAttnMaxItems) return kLlmAttnTooLarge;
   // The useful MACs' count (every causal pair of every head) must hold in int64.
   const std::int64_t pairs = c.prompt % 2 == 0 ? sat_mul(c.prompt / 2, c.prompt + 1) : sat_mul(c.prompt, (c.prompt + 1) / 2);
-  if (sat_mul(sat_mul(c.batch * c.kv_heads, 2 * llm_attn_group(c) * c.head_dim), pairs) >= kTimeLimitPs)
+  if (sat_mul(sat_mul(c.batch * c.kv_heads, llm_attn_group(c) * (c.head_dim + llm_attn_dv(c))), pairs) >= kTimeLimitPs)
     return kLlmAttnTooLarge;
   // A bound on any finish: every chunk step of every item on one PE, each at its costs with
   // two HBM latencies, plus each item's query load, division and store.
   const HwConfig& h = c.hw;
-  const std::int64_t R = c.tile * c.heads, d = c.head_dim, P = h.pes_per_cube() * h.tenants();
+  const std::int64_t R = c.tile * c.heads, d = imax(c.head_dim, llm_attn_dv(c)), P = h.pes_per_cube() * h.tenants();
   if (R * d * 4 > kTimeLimitPs / (kPsPerNs * P * 4)) return kLlmAttnTimeOverflow;
   const DecodeConfig f = llm_attn_flash(c, R);
   const dec_detail::Chunk k = dec_detail::chunk(f, c.tile, true, P);
@@ -178,7 +181,7 @@ struct AttnItem {
 };
 KB_HD inline AttnItem attn_item(const LlmAttnConfig& c, std::int64_t tokens, std::int64_t positions, std::int64_t sharers) {
   const HwConfig& h = c.hw;
-  const std::int64_t R = tokens * c.heads, d = c.head_dim;
+  const std::int64_t R = tokens * c.heads, d = llm_attn_dv(c);  // the answer's width
   const DecodeConfig f = llm_attn_flash(c, R);
   const dec_detail::PeRun e = dec_detail::run_pe(f, 1, positions, sharers);
   const ps_t div = dec_detail::vec_ps(f, VecOp::row_div, R, d);
@@ -203,7 +206,7 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
   LlmAttnResult r{};
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) return r;
-  const std::int64_t P = c.hw.pes_per_cube(), n = llm_attn_pes(c), G = llm_attn_group(c), d = c.head_dim;
+  const std::int64_t P = c.hw.pes_per_cube(), n = llm_attn_pes(c), G = llm_attn_group(c), d = c.head_dim, dv = llm_attn_dv(c);
   const std::int64_t H = c.heads;
   const ps_t lat = c.hw.hbm_latency_ns * kPsPerNs;
   llm_detail::AttnItem cache[4];
@@ -229,14 +232,14 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
       t += e.dma;
       r.matrix_busy_ps += e.matrix_busy, r.vector_busy_ps += e.vector_busy, r.dma_busy_ps += e.dma_busy;
       r.hbm_read_bytes += e.read;
-      r.hbm_write_bytes += it.tokens * H * d * 2;
+      r.hbm_write_bytes += it.tokens * H * dv * 2;
       r.vector_ops += e.counts.vops, r.sram_read_bytes += e.counts.rd, r.sram_write_bytes += e.counts.wr;
       any = true;
     }
     if (any) r.latency_ps = imax(r.latency_ps, t + lat);
   }
   // Useful work: each token's query heads against the positions up to it.
-  r.macs = c.batch * c.kv_heads * 2 * G * d * (c.prompt * (c.prompt + 1) / 2);
+  r.macs = c.batch * c.kv_heads * G * (d + dv) * (c.prompt * (c.prompt + 1) / 2);
   return r;
 }
 

@@ -66,8 +66,9 @@ void FlashChunks::step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, Op
   x = p.row_sub(s, md, rows, n, {x});
   const OpId ex = p.vector_exp(s, rows * n, {x});
   const OpId rs = p.row_sum(ld, s, rows, n, {ex});
-  const OpId mm2 = p.matmul(s, v, od, rows, d, n, false, {ex, ldv});
-  last_vec = first ? rs : flash_merge(p, b.m, b.l, b.o, b.mc, b.lc, b.oc, b.t, rows, d, {mm2, rs});
+  const std::int64_t w = dv > 0 ? dv : d;
+  const OpId mm2 = p.matmul(s, v, od, rows, w, n, false, {ex, ldv});
+  last_vec = first ? rs : flash_merge(p, b.m, b.l, b.o, b.mc, b.lc, b.oc, b.t, rows, w, {mm2, rs});
   last_mm = mm2;
   mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
 }
@@ -86,7 +87,7 @@ struct Tensors {
 class DecodeKernel {
  public:
   DecodeKernel(RuntimeContext& ctx, const DecodeConfig& c, const Tensors& t) : ctx_(ctx), c_(c), t_(t) {
-    const std::int64_t slots = dec_slots(c), Rm = dec_max_rows(c), d = c.d_head;
+    const std::int64_t slots = dec_slots(c), Rm = dec_max_rows(c), d = dec_dv(c);
     const LaunchGrid grid{1, c.hw.cubes_per_sip(), c.hw.pes_per_cube()};
     for (std::int64_t s = 0; s < slots; ++s)
       inbox_.push_back(ctx.symmetric(Rm * (2 + d) * 4, DType::f32, grid, "inbox" + std::to_string(s)));
@@ -150,7 +151,8 @@ class DecodeKernel {
 
 
   State compute(PeProgram& p, const DecWork& w) {
-    const std::int64_t d = c_.d_head, G = dec_group(c_), H = c_.h_kv, L = w.kv.len;
+    const std::int64_t d = c_.d_head, dv = dec_dv(c_), G = dec_group(c_), H = c_.h_kv, L = w.kv.len;
+    const bool shared = c_.kv_shared != 0;
     const std::int64_t lc = std::min(c_.chunk, L), J = (L + lc - 1) / lc, R = w.units.len * G;
     State s;
     s.rows = R;
@@ -158,19 +160,22 @@ class DecodeKernel {
     const std::int64_t kvb = dec_kv_bytes(c_);
     const DType kvt = decode_kv_dtype(c_);
     const SramBuf kb[2] = {p.sram(d * lc * kvb, kvt), p.sram(d * lc * kvb, kvt)};
-    const SramBuf vb[2] = {p.sram(lc * d * kvb, kvt), p.sram(lc * d * kvb, kvt)};
+    // V in buffers of its own, or (shared) the first dv rows of K's.
+    const SramBuf vb[2] = {shared ? p.slice(kb[0], 0, dv * lc) : p.sram(lc * dv * kvb, kvt),
+                           shared ? p.slice(kb[1], 0, dv * lc) : p.sram(lc * dv * kvb, kvt)};
     const SramBuf sb = p.sram(G * lc * 4, DType::f32);
-    const SramBuf oc = p.sram(G * d * 4, DType::f32), mc = p.sram(G * 4, DType::f32), lcb = p.sram(G * 4, DType::f32);
-    s.m = p.sram(R * 4, DType::f32), s.l = p.sram(R * 4, DType::f32), s.o = p.sram(R * d * 4, DType::f32);
+    const SramBuf oc = p.sram(G * dv * 4, DType::f32), mc = p.sram(G * 4, DType::f32), lcb = p.sram(G * 4, DType::f32);
+    s.m = p.sram(R * 4, DType::f32), s.l = p.sram(R * 4, DType::f32), s.o = p.sram(R * dv * 4, DType::f32);
     s.t = p.sram(R * 4, DType::f32);
     const OpId lq = p.load(t_.q, Region{w.units.lo * G, R, 0, d}, qb);
     FlashChunks chain;
+    chain.dv = dv, chain.shared = shared;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     std::int64_t step = 0;
     for (std::int64_t u = 0; u < w.units.len; ++u) {
       const std::int64_t unit = w.units.lo + u, b = unit / H, h = unit % H;
       const SramBuf qu = p.slice(qb, u * G * d, G * d);
-      const SramBuf mu = p.slice(s.m, u * G, G), lu = p.slice(s.l, u * G, G), ou = p.slice(s.o, u * G * d, G * d);
+      const SramBuf mu = p.slice(s.m, u * G, G), lu = p.slice(s.l, u * G, G), ou = p.slice(s.o, u * G * dv, G * dv);
       const SramBuf tu = p.slice(s.t, 0, G);
       for (std::int64_t j = 0; j < J; ++j, ++step) {
         const std::int64_t n = j + 1 < J ? lc : L - (J - 1) * lc, pos = w.kv.lo + j * lc;
@@ -178,7 +183,7 @@ class DecodeKernel {
         const bool first = j == 0;
         // K is stored transposed, [batch, h_kv, d, S]; V as [batch, h_kv, S, d].
         const OpId ldk = p.load(t_.k, Box{{b, h, 0, pos}, {1, 1, d, n}}, kb[slot], {chain.k_free(slot)});
-        const OpId ldv = p.load(t_.v, Box{{b, h, pos, 0}, {1, 1, n, d}}, vb[slot], {chain.v_free(slot)});
+        const OpId ldv = shared ? ldk : p.load(t_.v, Box{{b, h, pos, 0}, {1, 1, n, dv}}, vb[slot], {chain.v_free(slot)});
         chain.step(p, slot, first, lq, ldk, ldv, qu, kb[slot], vb[slot], sb, G, n, d, scale, FlashBufs{mu, lu, ou, tu, mc, lcb, oc});
       }
     }
@@ -190,7 +195,7 @@ class DecodeKernel {
   // tree per PE position), as node `me`: merge each child's partials, then send to the parent.
   template <class RankOf>
   void reduce(PeProgram& p, State& s, int kind, const DecTree& tree, std::int64_t me, RankOf rank_of) {
-    const std::int64_t d = c_.d_head, R = s.rows, pe = p.rank().pe, cube = p.rank().cube;
+    const std::int64_t d = dec_dv(c_), R = s.rows, pe = p.rank().pe, cube = p.rank().cube;
     const bool flow = kind == 1 && dec_case(c_) == DecodeCase::cube_sp_pe_sp;
     std::int64_t ch[4], dirs[4];
     const int k = tree.children(me, ch, dirs);
@@ -222,7 +227,7 @@ class DecodeKernel {
 
   // O / l, and the answer written to HBM when this PE writes it.
   OpId finish(PeProgram& p, State& s, const DecWork& w, bool writes) {
-    const std::int64_t d = c_.d_head, G = dec_group(c_);
+    const std::int64_t d = dec_dv(c_), G = dec_group(c_);
     const OpId div = p.row_div(s.o, s.l, s.rows, d, {s.last_vec, s.last_mm});
     s.last_vec = div;
     if (writes) p.store(s.o, t_.o, Region{w.units.lo * G, s.rows, 0, d}, {div});
@@ -231,7 +236,7 @@ class DecodeKernel {
 
   // Case 4 with allreduce: the root cube's answer travels down the tree; every cube stores it.
   void broadcast(PeProgram& p, State& s, const DecTree& tree, std::int64_t q) {
-    const std::int64_t d = c_.d_head, R = s.rows, pe = p.rank().pe;
+    const std::int64_t d = dec_dv(c_), R = s.rows, pe = p.rank().pe;
     SramBuf src;
     OpId ready;
     if (q == tree.root()) {
@@ -291,7 +296,7 @@ namespace {
 // The kernel's tensors: q, the answer, and K [batch, h_kv, d, S] and V [batch, h_kv, S, d]
 // split along S as the case says; q, K and V random from `seed` when `random`, else zeros.
 Tensors decode_tensors(RuntimeContext& ctx, const DecodeConfig& c, bool random, std::uint64_t seed) {
-  const std::int64_t C = c.hw.cubes_per_sip(), U = dec_units(c), G = dec_group(c), d = c.d_head, S = c.s_kv;
+  const std::int64_t C = c.hw.cubes_per_sip(), U = dec_units(c), G = dec_group(c), d = c.d_head, dv = dec_dv(c), S = c.s_kv;
   const DecodeCase kase = dec_case(c);
   Placement rep;  // on every cube, shared by its PEs
   rep.cubes = C;
@@ -304,19 +309,19 @@ Tensors decode_tensors(RuntimeContext& ctx, const DecodeConfig& c, bool random, 
   if (random) {
     t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
     t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
-    t.v = ctx.random({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V", seed + 2);
+    if (!c.kv_shared) t.v = ctx.random({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V", seed + 2);
   } else {
     t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
     t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
-    t.v = ctx.zeros({c.batch, c.h_kv, S, d}, decode_kv_dtype(c), vp, "V");
+    if (!c.kv_shared) t.v = ctx.zeros({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V");
   }
   if (c.allreduce) {
     Placement op = rep;
     op.cube = Split::row_wise;
-    t.o = ctx.zeros({C, U * G, d}, DType::f16, op, "O");
+    t.o = ctx.zeros({C, U * G, dv}, DType::f16, op, "O");
     t.per_cube = true;
   } else {
-    t.o = ctx.zeros({U * G, d}, DType::f16, rep, "O");
+    t.o = ctx.zeros({U * G, dv}, DType::f16, rep, "O");
   }
   return t;
 }
@@ -338,10 +343,11 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
                      const std::vector<std::vector<float>>* inputs) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
+  if (data && c.kv_shared) throw InputError("decode: data mode of a shared K and V (latent attention) is not modelled");
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(decode_reference_ops(c));
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
-  const std::int64_t d = c.d_head;
+  const std::int64_t d = dec_dv(c);
   DecodeRun out;
   Tensors t;
   // The request was validated: anything the runtime rejects from here on is a bug of the
@@ -377,14 +383,14 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
 }
 
 std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRun& run) {
-  const std::int64_t U = dec_units(c), G = dec_group(c), d = c.d_head, S = c.s_kv, H = c.h_kv;
-  std::vector<double> o(static_cast<std::size_t>(U * G * d), 0.0);
+  const std::int64_t U = dec_units(c), G = dec_group(c), d = c.d_head, dv = dec_dv(c), S = c.s_kv, H = c.h_kv;
+  std::vector<double> o(static_cast<std::size_t>(U * G * dv), 0.0);
   std::vector<double> sc(static_cast<std::size_t>(S));
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   for (std::int64_t u = 0; u < U; ++u) {
     const std::int64_t b = u / H, h = u % H;
     const float* K = run.k.data() + (b * H + h) * d * S;  // [d, S]
-    const float* V = run.v.data() + (b * H + h) * S * d;  // [S, d]
+    const float* V = run.v.data() + (b * H + h) * S * dv;  // [S, dv]
     for (std::int64_t g = 0; g < G; ++g) {
       const float* qr = run.q.data() + (u * G + g) * d;
       double mx = -1e300;
@@ -396,10 +402,10 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
       }
       double sum = 0;
       for (std::int64_t s = 0; s < S; ++s) sum += (sc[static_cast<std::size_t>(s)] = std::exp(sc[static_cast<std::size_t>(s)] - mx));
-      double* out = o.data() + (u * G + g) * d;
+      double* out = o.data() + (u * G + g) * dv;
       for (std::int64_t s = 0; s < S; ++s) {
         const double w = sc[static_cast<std::size_t>(s)] / sum;
-        for (std::int64_t e = 0; e < d; ++e) out[e] += w * V[s * d + e];
+        for (std::int64_t e = 0; e < dv; ++e) out[e] += w * V[s * dv + e];
       }
     }
   }

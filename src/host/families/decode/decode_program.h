@@ -53,7 +53,11 @@ struct FlashChunks {
   OpId mm1_of[2] = {engine::kNoOp, engine::kNoOp}, mm2_of[2] = {engine::kNoOp, engine::kNoOp};
   OpId rs_prev = engine::kNoOp, last_mm = engine::kNoOp, last_vec = engine::kNoOp;
   // What chunk `slot`'s K and V loads must follow (their buffers free).
-  OpId k_free(int slot) const { return mm1_of[slot]; }
+  // A value head of dv values (0: d), and V the first dv rows of K's buffer (shared: K's buffer
+  // is free once O is done).
+  std::int64_t dv = 0;
+  bool shared = false;
+  OpId k_free(int slot) const { return shared ? mm2_of[slot] : mm1_of[slot]; }
   OpId v_free(int slot) const { return mm2_of[slot]; }
   // One chunk of n positions whose K and V loads (into k and v) are ldk and ldv, for `rows`
   // query rows q (loaded by lq): S = q K^T into s, the softmax passes, O = P V, and, after

@@ -153,16 +153,16 @@ namespace {
 // returns the tensor it writes.
 Tensor attn_build(RuntimeContext& ctx, const LlmAttnConfig& c, const KernelValues* data) {
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
-  const std::int64_t G = llm_attn_group(c), d = c.head_dim, t = c.tile, h = c.heads, S = G / h, Rm = t * h;
+  const std::int64_t G = llm_attn_group(c), d = c.head_dim, dv = llm_attn_dv(c), t = c.tile, h = c.heads, S = G / h, Rm = t * h;
   const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
   Placement rep;  // every cube holds the tensors, shared by its PEs
   rep.cubes = C;
-  // Per (sequence, KV head): its queries and answers [T, G, d], K transposed [d, T] and V
-  // [T, d], as the decode kernel keeps them.
+  // Per (sequence, KV head): its queries [T, G, d] and answers [T, G, dv], K transposed [d, T]
+  // and V [T, dv], as the decode kernel keeps them.
   const Tensor q = ctx.zeros({KV, T, G, d}, DType::f16, rep, "q");
   const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
-  const Tensor v = ctx.zeros({KV, T, d}, DType::f16, rep, "v");
-  const Tensor o = ctx.zeros({KV, T, G, d}, DType::f16, rep, "o");
+  const Tensor v = ctx.zeros({KV, T, dv}, DType::f16, rep, "v");
+  const Tensor o = ctx.zeros({KV, T, G, dv}, DType::f16, rep, "o");
   if (data) {
     if (data->in.size() != 3) throw InputError("llm attention: 3 input tensors, " + std::to_string(data->in.size()) + " given");
     ctx.assign(q, data->in[0]);
@@ -175,33 +175,34 @@ Tensor attn_build(RuntimeContext& ctx, const LlmAttnConfig& c, const KernelValue
     if (llm_attn_item_of(c, g, 0) < 0) return;
     const SramBuf qb = p.sram(Rm * d * 2, DType::f16);
     const SramBuf kb[2] = {p.sram(d * t * 2, DType::f16), p.sram(d * t * 2, DType::f16)};
-    const SramBuf vb[2] = {p.sram(t * d * 2, DType::f16), p.sram(t * d * 2, DType::f16)};
+    const SramBuf vb[2] = {p.sram(t * dv * 2, DType::f16), p.sram(t * dv * 2, DType::f16)};
     const SramBuf sb = p.sram(Rm * t * 4, DType::f32);
-    const SramBuf oc = p.sram(Rm * d * 4, DType::f32), mc = p.sram(Rm * 4, DType::f32), lc = p.sram(Rm * 4, DType::f32);
-    const SramBuf m = p.sram(Rm * 4, DType::f32), l = p.sram(Rm * 4, DType::f32), ob = p.sram(Rm * d * 4, DType::f32);
+    const SramBuf oc = p.sram(Rm * dv * 4, DType::f32), mc = p.sram(Rm * 4, DType::f32), lc = p.sram(Rm * 4, DType::f32);
+    const SramBuf m = p.sram(Rm * 4, DType::f32), l = p.sram(Rm * 4, DType::f32), ob = p.sram(Rm * dv * 4, DType::f32);
     const SramBuf tmp = p.sram(Rm * 4, DType::f32);
     for (std::int64_t round = 0;; ++round) {
       const std::int64_t item = llm_attn_item_of(c, g, round);
       if (item < 0) break;
       const LlmAttnItem it = llm_attn_item(c, item);
       const std::int64_t R = it.tokens * h, J = ceil_div(it.positions, t), u = it.unit / S;
-      const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}};
+      const Box rows{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, d}}, outs{{u, it.first, (it.unit % S) * h, 0}, {1, it.tokens, h, dv}};
       const SramBuf qs = p.slice(qb, 0, R * d);
       const OpId lq = p.load(q, rows, qs);
       FlashChunks chain;
+      chain.dv = dv;
       for (std::int64_t j = 0; j < J; ++j) {
         const std::int64_t n = j + 1 < J ? t : it.positions - (J - 1) * t, pos = j * t;
         const int slot = static_cast<int>(j % 2);
-        const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * d), sj = p.slice(sb, 0, R * n);
+        const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * dv), sj = p.slice(sb, 0, R * n);
         const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
-        const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, d}}, vj, {chain.v_free(slot)});
+        const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, dv}}, vj, {chain.v_free(slot)});
         // The causal mask of the diagonal block rides on the scaling pass (timed alike).
         FlashCausal mask;
         if (j + 1 == J) mask = FlashCausal{true, it.first, h, pos};
         chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc}, mask);
       }
-      const OpId div = p.row_div(ob, l, R, d, {chain.last_vec, chain.last_mm});
-      p.store(p.slice(ob, 0, R * d), o, rows, {div});
+      const OpId div = p.row_div(ob, l, R, dv, {chain.last_vec, chain.last_mm});
+      p.store(p.slice(ob, 0, R * dv), o, outs, {div});
     }
   });
   return o;
@@ -235,7 +236,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
   r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
   r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
-  r.macs = KV * 2 * G * d * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
+  r.macs = KV * G * (d + llm_attn_dv(c)) * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
