@@ -248,7 +248,7 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
       {"mlpbias", "\"mlp_bias\": false", "\"mlp_bias\": 1", "mlp_bias: expected true or false"},
       {"act", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act: 'gelu' is not modelled"},
       {"type", "\"model_type\": \"llama\"", "\"model_type\": \"mixtral\"", "model_type: 'mixtral' is not modelled"},
-      {"arch", "\"LlamaForCausalLM\"", "\"DeepseekV3ForCausalLM\"", "architectures: expected a list holding"},
+      {"arch", "\"LlamaForCausalLM\"", "\"GptOssForCausalLM\"", "architectures: expected a list holding"},
       {"mixtral", "\"LlamaForCausalLM\"", "\"MixtralForCausalLM\"", "model_type: 'llama' is not modelled"},
       {"headsize", "\"hidden_size\": 4096", "\"hidden_size\": 4100", "hidden_size: 4100 is not num_attention_heads (32)"},
       {"twice", "\"use_cache\": true", "\"use_cache\": true,\n  \"vocab_size\": 5", "vocab_size: given twice"},
@@ -268,7 +268,7 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
   std::ofstream(d + "/empty.json") << "";
   expect_input_error(run("model show '" + d + "/empty.json'"), "empty file");
   expect_input_error(run("model show '" + d + "/absent.json'"), "cannot open file");
-  expect_input_error(run("model show llama-9"), "model llama-9: no such model (shipped: llama-3.1-405b, llama-3.1-70b");
+  expect_input_error(run("model show llama-9"), "model llama-9: no such model (shipped: deepseek-v3, llama-3.1-405b, llama-3.1-70b");
   expect_input_error(run("model show llama-3.1-8b --weight-bytes 4"), "--weight-bytes 4: must be <= 2");
   expect_input_error(run("model show llama-3.1-8b --kv-bytes 0"), "--kv-bytes 0: must be > 0");
   expect_input_error(run("model show llama-3.1-8b --context 0"), "--context 0: must be > 0");

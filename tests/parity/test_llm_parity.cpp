@@ -37,6 +37,7 @@ std::string describe(const LlmConfig& c) {
     o << " experts=" << c.experts << " top_k=" << c.top_k << " moe_inter=" << c.moe_intermediate << " shared=" << c.shared_intermediate
       << " dense=" << c.dense_layers << " qk_norm=" << c.qk_norm << " dp=" << c.attention_dp << " redundant=" << c.redundant_experts
       << " dispatch_bytes=" << c.dispatch_bytes << " routing=" << c.routing << "/" << c.routing_alpha_milli << "/" << c.routing_seed;
+  if (c.kv_lora > 0) o << " kv_lora=" << c.kv_lora << " q_lora=" << c.q_lora << " rope=" << c.rope_dim << " v_head=" << c.v_head;
   return o.str();
 }
 
@@ -220,6 +221,41 @@ TEST_P(LlmParity, TwoThousandRandomMoeConfigs) {
   }
   EXPECT_GT(a2a, n / 40) << "dispatch and combine barely timed";
   EXPECT_GT(whole, n / 4);
+}
+
+// Multi-head latent attention (docs/model.md section 13.12) on dense and MoE steps: latents
+// with and without a query latent, rotated parts and value heads of their own widths, decode
+// absorbed and prefill expanded; both engines agree on every figure.
+TEST_P(LlmParity, RandomLatentAttentionConfigs) {
+#if defined(__SANITIZE_ADDRESS__)
+  const int n = 200;
+#else
+  const int n = 1000;
+#endif
+  std::mt19937_64 rng(11);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<int> counts;
+  std::vector<LlmConfig> base = random_configs(n, 20261208, &counts);
+  for (const LlmConfig& c : random_moe_configs(n / 2, 20261209, &counts)) base.push_back(c);
+  std::vector<LlmConfig> configs;
+  int moe = 0, prefill = 0, q_lora = 0, tp = 0;
+  for (LlmConfig c : base) {
+    c.kv_heads = c.heads;
+    c.kv_lora = pick(4, 96);
+    c.q_lora = pick(0, 1) ? 0 : pick(4, 64);
+    c.rope_dim = 2 * pick(1, c.head_dim / 4);
+    c.v_head = pick(2, 80);
+    if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 5000) continue;
+    moe += c.experts > 0, prefill += c.phase == static_cast<std::int64_t>(LlmPhase::prefill), q_lora += c.q_lora > 0;
+    tp += c.tp > 1 && !c.attention_dp;
+    configs.push_back(c);
+  }
+  EXPECT_GT(configs.size(), static_cast<std::size_t>(n / 2));
+  EXPECT_GT(moe, n / 10);
+  EXPECT_GT(prefill, n / 10);
+  EXPECT_GT(q_lora, n / 10);
+  EXPECT_GT(tp, n / 10);
+  expect_parity(configs);
 }
 
 // Tensor-parallel allreduces with channels (--tp-channels): random steps at the cube and sip

@@ -97,7 +97,7 @@ void cmd_merge(const MergeArgs& a);
 // `model list`, `model show` (cmd_model.cpp).
 struct ModelArgs {
   CLI::App *cmd = nullptr, *list = nullptr, *show = nullptr, *place = nullptr;
-  std::string model, weight_bytes = "2", kv_bytes = "2", context = "4096";
+  std::string model, weight_bytes, kv_bytes = "2", context = "4096";  // weight_bytes "": the file's, else 2
   std::string phase = "decode", batch = "1", prompt = "2048", tp = "1", tp_level = "cube", pp = "1", pp_layers;
   CLI::Option *pp_given = nullptr, *pp_layers_given = nullptr;
   TopoArgs topo;

@@ -36,7 +36,8 @@ void add_model_commands(CLI::App& app, ModelArgs& a) {
   a.list = a.cmd->add_subcommand("list", "the shipped models (models/*.json)");
   a.show = a.cmd->add_subcommand("show", "a model's dimensions, parameters, weight and KV cache bytes, and work per token");
   a.show->add_option("model", a.model, "NAME of a shipped model, or the path of a config.json")->required();
-  a.show->add_option("--weight-bytes", a.weight_bytes, "bytes per weight: 2 (fp16, the default) or 1 (8-bit)");
+  a.show->add_option("--weight-bytes", a.weight_bytes,
+                     "bytes per weight: 2 (fp16) or 1 (8-bit); the default is the file's (fp8 quantization_config: 1), else 2");
   a.show->add_option("--kv-bytes", a.kv_bytes, "bytes per KV cache value: 2 (fp16, the default) or 1 (8-bit)");
   a.show->add_option("--context", a.context,
                      "KV positions a decoded token attends to, its own included (default 4096), 1.." +
@@ -90,7 +91,7 @@ void place(const ModelArgs& a) {
     if (a.pp_given->count() == 0) r.pp = n;
     r.stage_layers = split;
   }
-  r.weight_bytes = int_arg("--weight-bytes", a.weight_bytes, 1, 2);
+  r.weight_bytes = a.weight_bytes.empty() ? 2 : int_arg("--weight-bytes", a.weight_bytes, 1, 2);
   r.kv_bytes = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const LlmShape& m = model.shape;
   const std::int32_t status = llm_place_check(h, m, r);
@@ -166,9 +167,14 @@ void place(const ModelArgs& a) {
 
 // A model's shape in `model show --json`.
 nlohmann::ordered_json shape_json(const LlmShape& s) {
-  return {{"hidden_size", s.hidden},     {"intermediate_size", s.intermediate}, {"num_attention_heads", s.heads},
-          {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},       {"num_hidden_layers", s.layers},
-          {"vocab_size", s.vocab},      {"tie_word_embeddings", s.tied != 0}};
+  nlohmann::ordered_json j = {{"hidden_size", s.hidden},     {"intermediate_size", s.intermediate}, {"num_attention_heads", s.heads},
+                              {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},       {"num_hidden_layers", s.layers},
+                              {"vocab_size", s.vocab},      {"tie_word_embeddings", s.tied != 0}};
+  if (llm_mla(s)) {  // latent attention
+    j["kv_lora_rank"] = s.kv_lora, j["q_lora_rank"] = s.q_lora, j["qk_rope_head_dim"] = s.rope_dim;
+    j["qk_nope_head_dim"] = s.head_dim - s.rope_dim, j["v_head_dim"] = s.v_head;
+  }
+  return j;
 }
 
 // Its weight bytes and KV cache bytes (a token's, and a sequence's of `ctx` positions).
@@ -199,6 +205,10 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
                   {"per_token", m.moe.top_k},
                   {"intermediate_size", m.moe.expert_intermediate},
                   {"moe_layers", p.moe_layers},
+                  {"shared_intermediate_size", m.moe.shared_intermediate},
+                  {"groups", m.moe.expert_groups},
+                  {"topk_groups", m.moe.topk_groups},
+                  {"scoring", m.moe.scoring},
                   {"qk_norm", m.moe.qk_norm}};
   j["params"] = {{"embedding", d.embedding},
                  {"per_layer", {{"attention", p.attention}, {"norms", d.norms}, {"router", p.router}, {"expert", p.expert},
@@ -213,12 +223,22 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
     return true;
   }
   cli_printf("%s (%s), %s\n", m.name.c_str(), m.path.c_str(), m.moe.architecture.c_str());
-  cli_printf("  hidden %lld, %lld heads of %lld, %lld KV heads (groups of %lld)%s, %lld layers, vocab %lld%s\n",
-             (long long)s.hidden, (long long)s.heads, (long long)s.head_dim, (long long)s.kv_heads, (long long)llm_group(s),
-             m.moe.qk_norm ? ", q and k normed a head" : "", (long long)s.layers, (long long)s.vocab,
-             s.tied ? ", LM head tied to the embedding" : "");
+  if (llm_mla(s))
+    cli_printf("  hidden %lld, %lld heads of latent attention (q and k %lld = %lld + %lld rotated, v %lld; KV latent %lld, "
+               "query latent %lld), %lld layers, vocab %lld%s\n",
+               (long long)s.hidden, (long long)s.heads, (long long)s.head_dim, (long long)(s.head_dim - s.rope_dim),
+               (long long)s.rope_dim, (long long)s.v_head, (long long)s.kv_lora, (long long)s.q_lora, (long long)s.layers,
+               (long long)s.vocab, s.tied ? ", LM head tied to the embedding" : "");
+  else
+    cli_printf("  hidden %lld, %lld heads of %lld, %lld KV heads (groups of %lld)%s, %lld layers, vocab %lld%s\n",
+               (long long)s.hidden, (long long)s.heads, (long long)s.head_dim, (long long)s.kv_heads, (long long)llm_group(s),
+               m.moe.qk_norm ? ", q and k normed a head" : "", (long long)s.layers, (long long)s.vocab,
+               s.tied ? ", LM head tied to the embedding" : "");
   cli_printf("  %lld MoE layers of %lld experts, %lld a token, each of intermediate %lld", (long long)p.moe_layers,
              (long long)m.moe.experts, (long long)m.moe.top_k, (long long)m.moe.expert_intermediate);
+  if (m.moe.shared_intermediate > 0) cli_printf(", a shared expert of %lld", (long long)m.moe.shared_intermediate);
+  if (m.moe.expert_groups > 1)
+    cli_printf(", routed in %lld groups (a token's best %lld)", (long long)m.moe.expert_groups, (long long)m.moe.topk_groups);
   if (p.moe_layers < s.layers)
     cli_printf("; %lld dense layers of intermediate %lld", (long long)(s.layers - p.moe_layers), (long long)s.intermediate);
   cli_printf("\n  parameters %lld (%.2f B), %lld active a token (%.2f B): a layer's attention %lld, router %lld, an expert %lld\n",
@@ -251,9 +271,11 @@ void cmd_model(const ModelArgs& a) {
     }
     return;
   }
-  const std::int64_t wb = int_arg("--weight-bytes", a.weight_bytes, 1, 2), kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
+  const std::int64_t kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
   const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
+  std::int64_t wb = a.weight_bytes.empty() ? 0 : int_arg("--weight-bytes", a.weight_bytes, 1, 2);
   const LlmModelFile m = load_llm_model(a.model, "model");
+  if (wb == 0) wb = m.weight_bytes > 0 ? m.weight_bytes : 2;  // the file's quantized weights, else fp16
   if (show_moe(a, m, wb, kvb, ctx)) return;
   const LlmShape& s = m.shape;
   const LlmParams p = llm_params(s);

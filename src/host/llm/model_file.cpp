@@ -95,6 +95,16 @@ const std::vector<Architecture>& architectures() {
                                             "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob",
                                             "use_sliding_window", "sliding_window", "max_window_layers",
                                             "output_router_logits", "router_aux_loss_coef"}},
+      // Multi-head latent attention and DeepSeekMoE. auto_map names the model's code, ep_size
+      // how its own code splits experts (the mapping here is --ep's), routed_scaling_factor
+      // and norm_topk_prob scale values; num_nextn_predict_layers is the multi-token
+      // prediction module, which plain decoding does not run (docs/model.md section 13.12).
+      {"DeepseekV3ForCausalLM", "deepseek_v3", {"n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                                "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "n_group",
+                                                "topk_group", "topk_method", "scoring_func", "norm_topk_prob",
+                                                "routed_scaling_factor", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+                                                "qk_rope_head_dim", "v_head_dim", "num_nextn_predict_layers", "ep_size",
+                                                "auto_map", "quantization_config", "aux_loss_alpha", "seq_aux"}},
   };
   return a;
 }
@@ -136,6 +146,43 @@ std::vector<char> moe_layers(const Reader& r, std::int64_t layers) {
   return moe;
 }
 
+// DeepSeekMoE: n_routed_experts routed and n_shared_experts shared experts (one SiLU MLP of
+// their summed width), the first first_k_dense_replace layers dense and then every
+// moe_layer_freq-th a MoE one, routing group-limited (noaux_tc, group_limited_greedy) or not
+// (greedy), scores by softmax or sigmoid.
+LlmMoe read_deepseek_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
+  LlmMoe e;
+  e.architecture = a.name;
+  e.experts = r.integer("n_routed_experts", 1, 65536);
+  e.top_k = r.integer("num_experts_per_tok", 1, e.experts);
+  e.expert_intermediate = r.integer("moe_intermediate_size", 1, kLlmMaxIntermediate);
+  const std::int64_t shared = r.has("n_shared_experts") && !r.node("n_shared_experts").IsNull()
+                                  ? r.integer("n_shared_experts", 0, 64) : 0;
+  e.shared_intermediate = shared * e.expert_intermediate;
+  const std::int64_t first = r.has("first_k_dense_replace") ? r.integer("first_k_dense_replace", 0, m.layers) : 0;
+  const std::int64_t freq = r.has("moe_layer_freq") ? r.integer("moe_layer_freq", 1, m.layers) : 1;
+  e.moe_layer.assign(static_cast<std::size_t>(m.layers), 0);
+  for (std::int64_t i = first; i < m.layers; ++i) e.moe_layer[static_cast<std::size_t>(i)] = i % freq == 0;
+  const std::string method = r.has("topk_method") ? r.text("topk_method") : "greedy";
+  if (method != "greedy" && method != "noaux_tc" && method != "group_limited_greedy")
+    refuse(at(r.file, r.node("topk_method").Mark()), "topk_method",
+           "'" + method + "' is not modelled: greedy, group_limited_greedy or noaux_tc (top-k within the best groups)");
+  if (method != "greedy") {
+    e.expert_groups = r.integer("n_group", 1, e.experts);
+    e.topk_groups = r.integer("topk_group", 1, e.expert_groups);
+    if (e.experts % e.expert_groups != 0)
+      refuse(at(r.file, r.node("n_group").Mark()), "n_group",
+             std::to_string(e.expert_groups) + " does not divide the " + std::to_string(e.experts) + " routed experts");
+    if (e.top_k > e.topk_groups * (e.experts / e.expert_groups))
+      refuse(at(r.file, r.node("topk_group").Mark()), "topk_group",
+             std::to_string(e.topk_groups) + " groups hold fewer than the " + std::to_string(e.top_k) + " experts a token takes");
+  }
+  e.scoring = r.has("scoring_func") ? r.text("scoring_func") : "softmax";
+  if (e.scoring != "softmax" && e.scoring != "sigmoid")
+    refuse(at(r.file, r.node("scoring_func").Mark()), "scoring_func", "'" + e.scoring + "' is not modelled: softmax or sigmoid");
+  return e;
+}
+
 LlmMoe read_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
   LlmMoe e;
   e.architecture = a.name;
@@ -143,6 +190,7 @@ LlmMoe read_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
   auto null_or = [&](const char* key, const std::string& why) {
     if (r.has(key) && !r.node(key).IsNull()) refuse(at(r.file, r.node(key).Mark()), key, "not null: " + why);
   };
+  if (std::string(a.model_type) == "deepseek_v3") return read_deepseek_moe(r, a, m);
   e.experts = r.integer(r.has("num_local_experts") ? "num_local_experts" : "num_experts", 1, 65536);
   e.top_k = r.integer("num_experts_per_tok", 1, e.experts);
   if (std::string(a.model_type) == "mixtral") {
@@ -160,7 +208,43 @@ LlmMoe read_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
 struct ModelRead {
   LlmShape shape;
   LlmMoe moe;
+  std::int64_t weight_bytes;
 };
+
+// Multi-head latent attention (DeepSeek-V3): a head's q and k are qk_nope_head_dim +
+// qk_rope_head_dim values, its v v_head_dim; the latents kv_lora_rank and q_lora_rank (null
+// or absent: none, queries from the hidden state).
+void read_mla(const Reader& r, LlmShape& m) {
+  m.kv_lora = r.integer("kv_lora_rank", 1, kLlmMaxHeadDim);
+  m.q_lora = r.has("q_lora_rank") && !r.node("q_lora_rank").IsNull() ? r.integer("q_lora_rank", 1, kLlmMaxHidden) : 0;
+  const std::int64_t nope = r.integer("qk_nope_head_dim", 1, kLlmMaxHeadDim);
+  m.rope_dim = r.integer("qk_rope_head_dim", 2, kLlmMaxHeadDim);
+  if (m.rope_dim % 2 != 0)
+    refuse(at(r.file, r.node("qk_rope_head_dim").Mark()), "qk_rope_head_dim",
+           std::to_string(m.rope_dim) + " values: RoPE rotates a head's values in pairs, so it must be even");
+  m.head_dim = nope + m.rope_dim;
+  if (m.head_dim > kLlmMaxHeadDim)
+    refuse(at(r.file, r.node("qk_nope_head_dim").Mark()), "qk_nope_head_dim",
+           "a head of " + std::to_string(m.head_dim) + " values (with qk_rope_head_dim): at most " + std::to_string(kLlmMaxHeadDim));
+  m.v_head = r.integer("v_head_dim", 1, kLlmMaxHeadDim);
+  if (m.kv_heads != m.heads)
+    refuse(at(r.file, r.node("num_key_value_heads").Mark()), "num_key_value_heads",
+           std::to_string(m.kv_heads) + ": latent attention gives every head its own k and v (num_attention_heads, " +
+               std::to_string(m.heads) + ")");
+}
+
+// The weights' bytes a quantization_config gives (fp8: 1); 0 where the file says none.
+std::int64_t weight_bytes_of(const Reader& r) {
+  if (!r.has("quantization_config")) return 0;
+  const YAML::Node& q = r.node("quantization_config");
+  const YAML::Node method = q.IsMap() ? q["quant_method"] : YAML::Node();
+  if (!method.IsDefined() || !method.IsScalar() || method.Scalar() != "fp8")
+    refuse(at(r.file, q.Mark()), "quantization_config", "only fp8 weights (quant_method \"fp8\") are modelled");
+  const YAML::Node fmt = q["fmt"];
+  if (fmt.IsDefined() && (!fmt.IsScalar() || fmt.Scalar() != "e4m3"))
+    refuse(at(r.file, fmt.Mark()), "quantization_config.fmt", "only e4m3 fp8 weights are modelled");
+  return 1;
+}
 
 ModelRead read_model(const std::string& file, const YAML::Node& root) {
   const Reader r(file, root);
@@ -190,7 +274,9 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
   if (m.heads % m.kv_heads != 0)
     refuse(at(file, r.node("num_key_value_heads").Mark()), "num_key_value_heads",
          std::to_string(m.kv_heads) + " does not divide num_attention_heads (" + std::to_string(m.heads) + ")");
-  if (r.has("head_dim")) {
+  if (r.has("kv_lora_rank")) {
+    m.head_dim = 2;  // read_mla sets it
+  } else if (r.has("head_dim")) {
     m.head_dim = r.integer("head_dim", 1, kLlmMaxHeadDim);
   } else {
     if (m.hidden % m.heads != 0 || m.hidden / m.heads > kLlmMaxHeadDim)
@@ -206,7 +292,8 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
   m.layers = r.integer("num_hidden_layers", 1, kLlmMaxLayers);
   m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
   m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;
-  return {m, read_moe(r, arch, m)};
+  if (r.has("kv_lora_rank")) read_mla(r, m);
+  return {m, read_moe(r, arch, m), weight_bytes_of(r)};
 }
 
 std::string models_dir() { return data_dir() + "/models"; }
@@ -253,6 +340,7 @@ LlmModelFile load_llm_model(const std::string& name_or_path, const std::string& 
     ModelRead read = read_model(model.path, root);
     model.shape = read.shape;
     model.moe = std::move(read.moe);
+    model.weight_bytes = read.weight_bytes;
   } catch (const YAML::Exception& e) {
     throw InputError(at(model.path, e.mark) + ": (document): " + e.msg);
   }
@@ -263,18 +351,19 @@ LlmModelParams llm_model_params(const LlmModelFile& f) {
   const LlmShape& m = f.shape;
   const LlmParams dense = llm_params(m);
   LlmModelParams p;
-  p.attention = dense.attention + (f.moe.qk_norm ? 2 * m.head_dim : 0);
+  p.attention = dense.attention + (f.moe.qk_norm ? 2 * m.head_dim : 0);  // latent attention's norms: in dense.norms
   p.dense_mlp = dense.mlp;
   p.router = m.hidden * f.moe.experts;
   p.expert = 3 * m.hidden * f.moe.expert_intermediate;
+  p.shared = 3 * m.hidden * f.moe.shared_intermediate;
   const std::int64_t outside = dense.embedding + dense.final_norm + dense.lm_head;
   p.total = p.active = outside;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     const bool moe = f.moe.experts > 0 && f.moe.moe_layer[static_cast<std::size_t>(l)];
     p.moe_layers += moe;
     const std::int64_t common = p.attention + dense.norms;
-    p.total += common + (moe ? p.router + f.moe.experts * p.expert : p.dense_mlp);
-    p.active += common + (moe ? p.router + f.moe.top_k * p.expert : p.dense_mlp);
+    p.total += common + (moe ? p.router + f.moe.experts * p.expert + p.shared : p.dense_mlp);
+    p.active += common + (moe ? p.router + f.moe.top_k * p.expert + p.shared : p.dense_mlp);
   }
   return p;
 }

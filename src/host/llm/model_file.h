@@ -10,7 +10,7 @@
 namespace kb {
 
 // A mixture-of-experts model's feed-forward layers, as its config.json gives them (Mixtral,
-// Qwen3-MoE); experts == 0: a dense model. A MoE layer's MLP is `experts` SiLU-gated experts
+// Qwen3-MoE, DeepSeek-V3); experts == 0: a dense model. A MoE layer's MLP is `experts` SiLU-gated experts
 // of `expert_intermediate`, `top_k` a token, chosen by a router (hidden x experts); a dense
 // layer's is the LLaMA MLP of the shape's intermediate size.
 struct LlmMoe {
@@ -20,6 +20,9 @@ struct LlmMoe {
   std::int64_t expert_intermediate = 0;  // an expert's intermediate size (moe_intermediate_size)
   std::vector<char> moe_layer;           // per layer: 1 a MoE layer, 0 a dense one
   bool qk_norm = false;                  // Qwen3: an RMSNorm over each head's q and k (head_dim weights each)
+  std::int64_t shared_intermediate = 0;  // the shared experts' intermediate size, together (0: none)
+  std::int64_t expert_groups = 1, topk_groups = 1;  // group-limited routing (n_group, topk_group)
+  std::string scoring = "softmax";       // the router's scores: softmax, or sigmoid (DeepSeek-V3)
 };
 
 struct LlmModelFile {
@@ -27,6 +30,7 @@ struct LlmModelFile {
   std::string path;  // the file read
   LlmShape shape;    // the attention, the dense layers' MLP, the embedding and the LM head
   LlmMoe moe;
+  std::int64_t weight_bytes = 0;  // a quantization_config's (fp8: 1); 0: the file gives none
 };
 
 // Every weight of a model (total), and those one token uses (active: of each MoE layer the
@@ -38,6 +42,7 @@ struct LlmModelParams {
   std::int64_t dense_mlp = 0;    // a dense layer's MLP
   std::int64_t router = 0;       // a MoE layer's router
   std::int64_t expert = 0;       // one expert
+  std::int64_t shared = 0;       // the shared expert (or experts, together)
   std::int64_t moe_layers = 0;   // how many layers are MoE layers
 };
 LlmModelParams llm_model_params(const LlmModelFile& m);

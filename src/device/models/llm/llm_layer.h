@@ -44,7 +44,7 @@ struct LlmKernel {
 // Roles of MoE kernels: routed experts' GEMMs, and the dispatch and combine of their tokens.
 constexpr std::int32_t kLlmRoleNone = 0, kLlmRoleExpert = 1, kLlmRoleDispatch = 2, kLlmRoleCombine = 3;
 
-constexpr int kLlmLayerKernels = 24, kLlmHeadKernels = 2;
+constexpr int kLlmLayerKernels = 26, kLlmHeadKernels = 2;
 
 namespace llm_detail {
 
@@ -108,10 +108,60 @@ KB_HD inline std::int64_t llm_vec_cycles(LlmKernelKind kind, std::int64_t rows, 
   return cycles;
 }
 
+// Multi-head latent attention on one rank (docs/model.md section 13.12), its heads split
+// over the tp ranks (or whole, data-parallel): the down-projections of the query latent (when
+// q_lora > 0), the KV latent and the rotated k in one GEMM, replicated on every rank; their
+// norms; the query heads' up-projection; RoPE over the rotated parts of the rank's queries
+// and the shared k; the latent and rotated k into the cache. A decode step runs absorbed:
+// each head's q_nope through its slice of kv_b's k half (q_absorb, one GEMM a head), the
+// attention as one KV head of kv_lora + rope_dim values whose V is the latent, and each
+// head's latent output through its slice of kv_b's v half (v_absorb). A prefill runs
+// expanded: kv_b over the latents gives each head's k_nope and v, and the attention has
+// heads of head_dim (q, k) and v_head (v). Then O, its allreduce and the residual.
+KB_HD inline int llm_mla_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out) {
+  using llm_detail::gemm;
+  using llm_detail::times;
+  using llm_detail::vec;
+  const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
+  const std::int64_t hh = m.heads / t, d = m.head_dim, dr = m.rope_dim, dn = d - dr, dv = m.v_head, C = m.kv_lora;
+  const std::int64_t lat = llm_latent_width(m), Q = m.q_lora;
+  int n = 0;
+  out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
+  out[n++] = gemm("q_kv_a", M, H, (Q > 0 ? Q : hh * d) + lat, wb);
+  if (Q > 0) out[n++] = vec(LlmKernelKind::norm, "q_a_norm", M, Q, llm_vec_cycles(LlmKernelKind::norm, M, Q, L), 1, Q * wb);
+  out[n++] = vec(LlmKernelKind::norm, "kv_a_norm", M, C, llm_vec_cycles(LlmKernelKind::norm, M, C, L), 1, C * wb);
+  if (Q > 0) out[n++] = gemm("q_b", M, Q, hh * d, wb);
+  out[n++] = vec(LlmKernelKind::rope, "rope", M, (hh + 1) * dr, llm_vec_cycles(LlmKernelKind::rope, M, (hh + 1) * dr, L), 1, M * dr * 2);
+  {
+    const std::int64_t convert = r.kv_bytes == 1 ? vector_cycles(VecOp::copy, M, lat, L) : 0;
+    LlmKernel a{LlmKernelKind::kv_append, "kv_append", 0, 0, 0, M, lat, convert, M * lat * r.kv_bytes, 0, 0,
+                M * lat * r.kv_bytes, 1, kLlmRoleNone};
+    out[n++] = a;
+  }
+  if (r.phase == static_cast<std::int64_t>(LlmPhase::decode)) {
+    out[n++] = times(gemm("q_absorb", M, dn, C, wb), hh, kLlmRoleNone);
+    LlmKernel a{LlmKernelKind::attention, "attention", 0, 0, 0, hh, 1, 0, 0, r.batch * hh * (lat + C) * r.context,
+                r.batch * r.context * lat * r.kv_bytes + M * hh * lat * 2, M * hh * C * 2, 1, kLlmRoleNone};
+    out[n++] = a;
+    out[n++] = times(gemm("v_absorb", M, C, dv, wb), hh, kLlmRoleNone);
+  } else {
+    out[n++] = gemm("kv_b", M, C, hh * (dn + dv), wb);
+    const std::int64_t pairs = r.prompt * (r.prompt + 1) / 2;
+    LlmKernel a{LlmKernelKind::attention, "attention", 0, 0, 0, hh, hh, 0, 0, r.batch * hh * (d + dv) * pairs,
+                M * hh * (2 * d + dv) * 2, M * hh * dv * 2, 1, kLlmRoleNone};
+    out[n++] = a;
+  }
+  out[n++] = gemm("o_proj", M, hh * dv, H, wb);
+  if (t > 1) out[n++] = llm_detail::collective("attn_allreduce", M, H, M * H * 2, kLlmRoleNone);
+  out[n++] = vec(LlmKernelKind::residual, "attn_residual", M, H, vector_cycles(VecOp::add, M, H, L), 2, 0);
+  return n;
+}
+
 // The attention half of one layer on one rank, in program order (llm_layer_program).
 KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out) {
   using llm_detail::gemm;
   using llm_detail::vec;
+  if (llm_mla(m)) return llm_mla_program(h, m, r, out);
   // Attention tensor-parallel over the group, or data-parallel (each rank its own sequences,
   // every attention weight: r.batch is then the rank's).
   const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;

@@ -149,8 +149,9 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   // Column splits (Q, K, V, gate, up), row splits (O, down), the norms on every rank; a MoE
   // layer's router on every rank, the copies of routed experts the rank holds, and its part
   // of the shared expert.
-  const std::int64_t norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
-  const std::int64_t attention = m.hidden * (q + 2 * kv) + q * m.hidden;
+  // Latent attention: the down-projections on every rank, the rest split by heads.
+  const std::int64_t norms = llm_params(m).norms;
+  const std::int64_t attention = llm_mla(m) ? llm_mla_replicated(m) + llm_mla_split(m) / ta : m.hidden * (q + 2 * kv) + q * m.hidden;
   const std::int64_t dense_mlp = 3 * m.hidden * inter;
   std::int64_t mlp = dense_mlp, moe_rows = 0;
   if (m.experts > 0) {
@@ -168,14 +169,18 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   b.weights = params * r.weight_bytes;
   // Data-parallel attention: the rank's own sequences.
   const std::int64_t seqs = r.attention_dp ? r.batch / t : r.batch;
-  b.kv = layers * 2 * kv * seqs * llm_positions(r) * r.kv_bytes;
+  // Latent attention caches the latent and the rotated k of every head on every rank.
+  b.kv = layers * (llm_mla(m) ? llm_latent_width(m) : 2 * kv) * seqs * llm_positions(r) * r.kv_bytes;
   // A layer's tensors on the rank, all live at once (an upper bound): its input, Q, K and V,
   // the attention's output, gate and up (fp16); a MoE layer's routed tokens, each with its
-  // expert's gate and up; the logits of the last stage.
+  // expert's gate and up; the logits of the last stage. Latent attention's K and V: the
+  // latent, and each head's expanded k and v (prefill).
   const std::int64_t tokens = r.attention_dp ? llm_tokens(r) / t : llm_tokens(r);
-  b.activations = tokens * (m.hidden + 2 * q + 2 * kv + 2 * inter) * 2;
+  const std::int64_t qkv = llm_mla(m) ? 2 * q + m.q_lora + llm_latent_width(m) + m.heads / ta * (m.head_dim + m.v_head)
+                                      : 2 * q + 2 * kv;
+  b.activations = tokens * (m.hidden + qkv + 2 * inter) * 2;
   if (m.experts > 0) {
-    const std::int64_t moe = (tokens * (m.hidden + 2 * q + 2 * kv + 2 * ceil_div(m.shared_intermediate, ta)) +
+    const std::int64_t moe = (tokens * (m.hidden + qkv + 2 * ceil_div(m.shared_intermediate, ta)) +
                               moe_rows * (m.hidden + 2 * m.moe_intermediate)) * 2;
     if (dense == 0 || moe > b.activations) b.activations = moe;
   }
@@ -224,7 +229,7 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   // Q.K^T and P.V of one layer: a decoded token attends to `context` positions, prompt token
   // i (from 1) to i of its prompt.
   const std::int64_t pairs = r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prompt * (r.prompt + 1) / 2;
-  const std::int64_t attention = llm_mul_add(r.batch * 2 * llm_q_width(m), pairs, 0);
+  const std::int64_t attention = llm_mul_add(r.batch * llm_pair_macs(m, r.phase == static_cast<std::int64_t>(LlmPhase::decode)), pairs, 0);
   const std::int64_t all_attention = llm_mul_add(attention, m.layers, 0);
   if (attention < 0 || all_attention < 0) return b;
   // Every token through every layer's projections; the LM head for each sequence's last token.

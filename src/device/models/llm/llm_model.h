@@ -62,6 +62,8 @@ struct LlmConfig {
   // Group-limited routing (DeepSeek-V3's n_group, topk_group): the experts in `expert_groups`
   // equal groups, a token's experts from its best `topk_groups` groups (1, 1: no limit).
   std::int64_t expert_groups = 1, topk_groups = 1;
+  // Multi-head latent attention (LlmShape; kv_lora 0: none).
+  std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0, v_head = 0;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
   // The tokens of one micro-batch routed to each expert (the host's router: not an axis).
@@ -113,7 +115,7 @@ KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
   return LlmShape{c.hidden,  c.intermediate, c.heads,        c.kv_heads,         c.head_dim,           c.layers,
                   c.vocab,   c.tied,         c.experts,      c.top_k,            c.moe_intermediate,   c.shared_intermediate,
-                  c.qk_norm, c.dense_layers};
+                  c.qk_norm, c.dense_layers, c.q_lora,      c.kv_lora,          c.rope_dim,           c.v_head};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
   return LlmRun{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
@@ -163,6 +165,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
         LlmAttnConfig x{};
         x.hw = rank;
         x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
+        x.v_dim = c.kv_lora > 0 ? c.v_head : 0;  // latent attention, expanded
         if (tuned) x = llm_attn_tuned(x);
         else llm_attn_complete(x);
         v.attention(x, k, layer);
@@ -174,6 +177,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
       d.hw = rank;
       d.decode_case = c.attention_case;
       d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+      if (c.kv_lora > 0) d.d_head = c.kv_lora + c.rope_dim, d.d_v = c.kv_lora, d.kv_shared = 1;  // latent attention, absorbed
       d.allreduce = 0;
       d.kv_bytes = c.kv_bytes;
       std::int64_t wave = r.batch;
@@ -216,7 +220,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
       x.hw = rank;
       x.kind = static_cast<std::int64_t>(k.kind), x.rows = k.rows, x.cols = k.cols;
       x.out_bytes = k.kind == LlmKernelKind::kv_append ? c.kv_bytes : 2;
-      x.head_dim = c.head_dim, x.weight_bytes = c.weight_bytes;
+      x.head_dim = c.kv_lora > 0 ? c.rope_dim : c.head_dim, x.weight_bytes = c.weight_bytes;  // RoPE's rotated values a head
       v.vector(x, k, layer);
       break;
     }
@@ -288,11 +292,19 @@ KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
   return pairs == tokens * c.top_k;
 }
 
+// Latent attention's fields in range (all 0 without it): every head its own KV head, the
+// rotated part even (RoPE's pairs) and shorter than a head.
+KB_HD inline bool llm_mla_fields_fit(const LlmConfig& c) {
+  if (c.kv_lora == 0) return c.q_lora == 0 && c.rope_dim == 0 && c.v_head == 0;
+  return c.kv_lora >= 1 && c.kv_lora <= kLlmMaxHeadDim && c.q_lora >= 0 && c.q_lora <= kLlmMaxHidden && c.rope_dim >= 2 &&
+         c.rope_dim % 2 == 0 && c.rope_dim < c.head_dim && c.v_head >= 1 && c.v_head <= kLlmMaxHeadDim && c.kv_heads == c.heads;
+}
+
 // The dense model's and the mapping's own fields in range.
 KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
   return !(c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
       c.heads < 1 || c.heads > kLlmMaxHeads || c.kv_heads < 1 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0 ||
-      c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
+      c.head_dim < 2 || (c.head_dim % 2 != 0 && c.kv_lora == 0) || c.head_dim > kLlmMaxHeadDim || c.layers < 1 || c.layers > kLlmMaxLayers || c.vocab < 1 ||
       c.vocab > kLlmMaxVocab || c.tied < 0 || c.tied > 1 || c.layers_run < 0 || c.layers_run > c.layers ||
       c.tp_algo < 0 || c.tp_algo >= kCollAlgos || !coll_algo_runs(c.tp_algo, static_cast<std::int64_t>(CollOp::allreduce)) ||
       c.attention_case < 1 || c.attention_case > 4 || !hw_fits(c.hw) ||
@@ -304,7 +316,7 @@ KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
 // The config's own fields and mapping (llm_place_check; no kernel's check).
 KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
-  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c)) return kLlmBadField;
+  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c)) return kLlmBadField;
   if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0) return kLlmBadExperts;  // a micro-batch's sequences over the ranks
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;

@@ -34,7 +34,16 @@ struct LlmShape {
   // The first `dense_layers` layers are dense (the LLaMA MLP of `intermediate`), as
   // DeepSeek-V3's first_k_dense_replace makes them.
   std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0, dense_layers = 0;
+  // Multi-head latent attention (DeepSeek-V3; docs/model.md section 13.12; kv_lora 0: none).
+  // A token's K and V come from one latent of kv_lora values (hidden -> kv_lora + rope_dim,
+  // RMSNorm over the latent), and its queries from one of q_lora (0: projected from hidden
+  // directly); a head's q and k are head_dim = qk_nope + rope_dim values, the last rope_dim
+  // of them rotated (k's shared by every head), its v v_head values. The cache holds the
+  // latent and the rotated k: kv_lora + rope_dim values a token, for every head.
+  std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0, v_head = 0;
 };
+
+KB_HD constexpr bool llm_mla(const LlmShape& m) { return m.kv_lora > 0; }
 
 // Layers of the model whose MLP is a MoE one (every layer of a dense model is dense).
 KB_HD constexpr std::int64_t llm_moe_layers(const LlmShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
@@ -53,6 +62,27 @@ constexpr std::int64_t kLlmMaxContext = INT64_C(1) << 24;  // KV positions of on
 // Width of the attention's query and output projections, and of K (or V).
 KB_HD constexpr std::int64_t llm_q_width(const LlmShape& m) { return m.heads * m.head_dim; }
 KB_HD constexpr std::int64_t llm_kv_width(const LlmShape& m) { return m.kv_heads * m.head_dim; }
+// Latent attention: a head's value width, the cache's values a token and layer (the latent
+// and the rotated k), and the attention's weights by part: replicated on every
+// tensor-parallel rank (the latent and q_lora down-projections; their norms are with the
+// layer's norms) and split by heads (the q up-projection, kv_b's k and v up-projections, O).
+KB_HD constexpr std::int64_t llm_v_head(const LlmShape& m) { return llm_mla(m) ? m.v_head : m.head_dim; }
+KB_HD constexpr std::int64_t llm_latent_width(const LlmShape& m) { return m.kv_lora + m.rope_dim; }
+KB_HD constexpr std::int64_t llm_mla_replicated(const LlmShape& m) {
+  return m.hidden * (m.q_lora + llm_latent_width(m));
+}
+KB_HD constexpr std::int64_t llm_mla_split(const LlmShape& m) {
+  return (m.q_lora > 0 ? m.q_lora : m.hidden) * llm_q_width(m) + m.kv_lora * m.heads * (m.head_dim - m.rope_dim + m.v_head) +
+         m.heads * m.v_head * m.hidden;
+}
+// Multiply-accumulates of one query token against one position, every head: Q.K^T and P.V.
+// Latent attention's decode runs absorbed (each head's query against the cached latent and
+// rotated k, its output in the latent), its prefill expanded (heads of head_dim and v_head).
+KB_HD constexpr std::int64_t llm_pair_macs(const LlmShape& m, bool decode) {
+  return !llm_mla(m) ? 2 * llm_q_width(m)
+         : decode    ? m.heads * (llm_latent_width(m) + m.kv_lora)
+                     : m.heads * (m.head_dim + m.v_head);
+}
 // Query heads per KV head (GQA's group).
 KB_HD constexpr std::int64_t llm_group(const LlmShape& m) { return m.kv_heads > 0 ? m.heads / m.kv_heads : 0; }
 
@@ -77,7 +107,8 @@ KB_HD constexpr std::int64_t llm_shared_params(const LlmShape& m) { return 3 * m
 KB_HD inline LlmParams llm_params(const LlmShape& m) {
   LlmParams p{};
   p.embedding = m.vocab * m.hidden;
-  p.attention = m.hidden * llm_q_width(m) + 2 * m.hidden * llm_kv_width(m) + llm_q_width(m) * m.hidden;
+  p.attention = llm_mla(m) ? llm_mla_replicated(m) + llm_mla_split(m)
+                           : m.hidden * llm_q_width(m) + 2 * m.hidden * llm_kv_width(m) + llm_q_width(m) * m.hidden;
   // A MoE layer's MLP (`mlp`, `layer`): its router, every routed expert and the shared one;
   // a token multiplies by the router, top_k experts and the shared one. A MoE model's first
   // dense_layers layers have the dense MLP.
@@ -85,7 +116,7 @@ KB_HD inline LlmParams llm_params(const LlmShape& m) {
   const std::int64_t dense_mlp = 3 * m.hidden * m.intermediate, moe_layers = llm_moe_layers(m), dense_layers = m.layers - moe_layers;
   p.mlp = moe ? llm_router_params(m) + m.experts * llm_expert_params(m) + llm_shared_params(m) : dense_mlp;
   const std::int64_t mlp_used = moe ? llm_router_params(m) + m.top_k * llm_expert_params(m) + llm_shared_params(m) : p.mlp;
-  p.norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0);
+  p.norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0) + (llm_mla(m) ? m.q_lora + m.kv_lora : 0);
   p.layer = p.attention + p.mlp + p.norms;
   p.final_norm = m.hidden;
   p.lm_head = m.tied ? 0 : m.vocab * m.hidden;
@@ -96,14 +127,14 @@ KB_HD inline LlmParams llm_params(const LlmShape& m) {
 
 // KV cache bytes one token adds, over every layer, at `kv_bytes` per value.
 KB_HD inline std::int64_t llm_kv_bytes_per_token(const LlmShape& m, std::int64_t kv_bytes) {
-  return 2 * m.layers * llm_kv_width(m) * kv_bytes;
+  return m.layers * (llm_mla(m) ? llm_latent_width(m) : 2 * llm_kv_width(m)) * kv_bytes;
 }
 
-// Multiply-accumulates of one token's forward pass at position `pos` (it attends to pos + 1
-// positions, itself included): every projection and the LM head, plus the attention's
-// Q.K^T and P.V. Two FLOPs each.
+// Multiply-accumulates of one decoded token's forward pass at position `pos` (it attends to
+// pos + 1 positions, itself included): every projection and the LM head, plus the
+// attention's Q.K^T and P.V. Two FLOPs each.
 KB_HD inline std::int64_t llm_token_macs(const LlmShape& m, std::int64_t pos) {
-  return llm_params(m).matmul + m.layers * 2 * llm_q_width(m) * (pos + 1);
+  return llm_params(m).matmul + m.layers * llm_pair_macs(m, true) * (pos + 1);
 }
 
 }  // namespace kb

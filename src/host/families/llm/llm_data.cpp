@@ -486,6 +486,9 @@ std::string llm_data_refusal(const LlmConfig& c) {
   if (c.experts > 0)
     return "--data runs dense models only: a mixture-of-experts model's values (its router, experts and their "
            "dispatch) are not computed yet; leave --data out to time it";
+  if (c.kv_lora > 0)
+    return "--data runs grouped-query attention only: latent attention's values (its latents and absorbed heads) "
+           "are not computed yet; leave --data out to time it";
   if (c.layers_run != 0 && c.layers_run != c.layers)
     return "--data runs every layer: leave --layers out (got " + std::to_string(c.layers_run) + " of " + std::to_string(c.layers) + ")";
   const LlmResult r = llm_model(c);

@@ -91,6 +91,7 @@ std::vector<AxisDesc> llm_axes() {
            offsetof(C, layers_run)).range(1, kLlmMaxLayers).default_to("auto").auto_means(0),
   };
   for (AxisDesc& a : llm_moe_axes()) axes.push_back(std::move(a));
+  for (AxisDesc& a : llm_mla_axes()) axes.push_back(std::move(a));
   return axes;
 }
 
@@ -106,6 +107,8 @@ std::vector<PresetDesc> llm_presets() {
                       {"head_dim", std::to_string(s.head_dim)}, {"layers", std::to_string(s.layers)},
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
                   for (auto& p : llm_moe_model_values(m)) v.push_back(std::move(p));
+                  for (auto& p : llm_mla_model_values(m)) v.push_back(std::move(p));
+                  if (m.weight_bytes > 0) v.emplace_back("weight_bytes", std::to_string(m.weight_bytes));  // fp8 weights
                   return v;
                 },
                 nullptr}};

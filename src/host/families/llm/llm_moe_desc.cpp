@@ -73,6 +73,28 @@ std::vector<AxisDesc> llm_moe_axes() {
   };
 }
 
+std::vector<AxisDesc> llm_mla_axes() {
+  return {
+      axis("kv_lora", "--kv-lora", "latent attention: the KV latent's width (kv_lora_rank; 0: grouped-query attention)",
+           offsetof(C, kv_lora)).range(0, kLlmMaxHeadDim).default_to("0").defines_problem().only_with("kv_lora"),
+      axis("q_lora", "--q-lora", "latent attention: the query latent's width (q_lora_rank; 0: queries from the hidden state)",
+           offsetof(C, q_lora)).range(0, kLlmMaxHidden).default_to("0").defines_problem().only_with("kv_lora"),
+      axis("rope_dim", "--rope-dim", "latent attention: a head's rotated q and k values (qk_rope_head_dim; head_dim is "
+                                     "qk_nope_head_dim + this)",
+           offsetof(C, rope_dim)).range(0, kLlmMaxHeadDim).default_to("0").defines_problem().only_with("kv_lora"),
+      axis("v_head", "--v-head", "latent attention: a head's value width (v_head_dim)", offsetof(C, v_head))
+          .range(0, kLlmMaxHeadDim).default_to("0").defines_problem().only_with("kv_lora"),
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> llm_mla_model_values(const LlmModelFile& m) {
+  if (m.shape.kv_lora == 0) return {};
+  return {{"kv_lora", std::to_string(m.shape.kv_lora)},
+          {"q_lora", std::to_string(m.shape.q_lora)},
+          {"rope_dim", std::to_string(m.shape.rope_dim)},
+          {"v_head", std::to_string(m.shape.v_head)}};
+}
+
 std::vector<PresetDesc> llm_moe_presets() {
   return {
       {"--ep", "expert-parallel ranks N: --tp N with --attention dp (the experts over N ranks of --ep-level, each rank "
@@ -114,7 +136,9 @@ std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmM
           {"dense_layers", std::to_string(dense)},
           {"top_k", std::to_string(m.moe.top_k)},
           {"moe_intermediate", std::to_string(m.moe.expert_intermediate)},
-          {"shared_intermediate", "0"},
+          {"shared_intermediate", std::to_string(m.moe.shared_intermediate)},
+          {"expert_groups", std::to_string(m.moe.expert_groups)},
+          {"topk_groups", std::to_string(m.moe.topk_groups)},
           {"qk_norm", m.moe.qk_norm ? "yes" : "no"}};
 }
 

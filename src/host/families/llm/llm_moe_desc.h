@@ -20,6 +20,10 @@ std::vector<ColumnDesc> llm_moe_columns();
 // --model's values for a MoE model's own axes (none for a dense model). InputError for a
 // model whose dense and MoE layers interleave: the layer program is one layer repeated.
 std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmModelFile& m);
+// Multi-head latent attention's axes (docs/model.md section 13.12), and --model's values for
+// them (none for a model without it).
+std::vector<AxisDesc> llm_mla_axes();
+std::vector<std::pair<std::string, std::string>> llm_mla_model_values(const LlmModelFile& m);
 // Family::prepare: routes one micro-batch's tokens (--routing, --routing-seed) into the
 // config's expert_tokens.
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config);
