@@ -205,7 +205,8 @@ std::vector<ColumnDesc> llm_columns() {
 // The kernels a valid config runs that have a choice made for them: each GEMM of a layer and
 // of the head with its tiling (--kernel-tuning best: the tuned one), each prefill attention
 // with its tile and heads an item, each decode attention wave with its sequences and chunk (waves alike
-// once, with their count).
+// once, with their count); and a MoE step's dispatch and combine (all-to-alls, or the combine's
+// allreduce) with their algorithm, level and a rank's bytes.
 nlohmann::json llm_kernels_json(const void* cfg) {
   const C& c = *static_cast<const C*>(cfg);
   nlohmann::json out = nlohmann::json::array();
@@ -234,7 +235,13 @@ nlohmann::json llm_kernels_json(const void* cfg) {
       out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", part(layer)}, {"batch", d.batch},
                       {"chunk", d.chunk}, {"waves", 1}, {"latency_ps", decode_model(d).latency_ps}});
     }
-    void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}
+    void allreduce(const AllreduceConfig& a, const LlmKernel& k, bool layer) {  // bytes: a rank's
+      if (k.role == kLlmRoleNone) return;  // the tensor-parallel allreduces: no choice made for them
+      const AllreduceResult r = AllreduceModel::evaluate(a);
+      out->push_back({{"name", k.name}, {"kind", "collective"}, {"part", part(layer)}, {"op", kCollOpNames[a.op]},
+                      {"algo", kCollAlgoNames[a.algo]}, {"level", kCollLevelNames[a.level]}, {"ranks", a.ranks},
+                      {"bytes", a.bytes}, {"latency_ps", r.latency_ps}});
+    }
     void vector(const LlmVecConfig&, const LlmKernel&, bool) {}
     void transfer(const LlmSendConfig&) {}
   } list{&out};
