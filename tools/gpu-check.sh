@@ -202,10 +202,10 @@ PY
   return $rc
 }
 
-# The milestones of collective, decode and llm, and a sweep of each family, on both backends.
+# The milestones of collective, decode, llm and MoE llm, and a sweep of each family, on both backends.
 other_families() {
   local rc=0 b
-  for b in milestone-1h-ccl milestone-gqa-decode-4cases milestone-llm-inference; do
+  for b in milestone-1h-ccl milestone-gqa-decode-4cases milestone-llm-inference milestone-moe-inference; do
     bench_both "$b" || rc=1
   done
   sweep_both collective collective --bytes 2:2147483648:*2 --level pe,cube,sip,hier --algo ring,hd,tree,mesh2d,root \

@@ -34,16 +34,18 @@ struct DecodeConfig {
   std::int64_t chunk;      // KV positions per step; 0: automatic (decode_complete)
   std::int64_t allreduce;  // case 4: 1 = every cube ends with the answer
   std::int64_t kv_bytes;   // bytes of a K or V value: 2 (fp16; 0 means 2) or 1 (8-bit, multiplied as fp16)
-  // A value head narrower than the key head (0: d_head), and K and V one tensor (kv_shared 1:
-  // V is the first d_v values of each key, as multi-head latent attention's absorbed decode
-  // keeps one latent row a position; no V is loaded, and a chunk's K buffer serves P V).
-  std::int64_t d_v = 0, kv_shared = 0;
+  // A value head of its own width, and K and V one tensor. 0: V is its own tensor of d_head
+  // values; w > 0: its own tensor of w values; w < 0: -w values, the first -w of each key, as
+  // multi-head latent attention's absorbed decode keeps one latent row a position (no V is
+  // loaded, and a chunk's K buffer serves P V). One field: a device thread holds the config.
+  std::int64_t d_v = 0;
 };
 // Bytes of a cached K or V value (0 stands for the fp16 default).
 KB_HD constexpr std::int64_t dec_kv_bytes(const DecodeConfig& c) { return c.kv_bytes == 1 ? 1 : 2; }
 // A value head's width, and the values a position caches for one KV head (K and V).
-KB_HD constexpr std::int64_t dec_dv(const DecodeConfig& c) { return c.d_v > 0 ? c.d_v : c.d_head; }
-KB_HD constexpr std::int64_t dec_kv_width(const DecodeConfig& c) { return c.d_head + (c.kv_shared ? 0 : dec_dv(c)); }
+KB_HD constexpr bool dec_kv_shared(const DecodeConfig& c) { return c.d_v < 0; }
+KB_HD constexpr std::int64_t dec_dv(const DecodeConfig& c) { return c.d_v > 0 ? c.d_v : c.d_v < 0 ? -c.d_v : c.d_head; }
+KB_HD constexpr std::int64_t dec_kv_width(const DecodeConfig& c) { return c.d_head + (dec_kv_shared(c) ? 0 : dec_dv(c)); }
 
 #define KB_DECODE_STATUSES(X)                                                                             \
   X(kDecOk, "valid")                                                                                      \

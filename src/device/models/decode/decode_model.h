@@ -114,7 +114,7 @@ KB_HD inline std::int32_t decode_check(const DecodeConfig& c, dec_detail::Known&
   if (!hw_fits(h)) return kDecBadHardware;
   if (c.decode_case < 1 || c.decode_case > 4 || c.allreduce < 0 || c.allreduce > 1) return kDecBadCase;
   if (c.kv_bytes < 0 || c.kv_bytes > 2) return kDecBadShape;
-  if (c.d_v < 0 || c.d_v > kDecMaxDHead || c.kv_shared < 0 || c.kv_shared > 1 || (c.kv_shared && dec_dv(c) > c.d_head))
+  if (c.d_v < -kDecMaxDHead || c.d_v > kDecMaxDHead || (dec_kv_shared(c) && dec_dv(c) > c.d_head))
     return kDecBadShape;
   if (c.s_kv < 1 || c.s_kv > kDecMaxSkv || c.batch < 1 || c.batch > kDecMaxBatch || c.h_q < 1 ||
       c.h_q > kDecMaxHeads || c.h_kv < 1 || c.h_kv > c.h_q || c.h_q % c.h_kv != 0 || c.d_head < 1 ||

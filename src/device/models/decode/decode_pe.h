@@ -64,16 +64,14 @@ KB_HD inline Counts chunk_counts(const DecodeConfig& c, std::int64_t n) {
 struct Chunk {
   ps_t ldk, ldv, mm1, mm2, va, vb, merge;  // merge < 0: the first chunk of a unit (no merge)
   std::int64_t cyc;                        // matrix cycles
-  bool shared;                             // V is in K's buffer (no V load; K's buffer held until O)
 };
 // `merge`: merge_ps(c, G) where the step merges, else -1.
 KB_HD inline Chunk chunk(const DecodeConfig& c, std::int64_t n, ps_t merge, std::int64_t sharers) {
   const std::int64_t d = c.d_head, dv = dec_dv(c), G = dec_group(c);
   const HwConfig& h = c.hw;
   Chunk k;
-  k.shared = c.kv_shared != 0;
   k.ldk = shared_transfer_ps(d * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
-  k.ldv = k.shared ? 0 : dv == d ? k.ldk : shared_transfer_ps(dv * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
+  k.ldv = dec_kv_shared(c) ? 0 : dv == d ? k.ldk : shared_transfer_ps(dv * n * dec_kv_bytes(c), h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   const std::int64_t c1 = systolic_cycles(G, n, d, h.matrix_rows, h.matrix_cols, h.dataflow);
   const std::int64_t c2 = systolic_cycles(G, dv, n, h.matrix_rows, h.matrix_cols, h.dataflow);
   k.cyc = c1 + c2;
@@ -93,13 +91,14 @@ struct Pipe {
   ps_t d, k1, k2, v1, v2, vec, rs;
 };
 
-KB_HD inline void step(Pipe& p, const Chunk& k, ps_t lat) {
+// `shared`: V is in K's buffer (no V load; K's buffer held until O).
+KB_HD inline void step(Pipe& p, const Chunk& k, ps_t lat, bool shared) {
   // K buffer of this slot free: S of two steps ago done (O, where it holds V too).
-  const ps_t ks = imax(p.d, k.shared ? p.v2 : p.k2);
+  const ps_t ks = imax(p.d, shared ? p.v2 : p.k2);
   p.d = ks + k.ldk;
   const ps_t kdone = p.d + lat;
   ps_t vdone = kdone;
-  if (!k.shared) {
+  if (!shared) {
     const ps_t vs = imax(p.d, p.v2);  // V buffer: O of two steps ago done
     p.d = vs + k.ldv;
     vdone = p.d + lat;
@@ -177,6 +176,7 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
                           const Known* known = nullptr) {
   const HwConfig& h = c.hw;
   const std::int64_t d = c.d_head, dv = dec_dv(c), G = dec_group(c), Lc = c.chunk, R = units * G;
+  const bool shared = dec_kv_shared(c);
   const ps_t lat = h.hbm_latency_ns * kPsPerNs;
   const std::int64_t J = ceil_div(len, Lc), first = imin(Lc, len), last = len - (J - 1) * Lc;
   // The first chunk of a unit (no merge), the middle ones and the last. With two chunks or
@@ -190,9 +190,9 @@ KB_HD inline PeRun run_pe(const DecodeConfig& c, std::int64_t units, std::int64_
   const ps_t bq = shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, sharers);
   Pipe p{bq, 0, 0, 0, 0, 0, 0};
   auto unit = [&](Pipe& s) {
-    step(s, kf, lat);
-    if (J >= 3) repeat(s, J - 2, [&](Pipe& t) { step(t, km, lat); });
-    if (J >= 2) step(s, kl, lat);
+    step(s, kf, lat, shared);
+    if (J >= 3) repeat(s, J - 2, [&](Pipe& t) { step(t, km, lat, shared); });
+    if (J >= 2) step(s, kl, lat, shared);
   };
   repeat(p, units, unit);
   r.dma = p.d, r.mm = p.v1, r.vec = p.vec;

@@ -177,7 +177,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
       d.hw = rank;
       d.decode_case = c.attention_case;
       d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
-      if (c.kv_lora > 0) d.d_head = c.kv_lora + c.rope_dim, d.d_v = c.kv_lora, d.kv_shared = 1;  // latent attention, absorbed
+      if (c.kv_lora > 0) d.d_head = c.kv_lora + c.rope_dim, d.d_v = -c.kv_lora;  // latent attention, absorbed: V in K
       d.allreduce = 0;
       d.kv_bytes = c.kv_bytes;
       std::int64_t wave = r.batch;

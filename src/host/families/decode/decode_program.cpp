@@ -152,7 +152,7 @@ class DecodeKernel {
 
   State compute(PeProgram& p, const DecWork& w) {
     const std::int64_t d = c_.d_head, dv = dec_dv(c_), G = dec_group(c_), H = c_.h_kv, L = w.kv.len;
-    const bool shared = c_.kv_shared != 0;
+    const bool shared = dec_kv_shared(c_);
     const std::int64_t lc = std::min(c_.chunk, L), J = (L + lc - 1) / lc, R = w.units.len * G;
     State s;
     s.rows = R;
@@ -309,11 +309,11 @@ Tensors decode_tensors(RuntimeContext& ctx, const DecodeConfig& c, bool random, 
   if (random) {
     t.q = ctx.random({U * G, d}, DType::f16, rep, "q", seed);
     t.k = ctx.random({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K", seed + 1);
-    if (!c.kv_shared) t.v = ctx.random({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V", seed + 2);
+    if (!dec_kv_shared(c)) t.v = ctx.random({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V", seed + 2);
   } else {
     t.q = ctx.zeros({U * G, d}, DType::f16, rep, "q");
     t.k = ctx.zeros({c.batch, c.h_kv, d, S}, decode_kv_dtype(c), kp, "K");
-    if (!c.kv_shared) t.v = ctx.zeros({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V");
+    if (!dec_kv_shared(c)) t.v = ctx.zeros({c.batch, c.h_kv, S, dv}, decode_kv_dtype(c), vp, "V");
   }
   if (c.allreduce) {
     Placement op = rep;
@@ -343,7 +343,7 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
                      const std::vector<std::vector<float>>* inputs) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
-  if (data && c.kv_shared) throw InputError("decode: data mode of a shared K and V (latent attention) is not modelled");
+  if (data && dec_kv_shared(c)) throw InputError("decode: data mode of a shared K and V (latent attention) is not modelled");
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(decode_reference_ops(c));
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
