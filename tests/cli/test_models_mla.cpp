@@ -73,13 +73,15 @@ TEST(ModelsMla, DeepSeekV3StepsRunOnBothEngines) {
   EXPECT_TRUE(kv_b) << q["kernels"];
   expect_input_error(run(step + "--batch 16 --context 2048 --data"), "leave --data out to time it");
   // A dense model given latent attention by flags times on both engines; data mode refuses it.
-  const std::string tiny = "eval llm --model llama-tiny-random --kv-heads 4 --kv-lora 32 --q-lora 24 --v-head 12 "
+  const std::string tiny = "eval llm --model llama-tiny-random --kv-heads 4 --q-lora 24 --v-head 12 "
                            "--batch 2 --context 64 --tp 2 --tp-level cube --pp 1 ";
-  const Result t = run(tiny + "--rope-dim 8 --json");
+  const Result t = run(tiny + "--kv-lora 32 --rope-dim 8 --json");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(json::parse(t.out)["parity"], true);
-  expect_input_error(run(tiny + "--rope-dim 8 --data"), "latent attention's values");
-  expect_input_error(run(tiny + "--rope-dim 16"), "a latent-attention field is out of range");
+  expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 8 --data"), "latent attention's values");
+  expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 16"), "a latent-attention field is out of range");
+  expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 8 --qk-norm yes"), "a latent-attention field is out of range");
+  expect_input_error(run(tiny + "--kv-lora 1020 --rope-dim 8"), "kv_lora + rope_dim at most 1024");
 }
 
 TEST(ModelsMla, BadDeepSeekFieldsAreOneLine) {
@@ -97,6 +99,8 @@ TEST(ModelsMla, BadDeepSeekFieldsAreOneLine) {
       {"rope", "\"qk_rope_head_dim\": 64", "\"qk_rope_head_dim\": 63", "qk_rope_head_dim: 63 values: RoPE rotates"},
       {"kvh", "\"num_key_value_heads\": 128", "\"num_key_value_heads\": 16", "num_key_value_heads: 16: latent attention"},
       {"extra", "\"use_cache\": true", "\"use_cache\": true, \"sliding_window\": 4096", "sliding_window: not modelled"},
+      {"nolora", "\"kv_lora_rank\": 512,", "", "kv_lora_rank: required field is missing"},
+      {"biglora", "\"kv_lora_rank\": 512", "\"kv_lora_rank\": 1000", "kv_lora_rank: 1000 with qk_rope_head_dim 64: a cached latent of 1064"},
   };
   for (const Case& c : cases) {
     const std::string path = d + "/" + c.file + ".json";

@@ -240,7 +240,7 @@ TEST_P(LlmParity, RandomLatentAttentionConfigs) {
   std::vector<LlmConfig> configs;
   int moe = 0, prefill = 0, q_lora = 0, tp = 0;
   for (LlmConfig c : base) {
-    c.kv_heads = c.heads;
+    c.kv_heads = c.heads, c.qk_norm = 0;
     c.kv_lora = pick(4, 96);
     c.q_lora = pick(0, 1) ? 0 : pick(4, 64);
     c.rope_dim = 2 * pick(1, c.head_dim / 4);

@@ -53,6 +53,7 @@ def edits(doc: dict, setter, NAN) -> dict:  # noqa: N803 (the harness's token)
         "no skew routing": setter(["skew", 0, "routing"], ...),
         "an unknown level": setter(["bandwidth", 0, "level"], "rack"),
         "no link rate": setter(["bandwidth", 0, "link_gbps"], ...),
+        "no bandwidth rows": setter(["bandwidth"], []),
         "no valid decode": lambda d: [r.update(status="hbm_overflow") for r in d["decode"]],
         "no topology": setter(["topology"], ...),
         "another schema": setter(["schema"], "kernbench-gpu/gemm-sweep"),

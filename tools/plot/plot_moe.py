@@ -53,7 +53,7 @@ def rows(doc: dict, key: str, where: str, ints: list[str], reals: list[str]) -> 
                "status": kbplot.require_str(r, "status", ctx, where)}
         if row["status"] == "valid":
             for f in ints:
-                row[f] = kbplot.require_int(r, f, ctx, where, lo=0)
+                row[f] = kbplot.require_int(r, f, ctx, where, lo=1 if f in ("step_ps", "batch", "prompt") else 0)
             for f in reals:
                 row[f] = kbplot.require_real(r, f, ctx, where)
         out.append(row)
@@ -220,6 +220,8 @@ def read(path: str):
                    "combine_algbw_gbps": kbplot.require_real(r, "combine_algbw_gbps", ctx, path)})
     if not any(r["status"] == "valid" for r in decode):
         raise InputError(path, "decode: no valid point (no mapping fits the machine): nothing to draw")
+    if not bw:
+        raise InputError(path, "bandwidth: no row (no expert-parallel decode point fits): nothing to draw")
     return skews, decode, skew, bw, prefill
 
 

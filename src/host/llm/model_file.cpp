@@ -227,6 +227,10 @@ void read_mla(const Reader& r, LlmShape& m) {
     refuse(at(r.file, r.node("qk_nope_head_dim").Mark()), "qk_nope_head_dim",
            "a head of " + std::to_string(m.head_dim) + " values (with qk_rope_head_dim): at most " + std::to_string(kLlmMaxHeadDim));
   m.v_head = r.integer("v_head_dim", 1, kLlmMaxHeadDim);
+  if (m.kv_lora + m.rope_dim > kLlmMaxHeadDim)  // the absorbed decode's one KV head
+    refuse(at(r.file, r.node("kv_lora_rank").Mark()), "kv_lora_rank",
+           std::to_string(m.kv_lora) + " with qk_rope_head_dim " + std::to_string(m.rope_dim) + ": a cached latent of " +
+               std::to_string(m.kv_lora + m.rope_dim) + " values, at most " + std::to_string(kLlmMaxHeadDim));
   if (m.kv_heads != m.heads)
     refuse(at(r.file, r.node("num_key_value_heads").Mark()), "num_key_value_heads",
            std::to_string(m.kv_heads) + ": latent attention gives every head its own k and v (num_attention_heads, " +
@@ -258,8 +262,8 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
     if (read.count(key) == 0 && timing_free_fields().count(key) == 0 && arch.fields.count(key) == 0)
       refuse(at(file, kv.first.Mark()), key,
            std::string("not modelled for ") + arch.name +
-               " (the simulator models LLaMA's architecture and the Mixtral and Qwen3-MoE experts: grouped-query "
-               "attention, SiLU-gated MLPs, no biases; see docs/model.md section 13)");
+               " (the simulator models LLaMA's architecture, the Mixtral, Qwen3-MoE and DeepSeek-V3 experts, and "
+               "grouped-query or DeepSeek-V3's latent attention: SiLU-gated MLPs, no biases; see docs/model.md section 13)");
   }
   r.require_text("model_type", arch.model_type, std::string("the ") + arch.name + " architecture is " + arch.model_type);
   r.require_text("hidden_act", "silu", "the MLP is SiLU(gate) x up");
@@ -274,7 +278,7 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
   if (m.heads % m.kv_heads != 0)
     refuse(at(file, r.node("num_key_value_heads").Mark()), "num_key_value_heads",
          std::to_string(m.kv_heads) + " does not divide num_attention_heads (" + std::to_string(m.heads) + ")");
-  if (r.has("kv_lora_rank")) {
+  if (r.has("kv_lora_rank") || std::string(arch.model_type) == "deepseek_v3") {
     m.head_dim = 2;  // read_mla sets it
   } else if (r.has("head_dim")) {
     m.head_dim = r.integer("head_dim", 1, kLlmMaxHeadDim);
@@ -292,7 +296,7 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
   m.layers = r.integer("num_hidden_layers", 1, kLlmMaxLayers);
   m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
   m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;
-  if (r.has("kv_lora_rank")) read_mla(r, m);
+  if (r.has("kv_lora_rank") || std::string(arch.model_type) == "deepseek_v3") read_mla(r, m);  // required there
   return {m, read_moe(r, arch, m), weight_bytes_of(r)};
 }
 

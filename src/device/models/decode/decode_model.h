@@ -97,7 +97,8 @@ struct Bundle {
 KB_HD inline void decode_complete(DecodeConfig& c) {
   if (c.chunk != 0) return;
   if (c.s_kv < 1 || c.h_kv < 1 || c.h_q < 1 || c.batch < 1 || c.d_head < 1 || c.decode_case < 1 || c.decode_case > 4 ||
-      c.s_kv > kDecMaxSkv || c.batch > kDecMaxBatch || c.h_q > kDecMaxHeads || c.d_head > kDecMaxDHead || !hw_fits(c.hw)) {
+      c.s_kv > kDecMaxSkv || c.batch > kDecMaxBatch || c.h_q > kDecMaxHeads || c.d_head > kDecMaxDHead ||
+      c.d_v < -kDecMaxDHead || c.d_v > kDecMaxDHead || !hw_fits(c.hw)) {
     c.chunk = kDecAutoChunk;  // the check reports the real problem
     return;
   }

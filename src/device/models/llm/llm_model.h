@@ -293,11 +293,13 @@ KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
 }
 
 // Latent attention's fields in range (all 0 without it): every head its own KV head, the
-// rotated part even (RoPE's pairs) and shorter than a head.
+// rotated part even (RoPE's pairs) and shorter than a head, the cached latent and rotated k
+// one decode head (at most kLlmMaxHeadDim values), and no per-head q/k norm.
 KB_HD inline bool llm_mla_fields_fit(const LlmConfig& c) {
   if (c.kv_lora == 0) return c.q_lora == 0 && c.rope_dim == 0 && c.v_head == 0;
-  return c.kv_lora >= 1 && c.kv_lora <= kLlmMaxHeadDim && c.q_lora >= 0 && c.q_lora <= kLlmMaxHidden && c.rope_dim >= 2 &&
-         c.rope_dim % 2 == 0 && c.rope_dim < c.head_dim && c.v_head >= 1 && c.v_head <= kLlmMaxHeadDim && c.kv_heads == c.heads;
+  return c.kv_lora >= 1 && c.q_lora >= 0 && c.q_lora <= kLlmMaxHidden && c.rope_dim >= 2 && c.rope_dim % 2 == 0 &&
+         c.rope_dim < c.head_dim && c.kv_lora + c.rope_dim <= kLlmMaxHeadDim && c.v_head >= 1 && c.v_head <= kLlmMaxHeadDim &&
+         c.kv_heads == c.heads && c.qk_norm == 0;
 }
 
 // The dense model's and the mapping's own fields in range.

@@ -449,6 +449,9 @@ std::string decode_status_message(std::int32_t status, const DecodeConfig& c) {
     case kDecBadShape:
       if (c.kv_bytes < 0 || c.kv_bytes > 2)
         return "kv-bytes: must be 1 or 2 (or 0 for the fp16 default; got " + std::to_string(c.kv_bytes) + ")";
+      if (c.d_v < -kDecMaxDHead || c.d_v > kDecMaxDHead || (dec_kv_shared(c) && dec_dv(c) > c.d_head))
+        return "d_v: a value head of 1.." + std::to_string(kDecMaxDHead) + " values (shared with K: at most d_head " +
+               std::to_string(c.d_head) + "; got " + std::to_string(c.d_v) + ")";
       return "shape: s_kv 1.." + std::to_string(kDecMaxSkv) + ", batch 1.." + std::to_string(kDecMaxBatch) + ", h_q 1.." +
              std::to_string(kDecMaxHeads) + " a multiple of h_kv, d_head 1.." + std::to_string(kDecMaxDHead) + " (got s_kv " +
              std::to_string(c.s_kv) + ", batch " + std::to_string(c.batch) + ", h_q " + std::to_string(c.h_q) + ", h_kv " +

@@ -562,9 +562,9 @@ std::string bad_field_message(const LlmConfig& c) {
            ", top_k 1..experts, moe_intermediate >= 1, --attention dp and --redundant-experts with experts only), or "
            "the routed tokens are not the step's tokens x top_k";
   if (!llm_mla_fields_fit(c))
-    return "a latent-attention field is out of range (kv_lora 1.." + std::to_string(kLlmMaxHeadDim) +
-           ", rope_dim even and below head_dim, v_head 1.." + std::to_string(kLlmMaxHeadDim) +
-           ", kv_heads equal to heads; q_lora, rope_dim and v_head 0 without kv_lora)";
+    return "a latent-attention field is out of range (kv_lora >= 1 and kv_lora + rope_dim at most " +
+           std::to_string(kLlmMaxHeadDim) + ", rope_dim even and below head_dim, v_head 1.." + std::to_string(kLlmMaxHeadDim) +
+           ", kv_heads equal to heads, no --qk-norm; q_lora, rope_dim and v_head 0 without kv_lora)";
   return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
          "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
 }
