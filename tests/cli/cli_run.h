@@ -74,6 +74,22 @@ inline void copy_edited(const std::string& from, const std::string& to, const st
   std::ofstream(to) << text;
 }
 
+// Model files that `model show` must refuse: each the good file `from` with one edit, written
+// to DIR/FILE.json, refused in one line that names the file and, after it, `want` (which
+// starts at the line:column when it begins with ':').
+struct ModelFileEdit {
+  std::string file, find, replace, want;
+};
+inline void expect_model_edits_refused(const std::string& from, const std::string& dir, const std::vector<ModelFileEdit>& edits) {
+  for (const ModelFileEdit& c : edits) {
+    const std::string path = dir + "/" + c.file + ".json";
+    copy_edited(from, path, c.find, c.replace);
+    const Result r = run("model show '" + path + "'");
+    expect_input_error(r, path + (c.want[0] == ':' ? "" : ":"));
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.file << ": " << r.err;
+  }
+}
+
 // The command lines that give each axis of family `f` each kind of malformed value, in
 // eval and in sweep; the other axes take a well-formed value: their default, an enum's
 // first name, or their least value. Each must be exit 2 with one line.

@@ -233,10 +233,7 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
   const std::string d = fresh_dir("kb_models_bad");
   fs::create_directories(d);
   const std::string good = kRoot + "/models/llama-3.1-8b.json";
-  struct Case {
-    std::string file, find, replace, want;
-  };
-  const std::vector<Case> cases = {
+  expect_model_edits_refused(good, d, {
       {"moe", "\"use_cache\": true", "\"use_cache\": true,\n  \"num_local_experts\": 8", ":37:3: num_local_experts: not modelled"},
       {"kv5", "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5", ":22:26: num_key_value_heads: 5 does not divide"},
       {"missing", "\"hidden_size\": 4096,", "", ":1:1: hidden_size: required field is missing"},
@@ -255,14 +252,7 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
       {"nested", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": [32]", "num_hidden_layers: expected a single value"},
       {"comma", "\"use_cache\": true", "\"use_cache\": true,", ":36:21: (document): expected a field name"},
       {"broken", "\"use_cache\": true", "\"use_cache\": [true", "(document): not valid JSON"},
-  };
-  for (const Case& c : cases) {
-    const std::string path = d + "/" + c.file + ".json";
-    copy_edited(good, path, c.find, c.replace);
-    const Result r = run("model show '" + path + "'");
-    expect_input_error(r, path + (c.want[0] == ':' ? "" : ":"));
-    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.file << ": " << r.err;
-  }
+  });
   std::ofstream(d + "/list.json") << "[1, 2]";
   expect_input_error(run("model show '" + d + "/list.json'"), "(document): expected a JSON object");
   std::ofstream(d + "/empty.json") << "";

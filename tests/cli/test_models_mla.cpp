@@ -87,10 +87,7 @@ TEST(ModelsMla, DeepSeekV3StepsRunOnBothEngines) {
 TEST(ModelsMla, BadDeepSeekFieldsAreOneLine) {
   const std::string d = std::filesystem::temp_directory_path().string() + "/kb_models_mla";
   std::filesystem::create_directories(d);
-  struct Case {
-    std::string file, find, replace, want;
-  };
-  const std::vector<Case> cases = {
+  expect_model_edits_refused(kDeepSeek, d, {
       {"group", "\"n_group\": 8", "\"n_group\": 7", "n_group: 7 does not divide the 256 routed experts"},
       {"topk", "\"topk_group\": 4", "\"topk_group\": 9", "topk_group: must be <= 8"},
       {"method", "\"topk_method\": \"noaux_tc\"", "\"topk_method\": \"beam\"", "topk_method: 'beam' is not modelled"},
@@ -101,14 +98,7 @@ TEST(ModelsMla, BadDeepSeekFieldsAreOneLine) {
       {"extra", "\"use_cache\": true", "\"use_cache\": true, \"sliding_window\": 4096", "sliding_window: not modelled"},
       {"nolora", "\"kv_lora_rank\": 512,", "", "kv_lora_rank: required field is missing"},
       {"biglora", "\"kv_lora_rank\": 512", "\"kv_lora_rank\": 1000", "kv_lora_rank: 1000 with qk_rope_head_dim 64: a cached latent of 1064"},
-  };
-  for (const Case& c : cases) {
-    const std::string path = d + "/" + c.file + ".json";
-    copy_edited(kDeepSeek, path, c.find, c.replace);
-    const Result r = run("model show '" + path + "'");
-    expect_input_error(r, path + ":");
-    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.file << ": " << r.err;
-  }
+  });
 }
 
 }  // namespace
