@@ -37,6 +37,7 @@ std::string describe(const LlmConfig& c) {
     o << " experts=" << c.experts << " top_k=" << c.top_k << " moe_inter=" << c.moe_intermediate << " shared=" << c.shared_intermediate
       << " dense=" << c.dense_layers << " qk_norm=" << c.qk_norm << " dp=" << c.attention_dp << " redundant=" << c.redundant_experts
       << " dispatch_bytes=" << c.dispatch_bytes << " routing=" << c.routing << "/" << c.routing_alpha_milli << "/" << c.routing_seed;
+  if (c.nope_every > 0 || c.attn_chunk > 0) o << " nope_every=" << c.nope_every << " attn_chunk=" << c.attn_chunk << " qk_norm=" << c.qk_norm;
   if (c.kv_lora > 0) o << " kv_lora=" << c.kv_lora << " q_lora=" << c.q_lora << " rope=" << c.rope_dim << " v_head=" << c.v_head;
   return o.str();
 }
@@ -256,6 +257,54 @@ TEST_P(LlmParity, RandomLatentAttentionConfigs) {
   EXPECT_GT(q_lora, n / 10);
   EXPECT_GT(tp, n / 10);
   expect_parity(configs);
+}
+
+// Llama 4's attention (docs/model.md section 13.14) on dense and MoE steps: every Nth layer
+// without RoPE (global), the others' attention in chunks shorter and longer than the
+// context or prompt, q/k norms L2 or none, stages that split the layers without RoPE
+// unevenly; both engines agree on every figure, and one stage's step is its layers of each
+// kind and the head.
+TEST_P(LlmParity, RandomNopeAndChunkedAttentionConfigs) {
+#if defined(__SANITIZE_ADDRESS__)
+  const int n = 200;
+#else
+  const int n = 1000;
+#endif
+  std::mt19937_64 rng(12);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<int> counts;
+  std::vector<LlmConfig> base = random_configs(n, 20261210, &counts);
+  for (const LlmConfig& c : random_moe_configs(n / 2, 20261211, &counts)) base.push_back(c);
+  std::vector<LlmConfig> configs;
+  int moe = 0, prefill = 0, split_chunks = 0, nope = 0, staged = 0;
+  for (LlmConfig c : base) {
+    c.dense_layers = 0;
+    c.nope_every = pick(0, 3) == 0 ? 0 : pick(1, c.layers);
+    const std::int64_t span = c.phase == static_cast<std::int64_t>(LlmPhase::prefill) ? c.prompt : c.context;
+    c.attn_chunk = pick(0, 3) == 0 ? 0 : pick(1, span + 2);
+    c.qk_norm = c.nope_every > 0 ? 2 * pick(0, 1) : pick(0, 2);
+    if (c.experts > 0) family("llm").prepare({{"--routing", "zipf:1.0"}, {"--routing-seed", std::to_string(pick(0, 99))}}, {}, &c);
+    if (llm_check(c) != kLlmOk || llm_reference_ops(c) > 5000) continue;
+    moe += c.experts > 0, prefill += c.phase == static_cast<std::int64_t>(LlmPhase::prefill);
+    split_chunks += c.attn_chunk > 0 && c.attn_chunk < span;
+    nope += llm_nope_layers(llm_shape_of(c)) > 0;
+    staged += c.pp > 1 && c.nope_every > 1;
+    configs.push_back(c);
+  }
+  EXPECT_GT(configs.size(), static_cast<std::size_t>(n / 2));
+  EXPECT_GT(moe, n / 10);
+  EXPECT_GT(prefill, n / 10);
+  EXPECT_GT(split_chunks, n / 10);
+  EXPECT_GT(nope, n / 4);
+  EXPECT_GT(staged, n / 40);
+  const std::vector<LlmResult> exec = expect_parity(configs);
+  for (std::size_t i = 0; i < exec.size(); ++i) {
+    const LlmConfig& c = configs[i];
+    if (c.pp > 1 || c.microbatches > 1) continue;
+    const std::int64_t a = llm_nope_layers(llm_shape_of(c));
+    EXPECT_EQ(exec[i].model_latency_ps, a * exec[i].dense_layer_ps + (c.layers - a) * exec[i].layer_ps + exec[i].head_ps)
+        << describe(c);
+  }
 }
 
 // Tensor-parallel allreduces with channels (--tp-channels): random steps at the cube and sip

@@ -15,7 +15,8 @@ namespace {
 const std::int64_t kKinds[] = {static_cast<std::int64_t>(LlmKernelKind::norm), static_cast<std::int64_t>(LlmKernelKind::rope),
                                static_cast<std::int64_t>(LlmKernelKind::residual),
                                static_cast<std::int64_t>(LlmKernelKind::silu_mul),
-                               static_cast<std::int64_t>(LlmKernelKind::kv_append)};
+                               static_cast<std::int64_t>(LlmKernelKind::kv_append),
+                               static_cast<std::int64_t>(LlmKernelKind::l2_norm)};
 
 std::string describe(const LlmVecConfig& c) {
   return "kind " + std::to_string(c.kind) + " rows " + std::to_string(c.rows) + " cols " + std::to_string(c.cols) + " head_dim " +

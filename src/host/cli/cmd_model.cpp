@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -174,18 +175,25 @@ nlohmann::ordered_json shape_json(const LlmShape& s) {
     j["kv_lora_rank"] = s.kv_lora, j["q_lora_rank"] = s.q_lora, j["qk_rope_head_dim"] = s.rope_dim;
     j["qk_nope_head_dim"] = s.head_dim - s.rope_dim, j["v_head_dim"] = s.v_head;
   }
+  if (s.nope_every > 0) j["nope_every"] = s.nope_every, j["nope_layers"] = llm_nope_layers(s);  // Llama 4
+  if (s.attn_chunk > 0) j["attention_chunk_size"] = s.attn_chunk, j["chunked_layers"] = llm_chunked_layers(s);
   return j;
 }
 
+// A sequence's KV cache of `ctx` positions (chunked layers hold at most a chunk of them).
+std::int64_t kv_sequence(const LlmShape& s, std::int64_t kvb, std::int64_t ctx) {
+  return llm_kv_bytes(s, kvb, s.layers, llm_chunked_layers(s), ctx);
+}
+
 // Its weight bytes and KV cache bytes (a token's, and a sequence's of `ctx` positions).
-void put_bytes(nlohmann::ordered_json& j, std::int64_t params, std::int64_t wb, std::int64_t kv_token, std::int64_t kvb,
+void put_bytes(nlohmann::ordered_json& j, std::int64_t params, std::int64_t wb, const LlmShape& s, std::int64_t kvb,
                std::int64_t ctx) {
   j["weight_bytes_per_param"] = wb;
   j["weight_bytes"] = params * wb;
   j["kv_bytes_per_value"] = kvb;
-  j["kv_bytes_per_token"] = kv_token;
+  j["kv_bytes_per_token"] = llm_kv_bytes_per_token(s, kvb);
   j["context"] = ctx;
-  j["kv_bytes_per_sequence"] = kv_token * ctx;
+  j["kv_bytes_per_sequence"] = kv_sequence(s, kvb, ctx);
 }
 
 // `model show` of a mixture-of-experts model: its shape, experts and parameters (total and
@@ -210,6 +218,7 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
                   {"topk_groups", m.moe.topk_groups},
                   {"scoring", m.moe.scoring},
                   {"qk_norm", m.moe.qk_norm}};
+  if (m.moe.qk_l2) j["experts"]["qk_norm_l2"] = true;  // Llama 4's: no weights, on the layers with RoPE
   j["params"] = {{"embedding", d.embedding},
                  {"per_layer", {{"attention", p.attention}, {"norms", d.norms}, {"router", p.router}, {"expert", p.expert},
                                 {"dense_mlp", p.dense_mlp}}},
@@ -217,7 +226,7 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
                  {"lm_head", d.lm_head},
                  {"total", p.total},
                  {"active", p.active}};
-  put_bytes(j, p.total, wb, kv_token, kvb, ctx);
+  put_bytes(j, p.total, wb, s, kvb, ctx);
   if (a.json) {
     cli_out() << j.dump(2) << "\n";
     return true;
@@ -232,7 +241,7 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
   else
     cli_printf("  hidden %lld, %lld heads of %lld, %lld KV heads (groups of %lld)%s, %lld layers, vocab %lld%s\n",
                (long long)s.hidden, (long long)s.heads, (long long)s.head_dim, (long long)s.kv_heads, (long long)llm_group(s),
-               m.moe.qk_norm ? ", q and k normed a head" : "", (long long)s.layers, (long long)s.vocab,
+               m.moe.qk_norm ? (m.moe.qk_l2 ? ", q and k L2-normed a head" : ", q and k normed a head") : "", (long long)s.layers, (long long)s.vocab,
                s.tied ? ", LM head tied to the embedding" : "");
   cli_printf("  %lld MoE layers of %lld experts, %lld a token, each of intermediate %lld", (long long)p.moe_layers,
              (long long)m.moe.experts, (long long)m.moe.top_k, (long long)m.moe.expert_intermediate);
@@ -241,12 +250,18 @@ bool show_moe(const ModelArgs& a, const LlmModelFile& m, std::int64_t wb, std::i
     cli_printf(", routed in %lld groups (a token's best %lld)", (long long)m.moe.expert_groups, (long long)m.moe.topk_groups);
   if (p.moe_layers < s.layers)
     cli_printf("; %lld dense layers of intermediate %lld", (long long)(s.layers - p.moe_layers), (long long)s.intermediate);
+  if (s.nope_every > 0)
+    cli_printf("\n  %lld layers without RoPE (every %lld%s), attending to every position", (long long)llm_nope_layers(s),
+               (long long)s.nope_every, s.nope_every == 2 ? "nd" : s.nope_every == 3 ? "rd" : "th");
+  if (s.attn_chunk > 0)
+    cli_printf("%s%lld layers of chunked attention (chunks of %lld positions)", s.nope_every > 0 ? "; " : "\n  ",
+               (long long)llm_chunked_layers(s), (long long)s.attn_chunk);
   cli_printf("\n  parameters %lld (%.2f B), %lld active a token (%.2f B): a layer's attention %lld, router %lld, an expert %lld\n",
              (long long)p.total, static_cast<double>(p.total) / 1e9, (long long)p.active, static_cast<double>(p.active) / 1e9,
              (long long)p.attention, (long long)p.router, (long long)p.expert);
   cli_printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
              static_cast<double>(p.total * wb) / 1e9, (long long)wb, wb == 1 ? "" : "s", (long long)kv_token, (long long)kvb,
-             kvb == 1 ? "" : "s", static_cast<double>(kv_token * ctx) / 1e9, (long long)ctx);
+             kvb == 1 ? "" : "s", static_cast<double>(kv_sequence(s, kvb, ctx)) / 1e9, (long long)ctx);
   cli_printf("  eval llm and sweep llm run it (expert-parallel over the tp ranks: --ep, --routing; docs/model.md section 13.11); model place places dense models only\n");
   return true;
 }
@@ -259,10 +274,13 @@ void cmd_model(const ModelArgs& a) {
     return;
   }
   if (a.list->parsed()) {
-    for (const std::string& n : shipped_llm_models()) {
+    const std::vector<std::string> names = shipped_llm_models();
+    std::size_t width = 0;  // the names in one column
+    for (const std::string& n : names) width = std::max(width, n.size());
+    for (const std::string& n : names) {
       const LlmModelFile m = load_llm_model(n);
       const LlmModelParams p = llm_model_params(m);
-      cli_printf("%-17s %6.1f B parameters, %lld layers", n.c_str(), static_cast<double>(p.total) / 1e9,
+      cli_printf("%-*s %6.1f B parameters, %lld layers", static_cast<int>(width), n.c_str(), static_cast<double>(p.total) / 1e9,
                  static_cast<long long>(m.shape.layers));
       if (m.moe.experts > 0)
         cli_printf(", %lld experts, %lld a token (%.1f B active)", static_cast<long long>(m.moe.experts),
@@ -290,7 +308,7 @@ void cmd_model(const ModelArgs& a) {
                  {"lm_head", p.lm_head},
                  {"total", p.total},
                  {"matmul", p.matmul}};
-  put_bytes(j, p.total, wb, kv_token, kvb, ctx);
+  put_bytes(j, p.total, wb, s, kvb, ctx);
   j["decode_flops_per_token"] = 2 * llm_token_macs(s, ctx - 1);
   if (a.json) {
     cli_out() << j.dump(2) << "\n";
@@ -305,7 +323,7 @@ void cmd_model(const ModelArgs& a) {
               (long long)p.attention, (long long)p.mlp, (long long)p.norms, (long long)p.lm_head);
   cli_printf("  weights %.2f GB at %lld byte%s a weight; KV cache %lld bytes a token at %lld byte%s a value, %.2f GB a sequence of %lld\n",
               static_cast<double>(p.total * wb) / 1e9, (long long)wb, wb == 1 ? "" : "s", (long long)kv_token, (long long)kvb,
-              kvb == 1 ? "" : "s", static_cast<double>(kv_token * ctx) / 1e9, (long long)ctx);
+              kvb == 1 ? "" : "s", static_cast<double>(kv_sequence(s, kvb, ctx)) / 1e9, (long long)ctx);
   cli_printf("  a decoded token at context %lld: %.3f GFLOP\n", (long long)ctx,
               static_cast<double>(2 * llm_token_macs(s, ctx - 1)) / 1e9);
 }

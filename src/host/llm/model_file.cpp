@@ -71,6 +71,20 @@ struct Reader {
     if (t == "false") return false;
     refuse(at(file, node(key).Mark()), key, "expected true or false, got '" + t + "'");
   }
+  // A list of layer indices, each 0..layers - 1.
+  std::vector<std::int64_t> layer_list(const std::string& key, std::int64_t layers) const {
+    const YAML::Node& n = node(key);
+    if (!n.IsSequence()) refuse(at(file, n.Mark()), key, "expected a list of layer indices");
+    std::vector<std::int64_t> out;
+    for (const auto& x : n) {
+      std::int64_t v = 0;
+      std::string why;
+      if (!x.IsScalar() || !parse_int_in(x.Scalar(), 0, layers - 1, &v, &why))
+        refuse(at(file, x.Mark()), key, "expected layer indices from 0 to " + std::to_string(layers - 1));
+      out.push_back(v);
+    }
+    return out;
+  }
   // A field the simulator models one value of.
   void require_text(const std::string& key, const std::string& want, const std::string& why) const {
     if (has(key) && text(key) != want) refuse(at(file, node(key).Mark()), key, "'" + text(key) + "' is not modelled: " + why);
@@ -105,8 +119,34 @@ const std::vector<Architecture>& architectures() {
                                                 "routed_scaling_factor", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
                                                 "qk_rope_head_dim", "v_head_dim", "num_nextn_predict_layers", "ep_size",
                                                 "auto_map", "quantization_config", "aux_loss_alpha", "seq_aux"}},
+      // Llama 4: the language model is the text_config inside (llama4_text, below).
+      {"Llama4ForConditionalGeneration", "llama4", {}},
   };
   return a;
+}
+
+// Llama 4's language model (a config.json's text_config): MoE layers of routed experts and a
+// shared one, every layer's by interleave_moe_layer_step; layers without RoPE (global
+// attention, no q/k norm) among layers of chunked attention. attn_temperature_tuning scales
+// the queries of the layers without RoPE by a factor of their position, which the
+// attention's score scale takes at no cost; floor_scale and attn_scale are that factor's
+// values; router_jitter_noise is training's.
+const Architecture& llama4_text() {
+  static const Architecture a{"Llama4ForConditionalGeneration", "llama4_text",
+                              {"num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step", "moe_layers",
+                               "intermediate_size_mlp", "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
+                               "use_qk_norm", "no_rope_layers", "attention_chunk_size", "attn_temperature_tuning",
+                               "floor_scale", "attn_scale"}};
+  return a;
+}
+
+// Fields beside Llama 4's text_config: the vision encoder's (its config and image tokens),
+// which text-only serving does not run, and bookkeeping.
+const std::set<std::string>& llama4_outer_fields() {
+  static const std::set<std::string> s = {"architectures", "model_type", "text_config", "torch_dtype", "transformers_version",
+                                          "vision_config", "image_token_index", "boi_token_index", "eoi_token_index",
+                                          "tie_word_embeddings"};
+  return s;
 }
 
 const Architecture& architecture_of(const Reader& r) {
@@ -132,17 +172,8 @@ std::vector<char> moe_layers(const Reader& r, std::int64_t layers) {
   std::vector<char> moe(static_cast<std::size_t>(layers), 1);
   const std::int64_t step = r.has("decoder_sparse_step") ? r.integer("decoder_sparse_step", 1, layers) : 1;
   for (std::int64_t i = 0; i < layers; ++i) moe[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
-  if (r.has("mlp_only_layers")) {
-    const YAML::Node& n = r.node("mlp_only_layers");
-    if (!n.IsSequence()) refuse(at(r.file, n.Mark()), "mlp_only_layers", "expected a list of layer indices");
-    for (const auto& x : n) {
-      std::int64_t v = 0;
-      std::string why;
-      if (!x.IsScalar() || !parse_int_in(x.Scalar(), 0, layers - 1, &v, &why))
-        refuse(at(r.file, x.Mark()), "mlp_only_layers", "expected layer indices from 0 to " + std::to_string(layers - 1));
-      moe[static_cast<std::size_t>(v)] = 0;
-    }
-  }
+  if (r.has("mlp_only_layers"))
+    for (const std::int64_t l : r.layer_list("mlp_only_layers", layers)) moe[static_cast<std::size_t>(l)] = 0;
   return moe;
 }
 
@@ -183,10 +214,59 @@ LlmMoe read_deepseek_moe(const Reader& r, const Architecture& a, const LlmShape&
   return e;
 }
 
+// Llama 4's experts: num_local_experts routed ones and a shared one, each of
+// intermediate_size, scored by a sigmoid; MoE layers every interleave_moe_layer_step-th (or
+// the moe_layers listed); the q/k norm (use_qk_norm) an L2 norm without weights.
+LlmMoe read_llama4_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
+  LlmMoe e;
+  e.architecture = a.name;
+  e.experts = r.integer("num_local_experts", 1, 65536);
+  e.top_k = r.integer("num_experts_per_tok", 1, e.experts);
+  e.expert_intermediate = e.shared_intermediate = r.integer("intermediate_size", 1, kLlmMaxIntermediate);
+  e.scoring = "sigmoid";
+  e.qk_norm = e.qk_l2 = r.boolean("use_qk_norm", true);
+  e.moe_layer.assign(static_cast<std::size_t>(m.layers), 0);
+  if (r.has("moe_layers") && !r.node("moe_layers").IsNull()) {
+    for (const std::int64_t l : r.layer_list("moe_layers", m.layers)) e.moe_layer[static_cast<std::size_t>(l)] = 1;
+  } else {
+    const std::int64_t step = r.has("interleave_moe_layer_step") ? r.integer("interleave_moe_layer_step", 1, m.layers) : 1;
+    for (std::int64_t i = 0; i < m.layers; ++i) e.moe_layer[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
+  }
+  return e;
+}
+
+// Llama 4's layers without RoPE (no_rope_layers: 0 for such a layer; by default every fourth)
+// and its chunked attention (attention_chunk_size; null: none).
+void read_llama4_attention(const Reader& r, LlmShape& m) {
+  m.nope_every = 4 <= m.layers ? 4 : 0;
+  if (r.has("no_rope_layers") && !r.node("no_rope_layers").IsNull()) {
+    const YAML::Node& n = r.node("no_rope_layers");
+    if (!n.IsSequence() || static_cast<std::int64_t>(n.size()) != m.layers)
+      refuse(at(r.file, n.Mark()), "no_rope_layers", "expected a list of num_hidden_layers (" + std::to_string(m.layers) + ") 0s and 1s");
+    std::vector<std::int64_t> rope;
+    for (const auto& x : n) {
+      if (!x.IsScalar() || (x.Scalar() != "0" && x.Scalar() != "1"))
+        refuse(at(r.file, x.Mark()), "no_rope_layers", "expected 0 (a layer without RoPE) or 1");
+      rope.push_back(x.Scalar() == "1");
+    }
+    m.nope_every = 0;
+    for (std::int64_t i = 0; i < m.layers && m.nope_every == 0; ++i)
+      if (!rope[static_cast<std::size_t>(i)]) m.nope_every = i + 1;
+    for (std::int64_t i = 0; i < m.layers; ++i)
+      if (rope[static_cast<std::size_t>(i)] != (m.nope_every == 0 || (i + 1) % m.nope_every != 0))
+        refuse(at(r.file, n.Mark()), "no_rope_layers",
+               "layer " + std::to_string(i) + " breaks the pattern: the layers without RoPE must be every Nth (layer i with "
+               "(i + 1) % N == 0), N " + std::to_string(m.nope_every) + " from the first");
+  }
+  if (r.has("attention_chunk_size") && !r.node("attention_chunk_size").IsNull())
+    m.attn_chunk = r.integer("attention_chunk_size", 1, kLlmMaxContext);
+}
+
 LlmMoe read_moe(const Reader& r, const Architecture& a, const LlmShape& m) {
   LlmMoe e;
   e.architecture = a.name;
   if (std::string(a.model_type) == "llama") return e;
+  if (std::string(a.model_type) == "llama4_text") return read_llama4_moe(r, a, m);
   auto null_or = [&](const char* key, const std::string& why) {
     if (r.has(key) && !r.node(key).IsNull()) refuse(at(r.file, r.node(key).Mark()), key, "not null: " + why);
   };
@@ -250,20 +330,43 @@ std::int64_t weight_bytes_of(const Reader& r) {
   return 1;
 }
 
+ModelRead read_text_model(const std::string& file, const YAML::Node& root, const Architecture& arch);
+
+// Llama 4: its fields beside text_config, then the language model in it.
+ModelRead read_llama4(const std::string& file, const Reader& r) {
+  for (const auto& kv : r.root) {
+    const std::string key = kv.first.as<std::string>();
+    if (llama4_outer_fields().count(key) == 0)
+      refuse(at(file, kv.first.Mark()), key, "not modelled beside Llama 4's text_config (the language model is read from it)");
+  }
+  r.require_text("model_type", "llama4", "the Llama4ForConditionalGeneration architecture is llama4");
+  if (!r.has("text_config") || !r.node("text_config").IsMap())
+    refuse(at(file, r.has("text_config") ? r.node("text_config").Mark() : r.root.Mark()), "text_config",
+           "expected the language model's config (a JSON object)");
+  return read_text_model(file, r.node("text_config"), llama4_text());
+}
+
 ModelRead read_model(const std::string& file, const YAML::Node& root) {
+  const Reader r(file, root);
+  const Architecture& arch = architecture_of(r);
+  if (std::string(arch.model_type) == "llama4") return read_llama4(file, r);
+  return read_text_model(file, root, arch);
+}
+
+ModelRead read_text_model(const std::string& file, const YAML::Node& root, const Architecture& arch) {
   const Reader r(file, root);
   static const std::set<std::string> read = {
       "architectures", "model_type", "hidden_act", "attention_bias", "mlp_bias", "hidden_size",
       "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
       "head_dim", "tie_word_embeddings"};
-  const Architecture& arch = architecture_of(r);
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (read.count(key) == 0 && timing_free_fields().count(key) == 0 && arch.fields.count(key) == 0)
       refuse(at(file, kv.first.Mark()), key,
            std::string("not modelled for ") + arch.name +
-               " (the simulator models LLaMA's architecture, the Mixtral, Qwen3-MoE and DeepSeek-V3 experts, and "
-               "grouped-query or DeepSeek-V3's latent attention: SiLU-gated MLPs, no biases; see docs/model.md section 13)");
+               " (the simulator models LLaMA's architecture, the Mixtral, Qwen3-MoE, DeepSeek-V3 and Llama 4 experts, and "
+               "grouped-query, Llama 4's or DeepSeek-V3's latent attention: SiLU-gated MLPs, no biases; see docs/model.md "
+               "section 13)");
   }
   r.require_text("model_type", arch.model_type, std::string("the ") + arch.name + " architecture is " + arch.model_type);
   r.require_text("hidden_act", "silu", "the MLP is SiLU(gate) x up");
@@ -297,7 +400,13 @@ ModelRead read_model(const std::string& file, const YAML::Node& root) {
   m.vocab = r.integer("vocab_size", 1, kLlmMaxVocab);
   m.tied = r.boolean("tie_word_embeddings", false) ? 1 : 0;
   if (r.has("kv_lora_rank") || std::string(arch.model_type) == "deepseek_v3") read_mla(r, m);  // required there
-  return {m, read_moe(r, arch, m), weight_bytes_of(r)};
+  LlmMoe moe = read_moe(r, arch, m);
+  if (std::string(arch.model_type) == "llama4_text") {
+    read_llama4_attention(r, m);
+    // The dense layers' MLP (intermediate_size is the experts')
+    if (r.has("intermediate_size_mlp")) m.intermediate = r.integer("intermediate_size_mlp", 1, kLlmMaxIntermediate);
+  }
+  return {m, std::move(moe), weight_bytes_of(r)};
 }
 
 std::string models_dir() { return data_dir() + "/models"; }
@@ -355,7 +464,7 @@ LlmModelParams llm_model_params(const LlmModelFile& f) {
   const LlmShape& m = f.shape;
   const LlmParams dense = llm_params(m);
   LlmModelParams p;
-  p.attention = dense.attention + (f.moe.qk_norm ? 2 * m.head_dim : 0);  // latent attention's norms: in dense.norms
+  p.attention = dense.attention + (f.moe.qk_norm && !f.moe.qk_l2 ? 2 * m.head_dim : 0);  // latent attention's norms: in dense.norms
   p.dense_mlp = dense.mlp;
   p.router = m.hidden * f.moe.experts;
   p.expert = 3 * m.hidden * f.moe.expert_intermediate;

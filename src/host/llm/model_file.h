@@ -20,6 +20,7 @@ struct LlmMoe {
   std::int64_t expert_intermediate = 0;  // an expert's intermediate size (moe_intermediate_size)
   std::vector<char> moe_layer;           // per layer: 1 a MoE layer, 0 a dense one
   bool qk_norm = false;                  // Qwen3: an RMSNorm over each head's q and k (head_dim weights each)
+  bool qk_l2 = false;                    // Llama 4: the q/k norm an L2 norm without weights, on layers with RoPE only
   std::int64_t shared_intermediate = 0;  // the shared experts' intermediate size, together (0: none)
   std::int64_t expert_groups = 1, topk_groups = 1;  // group-limited routing (n_group, topk_group)
   std::string scoring = "softmax";       // the router's scores: softmax, or sigmoid (DeepSeek-V3)

@@ -14,7 +14,7 @@
 
 namespace kb {
 
-#define KB_LLM_KERNEL_KINDS(X) X(norm) X(gemm) X(rope) X(kv_append) X(attention) X(allreduce) X(residual) X(silu_mul)
+#define KB_LLM_KERNEL_KINDS(X) X(norm) X(gemm) X(rope) X(kv_append) X(attention) X(allreduce) X(residual) X(silu_mul) X(l2_norm)
 #define KB_LLM_KIND_ITEM(name) name,
 #define KB_LLM_KIND_NAME(name) #name,
 enum class LlmKernelKind : std::int32_t { KB_LLM_KERNEL_KINDS(KB_LLM_KIND_ITEM) };
@@ -88,6 +88,11 @@ KB_HD inline int llm_vec_passes(std::int64_t kind, std::int64_t t, std::int64_t 
       out[n++] = {VecOp::row_mul, t, cols};    // scale each row
       out[n++] = {VecOp::col_mul, t, cols};    // the norm's weights
       break;
+    case LlmKernelKind::l2_norm:  // Llama 4's q/k norm: RMSNorm's passes, no weights
+      out[n++] = {VecOp::row_sumsq, t, cols};
+      out[n++] = {VecOp::rsqrt, 1, t};
+      out[n++] = {VecOp::row_mul, t, cols};
+      break;
     case LlmKernelKind::rope: out[n++] = {VecOp::rope, t, cols}; break;
     case LlmKernelKind::silu_mul:
       out[n++] = {VecOp::silu, t, cols};  // gate / (1 + e^-gate)
@@ -157,8 +162,10 @@ KB_HD inline int llm_mla_program(const HwConfig& h, const LlmShape& m, const Llm
   return n;
 }
 
-// The attention half of one layer on one rank, in program order (llm_layer_program).
-KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out) {
+// The attention half of one layer on one rank, in program order (llm_layer_program): a
+// layer with RoPE, or (`nope`) one of Llama 4's without (no RoPE, no q/k norm, every
+// position; section 13.14). An attention kernel's `k` is its chunk of positions (0: all).
+KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel* out, bool nope = false) {
   using llm_detail::gemm;
   using llm_detail::vec;
   if (llm_mla(m)) return llm_mla_program(h, m, r, out);
@@ -166,16 +173,20 @@ KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, con
   // every attention weight: r.batch is then the rank's).
   const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
   const std::int64_t q = llm_q_width(m) / t, kvh = llm_rank_kv_heads(m, t), kv = kvh * m.head_dim;
+  const std::int64_t window = nope ? 0 : m.attn_chunk;
   int n = 0;
   out[n++] = vec(LlmKernelKind::norm, "attn_norm", M, H, llm_vec_cycles(LlmKernelKind::norm, M, H, L), 1, H * wb);
   out[n++] = gemm("qkv", M, H, q + 2 * kv, wb);
-  if (m.qk_norm) {  // an RMSNorm over each head's q, and each head's k (Qwen3)
+  if (m.qk_norm && !nope) {  // a norm over each head's q, and each head's k: RMSNorm (Qwen3) or L2 (Llama 4)
     const std::int64_t qr = M * (q / m.head_dim), kr = M * kvh, d = m.head_dim;
-    out[n++] = vec(LlmKernelKind::norm, "q_norm", qr, d, llm_vec_cycles(LlmKernelKind::norm, qr, d, L), 1, d * wb);
-    out[n++] = vec(LlmKernelKind::norm, "k_norm", kr, d, llm_vec_cycles(LlmKernelKind::norm, kr, d, L), 1, d * wb);
+    const LlmKernelKind kind = m.qk_norm == 2 ? LlmKernelKind::l2_norm : LlmKernelKind::norm;
+    const std::int64_t w = m.qk_norm == 2 ? 0 : d * wb;
+    out[n++] = vec(kind, "q_norm", qr, d, llm_vec_cycles(kind, qr, d, L), 1, w);
+    out[n++] = vec(kind, "k_norm", kr, d, llm_vec_cycles(kind, kr, d, L), 1, w);
   }
-  out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1,
-                 M * m.head_dim * 2);  // and the table's cos/sin rows
+  if (!nope)
+    out[n++] = vec(LlmKernelKind::rope, "rope", M, q + kv, llm_vec_cycles(LlmKernelKind::rope, M, q + kv, L), 1,
+                   M * m.head_dim * 2);  // and the table's cos/sin rows
   {
     // K and V into the cache; into an 8-bit cache through a conversion pass.
     const std::int64_t convert = r.kv_bytes == 1 ? vector_cycles(VecOp::copy, M, 2 * kv, L) : 0;
@@ -185,13 +196,16 @@ KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, con
   }
   {
     // Each sequence's query heads against its KV cache: a decoded token attends to the
-    // context; prompt token i (from 1) to the i positions up to it (causal).
+    // context; prompt token i (from 1) to the i positions up to it (causal); under chunked
+    // attention, only to the positions of its own chunk.
     const bool decode = r.phase == static_cast<std::int64_t>(LlmPhase::decode);
-    const std::int64_t pairs = decode ? r.context : r.prompt * (r.prompt + 1) / 2;
-    // A decode step reads every position from the cache (the new one appended just before,
-    // at kv_bytes); a prefill reads the prompt's own K and V (fp16), as the QKV GEMM wrote them.
-    const std::int64_t kv_read = decode ? r.batch * r.context * 2 * kv * r.kv_bytes : M * 2 * kv * 2;
-    LlmKernel a{LlmKernelKind::attention, "attention", 0, 0, 0, llm_q_width(m) / t / m.head_dim, kvh, 0, 0,
+    const std::int64_t seen = llm_window_positions(r.context, window);
+    const std::int64_t pairs = decode ? seen : llm_window_pairs(r.prompt, window);
+    // A decode step reads the positions it attends to from the cache (the new one appended
+    // just before, at kv_bytes); a prefill reads the prompt's own K and V (fp16), as the QKV
+    // GEMM wrote them.
+    const std::int64_t kv_read = decode ? r.batch * seen * 2 * kv * r.kv_bytes : M * 2 * kv * 2;
+    LlmKernel a{LlmKernelKind::attention, "attention", 0, window, 0, llm_q_width(m) / t / m.head_dim, kvh, 0, 0,
                 r.batch * 2 * q * pairs, kv_read + M * q * 2, M * q * 2, 1, kLlmRoleNone};
     out[n++] = a;
   }
@@ -243,14 +257,15 @@ KB_HD inline int llm_moe_program(const HwConfig& h, const LlmShape& m, const Llm
 }
 
 // One layer of the step on one rank of stage 0's tp group, in program order; returns the
-// count (the allreduces are left out at tp = 1). A MoE model's layer is a MoE layer, or one
-// of its first dense layers (`dense`): under data-parallel attention, each rank's own tokens
-// through the whole dense MLP.
+// count (the allreduces are left out at tp = 1). A layer of the first kind, or of the second
+// (`alt`, llm_alt_layers): a MoE model's first dense layers (under data-parallel attention,
+// each rank's own tokens through the whole dense MLP), or Llama 4's layers without RoPE.
 KB_HD inline int llm_layer_program(const HwConfig& h, const LlmShape& m, const LlmRun& r, LlmKernel out[kLlmLayerKernels],
-                                   bool dense = false) {
+                                   bool alt = false) {
   using llm_detail::gemm;
   using llm_detail::vec;
-  int n = llm_attention_program(h, m, r, out);
+  const bool dense = alt && m.experts > 0 && m.dense_layers > 0;
+  int n = llm_attention_program(h, m, r, out, alt && !dense && m.nope_every > 0);
   if (m.experts > 0 && !dense) return n + llm_moe_program(h, m, r, out + n);
   const std::int64_t t = r.attention_dp ? 1 : r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes;
   const std::int64_t inter = ceil_div(m.intermediate, t);

@@ -108,15 +108,34 @@ KB_HD inline std::int64_t llm_stage_layers(const LlmShape& m, const LlmRun& r, s
   if (llm_split_given(r)) return r.stage_layers[s];
   return m.layers / r.pp + (s < m.layers % r.pp ? 1 : 0);
 }
+// The first layer of stage s.
+KB_HD inline std::int64_t llm_stage_first_layer(const LlmShape& m, const LlmRun& r, std::int64_t s) {
+  std::int64_t first = 0;
+  for (std::int64_t i = 0; i < s; ++i) first += llm_stage_layers(m, r, i);
+  return first;
+}
 // Dense layers of stage s: of a dense model every one; of a MoE model those of the model's
 // first dense_layers that fall in the stage.
 KB_HD inline std::int64_t llm_stage_dense_layers(const LlmShape& m, const LlmRun& r, std::int64_t s) {
   const std::int64_t L = llm_stage_layers(m, r, s);
   if (m.experts == 0) return L;
-  std::int64_t first = 0;
-  for (std::int64_t i = 0; i < s; ++i) first += llm_stage_layers(m, r, i);
-  const std::int64_t d = m.dense_layers - first;
+  const std::int64_t d = m.dense_layers - llm_stage_first_layer(m, r, s);
   return d < 0 ? 0 : d > L ? L : d;
+}
+// Layers without RoPE (Llama 4's) among the first `run` layers of stage s.
+KB_HD inline std::int64_t llm_stage_nope_layers(const LlmShape& m, const LlmRun& r, std::int64_t s, std::int64_t run) {
+  if (m.nope_every <= 0) return 0;
+  const std::int64_t first = llm_stage_first_layer(m, r, s);
+  return (first + run) / m.nope_every - first / m.nope_every;
+}
+// Layers of the second kind (llm_alt_layers) among the first `run` layers of stage s: a MoE
+// model's dense layers (the model's first, run before its MoE layers), or those without RoPE.
+KB_HD inline std::int64_t llm_stage_alt_layers(const LlmShape& m, const LlmRun& r, std::int64_t s, std::int64_t run) {
+  if (m.experts > 0 && m.dense_layers > 0) {
+    const std::int64_t d = llm_stage_dense_layers(m, r, s);
+    return d < run ? d : run;
+  }
+  return llm_stage_nope_layers(m, r, s, run);
 }
 // Whether a given split has pp stages (the rest of the list 0), each of at least one layer,
 // adding up to the model's layers; true for an even split.
@@ -169,8 +188,11 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   b.weights = params * r.weight_bytes;
   // Data-parallel attention: the rank's own sequences.
   const std::int64_t seqs = r.attention_dp ? r.batch / t : r.batch;
-  // Latent attention caches the latent and the rotated k of every head on every rank.
-  b.kv = layers * (llm_mla(m) ? llm_latent_width(m) : 2 * kv) * seqs * llm_positions(r) * r.kv_bytes;
+  // Latent attention caches the latent and the rotated k of every head on every rank; a
+  // layer of chunked attention at most a chunk of positions.
+  const std::int64_t chunked = m.attn_chunk > 0 ? layers - llm_stage_nope_layers(m, r, s, layers) : 0;
+  const std::int64_t held = (layers - chunked) * llm_positions(r) + chunked * llm_window_held(llm_positions(r), m.attn_chunk);
+  b.kv = (llm_mla(m) ? llm_latent_width(m) : 2 * kv) * seqs * held * r.kv_bytes;
   // A layer's tensors on the rank, all live at once (an upper bound): its input, Q, K and V,
   // the attention's output, gate and up (fp16); a MoE layer's routed tokens, each with its
   // expert's gate and up; the logits of the last stage. Latent attention's K and V: the
@@ -227,10 +249,14 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   const std::int64_t tokens = llm_tokens(r), pes = r.tp * k.pes_per_rank * r.pp;
   LlmBounds b{-1, -1, -1, -1};
   // Q.K^T and P.V of one layer: a decoded token attends to `context` positions, prompt token
-  // i (from 1) to i of its prompt.
-  const std::int64_t pairs = r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prompt * (r.prompt + 1) / 2;
-  const std::int64_t attention = llm_mul_add(r.batch * llm_pair_macs(m, r.phase == static_cast<std::int64_t>(LlmPhase::decode)), pairs, 0);
-  const std::int64_t all_attention = llm_mul_add(attention, m.layers, 0);
+  // i (from 1) to i of its prompt; under chunked attention, to those of its own chunk.
+  const bool decode = r.phase == static_cast<std::int64_t>(LlmPhase::decode);
+  const std::int64_t chunked = llm_chunked_layers(m), W = m.attn_chunk;
+  const std::int64_t pairs = decode ? r.context : r.prompt * (r.prompt + 1) / 2;
+  const std::int64_t chunk_pairs = decode ? llm_window_positions(r.context, W) : llm_window_pairs(r.prompt, W);
+  const std::int64_t attention = llm_mul_add(r.batch * llm_pair_macs(m, decode), pairs, 0);
+  const std::int64_t chunk_attention = llm_mul_add(r.batch * llm_pair_macs(m, decode), chunk_pairs, 0);
+  const std::int64_t all_attention = llm_mul_add(attention, m.layers - chunked, llm_mul_add(chunk_attention, chunked, 0));
   if (attention < 0 || all_attention < 0) return b;
   // Every token through every layer's projections; the LM head for each sequence's last token.
   const std::int64_t head = m.vocab * m.hidden;
@@ -244,8 +270,10 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   }
   const std::int64_t weights = (matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
   b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);
-  if (r.phase == static_cast<std::int64_t>(LlmPhase::decode) && b.read_bytes >= 0)
-    b.read_bytes = llm_mul_add(r.batch * (r.context - 1), llm_kv_bytes_per_token(m, r.kv_bytes), b.read_bytes);
+  if (decode && b.read_bytes >= 0) {  // the positions before the new one, of each layer
+    const std::int64_t seen = (m.layers - chunked) * (r.context - 1) + chunked * (llm_window_positions(r.context, W) - 1);
+    b.read_bytes = llm_mul_add(r.batch * seen, llm_kv_bytes_per_token(m, r.kv_bytes) / m.layers, b.read_bytes);
+  }
   if (b.macs < 0 || b.read_bytes < 0) return LlmBounds{-1, -1, -1, -1};
   const std::int64_t cycles = ceil_div(b.macs, pes * h.matrix_rows * h.matrix_cols);
   b.compute_ps = cycles > kTimeLimitPs / 1000000 ? -1 : cycles_ps(cycles, h.clock_mhz);

@@ -64,6 +64,8 @@ struct LlmConfig {
   std::int64_t expert_groups = 1, topk_groups = 1;
   // Multi-head latent attention (LlmShape; kv_lora 0: none).
   std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0, v_head = 0;
+  // Llama 4's layers without RoPE and chunked attention (LlmShape; 0: neither).
+  std::int64_t nope_every = 0, attn_chunk = 0;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
   // The tokens of one micro-batch routed to each expert (the host's router: not an axis).
@@ -115,7 +117,8 @@ KB_HD inline Actions llm_send_actions(const LlmSendResult& r) {
 KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
   return LlmShape{c.hidden,  c.intermediate, c.heads,        c.kv_heads,         c.head_dim,           c.layers,
                   c.vocab,   c.tied,         c.experts,      c.top_k,            c.moe_intermediate,   c.shared_intermediate,
-                  c.qk_norm, c.dense_layers, c.q_lora,      c.kv_lora,          c.rope_dim,           c.v_head};
+                  c.qk_norm, c.dense_layers, c.q_lora,      c.kv_lora,          c.rope_dim,           c.v_head,
+                  c.nope_every, c.attn_chunk};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
   return LlmRun{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
@@ -166,9 +169,19 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
         x.hw = rank;
         x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
         x.v_dim = c.kv_lora > 0 ? c.v_head : 0;  // latent attention, expanded
-        if (tuned) x = llm_attn_tuned(x);
-        else llm_attn_complete(x);
-        v.attention(x, k, layer);
+        // Chunked attention (k.k positions a chunk): the whole chunks of every prompt as
+        // sequences of their own, then the rest of each prompt.
+        const std::int64_t W = k.k, P = c.prompt;
+        if (W > 0 && P > W) x.batch = r.batch * (P / W), x.prompt = W;
+        for (int part = 0; part < 2; ++part) {
+          if (tuned) v.attention(llm_attn_tuned(x), k, layer);
+          else {
+            llm_attn_complete(x);
+            v.attention(x, k, layer);
+          }
+          if (!(W > 0 && P > W) || P % W == 0) break;
+          x.batch = r.batch, x.prompt = P % W, x.tile = x.heads = 0;
+        }
         break;
       }
       // The sequences in waves: as many as the case's buffers hold in a PE's SRAM (halving
@@ -176,7 +189,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
       DecodeConfig d{};
       d.hw = rank;
       d.decode_case = c.attention_case;
-      d.s_kv = c.context, d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
+      d.s_kv = llm_window_positions(c.context, k.k), d.h_q = k.rows, d.h_kv = k.cols, d.d_head = c.head_dim;
       if (c.kv_lora > 0) d.d_head = c.kv_lora + c.rope_dim, d.d_v = -c.kv_lora;  // latent attention, absorbed: V in K
       d.allreduce = 0;
       d.kv_bytes = c.kv_bytes;
@@ -255,7 +268,7 @@ KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
     x.bytes = llm_tokens(r) * c.hidden * 2;
     v.transfer(x);
   }
-  if (m.experts > 0 && m.dense_layers > 0) {  // a MoE model's dense layers: one of them
+  if (llm_alt_layers(m) > 0) {  // one layer of the second kind (llm_alt_layers)
     if constexpr (llm_detail::SeesLayerKinds<Visitor>::value) v.layer_kind(true);
     const int nd = llm_layer_program(c.hw, m, r, ks, true);
     for (int i = 0; i < nd; ++i) llm_detail::visit_kernel(c, r, rank, tuned, ks[i], true, v);
@@ -271,7 +284,7 @@ KB_HD inline bool llm_moe_groups_fit(const LlmConfig& c) {
 // A MoE config's own fields in range (all 0 but dispatch_bytes for a dense model; data-
 // parallel attention with experts only), its routed tokens a whole number of top_k choices.
 KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
-  if (c.dispatch_bytes < 1 || c.dispatch_bytes > 2 || c.qk_norm < 0 || c.qk_norm > 1 || c.routing < 0 || c.routing > 3 ||
+  if (c.dispatch_bytes < 1 || c.dispatch_bytes > 2 || c.qk_norm < 0 || c.qk_norm > 2 || c.routing < 0 || c.routing > 3 ||
       c.routing_alpha_milli < 0 || c.routing_seed < 0 || c.redundant_experts < 0 || c.redundant_experts > kMoeMaxRedundant ||
       c.attention_dp < 0 || c.attention_dp > 1 || c.shared_intermediate < 0 || c.shared_intermediate > kLlmMaxIntermediate)
     return false;
@@ -302,6 +315,15 @@ KB_HD inline bool llm_mla_fields_fit(const LlmConfig& c) {
          c.kv_heads == c.heads && c.qk_norm == 0;
 }
 
+// Llama 4's layers without RoPE and chunked attention in range (both 0 without them): not
+// with latent attention or a MoE model's dense layers (one second kind of layer), and the q/k
+// norm of the layers with RoPE weightless (NoPE layers have none).
+KB_HD inline bool llm_nope_fields_fit(const LlmConfig& c) {
+  if (c.nope_every < 0 || c.nope_every > c.layers || c.attn_chunk < 0 || c.attn_chunk > kLlmMaxContext) return false;
+  if (c.nope_every == 0 && c.attn_chunk == 0) return true;
+  return c.kv_lora == 0 && !(c.experts > 0 && c.dense_layers > 0) && !(c.nope_every > 0 && c.qk_norm == 1);
+}
+
 // The dense model's and the mapping's own fields in range.
 KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
   return !(c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
@@ -318,7 +340,7 @@ KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
 // The config's own fields and mapping (llm_place_check; no kernel's check).
 KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
   const LlmShape m = llm_shape_of(c);
-  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c)) return kLlmBadField;
+  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c) || !llm_nope_fields_fit(c)) return kLlmBadField;
   if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0) return kLlmBadExperts;  // a micro-batch's sequences over the ranks
   const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
   if (s != kLlmOk) return s;
@@ -381,15 +403,14 @@ struct LlmTally {
   KB_HD void add_transfer(ps_t latency, const Actions& a, std::int64_t link) { add_to(part[2], kTransfer, latency, a, 1, link); }
   // The step through the schedule, each stage running `layers` of its layers at most
   // (0: all of them); the last stage runs the head.
-  // A MoE model's stage runs its dense layers (the model's first) before its MoE layers.
+  // A stage's layers of the second kind (llm_stage_alt_layers) are timed as its own.
   KB_HD LlmPath schedule(const LlmConfig& c, std::int64_t layers) const {
     const LlmShape m = llm_shape_of(c);
     const LlmRun r = llm_run_of(c);
     return llm_schedule_kinds(c.pp, c.microbatches, part[1].kind, part[3].kind, part[0].kind, part[2].kind, [&](std::int64_t s) {
       const std::int64_t L = llm_stage_layers(m, r, s), run = layers && layers < L ? layers : L;
-      if (m.experts == 0) return LlmStageLayers{run, 0};
-      const std::int64_t d = llm_stage_dense_layers(m, r, s), dense = d < run ? d : run;
-      return LlmStageLayers{run - dense, dense};
+      const std::int64_t alt = llm_stage_alt_layers(m, r, s, run);
+      return LlmStageLayers{run - alt, alt};
     });
   }
   // The step as run (layers_run layers a stage) and the whole model's. Out of line on the
@@ -397,8 +418,9 @@ struct LlmTally {
   // models are called from.
   KB_HD KB_NOINLINE LlmResult finish(const LlmConfig& c) const {
     const Part &l = part[1], &h = part[0], &x = part[2], &d = part[3];
-    // Layers of each kind: a MoE model's MoE layers (l) and dense ones (d), or every layer (l).
-    const std::int64_t D = c.experts > 0 ? c.dense_layers : 0, L = c.layers - D, M = c.microbatches, X = (c.pp - 1) * M;
+    // Layers of each kind: the first kind (l: a MoE model's MoE layers, Llama 4's with RoPE)
+    // and the second (d: llm_alt_layers).
+    const std::int64_t D = llm_alt_layers(llm_shape_of(c)), L = c.layers - D, M = c.microbatches, X = (c.pp - 1) * M;
     const LlmPath all = schedule(c, 0);
     LlmResult o{};
     o.status = all.at >= kTimeLimitPs ? kLlmTooLarge : kLlmOk;  // the step's time beyond int64's guard
@@ -409,8 +431,10 @@ struct LlmTally {
     o.gemm_ps = all.kind[kGemm], o.attention_ps = all.kind[kAttention], o.vector_ps = all.kind[kVector];
     o.allreduce_ps = all.kind[kAllreduce], o.transfer_ps = all.kind[kTransfer];
     o.expert_ps = all.kind[kExpert], o.dispatch_ps = all.kind[kDispatch], o.combine_ps = all.kind[kCombine];
-    for (int i = 0; i < 3; ++i)
-      o.dispatch_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[0][i]), o.combine_link_bytes[i] = sat_mul(sat_mul(M, L), l.moe_link[1][i]);
+    for (int i = 0; i < 3; ++i) {
+      o.dispatch_link_bytes[i] = sat_add(sat_mul(sat_mul(M, L), l.moe_link[0][i]), sat_mul(sat_mul(M, D), d.moe_link[0][i]));
+      o.combine_link_bytes[i] = sat_add(sat_mul(sat_mul(M, L), l.moe_link[1][i]), sat_mul(sat_mul(M, D), d.moe_link[1][i]));
+    }
     // M micro-batches of L (and D) layers and the head, and X transfers.
     const Actions a = actions_add(actions_add(actions_add(actions_add(Actions{}, l.a, sat_mul(M, L)), h.a, M), x.a, X), d.a, sat_mul(M, D));
     o.macs = a.macs;

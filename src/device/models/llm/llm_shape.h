@@ -41,9 +41,34 @@ struct LlmShape {
   // of them rotated (k's shared by every head), its v v_head values. The cache holds the
   // latent and the rotated k: kv_lora + rope_dim values a token, for every head.
   std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0, v_head = 0;
+  // Llama 4's attention (docs/model.md section 13.14; 0, 0: neither): every nope_every-th
+  // layer (layer i with (i + 1) % nope_every == 0) has no RoPE and no q/k norm and attends to
+  // every position; the others attend within chunks of attn_chunk positions (a token to the
+  // positions of its own chunk up to itself). qk_norm 2: the q/k norm is an L2 norm with no
+  // weights (Llama 4's), 1: an RMSNorm with head_dim weights each (Qwen3's).
+  std::int64_t nope_every = 0, attn_chunk = 0;
 };
 
 KB_HD constexpr bool llm_mla(const LlmShape& m) { return m.kv_lora > 0; }
+
+// Llama 4's layers without RoPE (global attention), and those with chunked attention.
+KB_HD constexpr std::int64_t llm_nope_layers(const LlmShape& m) { return m.nope_every > 0 ? m.layers / m.nope_every : 0; }
+KB_HD constexpr std::int64_t llm_chunked_layers(const LlmShape& m) { return m.attn_chunk > 0 ? m.layers - llm_nope_layers(m) : 0; }
+// Positions a decoded token attends to at context C (itself included) through chunks of W
+// (0: every position): those of its own chunk up to itself.
+KB_HD constexpr std::int64_t llm_window_positions(std::int64_t C, std::int64_t W) { return W > 0 && C > W ? (C - 1) % W + 1 : C; }
+// Query-key pairs of a causal prompt of P through chunks of W (0: one chunk): each chunk's
+// token i (from 1) with the i positions of its chunk up to it.
+KB_HD constexpr std::int64_t llm_window_pairs(std::int64_t P, std::int64_t W) {
+  return W > 0 && P > W ? (P / W) * (W * (W + 1) / 2) + (P % W) * (P % W + 1) / 2 : P * (P + 1) / 2;
+}
+// Positions a layer's cache holds for a sequence of P: at most a chunk under chunked attention.
+KB_HD constexpr std::int64_t llm_window_held(std::int64_t P, std::int64_t W) { return W > 0 && P > W ? W : P; }
+// Layers of the second kind, each timed once beside the first (section 13.11): a MoE model's
+// first dense layers, or the layers without RoPE.
+KB_HD constexpr std::int64_t llm_alt_layers(const LlmShape& m) {
+  return m.experts > 0 && m.dense_layers > 0 ? m.dense_layers : llm_nope_layers(m);
+}
 
 // Layers of the model whose MLP is a MoE one (every layer of a dense model is dense).
 KB_HD constexpr std::int64_t llm_moe_layers(const LlmShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
@@ -116,7 +141,7 @@ KB_HD inline LlmParams llm_params(const LlmShape& m) {
   const std::int64_t dense_mlp = 3 * m.hidden * m.intermediate, moe_layers = llm_moe_layers(m), dense_layers = m.layers - moe_layers;
   p.mlp = moe ? llm_router_params(m) + m.experts * llm_expert_params(m) + llm_shared_params(m) : dense_mlp;
   const std::int64_t mlp_used = moe ? llm_router_params(m) + m.top_k * llm_expert_params(m) + llm_shared_params(m) : p.mlp;
-  p.norms = 2 * m.hidden + (m.qk_norm ? 2 * m.head_dim : 0) + (llm_mla(m) ? m.q_lora + m.kv_lora : 0);
+  p.norms = 2 * m.hidden + (m.qk_norm == 1 ? 2 * m.head_dim : 0) + (llm_mla(m) ? m.q_lora + m.kv_lora : 0);
   p.layer = p.attention + p.mlp + p.norms;
   p.final_norm = m.hidden;
   p.lm_head = m.tied ? 0 : m.vocab * m.hidden;
@@ -125,16 +150,26 @@ KB_HD inline LlmParams llm_params(const LlmShape& m) {
   return p;
 }
 
-// KV cache bytes one token adds, over every layer, at `kv_bytes` per value.
+// KV cache bytes one token adds, over every layer, at `kv_bytes` per value (chunked layers:
+// while its chunk lasts; llm_kv_bytes gives a sequence's).
 KB_HD inline std::int64_t llm_kv_bytes_per_token(const LlmShape& m, std::int64_t kv_bytes) {
   return m.layers * (llm_mla(m) ? llm_latent_width(m) : 2 * llm_kv_width(m)) * kv_bytes;
+}
+// KV cache bytes of `layers` layers, `chunked` of them with chunked attention, holding a
+// sequence of `positions`.
+KB_HD inline std::int64_t llm_kv_bytes(const LlmShape& m, std::int64_t kv_bytes, std::int64_t layers, std::int64_t chunked,
+                                       std::int64_t positions) {
+  const std::int64_t width = (llm_mla(m) ? llm_latent_width(m) : 2 * llm_kv_width(m)) * kv_bytes;
+  return width * ((layers - chunked) * positions + chunked * llm_window_held(positions, m.attn_chunk));
 }
 
 // Multiply-accumulates of one decoded token's forward pass at position `pos` (it attends to
 // pos + 1 positions, itself included): every projection and the LM head, plus the
 // attention's Q.K^T and P.V. Two FLOPs each.
 KB_HD inline std::int64_t llm_token_macs(const LlmShape& m, std::int64_t pos) {
-  return llm_params(m).matmul + m.layers * llm_pair_macs(m, true) * (pos + 1);
+  const std::int64_t chunked = llm_chunked_layers(m);
+  return llm_params(m).matmul + llm_pair_macs(m, true) * ((m.layers - chunked) * (pos + 1) +
+                                                          chunked * llm_window_positions(pos + 1, m.attn_chunk));
 }
 
 }  // namespace kb

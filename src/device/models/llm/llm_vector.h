@@ -21,7 +21,7 @@ namespace kb {
 // One vector kernel on one rank: `hw` is the rank's (one SIP: its cubes and their PEs).
 struct LlmVecConfig {
   HwConfig hw;
-  std::int64_t kind;  // LlmKernelKind: norm, rope, residual, silu_mul or kv_append
+  std::int64_t kind;  // LlmKernelKind: norm, l2_norm, rope, residual, silu_mul or kv_append
   std::int64_t rows, cols;
   std::int64_t out_bytes;  // bytes of a stored value: 2 (fp16; 0 means 2), or 1 (kv_append into an 8-bit cache)
   std::int64_t head_dim;      // rope: values of a head (even, dividing cols), the width of its cos/sin table
@@ -91,7 +91,8 @@ KB_HD inline std::int32_t llm_vec_check(const LlmVecConfig& c) {
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::rope) ||
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::residual) ||
                      c.kind == static_cast<std::int64_t>(LlmKernelKind::silu_mul) ||
-                     c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append);
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::kv_append) ||
+                     c.kind == static_cast<std::int64_t>(LlmKernelKind::l2_norm);
   if (!known || c.rows < 1 || c.rows > kLlmVecMaxRows || c.cols < 1 || c.cols > kLlmVecMaxCols) return kLlmVecBadField;
   if (!hw_fits(c.hw) || c.hw.sips != 1 || c.out_bytes < 0 || c.out_bytes > 2 || c.weight_bytes < 0 || c.weight_bytes > 2)
     return kLlmVecBadField;

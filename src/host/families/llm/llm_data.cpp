@@ -489,6 +489,9 @@ std::string llm_data_refusal(const LlmConfig& c) {
   if (c.kv_lora > 0)
     return "--data runs grouped-query attention only: latent attention's values (its latents and absorbed heads) "
            "are not computed yet; leave --data out to time it";
+  if (c.nope_every > 0 || c.attn_chunk > 0 || c.qk_norm > 0)
+    return "--data runs LLaMA's attention only: layers without RoPE, chunked attention and q/k norms are not computed "
+           "yet; leave --data out to time them";
   if (c.layers_run != 0 && c.layers_run != c.layers)
     return "--data runs every layer: leave --layers out (got " + std::to_string(c.layers_run) + " of " + std::to_string(c.layers) + ")";
   const LlmResult r = llm_model(c);

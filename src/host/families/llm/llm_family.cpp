@@ -92,6 +92,7 @@ std::vector<AxisDesc> llm_axes() {
   };
   for (AxisDesc& a : llm_moe_axes()) axes.push_back(std::move(a));
   for (AxisDesc& a : llm_mla_axes()) axes.push_back(std::move(a));
+  for (AxisDesc& a : llm_nope_axes()) axes.push_back(std::move(a));
   return axes;
 }
 
@@ -108,6 +109,7 @@ std::vector<PresetDesc> llm_presets() {
                       {"vocab", std::to_string(s.vocab)},       {"tied", s.tied ? "yes" : "no"}};
                   for (auto& p : llm_moe_model_values(m)) v.push_back(std::move(p));
                   for (auto& p : llm_mla_model_values(m)) v.push_back(std::move(p));
+                  for (auto& p : llm_nope_model_values(m)) v.push_back(std::move(p));
                   if (m.weight_bytes > 0) v.emplace_back("weight_bytes", std::to_string(m.weight_bytes));  // fp8 weights
                   return v;
                 },
@@ -213,9 +215,10 @@ nlohmann::json llm_kernels_json(const void* cfg) {
   if (llm_check(c) != kLlmOk) return out;
   struct List {
     nlohmann::json* out;
-    bool dense = false;  // a MoE model's dense layer's kernels
+    const char* alt;     // the second kind of layer (llm_alt_layers)
+    bool dense = false;  // the kernels now given are a layer's of the second kind
     void layer_kind(bool d) { dense = d; }
-    const char* part(bool layer) const { return layer ? (dense ? "dense_layer" : "layer") : "head"; }
+    const char* part(bool layer) const { return layer ? (dense ? alt : "layer") : "head"; }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
       out->push_back({{"name", k.name}, {"kind", "gemm"}, {"part", part(layer)}, {"m", g.m}, {"n", g.n},
                       {"k", g.k}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"tile_k", g.tile_k},
@@ -225,6 +228,7 @@ nlohmann::json llm_kernels_json(const void* cfg) {
     void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
       out->push_back({{"name", k.name}, {"kind", "attention"}, {"part", part(layer)}, {"tile", x.tile},
                       {"heads", x.heads}, {"latency_ps", llm_attn_model(x).latency_ps}});
+      if (k.k > 0) out->back()["batch"] = x.batch, out->back()["prompt"] = x.prompt;  // a chunked layer's: chunks as prompts
     }
     void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {  // waves alike listed once, counted
       if (!out->empty() && out->back()["name"] == k.name && out->back().contains("chunk") &&
@@ -244,7 +248,7 @@ nlohmann::json llm_kernels_json(const void* cfg) {
     }
     void vector(const LlmVecConfig&, const LlmKernel&, bool) {}
     void transfer(const LlmSendConfig&) {}
-  } list{&out};
+  } list{&out, c.nope_every > 0 ? "nope_layer" : "dense_layer"};
   llm_for_each_kernel(c, list);
   return out;
 }

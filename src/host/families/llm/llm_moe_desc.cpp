@@ -52,8 +52,9 @@ std::vector<AxisDesc> llm_moe_axes() {
            offsetof(C, shared_intermediate)).range(0, kLlmMaxIntermediate).default_to("0").defines_problem().only_with("experts"),
       axis("dense_layers", "--dense-layers", "the model's first layers that are dense (DeepSeek-V3's first_k_dense_replace)",
            offsetof(C, dense_layers)).range(0, kLlmMaxLayers).default_to("0").defines_problem().only_with("experts"),
-      axis("qk_norm", "--qk-norm", "an RMSNorm over each head's q and k (Qwen3)", offsetof(C, qk_norm))
-          .choices({"no", "yes"}).default_to("no").defines_problem().only_with("experts"),
+      axis("qk_norm", "--qk-norm", "a norm over each head's q and k: yes an RMSNorm (Qwen3), l2 one without weights (Llama 4's)",
+           offsetof(C, qk_norm))
+          .choices({"no", "yes", "l2"}).default_to("no").defines_problem().only_with("experts"),
       axis("expert_groups", "--expert-groups",
            "group-limited routing: the routed experts in this many equal groups (DeepSeek-V3's n_group; 1: no groups)",
            offsetof(C, expert_groups)).range(1, kMoeMaxExperts).default_to("1").defines_problem().only_with("experts"),
@@ -85,6 +86,25 @@ std::vector<AxisDesc> llm_mla_axes() {
       axis("v_head", "--v-head", "latent attention: a head's value width (v_head_dim)", offsetof(C, v_head))
           .range(0, kLlmMaxHeadDim).default_to("0").defines_problem().only_with("kv_lora"),
   };
+}
+
+std::vector<AxisDesc> llm_nope_axes() {
+  return {
+      axis("nope_every", "--nope-every",
+           "every Nth layer has no RoPE and no q/k norm and attends to every position (Llama 4's no_rope_layers; 0: none)",
+           offsetof(C, nope_every)).range(0, kLlmMaxLayers).default_to("0").defines_problem().only_with("nope_every"),
+      axis("attn_chunk", "--attn-chunk",
+           "chunked attention: the layers with RoPE attend within chunks of this many positions (Llama 4's "
+           "attention_chunk_size; 0: every position)",
+           offsetof(C, attn_chunk)).range(0, kLlmMaxContext).default_to("0").defines_problem().only_with("attn_chunk"),
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> llm_nope_model_values(const LlmModelFile& m) {
+  std::vector<std::pair<std::string, std::string>> v;
+  if (m.shape.nope_every > 0) v.emplace_back("nope_every", std::to_string(m.shape.nope_every));
+  if (m.shape.attn_chunk > 0) v.emplace_back("attn_chunk", std::to_string(m.shape.attn_chunk));
+  return v;
 }
 
 std::vector<std::pair<std::string, std::string>> llm_mla_model_values(const LlmModelFile& m) {
@@ -139,7 +159,7 @@ std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmM
           {"shared_intermediate", std::to_string(m.moe.shared_intermediate)},
           {"expert_groups", std::to_string(m.moe.expert_groups)},
           {"topk_groups", std::to_string(m.moe.topk_groups)},
-          {"qk_norm", m.moe.qk_norm ? "yes" : "no"}};
+          {"qk_norm", m.moe.qk_norm ? (m.moe.qk_l2 ? "l2" : "yes") : "no"}};
 }
 
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config) {
@@ -230,6 +250,10 @@ std::vector<ColumnDesc> llm_moe_columns() {
   cols.push_back(ColumnDesc{"dense_layer_ps", "ps", "one of a MoE model's dense layers, one micro-batch (layer_ps: a MoE layer)",
                             ColType::integer, typed_getter<C, R>([](const C& c, const R& r) {
                               return moe(c) && c.dense_layers > 0 ? nlohmann::json(r.dense_layer_ps) : nlohmann::json();
+                            }), true, false, true});
+  cols.push_back(ColumnDesc{"nope_layer_ps", "ps", "one of the layers without RoPE, one micro-batch (layer_ps: a layer with it)",
+                            ColType::integer, typed_getter<C, R>([](const C& c, const R& r) {
+                              return c.nope_every > 0 ? nlohmann::json(r.dense_layer_ps) : nlohmann::json();
                             }), true, false, true});
   cols.push_back({"routing", "", "how the tokens picked their experts (--routing)", ColType::text,
                   typed_getter<C, R>([](const C& c, const R&) { return moe(c) ? nlohmann::json(routing_text(c)) : nlohmann::json(); }),

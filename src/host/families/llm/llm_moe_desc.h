@@ -24,6 +24,10 @@ std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmM
 // them (none for a model without it).
 std::vector<AxisDesc> llm_mla_axes();
 std::vector<std::pair<std::string, std::string>> llm_mla_model_values(const LlmModelFile& m);
+// Llama 4's layers without RoPE and chunked attention (docs/model.md section 13.14): their
+// axes, and --model's values for them (none for a model without them).
+std::vector<AxisDesc> llm_nope_axes();
+std::vector<std::pair<std::string, std::string>> llm_nope_model_values(const LlmModelFile& m);
 // Family::prepare: routes one micro-batch's tokens (--routing, --routing-seed) into the
 // config's expert_tokens.
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config);

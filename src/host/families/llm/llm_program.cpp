@@ -89,6 +89,11 @@ Tensor vec_build(RuntimeContext& ctx, const LlmVecConfig& c, const KernelValues*
           last = p.row_mul(x, row, t, c.cols, {last});
           last = p.col_mul(x, weights, t, c.cols, {last, have_weights});
           break;
+        case LlmKernelKind::l2_norm:  // x / sqrt(mean(x^2) + eps), each row (no weights)
+          last = p.row_sumsq(row, x, t, c.cols, {loaded});
+          last = p.vector_rsqrt(row, t, inv_cols, kLlmRmsNormEps, {last});
+          last = p.row_mul(x, row, t, c.cols, {last});
+          break;
         case LlmKernelKind::rope: last = p.rope(x, table, t, c.cols, d, {a, loaded}); break;
         case LlmKernelKind::silu_mul:
           last = p.vector_silu(x, n, {a, loaded});
@@ -383,9 +388,10 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
   if (st != kLlmOk) throw InputError(llm_status_message(st, c));
   // Each layer runs its kernels in turn; every layer must come out as the first of its kind
   // did (they are identical), which is what lets the model count one layer `layers` times.
-  // Stage 0 runs `run` layers: a MoE model's dense ones first.
+  // Stage 0 runs `run` layers, its first: those of the second kind (llm_alt_layers) timed as
+  // their own.
   const std::int64_t run = c.layers_run ? c.layers_run : c.layers;
-  const std::int64_t dense_run = c.experts > 0 ? std::min(c.dense_layers, run) : 0, main_run = run - dense_run;
+  const std::int64_t dense_run = llm_stage_alt_layers(llm_shape_of(c), llm_run_of(c), 0, run), main_run = run - dense_run;
   struct Time {
     LlmTally t;
     std::int64_t tp;
@@ -464,7 +470,7 @@ LlmResult llm_reference(const LlmConfig& c, const std::string* trace_path) {
       time.layer_latency[kind] = 0;
       llm_for_each_kernel(c, time);
       if (time.layer_latency[kind] != first[kind])
-        throw InternalError(std::string(kind ? "dense " : "") + "layer " + std::to_string(l) + " of the step took " +
+        throw InternalError(std::string(kind ? "second-kind " : "") + "layer " + std::to_string(l) + " of the step took " +
                                 std::to_string(time.layer_latency[kind]) + " ps, the first " + std::to_string(first[kind]) +
                                 " ps: identical layers differ",
                             __FILE__, __LINE__);
@@ -565,6 +571,11 @@ std::string bad_field_message(const LlmConfig& c) {
     return "a latent-attention field is out of range (kv_lora >= 1 and kv_lora + rope_dim at most " +
            std::to_string(kLlmMaxHeadDim) + ", rope_dim even and below head_dim, v_head 1.." + std::to_string(kLlmMaxHeadDim) +
            ", kv_heads equal to heads, no --qk-norm; q_lora, rope_dim and v_head 0 without kv_lora)";
+  if (!llm_nope_fields_fit(c))
+    return "--nope-every " + std::to_string(c.nope_every) + " --attn-chunk " + std::to_string(c.attn_chunk) +
+           ": layers without RoPE every 0..layers (" + std::to_string(c.layers) + ") layers, chunks of 0.." +
+           std::to_string(kLlmMaxContext) + " positions, neither with latent attention or --dense-layers, and "
+           "--nope-every with --qk-norm no or l2 (a layer without RoPE has no q/k norm)";
   return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
          "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
 }
