@@ -171,3 +171,18 @@ def test_a_mixture_of_experts_step_from_python():
     assert mine["load_imbalance"] > 1 and mine["dispatch_ps"] > 0 and mine["combine_ps"] > 0
     even = kb.eval("llm", redundant_experts=8, engine="batched", **step)
     assert even["load_imbalance"] < mine["load_imbalance"]
+
+
+def test_llama4_scout_from_python():
+    """Llama-4-Scout's two kinds of layer: chunked attention and layers without RoPE, as the command line gives them."""
+    step = dict(model="llama-4-scout-17b-16e", topology=data_file("topologies/ring8.yaml"), batch=16, context=16384,
+                ep=8, ep_level="sip", pp=1)
+    mine = kb.eval("llm", **step)
+    theirs = cli_json("eval", "llm", "--model", "llama-4-scout-17b-16e", "--topology", data_file("topologies/ring8.yaml"),
+                      "--batch", "16", "--context", "16384", "--ep", "8", "--ep-level", "sip", "--pp", "1", "--json")
+    assert mine == theirs
+    assert mine["parity"] is True and mine.config["nope_every"] == 4 and mine.config["attn_chunk"] == 8192
+    assert mine["latency_ps"] == 36 * mine["layer_ps"] + 12 * mine["nope_layer_ps"] + mine["head_ps"]
+    # every layer global: the chunked layers then attend to all 16,384 positions
+    whole = kb.eval("llm", attn_chunk=0, engine="batched", **step)
+    assert whole["layer_ps"] > mine["layer_ps"]

@@ -225,7 +225,7 @@ KB_HD inline int llm_moe_program(const HwConfig& h, const LlmShape& m, const Llm
   using llm_detail::times;
   using llm_detail::vec;
   const std::int64_t t = r.tp, M = llm_tokens(r), H = m.hidden, L = h.vector_lanes, wb = r.weight_bytes, I = m.moe_intermediate;
-  const MoeLoad load = moe_load(r.expert_tokens, m.experts, t, r.redundant);
+  const MoeLoad load = llm_moe_load(m, r);
   const std::int64_t g = load.rank_copies, T = load.rank_tokens, each = g > 0 ? ceil_div(T, g) : 0;
   const std::int64_t shared = r.attention_dp ? m.shared_intermediate : ceil_div(m.shared_intermediate, t);
   int n = 0;

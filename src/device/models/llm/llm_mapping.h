@@ -37,7 +37,15 @@ struct LlmRun {
   // in a micro-batch (the host's router fixes them).
   std::int64_t attention_dp = 0, redundant = 0, dispatch_bytes = 2;
   const std::int32_t* expert_tokens = nullptr;
+  // The placement's load of those tokens (moe_load), when the caller has it: placed once a
+  // config, not once for each stage and each kind of layer.
+  const MoeLoad* load = nullptr;
 };
+
+// The load of a MoE run's tokens over its tp ranks: the caller's, or placed now.
+KB_HD inline MoeLoad llm_moe_load(const LlmShape& m, const LlmRun& r) {
+  return r.load ? *r.load : moe_load(r.expert_tokens, m.experts, r.tp, r.redundant);
+}
 
 constexpr std::int64_t kLlmMaxStages = 64;
 
@@ -174,7 +182,7 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   const std::int64_t dense_mlp = 3 * m.hidden * inter;
   std::int64_t mlp = dense_mlp, moe_rows = 0;
   if (m.experts > 0) {
-    const MoeLoad load = moe_load(r.expert_tokens, m.experts, t, r.redundant);
+    const MoeLoad load = llm_moe_load(m, r);
     const std::int64_t shared = r.attention_dp ? m.shared_intermediate : ceil_div(m.shared_intermediate, t);
     mlp = llm_router_params(m) + load.slots * llm_expert_params(m) + 3 * m.hidden * shared;
     moe_rows = load.rank_tokens;

@@ -249,10 +249,12 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
 // The layer program is a MoE model's MoE layer; after the head and the stage transfer come
 // the kernels of one of its first dense layers (section 13.11), between v.layer_kind(true)
 // and v.layer_kind(false) for a visitor that has layer_kind.
+// `load`: the config's MoE load (llm_moe_load), when the caller has placed it.
 template <class Visitor>
-KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v) {
+KB_HD void llm_for_each_kernel(const LlmConfig& c, Visitor& v, const MoeLoad* load = nullptr) {
   const LlmShape m = llm_shape_of(c);
   LlmRun r = llm_run_of(c);
+  r.load = load;
   r.batch = c.batch / c.microbatches;  // the kernels run one micro-batch
   if (c.attention_dp) r.batch /= c.tp;  // on one rank: its own sequences
   const HwConfig rank = llm_rank_hw(c);
@@ -337,12 +339,15 @@ KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
       (c.tp > 1 && c.tp_channels > 1 && !coll_channels_fit(c.hw, c.tp_level, c.tp_channels)));
 }
 
-// The config's own fields and mapping (llm_place_check; no kernel's check).
-KB_HD inline std::int32_t llm_check_config(const LlmConfig& c) {
+// The config's own fields and mapping (llm_place_check; no kernel's check); `load` as
+// llm_for_each_kernel's.
+KB_HD inline std::int32_t llm_check_config(const LlmConfig& c, const MoeLoad* load = nullptr) {
   const LlmShape m = llm_shape_of(c);
   if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c) || !llm_nope_fields_fit(c)) return kLlmBadField;
   if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0) return kLlmBadExperts;  // a micro-batch's sequences over the ranks
-  const std::int32_t s = llm_place_check(c.hw, m, llm_run_of(c));
+  LlmRun r = llm_run_of(c);
+  r.load = load;
+  const std::int32_t s = llm_place_check(c.hw, m, r);
   if (s != kLlmOk) return s;
   return kLlmOk;
 }
@@ -464,7 +469,11 @@ struct LlmTally {
 template <bool Small>
 KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
   LlmResult out{};
-  out.status = llm_check_config(c);
+  // A MoE config's placement, once (its fields in range first: moe_load's buffers hold them).
+  MoeLoad load{};
+  const bool placed = c.experts > 0 && llm_fields_fit(c) && llm_moe_fields_fit(c);
+  if (placed) load = moe_load(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
+  out.status = llm_check_config(c, placed ? &load : nullptr);
   if (out.status != kLlmOk) return out;
   // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times
   // (an allreduce's are the whole group's already).
@@ -533,7 +542,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
     }
     KB_HD void layer_kind(bool dense) { t.layer_kind(dense); }
   } time{LlmTally{}, c.tp};
-  llm_for_each_kernel(c, time);
+  llm_for_each_kernel(c, time, placed ? &load : nullptr);
   if (time.deferred) {
     out.status = kStatusDeferred;
     return out;
