@@ -8,9 +8,11 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "host/common/error.h"
 #include "device/models/llm/llm_moe.h"
@@ -239,6 +241,56 @@ TEST(MoePlacement, TheWorkedExampleByHand) {
   EXPECT_EQ(moe_load(tokens, 4, 5, 0).status, kMoePlaceBadRanks);
   EXPECT_EQ(moe_load(tokens, 4, 2, 1).status, kMoePlaceUneven);
   EXPECT_EQ(moe_load(tokens, 4, 2, 5).status, kMoePlaceTooMany);
+}
+
+// The placement's copies go in order of most tokens (the first copy on a tie). moe_place
+// sorts them once; this is the selection it replaced (the unplaced copy of most tokens,
+// found by a scan each time), on random loads, ranks and redundant copies: every copy on the
+// same rank.
+TEST(MoePlacement, SortedOrderIsTheGreedyScans) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  int checked = 0;
+  for (int round = 0; round < 1200; ++round) {
+    const std::int64_t E = pick(1, 300), ranks = pick(1, std::min<std::int64_t>(E, 64));
+    std::int64_t R = pick(0, 3) == 0 ? 0 : pick(1, std::min<std::int64_t>(kMoeMaxRedundant, E * (ranks - 1)));
+    if (R > 0) R -= (E + R) % ranks;  // an even split
+    if (R < 0 || moe_place_check(E, ranks, R) != kMoePlaceOk) continue;
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(E));
+    const std::int64_t hi = pick(0, 1) ? 3 : 1000;  // few values (many ties) or many
+    for (auto& t : tokens) t = static_cast<std::int32_t>(pick(0, hi));
+    std::vector<std::int64_t> share(kMoeMaxCopies), rt(static_cast<std::size_t>(ranks));
+    std::vector<std::int32_t> expert(kMoeMaxCopies), rank(kMoeMaxCopies), replicas(kMoeMaxExperts), held(static_cast<std::size_t>(ranks));
+    std::vector<std::int16_t> order(kMoeMaxCopies);
+    const MoePlaceBuf b{share.data(), expert.data(), rank.data(), replicas.data(), rt.data(), held.data(), order.data()};
+    const std::int64_t n = moe_place(tokens.data(), E, ranks, R, b);
+    // The scan, from the same copies and shares (replicas as moe_place chose them).
+    std::vector<std::int64_t> want(static_cast<std::size_t>(n), -1), load(static_cast<std::size_t>(ranks), 0);
+    std::vector<std::int64_t> count(static_cast<std::size_t>(ranks), 0);
+    const std::int64_t slots = R > 0 ? (E + R) / ranks : 0;
+    for (std::int64_t placed = 0; R > 0 && placed < n; ++placed) {
+      std::int64_t c = -1;
+      for (std::int64_t i = 0; i < n; ++i)
+        if (want[static_cast<std::size_t>(i)] < 0 && (c < 0 || share[static_cast<std::size_t>(i)] > share[static_cast<std::size_t>(c)])) c = i;
+      std::int64_t to = -1;
+      for (int pass = 0; pass < 2 && to < 0; ++pass)
+        for (std::int64_t k = 0; k < ranks; ++k) {
+          if (count[static_cast<std::size_t>(k)] >= slots) continue;
+          bool has = false;
+          for (std::int64_t i = 0; i < n && pass == 0; ++i)
+            has = has || (expert[static_cast<std::size_t>(i)] == expert[static_cast<std::size_t>(c)] && want[static_cast<std::size_t>(i)] == k);
+          if (has) continue;
+          if (to < 0 || load[static_cast<std::size_t>(k)] < load[static_cast<std::size_t>(to)]) to = k;
+        }
+      want[static_cast<std::size_t>(c)] = to;
+      load[static_cast<std::size_t>(to)] += share[static_cast<std::size_t>(c)], ++count[static_cast<std::size_t>(to)];
+    }
+    if (R == 0) continue;
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(rank[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) << "copy " << i << " E " << E << " ranks " << ranks << " R " << R;
+    ++checked;
+  }
+  EXPECT_GT(checked, 400);
 }
 
 }  // namespace

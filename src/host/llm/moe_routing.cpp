@@ -225,8 +225,9 @@ ExpertPlacement place_experts(const std::vector<std::int64_t>& t, std::int64_t r
   const std::size_t copies = static_cast<std::size_t>(E + redundant);
   std::vector<std::int64_t> share(copies), rank_tokens(static_cast<std::size_t>(ranks));
   std::vector<std::int32_t> expert(copies), rank(copies), replicas(static_cast<std::size_t>(E)), held(static_cast<std::size_t>(ranks));
+  std::vector<std::int16_t> placed(copies);
   const std::int64_t n =
-      moe_place(t.data(), E, ranks, redundant, MoePlaceBuf{share.data(), expert.data(), rank.data(), replicas.data(), rank_tokens.data(), held.data()});
+      moe_place(t.data(), E, ranks, redundant, MoePlaceBuf{share.data(), expert.data(), rank.data(), replicas.data(), rank_tokens.data(), held.data(), placed.data()});
   ExpertPlacement p;
   p.replicas.assign(replicas.begin(), replicas.end());
   p.rank.assign(static_cast<std::size_t>(ranks), {});

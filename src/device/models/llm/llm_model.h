@@ -472,7 +472,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
   // A MoE config's placement, once (its fields in range first: moe_load's buffers hold them).
   MoeLoad load{};
   const bool placed = c.experts > 0 && llm_fields_fit(c) && llm_moe_fields_fit(c);
-  if (placed) load = moe_load(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
+  if (placed) load = moe_load_memo(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
   out.status = llm_check_config(c, placed ? &load : nullptr);
   if (out.status != kLlmOk) return out;
   // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "../../common/kb_hd.h"
+#include "../../common/kernel_memo.h"
 
 namespace kb {
 
@@ -16,6 +17,7 @@ constexpr std::int64_t kMoeMaxExperts = 512;    // routed experts of a layer (Ki
 constexpr std::int64_t kMoeMaxRedundant = 512;  // extra copies of the hottest experts
 constexpr std::int64_t kMoeMaxCopies = kMoeMaxExperts + kMoeMaxRedundant;
 constexpr std::int64_t kMoeMaxRanks = 1024;     // expert-parallel ranks a placement spreads over
+static_assert(kMoeMaxCopies <= 32767, "a copy's index is an int16 (MoePlaceBuf::order)");
 
 // Where the copies of the routed experts go. The caller's buffers hold kMoeMaxCopies copies,
 // kMoeMaxExperts experts and kMoeMaxRanks ranks.
@@ -26,7 +28,38 @@ struct MoePlaceBuf {
   std::int32_t* replicas;    // per expert: its copies
   std::int64_t* rank_tokens; // per rank: the tokens its copies handle
   std::int32_t* rank_held;   // per rank: the copies it holds
+  std::int16_t* order;       // per copy: the copies in the order they are placed
 };
+
+namespace moe_detail {
+// Whether copy a is placed before copy b: more tokens first, the first copy on a tie.
+KB_HD inline bool placed_before(const std::int64_t* share, std::int64_t a, std::int64_t b) {
+  return share[a] > share[b] || (share[a] == share[b] && a < b);
+}
+// Moves order[i] down the heap of `len` whose top is the copy placed last.
+KB_HD inline void sift_down(const std::int64_t* share, std::int16_t* order, std::int64_t i, std::int64_t len) {
+  for (;;) {
+    std::int64_t c = 2 * i + 1;
+    if (c >= len) return;
+    if (c + 1 < len && placed_before(share, order[c], order[c + 1])) ++c;
+    if (!placed_before(share, order[i], order[c])) return;
+    const std::int16_t t = order[i];
+    order[i] = order[c], order[c] = t;
+    i = c;
+  }
+}
+// order[0..n): the copies in placement order (a heapsort: keys are unique, so the order is
+// the one repeated selection of the first most-loaded unplaced copy gives).
+KB_HD inline void placement_order(const std::int64_t* share, std::int16_t* order, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) order[i] = static_cast<std::int16_t>(i);
+  for (std::int64_t i = n / 2 - 1; i >= 0; --i) sift_down(share, order, i, n);
+  for (std::int64_t end = n - 1; end > 0; --end) {
+    const std::int16_t t = order[0];
+    order[0] = order[end], order[end] = t;
+    sift_down(share, order, 0, end);
+  }
+}
+}  // namespace moe_detail
 
 enum MoePlaceStatus : std::int32_t {
   kMoePlaceOk = 0,
@@ -85,10 +118,9 @@ KB_HD std::int64_t moe_place(const Tokens* tokens, std::int64_t experts, std::in
       b.share[n] = t / r + (j < t % r ? 1 : 0), b.expert[n] = static_cast<std::int32_t>(e), b.rank[n] = -1;
   }
   const std::int64_t slots = (experts + redundant) / ranks;
+  moe_detail::placement_order(b.share, b.order, n);
   for (std::int64_t placed = 0; placed < n; ++placed) {
-    std::int64_t c = -1;  // the unplaced copy of most tokens, the first on a tie (a stable order)
-    for (std::int64_t i = 0; i < n; ++i)
-      if (b.rank[i] < 0 && (c < 0 || b.share[i] > b.share[c])) c = i;
+    const std::int64_t c = b.order[placed];  // the unplaced copy of most tokens, the first on a tie
     std::int64_t lo = c, hi = c + 1;  // the copies of its expert (one after another)
     while (lo > 0 && b.expert[lo - 1] == b.expert[c]) --lo;
     while (hi < n && b.expert[hi] == b.expert[c]) ++hi;
@@ -131,7 +163,8 @@ KB_HD KB_NOINLINE MoeLoad moe_load(const Tokens* tokens, std::int64_t experts, s
   }
   std::int64_t share[kMoeMaxCopies], rank_tokens[kMoeMaxRanks];
   std::int32_t expert[kMoeMaxCopies], rank[kMoeMaxCopies], replicas[kMoeMaxExperts], held[kMoeMaxRanks];
-  const MoePlaceBuf b{share, expert, rank, replicas, rank_tokens, held};
+  std::int16_t order[kMoeMaxCopies];
+  const MoePlaceBuf b{share, expert, rank, replicas, rank_tokens, held, order};
   const std::int64_t n = moe_place(tokens, experts, ranks, redundant, b);
   std::int64_t busiest = 0;
   for (std::int64_t k = 1; k < ranks; ++k)
@@ -141,6 +174,26 @@ KB_HD KB_NOINLINE MoeLoad moe_load(const Tokens* tokens, std::int64_t experts, s
   out.slots = redundant > 0 ? (experts + redundant) / ranks : (experts + ranks - 1) / ranks;
   for (std::int64_t e = 0; e < experts; ++e) out.pairs += tokens[e], out.touched += tokens[e] > 0;
   return out;
+}
+
+// moe_load through the kernel memo (kernel_memo.h), for placements with many copies: a
+// sweep's configs share their routed tokens and differ in the ranks and redundant copies, so
+// a few placements serve them all. Fewer copies are placed again (cheaper than the memo's
+// key of every expert's tokens).
+struct MoeLoadKey {
+  std::int64_t experts, ranks, redundant;
+  std::int32_t tokens[kMoeMaxExperts];  // the first `experts`, the rest 0
+};
+// A CUDA thread places every time, without the key in its frame.
+KB_HD inline MoeLoad moe_load_memo(const std::int32_t* tokens, std::int64_t experts, std::int64_t ranks, std::int64_t redundant) {
+#if defined(__CUDA_ARCH__)
+  return moe_load(tokens, experts, ranks, redundant);
+#else
+  if (experts + redundant <= 64 || experts > kMoeMaxExperts || experts < 0) return moe_load(tokens, experts, ranks, redundant);
+  MoeLoadKey k{experts, ranks, redundant, {}};
+  for (std::int64_t e = 0; e < experts; ++e) k.tokens[e] = tokens[e];
+  return memo_eval<MoeLoadKey, MoeLoad, 16>(k, [](const MoeLoadKey& x) { return moe_load(x.tokens, x.experts, x.ranks, x.redundant); });
+#endif
 }
 
 }  // namespace kb
