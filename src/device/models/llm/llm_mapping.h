@@ -199,7 +199,7 @@ KB_HD inline LlmRankBytes llm_rank_bytes(const LlmShape& m, const LlmRun& r, std
   // Latent attention caches the latent and the rotated k of every head on every rank; a
   // layer of chunked attention at most a chunk of positions.
   const std::int64_t chunked = m.attn_chunk > 0 ? layers - llm_stage_nope_layers(m, r, s, layers) : 0;
-  const std::int64_t held = (layers - chunked) * llm_positions(r) + chunked * llm_window_held(llm_positions(r), m.attn_chunk);
+  const std::int64_t held = llm_layers_held(layers, chunked, llm_positions(r), m.attn_chunk);
   b.kv = (llm_mla(m) ? llm_latent_width(m) : 2 * kv) * seqs * held * r.kv_bytes;
   // A layer's tensors on the rank, all live at once (an upper bound): its input, Q, K and V,
   // the attention's output, gate and up (fp16); a MoE layer's routed tokens, each with its
@@ -279,7 +279,7 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   const std::int64_t weights = (matmul + m.layers * p.norms + p.final_norm) * r.weight_bytes;
   b.read_bytes = llm_mul_add(tokens, m.hidden * r.weight_bytes, weights);
   if (decode && b.read_bytes >= 0) {  // the positions before the new one, of each layer
-    const std::int64_t seen = (m.layers - chunked) * (r.context - 1) + chunked * (llm_window_positions(r.context, W) - 1);
+    const std::int64_t seen = llm_layers_seen(m.layers, chunked, r.context, W) - m.layers;
     b.read_bytes = llm_mul_add(r.batch * seen, llm_kv_bytes_per_token(m, r.kv_bytes) / m.layers, b.read_bytes);
   }
   if (b.macs < 0 || b.read_bytes < 0) return LlmBounds{-1, -1, -1, -1};

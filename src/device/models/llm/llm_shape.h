@@ -64,6 +64,15 @@ KB_HD constexpr std::int64_t llm_window_pairs(std::int64_t P, std::int64_t W) {
 }
 // Positions a layer's cache holds for a sequence of P: at most a chunk under chunked attention.
 KB_HD constexpr std::int64_t llm_window_held(std::int64_t P, std::int64_t W) { return W > 0 && P > W ? W : P; }
+// Positions summed over `layers` layers, `chunked` of them with chunked attention: those
+// a decoded token at context C attends to (seen), and those the cache holds for a sequence
+// of P (held).
+KB_HD constexpr std::int64_t llm_layers_seen(std::int64_t layers, std::int64_t chunked, std::int64_t C, std::int64_t W) {
+  return (layers - chunked) * C + chunked * llm_window_positions(C, W);
+}
+KB_HD constexpr std::int64_t llm_layers_held(std::int64_t layers, std::int64_t chunked, std::int64_t P, std::int64_t W) {
+  return (layers - chunked) * P + chunked * llm_window_held(P, W);
+}
 // Layers of the second kind, each timed once beside the first (section 13.11): a MoE model's
 // first dense layers, or the layers without RoPE.
 KB_HD constexpr std::int64_t llm_alt_layers(const LlmShape& m) {
@@ -160,16 +169,14 @@ KB_HD inline std::int64_t llm_kv_bytes_per_token(const LlmShape& m, std::int64_t
 KB_HD inline std::int64_t llm_kv_bytes(const LlmShape& m, std::int64_t kv_bytes, std::int64_t layers, std::int64_t chunked,
                                        std::int64_t positions) {
   const std::int64_t width = (llm_mla(m) ? llm_latent_width(m) : 2 * llm_kv_width(m)) * kv_bytes;
-  return width * ((layers - chunked) * positions + chunked * llm_window_held(positions, m.attn_chunk));
+  return width * llm_layers_held(layers, chunked, positions, m.attn_chunk);
 }
 
 // Multiply-accumulates of one decoded token's forward pass at position `pos` (it attends to
 // pos + 1 positions, itself included): every projection and the LM head, plus the
 // attention's Q.K^T and P.V. Two FLOPs each.
 KB_HD inline std::int64_t llm_token_macs(const LlmShape& m, std::int64_t pos) {
-  const std::int64_t chunked = llm_chunked_layers(m);
-  return llm_params(m).matmul + llm_pair_macs(m, true) * ((m.layers - chunked) * (pos + 1) +
-                                                          chunked * llm_window_positions(pos + 1, m.attn_chunk));
+  return llm_params(m).matmul + llm_pair_macs(m, true) * llm_layers_seen(m.layers, llm_chunked_layers(m), pos + 1, m.attn_chunk);
 }
 
 }  // namespace kb
