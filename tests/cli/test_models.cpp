@@ -199,7 +199,7 @@ TEST(Models, BadMixtureOfExpertsInputIsOneLine) {
   expect_input_error(run("eval llm --model llama-3.1-8b --batch 1 --routing uniform"),
                      "--routing uniform: the model is dense (no --experts): nothing to route");
   expect_input_error(run("sweep llm --model mixtral-8x7b --batch 1,2 --tp 1 --pp 1"), "--batch: a mixture-of-experts run routes one step's tokens");
-  expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1 --data"), "--data runs dense models only");
+  expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1 --data"), "--data computes every value on the host");
 }
 
 // Qwen3-MoE's dense layers (mlp_only_layers, decoder_sparse_step) are read as dense layers of
@@ -258,7 +258,7 @@ TEST(Models, EveryBadFileIsOneLineNamingTheFieldAndWhere) {
   std::ofstream(d + "/empty.json") << "";
   expect_input_error(run("model show '" + d + "/empty.json'"), "empty file");
   expect_input_error(run("model show '" + d + "/absent.json'"), "cannot open file");
-  expect_input_error(run("model show llama-9"), "model llama-9: no such model (shipped: deepseek-v3, llama-3.1-405b, llama-3.1-70b");
+  expect_input_error(run("model show llama-9"), "model llama-9: no such model (shipped: deepseek-v3, deepseek-v3-tiny-random, llama-3.1-405b, llama-3.1-70b");
   expect_input_error(run("model show llama-3.1-8b --weight-bytes 4"), "--weight-bytes 4: must be <= 2");
   expect_input_error(run("model show llama-3.1-8b --kv-bytes 0"), "--kv-bytes 0: must be > 0");
   expect_input_error(run("model show llama-3.1-8b --context 0"), "--context 0: must be > 0");

@@ -72,16 +72,59 @@ TEST(ModelsMla, DeepSeekV3StepsRunOnBothEngines) {
   for (const json& k : q["kernels"]) kv_b |= k["name"] == "kv_b";
   EXPECT_TRUE(kv_b) << q["kernels"];
   expect_input_error(run(step + "--batch 16 --context 2048 --data"), "leave --data out to time it");
-  // A dense model given latent attention by flags times on both engines; data mode refuses it.
+  // A dense model given latent attention by flags times on both engines, and runs it with values.
   const std::string tiny = "eval llm --model llama-tiny-random --kv-heads 4 --q-lora 24 --v-head 12 "
                            "--batch 2 --context 64 --tp 2 --tp-level cube --pp 1 ";
   const Result t = run(tiny + "--kv-lora 32 --rope-dim 8 --json");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(json::parse(t.out)["parity"], true);
-  expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 8 --data"), "latent attention's values");
+  const Result data = run(tiny + "--kv-lora 32 --rope-dim 8 --data --json");
+  ASSERT_EQ(data.code, 0) << data.err;
+  const json dj = json::parse(data.out);
+  EXPECT_LE(dj["data"]["relative_error"].get<double>(), 1.0 / 512) << dj["data"];
+  EXPECT_EQ(dj["data"]["layer_ps"], dj["layer_ps"]);
   expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 16"), "a latent-attention field is out of range");
   expect_input_error(run(tiny + "--kv-lora 32 --rope-dim 8 --qk-norm yes"), "a latent-attention field is out of range");
   expect_input_error(run(tiny + "--kv-lora 1020 --rope-dim 8"), "kv_lora + rope_dim at most 1024");
+}
+
+// Data mode of the shipped tiny random MoE models (docs/model.md section 13.9): Mixtral's
+// softmax router, and DeepSeek-V3's latent attention, sigmoid group-limited router, shared
+// expert and first dense layer, in decode and prefill, on one rank and on expert-parallel
+// ranks with redundant copies: logits within fp16 of float64, the head and the dense layer as
+// timed, each layer's time reported; what data mode cannot run is one line.
+TEST(ModelsMla, TinyMixtureOfExpertsModelsRunWithValues) {
+  for (const std::string model : {"mixtral-tiny-random", "deepseek-v3-tiny-random"})
+    for (const std::string mapping : {"--tp 1 --pp 1", "--tp 2 --tp-level cube --tp-algo ring --redundant-experts 2 --pp 1"})
+      for (const std::string phase : {"--phase decode --context 24", "--phase prefill --prompt 12"}) {
+        const std::string args = "eval llm --model " + model + " " + mapping + " " + phase + " --batch 4 --data --seed 5 --json";
+        const Result r = run(args);
+        ASSERT_EQ(r.code, 0) << args << r.err;
+        const json j = json::parse(r.out);
+        EXPECT_EQ(j["parity"], true) << args;
+        const json& d = j["data"];
+        EXPECT_GT(d["max_abs_logit"].get<double>(), 0.1) << args;
+        EXPECT_LE(d["relative_error"].get<double>(), 1.0 / 512) << args << d;
+        EXPECT_LE(d["hidden_max_abs_error"].get<double>(), d["hidden_max_abs"].get<double>() / 512) << args << d;
+        EXPECT_EQ(d["head_ps"], j["head_ps"]) << args;
+        EXPECT_EQ(d["layers_ps"].size(), model[0] == 'm' ? 2u : 3u) << args;
+        EXPECT_LE(d["routing_flip_gap"].get<double>(), 2e-3) << args;
+        if (model[0] == 'd') {
+          EXPECT_EQ(d["dense_layer_ps"], j["dense_layer_ps"]) << args;
+        }
+      }
+  const Result text = run("eval llm --model deepseek-v3-tiny-random --tp 1 --pp 1 --data");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("each layer with its router's routing, the first MoE layer "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("row(s) routed otherwise by the float64 pass"), std::string::npos) << text.out;
+  // The model's router by default, or --router's: the values differ, the timing does not need them.
+  const json sig = json::parse(run("eval llm --model mixtral-tiny-random --tp 1 --pp 1 --data --router sigmoid --json").out);
+  const json soft = json::parse(run("eval llm --model mixtral-tiny-random --tp 1 --pp 1 --data --json").out);
+  EXPECT_NE(sig["data"]["max_abs_error"], soft["data"]["max_abs_error"]);
+  expect_input_error(run("eval llm --model mixtral-tiny-random --tp 1 --pp 1 --data --router tanh"), "--router tanh: softmax or sigmoid");
+  expect_input_error(run("eval llm --model llama-tiny-random --tp 1 --pp 1 --router sigmoid"), "--router sigmoid: the model is dense");
+  expect_input_error(run("eval llm --model mixtral-tiny-random --ep 2 --ep-level cube --pp 1 --batch 4 --data"),
+                     "--data runs a mixture-of-experts model's attention tensor-parallel only");
 }
 
 TEST(ModelsMla, BadDeepSeekFieldsAreOneLine) {

@@ -75,6 +75,29 @@ TEST(Decode, EveryCaseMatchesDenseAttentionInFloat64) {
   RecordProperty("max_relative_error", std::to_string(worst));
 }
 
+// Latent attention's shared K and V (d_v < 0: V is the first -d_v values of each key, read
+// from K's buffer transposed), in every case, against the same float64 attention.
+TEST(Decode, SharedKvMatchesDenseAttentionInFloat64) {
+  double worst = 0;
+  for (std::int64_t k = 1; k <= 4; ++k)
+    for (bool ar : {false, true}) {
+      if (ar && k != 4) continue;
+      DecodeConfig c = small(k, 333, 2, 8, 1, 40, 25, ar);
+      c.d_v = -32;
+      ASSERT_EQ(decode_check(c), kDecOk) << decode_status_message(decode_check(c), c);
+      const DecodeRun run = run_decode(c, true, 5 + static_cast<std::uint64_t>(k));
+      ASSERT_TRUE(run.v.empty());
+      const std::vector<double> ref = decode_dense_reference(c, run);
+      ASSERT_EQ(ref.size(), static_cast<std::size_t>(2 * 8 * 32));
+      for (const std::vector<float>& out : run.outputs) {
+        const double e = max_rel_error(out, ref);
+        worst = std::max(worst, e);
+        EXPECT_LT(e, 4e-3) << "case " << k;
+      }
+    }
+  std::cout << "decode, shared K and V: max relative error against float64: " << worst << "\n";
+}
+
 // The model walks a cube's PEs (dec_cube_works); the reference asks dec_work PE by PE: the
 // same spans for every case, grid, batch and length, uneven splits included.
 TEST(Decode, ACubesWalkGivesEachPeItsWork) {

@@ -144,9 +144,10 @@ class PeProgram {
   OpId store(SramBuf src, Tensor dst, const Region& region, Deps deps = {});
   OpId load(Tensor src, const Box& box, SramBuf dst, Deps deps = {});
   OpId store(SramBuf src, Tensor dst, const Box& box, Deps deps = {});
-  // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate).
+  // c[m,n] (+)= a[m,k] * b[k,n] on the matrix engine (f32 accumulate); b_transposed: b held
+  // as [n,k] (timed alike: the engine streams either).
   OpId matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate,
-              Deps deps = {});
+              Deps deps = {}, bool b_transposed = false);
   // Vector engine (cycles: src/device/models/vector.h). In data mode values are computed in
   // f32 and stored rounded to the destination's type.
   // dst[i] += src[i], *= src[i], = max(dst[i], src[i]) for `elements` values;

@@ -181,7 +181,7 @@ OpId PeProgram::hbm_op(bool load, Tensor tensor, const Block& g, SramBuf buf, De
 }
 
 OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int64_t n, std::int64_t k,
-                       bool accumulate, Deps deps) {
+                       bool accumulate, Deps deps, bool b_transposed) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("matmul with an empty dimension");
   const DType ta = ctx_.use_elements(a, rank_, m * k, "matmul A").dtype;
   const DType tb = ctx_.use_elements(b, rank_, k * n, "matmul B").dtype;
@@ -201,15 +201,16 @@ OpId PeProgram::matmul(SramBuf a, SramBuf b, SramBuf c, std::int64_t m, std::int
   op.busy_ps = memo.busy_ps;
   const OpId id = ctx_.graph_.add_op(op, deps);
   if (ctx_.opts_.enable_data) {
-    ctx_.graph_.set_action(id, [&ctx = ctx_, a, b, c, m, n, k, accumulate]() {
+    ctx_.graph_.set_action(id, [&ctx = ctx_, a, b, c, m, n, k, accumulate, b_transposed]() {
       const float* A = ctx.vals(a.id);
       const float* B = ctx.vals(b.id);
       float* C = ctx.vals(c.id);
+      const std::int64_t row = b_transposed ? 1 : n, col = b_transposed ? k : 1;  // B[q, j] at q row + j col
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
           float acc = accumulate ? C[static_cast<std::size_t>(i * n + j)] : 0.0f;
           for (std::int64_t q = 0; q < k; ++q)
-            acc += A[static_cast<std::size_t>(i * k + q)] * B[static_cast<std::size_t>(q * n + j)];
+            acc += A[static_cast<std::size_t>(i * k + q)] * B[static_cast<std::size_t>(q * row + j * col)];
           C[static_cast<std::size_t>(i * n + j)] = acc;
         }
     });

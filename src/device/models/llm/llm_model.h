@@ -59,6 +59,10 @@ struct LlmConfig {
   std::int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0, qk_norm = 0, dense_layers = 0;
   std::int64_t attention_dp = 0, redundant_experts = 0, dispatch_bytes = 2;
   std::int64_t routing = 0, routing_alpha_milli = 0, routing_seed = 0;
+  // The router's scores, for values only (data mode; the timing takes the routed tokens):
+  // 0 softmax over the experts, 1 sigmoid with a correction bias to choose by (DeepSeek-V3's);
+  // the chosen experts' scores renormalized either way (--router; a --model's scoring_func).
+  std::int64_t router_scores = 0;
   // Group-limited routing (DeepSeek-V3's n_group, topk_group): the experts in `expert_groups`
   // equal groups, a token's experts from its best `topk_groups` groups (1, 1: no limit).
   std::int64_t expert_groups = 1, topk_groups = 1;
@@ -287,12 +291,12 @@ KB_HD inline bool llm_moe_groups_fit(const LlmConfig& c) {
 // parallel attention with experts only), its routed tokens a whole number of top_k choices.
 KB_HD inline bool llm_moe_fields_fit(const LlmConfig& c) {
   if (c.dispatch_bytes < 1 || c.dispatch_bytes > 2 || c.qk_norm < 0 || c.qk_norm > 2 || c.routing < 0 || c.routing > 3 ||
-      c.routing_alpha_milli < 0 || c.routing_seed < 0 || c.redundant_experts < 0 || c.redundant_experts > kMoeMaxRedundant ||
+      c.routing_alpha_milli < 0 || c.routing_seed < 0 || c.router_scores < 0 || c.router_scores > 1 || c.redundant_experts < 0 || c.redundant_experts > kMoeMaxRedundant ||
       c.attention_dp < 0 || c.attention_dp > 1 || c.shared_intermediate < 0 || c.shared_intermediate > kLlmMaxIntermediate)
     return false;
   if (c.experts == 0)
     return c.top_k == 0 && c.moe_intermediate == 0 && c.shared_intermediate == 0 && c.attention_dp == 0 &&
-           c.redundant_experts == 0 && c.dense_layers == 0 && c.expert_groups == 1 && c.topk_groups == 1;
+           c.redundant_experts == 0 && c.dense_layers == 0 && c.expert_groups == 1 && c.topk_groups == 1 && c.router_scores == 0;
   if (!llm_moe_groups_fit(c)) return false;
   if (c.experts < 1 || c.experts > kMoeMaxExperts || c.top_k < 1 || c.top_k > c.experts || c.moe_intermediate < 1 ||
       c.moe_intermediate > kLlmMaxIntermediate || c.dense_layers < 0 || c.dense_layers >= c.layers)

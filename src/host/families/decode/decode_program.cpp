@@ -67,7 +67,8 @@ void FlashChunks::step(PeProgram& p, int slot, bool first, OpId lq, OpId ldk, Op
   const OpId ex = p.vector_exp(s, rows * n, {x});
   const OpId rs = p.row_sum(ld, s, rows, n, {ex});
   const std::int64_t w = dv > 0 ? dv : d;
-  const OpId mm2 = p.matmul(s, v, od, rows, w, n, false, {ex, ldv});
+  // A shared V is the first dv rows of K's chunk ([d, n]): V^T, read transposed.
+  const OpId mm2 = p.matmul(s, v, od, rows, w, n, false, {ex, ldv}, shared);
   last_vec = first ? rs : flash_merge(p, b.m, b.l, b.o, b.mc, b.lc, b.oc, b.t, rows, w, {mm2, rs});
   last_mm = mm2;
   mm1_of[slot] = mm1, mm2_of[slot] = mm2, rs_prev = rs;
@@ -343,7 +344,6 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
                      const std::vector<std::vector<float>>* inputs) {
   const std::int32_t st = decode_check(c);
   if (st != kDecOk) throw InputError(decode_status_message(st, c));
-  if (data && dec_kv_shared(c)) throw InputError("decode: data mode of a shared K and V (latent attention) is not modelled");
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data});
   ctx.limit_ops(decode_reference_ops(c));
   const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), U = dec_units(c), G = dec_group(c);
@@ -354,11 +354,13 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
   // kernel, not the user's input.
   try {
     t = decode_tensors(ctx, c, data && !inputs, seed);
-    if (data && inputs) {
-      if (inputs->size() != 3) throw InputError("decode: 3 input tensors, " + std::to_string(inputs->size()) + " given");
+    if (data && inputs) {  // q, K and V; with V shared (the first dv rows of K), q and K
+      const std::size_t want = dec_kv_shared(c) ? 2 : 3;
+      if (inputs->size() != want)
+        throw InputError("decode: " + std::to_string(want) + " input tensors, " + std::to_string(inputs->size()) + " given");
       ctx.assign(t.q, (*inputs)[0]);
       ctx.assign(t.k, (*inputs)[1]);
-      ctx.assign(t.v, (*inputs)[2]);
+      if (want == 3) ctx.assign(t.v, (*inputs)[2]);
     }
     DecodeKernel kernel(ctx, c, t);
     ctx.launch(decode_panel(c.decode_case), LaunchGrid{1, C, P}, [&](PeProgram& p) { kernel(p); });
@@ -367,7 +369,8 @@ DecodeRun run_decode(const DecodeConfig& c, bool data, std::uint64_t seed, const
   }
   out.report = ctx.run_checked("decode", "decode");
   if (data) {
-    out.q = ctx.values(t.q), out.k = ctx.values(t.k), out.v = ctx.values(t.v);
+    out.q = ctx.values(t.q), out.k = ctx.values(t.k);
+    if (!dec_kv_shared(c)) out.v = ctx.values(t.v);
     const auto& o = ctx.values(t.o);
     const std::size_t one = static_cast<std::size_t>(U * G * d);
     for (std::size_t at = 0; at < o.size(); at += one) out.outputs.emplace_back(o.begin() + static_cast<std::ptrdiff_t>(at), o.begin() + static_cast<std::ptrdiff_t>(at + one));
@@ -390,7 +393,10 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
   for (std::int64_t u = 0; u < U; ++u) {
     const std::int64_t b = u / H, h = u % H;
     const float* K = run.k.data() + (b * H + h) * d * S;  // [d, S]
-    const float* V = run.v.data() + (b * H + h) * S * dv;  // [S, dv]
+    // V [S, dv], or (shared) K's first dv rows: V at (s, e) is K's (e, s).
+    const bool shared = dec_kv_shared(c);
+    const float* V = shared ? K : run.v.data() + (b * H + h) * S * dv;
+    const std::int64_t vs = shared ? 1 : dv, ve = shared ? S : 1;
     for (std::int64_t g = 0; g < G; ++g) {
       const float* qr = run.q.data() + (u * G + g) * d;
       double mx = -1e300;
@@ -405,7 +411,7 @@ std::vector<double> decode_dense_reference(const DecodeConfig& c, const DecodeRu
       double* out = o.data() + (u * G + g) * dv;
       for (std::int64_t s = 0; s < S; ++s) {
         const double w = sc[static_cast<std::size_t>(s)] / sum;
-        for (std::int64_t e = 0; e < dv; ++e) out[e] += w * V[s * dv + e];
+        for (std::int64_t e = 0; e < dv; ++e) out[e] += w * V[s * vs + e * ve];
       }
     }
   }

@@ -2,45 +2,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "../../common/error.h"
 #include "../../runtime/numeric.h"
 #include "../collective/allreduce_program.h"
 #include "../decode/decode_program.h"
 #include "../gemm/gemm_program.h"
+#include "llm_data_detail.h"
+#include "llm_data_mla.h"
+#include "llm_data_moe.h"
 #include "llm_program.h"
 
 namespace kb {
+namespace llm_data {
 namespace {
 
-// LLaMA-3.1's rope_theta: the rotary frequencies are theta^(-2i / head_dim) (values only).
-constexpr double kRopeTheta = 500000.0;
 // Data mode computes every value on the host: a step of at most this many multiply-accumulates,
 // and at most this many values of weights and KV cache held.
 constexpr std::int64_t kDataMaxMacs = INT64_C(1) << 32, kDataMaxValues = INT64_C(1) << 26;
 
-using Values = std::vector<float>;
 
-// `n` values uniform in [lo - half, lo + half), as `type` holds them.
-Values draw(std::int64_t n, std::uint64_t seed, std::uint64_t id, double lo, double half, DType type) {
-  Values v(static_cast<std::size_t>(n));
-  const std::uint64_t s = seed * UINT64_C(0x9E3779B97F4A7C15) + id;
-  for (std::int64_t i = 0; i < n; ++i)
-    v[static_cast<std::size_t>(i)] = round_to(type, static_cast<float>(lo + half * uniform_pm1(s, static_cast<std::uint64_t>(i))));
-  return v;
-}
 
-// Columns [c0, c0 + n) of a row-major [rows, cols] block.
-Values columns(const Values& a, std::int64_t rows, std::int64_t cols, std::int64_t c0, std::int64_t n) {
-  Values out(static_cast<std::size_t>(rows * n));
-  for (std::int64_t r = 0; r < rows; ++r)
-    std::copy_n(a.begin() + r * cols + c0, n, out.begin() + r * n);
-  return out;
-}
 
 // The model's values: weights of every layer (B of each GEMM is [in, out]) and the norms'.
 struct Weights {
-  std::vector<Values> attn_norm, qkv, o, mlp_norm, gate_up, down;  // per layer
+  std::vector<Values> attn_norm, qkv, o, mlp_norm, gate_up, down;  // per layer (a MoE layer: no gate_up, down)
+  std::vector<MoeWeights> moe;                                     // per layer (a dense layer: none)
+  std::vector<MlaWeights> mla;                                     // per layer (latent attention; no qkv)
   Values final_norm, lm_head;
 };
 // The step's: its input activations [M, H] and, for decode, the KV cache's earlier positions
@@ -49,50 +38,6 @@ struct Inputs {
   Values x;
   std::vector<Values> k_cache, v_cache;
 };
-
-// The step's shape: the model's, and a tensor-parallel rank's share (Megatron's split,
-// docs/model.md section 13.2).
-struct Dims {
-  std::int64_t B, T, S, M;  // sequences, tokens of each (1 in decode), positions attended, rows
-  std::int64_t H, I, heads, kvh, d, G, q, kv, V, layers;
-  std::int64_t tp, hq, hkv, qr, kvr, Ir, Vr;  // a rank's query and KV heads, widths, MLP columns, vocabulary rows
-  bool decode;
-  DType wtype, kvtype;
-  // Row r's position in its sequence.
-  std::int64_t position(std::int64_t r) const { return decode ? S - 1 : r % T; }
-  // The model's query head of rank r's i-th, and KV head of its j-th.
-  std::int64_t q_head(std::int64_t r, std::int64_t i) const { return r * hq + i; }
-  std::int64_t kv_head(std::int64_t r, std::int64_t j) const { return tp <= kvh ? r * hkv + j : r * kvh / tp; }
-};
-
-Dims dims_of(const LlmConfig& c) {
-  Dims a{};
-  a.decode = c.phase == static_cast<std::int64_t>(LlmPhase::decode);
-  a.B = c.batch, a.T = a.decode ? 1 : c.prompt, a.S = a.decode ? c.context : c.prompt, a.M = a.B * a.T;
-  a.H = c.hidden, a.I = c.intermediate, a.heads = c.heads, a.kvh = c.kv_heads, a.d = c.head_dim, a.G = a.heads / a.kvh;
-  a.q = a.heads * a.d, a.kv = a.kvh * a.d, a.V = c.vocab, a.layers = c.layers;
-  a.wtype = c.weight_bytes == 1 ? DType::fp8 : DType::f16;
-  a.kvtype = c.kv_bytes == 1 ? DType::fp8 : DType::f16;
-  a.tp = c.tp, a.hq = a.heads / a.tp, a.hkv = llm_rank_kv_heads(llm_shape_of(c), a.tp);
-  a.qr = a.hq * a.d, a.kvr = a.hkv * a.d, a.Ir = ceil_div(a.I, a.tp), a.Vr = ceil_div(a.V, a.tp);
-  return a;
-}
-
-// Rank r's share of a weight matrix [rows, cols]: the columns (or rows) `pick` names, in
-// order, -1 for a zero one (the padding of an uneven split).
-Values take_cols(const Values& w, std::int64_t rows, std::int64_t cols, const std::vector<std::int64_t>& pick) {
-  Values out(static_cast<std::size_t>(rows) * pick.size(), 0.0f);
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::size_t j = 0; j < pick.size(); ++j)
-      if (pick[j] >= 0) out[static_cast<std::size_t>(i) * pick.size() + j] = w[static_cast<std::size_t>(i * cols + pick[j])];
-  return out;
-}
-Values take_rows(const Values& w, std::int64_t cols, const std::vector<std::int64_t>& pick) {
-  Values out(pick.size() * static_cast<std::size_t>(cols), 0.0f);
-  for (std::size_t i = 0; i < pick.size(); ++i)
-    if (pick[i] >= 0) std::copy_n(w.begin() + pick[i] * cols, cols, out.begin() + static_cast<std::ptrdiff_t>(i) * cols);
-  return out;
-}
 
 Weights draw_weights(const Dims& a, std::uint64_t seed, Inputs& in) {
   Weights w;
@@ -104,14 +49,18 @@ Weights draw_weights(const Dims& a, std::uint64_t seed, Inputs& in) {
   auto norm = [&] { return draw(a.H, seed, ++id, 1.0, 0.25, a.wtype); };
   for (std::int64_t l = 0; l < a.layers; ++l) {
     w.attn_norm.push_back(norm());
-    w.qkv.push_back(matrix(a.H, a.q + 2 * a.kv));
-    w.o.push_back(matrix(a.q, a.H));
+    const bool mla = a.C > 0;
+    w.qkv.push_back(mla ? Values{} : matrix(a.H, a.q + 2 * a.kv));
+    w.mla.push_back(mla ? draw_mla_weights(a, seed, &id) : MlaWeights{});
+    w.o.push_back(mla ? matrix(a.heads * a.dv, a.H) : matrix(a.q, a.H));
     w.mlp_norm.push_back(norm());
-    w.gate_up.push_back(matrix(a.H, 2 * a.I));
-    w.down.push_back(matrix(a.I, a.H));
-    const std::int64_t earlier = a.decode ? a.B * a.kvh * (a.S - 1) * a.d : 0;  // [B, kvh, S - 1, d]
+    w.gate_up.push_back(a.moe_layer(l) ? Values{} : matrix(a.H, 2 * a.I));
+    w.down.push_back(a.moe_layer(l) ? Values{} : matrix(a.I, a.H));
+    w.moe.push_back(a.moe_layer(l) ? draw_moe_weights(a, seed, &id) : MoeWeights{});
+    // [B, kvh, S - 1, d] each of K and V; latent attention's [B, S - 1, C + dr] (in k_cache).
+    const std::int64_t earlier = a.decode ? (mla ? a.B * (a.S - 1) * a.lat : a.B * a.kvh * (a.S - 1) * a.d) : 0;
     in.k_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
-    in.v_cache.push_back(draw(earlier, seed, ++id, 0.0, 1.0, a.kvtype));
+    in.v_cache.push_back(draw(mla ? 0 : earlier, seed, ++id, 0.0, 1.0, a.kvtype));
   }
   w.final_norm = norm();
   w.lm_head = matrix(a.H, a.V);
@@ -127,10 +76,9 @@ Inputs micro_batch(const Dims& a, const Inputs& in, std::int64_t m, std::int64_t
   };
   Inputs out;
   out.x = rows(in.x, a.T * a.H);
-  const std::int64_t cached = a.decode ? a.kvh * (a.S - 1) * a.d : 0;  // a prefill has no earlier positions
-  for (std::size_t l = 0; l < in.k_cache.size(); ++l) {
-    out.k_cache.push_back(rows(in.k_cache[l], cached));
-    out.v_cache.push_back(rows(in.v_cache[l], cached));
+  for (std::size_t l = 0; l < in.k_cache.size(); ++l) {  // a prefill has no earlier positions
+    out.k_cache.push_back(rows(in.k_cache[l], static_cast<std::int64_t>(in.k_cache[l].size()) / a.B));
+    out.v_cache.push_back(rows(in.v_cache[l], static_cast<std::int64_t>(in.v_cache[l].size()) / a.B));
   }
   return out;
 }
@@ -148,10 +96,19 @@ class DataPass {
   DataPass(const Dims& a, const Weights& w, const Inputs& in, LlmDataReport& rep)
       : a_(a), w_(w), in_(in), rep_(rep), x_(in.x), rank_(static_cast<std::size_t>(a.tp)) {}
 
+  // A MoE layer runs in two visits of the layer program: up to its router, then (with the
+  // config of the routing its values gave, which sets the experts' kernels) the rest.
+  enum class Part { all, until_router, after_router };
   void start_layer(std::int64_t l) {
     layer_ = l;
     ran_ = 0;
+    const std::size_t L = static_cast<std::size_t>(l);
+    moe_.reset(a_.moe_layer(l) ? new MoeLayerData(a_, w_.moe[L]) : nullptr);
+    mla_.reset(a_.C > 0 ? new MlaLayerData(a_, w_.mla[L], w_.o[L], in_.k_cache[L]) : nullptr);
   }
+  void start_visit(Part part) { part_ = part, past_router_ = false, alt_ = false; }
+  void layer_kind(bool alt) { alt_ = alt; }
+  const MoeLayerData* moe() const { return moe_.get(); }
   ps_t ran() const { return ran_; }
   // The logits, [B, V]: each rank's vocabulary rows side by side.
   Values logits() const {
@@ -164,8 +121,26 @@ class DataPass {
   const Values& hidden() const { return x_; }  // the residual stream after the last layer
 
   void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
-    if (!runs(layer)) return;
     const std::string name = k.name;
+    if (name == "router") {
+      const bool mine = runs(layer);
+      past_router_ = true;
+      if (mine) add(layer, moe_->router(g, h_), k.repeat);
+      return;
+    }
+    if (!runs(layer)) return;
+    if (MoeLayerData::handles(name)) {
+      add(layer, moe_->gemm(g, name), k.repeat);
+      return;
+    }
+    if (mla_ && MlaLayerData::handles(name)) {
+      add(layer, mla_->gemm(g, name, h_), k.repeat);
+      if (name == "o_proj") {
+        for (std::int64_t r = 0; r < a_.tp; ++r) rank_[static_cast<std::size_t>(r)].y = mla_->y(r);
+        if (a_.tp == 1) y_ = rank_[0].y;  // no allreduce at tp 1
+      }
+      return;
+    }
     const std::size_t l = static_cast<std::size_t>(layer_);
     ps_t took = -1;
     for (std::int64_t r = 0; r < a_.tp; ++r) {
@@ -177,7 +152,7 @@ class DataPass {
       else if (name == "down") v.in = {me.act, take_rows(w_.down[l], a_.H, share(r, a_.Ir, a_.I, 0))};
       else if (name == "lm_head") v.in = {h_, take_cols(w_.lm_head, a_.H, a_.V, share(r, a_.Vr, a_.V, 0))};
       else unknown(name);
-      same(took, gemm_reference(g, nullptr, &v).latency_ps, name);
+      same_time(took, gemm_reference(g, nullptr, &v).latency_ps, name);
       if (name == "qkv") me.qkv = std::move(v.out);
       else if (name == "o_proj" || name == "down") me.y = std::move(v.out);
       else if (name == "gate_up") me.gate_up = std::move(v.out);
@@ -190,6 +165,10 @@ class DataPass {
   // Decode: the sequences of one wave against the cache, its last position the new one.
   void attention(const DecodeConfig& dc, const LlmKernel&, bool layer) {
     if (!runs(layer)) return;
+    if (mla_) {
+      add(layer, mla_->attention(dc));
+      return;
+    }
     const std::int64_t n = dc.batch, b0 = wave_done_, d = a_.d, S = a_.S, kvh = a_.hkv, G = a_.hq / a_.hkv;
     const Values& kc = in_.k_cache[static_cast<std::size_t>(layer_)];
     const Values& vc = in_.v_cache[static_cast<std::size_t>(layer_)];
@@ -214,7 +193,7 @@ class DataPass {
         }
       KernelValues v;
       v.in = {std::move(q), std::move(K), std::move(V)};
-      same(took, decode_reference(dc, nullptr, &v).latency_ps, "attention");
+      same_time(took, decode_reference(dc, nullptr, &v).latency_ps, "attention");
       for (std::int64_t b = 0; b < n; ++b)
         for (std::int64_t j = 0; j < a_.hq; ++j)  // query head j = h G + g is row u G + g
           std::copy_n(v.out.begin() + ((b * kvh + j / G) * G + j % G) * d, d, me.att.begin() + ((b0 + b) * a_.qr + j * d));
@@ -226,6 +205,10 @@ class DataPass {
   // Prefill: causal attention of every prompt over its own fresh keys and values.
   void attention(const LlmAttnConfig& x, const LlmKernel&, bool layer) {
     if (!runs(layer)) return;
+    if (mla_) {
+      add(layer, mla_->attention(x));
+      return;
+    }
     const std::int64_t T = a_.T, d = a_.d, kvh = a_.hkv, G = a_.hq / a_.hkv, KV = a_.B * kvh;
     const std::int64_t wq = a_.qr + a_.kvr, w = a_.qr + 2 * a_.kvr;
     ps_t took = -1;
@@ -247,7 +230,7 @@ class DataPass {
         }
       KernelValues v;
       v.in = {std::move(q), std::move(K), std::move(V)};
-      same(took, llm_attn_reference(x, nullptr, &v).latency_ps, "attention");
+      same_time(took, llm_attn_reference(x, nullptr, &v).latency_ps, "attention");
       for (std::int64_t b = 0; b < a_.B; ++b)
         for (std::int64_t t = 0; t < T; ++t)
           for (std::int64_t j = 0; j < a_.hq; ++j)
@@ -272,6 +255,18 @@ class DataPass {
   void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
     if (!runs(layer)) return;
     const std::string name = k.name;
+    if (mla_ && MlaLayerData::handles(name)) {
+      add(layer, mla_->vector(x, name), k.repeat);
+      return;
+    }
+    if (MoeLayerData::handles(name)) {
+      add(layer, moe_->vector(x, name), k.repeat);
+      if (name == "moe_sum") {
+        for (std::size_t r = 0; r < rank_.size(); ++r) rank_[r].y = moe_->parts()[r];
+        if (a_.tp == 1) y_ = rank_[0].y;  // no allreduce at tp 1
+      }
+      return;
+    }
     const std::size_t l = static_cast<std::size_t>(layer_);
     const bool each = name == "rope" || name == "kv_append" || name == "silu_mul";  // on each rank's share
     ps_t took = -1;
@@ -286,7 +281,7 @@ class DataPass {
       else if (name == "silu_mul") v.in = {columns(me.gate_up, a_.M, 2 * a_.Ir, 0, a_.Ir), columns(me.gate_up, a_.M, 2 * a_.Ir, a_.Ir, a_.Ir)};
       else if (name == "attn_residual" || name == "mlp_residual") v.in = {x_, y_};
       else unknown(name);
-      same(took, llm_vec_reference(x, nullptr, &v).latency_ps, name);
+      same_time(took, llm_vec_reference(x, nullptr, &v).latency_ps, name);
       if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm") h_ = std::move(v.out);
       else if (name == "rope") me.qk = std::move(v.out);
       else if (name == "kv_append") {
@@ -311,20 +306,6 @@ class DataPass {
   [[noreturn]] static void unknown(const std::string& name) {
     throw InternalError("data mode does not know the layer program's kernel " + name, __FILE__, __LINE__);
   }
-  // Every rank's run of a kernel takes the same time (the timing run's one rank stands for all).
-  static void same(ps_t& took, ps_t latency, const std::string& name) {
-    if (took >= 0 && latency != took)
-      throw InternalError("kernel " + name + " took " + std::to_string(latency) + " ps on one rank and " + std::to_string(took) +
-                              " on another",
-                          __FILE__, __LINE__);
-    took = latency;
-  }
-  // Rank r's n of `total` (from `base`): [r n, (r + 1) n), -1 past the end.
-  static std::vector<std::int64_t> share(std::int64_t r, std::int64_t n, std::int64_t total, std::int64_t base) {
-    std::vector<std::int64_t> out;
-    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) out.push_back(i < total ? base + i : -1);
-    return out;
-  }
   // The QKV weight's columns of rank r: its query heads', then its KV heads' K and V.
   std::vector<std::int64_t> qkv_cols(std::int64_t r) const {
     std::vector<std::int64_t> out;
@@ -341,12 +322,18 @@ class DataPass {
     out.insert(out.end(), up.begin(), up.end());
     return out;
   }
-  // The layer's kernels run every pass; the head's after the last layer only.
-  bool runs(bool layer) const { return layer || last_layer; }
-  void add(bool layer, ps_t latency) {
+  // The layer's kernels of its kind run every pass (a MoE model's dense layers are the
+  // program's second kind), the part of them this visit runs; the head's after the last layer.
+  bool runs(bool layer) const {
+    if (!layer) return last_layer && part_ != Part::until_router;
+    if (alt_ != (a_.E > 0 && !a_.moe_layer(layer_))) return false;
+    return part_ == Part::all || (part_ == Part::until_router) != past_router_;
+  }
+  // A kernel repeated (a rank's routed experts) takes its time `repeat` times, as timed.
+  void add(bool layer, ps_t latency, std::int64_t repeat = 1) {
     ++rep_.kernels;
-    if (layer) ran_ += latency;
-    else rep_.head_ps += latency;
+    if (layer) ran_ += latency * repeat;
+    else rep_.head_ps += latency * repeat;
   }
   // Each sequence's last token: the rows the head reads.
   Values last_rows() const {
@@ -382,88 +369,84 @@ class DataPass {
   LlmDataReport& rep_;
   std::int64_t layer_ = 0, wave_done_ = 0;
   ps_t ran_ = 0;
+  std::unique_ptr<MoeLayerData> moe_;
+  std::unique_ptr<MlaLayerData> mla_;
+  Part part_ = Part::all;
+  bool past_router_ = false, alt_ = false;
   Values x_, h_, y_;
   std::vector<Rank> rank_;
 };
 
 // The float64 forward pass: the same model on the same weights, by the textbook formulas.
-using Dense = std::vector<double>;
 
-Dense rms_norm(const Dense& x, std::int64_t rows, std::int64_t cols, const Values& g) {
-  Dense out(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (std::int64_t c = 0; c < cols; ++c) ss += x[static_cast<std::size_t>(r * cols + c)] * x[static_cast<std::size_t>(r * cols + c)];
-    const double s = 1.0 / std::sqrt(ss / static_cast<double>(cols) + static_cast<double>(kLlmRmsNormEps));
-    for (std::int64_t c = 0; c < cols; ++c)
-      out[static_cast<std::size_t>(r * cols + c)] = x[static_cast<std::size_t>(r * cols + c)] * s * g[static_cast<std::size_t>(c)];
-  }
-  return out;
-}
 
-Dense matmul(const Dense& a, std::int64_t m, std::int64_t k, const Values& b, std::int64_t n) {
-  Dense c(static_cast<std::size_t>(m * n), 0.0);
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t p = 0; p < k; ++p) {
-      const double x = a[static_cast<std::size_t>(i * k + p)];
-      for (std::int64_t j = 0; j < n; ++j) c[static_cast<std::size_t>(i * n + j)] += x * b[static_cast<std::size_t>(p * n + j)];
-    }
-  return c;
-}
 
 // The logits, and in `hidden` the residual stream after the last layer, [M, H].
-Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, Dense* hidden) {
+// A MoE layer's block takes its routing from the run's where the two differ by a near tie
+// (`routes`: the run's routing of every row, per layer; moe_f64).
+Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, const std::vector<Routing>& routes, LlmDataReport& rep,
+                  Dense* hidden) {
   const std::int64_t M = a.M, H = a.H, d = a.d, half = d / 2, wq = a.q + 2 * a.kv;
   Dense x(in.x.begin(), in.x.end());
   for (std::int64_t l = 0; l < a.layers; ++l) {
     const std::size_t L = static_cast<std::size_t>(l);
-    Dense qkv = matmul(rms_norm(x, M, H, w.attn_norm[L]), M, H, w.qkv[L], wq);
-    for (std::int64_t r = 0; r < M; ++r)  // RoPE on every query and key head
-      for (std::int64_t h = 0; h < a.heads + a.kvh; ++h)
-        for (std::int64_t i = 0; i < half; ++i) {
-          // The position, and the frequency, from the definitions (not the kernels' helpers).
-          const std::int64_t pos = a.decode ? a.S - 1 : r - (r / a.T) * a.T;
-          const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(d));
-          double& x1 = qkv[static_cast<std::size_t>(r * wq + h * d + i)];
-          double& x2 = qkv[static_cast<std::size_t>(r * wq + h * d + half + i)];
-          const double u = x1, v = x2;
-          x1 = u * std::cos(th) - v * std::sin(th);
-          x2 = v * std::cos(th) + u * std::sin(th);
+    if (a.C > 0) {  // latent attention
+      const Dense o = mla_f64(a, w.mla[L], w.o[L], rms_norm(x, M, H, w.attn_norm[L]), in.k_cache[L]);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+    } else {
+      Dense qkv = matmul(rms_norm(x, M, H, w.attn_norm[L]), M, H, w.qkv[L], wq);
+      for (std::int64_t r = 0; r < M; ++r)  // RoPE on every query and key head
+        for (std::int64_t h = 0; h < a.heads + a.kvh; ++h)
+          for (std::int64_t i = 0; i < half; ++i) {
+            // The position, and the frequency, from the definitions (not the kernels' helpers).
+            const std::int64_t pos = a.decode ? a.S - 1 : r - (r / a.T) * a.T;
+            const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(d));
+            double& x1 = qkv[static_cast<std::size_t>(r * wq + h * d + i)];
+            double& x2 = qkv[static_cast<std::size_t>(r * wq + h * d + half + i)];
+            const double u = x1, v = x2;
+            x1 = u * std::cos(th) - v * std::sin(th);
+            x2 = v * std::cos(th) + u * std::sin(th);
+          }
+      Dense att(static_cast<std::size_t>(M * a.q), 0.0);
+      std::vector<double> score(static_cast<std::size_t>(a.S));
+      for (std::int64_t r = 0; r < M; ++r) {
+        const std::int64_t b = r / a.T, pos = a.decode ? a.S - 1 : r - b * a.T;
+        for (std::int64_t j = 0; j < a.heads; ++j) {
+          const std::int64_t h = j / a.G;
+          // Key and value of position s: the cache's earlier positions (decode), or row s of
+          // this sequence's prompt.
+          auto key = [&](std::int64_t s, std::int64_t e) -> double {
+            if (a.decode && s < a.S - 1) return in.k_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
+            const std::int64_t row = a.decode ? r : b * a.T + s;
+            return qkv[static_cast<std::size_t>(row * wq + a.q + h * d + e)];
+          };
+          auto value = [&](std::int64_t s, std::int64_t e) -> double {
+            if (a.decode && s < a.S - 1) return in.v_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
+            const std::int64_t row = a.decode ? r : b * a.T + s;
+            return qkv[static_cast<std::size_t>(row * wq + a.q + a.kv + h * d + e)];
+          };
+          double top = -1e300;
+          for (std::int64_t s = 0; s <= pos; ++s) {
+            double dot = 0;
+            for (std::int64_t e = 0; e < d; ++e) dot += qkv[static_cast<std::size_t>(r * wq + j * d + e)] * key(s, e);
+            score[static_cast<std::size_t>(s)] = dot / std::sqrt(static_cast<double>(d));
+            top = std::max(top, score[static_cast<std::size_t>(s)]);
+          }
+          double sum = 0;
+          for (std::int64_t s = 0; s <= pos; ++s) sum += (score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - top));
+          for (std::int64_t s = 0; s <= pos; ++s)
+            for (std::int64_t e = 0; e < d; ++e)
+              att[static_cast<std::size_t>(r * a.q + j * d + e)] += score[static_cast<std::size_t>(s)] / sum * value(s, e);
         }
-    Dense att(static_cast<std::size_t>(M * a.q), 0.0);
-    std::vector<double> score(static_cast<std::size_t>(a.S));
-    for (std::int64_t r = 0; r < M; ++r) {
-      const std::int64_t b = r / a.T, pos = a.decode ? a.S - 1 : r - b * a.T;
-      for (std::int64_t j = 0; j < a.heads; ++j) {
-        const std::int64_t h = j / a.G;
-        // Key and value of position s: the cache's earlier positions (decode), or row s of
-        // this sequence's prompt.
-        auto key = [&](std::int64_t s, std::int64_t e) -> double {
-          if (a.decode && s < a.S - 1) return in.k_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
-          const std::int64_t row = a.decode ? r : b * a.T + s;
-          return qkv[static_cast<std::size_t>(row * wq + a.q + h * d + e)];
-        };
-        auto value = [&](std::int64_t s, std::int64_t e) -> double {
-          if (a.decode && s < a.S - 1) return in.v_cache[L][static_cast<std::size_t>(((b * a.kvh + h) * (a.S - 1) + s) * d + e)];
-          const std::int64_t row = a.decode ? r : b * a.T + s;
-          return qkv[static_cast<std::size_t>(row * wq + a.q + a.kv + h * d + e)];
-        };
-        double top = -1e300;
-        for (std::int64_t s = 0; s <= pos; ++s) {
-          double dot = 0;
-          for (std::int64_t e = 0; e < d; ++e) dot += qkv[static_cast<std::size_t>(r * wq + j * d + e)] * key(s, e);
-          score[static_cast<std::size_t>(s)] = dot / std::sqrt(static_cast<double>(d));
-          top = std::max(top, score[static_cast<std::size_t>(s)]);
-        }
-        double sum = 0;
-        for (std::int64_t s = 0; s <= pos; ++s) sum += (score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - top));
-        for (std::int64_t s = 0; s <= pos; ++s)
-          for (std::int64_t e = 0; e < d; ++e)
-            att[static_cast<std::size_t>(r * a.q + j * d + e)] += score[static_cast<std::size_t>(s)] / sum * value(s, e);
       }
+      const Dense o = matmul(att, M, a.q, w.o[L], H);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     }
-    const Dense o = matmul(att, M, a.q, w.o[L], H);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+    if (a.moe_layer(l)) {
+      const Dense y = moe_f64(a, w.moe[L], rms_norm(x, M, H, w.mlp_norm[L]), M, routes[L], &rep.routing_flips, &rep.routing_flip_gap);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+      continue;
+    }
     const Dense gu = matmul(rms_norm(x, M, H, w.mlp_norm[L]), M, H, w.gate_up[L], 2 * a.I);
     Dense act(static_cast<std::size_t>(M * a.I));
     for (std::int64_t r = 0; r < M; ++r)
@@ -481,14 +464,14 @@ Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, Dense* hidd
 }
 
 }  // namespace
+}  // namespace llm_data
 
 std::string llm_data_refusal(const LlmConfig& c) {
-  if (c.experts > 0)
-    return "--data runs dense models only: a mixture-of-experts model's values (its router, experts and their "
-           "dispatch) are not computed yet; leave --data out to time it";
-  if (c.kv_lora > 0)
-    return "--data runs grouped-query attention only: latent attention's values (its latents and absorbed heads) "
-           "are not computed yet; leave --data out to time it";
+  using namespace llm_data;
+  if (c.experts > 0 && c.attention_dp)
+    return "--data runs a mixture-of-experts model's attention tensor-parallel only (--attention tp, the experts' "
+           "outputs combined by an allreduce): the values of data-parallel attention's dispatch and combine are not "
+           "computed yet; leave --data out to time it";
   if (c.nope_every > 0 || c.attn_chunk > 0 || c.qk_norm > 0)
     return "--data runs LLaMA's attention only: layers without RoPE, chunked attention and q/k norms are not computed "
            "yet; leave --data out to time them";
@@ -500,9 +483,15 @@ std::string llm_data_refusal(const LlmConfig& c) {
            " multiply-accumulates a step; this step has " + std::to_string(r.macs) + " (a smaller model, batch or context)";
   if (r.status == kLlmOk) {
     const Dims a = dims_of(c);
-    const std::int64_t layer = a.H * (a.q + 2 * a.kv) + a.q * a.H + 3 * a.H * a.I + 2 * a.H,
-                       cache = a.decode ? 2 * a.B * a.kvh * (a.S - 1) * a.d : 0;
-    const std::int64_t values = a.layers * (layer + cache) + a.H * a.V + a.H;
+    const std::int64_t qall = a.Q > 0 ? a.Q : a.heads * a.d;
+    const std::int64_t attention = a.C > 0 ? a.H * (qall + a.lat) + a.Q + a.C + a.Q * a.heads * a.d + a.C * a.heads * (a.dn + a.dv) +
+                                                 a.heads * a.dv * a.H
+                                           : a.H * (a.q + 2 * a.kv) + a.q * a.H;
+    const std::int64_t layer = attention + 3 * a.H * a.I + 2 * a.H,
+                       cache = a.decode ? (a.C > 0 ? a.B * (a.S - 1) * a.lat : 2 * a.B * a.kvh * (a.S - 1) * a.d) : 0;
+    // A MoE layer: the router, its bias and every expert for the dense MLP.
+    const std::int64_t moe = a.H * a.E + a.E + a.E * 3 * a.H * a.Im + 3 * a.H * a.Sh - 3 * a.H * a.I;
+    const std::int64_t values = a.layers * (layer + cache) + (a.E > 0 ? (a.layers - a.dense) * moe : 0) + a.H * a.V + a.H;
     if (values > kDataMaxValues)
       return "--data holds every weight and cached value on the host: at most " + std::to_string(kDataMaxValues) +
              " values; this model and step have " + std::to_string(values) + " (a smaller model, batch or context)";
@@ -511,6 +500,7 @@ std::string llm_data_refusal(const LlmConfig& c) {
 }
 
 LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
+  using namespace llm_data;
   const std::int32_t st = llm_check(c);
   if (st != kLlmOk) throw InputError(llm_status_message(st, c));
   const std::string why = llm_data_refusal(c);
@@ -521,6 +511,13 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
   LlmDataReport rep;
   rep.sequences = a.B, rep.vocab = a.V;
   // Each micro-batch through every layer and the head (its own sequences, the same kernels).
+  // A MoE layer's routing comes from its router's values: the layer takes the time the timing
+  // run gives that routing (its expert_tokens).
+  // The timing run of one layer of each kind and the head (their times are the step's).
+  LlmConfig layer1 = c;
+  layer1.layers_run = 1;
+  const LlmResult timed = llm_reference(layer1);
+  std::vector<Routing> routes(static_cast<std::size_t>(a.layers));
   Values got;
   for (std::int64_t mb = 0; mb < c.microbatches; ++mb) {
     Dims am = a;
@@ -531,11 +528,30 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
     for (std::int64_t l = 0; l < a.layers; ++l) {
       pass.start_layer(l);
       pass.last_layer = l + 1 == a.layers;
-      llm_for_each_kernel(c, pass);
-      if (l == 0 && mb == 0) rep.layer_ps = pass.ran();
-      if (pass.ran() != rep.layer_ps)
-        throw InternalError("layer " + std::to_string(l) + " took " + std::to_string(pass.ran()) + " ps in data mode, the first " +
-                                std::to_string(rep.layer_ps) + " ps",
+      ps_t want = a.E > 0 ? timed.dense_layer_ps : timed.layer_ps;
+      if (!a.moe_layer(l)) {
+        pass.start_visit(DataPass::Part::all);
+        llm_for_each_kernel(c, pass);
+      } else {
+        pass.start_visit(DataPass::Part::until_router);
+        llm_for_each_kernel(c, pass);
+        const Routing& r = pass.moe()->routing();
+        LlmConfig routed = layer1;
+        for (std::int64_t e = 0; e < a.E; ++e) routed.expert_tokens[e] = static_cast<std::int32_t>(r.tokens[static_cast<std::size_t>(e)]);
+        if (llm_check(routed) != kLlmOk)
+          throw InputError("--data: layer " + std::to_string(l) + "'s routing from the router's values: " +
+                           llm_status_message(llm_check(routed), routed));
+        pass.start_visit(DataPass::Part::after_router);
+        llm_for_each_kernel(routed, pass);
+        want = llm_reference(routed).layer_ps;
+        Routing& all = routes[static_cast<std::size_t>(l)];
+        all.expert.insert(all.expert.end(), r.expert.begin(), r.expert.end());
+        all.weight.insert(all.weight.end(), r.weight.begin(), r.weight.end());
+      }
+      if (mb == 0) rep.layers_ps.push_back(pass.ran());
+      if (pass.ran() != want)
+        throw InternalError("layer " + std::to_string(l) + " took " + std::to_string(pass.ran()) + " ps in data mode, the timing run " +
+                                std::to_string(want) + " ps",
                             __FILE__, __LINE__);
     }
     if (mb == 0) rep.head_ps = one.head_ps;
@@ -545,17 +561,15 @@ LlmDataReport llm_data_run(const LlmConfig& c, std::uint64_t seed) {
     rep.logits.insert(rep.logits.end(), logits.begin(), logits.end());
     got.insert(got.end(), pass.hidden().begin(), pass.hidden().end());
   }
-  // Values never change timing: each layer, and the head, as the timing run takes them.
-  LlmConfig one = c;
-  one.layers_run = 1;
-  const LlmResult timed = llm_reference(one);
-  if (timed.layer_ps != rep.layer_ps || timed.head_ps != rep.head_ps)
-    throw InternalError("data mode took " + std::to_string(rep.layer_ps) + " ps a layer and " + std::to_string(rep.head_ps) +
-                            " ps for the head; the timing run " + std::to_string(timed.layer_ps) + " and " +
+  // A MoE layer's time is its first's; a dense layer's its model's first dense layer's.
+  rep.layer_ps = rep.layers_ps[static_cast<std::size_t>(a.dense)];
+  if (a.dense > 0) rep.dense_layer_ps = rep.layers_ps.front();
+  if (timed.head_ps != rep.head_ps)
+    throw InternalError("data mode took " + std::to_string(rep.head_ps) + " ps for the head; the timing run " +
                             std::to_string(timed.head_ps),
                         __FILE__, __LINE__);
   Dense hidden;
-  rep.expected = forward_f64(a, w, in, &hidden);
+  rep.expected = forward_f64(a, w, in, routes, rep, &hidden);
   for (std::size_t i = 0; i < hidden.size(); ++i) {
     rep.hidden_max_abs_error = std::max(rep.hidden_max_abs_error, std::fabs(static_cast<double>(got.at(i)) - hidden[i]));
     rep.hidden_max_abs = std::max(rep.hidden_max_abs, std::fabs(hidden[i]));

@@ -22,9 +22,18 @@ struct LlmDataReport {
   double rms_error = 0;          // sqrt(mean((logits - expected)^2))
   // The residual stream after the last layer, every token's row: max |error|, max |value|.
   double hidden_max_abs_error = 0, hidden_max_abs = 0;
-  ps_t layer_ps = 0;             // each layer's kernels, summed (every layer alike)
+  // Each layer's kernels, summed: a dense model's every layer alike; a MoE model's first MoE
+  // layer (each one its own, with the routing its router's values gave: layers_ps), and its
+  // first dense layer (dense_layer_ps, 0 without one). Every one is the timing run's time.
+  ps_t layer_ps = 0, dense_layer_ps = 0;
+  std::vector<ps_t> layers_ps;   // each layer's, the first micro-batch
   ps_t head_ps = 0;              // the final norm's and the LM head's
   std::int64_t kernels = 0;      // kernels run in data mode
+  // A MoE model: rows whose experts the float64 pass chose otherwise (a near tie that the
+  // fp16 router logits broke the other way; the row then takes the run's experts), and the
+  // widest gap of choice scores among them.
+  std::int64_t routing_flips = 0;
+  double routing_flip_gap = 0;
 };
 
 // Why data mode cannot run `c` ("" when it can): it needs every layer run, and a step small

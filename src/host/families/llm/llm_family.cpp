@@ -255,18 +255,26 @@ nlohmann::json llm_kernels_json(const void* cfg) {
 
 // Data mode: the logits of a float64 forward pass against the reference engine's.
 nlohmann::json llm_data_json(const void* cfg, std::uint64_t seed, std::string* line) {
-  const LlmDataReport d = llm_data_run(*static_cast<const C*>(cfg), seed);
+  const C& c = *static_cast<const C*>(cfg);
+  const LlmDataReport d = llm_data_run(c, seed);
   const double rel = ratio(d.max_abs_error, d.max_abs_logit);
-  char text[320];
+  char text[400];
   std::snprintf(text, sizeof text,
                 "logits of %lld sequence(s) x %lld against a float64 forward pass (seed %llu): max |error| %.3g, "
                 "max |logit| %.3g (error %.2g of it, %.2g fp16 half-ulps), rms error %.3g; %lld kernels in data mode, "
-                "each layer %lld ps as timed",
+                "%s %lld ps as timed",
                 static_cast<long long>(d.sequences), static_cast<long long>(d.vocab), static_cast<unsigned long long>(seed),
                 d.max_abs_error, d.max_abs_logit, rel, rel / 0x1p-11, d.rms_error, static_cast<long long>(d.kernels),
+                c.experts > 0 ? "each layer with its router's routing, the first MoE layer" : "each layer",
                 static_cast<long long>(d.layer_ps));
   *line = text;
-  return nlohmann::json{{"seed", seed},
+  if (c.experts > 0) {
+    char more[160];
+    std::snprintf(more, sizeof more, "; %lld row(s) routed otherwise by the float64 pass (near ties, widest gap %.2g)",
+                  static_cast<long long>(d.routing_flips), d.routing_flip_gap);
+    *line += more;
+  }
+  nlohmann::json out{{"seed", seed},
                         {"sequences", d.sequences},
                         {"vocab", d.vocab},
                         {"max_abs_error", d.max_abs_error},
@@ -278,6 +286,13 @@ nlohmann::json llm_data_json(const void* cfg, std::uint64_t seed, std::string* l
                         {"kernels", d.kernels},
                         {"layer_ps", d.layer_ps},
                         {"head_ps", d.head_ps}};
+  if (c.experts > 0) {
+    out["layers_ps"] = d.layers_ps;
+    out["dense_layer_ps"] = d.dense_layer_ps;
+    out["routing_flips"] = d.routing_flips;
+    out["routing_flip_gap"] = d.routing_flip_gap;
+  }
+  return out;
 }
 
 Family make() {

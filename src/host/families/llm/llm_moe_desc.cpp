@@ -30,6 +30,12 @@ std::string routing_text(const C& c) {
   return c.routing >= 0 && c.routing <= 3 ? kLlmRoutingNames[c.routing] : "?";
 }
 
+// --router's value: 0 softmax, 1 sigmoid.
+std::int64_t router_of(const std::string& text) {
+  if (text == "softmax" || text == "sigmoid") return text == "sigmoid";
+  throw InputError("--router " + (text.empty() ? std::string("''") : text) + ": softmax or sigmoid");
+}
+
 std::int64_t seed_of(const std::string& text) {
   std::int64_t v = 0;
   std::string why;
@@ -132,6 +138,13 @@ std::vector<PresetDesc> llm_moe_presets() {
          return std::vector<std::pair<std::string, std::string>>{};
        },
        nullptr, true},
+      {"--router", "the router's scores, for data mode's values: softmax (Mixtral, Qwen3) or sigmoid with a correction "
+                   "bias (DeepSeek-V3); a MoE --model's scoring_func when not given, else softmax",
+       [](const std::string& v) {
+         router_of(v);
+         return std::vector<std::pair<std::string, std::string>>{};
+       },
+       nullptr, true},
       {"--routing-seed", "the routing's seed (0 when not given)",
        [](const std::string& v) {
          seed_of(v);
@@ -165,10 +178,10 @@ std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmM
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config) {
   C& c = *static_cast<C*>(config);
   std::fill(std::begin(c.expert_tokens), std::end(c.expert_tokens), 0);
-  c.routing = c.routing_alpha_milli = c.routing_seed = 0;
-  const auto routing = presets.find("--routing"), seed = presets.find("--routing-seed");
+  c.routing = c.routing_alpha_milli = c.routing_seed = c.router_scores = 0;
+  const auto routing = presets.find("--routing"), seed = presets.find("--routing-seed"), router = presets.find("--router");
   if (c.experts == 0) {
-    for (const auto& given : {routing, seed})
+    for (const auto& given : {routing, seed, router})
       if (given != presets.end())
         throw InputError(given->first + " " + given->second + ": the model is dense (no --experts): nothing to route");
     return;
@@ -178,6 +191,9 @@ void llm_moe_prepare(const std::map<std::string, std::string>& presets, const st
         name == "expert_groups" || name == "topk_groups")
       throw InputError("--" + name + ": a mixture-of-experts run routes one step's tokens before it is evaluated; give one "
                        "value of --batch, --phase, --prompt, --microbatches, --experts and --top-k (one run each)");
+  const auto model = presets.find("--model");
+  if (router != presets.end()) c.router_scores = router_of(router->second);
+  else if (model != presets.end()) c.router_scores = load_llm_model(model->second).moe.scoring == "sigmoid";
   // Out of range: left unrouted, for the config's check to name.
   if (c.top_k < 1 || c.top_k > c.experts || c.microbatches < 1 || c.batch % c.microbatches != 0) return;
   if (c.expert_groups < 1 || c.experts % c.expert_groups != 0)
