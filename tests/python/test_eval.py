@@ -186,3 +186,17 @@ def test_llama4_scout_from_python():
     # every layer global: the chunked layers then attend to all 16,384 positions
     whole = kb.eval("llm", attn_chunk=0, engine="batched", **step)
     assert whole["layer_ps"] > mine["layer_ps"]
+
+
+def test_moe_and_latent_attention_data_mode_from_python():
+    """A tiny DeepSeek-V3 with values: its router's routing, latent attention and shared expert against float64."""
+    mine = kb.eval("llm", model="deepseek-v3-tiny-random", tp=1, pp=1, batch=4, context=24, data=True, seed=5)
+    theirs = cli_json("eval", "llm", "--model", "deepseek-v3-tiny-random", "--tp", "1", "--pp", "1", "--batch", "4",
+                      "--context", "24", "--data", "--seed", "5", "--json")
+    assert mine == theirs
+    d = mine["data"]
+    assert d["relative_error"] <= 1 / 512 and len(d["layers_ps"]) == 3
+    assert d["dense_layer_ps"] == mine["dense_layer_ps"] and d["head_ps"] == mine["head_ps"]
+    softmax = kb.eval("llm", model="deepseek-v3-tiny-random", tp=1, pp=1, batch=4, context=24, data=True, seed=5,
+                      router="softmax")
+    assert softmax["data"]["max_abs_error"] != d["max_abs_error"]
