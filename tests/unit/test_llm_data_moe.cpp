@@ -72,6 +72,38 @@ TEST(LlmDataMoe, GroupLimitedRoutingValuesGroupsByTheirBestOrBestTwo) {
   EXPECT_EQ(two.expert, (std::vector<std::int64_t>{0, 2}));
 }
 
+// Where the float64 pass would route a row otherwise, the row takes the run's experts (with
+// their float64 weights), and the flip and its gap of choice scores are counted.
+TEST(LlmDataMoe, TheFloat64PassTakesTheRunsExpertsOnAFlip) {
+  Dims a = router_dims(4, 1, 1, 1, false);
+  a.H = 2, a.Im = 1, a.Sh = 0;
+  llm_data::MoeWeights w;
+  w.router = {1.0f, 0.0f, 0.0f, 0.0f, /* h1 */ 0.0f, 1.0f, 0.0f, 0.0f};  // [H, E]: expert 0 scores h0, expert 1 h1
+  w.bias.assign(4, 0.0f);
+  for (int e = 0; e < 4; ++e) {
+    w.gate_up.push_back({1.0f, static_cast<float>(e + 1), 0.0f, 0.0f});  // gate h0, up (e + 1) h0
+    w.down.push_back({1.0f, 0.0f});                                      // into column 0
+  }
+  const llm_data::Dense h{1.0, 0.5};  // expert 0's logit 1, expert 1's 0.5: float64 takes expert 0
+  Routing run;
+  run.expert = {1};  // the run took expert 1
+  run.weight = {1.0};
+  std::int64_t flips = 0;
+  double gap = 0;
+  const llm_data::Dense y = llm_data::moe_f64(a, w, h, 1, run, &flips, &gap);
+  EXPECT_EQ(flips, 1);
+  const double e0 = std::exp(1.0), e1 = std::exp(0.5), sum = e0 + e1 + 2.0;
+  EXPECT_NEAR(gap, (e0 - e1) / sum, 1e-12);  // softmax scores of the two experts
+  // Expert 1 alone (weight 1): SiLU(1) x 2.
+  EXPECT_NEAR(y[0], 1.0 / (1.0 + std::exp(-1.0)) * 2.0, 1e-12);
+  EXPECT_EQ(y[1], 0.0);
+  run.expert = {0};
+  flips = 0, gap = 0;
+  const llm_data::Dense same = llm_data::moe_f64(a, w, h, 1, run, &flips, &gap);
+  EXPECT_EQ(flips, 0);
+  EXPECT_NEAR(same[0], 1.0 / (1.0 + std::exp(-1.0)) * 1.0, 1e-12);
+}
+
 // One micro-batch's tokens routed evenly: a valid config for the checks (data mode routes
 // each layer from its router's values).
 void route_evenly(LlmConfig& c) {

@@ -1,0 +1,78 @@
+// Serving at the request level (docs/model.md section 13.15): arriving requests, a scheduler
+// with vLLM-v1's semantics (running requests first, one token budget a step, chunked
+// prefill, paged KV blocks, the latest request preempted and recomputed when blocks run
+// out), as a discrete-event simulation over engine steps whose times a caller gives (the
+// llm family's batched model, or a formula in a test). Time is int64 picoseconds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "../../device/common/units.h"
+
+namespace kb::serve {
+
+// A request: when it arrives, its prompt's tokens and the tokens it generates (>= 1).
+struct Request {
+  ps_t arrival = 0;
+  std::int64_t input = 1, output = 1;
+};
+
+struct Limits {
+  std::int64_t max_num_seqs = 256;         // requests running at once
+  std::int64_t max_batched_tokens = 8192;  // tokens a step computes (prefill and decode together)
+  bool chunked_prefill = true;             // a prompt over several steps; off: whole, in one step
+  std::int64_t kv_block = 16;              // tokens a KV block holds
+  std::int64_t kv_blocks = INT64_C(1) << 40;  // blocks the cache holds
+};
+
+// What one engine step computes: each decoding request's context (the positions its new
+// token attends to, itself included), and each prefill chunk's tokens and the prompt's
+// tokens before it.
+struct StepMix {
+  std::vector<std::int64_t> decode_contexts;
+  std::vector<std::int64_t> prefill_tokens, prefill_before;
+  std::int64_t tokens() const;
+};
+using StepTime = std::function<ps_t(const StepMix&)>;
+
+// A request as served.
+struct Served {
+  ps_t arrival = 0;
+  ps_t scheduled = -1;    // its first step's start
+  ps_t first_token = -1;  // the end of the step that gave its first token
+  ps_t finish = -1;       // the end of the step that gave its last
+  std::int64_t input = 0, output = 0, preemptions = 0;
+};
+
+// A step as run: its start, its time, what ran and what waited, and the KV blocks held after.
+struct Step {
+  ps_t start = 0, time = 0;
+  std::int32_t running = 0, waiting = 0;
+  std::int64_t tokens = 0, prefill_tokens = 0, kv_blocks = 0;
+};
+
+struct ServeRun {
+  std::vector<Served> requests;  // in the order given
+  std::vector<ps_t> itl;         // every gap between a request's consecutive tokens
+  std::vector<Step> steps;
+  ps_t end = 0;                  // the last request's finish
+  // The integral over time of the requests in the system (arrived, not finished), in
+  // request-picoseconds, counted step by step (Little's law: it equals the sum of sojourns).
+  double in_system_area = 0;
+  std::int64_t preemptions = 0;
+};
+
+// Serves `requests`. Open loop (clients 0): each arrives at its `arrival` (non-decreasing).
+// Closed loop (clients > 0): the first `clients` arrive at 0, and each later one when a
+// request finishes (no think time), arrivals given are ignored. InputError where a request
+// can never run (its prompt above max_batched_tokens without chunked prefill, or its tokens
+// above the cache's blocks).
+ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients = 0);
+
+// Poisson arrivals: n requests at `rate` a second, from `seed` (exponential gaps, rounded
+// to picoseconds), the lengths given.
+std::vector<Request> poisson_requests(std::int64_t n, double rate, std::uint64_t seed, std::int64_t input, std::int64_t output);
+
+}  // namespace kb::serve
