@@ -10,9 +10,17 @@
 
 #include "host/common/error.h"
 #include "host/serve/serve_sim.h"
+#include "host/serve/serve_workload.h"
 
 namespace kb::serve {
 namespace {
+
+// n requests of fixed lengths arriving as a Poisson process of `rate` a second.
+std::vector<Request> poisson_requests(std::int64_t n, double rate, std::uint64_t seed, std::int64_t input, std::int64_t output) {
+  Lengths in, out;
+  in.a = in.b = std::max<std::int64_t>(input, 1), out.a = out.b = std::max<std::int64_t>(output, 1);
+  return make_requests(parse_arrivals("poisson:" + std::to_string(rate)), in, out, {}, n, seed);
+}
 
 // A step of P ps with any prefill in it, D ps otherwise: one request at a time is served in
 // exactly P + (output - 1) D (a deterministic server).

@@ -1,12 +1,10 @@
 #include "serve_sim.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <string>
 
 #include "../common/error.h"
-#include "../runtime/numeric.h"
 
 namespace kb::serve {
 
@@ -215,16 +213,5 @@ ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, co
   return Simulator(requests, limits, step_time, clients).run();
 }
 
-std::vector<Request> poisson_requests(std::int64_t n, double rate, std::uint64_t seed, std::int64_t input, std::int64_t output) {
-  std::vector<Request> out(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
-  double t = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double u = 0.5 * (1.0 + static_cast<double>(uniform_pm1(seed, static_cast<std::uint64_t>(i))));  // [0, 1)
-    t += -std::log1p(-u) / rate * 1e12;
-    Request& r = out[static_cast<std::size_t>(i)];
-    r.arrival = static_cast<ps_t>(std::llround(t)), r.input = input, r.output = output;
-  }
-  return out;
-}
 
 }  // namespace kb::serve

@@ -17,6 +17,7 @@ namespace kb::serve {
 struct Request {
   ps_t arrival = 0;
   std::int64_t input = 1, output = 1;
+  bool operator==(const Request& o) const { return arrival == o.arrival && input == o.input && output == o.output; }
 };
 
 struct Limits {
@@ -70,9 +71,5 @@ struct ServeRun {
 // can never run (its prompt above max_batched_tokens without chunked prefill, or its tokens
 // above the cache's blocks).
 ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients = 0);
-
-// Poisson arrivals: n requests at `rate` a second, from `seed` (exponential gaps, rounded
-// to picoseconds), the lengths given.
-std::vector<Request> poisson_requests(std::int64_t n, double rate, std::uint64_t seed, std::int64_t input, std::int64_t output);
 
 }  // namespace kb::serve

@@ -22,9 +22,6 @@ namespace {
 // and at most this many values of weights and KV cache held.
 constexpr std::int64_t kDataMaxMacs = INT64_C(1) << 32, kDataMaxValues = INT64_C(1) << 26;
 
-
-
-
 // The model's values: weights of every layer (B of each GEMM is [in, out]) and the norms'.
 struct Weights {
   std::vector<Values> attn_norm, qkv, o, mlp_norm, gate_up, down;  // per layer (a MoE layer: no gate_up, down)
