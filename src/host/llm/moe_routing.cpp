@@ -10,30 +10,14 @@
 
 #include "device/models/llm/llm_moe.h"
 #include "host/common/error.h"
+#include "host/runtime/numeric.h"
 #include "host/common/output.h"
 
 namespace kb {
 namespace {
 
-// splitmix64 (Steele, Lea and Flood 2014): one seeded stream a layer.
-struct Stream {
-  std::uint64_t x;
-  std::uint64_t next() {
-    std::uint64_t z = (x += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-  }
-  double unit() { return static_cast<double>((next() >> 11) + 1) * 0x1.0p-53; }  // in (0, 1]
-  // Uniform in [0, n), without the modulo's bias.
-  std::uint64_t below(std::uint64_t n) {
-    const std::uint64_t cut = (0 - n) % n;  // 2^64 mod n: draws below it are redrawn
-    for (;;) {
-      const std::uint64_t r = next();
-      if (r >= cut) return r % n;
-    }
-  }
-};
+// One seeded splitmix64 stream a layer.
+using Stream = SplitMix64;
 
 Stream stream_of(std::uint64_t seed, std::int64_t layer) {
   Stream s{seed ^ (static_cast<std::uint64_t>(layer) * UINT64_C(0xD1B54A32D192ED03))};

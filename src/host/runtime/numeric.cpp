@@ -67,10 +67,7 @@ float round_to(DType t, float x) {
 }
 
 float uniform_pm1(std::uint64_t seed, std::uint64_t index) {
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + index + 0x632BE59BD9B4E019ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
+  const std::uint64_t z = splitmix64_mix(seed * 0x9E3779B97F4A7C15ULL + index + 0x632BE59BD9B4E019ULL);
   return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 

@@ -16,6 +16,19 @@ std::int64_t StepMix::tokens() const {
 
 namespace {
 
+// Whether request i can run: a prefill of `prefill` tokens within the step's budget (without
+// chunked prefill), and its tokens within the cache. InputError where it cannot.
+void check_fits(std::size_t i, std::int64_t prefill, const Request& r, const Limits& lim) {
+  if (!lim.chunked_prefill && prefill > lim.max_batched_tokens)
+    throw InputError("request " + std::to_string(i) + ": a prefill of " + std::to_string(prefill) +
+                     " tokens is above --max-batched-tokens " + std::to_string(lim.max_batched_tokens) + " without chunked prefill");
+  const std::int64_t blocks = (r.input + r.output + lim.kv_block - 1) / lim.kv_block;
+  if (blocks > lim.kv_blocks)
+    throw InputError("request " + std::to_string(i) + ": its " + std::to_string(r.input + r.output) + " tokens need " +
+                     std::to_string(blocks) + " KV blocks of " + std::to_string(lim.kv_block) + " tokens; the cache holds " +
+                     std::to_string(lim.kv_blocks));
+}
+
 // A request's progress: the tokens it must compute before it next generates (its prompt, or
 // after a preemption its prompt and what it generated, recomputed), those computed, the
 // tokens generated, and its KV blocks.
@@ -171,16 +184,13 @@ class Simulator {
       run_.requests[static_cast<std::size_t>(released_++)].arrival = now_;
   }
 
+  // No request could run this step: the one at the head (a recompute of its prompt and what it
+  // had generated, above the budget without chunked prefill).
   [[noreturn]] void refuse() const {
     const std::int64_t i = waiting_.empty() ? running_.front() : waiting_.front();
-    const Request& r = req_[static_cast<std::size_t>(i)];
-    if (!lim_.chunked_prefill && r.input > lim_.max_batched_tokens)
-      throw InputError("request " + std::to_string(i) + ": a prompt of " + std::to_string(r.input) +
-                       " tokens is above --max-batched-tokens " + std::to_string(lim_.max_batched_tokens) +
-                       " without chunked prefill");
-    throw InputError("request " + std::to_string(i) + ": its " + std::to_string(r.input + r.output) + " tokens need " +
-                     std::to_string(blocks_for(r.input + r.output)) + " KV blocks of " + std::to_string(lim_.kv_block) +
-                     " tokens; the cache holds " + std::to_string(lim_.kv_blocks));
+    const State& s = st_[static_cast<std::size_t>(i)];
+    check_fits(static_cast<std::size_t>(i), s.target - s.computed, req_[static_cast<std::size_t>(i)], lim_);
+    throw InternalError("request " + std::to_string(i) + " fits, yet no request could be scheduled", __FILE__, __LINE__);
   }
 
   const std::vector<Request>& req_;
@@ -205,10 +215,7 @@ ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, co
     if (r.input < 1 || r.output < 1) throw InputError("request " + std::to_string(i) + ": input and output tokens must be at least 1");
     if (clients == 0 && i > 0 && r.arrival < requests[i - 1].arrival)
       throw InputError("request " + std::to_string(i) + ": arrivals must not go back in time");
-    const std::int64_t blocks = (r.input + r.output + limits.kv_block - 1) / limits.kv_block;
-    if (blocks > limits.kv_blocks)
-      throw InputError("request " + std::to_string(i) + ": its " + std::to_string(r.input + r.output) + " tokens need " +
-                       std::to_string(blocks) + " KV blocks; the cache holds " + std::to_string(limits.kv_blocks));
+    check_fits(i, r.input, r, limits);
   }
   return Simulator(requests, limits, step_time, clients).run();
 }

@@ -80,10 +80,6 @@ Inputs micro_batch(const Dims& a, const Inputs& in, std::int64_t m, std::int64_t
   return out;
 }
 
-double rope_angle(const Dims& a, std::int64_t pos, std::int64_t i) {
-  return static_cast<double>(pos) * std::pow(kRopeTheta, -2.0 * static_cast<double>(i) / static_cast<double>(a.d));
-}
-
 // Runs each kernel of the layer program in data mode and carries the values between them.
 // Every tensor-parallel rank runs its kernels on its share (the timing run times one rank:
 // the others take the same time, which is checked); the norms and residual adds work on the
@@ -273,7 +269,7 @@ class DataPass {
       if (name == "attn_norm") v.in = {x_, w_.attn_norm[l]};
       else if (name == "mlp_norm") v.in = {x_, w_.mlp_norm[l]};
       else if (name == "final_norm") v.in = {last_rows(), w_.final_norm};
-      else if (name == "rope") v.in = {columns(me.qkv, a_.M, a_.qr + 2 * a_.kvr, 0, a_.qr + a_.kvr), rope_table()};
+      else if (name == "rope") v.in = {columns(me.qkv, a_.M, a_.qr + 2 * a_.kvr, 0, a_.qr + a_.kvr), rope_table(a_, a_.d)};
       else if (name == "kv_append") v.in = {kv_rows(me)};
       else if (name == "silu_mul") v.in = {columns(me.gate_up, a_.M, 2 * a_.Ir, 0, a_.Ir), columns(me.gate_up, a_.M, 2 * a_.Ir, a_.Ir, a_.Ir)};
       else if (name == "attn_residual" || name == "mlp_residual") v.in = {x_, y_};
@@ -338,18 +334,6 @@ class DataPass {
     for (std::int64_t b = 0; b < a_.B; ++b) std::copy_n(x_.begin() + ((b + 1) * a_.T - 1) * a_.H, a_.H, out.begin() + b * a_.H);
     return out;
   }
-  // Per row: head_dim / 2 cosines, then as many sines, of the row's position.
-  Values rope_table() const {
-    Values t(static_cast<std::size_t>(a_.M * a_.d));
-    const std::int64_t half = a_.d / 2;
-    for (std::int64_t r = 0; r < a_.M; ++r)
-      for (std::int64_t i = 0; i < half; ++i) {
-        const double th = rope_angle(a_, a_.position(r), i);
-        t[static_cast<std::size_t>(r * a_.d + i)] = static_cast<float>(std::cos(th));
-        t[static_cast<std::size_t>(r * a_.d + half + i)] = static_cast<float>(std::sin(th));
-      }
-    return t;
-  }
   // The new positions' K (rotated) and V of a rank, [M, 2 kv].
   Values kv_rows(const Rank& me) const {
     Values out(static_cast<std::size_t>(a_.M * 2 * a_.kvr));
@@ -383,7 +367,7 @@ class DataPass {
 // (`routes`: the run's routing of every row, per layer; moe_f64).
 Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, const std::vector<Routing>& routes, LlmDataReport& rep,
                   Dense* hidden) {
-  const std::int64_t M = a.M, H = a.H, d = a.d, half = d / 2, wq = a.q + 2 * a.kv;
+  const std::int64_t M = a.M, H = a.H, d = a.d, wq = a.q + 2 * a.kv;
   Dense x(in.x.begin(), in.x.end());
   for (std::int64_t l = 0; l < a.layers; ++l) {
     const std::size_t L = static_cast<std::size_t>(l);
@@ -392,18 +376,8 @@ Dense forward_f64(const Dims& a, const Weights& w, const Inputs& in, const std::
       for (std::size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     } else {
       Dense qkv = matmul(rms_norm(x, M, H, w.attn_norm[L]), M, H, w.qkv[L], wq);
-      for (std::int64_t r = 0; r < M; ++r)  // RoPE on every query and key head
-        for (std::int64_t h = 0; h < a.heads + a.kvh; ++h)
-          for (std::int64_t i = 0; i < half; ++i) {
-            // The position, and the frequency, from the definitions (not the kernels' helpers).
-            const std::int64_t pos = a.decode ? a.S - 1 : r - (r / a.T) * a.T;
-            const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(d));
-            double& x1 = qkv[static_cast<std::size_t>(r * wq + h * d + i)];
-            double& x2 = qkv[static_cast<std::size_t>(r * wq + h * d + half + i)];
-            const double u = x1, v = x2;
-            x1 = u * std::cos(th) - v * std::sin(th);
-            x2 = v * std::cos(th) + u * std::sin(th);
-          }
+      for (std::int64_t r = 0; r < M; ++r)  // RoPE on every query and key head, at the row's position
+        for (std::int64_t h = 0; h < a.heads + a.kvh; ++h) rope_f64(qkv.data() + r * wq + h * d, d, a.decode ? a.S - 1 : r - (r / a.T) * a.T);
       Dense att(static_cast<std::size_t>(M * a.q), 0.0);
       std::vector<double> score(static_cast<std::size_t>(a.S));
       for (std::int64_t r = 0; r < M; ++r) {

@@ -91,6 +91,20 @@ inline void same_time(ps_t& took, ps_t latency, const std::string& name) {
   took = latency;
 }
 
+// RoPE's table for the kernel, [M, n]: per row, the n / 2 cosines, then as many sines, of
+// its position times base^(-2i / n) (n: the rotated values of a head).
+inline Values rope_table(const Dims& a, std::int64_t n) {
+  Values t(static_cast<std::size_t>(a.M * n));
+  const std::int64_t half = n / 2;
+  for (std::int64_t r = 0; r < a.M; ++r)
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double th = static_cast<double>(a.position(r)) * std::pow(kRopeTheta, -2.0 * static_cast<double>(i) / static_cast<double>(n));
+      t[static_cast<std::size_t>(r * n + i)] = static_cast<float>(std::cos(th));
+      t[static_cast<std::size_t>(r * n + half + i)] = static_cast<float>(std::sin(th));
+    }
+  return t;
+}
+
 // Rank r's n of `total` (from `base`): [r n, (r + 1) n), -1 past the end.
 inline std::vector<std::int64_t> share(std::int64_t r, std::int64_t n, std::int64_t total, std::int64_t base) {
   std::vector<std::int64_t> out;
@@ -115,6 +129,17 @@ inline Values take_rows(const Values& w, std::int64_t cols, const std::vector<st
 }
 
 using Dense = std::vector<double>;
+
+// RoPE in float64, from its definition (not the kernels' helpers): pair (i, i + n/2) of the n
+// values at x rotated by pos / base^(2i / n).
+inline void rope_f64(double* x, std::int64_t n, std::int64_t pos) {
+  const std::int64_t half = n / 2;
+  for (std::int64_t i = 0; i < half; ++i) {
+    const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(n));
+    const double u = x[i], v = x[half + i];
+    x[i] = u * std::cos(th) - v * std::sin(th), x[half + i] = v * std::cos(th) + u * std::sin(th);
+  }
+}
 
 inline Dense rms_norm(const Dense& x, std::int64_t rows, std::int64_t cols, const Values& g) {
   Dense out(x.size());

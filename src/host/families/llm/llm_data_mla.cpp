@@ -42,10 +42,6 @@ MlaWeights draw_mla_weights(const Dims& a, std::uint64_t seed, std::uint64_t* id
   return w;
 }
 
-double mla_rope_angle(const Dims& a, std::int64_t pos, std::int64_t i) {
-  return static_cast<double>(pos) * std::pow(kRopeTheta, -2.0 * static_cast<double>(i) / static_cast<double>(a.dr));
-}
-
 MlaLayerData::MlaLayerData(const Dims& a, const MlaWeights& w, const Values& o, const Values& cache)
     : a_(a), w_(w), o_(o), cache_(cache), alpha_(a.decode ? std::sqrt(static_cast<double>(a.lat) / static_cast<double>(a.d)) : 1.0),
       rank_(static_cast<std::size_t>(a.tp)) {}
@@ -135,13 +131,7 @@ ps_t MlaLayerData::vector(const LlmVecConfig& x, const std::string& name) {
   }
   if (name != "rope") throw InternalError("data mode does not know the MLA vector kernel " + name, __FILE__, __LINE__);
   // Each rank: its heads' rotated query values (scaled, decode), then the shared k's.
-  Values table(static_cast<std::size_t>(M * dr));
-  for (std::int64_t m = 0; m < M; ++m)
-    for (std::int64_t i = 0; i < dr / 2; ++i) {
-      const double th = mla_rope_angle(a_, a_.position(m), i);
-      table[static_cast<std::size_t>(m * dr + i)] = static_cast<float>(std::cos(th));
-      table[static_cast<std::size_t>(m * dr + dr / 2 + i)] = static_cast<float>(std::sin(th));
-    }
+  const Values table = rope_table(a_, dr);
   ps_t took = -1;
   for (Rank& me : rank_) {
     Values in(static_cast<std::size_t>(M * (hq + 1) * dr));
@@ -227,7 +217,7 @@ ps_t MlaLayerData::attention(const LlmAttnConfig& x) {
 
 Dense mla_f64(const Dims& a, const MlaWeights& w, const Values& o, const Dense& hn, const Values& cache) {
   const std::int64_t M = a.M, H = a.H, d = a.d, dn = a.dn, dv = a.dv, dr = a.dr, C = a.C, L = a.lat;
-  const std::int64_t qall = a.Q > 0 ? a.Q : a.heads * d, kvw = dn + dv, half = dr / 2;
+  const std::int64_t qall = a.Q > 0 ? a.Q : a.heads * d, kvw = dn + dv;
   const Dense qkva = matmul(hn, M, H, w.q_kv_a, qall + L);
   auto cols = [&](std::int64_t c0, std::int64_t n) {
     Dense out(static_cast<std::size_t>(M * n));
@@ -237,18 +227,11 @@ Dense mla_f64(const Dims& a, const MlaWeights& w, const Values& o, const Dense& 
   Dense q = a.Q > 0 ? matmul(rms_norm(cols(0, a.Q), M, a.Q, w.q_a_norm), M, a.Q, w.q_b, a.heads * d) : cols(0, a.heads * d);
   const Dense ckv = rms_norm(cols(qall, C), M, C, w.kv_a_norm);
   Dense kr = cols(qall + C, dr);
-  // RoPE, from its definition: pair (i, i + dr/2) of a head's last dr values, at the row's position.
-  auto rotate = [&](double* x, std::int64_t pos) {
-    for (std::int64_t i = 0; i < half; ++i) {
-      const double th = static_cast<double>(pos) / std::pow(kRopeTheta, static_cast<double>(2 * i) / static_cast<double>(dr));
-      const double u = x[i], v = x[half + i];
-      x[i] = u * std::cos(th) - v * std::sin(th), x[half + i] = v * std::cos(th) + u * std::sin(th);
-    }
-  };
+  // RoPE over a head's last dr values and the shared k, at the row's position.
   auto pos_of = [&](std::int64_t m) { return a.decode ? a.S - 1 : m % a.T; };
   for (std::int64_t m = 0; m < M; ++m) {
-    for (std::int64_t j = 0; j < a.heads; ++j) rotate(q.data() + m * a.heads * d + j * d + dn, pos_of(m));
-    rotate(kr.data() + m * dr, pos_of(m));
+    for (std::int64_t j = 0; j < a.heads; ++j) rope_f64(q.data() + m * a.heads * d + j * d + dn, dr, pos_of(m));
+    rope_f64(kr.data() + m * dr, dr, pos_of(m));
   }
   // Position s of row m's sequence: its latent and rotated k (the cache's, or a row's own).
   auto latent = [&](std::int64_t m, std::int64_t s, std::int64_t e) -> double {

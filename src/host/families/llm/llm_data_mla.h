@@ -24,9 +24,6 @@ struct MlaWeights {
 
 MlaWeights draw_mla_weights(const Dims& a, std::uint64_t seed, std::uint64_t* id);
 
-// RoPE's angle of rotated pair i (of dr / 2) at `pos` (LLaMA-3.1's base, as the other layers).
-double mla_rope_angle(const Dims& a, std::int64_t pos, std::int64_t i);
-
 // An MLA layer's attention kernels on the tp ranks, with values. The decode kernel scales its
 // scores by 1 / sqrt(C + dr), its head width; MLA's are 1 / sqrt(dn + dr): data mode scales
 // the queries (their dn values on the way to q_absorb, their rotated dr on the way to RoPE;

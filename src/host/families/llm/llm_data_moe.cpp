@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "../../../device/models/llm/llm_moe.h"
 #include "../../common/error.h"
-#include "../../llm/moe_routing.h"
 #include "../gemm/gemm_program.h"
 #include "llm_program.h"
 
@@ -118,29 +118,27 @@ ps_t MoeLayerData::router(const GemmConfig& g, const Values& h) {
   return took;
 }
 
-// The copies as the timing run places them; an expert's rows split over its copies in row
-// order, the first copies one more where they do not divide (any split gives the same values).
+// The copies as the timing run places them (moe_place: each copy's expert, rank and share of
+// its expert's rows); an expert's rows go to its copies in row order.
 void MoeLayerData::place() {
-  const ExpertPlacement pl = place_experts(route_.tokens, a_.tp, a_.redundant);
+  std::vector<std::int64_t> share(kMoeMaxCopies), rank_tokens(kMoeMaxRanks);
+  std::vector<std::int32_t> expert(kMoeMaxCopies), rank(kMoeMaxCopies), replicas(kMoeMaxExperts), held(kMoeMaxRanks);
+  std::vector<std::int16_t> order(kMoeMaxCopies);
+  const MoePlaceBuf b{share.data(), expert.data(), rank.data(), replicas.data(), rank_tokens.data(), held.data(), order.data()};
+  const std::int64_t n = moe_place(route_.tokens.data(), a_.E, a_.tp, a_.redundant, b);
+  if (n == 0) throw InternalError("the routed tokens' experts could not be placed on the ranks", __FILE__, __LINE__);
   std::vector<std::vector<std::int64_t>> pairs(static_cast<std::size_t>(a_.E));  // per expert: its (row, slot)s
   for (std::size_t i = 0; i < route_.expert.size(); ++i) pairs[static_cast<std::size_t>(route_.expert[i])].push_back(static_cast<std::int64_t>(i));
-  std::vector<std::int64_t> seen(static_cast<std::size_t>(a_.E), 0), taken(static_cast<std::size_t>(a_.E), 0);
+  std::vector<std::size_t> taken(static_cast<std::size_t>(a_.E), 0);
   copies_.clear();
-  for (std::size_t k = 0; k < pl.rank.size(); ++k)
-    for (const std::int32_t e : pl.rank[k]) {
-      const std::size_t x = static_cast<std::size_t>(e);
-      const std::int64_t t = route_.tokens[x], r = pl.replicas[x], j = seen[x]++;
-      const std::int64_t n = t / r + (j < t % r ? 1 : 0);
-      std::vector<std::int64_t> c{static_cast<std::int64_t>(k), e};
-      c.insert(c.end(), pairs[x].begin() + taken[x], pairs[x].begin() + taken[x] + n);
-      taken[x] += n;
-      copies_.push_back(std::move(c));
-    }
-  for (std::int64_t e = 0; e < a_.E; ++e)
-    if (taken[static_cast<std::size_t>(e)] != route_.tokens[static_cast<std::size_t>(e)])
-      throw InternalError("expert " + std::to_string(e) + "'s copies hold " + std::to_string(taken[static_cast<std::size_t>(e)]) +
-                              " of its " + std::to_string(route_.tokens[static_cast<std::size_t>(e)]) + " rows",
-                          __FILE__, __LINE__);
+  for (std::int64_t c = 0; c < n; ++c) {
+    const std::size_t x = static_cast<std::size_t>(expert[static_cast<std::size_t>(c)]);
+    const std::size_t from = taken[x], rows = static_cast<std::size_t>(share[static_cast<std::size_t>(c)]);
+    std::vector<std::int64_t> copy{rank[static_cast<std::size_t>(c)], static_cast<std::int64_t>(x)};
+    copy.insert(copy.end(), pairs[x].begin() + static_cast<std::ptrdiff_t>(from), pairs[x].begin() + static_cast<std::ptrdiff_t>(from + rows));
+    taken[x] += rows;
+    copies_.push_back(std::move(copy));
+  }
 }
 
 bool MoeLayerData::handles(const std::string& name) {
