@@ -37,6 +37,8 @@ __all__ = [
     "families",
     "merge",
     "run_bench",
+    "serve",
+    "ServeResult",
     "sweep",
     "topology",
 ]
@@ -237,6 +239,69 @@ def eval(family: str, topology: TopologyArg = None, engine: str = "both", trace:
     return EvalResult(_core.eval(family, axes, hw, presets, path, set_words, engine, backend,
                                  "" if trace is None else os.fspath(trace), data,
                                  None if seed is None else _one(seed), None if max_ops is None else _one(max_ops)))
+
+
+class ServeResult:
+    """A serving run: ``summary`` (what ``serve --json`` gives: the workload, the limits, the
+    KV cache, the report's TTFT, TPOT, ITL and E2E at mean, P50, P90 and P99, throughput and
+    goodput, and the reference engine's re-check), and ``requests``, a pandas DataFrame of
+    one row a request (the columns of ``requests.csv``)."""
+
+    def __init__(self, summary: Dict[str, Any], requests_csv: str):
+        self.summary = summary
+        self._csv = requests_csv
+
+    def __getitem__(self, key: str) -> Any:
+        return self.summary[key]
+
+    @property
+    def requests(self) -> Any:
+        import io
+
+        import pandas as pd
+
+        return pd.read_csv(io.StringIO(self._csv))
+
+    def __repr__(self) -> str:
+        r = self.summary["report"]
+        return (f"ServeResult({self.summary['workload']['requests']} requests, TTFT p90 {r['ttft_ms']['p90']:.4g} ms, "
+                f"TPOT p90 {r['tpot_ms']['p90']:.4g} ms, goodput {r['goodput_per_s']:.4g}/s)")
+
+
+def serve(topology: TopologyArg = None, set: Optional[Mapping[str, Any]] = None, *,  # noqa: A002
+          arrivals: str, isl: Value = 1024, osl: Value = 128, lengths: Union[None, str, os.PathLike] = None,
+          requests: int = 1000, seed: int = 1, max_num_seqs: int = 256, max_batched_tokens: int = 8192,
+          chunked_prefill: Union[bool, str] = True, kv_block: int = 16, slo_ttft: float = 2000, slo_tpot: float = 50,
+          disagg: Optional[str] = None, recheck: int = 2, out: Union[None, str, os.PathLike] = None, backend: str = "auto",
+          **config: Value) -> ServeResult:
+    """A serving run of a whole model, as ``kernbench-gpu serve`` runs it: requests arriving
+    (``arrivals="poisson:2"``, ``"gamma:RATE:CV"``, ``"closed:N"`` or a trace file), scheduled
+    as vLLM v1 schedules them, each step timed by the llm family. Config keywords are the llm
+    family's (``model="llama-3.1-70b"``, ``tp=8``, ``tp_level="sip"``). SLOs in ms. With
+    ``out``, the summary, the CSV files and the figures are written there too. ``disagg="P:D"``
+    serves with P prefill and D decode instances."""
+    import tempfile
+
+    fam = _family("llm")
+    axes, hw, presets = _config_names(fam, config)
+    path, set_words = _topology_args(topology, set)
+    if isinstance(chunked_prefill, bool):
+        chunked_prefill = "on" if chunked_prefill else "off"
+    options = {"arrivals": str(arrivals), "isl": _one(isl), "osl": _one(osl), "requests": _one(requests),
+               "seed": _one(seed), "max_num_seqs": _one(max_num_seqs), "max_batched_tokens": _one(max_batched_tokens),
+               "chunked_prefill": str(chunked_prefill), "kv_block": _one(kv_block), "slo_ttft": str(slo_ttft),
+               "slo_tpot": str(slo_tpot), "recheck": _one(recheck)}
+    if lengths is not None:
+        options["lengths"] = os.fspath(lengths)
+    if disagg is not None:
+        options["disagg"] = str(disagg)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = tmp if out is None else os.fspath(out)
+        options["out"] = folder
+        summary = _core.serve(axes, hw, presets, path, set_words, backend, options, out is not None)
+        with open(os.path.join(folder, "requests.csv"), encoding="utf-8") as f:
+            csv_text = f.read()
+    return ServeResult(summary, csv_text)
 
 
 class SweepResult:

@@ -29,6 +29,16 @@ def eval(  # noqa: A001
     seed: Optional[str],
     max_ops: Optional[str],
 ) -> Dict[str, Any]: ...
+def serve(
+    axes: Mapping[str, str],
+    hw_axes: Mapping[str, str],
+    presets: Mapping[str, str],
+    topology: Optional[str],
+    sets: Sequence[str],
+    backend: str,
+    options: Mapping[str, str],
+    figures: bool,
+) -> Dict[str, Any]: ...
 def sweep(
     family: str,
     axes: Mapping[str, str],

@@ -22,6 +22,7 @@
 #include "host/api/describe.h"
 #include "host/api/eval.h"
 #include "host/api/merge_shards.h"
+#include "host/api/serve.h"
 #include "host/api/sweep.h"
 #include "host/cli/commands.h"  // cli_error_line: the message the command line prints
 #include "host/common/error.h"
@@ -156,6 +157,38 @@ py::object eval(const std::string& family, const std::map<std::string, std::stri
     kb::api::eval(r, keep);
   });
   return to_python(keep.document);
+}
+
+// A serving run, by the typed API: the llm family's axes, hardware axes and presets as eval
+// takes them, and serve's own options by name (arrivals, isl, osl, lengths, requests, seed,
+// max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, slo_ttft, slo_tpot, disagg,
+// recheck, out). Returns the summary document.
+py::object serve(const std::map<std::string, std::string>& axes, const std::map<std::string, std::string>& hw_axes,
+                 const std::map<std::string, std::string>& presets, const std::optional<std::string>& topology,
+                 const std::vector<std::string>& sets, const std::string& backend,
+                 const std::map<std::string, std::string>& options, bool figures) {
+  nlohmann::json doc;
+  run_embedded([&] {
+    kb::api::ServeRequest r;
+    r.llm.family = &kb::api::family_named("llm");
+    r.llm.axes = axes, r.llm.hw_axes = hw_axes, r.llm.presets = presets;
+    r.llm.topology = topology_request(topology, sets);
+    r.llm.backend = backend, r.llm.engine = "batched";
+    const std::map<std::string, std::string*> fields{
+        {"arrivals", &r.arrivals},       {"isl", &r.isl},         {"osl", &r.osl},
+        {"lengths", &r.lengths},         {"requests", &r.requests}, {"seed", &r.seed},
+        {"max_num_seqs", &r.max_num_seqs}, {"max_batched_tokens", &r.max_batched_tokens},
+        {"chunked_prefill", &r.chunked_prefill}, {"kv_block", &r.kv_block}, {"slo_ttft", &r.slo_ttft},
+        {"slo_tpot", &r.slo_tpot},       {"recheck", &r.recheck}, {"out", &r.out}, {"disagg", &r.disagg}};
+    for (const auto& [name, text] : options) {
+      const auto f = fields.find(name);
+      if (f == fields.end()) throw kb::InputError(name + ": not an option of serve");
+      *f->second = text;
+    }
+    r.figures = figures;
+    doc = kb::api::run_serve(r);
+  });
+  return to_python(doc);
 }
 
 // A sweep's JSON document, kept whole: Python gets it as objects, and its text (what
@@ -329,6 +362,9 @@ PYBIND11_MODULE(_core, m) {
         "the shards merged by the typed API: (`merge --json`'s document as Python objects, the Document)");
   m.def("run_bench", &run_bench, py::arg("bench"), py::arg("topology"), py::arg("sets"), py::arg("out"),
         py::arg("backend"), py::arg("fast"), "a bench by the typed API: the folder it wrote");
+  m.def("serve", &serve, py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("topology"), py::arg("sets"),
+        py::arg("backend"), py::arg("options"), py::arg("figures"),
+        "a serving run of the llm family's model and mapping: `serve --json`'s summary document");
   m.def("list_document", &list_document, "`list --json`'s document by the typed API");
   m.def("topology_document", &topology_document, py::arg("path"), py::arg("sets"),
         "`topo show FILE --json`'s document by the typed API");

@@ -75,7 +75,7 @@ TEST(Cli, BadTopologyInputs) {
 }
 
 TEST(Cli, UnknownSubcommandAndBench) {
-  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, merge, model, topo, plot)");
+  expect_input_error(run("frobnicate"), "unknown subcommand 'frobnicate' (known: list, run, eval, sweep, merge, model, serve, topo, plot)");
   expect_input_error(run("topo frob x.yaml"), "unknown subcommand 'frob' (known: check, show, diagram)");
   expect_input_error(run("model frob"), "unknown subcommand 'frob' (known: list, show, place)");
   const std::string out = fresh_dir("kb_unknown_bench");

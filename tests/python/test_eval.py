@@ -200,3 +200,19 @@ def test_moe_and_latent_attention_data_mode_from_python():
     softmax = kb.eval("llm", model="deepseek-v3-tiny-random", tp=1, pp=1, batch=4, context=24, data=True, seed=5,
                       router="softmax")
     assert softmax["data"]["max_abs_error"] != d["max_abs_error"]
+
+
+def test_serve_from_python_is_the_command_lines_run():
+    """kb.serve: the summary `serve --json` prints, and a frame of one row a request."""
+    args = dict(model="mixtral-tiny-random", tp=2, tp_level="cube", arrivals="poisson:300", isl="uniform:8:120",
+                osl="uniform:2:16", requests=40, max_num_seqs=8, max_batched_tokens=96, recheck=1)
+    mine = kb.serve(**args)
+    theirs = cli_json("serve", "--model", "mixtral-tiny-random", "--tp", "2", "--tp-level", "cube", "--arrivals",
+                      "poisson:300", "--isl", "uniform:8:120", "--osl", "uniform:2:16", "--requests", "40",
+                      "--max-num-seqs", "8", "--max-batched-tokens", "96", "--recheck", "1", "--json")
+    assert mine["report"] == theirs["report"] and mine["recheck"]["identical"] == 1
+    frame = mine.requests
+    assert len(frame) == 40 and list(frame.columns[:4]) == ["request", "arrival_s", "input_tokens", "output_tokens"]
+    assert abs(frame["ttft_ms"].mean() - mine["report"]["ttft_ms"]["mean"]) < 1e-3
+    with pytest.raises(kb.InputError, match="--arrivals poisson:0"):
+        kb.serve(model="llama-tiny-random", arrivals="poisson:0")

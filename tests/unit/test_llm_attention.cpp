@@ -4,10 +4,14 @@
 // example pins the rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
 #include "host/families/llm/llm_program.h"
+#include "host/kernels/kernel_values.h"
+#include "host/runtime/numeric.h"
 #include "topologies.h"
 
 namespace kb {
@@ -129,6 +133,82 @@ TEST(LlmAttention, HandTimedItem) {
   c.batch = 1, c.q_heads = c.kv_heads = 1, c.head_dim = 4, c.prompt = 2, c.tile = 2, c.heads = 1;
   EXPECT_EQ(llm_attn_model(c).latency_ps, 233000);
   expect_same(c);
+}
+
+}  // namespace
+}  // namespace kb
+
+namespace kb {
+namespace {
+
+// A chunk of a prompt after positions an earlier step cached (chunked prefill: --prior): the
+// batched model equals the reference engine, and the reference's values are causal attention
+// over the cached positions and the chunk's own, in float64.
+TEST(LlmAttentionPrior, ModelEqualsReferenceAfterCachedPositions) {
+  std::mt19937_64 rng(20261207);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  const HwConfig base = unittest::topo("default.yaml").hw();
+  int run = 0, unaligned = 0;
+  for (int i = 0; i < 2000 && run < 400; ++i) {
+    LlmAttnConfig c{};
+    c.hw = base;
+    c.hw.sips = 1;
+    c.hw.cube_rows = pick(1, 2), c.hw.cube_cols = pick(1, 2);
+    c.hw.pe_rows = pick(1, 2), c.hw.pe_cols = pick(1, 4);
+    c.hw.sram_kib = pick(32, 1024);
+    c.hw.hbm_latency_ns = pick(0, 300), c.hw.vector_lanes = std::int64_t{1} << pick(2, 6);
+    c.batch = pick(1, 2), c.kv_heads = pick(1, 2), c.q_heads = c.kv_heads * pick(1, 3);
+    c.head_dim = std::int64_t{8} << pick(0, 2);
+    c.prompt = pick(1, 120), c.prior = pick(1, 300);
+    c.tile = pick(0, 1) == 0 ? pick(1, 48) : 0;
+    llm_attn_complete(c);
+    if (llm_attn_check(c) != kLlmAttnOk || llm_attn_reference_ops(c) > 60000) continue;
+    ++run;
+    unaligned += c.prior % c.tile != 0;
+    expect_same(c);
+    if (HasFailure()) return;
+  }
+  EXPECT_GE(run, 400);
+  EXPECT_GT(unaligned, 100);  // a diagonal across two chunks of positions
+}
+
+TEST(LlmAttentionPrior, ValuesAreCausalOverCachedAndOwnPositions) {
+  LlmAttnConfig c{};
+  c.hw = unittest::topo("default.yaml").hw();
+  c.batch = 1, c.q_heads = 4, c.kv_heads = 2, c.head_dim = 16, c.prompt = 21, c.prior = 37, c.tile = 16;
+  llm_attn_complete(c);
+  ASSERT_EQ(llm_attn_check(c), kLlmAttnOk);
+  const std::int64_t KV = c.kv_heads, T = c.prompt, T0 = c.prior, G = c.q_heads / c.kv_heads, d = c.head_dim, S = T0 + T;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  KernelValues v;
+  v.in = {std::vector<float>(static_cast<std::size_t>(KV * T * G * d)), std::vector<float>(static_cast<std::size_t>(KV * d * S)),
+          std::vector<float>(static_cast<std::size_t>(KV * S * d))};
+  for (auto& t : v.in)
+    for (float& x : t) x = round_to(DType::f16, u(rng));
+  llm_attn_reference(c, nullptr, &v);
+  double worst = 0;
+  for (std::int64_t h = 0; h < KV; ++h)
+    for (std::int64_t i = 0; i < T; ++i)
+      for (std::int64_t g = 0; g < G; ++g) {
+        const float* q = &v.in[0][static_cast<std::size_t>(((h * T + i) * G + g) * d)];
+        std::vector<double> s(static_cast<std::size_t>(T0 + i + 1));
+        double top = -1e300, sum = 0;
+        for (std::int64_t p = 0; p <= T0 + i; ++p) {
+          double dot = 0;
+          for (std::int64_t e = 0; e < d; ++e) dot += double(q[e]) * v.in[1][static_cast<std::size_t>((h * d + e) * S + p)];
+          s[static_cast<std::size_t>(p)] = dot / std::sqrt(double(d));
+          top = std::max(top, s[static_cast<std::size_t>(p)]);
+        }
+        for (double& x : s) sum += (x = std::exp(x - top));
+        for (std::int64_t e = 0; e < d; ++e) {
+          double o = 0;
+          for (std::int64_t p = 0; p <= T0 + i; ++p) o += s[static_cast<std::size_t>(p)] * v.in[2][static_cast<std::size_t>((h * S + p) * d + e)];
+          const double got = v.out[static_cast<std::size_t>(((h * T + i) * G + g) * d + e)];
+          worst = std::max(worst, std::abs(got - o / sum));
+        }
+      }
+  EXPECT_LT(worst, 5e-3);  // fp16 operands, fp32 accumulation
 }
 
 }  // namespace

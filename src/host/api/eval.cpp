@@ -216,15 +216,12 @@ void check_named(const Family& f, const std::map<std::string, std::string>& axes
   }
 }
 
-EvalResult run_eval(EvalRequest r) {
+EvalConfig eval_config(EvalRequest r) {
   KB_INTERNAL_CHECK(r.family != nullptr, "eval: a request without a family");
   const Family& f = *r.family;
-  const std::int64_t max_ops = r.max_ops ? parse_max_ops(*r.max_ops) : kDefaultMaxOps;
   check_request(f, r);
   apply_flags(f, r);
-  EvalResult out;
-  out.family = &f;
-  out.engine = r.engine, out.trace = r.trace, out.data = r.data;
+  EvalConfig out;
   out.topology = r.topology.load();
   std::vector<unsigned char>& cfg = out.config;
   cfg = base_config(f, out.topology);
@@ -240,6 +237,23 @@ EvalResult run_eval(EvalRequest r) {
   batched::complete_config(f.id, cfg.data());
   const std::int32_t st = f.check(cfg.data());
   if (st != 0) throw InputError(f.status_message(st, cfg.data()));
+  return out;
+}
+
+EvalResult run_eval(EvalRequest r) {
+  KB_INTERNAL_CHECK(r.family != nullptr, "eval: a request without a family");
+  const Family& f = *r.family;
+  const std::int64_t max_ops = r.max_ops ? parse_max_ops(*r.max_ops) : kDefaultMaxOps;
+  EvalConfig made = eval_config(r);
+  apply_flags(f, r);  // the request's own copy: its engine, backend and trace checked
+  EvalResult out;
+  out.family = &f;
+  out.engine = r.engine, out.trace = r.trace, out.data = r.data;
+  out.topology = std::move(made.topology);
+  out.config = std::move(made.config);
+  out.best_axes = std::move(made.best_axes);
+  out.candidates = made.candidates, out.valid = made.valid;
+  std::vector<unsigned char>& cfg = out.config;
 
   out.reference = r.engine != "batched", out.batched = r.engine != "reference";
   if (!r.trace.empty() && !out.reference) throw InputError("--trace: needs the reference engine (--engine reference or both)");

@@ -78,6 +78,16 @@ struct EvalResult {
   nlohmann::json kernels;  // Family::kernels of the config (null: the family lists none)
 };
 
+// A request's config, completed and checked (InputError naming the flag), with the topology
+// it was made for and the axes picked as "best" (each evaluated on the batched model).
+struct EvalConfig {
+  TopologySpec topology;
+  std::vector<unsigned char> config;
+  std::vector<const AxisDesc*> best_axes;
+  std::size_t candidates = 0, valid = 0;
+};
+EvalConfig eval_config(EvalRequest request);
+
 // Runs the request: every check first (InputError naming the flag), then the engines. A
 // parity failure is not thrown here: the result says so (`diff`), and eval() reports it
 // before it throws.

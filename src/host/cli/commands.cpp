@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cmd_family.h"
+#include "cmd_serve.h"
 #include "host/api/bench.h"
 #include "host/api/describe.h"
 #include "host/sweep/space_file.h"
@@ -285,6 +286,9 @@ int cli_run(const std::vector<std::string>& argv_words) {
   ModelArgs model_args;
   add_model_commands(app, model_args);
 
+  ServeArgs serve_args;
+  add_serve_command(app, serve_args);
+
   TopoCommands topo;
   topo.add(app);
 
@@ -337,6 +341,8 @@ int cli_run(const std::vector<std::string>& argv_words) {
       cmd_plot(plot_bench, plot_sweep, plot_in, plot_out);
     } else if (model_args.cmd->parsed()) {
       cmd_model(model_args);
+    } else if (serve_args.cmd->parsed()) {
+      cmd_serve(serve_args);
     }
   }
   return 0;

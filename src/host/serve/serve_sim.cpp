@@ -48,6 +48,7 @@ class Simulator {
       s.arrival = clients > 0 ? (static_cast<std::int64_t>(i) < clients ? 0 : -1) : requests[i].arrival;
       s.input = requests[i].input, s.output = requests[i].output;
       st_[i].target = requests[i].input;
+      st_[i].computed = requests[i].cached, st_[i].generated = requests[i].generated;
     }
     released_ = clients > 0 ? std::min<std::int64_t>(clients, static_cast<std::int64_t>(requests.size()))
                             : static_cast<std::int64_t>(requests.size());
@@ -213,6 +214,8 @@ ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, co
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
     if (r.input < 1 || r.output < 1) throw InputError("request " + std::to_string(i) + ": input and output tokens must be at least 1");
+    if (r.cached < 0 || r.cached > r.input || r.generated < 0 || r.generated >= r.output)
+      throw InputError("request " + std::to_string(i) + ": its cached tokens must be 0..input, its generated ones below output");
     if (clients == 0 && i > 0 && r.arrival < requests[i - 1].arrival)
       throw InputError("request " + std::to_string(i) + ": arrivals must not go back in time");
     check_fits(i, r.input, r, limits);

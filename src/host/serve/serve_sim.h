@@ -13,10 +13,14 @@
 
 namespace kb::serve {
 
-// A request: when it arrives, its prompt's tokens and the tokens it generates (>= 1).
+// A request: when it arrives, its prompt's tokens and the tokens it generates (>= 1). One
+// handed over by a prefill instance (disaggregated serving) arrives with its prompt's KV
+// cached (`cached`, at most the prompt) and its first tokens generated (`generated`, below
+// `output`).
 struct Request {
   ps_t arrival = 0;
   std::int64_t input = 1, output = 1;
+  std::int64_t cached = 0, generated = 0;
   bool operator==(const Request& o) const { return arrival == o.arrival && input == o.input && output == o.output; }
 };
 
@@ -50,6 +54,7 @@ struct Served {
 // A step as run: its start, its time, what ran and what waited, and the KV blocks held after.
 struct Step {
   ps_t start = 0, time = 0;
+  std::int32_t instance = 0;  // the serving instance that ran it (disaggregated serving: prefill ones first)
   std::int32_t running = 0, waiting = 0;
   std::int64_t tokens = 0, prefill_tokens = 0, kv_blocks = 0;
 };

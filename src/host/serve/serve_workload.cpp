@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -161,6 +162,16 @@ Arrivals parse_arrivals(const std::string& text, const std::string& flag) {
   });
   if (a.trace.empty()) throw InputError(text + ":1:1: timestamp: the trace has no request");
   return a;
+}
+
+double parse_real_flag(const std::string& flag, const std::string& text, double lo, double hi, const char* unit) {
+  double v = 0;
+  if (!real_of(text, &v) || v < lo || v > hi) {
+    char range[96];
+    std::snprintf(range, sizeof range, "expected %s from %g to %g", unit, lo, hi);
+    throw InputError(flag + " " + (text.empty() ? "''" : text) + ": " + range);
+  }
+  return v;
 }
 
 Lengths parse_lengths(const std::string& text, const std::string& flag) {

@@ -24,6 +24,10 @@ struct Arrivals {
 };
 Arrivals parse_arrivals(const std::string& text, const std::string& flag = "--arrivals");
 
+// A flag's real number in [lo, hi] (`unit` names it in the error): "--slo-ttft x: expected
+// milliseconds from 0 to 10^9".
+double parse_real_flag(const std::string& flag, const std::string& text, double lo, double hi, const char* unit);
+
 // --isl / --osl: N, uniform:A:B (integers, both ends included), or lognormal:MEAN:SIGMA (the
 // distribution's mean in tokens, SIGMA the log's standard deviation), each drawn rounded
 // and at least 1.

@@ -28,6 +28,10 @@ struct LlmAttnConfig {
   std::int64_t tile;   // tokens a query tile and positions a KV chunk; 0: automatic (llm_attn_complete)
   std::int64_t heads;  // query heads an item holds, dividing the group's; 0: automatic
   std::int64_t v_dim = 0;  // a value head's width (0: head_dim; latent attention's prefill: 128 to q and k's 192)
+  // Positions of each sequence cached before the prompt's tokens (a chunk of a prompt whose
+  // first `prior` tokens an earlier step took: chunked prefill): every query attends to them
+  // too, and its own position is prior + its index.
+  std::int64_t prior = 0;
 };
 KB_HD constexpr std::int64_t llm_attn_dv(const LlmAttnConfig& c) { return c.v_dim > 0 ? c.v_dim : c.head_dim; }
 
@@ -53,6 +57,12 @@ KB_HD inline std::int64_t llm_attn_units(const LlmAttnConfig& c) { return c.batc
 KB_HD inline std::int64_t llm_attn_tiles(const LlmAttnConfig& c) { return ceil_div(c.prompt, c.tile); }
 KB_HD inline std::int64_t llm_attn_items(const LlmAttnConfig& c) { return llm_attn_units(c) * llm_attn_tiles(c); }
 KB_HD inline std::int64_t llm_attn_pes(const LlmAttnConfig& c) { return c.hw.cubes_per_sip() * c.hw.pes_per_cube(); }
+// Causal query-key pairs of one sequence's head: each of the P tokens with the prior
+// positions and those of the prompt up to it (saturating).
+KB_HD inline std::int64_t llm_attn_pairs(const LlmAttnConfig& c) {
+  const std::int64_t P = c.prompt, own = P % 2 == 0 ? sat_mul(P / 2, P + 1) : sat_mul(P, (P + 1) / 2);
+  return sat_add(sat_mul(P, c.prior), own);
+}
 
 // SRAM of a PE for tiles of t tokens of h heads: the queries (f16), K and V chunks (f16, two
 // each), the scores (f32), a chunk's (m, l, O), and the accumulated (m, l, O) with a scratch
@@ -67,12 +77,12 @@ KB_HD inline std::int64_t llm_attn_sram_bytes(const LlmAttnConfig& c, std::int64
 struct LlmAttnItem {
   std::int64_t unit, tile;
   std::int64_t first, tokens;  // the tile's query tokens [first, first + tokens)
-  std::int64_t positions;      // KV positions it attends to: first + tokens (causal)
+  std::int64_t positions;      // KV positions it attends to: prior + first + tokens (causal)
 };
 KB_HD inline LlmAttnItem llm_attn_item(const LlmAttnConfig& c, std::int64_t k) {
   const std::int64_t U = llm_attn_units(c), i = llm_attn_tiles(c) - 1 - k / U, first = i * c.tile;
   const std::int64_t tokens = imin(c.tile, c.prompt - first);
-  return LlmAttnItem{k % U, i, first, tokens, first + tokens};
+  return LlmAttnItem{k % U, i, first, tokens, c.prior + first + tokens};
 }
 // The item PE g runs in round r (-1: none): the snake deal.
 KB_HD inline std::int64_t llm_attn_item_of(const LlmAttnConfig& c, std::int64_t g, std::int64_t r) {
@@ -133,7 +143,7 @@ KB_HD inline DecodeConfig llm_attn_flash(const LlmAttnConfig& c, std::int64_t ro
   d.hw = c.hw;
   d.decode_case = 3;
   d.batch = 1, d.h_q = rows, d.h_kv = 1, d.d_head = c.head_dim, d.d_v = c.v_dim;
-  d.s_kv = c.prompt, d.chunk = c.tile;
+  d.s_kv = c.prior + c.prompt, d.chunk = c.tile;
   return d;
 }
 
@@ -142,13 +152,13 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   if (c.batch < 1 || c.batch > kDecMaxBatch || c.q_heads < 1 || c.q_heads > kDecMaxHeads || c.kv_heads < 1 ||
       c.kv_heads > c.q_heads || c.q_heads % c.kv_heads != 0 || c.head_dim < 1 || c.head_dim > kDecMaxDHead ||
       c.v_dim < 0 || c.v_dim > kDecMaxDHead ||
-      c.prompt < 1 || c.prompt > kDecMaxSkv || c.tile < 1 || c.tile > kLlmAttnMaxTile || c.heads < 1 ||
+      c.prompt < 1 || c.prior < 0 || c.prior > kDecMaxSkv - c.prompt || c.tile < 1 || c.tile > kLlmAttnMaxTile || c.heads < 1 ||
       llm_attn_group(c) % c.heads != 0)
     return kLlmAttnBadField;
   if (llm_attn_sram_bytes(c, c.tile, c.heads) > c.hw.sram_bytes()) return kLlmAttnSramOverflow;
   if (llm_attn_items(c) > kLlmAttnMaxItems) return kLlmAttnTooLarge;
   // The useful MACs' count (every causal pair of every head) must hold in int64.
-  const std::int64_t pairs = c.prompt % 2 == 0 ? sat_mul(c.prompt / 2, c.prompt + 1) : sat_mul(c.prompt, (c.prompt + 1) / 2);
+  const std::int64_t pairs = llm_attn_pairs(c);
   if (sat_mul(sat_mul(c.batch * c.kv_heads, llm_attn_group(c) * (c.head_dim + llm_attn_dv(c))), pairs) >= kTimeLimitPs)
     return kLlmAttnTooLarge;
   // A bound on any finish: every chunk step of every item on one PE, each at its costs with
@@ -162,7 +172,7 @@ KB_HD inline std::int32_t llm_attn_check(const LlmAttnConfig& c) {
   const ps_t per_step = k.ldk + k.ldv + k.mm1 + k.mm2 + k.va + k.vb + k.merge + 2 * lat;
   const ps_t per_item = 2 * shared_transfer_ps(R * d * 2, h.dma_gbps(), h.hbm_bandwidth_gbps, P) +
                         dec_detail::vec_ps(f, VecOp::row_div, R, d) + 2 * lat;
-  const std::int64_t steps = sat_mul(llm_attn_units(c), sat_mul(llm_attn_tiles(c), llm_attn_tiles(c)));
+  const std::int64_t steps = sat_mul(llm_attn_units(c), sat_mul(llm_attn_tiles(c), ceil_div(c.prior + c.prompt, c.tile)));
   const ps_t bound = sat_add(sat_mul(steps, per_step), sat_mul(llm_attn_items(c), per_item));
   if (bound >= kTimeLimitPs) return kLlmAttnTimeOverflow;
   return kLlmAttnOk;
@@ -239,7 +249,7 @@ KB_HD inline LlmAttnResult llm_attn_model(const LlmAttnConfig& c) {
     if (any) r.latency_ps = imax(r.latency_ps, t + lat);
   }
   // Useful work: each token's query heads against the positions up to it.
-  r.macs = c.batch * c.kv_heads * G * (d + dv) * (c.prompt * (c.prompt + 1) / 2);
+  r.macs = c.batch * c.kv_heads * G * (d + dv) * llm_attn_pairs(c);
   return r;
 }
 

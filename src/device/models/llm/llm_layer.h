@@ -200,11 +200,11 @@ KB_HD inline int llm_attention_program(const HwConfig& h, const LlmShape& m, con
     // attention, only to the positions of its own chunk.
     const bool decode = r.phase == static_cast<std::int64_t>(LlmPhase::decode);
     const std::int64_t seen = llm_window_positions(r.context, window);
-    const std::int64_t pairs = decode ? seen : llm_window_pairs(r.prompt, window);
+    const std::int64_t pairs = decode ? seen : llm_window_pairs(r.prompt, window) + r.prompt * r.prior;
     // A decode step reads the positions it attends to from the cache (the new one appended
     // just before, at kv_bytes); a prefill reads the prompt's own K and V (fp16), as the QKV
-    // GEMM wrote them.
-    const std::int64_t kv_read = decode ? r.batch * seen * 2 * kv * r.kv_bytes : M * 2 * kv * 2;
+    // GEMM wrote them, and the positions cached before it (chunked prefill) from the cache.
+    const std::int64_t kv_read = decode ? r.batch * seen * 2 * kv * r.kv_bytes : M * 2 * kv * 2 + r.batch * r.prior * 2 * kv * r.kv_bytes;
     LlmKernel a{LlmKernelKind::attention, "attention", 0, window, 0, llm_q_width(m) / t / m.head_dim, kvh, 0, 0,
                 r.batch * 2 * q * pairs, kv_read + M * q * 2, M * q * 2, 1, kLlmRoleNone};
     out[n++] = a;

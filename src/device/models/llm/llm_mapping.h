@@ -40,6 +40,9 @@ struct LlmRun {
   // The placement's load of those tokens (moe_load), when the caller has it: placed once a
   // config, not once for each stage and each kind of layer.
   const MoeLoad* load = nullptr;
+  // Prefill: positions of each sequence cached before its prompt's tokens (chunked prefill:
+  // the step takes a chunk of a prompt an earlier step began), attended to and held.
+  std::int64_t prior = 0;
 };
 
 // The load of a MoE run's tokens over its tp ranks: the caller's, or placed now.
@@ -79,7 +82,7 @@ KB_HD inline std::int64_t llm_tokens(const LlmRun& r) {
 }
 // KV positions each sequence holds after the step.
 KB_HD inline std::int64_t llm_positions(const LlmRun& r) {
-  return r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prompt;
+  return r.phase == static_cast<std::int64_t>(LlmPhase::decode) ? r.context : r.prior + r.prompt;
 }
 
 // How a stage's SIPs, cubes and PEs form its tp ranks: the PEs of one rank, the ranks
@@ -260,7 +263,8 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
   // i (from 1) to i of its prompt; under chunked attention, to those of its own chunk.
   const bool decode = r.phase == static_cast<std::int64_t>(LlmPhase::decode);
   const std::int64_t chunked = llm_chunked_layers(m), W = m.attn_chunk;
-  const std::int64_t pairs = decode ? r.context : r.prompt * (r.prompt + 1) / 2;
+  // A prompt's chunk after `prior` cached positions (chunked attention has none) attends to them too.
+  const std::int64_t pairs = decode ? r.context : r.prompt * (r.prompt + 1) / 2 + r.prompt * r.prior;
   const std::int64_t chunk_pairs = decode ? llm_window_positions(r.context, W) : llm_window_pairs(r.prompt, W);
   const std::int64_t attention = llm_mul_add(r.batch * llm_pair_macs(m, decode), pairs, 0);
   const std::int64_t chunk_attention = llm_mul_add(r.batch * llm_pair_macs(m, decode), chunk_pairs, 0);
@@ -282,6 +286,8 @@ KB_HD inline LlmBounds llm_bounds(const HwConfig& h, const LlmShape& m, const Ll
     const std::int64_t seen = llm_layers_seen(m.layers, chunked, r.context, W) - m.layers;
     b.read_bytes = llm_mul_add(r.batch * seen, llm_kv_bytes_per_token(m, r.kv_bytes) / m.layers, b.read_bytes);
   }
+  if (!decode && r.prior > 0 && b.read_bytes >= 0)  // the positions cached before the prompt, of each layer
+    b.read_bytes = llm_mul_add(r.batch * r.prior, llm_kv_bytes_per_token(m, r.kv_bytes), b.read_bytes);
   if (b.macs < 0 || b.read_bytes < 0) return LlmBounds{-1, -1, -1, -1};
   const std::int64_t cycles = ceil_div(b.macs, pes * h.matrix_rows * h.matrix_cols);
   b.compute_ps = cycles > kTimeLimitPs / 1000000 ? -1 : cycles_ps(cycles, h.clock_mhz);

@@ -70,6 +70,9 @@ struct LlmConfig {
   std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0, v_head = 0;
   // Llama 4's layers without RoPE and chunked attention (LlmShape; 0: neither).
   std::int64_t nope_every = 0, attn_chunk = 0;
+  // Prefill: positions of each sequence cached before the prompt (chunked prefill's later
+  // chunks; 0 otherwise; not with latent attention or chunked attention).
+  std::int64_t prior = 0;
   // Layers of each pipeline stage (--pp-layers; not an axis), or all 0: an even split.
   std::int16_t stage_layers[kLlmMaxStages];
   // The tokens of one micro-batch routed to each expert (the host's router: not an axis).
@@ -125,9 +128,11 @@ KB_HD inline LlmShape llm_shape_of(const LlmConfig& c) {
                   c.nope_every, c.attn_chunk};
 }
 KB_HD inline LlmRun llm_run_of(const LlmConfig& c) {
-  return LlmRun{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
-                c.tp,    c.tp_level,   c.pp,           c.stage_layers,      c.attention_dp,   c.redundant_experts,
-                c.dispatch_bytes,      c.expert_tokens};
+  LlmRun r{c.phase, c.batch,      c.context,      c.prompt,            c.weight_bytes,   c.kv_bytes,
+           c.tp,    c.tp_level,   c.pp,           c.stage_layers,      c.attention_dp,   c.redundant_experts,
+           c.dispatch_bytes,      c.expert_tokens};
+  r.prior = c.prior;
+  return r;
 }
 
 // The machine of one rank: SIP 0 alone (a SIP rank), one cube of it (a cube rank), or one PE
@@ -173,6 +178,7 @@ KB_HD void visit_kernel(const LlmConfig& c, const LlmRun& r, const HwConfig& ran
         x.hw = rank;
         x.batch = r.batch, x.q_heads = k.rows, x.kv_heads = k.cols, x.head_dim = c.head_dim, x.prompt = c.prompt;
         x.v_dim = c.kv_lora > 0 ? c.v_head : 0;  // latent attention, expanded
+        x.prior = c.prior;
         // Chunked attention (k.k positions a chunk): the whole chunks of every prompt as
         // sequences of their own, then the rest of each prompt.
         const std::int64_t W = k.k, P = c.prompt;
@@ -330,6 +336,12 @@ KB_HD inline bool llm_nope_fields_fit(const LlmConfig& c) {
   return c.kv_lora == 0 && !(c.experts > 0 && c.dense_layers > 0) && !(c.nope_every > 0 && c.qk_norm == 1);
 }
 
+// Positions cached before a prompt: a prefill's only, not with latent or chunked attention.
+KB_HD inline bool llm_prior_fits(const LlmConfig& c) {
+  return c.prior == 0 ||
+         (c.prior > 0 && c.phase == static_cast<std::int64_t>(LlmPhase::prefill) && c.kv_lora == 0 && c.attn_chunk == 0);
+}
+
 // The dense model's and the mapping's own fields in range.
 KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
   return !(c.hidden < 1 || c.hidden > kLlmMaxHidden || c.intermediate < 1 || c.intermediate > kLlmMaxIntermediate ||
@@ -347,7 +359,8 @@ KB_HD inline bool llm_fields_fit(const LlmConfig& c) {
 // llm_for_each_kernel's.
 KB_HD inline std::int32_t llm_check_config(const LlmConfig& c, const MoeLoad* load = nullptr) {
   const LlmShape m = llm_shape_of(c);
-  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c) || !llm_nope_fields_fit(c)) return kLlmBadField;
+  if (!llm_fields_fit(c) || !llm_moe_fields_fit(c) || !llm_mla_fields_fit(c) || !llm_nope_fields_fit(c) || !llm_prior_fits(c))
+    return kLlmBadField;
   if (c.attention_dp && c.tp >= 1 && (c.batch / c.microbatches) % c.tp != 0) return kLlmBadExperts;  // a micro-batch's sequences over the ranks
   LlmRun r = llm_run_of(c);
   r.load = load;

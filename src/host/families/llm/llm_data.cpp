@@ -446,6 +446,8 @@ std::string llm_data_refusal(const LlmConfig& c) {
   if (c.nope_every > 0 || c.attn_chunk > 0 || c.qk_norm > 0)
     return "--data runs LLaMA's attention only: layers without RoPE, chunked attention and q/k norms are not computed "
            "yet; leave --data out to time them";
+  if (c.prior > 0)
+    return "--data runs whole prompts: leave --prior out (a chunk after cached positions is timed, not computed)";
   if (c.layers_run != 0 && c.layers_run != c.layers)
     return "--data runs every layer: leave --layers out (got " + std::to_string(c.layers_run) + " of " + std::to_string(c.layers) + ")";
   const LlmResult r = llm_model(c);

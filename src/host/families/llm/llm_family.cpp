@@ -64,6 +64,10 @@ std::vector<AxisDesc> llm_axes() {
       axis("context", "--context", "KV positions a new token attends to, its own included", offsetof(C, context))
           .range(1, kLlmMaxContext).default_to("4096").defines_problem(),
       axis("prompt", "--prompt", "prefill: tokens a prompt", offsetof(C, prompt)).range(1, kLlmMaxPrompt).default_to("2048").defines_problem(),
+      axis("prior", "--prior",
+           "prefill: positions of each sequence cached before its prompt's tokens, attended to (chunked prefill's later "
+           "chunks; 0: none)",
+           offsetof(C, prior)).range(0, kLlmMaxContext).default_to("0").defines_problem().only_with("prior"),
       axis("tp", "--tp", "tensor-parallel ranks", offsetof(C, tp)).range(1, kCollMaxHierRanks).best_of("1:64").default_to("best"),
       axis("tp_level", "--tp-level", "what a rank is: pe (a PE of one cube), cube (a cube of SIP 0), sip (a SIP), or hier "
                                      "(a PE, over the first tp PEs of the stage)",

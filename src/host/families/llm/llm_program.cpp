@@ -148,8 +148,9 @@ LlmVecResult llm_vec_reference(const LlmVecConfig& c, const std::string* trace_p
 std::int64_t llm_attn_reference_ops(const LlmAttnConfig& c) {
   // Per item: the query load, per chunk two loads, two matmuls, five vector ops and a merge
   // of 13, then the division and the store. Unit u's tiles hold 1 .. tiles chunks.
-  const std::int64_t nb = llm_attn_tiles(c);
-  return sat_mul(llm_attn_units(c), sat_add(sat_mul(3, nb), sat_mul(22, sat_mul(nb, nb + 1) / 2)));
+  // After `prior` cached positions, every tile has ceil(prior / tile) chunks more at most.
+  const std::int64_t nb = llm_attn_tiles(c), before = c.prior > 0 ? sat_mul(nb, ceil_div(c.prior, c.tile) + 1) : 0;
+  return sat_mul(llm_attn_units(c), sat_add(sat_mul(3, nb), sat_mul(22, sat_add(sat_mul(nb, nb + 1) / 2, before))));
 }
 
 namespace {
@@ -157,16 +158,17 @@ namespace {
 // The causal attention kernel's tensors (data mode's values assigned) and launch in `ctx`;
 // returns the tensor it writes.
 Tensor attn_build(RuntimeContext& ctx, const LlmAttnConfig& c, const KernelValues* data) {
-  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt;
+  const std::int64_t C = c.hw.cubes_per_sip(), P = c.hw.pes_per_cube(), T = c.prompt, T0 = c.prior;
   const std::int64_t G = llm_attn_group(c), d = c.head_dim, dv = llm_attn_dv(c), t = c.tile, h = c.heads, S = G / h, Rm = t * h;
   const std::int64_t KV = c.batch * c.kv_heads;  // (sequence, KV head) pairs, each S streams
   Placement rep;  // every cube holds the tensors, shared by its PEs
   rep.cubes = C;
-  // Per (sequence, KV head): its queries [T, G, d] and answers [T, G, dv], K transposed [d, T]
-  // and V [T, dv], as the decode kernel keeps them.
+  // Per (sequence, KV head): its queries [T, G, d] and answers [T, G, dv], K transposed
+  // [d, T0 + T] and V [T0 + T, dv] (the T0 positions cached before the prompt first), as the
+  // decode kernel keeps them.
   const Tensor q = ctx.zeros({KV, T, G, d}, DType::f16, rep, "q");
-  const Tensor k = ctx.zeros({KV, d, T}, DType::f16, rep, "k");
-  const Tensor v = ctx.zeros({KV, T, dv}, DType::f16, rep, "v");
+  const Tensor k = ctx.zeros({KV, d, T0 + T}, DType::f16, rep, "k");
+  const Tensor v = ctx.zeros({KV, T0 + T, dv}, DType::f16, rep, "v");
   const Tensor o = ctx.zeros({KV, T, G, dv}, DType::f16, rep, "o");
   if (data) {
     if (data->in.size() != 3) throw InputError("llm attention: 3 input tensors, " + std::to_string(data->in.size()) + " given");
@@ -201,9 +203,10 @@ Tensor attn_build(RuntimeContext& ctx, const LlmAttnConfig& c, const KernelValue
         const SramBuf kj = p.slice(kb[slot], 0, d * n), vj = p.slice(vb[slot], 0, n * dv), sj = p.slice(sb, 0, R * n);
         const OpId ldk = p.load(k, Box{{u, 0, pos}, {1, d, n}}, kj, {chain.k_free(slot)});
         const OpId ldv = p.load(v, Box{{u, pos, 0}, {1, n, dv}}, vj, {chain.v_free(slot)});
-        // The causal mask of the diagonal block rides on the scaling pass (timed alike).
+        // The causal mask of the blocks the diagonal crosses rides on the scaling pass (timed
+        // alike): token i of the tile is at position T0 + first + i.
         FlashCausal mask;
-        if (j + 1 == J) mask = FlashCausal{true, it.first, h, pos};
+        if (pos + n - 1 > T0 + it.first) mask = FlashCausal{true, T0 + it.first, h, pos};
         chain.step(p, slot, j == 0, lq, ldk, ldv, qs, kj, vj, sj, R, n, d, scale, FlashBufs{m, l, ob, tmp, mc, lc, oc}, mask);
       }
       const OpId div = p.row_div(ob, l, R, dv, {chain.last_vec, chain.last_mm});
@@ -224,7 +227,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   LlmAttnResult r{};
   r.status = llm_attn_check(c);
   if (r.status != kLlmAttnOk) throw InputError("llm attention kernel: invalid config (status " + std::to_string(r.status) + ")");
-  const std::int64_t T = c.prompt, G = llm_attn_group(c), d = c.head_dim, KV = c.batch * c.kv_heads;
+  const std::int64_t G = llm_attn_group(c), d = c.head_dim, KV = c.batch * c.kv_heads;
   RuntimeContext ctx(topology_of(c.hw), ContextOptions{data != nullptr});
   ctx.limit_ops(llm_attn_reference_ops(c));
   Tensor answer;
@@ -241,7 +244,7 @@ LlmAttnResult llm_attn_reference(const LlmAttnConfig& c, const std::string* trac
   r.matrix_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::matrix)];
   r.vector_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::vector)];
   r.dma_busy_ps = s.busy_ps[static_cast<std::size_t>(engine::ResourceClass::dma)];
-  r.macs = KV * G * (d + llm_attn_dv(c)) * (T * (T + 1) / 2);  // the causal pairs' (a count, not a time)
+  r.macs = KV * G * (d + llm_attn_dv(c)) * llm_attn_pairs(c);  // the causal pairs' (a count, not a time)
   r.hbm_read_bytes = s.hbm_read_bytes;
   r.hbm_write_bytes = s.hbm_write_bytes;
   r.vector_ops = s.vector_ops, r.sram_read_bytes = s.sram_read_bytes, r.sram_write_bytes = s.sram_write_bytes;
@@ -576,6 +579,9 @@ std::string bad_field_message(const LlmConfig& c) {
            ": layers without RoPE every 0..layers (" + std::to_string(c.layers) + ") layers, chunks of 0.." +
            std::to_string(kLlmMaxContext) + " positions, neither with latent attention or --dense-layers, and "
            "--nope-every with --qk-norm no or l2 (a layer without RoPE has no q/k norm)";
+  if (!llm_prior_fits(c))
+    return "--prior " + std::to_string(c.prior) + ": positions cached before a prompt are a prefill's (--phase prefill), "
+           "0 or more, and not with latent attention or --attn-chunk";
   return "a field is out of range (the model's dimensions as docs/model.md section 13.1 allows, layers 0..the "
          "model's, tp-algo, attention case 1..4, micro-batches dividing the batch, at most 64 stages, or the hardware)";
 }

@@ -1,0 +1,196 @@
+#include "serve_steps.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "../common/error.h"
+#include "../families/llm/llm_program.h"
+
+namespace kb::serve {
+
+StepModel::StepModel(const LlmConfig& base, std::function<void(LlmConfig&)> route, bool best_case)
+    : base_(base), route_(std::move(route)), best_case_(best_case), batched_([](const LlmConfig& c) { return llm_model(c); }) {
+  if (base.pp != 1 || base.microbatches != 1)
+    throw InputError("serve runs one pipeline stage and one micro-batch a step (--pp 1): pipelined serving is not modelled yet");
+  if (base.attention_dp)
+    throw InputError("serve runs attention tensor-parallel (--attention tp): data-parallel attention's split of a step's "
+                     "requests over the ranks is not modelled yet");
+  if (base.kv_lora > 0)
+    throw InputError("serve: latent attention (a --kv-lora model) runs decode absorbed and prefill expanded, so a mixed "
+                     "step's projections differ by request; not modelled yet");
+  if (base.attn_chunk > 0)
+    throw InputError("serve: chunked attention (--attn-chunk) with chunked prefill is not modelled yet");
+}
+
+namespace {
+
+// Sequences, tokens and positions a part's config may hold.
+void check_part(const char* what, std::int64_t v, std::int64_t hi) {
+  if (v < 1 || v > hi)
+    throw InputError(std::string("serve: a step's ") + what + " of " + std::to_string(v) + " is outside the llm family's 1.." +
+                     std::to_string(hi));
+}
+
+}  // namespace
+
+// A decode step of one token a sequence at context 1 (its attention the least there is), or
+// above the family's batch, one prompt of every token: the kernels but attention are alike.
+LlmConfig StepModel::linear_config(std::int64_t tokens) {
+  if (tokens <= kLlmMaxBatch) return any_case(plain_decode(tokens, 1));
+  check_part("tokens", tokens, kLlmMaxPrompt);
+  LlmConfig c = base_;
+  c.phase = static_cast<std::int64_t>(LlmPhase::prefill), c.batch = 1, c.prompt = tokens, c.prior = 0;
+  c.layers_run = 1, c.microbatches = 1;
+  if (route_) route_(c);
+  return c;
+}
+
+LlmConfig StepModel::head_config(std::int64_t sequences) { return any_case(plain_decode(sequences, 1)); }
+
+// The first attention case the config's kernels take (cube-replicated first: it splits no
+// KV cache), or the config as it is for its check to name.
+LlmConfig StepModel::any_case(LlmConfig c) const {
+  for (const std::int64_t k : {2, 1, 3, 4}) {
+    c.attention_case = k;
+    if (llm_check(c) == kLlmOk) return c;
+  }
+  c.attention_case = base_.attention_case;
+  return c;
+}
+
+LlmConfig StepModel::decode_config(std::int64_t batch, std::int64_t context) {
+  LlmConfig c = plain_decode(batch, context);
+  if (!best_case_) return c;
+  const std::pair<std::int64_t, std::int64_t> key{batch, context};
+  const auto hit = case_of_.find(key);
+  if (hit != case_of_.end()) {
+    c.attention_case = hit->second;
+    return c;
+  }
+  std::int64_t best = 0;
+  ps_t least = 0;
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    c.attention_case = k;
+    ++evaluations_;
+    const LlmResult r = llm_model(c);
+    if (r.status == kLlmOk && (best == 0 || r.attention_ps < least)) best = k, least = r.attention_ps;
+  }
+  c.attention_case = best > 0 ? best : base_.attention_case;  // none valid: the base's, for the check to name
+  case_of_.emplace(key, c.attention_case);
+  return c;
+}
+
+LlmConfig StepModel::plain_decode(std::int64_t batch, std::int64_t context) const {
+  check_part("decoding requests", batch, kLlmMaxBatch);
+  check_part("context", context, kLlmMaxContext);
+  LlmConfig c = base_;
+  c.phase = static_cast<std::int64_t>(LlmPhase::decode), c.batch = batch, c.context = context, c.prior = 0;
+  c.layers_run = 1, c.microbatches = 1;
+  if (route_) route_(c);
+  return c;
+}
+
+LlmConfig StepModel::prefill_config(std::int64_t tokens, std::int64_t prior) const {
+  check_part("prompt chunk", tokens, kLlmMaxPrompt);
+  if (prior < 0 || prior + tokens > kLlmMaxContext)
+    throw InputError("serve: a prompt of " + std::to_string(prior + tokens) + " tokens is above the llm family's " +
+                     std::to_string(kLlmMaxContext) + " positions");
+  LlmConfig c = base_;
+  c.phase = static_cast<std::int64_t>(LlmPhase::prefill), c.batch = 1, c.prompt = tokens, c.prior = prior;
+  c.layers_run = 1, c.microbatches = 1;
+  if (route_) route_(c);
+  return c;
+}
+
+LlmResult StepModel::run(const LlmEval& eval, const LlmConfig& c) {
+  ++evaluations_;
+  const LlmResult r = eval(c);
+  if (r.status != kLlmOk) throw InputError("serve: " + llm_status_message(r.status, c));
+  return r;
+}
+
+StepParts StepModel::parts_with(const StepMix& mix, const LlmEval& eval, Memo& memo) {
+  auto once = [&](auto& map, const auto& key, auto&& compute) {
+    const auto hit = map.find(key);
+    if (hit != map.end()) return hit->second;
+    const ps_t v = compute();
+    map.emplace(key, v);
+    return v;
+  };
+  StepParts p;
+  const std::int64_t M = mix.tokens(), S = static_cast<std::int64_t>(mix.decode_contexts.size() + mix.prefill_tokens.size());
+  if (M < 1) throw InternalError("a serving step without tokens", __FILE__, __LINE__);
+  p.linear = once(memo.linear, M, [&] {
+    const LlmResult r = run(eval, linear_config(M));
+    return r.model_latency_ps - r.attention_ps - r.head_ps;
+  });
+  p.head = once(memo.head, S, [&] { return run(eval, head_config(S)).head_ps; });
+  // Decoding requests in the launches the plan of least time on the batched model gives.
+  for (const auto& key : decode_launches(mix.decode_contexts))
+    p.decode_attention += once(memo.decode, key, [&] { return run(eval, decode_config(key.first, key.second)).attention_ps; });
+  for (std::size_t i = 0; i < mix.prefill_tokens.size(); ++i) {
+    const std::pair<std::int64_t, std::int64_t> key{mix.prefill_tokens[i], mix.prefill_before[i]};
+    p.prefill_attention += once(memo.prefill, key, [&] { return run(eval, prefill_config(key.first, key.second)).attention_ps; });
+  }
+  return p;
+}
+
+ps_t StepModel::decode_attention(std::int64_t batch, std::int64_t context) {
+  const std::pair<std::int64_t, std::int64_t> key{batch, context};
+  const auto hit = memo_.decode.find(key);
+  if (hit != memo_.decode.end()) return hit->second;
+  const ps_t t = run(batched_, decode_config(batch, context)).attention_ps;
+  memo_.decode.emplace(key, t);
+  return t;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> StepModel::decode_launches(std::vector<std::int64_t> contexts) {
+  using Launches = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  std::sort(contexts.begin(), contexts.end());
+  const std::size_t n = contexts.size();
+  Launches best;  // one launch a distinct context
+  for (std::size_t i = 0, j = 0; i < n; i = j) {
+    while (j < n && contexts[j] == contexts[i]) ++j;
+    best.emplace_back(static_cast<std::int64_t>(j - i), contexts[i]);
+  }
+  if (best.size() <= 1) return best;
+  auto time_of = [&](const Launches& l) {
+    ps_t t = 0;
+    for (const auto& [b, ctx] : l) t += decode_attention(b, ctx);
+    return t;
+  };
+  ps_t least = time_of(best);
+  // q launches of (nearly) equal counts, each padded to its longest context.
+  for (const std::size_t q : {1, 2, 4, 8}) {
+    if (q >= best.size()) break;
+    Launches l;
+    for (std::size_t k = 0; k < q; ++k) {
+      const std::size_t lo = k * n / q, hi = (k + 1) * n / q;
+      l.emplace_back(static_cast<std::int64_t>(hi - lo), contexts[hi - 1]);
+    }
+    const ps_t t = time_of(l);
+    if (t < least) least = t, best = std::move(l);
+  }
+  return best;
+}
+
+StepParts StepModel::reference_parts(const StepMix& mix) {
+  Memo fresh;
+  return parts_with(mix, [](const LlmConfig& c) { return llm_reference(c); }, fresh);
+}
+
+std::int64_t StepModel::kv_token_capacity(std::int64_t max_step_tokens) {
+  const LlmConfig step = linear_config(max_step_tokens);
+  const LlmShape m = llm_shape_of(step);
+  LlmRun r = llm_run_of(step);
+  const LlmCubeBytes full = llm_fullest_cube(step.hw, m, r);
+  // One position of one sequence: a token's KV bytes on that cube.
+  r.phase = static_cast<std::int64_t>(LlmPhase::prefill), r.batch = 1, r.prompt = 1, r.prior = 0;
+  const std::int64_t per_token = llm_fullest_cube(step.hw, m, r).kv;
+  const std::int64_t left = step.hw.hbm_capacity_bytes() - full.weights - full.activations;
+  if (left <= 0 || per_token <= 0) return 0;
+  return left / per_token;
+}
+
+}  // namespace kb::serve
