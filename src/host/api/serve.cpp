@@ -298,7 +298,9 @@ nlohmann::json run_serve(const ServeRequest& q) {
   Inputs in = parse_inputs(q);
   serve::Limits& lim = in.lim;
   // The model and its mapping, as eval llm makes them; the step model over them.
-  const EvalConfig made = eval_config(q.llm);
+  EvalRequest llm = q.llm;
+  if (!llm.axes.count("pp")) llm.axes["pp"] = "1";  // one stage, unless asked (and then refused by name)
+  const EvalConfig made = eval_config(llm);
   LlmConfig base{};
   std::memcpy(&base, made.config.data(), sizeof base);
   std::int64_t kv_tokens = 0;

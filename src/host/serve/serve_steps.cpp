@@ -127,8 +127,11 @@ StepParts StepModel::parts_with(const StepMix& mix, const LlmEval& eval, Memo& m
   });
   p.head = once(memo.head, S, [&] { return run(eval, head_config(S)).head_ps; });
   // Decoding requests in the launches the plan of least time on the batched model gives.
-  for (const auto& key : decode_launches(mix.decode_contexts))
-    p.decode_attention += once(memo.decode, key, [&] { return run(eval, decode_config(key.first, key.second)).attention_ps; });
+  for (const auto& key : decode_launches(mix.decode_contexts)) {
+    const ps_t t = once(memo.decode, key, [&] { return run(eval, decode_config(key.first, key.second)).attention_ps; });
+    if (t < 0) run(eval, decode_config(key.first, key.second));  // not valid: its status, in one line
+    p.decode_attention += t;
+  }
   for (std::size_t i = 0; i < mix.prefill_tokens.size(); ++i) {
     const std::pair<std::int64_t, std::int64_t> key{mix.prefill_tokens[i], mix.prefill_before[i]};
     p.prefill_attention += once(memo.prefill, key, [&] { return run(eval, prefill_config(key.first, key.second)).attention_ps; });
@@ -136,11 +139,14 @@ StepParts StepModel::parts_with(const StepMix& mix, const LlmEval& eval, Memo& m
   return p;
 }
 
+// -1 where the config is not valid (a launch padded to a longer context may not fit the HBM).
 ps_t StepModel::decode_attention(std::int64_t batch, std::int64_t context) {
   const std::pair<std::int64_t, std::int64_t> key{batch, context};
   const auto hit = memo_.decode.find(key);
   if (hit != memo_.decode.end()) return hit->second;
-  const ps_t t = run(batched_, decode_config(batch, context)).attention_ps;
+  ++evaluations_;
+  const LlmResult r = llm_model(decode_config(batch, context));
+  const ps_t t = r.status == kLlmOk ? r.attention_ps : -1;
   memo_.decode.emplace(key, t);
   return t;
 }
@@ -157,10 +163,15 @@ std::vector<std::pair<std::int64_t, std::int64_t>> StepModel::decode_launches(st
   if (best.size() <= 1) return best;
   auto time_of = [&](const Launches& l) {
     ps_t t = 0;
-    for (const auto& [b, ctx] : l) t += decode_attention(b, ctx);
+    for (const auto& [b, ctx] : l) {
+      const ps_t one = decode_attention(b, ctx);
+      if (one < 0) return ps_t{-1};
+      t += one;
+    }
     return t;
   };
   ps_t least = time_of(best);
+  if (least < 0) return best;  // the part's own run names what does not fit
   // q launches of (nearly) equal counts, each padded to its longest context.
   for (const std::size_t q : {1, 2, 4, 8}) {
     if (q >= best.size()) break;
@@ -170,7 +181,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> StepModel::decode_launches(st
       l.emplace_back(static_cast<std::int64_t>(hi - lo), contexts[hi - 1]);
     }
     const ps_t t = time_of(l);
-    if (t < least) least = t, best = std::move(l);
+    if (t >= 0 && t < least) least = t, best = std::move(l);  // a padded plan that does not fit is not a plan
   }
   return best;
 }
