@@ -270,7 +270,7 @@ class ServeResult:
 
 def serve(topology: TopologyArg = None, set: Optional[Mapping[str, Any]] = None, *,  # noqa: A002
           arrivals: str, isl: Value = 1024, osl: Value = 128, lengths: Union[None, str, os.PathLike] = None,
-          requests: int = 1000, seed: int = 1, max_num_seqs: int = 256, max_batched_tokens: int = 8192,
+          requests: Optional[int] = None, seed: int = 1, max_num_seqs: int = 256, max_batched_tokens: int = 8192,
           chunked_prefill: Union[bool, str] = True, kv_block: int = 16, slo_ttft: float = 2000, slo_tpot: float = 50,
           disagg: Optional[str] = None, recheck: int = 2, out: Union[None, str, os.PathLike] = None, backend: str = "auto",
           **config: Value) -> ServeResult:
@@ -287,7 +287,7 @@ def serve(topology: TopologyArg = None, set: Optional[Mapping[str, Any]] = None,
     path, set_words = _topology_args(topology, set)
     if isinstance(chunked_prefill, bool):
         chunked_prefill = "on" if chunked_prefill else "off"
-    options = {"arrivals": str(arrivals), "isl": _one(isl), "osl": _one(osl), "requests": _one(requests),
+    options = {"arrivals": str(arrivals), "isl": _one(isl), "osl": _one(osl), "requests": "" if requests is None else _one(requests),
                "seed": _one(seed), "max_num_seqs": _one(max_num_seqs), "max_batched_tokens": _one(max_batched_tokens),
                "chunked_prefill": str(chunked_prefill), "kv_block": _one(kv_block), "slo_ttft": str(slo_ttft),
                "slo_tpot": str(slo_tpot), "recheck": _one(recheck)}

@@ -159,3 +159,30 @@ TEST(ServeCli, DisaggregatedServingRunsOnDisjointSips) {
 
 }  // namespace
 }  // namespace kb::clitest
+
+namespace kb::clitest {
+namespace {
+
+// A trace serves its own rows, at their times and lengths; a conversations file gives lengths.
+TEST(ServeCli, ATraceServesItsRowsAndAFileItsLengths) {
+  const std::string d = fresh_dir("kb_serve_trace");
+  fs::create_directories(d);
+  std::ofstream(d + "/trace.csv") << "timestamp,input,output\n0,50,3\n0.001,20,1\n0.5,70,9\n";
+  const Result r = run(kTiny + "--arrivals '" + d + "/trace.csv' --recheck 0 --out '" + d + "/out' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["workload"]["requests"], 3);
+  const std::string csv = slurp(d + "/out/requests.csv");
+  EXPECT_NE(csv.find("\n0,0.000000000,50,3,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n2,0.500000000,70,9,"), std::string::npos) << csv;
+  expect_input_error(run(kTiny + "--arrivals '" + d + "/trace.csv' --requests 4"), "--requests 4");
+  std::ofstream(d + "/conv.csv") << "input,output\n33,4\n";
+  const Result f = run(kTiny + "--arrivals poisson:50 --lengths '" + d + "/conv.csv' --requests 5 --recheck 0 --out '" + d +
+                       "/out2' --json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  const std::string rows = slurp(d + "/out2/requests.csv");
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 6);
+  EXPECT_EQ(rows.find(",33,4,") != std::string::npos, true) << rows;
+}
+
+}  // namespace
+}  // namespace kb::clitest

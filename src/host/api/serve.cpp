@@ -206,7 +206,8 @@ Inputs parse_inputs(const ServeRequest& q) {
   in.isl = serve::parse_lengths(q.isl, "--isl"), in.osl = serve::parse_lengths(q.osl, "--osl");
   if (!q.lengths.empty()) in.pairs = serve::read_lengths(q.lengths);
   const bool trace = in.arrivals.kind == serve::Arrivals::Kind::trace;
-  in.n = int_flag("--requests", q.requests, 1, trace ? static_cast<std::int64_t>(in.arrivals.trace.size()) : INT64_C(1) << 24);
+  const std::int64_t rows = static_cast<std::int64_t>(in.arrivals.trace.size());
+  in.n = q.requests.empty() ? (trace ? rows : 1000) : int_flag("--requests", q.requests, 1, trace ? rows : INT64_C(1) << 24);
   in.seed = int_flag("--seed", q.seed, 0, INT64_MAX);
   in.lim.max_num_seqs = int_flag("--max-num-seqs", q.max_num_seqs, 1, kLlmMaxBatch);
   in.lim.max_batched_tokens = int_flag("--max-batched-tokens", q.max_batched_tokens, 1, kLlmMaxPrompt);

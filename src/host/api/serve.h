@@ -20,7 +20,7 @@ struct ServeRequest {
   std::string arrivals;                  // poisson:RATE, gamma:RATE:CV, closed:N or FILE.csv
   std::string isl = "1024", osl = "128";  // N, uniform:A:B or lognormal:MEAN:SIGMA
   std::string lengths;                   // a conversations file (input,output rows), instead of isl and osl
-  std::string requests = "1000", seed = "1";
+  std::string requests, seed = "1";  // requests "": 1000, or a trace's rows
   std::string max_num_seqs = "256", max_batched_tokens = "8192", chunked_prefill = "on", kv_block = "16";
   std::string slo_ttft = "2000", slo_tpot = "50";  // milliseconds
   std::string disagg;          // "P:D": P prefill and D decode instances ("": one instance, aggregated)

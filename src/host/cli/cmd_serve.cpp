@@ -38,7 +38,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   cmd->add_option("--isl", r.isl, "prompt tokens: N, uniform:A:B or lognormal:MEAN:SIGMA")->capture_default_str();
   cmd->add_option("--osl", r.osl, "output tokens: N, uniform:A:B or lognormal:MEAN:SIGMA")->capture_default_str();
   cmd->add_option("--lengths", r.lengths, "a file of conversations (input,output rows, such as ShareGPT's), drawn uniformly");
-  cmd->add_option("--requests", r.requests, "requests to serve (a trace: at most its rows)")->capture_default_str();
+  cmd->add_option("--requests", r.requests, "requests to serve (default 1000; a trace: its rows, or at most that many)");
   cmd->add_option("--seed", r.seed, "the seed of arrivals and lengths")->capture_default_str();
   cmd->add_option("--max-num-seqs", r.max_num_seqs, "requests running at once")->capture_default_str();
   cmd->add_option("--max-batched-tokens", r.max_batched_tokens, "tokens a step computes")->capture_default_str();
