@@ -4,6 +4,8 @@
 // mixed step's parts to the picosecond as the batched model does.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "host/common/error.h"
 #include "host/serve/serve_steps.h"
 #include "tiny_llm.h"
@@ -32,6 +34,10 @@ TEST(ServeSteps, DecodingAtOneContextIsTheFamilysDecodeStep) {
         const LlmResult r = llm_model(c);
         ASSERT_EQ(r.status, kLlmOk);
         EXPECT_EQ(m.time(mix), r.model_latency_ps) << "tp " << tp << " batch " << batch << " context " << context;
+        // Its counted actions too (energy's): the parts' add up to the family's step's.
+        const Actions want = LlmModel::actions(c, r), got = m.parts(mix).actions;
+        EXPECT_EQ(std::memcmp(&want, &got, sizeof want), 0) << "tp " << tp << " batch " << batch << " context " << context
+                                                            << " macs " << got.macs << " of " << want.macs;
       }
   }
 }
@@ -47,6 +53,8 @@ TEST(ServeSteps, APromptWholeOrAfterCachedPositionsIsTheFamilysPrefill) {
       const LlmResult r = llm_model(c);
       ASSERT_EQ(r.status, kLlmOk);
       EXPECT_EQ(m.time(mix), r.model_latency_ps) << "prompt " << prompt << " prior " << prior;
+      const Actions want = LlmModel::actions(c, r), got = m.parts(mix).actions;
+      EXPECT_EQ(std::memcmp(&want, &got, sizeof want), 0) << "prompt " << prompt << " prior " << prior;
     }
 }
 

@@ -136,7 +136,7 @@ nlohmann::json recheck(serve::StepModel& model, const Reservoir& kept) {
     const StepParts b = model.parts(mix), r = model.reference_parts(mix);
     one["batched"] = parts_json(b), one["reference"] = parts_json(r);
     const bool same = b.linear == r.linear && b.head == r.head && b.decode_attention == r.decode_attention &&
-                      b.prefill_attention == r.prefill_attention;
+                      b.prefill_attention == r.prefill_attention && std::memcmp(&b.actions, &r.actions, sizeof b.actions) == 0;
     one["identical"] = same;
     agreed += same;
     steps.push_back(one);
@@ -256,6 +256,27 @@ nlohmann::json report_json(const serve::Report& rep, std::int64_t sips, std::int
           {"peak_kv_use", static_cast<double>(rep.peak_kv_blocks) / static_cast<double>(kv_blocks)}};
 }
 
+// The run's energy: its steps' dynamic energy, and the whole machine's static power from the
+// first arrival to the last finish (idle or not), in joules, per output token and per token.
+nlohmann::json energy_json(const serve::ServeRun& run, const std::vector<serve::Request>& requests, const HwConfig& hw,
+                           long double dynamic_fj, bool overflow) {
+  ps_t first = run.end;
+  std::int64_t out_tokens = 0, all_tokens = 0;
+  for (std::size_t i = 0; i < run.requests.size(); ++i)
+    first = std::min(first, run.requests[i].arrival), out_tokens += requests[i].output,
+    all_tokens += requests[i].input + requests[i].output;
+  const long double static_fj = static_cast<long double>(hw_static_mw(hw)) * static_cast<long double>(run.end - first);
+  const double dynamic_j = static_cast<double>(dynamic_fj * 1e-15L), static_j = static_cast<double>(static_fj * 1e-15L);
+  const double total = dynamic_j + static_j;
+  return {{"status", overflow ? "energy_overflow" : "ok"},
+          {"dynamic_j", dynamic_j},
+          {"static_j", static_j},
+          {"total_j", total},
+          {"j_per_output_token", total / static_cast<double>(out_tokens)},
+          {"j_per_token", total / static_cast<double>(all_tokens)},
+          {"average_power_w", run.end > first ? total / (static_cast<double>(run.end - first) * 1e-12) : 0.0}};
+}
+
 // The longest prompt's KV transfer on the reference engine too.
 nlohmann::json kv_recheck(KvTransfer& kv, const std::vector<serve::Request>& requests) {
   std::int64_t longest = 1;
@@ -315,9 +336,16 @@ nlohmann::json run_serve(const ServeRequest& q) {
   const std::vector<serve::Request> requests =
       serve::make_requests(in.arrivals, in.isl, in.osl, in.pairs, in.n, static_cast<std::uint64_t>(in.seed));
   Reservoir kept{static_cast<std::size_t>(in.rechecks), SplitMix64{static_cast<std::uint64_t>(in.seed) ^ UINT64_C(0x5E17E)}, {}};
+  // Energy: each step's counted actions (dynamic), and the machine's static power over the run.
+  long double dynamic_fj = 0;
+  bool energy_overflow = false;
   const serve::StepTime step_time = [&](const StepMix& mix) {
     kept.offer(mix);
-    return model.time(mix);
+    const StepParts p = model.parts(mix);
+    const Energy e = energy_of(base.hw, p.actions, 0);
+    energy_overflow = energy_overflow || e.status != kEnergyOk;
+    dynamic_fj += static_cast<long double>(e.total);
+    return p.total();
   };
   KvTransfer kv(base);
   serve::DisaggRun split;
@@ -345,7 +373,9 @@ nlohmann::json run_serve(const ServeRequest& q) {
       if (requests[i].output > 1) ms.push_back(static_cast<double>(split.transfer[i]) / 1e9);
     doc["disagg"] = {{"prefill", in.prefill}, {"decode", in.decode}, {"kv_transfer_ms", stats_json(serve::stats_of(ms), 1.0)}};
   }
-  doc["report"] = report_json(serve::report_of(run, in.slo_ttft, in.slo_tpot), sips, lim.kv_blocks);
+  const serve::Report rep = serve::report_of(run, in.slo_ttft, in.slo_tpot);
+  doc["report"] = report_json(rep, sips, lim.kv_blocks);
+  doc["energy"] = energy_json(run, requests, base.hw, dynamic_fj, energy_overflow);
   doc["steps"] = {{"count", run.steps.size()}, {"distinct_part_evaluations", model.evaluations()}};
   doc["recheck"] = checked;
 

@@ -98,6 +98,10 @@ void cmd_serve(ServeArgs& a) {
              rep["met_slo"].get<long long>(), doc["slo"]["ttft_ms"].get<double>(), doc["slo"]["tpot_ms"].get<double>());
   cli_printf("  KV cache %lld blocks of %lld tokens, peak use %.1f %%, %lld preemptions\n", doc["limits"]["kv_blocks"].get<long long>(),
              doc["limits"]["kv_block"].get<long long>(), 100.0 * rep["peak_kv_use"].get<double>(), rep["preemptions"].get<long long>());
+  const nlohmann::json& en = doc["energy"];
+  cli_printf("  energy %.4g J (%.4g dynamic, %.4g static), %.4g J per output token, %.4g W on average\n",
+             en["total_j"].get<double>(), en["dynamic_j"].get<double>(), en["static_j"].get<double>(),
+             en["j_per_output_token"].get<double>(), en["average_power_w"].get<double>());
   if (!doc["disagg"].is_null())
     cli_printf("  disaggregated: %lld prefill and %lld decode instances, KV transfer mean %.4g ms, p99 %.4g ms\n",
                doc["disagg"]["prefill"].get<long long>(), doc["disagg"]["decode"].get<long long>(),

@@ -110,31 +110,91 @@ LlmResult StepModel::run(const LlmEval& eval, const LlmConfig& c) {
   return r;
 }
 
+namespace {
+
+// a - b, count by count (b's counts a part of a's).
+Actions actions_less(const Actions& a, const Actions& b) {
+  return Actions{a.macs - b.macs,
+                 a.vector_ops - b.vector_ops,
+                 a.sram_read_bytes - b.sram_read_bytes,
+                 a.sram_write_bytes - b.sram_write_bytes,
+                 a.hbm_read_bytes - b.hbm_read_bytes,
+                 a.hbm_write_bytes - b.hbm_write_bytes,
+                 a.link_bytes_pe - b.link_bytes_pe,
+                 a.link_bytes_cube - b.link_bytes_cube,
+                 a.link_bytes_sip - b.link_bytes_sip};
+}
+
+}  // namespace
+
+ActionSplit llm_action_split(const LlmConfig& c) {
+  // Each attention and head kernel's actions, `tp` ranks alike, as LlmTally::add counts them;
+  // a layer's, for each layer of its kind (one micro-batch, one stage: serve's configs).
+  struct Split {
+    ActionSplit out;
+    std::int64_t tp = 1, per_layer[2] = {0, 0};
+    int kind = 0;
+    void layer_kind(bool dense) { kind = dense ? 1 : 0; }
+    void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
+      if (!layer) out.head = actions_add(out.head, GemmModel::actions(g, gemm_model(g)), tp * k.repeat);
+    }
+    void attention(const DecodeConfig& d, const LlmKernel& k, bool) {
+      out.attention = actions_add(out.attention, DecodeModel::actions(d, DecodeModel::evaluate(d)), tp * k.repeat * per_layer[kind]);
+    }
+    void attention(const LlmAttnConfig& x, const LlmKernel& k, bool) {
+      out.attention = actions_add(out.attention, llm_attn_actions(llm_attn_model(x)), tp * k.repeat * per_layer[kind]);
+    }
+    void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}
+    void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
+      if (!layer) out.head = actions_add(out.head, llm_vec_actions(llm_vec_model(x)), tp * k.repeat);
+    }
+    void transfer(const LlmSendConfig&) {}
+  } split;
+  split.tp = c.tp;
+  const std::int64_t alt = llm_alt_layers(llm_shape_of(c));
+  split.per_layer[0] = c.layers - alt, split.per_layer[1] = alt;
+  llm_for_each_kernel(c, split);
+  return split.out;
+}
+
+// Part `part` of config c: 0 every kernel but attention and the head, 1 the head, 2 attention.
+StepModel::Fig StepModel::figure(const LlmEval& eval, const LlmConfig& c, int part) {
+  const LlmResult r = run(eval, c);
+  const ActionSplit a = llm_action_split(c);
+  switch (part) {
+    case 0:
+      return Fig{r.model_latency_ps - r.attention_ps - r.head_ps,
+                 actions_less(actions_less(LlmModel::actions(c, r), a.attention), a.head)};
+    case 1: return Fig{r.head_ps, a.head};
+    default: return Fig{r.attention_ps, a.attention};
+  }
+}
+
 StepParts StepModel::parts_with(const StepMix& mix, const LlmEval& eval, Memo& memo) {
   auto once = [&](auto& map, const auto& key, auto&& compute) {
     const auto hit = map.find(key);
     if (hit != map.end()) return hit->second;
-    const ps_t v = compute();
+    const Fig v = compute();
     map.emplace(key, v);
     return v;
   };
   StepParts p;
   const std::int64_t M = mix.tokens(), S = static_cast<std::int64_t>(mix.decode_contexts.size() + mix.prefill_tokens.size());
   if (M < 1) throw InternalError("a serving step without tokens", __FILE__, __LINE__);
-  p.linear = once(memo.linear, M, [&] {
-    const LlmResult r = run(eval, linear_config(M));
-    return r.model_latency_ps - r.attention_ps - r.head_ps;
-  });
-  p.head = once(memo.head, S, [&] { return run(eval, head_config(S)).head_ps; });
+  const Fig lin = once(memo.linear, M, [&] { return figure(eval, linear_config(M), 0); });
+  const Fig head = once(memo.head, S, [&] { return figure(eval, head_config(S), 1); });
+  p.linear = lin.time, p.head = head.time;
+  p.actions = actions_add(lin.actions, head.actions);
   // Decoding requests in the launches the plan of least time on the batched model gives.
   for (const auto& key : decode_launches(mix.decode_contexts)) {
-    const ps_t t = once(memo.decode, key, [&] { return run(eval, decode_config(key.first, key.second)).attention_ps; });
-    if (t < 0) run(eval, decode_config(key.first, key.second));  // not valid: its status, in one line
-    p.decode_attention += t;
+    const Fig f = once(memo.decode, key, [&] { return figure(eval, decode_config(key.first, key.second), 2); });
+    if (f.time < 0) run(eval, decode_config(key.first, key.second));  // not valid: its status, in one line
+    p.decode_attention += f.time, p.actions = actions_add(p.actions, f.actions);
   }
   for (std::size_t i = 0; i < mix.prefill_tokens.size(); ++i) {
     const std::pair<std::int64_t, std::int64_t> key{mix.prefill_tokens[i], mix.prefill_before[i]};
-    p.prefill_attention += once(memo.prefill, key, [&] { return run(eval, prefill_config(key.first, key.second)).attention_ps; });
+    const Fig f = once(memo.prefill, key, [&] { return figure(eval, prefill_config(key.first, key.second), 2); });
+    p.prefill_attention += f.time, p.actions = actions_add(p.actions, f.actions);
   }
   return p;
 }
@@ -143,12 +203,13 @@ StepParts StepModel::parts_with(const StepMix& mix, const LlmEval& eval, Memo& m
 ps_t StepModel::decode_attention(std::int64_t batch, std::int64_t context) {
   const std::pair<std::int64_t, std::int64_t> key{batch, context};
   const auto hit = memo_.decode.find(key);
-  if (hit != memo_.decode.end()) return hit->second;
+  if (hit != memo_.decode.end()) return hit->second.time;
+  const LlmConfig c = decode_config(batch, context);
   ++evaluations_;
-  const LlmResult r = llm_model(decode_config(batch, context));
-  const ps_t t = r.status == kLlmOk ? r.attention_ps : -1;
-  memo_.decode.emplace(key, t);
-  return t;
+  const LlmResult r = llm_model(c);
+  const Fig f = r.status == kLlmOk ? Fig{r.attention_ps, llm_action_split(c).attention} : Fig{-1, {}};
+  memo_.decode.emplace(key, f);
+  return f.time;
 }
 
 std::vector<std::pair<std::int64_t, std::int64_t>> StepModel::decode_launches(std::vector<std::int64_t> contexts) {

@@ -24,11 +24,20 @@
 
 namespace kb::serve {
 
-// The parts of a step's time, each over every layer.
+// The parts of a step's time, each over every layer, and the actions the step counts (every
+// rank, every layer: docs/model.md section 14), composed as its time is.
 struct StepParts {
   ps_t linear = 0, head = 0, decode_attention = 0, prefill_attention = 0;
+  Actions actions{};
   ps_t total() const { return linear + head + decode_attention + prefill_attention; }
 };
+
+// A config's actions split: its attention kernels' and its head's (every rank, every layer),
+// as the llm model's tally counts them; the rest is its other kernels'.
+struct ActionSplit {
+  Actions attention{}, head{};
+};
+ActionSplit llm_action_split(const LlmConfig& c);
 
 // An llm config's figures: the batched model's (llm_model) or the reference engine's.
 using LlmEval = std::function<LlmResult(const LlmConfig&)>;
@@ -70,10 +79,15 @@ class StepModel {
   const LlmConfig& base() const { return base_; }
 
  private:
-  struct Memo {
-    std::map<std::int64_t, ps_t> linear, head;
-    std::map<std::pair<std::int64_t, std::int64_t>, ps_t> decode, prefill;
+  struct Fig {
+    ps_t time = 0;  // -1: a config that is not valid
+    Actions actions{};
   };
+  struct Memo {
+    std::map<std::int64_t, Fig> linear, head;
+    std::map<std::pair<std::int64_t, std::int64_t>, Fig> decode, prefill;
+  };
+  Fig figure(const LlmEval& eval, const LlmConfig& c, int part);
   StepParts parts_with(const StepMix& mix, const LlmEval& eval, Memo& memo);
   LlmResult run(const LlmEval& eval, const LlmConfig& c);
 
