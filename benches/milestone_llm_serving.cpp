@@ -92,6 +92,7 @@ nlohmann::json serving_row(const ServingSetup& s, double rate, const nlohmann::j
           {"meets_slo_p90", ttft90 <= 2000.0 && tpot90 <= 50.0},
           {"preemptions", r["preemptions"]},
           {"peak_kv_use", r["peak_kv_use"]},
+          {"j_per_output_token", doc["energy"]["j_per_output_token"]},
           {"recheck_steps", doc["recheck"]["steps"]},
           {"recheck_identical", doc["recheck"]["identical"]},
           {"recheck_skipped", doc["recheck"]["skipped"]}};
