@@ -14,6 +14,7 @@
 #include "benches/milestone_1h_gemm.h"
 #include "benches/milestone_gqa_decode.h"
 #include "host/api/eval.h"
+#include "host/api/serve.h"
 #include "host/cli/commands.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
@@ -215,6 +216,32 @@ void BM_SweepLlmMoe(benchmark::State& state) {
   state.counters["configs/s"] = benchmark::Counter(configs * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SweepLlmMoe)->ArgName("warm")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// A serving run (`serve`, docs/model.md section 13.16): LLaMA-3.1-70B on ring8, tp 8 over SIPs
+// (arg 0), or disaggregated 2P:2D at tp 2 (arg 1); 1,000 requests of Poisson arrivals at 1 a
+// second, prompts lognormal 1,024, outputs 128, no re-check. Cold: the kernel memos forgotten
+// before each run (a serve command's own). The counters: serving configs (whole runs) and
+// engine steps a second. sweep serve's target is 10^4 configs/s.
+void BM_ServeRun(benchmark::State& state) {
+  const bool disagg = state.range(0) == 1;
+  api::ServeRequest r;
+  r.llm.family = &family("llm");
+  r.llm.presets["--model"] = "llama-3.1-70b";
+  r.llm.axes["tp"] = disagg ? "2" : "8";
+  r.llm.axes["tp_level"] = "sip";
+  r.llm.topology.path = data_dir() + "/topologies/ring8.yaml";
+  r.arrivals = "poisson:1", r.isl = "lognormal:1024:0.6", r.osl = "128", r.requests = "1000", r.recheck = "0";
+  if (disagg) r.disagg = "2:2";
+  double steps = 0;
+  for (auto _ : state) {
+    forget_shared_memos();
+    steps += api::run_serve(r)["steps"]["count"].get<double>();
+  }
+  state.SetLabel(disagg ? "disagg 2P:2D" : "aggregated tp8");
+  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["steps/s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ServeRun)->ArgName("disagg")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
 // level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.
