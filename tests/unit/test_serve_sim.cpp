@@ -150,7 +150,12 @@ TEST(ServeSim, PreemptionRecomputesTheLatestRequest) {
   for (const Step& s : run.steps) EXPECT_LE(s.kv_blocks, lim.kv_blocks);
   EXPECT_GT(run.requests[1].finish, run.requests[0].finish);
   lim.kv_blocks = 3;
-  EXPECT_THROW(simulate(req, lim, t), InputError);  // 16 tokens need 4 blocks
+  EXPECT_THROW(simulate(req, lim, t), InputError);  // 15 cached tokens need 4 blocks
+  // The last token's KV is never stored: 16 tokens of prompt and one output fit one block of 16.
+  Limits one;
+  one.kv_block = 16, one.kv_blocks = 1;
+  EXPECT_EQ(simulate({Request{0, 16, 1}}, one, t).requests[0].finish, 1'000'000);
+  EXPECT_THROW(simulate({Request{0, 16, 2}}, one, t), InputError);
 }
 
 }  // namespace

@@ -103,6 +103,13 @@ TEST(ServeWorkload, BadInputIsOneLineNamingWhere) {
   EXPECT_EQ(refusal([] { parse_lengths("0", "--osl"); }), "--osl 0: N tokens (1 to 2^24), uniform:A:B or lognormal:MEAN:SIGMA");
   const std::string conv = write("kb_serve_conv_bad.csv", "10,x\n");
   EXPECT_EQ(refusal([&] { read_lengths(conv); }), conv + ":1:4: output: expected an integer from 1 to 2^24 tokens, got 'x'");
+  // Arrivals past 10^6 s (a trace's limit), which picoseconds would not hold for long.
+  const Lengths one = parse_lengths("1", "--isl");
+  const std::string far = refusal([&] { make_requests(parse_arrivals("poisson:0.01"), one, one, {}, 100000, 1); });
+  EXPECT_EQ(far.rfind("--arrivals poisson with --requests 100000: request ", 0), 0u) << far;
+  // A lognormal's far tail is clamped at 2^24 tokens, as every other length.
+  const Lengths wide = parse_lengths("lognormal:1000000:4", "--osl");
+  for (const Request& r : make_requests(parse_arrivals("poisson:5"), one, wide, {}, 2000, 3)) ASSERT_LE(r.output, 16777216);
 }
 
 // A run's report by hand: two requests on a fixed step time.

@@ -221,7 +221,8 @@ Inputs parse_inputs(const ServeRequest& q) {
   std::tie(in.prefill, in.decode) = parse_disagg(q.disagg);
   if (in.disagg() && in.arrivals.kind == serve::Arrivals::Kind::closed)
     throw InputError("--disagg " + q.disagg + ": disaggregated serving takes open-loop arrivals (poisson, gamma or a trace)");
-  if (!q.out.empty()) check_output_path("--out", q.out + "/summary.json", "summary.json");
+  if (!q.out.empty())
+    for (const char* name : {"summary.json", "requests.csv", "steps.csv"}) check_output_path("--out", q.out + "/" + name, name);
   return in;
 }
 
@@ -279,8 +280,10 @@ nlohmann::json energy_json(const serve::ServeRun& run, const std::vector<serve::
 
 // The longest prompt's KV transfer on the reference engine too.
 nlohmann::json kv_recheck(KvTransfer& kv, const std::vector<serve::Request>& requests) {
-  std::int64_t longest = 1;
-  for (const serve::Request& r : requests) longest = std::max(longest, r.input);
+  std::int64_t longest = 0;  // of the requests that go on to a decode instance
+  for (const serve::Request& r : requests)
+    if (r.output > 1) longest = std::max(longest, r.input);
+  if (longest == 0) return nullptr;  // none was sent
   const ps_t b = kv.time(longest), r = llm_send_reference(kv.config(longest)).latency_ps;
   if (b != r)
     throw InternalError("serve: a KV transfer's time differs between the engines: " + std::to_string(b) + " and " +
@@ -354,6 +357,7 @@ nlohmann::json run_serve(const ServeRequest& q) {
   else
     split.run = serve::simulate(requests, lim, step_time, in.arrivals.kind == serve::Arrivals::Kind::closed ? in.arrivals.clients : 0);
   const serve::ServeRun& run = split.run;
+  const std::int64_t evaluations = model.evaluations();  // the run's own, before the re-check's
   nlohmann::json checked = recheck(model, kept);
   if (in.disagg()) checked["kv_transfer"] = kv_recheck(kv, requests);
 
@@ -376,7 +380,7 @@ nlohmann::json run_serve(const ServeRequest& q) {
   const serve::Report rep = serve::report_of(run, in.slo_ttft, in.slo_tpot);
   doc["report"] = report_json(rep, sips, lim.kv_blocks);
   doc["energy"] = energy_json(run, requests, base.hw, dynamic_fj, energy_overflow);
-  doc["steps"] = {{"count", run.steps.size()}, {"distinct_part_evaluations", model.evaluations()}};
+  doc["steps"] = {{"count", run.steps.size()}, {"distinct_part_evaluations", evaluations}};
   doc["recheck"] = checked;
 
   if (!q.out.empty()) {

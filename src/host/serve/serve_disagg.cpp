@@ -28,6 +28,7 @@ DisaggRun simulate_disagg(const std::vector<Request>& requests, const Limits& li
                           const std::function<ps_t(std::int64_t prompt)>& transfer, std::int64_t prefill,
                           std::int64_t decode) {
   if (prefill < 1 || decode < 1) throw InputError("--disagg: at least one prefill and one decode instance");
+  check_requests(requests, limits, true);  // each request by its own index, before any instance runs
   const std::size_t n = requests.size();
   DisaggRun out;
   ServeRun& run = out.run;

@@ -22,9 +22,10 @@ void check_fits(std::size_t i, std::int64_t prefill, const Request& r, const Lim
   if (!lim.chunked_prefill && prefill > lim.max_batched_tokens)
     throw InputError("request " + std::to_string(i) + ": a prefill of " + std::to_string(prefill) +
                      " tokens is above --max-batched-tokens " + std::to_string(lim.max_batched_tokens) + " without chunked prefill");
-  const std::int64_t blocks = (r.input + r.output + lim.kv_block - 1) / lim.kv_block;
+  // The most it holds: its prompt and every token but the last (whose KV is never stored).
+  const std::int64_t held = r.input + r.output - 1, blocks = (held + lim.kv_block - 1) / lim.kv_block;
   if (blocks > lim.kv_blocks)
-    throw InputError("request " + std::to_string(i) + ": its " + std::to_string(r.input + r.output) + " tokens need " +
+    throw InputError("request " + std::to_string(i) + ": its " + std::to_string(held) + " cached tokens need " +
                      std::to_string(blocks) + " KV blocks of " + std::to_string(lim.kv_block) + " tokens; the cache holds " +
                      std::to_string(lim.kv_blocks));
 }
@@ -208,7 +209,7 @@ class Simulator {
 
 }  // namespace
 
-ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients) {
+void check_requests(const std::vector<Request>& requests, const Limits& limits, bool open_loop) {
   if (limits.max_num_seqs < 1 || limits.max_batched_tokens < 1 || limits.kv_block < 1 || limits.kv_blocks < 1)
     throw InputError("serving limits: max_num_seqs, max_batched_tokens, kv_block and kv_blocks must be at least 1");
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -216,10 +217,14 @@ ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, co
     if (r.input < 1 || r.output < 1) throw InputError("request " + std::to_string(i) + ": input and output tokens must be at least 1");
     if (r.cached < 0 || r.cached > r.input || r.generated < 0 || r.generated >= r.output)
       throw InputError("request " + std::to_string(i) + ": its cached tokens must be 0..input, its generated ones below output");
-    if (clients == 0 && i > 0 && r.arrival < requests[i - 1].arrival)
+    if (open_loop && i > 0 && r.arrival < requests[i - 1].arrival)
       throw InputError("request " + std::to_string(i) + ": arrivals must not go back in time");
-    check_fits(i, r.input, r, limits);
+    check_fits(i, r.input - r.cached, r, limits);
   }
+}
+
+ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients) {
+  check_requests(requests, limits, clients == 0);
   return Simulator(requests, limits, step_time, clients).run();
 }
 

@@ -77,4 +77,7 @@ struct ServeRun {
 // above the cache's blocks).
 ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients = 0);
 
+// simulate's checks of its arguments, alone (InputError naming request i by its index here).
+void check_requests(const std::vector<Request>& requests, const Limits& limits, bool open_loop);
+
 }  // namespace kb::serve

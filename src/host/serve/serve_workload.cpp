@@ -115,7 +115,9 @@ std::int64_t draw_length(const Lengths& l, Uniform& u) {
     case Lengths::Kind::uniform: return l.a + std::min<std::int64_t>(l.b - l.a, static_cast<std::int64_t>(u() * static_cast<double>(l.b - l.a + 1)));
     case Lengths::Kind::lognormal: {
       const double mu = std::log(l.mean) - l.sigma * l.sigma / 2;
-      return std::max<std::int64_t>(1, std::llround(std::exp(mu + l.sigma * u.normal())));
+      // At most 2^24 tokens, as every other length (a far tail draw is clamped, not an error).
+      const double x = std::exp(mu + l.sigma * u.normal());
+      return x >= 16777216.0 ? INT64_C(16777216) : std::max<std::int64_t>(1, std::llround(x));
     }
   }
   return 1;
@@ -222,6 +224,10 @@ std::vector<Request> make_requests(const Arrivals& arrivals, const Lengths& isl,
   for (Request& r : out) {
     if (arrivals.kind == Arrivals::Kind::poisson) t += -std::log(gaps()) / arrivals.rate;
     else if (arrivals.kind == Arrivals::Kind::gamma) t += gaps.gamma(k) / (k * arrivals.rate);
+    if (t > 1e6)  // a trace's own limit: beyond it, picoseconds near int64's end
+      throw InputError("--arrivals " + std::string(arrivals.kind == Arrivals::Kind::poisson ? "poisson" : "gamma") +
+                       " with --requests " + std::to_string(n) + ": request " + std::to_string(&r - out.data()) +
+                       " would arrive after 10^6 s; a higher rate or fewer requests");
     r.arrival = static_cast<ps_t>(std::llround(t * 1e12));
     if (!pairs.empty()) {
       const auto& p = pairs[std::min(pairs.size() - 1, static_cast<std::size_t>(lengths() * static_cast<double>(pairs.size())))];
