@@ -140,11 +140,6 @@ std::string ms(ps_t ps) {
   o << std::fixed << std::setprecision(2) << static_cast<double>(ps) / 1e9;
   return o.str();
 }
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
-}
 std::string mapping_name(const LlmConfig& c) {
   std::string s = "tp " + std::to_string(c.tp) + " over " + kCollLevelNames[c.tp_level] + "s";
   if (c.pp > 1) s += " x pp " + std::to_string(c.pp) + (c.microbatches > 1 ? " (" + std::to_string(c.microbatches) + " micro-batches)" : "");
@@ -163,14 +158,14 @@ std::string why(const LlmPick& p) {
   const LlmBounds ab = llm_bounds(p.best.hw, llm_shape_of(p.best), llm_run_of(p.best));
   std::ostringstream o;
   o << mapping_name(p.best) << ": " << ms(a.model_latency_ps) << " ms, "
-    << fixed(static_cast<double>(a.model_latency_ps) / static_cast<double>(std::max(ab.memory_ps, ab.compute_ps)), 2)
+    << fixed_digits(static_cast<double>(a.model_latency_ps) / static_cast<double>(std::max(ab.memory_ps, ab.compute_ps)), 2)
     << "x its " << (ab.memory_ps >= ab.compute_ps ? "memory" : "compute") << " bound; GEMMs " << ms(a.gemm_ps)
     << " ms, attention " << ms(a.attention_ps) << ", vector " << ms(a.vector_ps) << ", allreduces " << ms(a.allreduce_ps);
   if (p.best.pp > 1) o << ", stage transfers " << ms(a.transfer_ps);
   if (p.runner_ps < 0) return o.str() + " (no other tp, level and pp fits)";
   const LlmResult b = llm_model(p.runner);
   o << ". Next: " << mapping_name(p.runner) << ", " << ms(b.model_latency_ps) << " ms ("
-    << fixed(static_cast<double>(b.model_latency_ps) / static_cast<double>(a.model_latency_ps), 2) << "x): GEMMs "
+    << fixed_digits(static_cast<double>(b.model_latency_ps) / static_cast<double>(a.model_latency_ps), 2) << "x): GEMMs "
     << ms(b.gemm_ps) << ", attention " << ms(b.attention_ps) << ", allreduces " << ms(b.allreduce_ps);
   if (p.runner.pp > 1) o << ", stage transfers " << ms(b.transfer_ps);
   return o.str();
@@ -258,7 +253,7 @@ void run_llm_milestone(BenchContext& ctx) {
   for (const nlohmann::json& p : prefill)
     if (p["status"] == "valid")
       out << "  prefill " << p["prompt"] << " tokens: ttft " << ms(p["step_ps"].get<std::int64_t>()) << " ms, "
-          << fixed(p["tokens_per_s"].get<double>(), 0) << " tokens/s, mfu " << fixed(p["mfu"].get<double>(), 3) << " ("
+          << fixed_digits(p["tokens_per_s"].get<double>(), 0) << " tokens/s, mfu " << fixed_digits(p["mfu"].get<double>(), 3) << " ("
           << "tp " << p["mapping"]["tp"] << " over " << p["mapping"]["tp_level"].get<std::string>() << "s)\n";
   out << "best mapping per batch (context 4096), and why:\n";
   for (const nlohmann::json& b : best)
@@ -273,11 +268,11 @@ void run_llm_milestone(BenchContext& ctx) {
   }
   out << study.parity_line("points");
   if (study.invalid()) out << "; " << study.invalid() << " points fit no mapping (the JSON says why)";
-  out << "\ntime: mapping search " << fixed(pick_s, 2) << " s; batched " << fixed(study.batched_seconds() * 1e3, 1)
-      << " ms; reference " << fixed(study.reference_seconds(), 2) << " s for " << pts.size() << " points\n";
+  out << "\ntime: mapping search " << fixed_digits(pick_s, 2) << " s; batched " << fixed_digits(study.batched_seconds() * 1e3, 1)
+      << " ms; reference " << fixed_digits(study.reference_seconds(), 2) << " s for " << pts.size() << " points\n";
   write_bench(ctx, doc, table);
   out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << ", a trace and 5 figures to " << ctx.out_dir
-      << " in " << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
+      << " in " << fixed_digits(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
 }
 
 }  // namespace

@@ -62,12 +62,6 @@ api::ServeRequest serving_request(const ServingSetup& s, double rate, const std:
 
 namespace {
 
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
-}
-
 // A run's row: the setup, the rate, and the report's figures.
 nlohmann::json serving_row(const ServingSetup& s, double rate, const nlohmann::json& doc) {
   const nlohmann::json& r = doc["report"];
@@ -137,9 +131,9 @@ void run_serving_milestone(BenchContext& ctx) {
     rows.push_back(x);
     checked += x["recheck_steps"].get<std::int64_t>() - x["recheck_skipped"].get<std::int64_t>();
     identical += x["recheck_identical"].get<std::int64_t>();
-    table.add({x["model"].get<std::string>(), x["setup"].get<std::string>(), fixed(r.rate, 2), x["sips"].get<std::int64_t>(),
-               fixed(x["ttft_p90_ms"], 1), fixed(x["tpot_p90_ms"], 2), fixed(x["tokens_per_s_per_sip"], 1),
-               fixed(x["tokens_per_s_per_user"], 1), fixed(x["goodput_per_s"], 2), x["meets_slo_p90"] ? "met" : "-"});
+    table.add({x["model"].get<std::string>(), x["setup"].get<std::string>(), fixed_digits(r.rate, 2), x["sips"].get<std::int64_t>(),
+               fixed_digits(x["ttft_p90_ms"], 1), fixed_digits(x["tpot_p90_ms"], 2), fixed_digits(x["tokens_per_s_per_sip"], 1),
+               fixed_digits(x["tokens_per_s_per_user"], 1), fixed_digits(x["goodput_per_s"], 2), x["meets_slo_p90"] ? "met" : "-"});
   }
   if (identical != checked)
     throw InternalError("milestone-llm-serving: a re-checked step differs between the engines", __FILE__, __LINE__);
@@ -151,7 +145,7 @@ void run_serving_milestone(BenchContext& ctx) {
       << table.text("  ") << "  reference engine: " << identical << " of " << checked << " sampled steps identical to the picosecond\n";
   write_bench(ctx, doc, table);
   out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << " and 2 figures to " << ctx.out_dir << " in "
-      << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
+      << fixed_digits(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
 }
 
 }  // namespace

@@ -152,11 +152,6 @@ std::vector<Point> points(const TopologySpec& topo) {
 }
 
 double step_ms(const nlohmann::json& row) { return row["step_ps"].get<double>() / 1e9; }
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
-}
 nlohmann::json mapping_json(const LlmConfig& c) {
   return {{"tp", c.tp},
           {"tp_level", kCollLevelNames[c.tp_level]},
@@ -249,8 +244,8 @@ void run_moe_milestone(BenchContext& ctx) {
         row["batch"] = c.batch, row["context"] = c.context;
         decode.push_back(row);
         if (ok) {
-          dec.add({p.model, p.strategy, c.batch, mapping_name(c), fixed(step_ms(row), 2), fixed(row["tokens_per_s_per_user"].get<double>(), 1),
-                   fixed(row["tokens_per_s_per_sip"].get<double>(), 1)});
+          dec.add({p.model, p.strategy, c.batch, mapping_name(c), fixed_digits(step_ms(row), 2), fixed_digits(row["tokens_per_s_per_user"].get<double>(), 1),
+                   fixed_digits(row["tokens_per_s_per_sip"].get<double>(), 1)});
           if (c.attention_dp) bandwidth.push_back(bandwidth_row(p, fam.kernels(study.config(i)), c.hw));
         }
         break;
@@ -273,18 +268,18 @@ void run_moe_milestone(BenchContext& ctx) {
   for (const nlohmann::json& s : skew)
     if (s["status"] == "valid" && s["redundant_experts"] == 0)
       out << "  skew " << s["model"].get<std::string>() << " " << s["routing"].get<std::string>() << ": tpot "
-          << fixed(step_ms(s), 2) << " ms, load imbalance " << fixed(s["load_imbalance"].get<double>(), 2) << "\n";
+          << fixed_digits(step_ms(s), 2) << " ms, load imbalance " << fixed_digits(s["load_imbalance"].get<double>(), 2) << "\n";
   for (const nlohmann::json& p : prefill)
     if (p["status"] == "valid")
-      out << "  prefill " << p["model"].get<std::string>() << " 8 x " << p["prompt"] << " tokens: ttft " << fixed(step_ms(p), 1)
+      out << "  prefill " << p["model"].get<std::string>() << " 8 x " << p["prompt"] << " tokens: ttft " << fixed_digits(step_ms(p), 1)
           << " ms (" << p["strategy"].get<std::string>() << ")\n";
   out << study.parity_line("points");
   if (study.invalid()) out << "; " << study.invalid() << " points fit no mapping (the JSON says why)";
-  out << "\ntime: mapping search " << fixed(pick_s, 2) << " s; batched " << fixed(study.batched_seconds() * 1e3, 1)
-      << " ms; reference " << fixed(study.reference_seconds(), 2) << " s for " << pts.size() << " points\n";
+  out << "\ntime: mapping search " << fixed_digits(pick_s, 2) << " s; batched " << fixed_digits(study.batched_seconds() * 1e3, 1)
+      << " ms; reference " << fixed_digits(study.reference_seconds(), 2) << " s for " << pts.size() << " points\n";
   write_bench(ctx, doc, table);
   out << "wrote " << bench_json_path(ctx) << ", " << ctx.bench->csv() << " and 5 figures to " << ctx.out_dir << " in "
-      << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
+      << fixed_digits(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(), 1) << " s\n";
 }
 
 }  // namespace

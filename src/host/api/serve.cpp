@@ -25,13 +25,6 @@ namespace serve_detail {
 using serve::StepMix;
 using serve::StepParts;
 
-std::int64_t int_flag(const char* flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = 0;
-  std::string why;
-  if (!parse_int_in(text, lo, hi, &v, &why)) throw InputError(std::string(flag) + " " + (text.empty() ? "''" : text) + ": " + why);
-  return v;
-}
-
 // The step's own axes: the scheduler sets them, step by step.
 void refuse_step_axes(const EvalRequest& r) {
   for (const auto& [name, text] : r.axes)
@@ -207,17 +200,17 @@ Inputs parse_inputs(const ServeRequest& q) {
   if (!q.lengths.empty()) in.pairs = serve::read_lengths(q.lengths);
   const bool trace = in.arrivals.kind == serve::Arrivals::Kind::trace;
   const std::int64_t rows = static_cast<std::int64_t>(in.arrivals.trace.size());
-  in.n = q.requests.empty() ? (trace ? rows : 1000) : int_flag("--requests", q.requests, 1, trace ? rows : INT64_C(1) << 24);
-  in.seed = int_flag("--seed", q.seed, 0, INT64_MAX);
-  in.lim.max_num_seqs = int_flag("--max-num-seqs", q.max_num_seqs, 1, kLlmMaxBatch);
-  in.lim.max_batched_tokens = int_flag("--max-batched-tokens", q.max_batched_tokens, 1, kLlmMaxPrompt);
+  in.n = q.requests.empty() ? (trace ? rows : 1000) : parse_int_flag("--requests", q.requests, 1, trace ? rows : INT64_C(1) << 24);
+  in.seed = parse_int_flag("--seed", q.seed, 0, INT64_MAX);
+  in.lim.max_num_seqs = parse_int_flag("--max-num-seqs", q.max_num_seqs, 1, kLlmMaxBatch);
+  in.lim.max_batched_tokens = parse_int_flag("--max-batched-tokens", q.max_batched_tokens, 1, kLlmMaxPrompt);
   if (q.chunked_prefill != "on" && q.chunked_prefill != "off")
     throw InputError("--chunked-prefill " + (q.chunked_prefill.empty() ? std::string("''") : q.chunked_prefill) + ": expected on or off");
   in.lim.chunked_prefill = q.chunked_prefill == "on";
-  in.lim.kv_block = int_flag("--kv-block", q.kv_block, 1, INT64_C(1) << 20);
+  in.lim.kv_block = parse_int_flag("--kv-block", q.kv_block, 1, INT64_C(1) << 20);
   in.slo_ttft = serve::parse_real_flag("--slo-ttft", q.slo_ttft, 0, 1e9, "milliseconds") / 1e3;
   in.slo_tpot = serve::parse_real_flag("--slo-tpot", q.slo_tpot, 0, 1e9, "milliseconds") / 1e3;
-  in.rechecks = int_flag("--recheck", q.recheck, 0, 1000);
+  in.rechecks = parse_int_flag("--recheck", q.recheck, 0, 1000);
   std::tie(in.prefill, in.decode) = parse_disagg(q.disagg);
   if (in.disagg() && in.arrivals.kind == serve::Arrivals::Kind::closed)
     throw InputError("--disagg " + q.disagg + ": disaggregated serving takes open-loop arrivals (poisson, gamma or a trace)");

@@ -20,17 +20,6 @@
 
 namespace kb {
 
-namespace {
-
-std::int64_t int_arg(const char* flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = 0;
-  std::string why;
-  if (!parse_int_in(text, lo, hi, &v, &why)) throw InputError(std::string(flag) + " " + (text.empty() ? "''" : text) + ": " + why);
-  return v;
-}
-
-}  // namespace
-
 void add_model_commands(CLI::App& app, ModelArgs& a) {
   a.cmd = app.add_subcommand("model", "whole models (LLaMA, from Hugging Face config.json files)");
   a.cmd->require_subcommand(1);
@@ -81,19 +70,19 @@ void place(const ModelArgs& a) {
   for (std::int64_t l = 0; l < kCollLevels; ++l)
     if (a.tp_level == kCollLevelNames[l]) r.tp_level = l;
   if (r.tp_level < 0) throw InputError("--tp-level " + (a.tp_level.empty() ? std::string("''") : a.tp_level) + ": expected pe, cube, sip or hier");
-  r.batch = int_arg("--batch", a.batch, 1, kLlmMaxBatch);
-  r.context = int_arg("--context", a.context, 1, kLlmMaxContext);
-  r.prompt = int_arg("--prompt", a.prompt, 1, kLlmMaxPrompt);
-  r.tp = int_arg("--tp", a.tp, 1, kCollMaxHierRanks);
+  r.batch = parse_int_flag("--batch", a.batch, 1, kLlmMaxBatch);
+  r.context = parse_int_flag("--context", a.context, 1, kLlmMaxContext);
+  r.prompt = parse_int_flag("--prompt", a.prompt, 1, kLlmMaxPrompt);
+  r.tp = parse_int_flag("--tp", a.tp, 1, kCollMaxHierRanks);
   std::int16_t split[kLlmMaxStages] = {};
-  r.pp = int_arg("--pp", a.pp, 1, kLlmMaxStages);
+  r.pp = parse_int_flag("--pp", a.pp, 1, kLlmMaxStages);
   if (a.pp_layers_given->count() != 0) {
     const std::int64_t n = llm_parse_stage_layers("--pp-layers", a.pp_layers, split);
     if (a.pp_given->count() == 0) r.pp = n;
     r.stage_layers = split;
   }
-  r.weight_bytes = a.weight_bytes.empty() ? 2 : int_arg("--weight-bytes", a.weight_bytes, 1, 2);
-  r.kv_bytes = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
+  r.weight_bytes = a.weight_bytes.empty() ? 2 : parse_int_flag("--weight-bytes", a.weight_bytes, 1, 2);
+  r.kv_bytes = parse_int_flag("--kv-bytes", a.kv_bytes, 1, 2);
   const LlmShape& m = model.shape;
   const std::int32_t status = llm_place_check(h, m, r);
   if (status != kLlmOk) throw InputError(model.name + " on " + topo.name + ": " + llm_place_message(status, h, m, r));
@@ -289,9 +278,9 @@ void cmd_model(const ModelArgs& a) {
     }
     return;
   }
-  const std::int64_t kvb = int_arg("--kv-bytes", a.kv_bytes, 1, 2);
-  const std::int64_t ctx = int_arg("--context", a.context, 1, kLlmMaxContext);
-  std::int64_t wb = a.weight_bytes.empty() ? 0 : int_arg("--weight-bytes", a.weight_bytes, 1, 2);
+  const std::int64_t kvb = parse_int_flag("--kv-bytes", a.kv_bytes, 1, 2);
+  const std::int64_t ctx = parse_int_flag("--context", a.context, 1, kLlmMaxContext);
+  std::int64_t wb = a.weight_bytes.empty() ? 0 : parse_int_flag("--weight-bytes", a.weight_bytes, 1, 2);
   const LlmModelFile m = load_llm_model(a.model, "model");
   if (wb == 0) wb = m.weight_bytes > 0 ? m.weight_bytes : 2;  // the file's quantized weights, else fp16
   if (show_moe(a, m, wb, kvb, ctx)) return;

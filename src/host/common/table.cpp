@@ -1,5 +1,9 @@
 #include "table.h"
 
+#include <sstream>
+
+#include <iomanip>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -142,6 +146,12 @@ std::string Table::text(const std::string& indent) const {
   std::string out = line(head);
   for (const auto& r : cells) out += line(r);
   return out;
+}
+
+std::string fixed_digits(double v, int digits) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << v;
+  return o.str();
 }
 
 }  // namespace kb

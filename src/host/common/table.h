@@ -49,4 +49,7 @@ class Table {
 // integers in full, reals with enough digits to read back the same double.
 std::string cell_text(const nlohmann::json& v);
 
+// `v` with `digits` digits after the point ("3.14"): the benches' text tables.
+std::string fixed_digits(double v, int digits);
+
 }  // namespace kb

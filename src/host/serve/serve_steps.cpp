@@ -128,33 +128,37 @@ Actions actions_less(const Actions& a, const Actions& b) {
 }  // namespace
 
 ActionSplit llm_action_split(const LlmConfig& c) {
-  // Each attention and head kernel's actions, `tp` ranks alike, as LlmTally::add counts them;
-  // a layer's, for each layer of its kind (one micro-batch, one stage: serve's configs).
+  // The attention kernels and the head's, each into an LlmTally of its own, as the model adds
+  // them: the tally's finish counts them over the ranks, the layers and the micro-batches.
   struct Split {
-    ActionSplit out;
-    std::int64_t tp = 1, per_layer[2] = {0, 0};
-    int kind = 0;
-    void layer_kind(bool dense) { kind = dense ? 1 : 0; }
+    LlmTally attn{}, head{};
+    std::int64_t tp = 1;
+    void layer_kind(bool dense) { attn.layer_kind(dense); }
     void gemm(const GemmConfig& g, const LlmKernel& k, bool layer) {
-      if (!layer) out.head = actions_add(out.head, GemmModel::actions(g, gemm_model(g)), tp * k.repeat);
+      const GemmResult r = gemm_model(g);
+      if (!layer) head.add(false, LlmTally::kGemm, r.latency_ps, GemmModel::actions(g, r), tp, 0, k);
     }
-    void attention(const DecodeConfig& d, const LlmKernel& k, bool) {
-      out.attention = actions_add(out.attention, DecodeModel::actions(d, DecodeModel::evaluate(d)), tp * k.repeat * per_layer[kind]);
+    void attention_of(bool layer, ps_t latency, const Actions& a, const LlmKernel& k) {
+      if (layer) attn.add(true, LlmTally::kAttention, latency, a, tp, 0, k);
     }
-    void attention(const LlmAttnConfig& x, const LlmKernel& k, bool) {
-      out.attention = actions_add(out.attention, llm_attn_actions(llm_attn_model(x)), tp * k.repeat * per_layer[kind]);
+    void attention(const DecodeConfig& d, const LlmKernel& k, bool layer) {
+      const DecodeResult r = DecodeModel::evaluate(d);
+      attention_of(layer, r.latency_ps, DecodeModel::actions(d, r), k);
+    }
+    void attention(const LlmAttnConfig& x, const LlmKernel& k, bool layer) {
+      const LlmAttnResult r = llm_attn_model(x);
+      attention_of(layer, r.latency_ps, llm_attn_actions(r), k);
     }
     void allreduce(const AllreduceConfig&, const LlmKernel&, bool) {}
     void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
-      if (!layer) out.head = actions_add(out.head, llm_vec_actions(llm_vec_model(x)), tp * k.repeat);
+      const LlmVecResult r = llm_vec_model(x);
+      if (!layer) head.add(false, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0, k);
     }
     void transfer(const LlmSendConfig&) {}
   } split;
   split.tp = c.tp;
-  const std::int64_t alt = llm_alt_layers(llm_shape_of(c));
-  split.per_layer[0] = c.layers - alt, split.per_layer[1] = alt;
   llm_for_each_kernel(c, split);
-  return split.out;
+  return ActionSplit{LlmModel::actions(c, split.attn.finish(c)), LlmModel::actions(c, split.head.finish(c))};
 }
 
 // Part `part` of config c: 0 every kernel but attention and the head, 1 the head, 2 attention.

@@ -192,6 +192,13 @@ bool parse_int_in(const std::string& s, std::int64_t lo, std::int64_t hi, std::i
   return true;
 }
 
+std::int64_t parse_int_flag(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  std::string why;
+  if (!parse_int_in(text, lo, hi, &v, &why)) throw InputError(flag + " " + (text.empty() ? "''" : text) + ": " + why);
+  return v;
+}
+
 nlohmann::json hw_json(const HwConfig& h) {
   nlohmann::json j = nlohmann::json::object();
   for (const HwField& f : hw_fields()) j[f.path] = f.json(f.get(h));

@@ -45,6 +45,8 @@ bool integer_text_ok(const std::string& text, bool negative, std::string* why);
 
 // Parses a decimal integer in lo..hi, as HwField::parse does an integer field.
 bool parse_int_in(const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t* v, std::string* why);
+// The same for a command-line flag's value: InputError "FLAG TEXT: why" when it is not one.
+std::int64_t parse_int_flag(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi);
 
 const std::vector<HwField>& hw_fields();
 const HwField* find_hw_field(const std::string& path);
