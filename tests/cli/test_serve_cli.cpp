@@ -163,6 +163,24 @@ TEST(ServeCli, DisaggregatedServingRunsOnDisjointSips) {
 namespace kb::clitest {
 namespace {
 
+// A million requests hold only those in flight: a few records, percentiles binned in bounded
+// memory, every request counted.
+TEST(ServeCli, AMillionRequestsHoldOnlyThoseInFlight) {
+  const Result r = run("serve --model llama-tiny-random --tp 1 --tp-level cube --isl uniform:8:32 --osl uniform:1:4 "
+                       "--max-num-seqs 32 --max-batched-tokens 256 --arrivals poisson:100000 --requests 1000000 --recheck 0 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["report"]["ttft_ms"]["count"], 1000000);
+  EXPECT_EQ(j["report"]["percentiles"], "binned");
+  EXPECT_LT(j["memory"]["peak_request_records"].get<std::int64_t>(), 1000);
+  EXPECT_LT(j["memory"]["report_bytes"].get<std::int64_t>(), 8 << 20);
+  EXPECT_GT(j["steps"]["count"].get<std::int64_t>(), 100000);
+  // A small run's percentiles are the values themselves.
+  const Result small = run(kTiny + "--arrivals poisson:400 --requests 50 --recheck 0 --json");
+  ASSERT_EQ(small.code, 0) << small.err;
+  EXPECT_EQ(json::parse(small.out)["report"]["percentiles"], "exact");
+}
+
 // A trace serves its own rows, at their times and lengths; a conversations file gives lengths.
 TEST(ServeCli, ATraceServesItsRowsAndAFileItsLengths) {
   const std::string d = fresh_dir("kb_serve_trace");

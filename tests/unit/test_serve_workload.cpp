@@ -70,10 +70,12 @@ std::string refusal(const std::function<void()>& f) {
 TEST(ServeWorkload, TracesAndConversationFilesAreReadAsWritten) {
   const std::string trace = write("kb_serve_trace.csv", "timestamp,input_tokens,output_tokens\n0.5, 100, 20\n# a comment\n1.25,7,1\n");
   const Arrivals a = parse_arrivals(trace);
-  ASSERT_EQ(a.trace.size(), 2u);
-  EXPECT_EQ(a.trace[0].arrival, 500'000'000'000);
-  EXPECT_EQ(a.trace[1].arrival, 1'250'000'000'000);
-  EXPECT_EQ(a.trace[1].input, 7);
+  ASSERT_EQ(a.trace_rows, 2);
+  const std::vector<Request> rows = make_requests(a, Lengths{}, Lengths{}, {}, 2, 0);  // read again, row by row
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].arrival, 500'000'000'000);
+  EXPECT_EQ(rows[1].arrival, 1'250'000'000'000);
+  EXPECT_EQ(rows[1].input, 7);
   EXPECT_EQ(make_requests(a, Lengths{}, Lengths{}, {}, 1, 0).size(), 1u);
   const std::string conv = write("kb_serve_conv.csv", "input,output\n10,20\n30,40\n");
   const auto pairs = read_lengths(conv);

@@ -18,6 +18,7 @@ success it prints ``wrote DIR/NAME.png`` for each figure.
 from __future__ import annotations
 
 import csv
+from array import array
 import os
 import sys
 
@@ -30,28 +31,36 @@ SCHEMA = "kernbench-gpu/serve"
 SCHEMA_MAJOR = 1
 
 
-def read_csv(path: str, columns: list[str]) -> list[dict]:
-    """The rows of a CSV the summary names, each listed column a number."""
+def read_csv(path: str, columns: list[str]) -> dict[str, array]:
+    """The listed columns of a CSV the summary names, as numbers, row by row (a run of
+    millions of requests stays a few arrays of floats)."""
+    out = {c: array("d") for c in columns}
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+            for i, r in enumerate(csv.DictReader(f)):
+                try:
+                    for c in columns:
+                        out[c].append(float(r[c]))
+                except (KeyError, TypeError, ValueError):
+                    raise InputError(path, f"row {i + 2}: expected numbers in columns {', '.join(columns)}") from None
     except OSError as e:
         raise InputError(path, f"cannot read: {e.strerror}") from None
-    if not rows:
+    if not out[columns[0]]:
         raise InputError(path, "no rows")
-    out = []
-    for i, r in enumerate(rows):
-        try:
-            out.append({c: float(r[c]) for c in columns})
-        except (KeyError, TypeError, ValueError):
-            raise InputError(path, f"row {i + 2}: expected numbers in columns {', '.join(columns)}") from None
     return out
+
+
+def thin(n: int, most: int) -> list[int]:
+    """About `most` evenly spaced indices of n at most, the last included."""
+    step = max(1, n // most)
+    return list(range(0, n, step)) + ([n - 1] if n > 0 and (n - 1) % step else [])
 
 
 def cdf(ax, values: list[float], label: str, color: str, limit: float | None) -> None:
     xs = sorted(values)
     n = len(xs)
-    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", color=color, label=label)
+    shown = thin(n, 4000)
+    ax.step([xs[i] for i in shown], [(i + 1) / n for i in shown], where="post", color=color, label=label)
     if limit is not None:
         ax.axvline(limit, color="#c44e52", linestyle="--", linewidth=1, label=f"SLO {limit:g}")
     for p in (0.5, 0.9, 0.99):
@@ -64,44 +73,50 @@ def cdf(ax, values: list[float], label: str, color: str, limit: float | None) ->
     ax.legend(fontsize=7, loc="lower right")
 
 
-def fig_latency(doc: dict, reqs: list[dict]):
+def fig_latency(doc: dict, reqs: dict[str, array]):
     slo = doc["slo"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
-    cdf(axes[0], [r["ttft_ms"] for r in reqs], "TTFT", "#4c72b0", slo["ttft_ms"])
+    cdf(axes[0], reqs["ttft_ms"], "TTFT", "#4c72b0", slo["ttft_ms"])
     axes[0].set_xlabel("time to first token (ms)")
-    tpot = [r["tpot_ms"] for r in reqs if r["output_tokens"] > 1]
+    tpot = [t for t, o in zip(reqs["tpot_ms"], reqs["output_tokens"]) if o > 1]
     if tpot:
         cdf(axes[1], tpot, "TPOT", "#55a868", slo["tpot_ms"])
     axes[1].set_xlabel("time per output token (ms)")
-    cdf(axes[2], [r["e2e_s"] for r in reqs], "end to end", "#8172b2", None)
+    cdf(axes[2], reqs["e2e_s"], "end to end", "#8172b2", None)
     axes[2].set_xlabel("end-to-end latency (s)")
     w = doc["workload"]
-    fig.suptitle(f"Latency of {len(reqs)} requests, arrivals {w['arrivals']} "
+    fig.suptitle(f"Latency of {len(reqs['e2e_s'])} requests, arrivals {w['arrivals']} "
                  f"(goodput {doc['report']['goodput_per_s']:.2f} req/s at the SLO)", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
 
-def fig_timeline(doc: dict, steps: list[dict]):
+def fig_timeline(doc: dict, cols: dict[str, array]):
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
-    instances = sorted({int(s["instance"]) for s in steps})
+    n = len(cols["start_s"])
+    instance = cols["instance"]
+    instances = sorted({int(k) for k in instance})
     lim = doc["limits"]
-    peak = max(100.0 * s["kv_use"] for s in steps)
+    peak = 100.0 * max(cols["kv_use"])
+
+    def series(rows: list[int], name: str, scale: float = 1.0) -> tuple[list[float], list[float]]:
+        shown = [rows[i] for i in thin(len(rows), 20000)]  # a long run, thinned for the eye
+        return [cols["start_s"][j] for j in shown], [scale * cols[name][j] for j in shown]
+
     if len(instances) == 1:
-        t = [s["start_s"] for s in steps]
-        a1.step(t, [s["running"] for s in steps], where="post", color="#4c72b0", label="running (batch)")
-        a1.step(t, [s["waiting"] for s in steps], where="post", color="#dd8452", label="waiting")
-        a2.step(t, [100.0 * s["kv_use"] for s in steps], where="post", color="#55a868", label="KV cache in use")
+        rows = list(range(n))
+        a1.step(*series(rows, "running"), where="post", color="#4c72b0", label="running (batch)")
+        a1.step(*series(rows, "waiting"), where="post", color="#dd8452", label="waiting")
+        a2.step(*series(rows, "kv_use", 100.0), where="post", color="#55a868", label="KV cache in use")
         title = "Continuous batching"
     else:  # disaggregated: each instance's batch and KV use, prefill ones blue, decode ones green
         p = doc["disagg"]["prefill"]
         for k in instances:
-            mine = [s for s in steps if int(s["instance"]) == k]
+            mine = [j for j in range(n) if int(instance[j]) == k]
             color = plt.cm.Blues(0.55 + 0.4 * k / max(1, p)) if k < p else plt.cm.Greens(0.55 + 0.4 * (k - p) / len(instances))
             label = (f"prefill {k}" if k < p else f"decode {k - p}") if len(instances) <= 8 else None
-            t = [s["start_s"] for s in mine]
-            a1.step(t, [s["running"] for s in mine], where="post", linewidth=0.9, color=color, label=label)
-            a2.step(t, [100.0 * s["kv_use"] for s in mine], where="post", linewidth=0.9, color=color, label=label)
+            a1.step(*series(mine, "running"), where="post", linewidth=0.9, color=color, label=label)
+            a2.step(*series(mine, "kv_use", 100.0), where="post", linewidth=0.9, color=color, label=label)
         title = f"Disaggregated: {p} prefill and {doc['disagg']['decode']} decode instances"
     a1.set_ylabel("requests")
     a1.grid(alpha=0.3)
@@ -112,7 +127,7 @@ def fig_timeline(doc: dict, steps: list[dict]):
     a2.grid(alpha=0.3)
     a2.legend(fontsize=8, loc="upper right", title=f"{lim['kv_blocks']} blocks of {lim['kv_block']} tokens an instance",
               title_fontsize=7)
-    fig.suptitle(f"{title} over {len(steps)} steps (max {lim['max_num_seqs']} sequences, "
+    fig.suptitle(f"{title} over {n} steps (max {lim['max_num_seqs']} sequences, "
                  f"{lim['max_batched_tokens']} tokens a step); {doc['report']['preemptions']} preemptions", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig

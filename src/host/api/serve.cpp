@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <cstdio>
 #include <ostream>
@@ -144,32 +145,51 @@ nlohmann::json recheck(serve::StepModel& model, const Reservoir& kept) {
 double ms_of(ps_t t) { return static_cast<double>(t) / 1e9; }
 double s_of(ps_t t) { return static_cast<double>(t) / 1e12; }
 
-void write_requests_csv(std::ostream& o, const serve::ServeRun& run, double slo_ttft_s, double slo_tpot_s) {
-  o << "request,arrival_s,input_tokens,output_tokens,scheduled_s,first_token_s,finish_s,ttft_ms,tpot_ms,e2e_s,preemptions,met_slo\n";
-  char line[512];
-  for (std::size_t i = 0; i < run.requests.size(); ++i) {
-    const serve::Served& s = run.requests[i];
+// Everything a run reports, as it goes: the report, and with --out each request's and each
+// step's row, streamed (requests in the order they finish).
+class ServeSink final : public serve::ReportBuilder {
+ public:
+  ServeSink(double slo_ttft_s, double slo_tpot_s, std::ostream* requests, std::ostream* steps, std::int64_t kv_blocks)
+      : ReportBuilder(slo_ttft_s, slo_tpot_s), slo_ttft_(slo_ttft_s), slo_tpot_(slo_tpot_s), requests_(requests), steps_(steps),
+        kv_blocks_(kv_blocks) {
+    if (requests_)
+      *requests_ << "request,arrival_s,input_tokens,output_tokens,scheduled_s,first_token_s,finish_s,ttft_ms,tpot_ms,e2e_s,preemptions,met_slo\n";
+    if (steps_) *steps_ << "step,instance,start_s,time_ms,running,waiting,tokens,prefill_tokens,kv_blocks,kv_use\n";
+  }
+  void served(std::int64_t id, const serve::Served& s) override {
+    ReportBuilder::served(id, s);
+    if (s.output > 1) longest_sent = std::max(longest_sent, s.input);
+    if (!requests_) return;
     const double ttft = s_of(s.first_token - s.arrival);
     const double tpot = s.output > 1 ? s_of(s.finish - s.first_token) / static_cast<double>(s.output - 1) : 0.0;
-    std::snprintf(line, sizeof line, "%zu,%.9f,%lld,%lld,%.9f,%.9f,%.9f,%.6f,%.6f,%.9f,%lld,%d\n", i, s_of(s.arrival),
-                  static_cast<long long>(s.input), static_cast<long long>(s.output), s_of(s.scheduled), s_of(s.first_token),
-                  s_of(s.finish), ttft * 1e3, tpot * 1e3, s_of(s.finish - s.arrival), static_cast<long long>(s.preemptions),
-                  ttft <= slo_ttft_s && tpot <= slo_tpot_s ? 1 : 0);
-    o << line;
+    char line[512];
+    std::snprintf(line, sizeof line, "%lld,%.9f,%lld,%lld,%.9f,%.9f,%.9f,%.6f,%.6f,%.9f,%lld,%d\n", static_cast<long long>(id),
+                  s_of(s.arrival), static_cast<long long>(s.input), static_cast<long long>(s.output), s_of(s.scheduled),
+                  s_of(s.first_token), s_of(s.finish), ttft * 1e3, tpot * 1e3, s_of(s.finish - s.arrival),
+                  static_cast<long long>(s.preemptions), ttft <= slo_ttft_ && tpot <= slo_tpot_ ? 1 : 0);
+    *requests_ << line;
   }
-}
+  void step(const serve::Step& s) override {
+    ReportBuilder::step(s);
+    if (steps_) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%lld,%d,%.9f,%.6f,%d,%d,%lld,%lld,%lld,%.6f\n", static_cast<long long>(steps), s.instance,
+                    s_of(s.start), ms_of(s.time), s.running, s.waiting, static_cast<long long>(s.tokens),
+                    static_cast<long long>(s.prefill_tokens), static_cast<long long>(s.kv_blocks),
+                    static_cast<double>(s.kv_blocks) / static_cast<double>(kv_blocks_));
+      *steps_ << line;
+    }
+    ++steps;
+  }
+  void transfer(std::int64_t, ps_t t) override { kv_ms.add(static_cast<double>(t) / 1e9); }
+  std::int64_t steps = 0, longest_sent = 0;  // longest_sent: the longest prompt sent on to decode
+  serve::Quantiles kv_ms;                    // KV transfers, in milliseconds
 
-void write_steps_csv(std::ostream& o, const serve::ServeRun& run, std::int64_t kv_blocks) {
-  o << "step,instance,start_s,time_ms,running,waiting,tokens,prefill_tokens,kv_blocks,kv_use\n";
-  char line[256];
-  for (std::size_t i = 0; i < run.steps.size(); ++i) {
-    const serve::Step& s = run.steps[i];
-    std::snprintf(line, sizeof line, "%zu,%d,%.9f,%.6f,%d,%d,%lld,%lld,%lld,%.6f\n", i, s.instance, s_of(s.start), ms_of(s.time), s.running,
-                  s.waiting, static_cast<long long>(s.tokens), static_cast<long long>(s.prefill_tokens),
-                  static_cast<long long>(s.kv_blocks), static_cast<double>(s.kv_blocks) / static_cast<double>(kv_blocks));
-    o << line;
-  }
-}
+ private:
+  double slo_ttft_, slo_tpot_;
+  std::ostream *requests_, *steps_;
+  std::int64_t kv_blocks_;
+};
 
 }  // namespace serve_detail
 
@@ -199,7 +219,7 @@ Inputs parse_inputs(const ServeRequest& q) {
   in.isl = serve::parse_lengths(q.isl, "--isl"), in.osl = serve::parse_lengths(q.osl, "--osl");
   if (!q.lengths.empty()) in.pairs = serve::read_lengths(q.lengths);
   const bool trace = in.arrivals.kind == serve::Arrivals::Kind::trace;
-  const std::int64_t rows = static_cast<std::int64_t>(in.arrivals.trace.size());
+  const std::int64_t rows = in.arrivals.trace_rows;
   in.n = q.requests.empty() ? (trace ? rows : 1000) : parse_int_flag("--requests", q.requests, 1, trace ? rows : INT64_C(1) << 24);
   in.seed = parse_int_flag("--seed", q.seed, 0, INT64_MAX);
   in.lim.max_num_seqs = parse_int_flag("--max-num-seqs", q.max_num_seqs, 1, kLlmMaxBatch);
@@ -252,30 +272,22 @@ nlohmann::json report_json(const serve::Report& rep, std::int64_t sips, std::int
 
 // The run's energy: its steps' dynamic energy, and the whole machine's static power from the
 // first arrival to the last finish (idle or not), in joules, per output token and per token.
-nlohmann::json energy_json(const serve::ServeRun& run, const std::vector<serve::Request>& requests, const HwConfig& hw,
-                           long double dynamic_fj, bool overflow) {
-  ps_t first = run.end;
-  std::int64_t out_tokens = 0, all_tokens = 0;
-  for (std::size_t i = 0; i < run.requests.size(); ++i)
-    first = std::min(first, run.requests[i].arrival), out_tokens += requests[i].output,
-    all_tokens += requests[i].input + requests[i].output;
-  const long double static_fj = static_cast<long double>(hw_static_mw(hw)) * static_cast<long double>(run.end - first);
+nlohmann::json energy_json(const ServeSink& run, ps_t end, const HwConfig& hw, long double dynamic_fj, bool overflow) {
+  const ps_t first = run.requests == 0 ? end : run.first_arrival;
+  const long double static_fj = static_cast<long double>(hw_static_mw(hw)) * static_cast<long double>(end - first);
   const double dynamic_j = static_cast<double>(dynamic_fj * 1e-15L), static_j = static_cast<double>(static_fj * 1e-15L);
   const double total = dynamic_j + static_j;
   return {{"status", overflow ? "energy_overflow" : "ok"},
           {"dynamic_j", dynamic_j},
           {"static_j", static_j},
           {"total_j", total},
-          {"j_per_output_token", total / static_cast<double>(out_tokens)},
-          {"j_per_token", total / static_cast<double>(all_tokens)},
-          {"average_power_w", run.end > first ? total / (static_cast<double>(run.end - first) * 1e-12) : 0.0}};
+          {"j_per_output_token", total / static_cast<double>(run.output_tokens)},
+          {"j_per_token", total / static_cast<double>(run.all_tokens)},
+          {"average_power_w", end > first ? total / (static_cast<double>(end - first) * 1e-12) : 0.0}};
 }
 
 // The longest prompt's KV transfer on the reference engine too.
-nlohmann::json kv_recheck(KvTransfer& kv, const std::vector<serve::Request>& requests) {
-  std::int64_t longest = 0;  // of the requests that go on to a decode instance
-  for (const serve::Request& r : requests)
-    if (r.output > 1) longest = std::max(longest, r.input);
+nlohmann::json kv_recheck(KvTransfer& kv, std::int64_t longest) {
   if (longest == 0) return nullptr;  // none was sent
   const ps_t b = kv.time(longest), r = llm_send_reference(kv.config(longest)).latency_ps;
   if (b != r)
@@ -329,8 +341,17 @@ nlohmann::json run_serve(const ServeRequest& q) {
     throw InputError("--disagg " + q.disagg + ": " + std::to_string(instances) + " instances of " + std::to_string(stage_sips) +
                      " SIPs each need " + std::to_string(sips) + " SIPs; the topology has " + std::to_string(base.hw.sips));
 
-  const std::vector<serve::Request> requests =
-      serve::make_requests(in.arrivals, in.isl, in.osl, in.pairs, in.n, static_cast<std::uint64_t>(in.seed));
+  // Every request checked before any work (a stream, read twice, never held).
+  const bool closed = in.arrivals.kind == serve::Arrivals::Kind::closed;
+  auto stream = [&] {
+    return std::make_unique<serve::RequestStream>(in.arrivals, in.isl, in.osl, in.pairs, in.n, static_cast<std::uint64_t>(in.seed));
+  };
+  {
+    const auto all = stream();
+    serve::Request r;
+    ps_t previous = 0;
+    for (std::int64_t i = 0; all->next(&r); previous = r.arrival, ++i) serve::check_request(i, r, lim, closed ? -1 : previous);
+  }
   Reservoir kept{static_cast<std::size_t>(in.rechecks), SplitMix64{static_cast<std::uint64_t>(in.seed) ^ UINT64_C(0x5E17E)}, {}};
   // Energy: each step's counted actions (dynamic), and the machine's static power over the run.
   long double dynamic_fj = 0;
@@ -344,15 +365,19 @@ nlohmann::json run_serve(const ServeRequest& q) {
     return p.total();
   };
   KvTransfer kv(base);
-  serve::DisaggRun split;
-  if (in.disagg())
-    split = serve::simulate_disagg(requests, lim, step_time, [&](std::int64_t p) { return kv.time(p); }, in.prefill, in.decode);
-  else
-    split.run = serve::simulate(requests, lim, step_time, in.arrivals.kind == serve::Arrivals::Kind::closed ? in.arrivals.clients : 0);
-  const serve::ServeRun& run = split.run;
+  // The per-request and per-step files, streamed as the run goes, in place once all is known.
+  std::unique_ptr<AtomicFile> requests_csv, steps_csv;
+  if (!q.out.empty())
+    requests_csv = std::make_unique<AtomicFile>(q.out + "/requests.csv"), steps_csv = std::make_unique<AtomicFile>(q.out + "/steps.csv");
+  ServeSink sink(in.slo_ttft, in.slo_tpot, requests_csv ? &requests_csv->out() : nullptr, steps_csv ? &steps_csv->out() : nullptr,
+                 lim.kv_blocks);
+  const auto source = stream();
+  const serve::Totals totals =
+      in.disagg() ? serve::simulate_disagg(*source, lim, step_time, [&](std::int64_t p) { return kv.time(p); }, in.prefill, in.decode, sink)
+                  : serve::simulate(*source, lim, step_time, sink, closed ? in.arrivals.clients : 0);
   const std::int64_t evaluations = model.evaluations();  // the run's own, before the re-check's
   nlohmann::json checked = recheck(model, kept);
-  if (in.disagg()) checked["kv_transfer"] = kv_recheck(kv, requests);
+  if (in.disagg()) checked["kv_transfer"] = kv_recheck(kv, sink.longest_sent);
 
   nlohmann::json doc = document("kernbench-gpu/serve", "1.0.0", made.topology);
   doc["llm"] = mapping_json(*q.llm.family, made.config);
@@ -364,22 +389,20 @@ nlohmann::json run_serve(const ServeRequest& q) {
                    {"kv_tokens", kv_tokens}};
   doc["slo"] = {{"ttft_ms", in.slo_ttft * 1e3}, {"tpot_ms", in.slo_tpot * 1e3}};
   doc["disagg"] = nullptr;
-  if (in.disagg()) {
-    std::vector<double> ms;
-    for (std::size_t i = 0; i < requests.size(); ++i)
-      if (requests[i].output > 1) ms.push_back(static_cast<double>(split.transfer[i]) / 1e9);
-    doc["disagg"] = {{"prefill", in.prefill}, {"decode", in.decode}, {"kv_transfer_ms", stats_json(serve::stats_of(ms), 1.0)}};
-  }
-  const serve::Report rep = serve::report_of(run, in.slo_ttft, in.slo_tpot);
+  if (in.disagg())
+    doc["disagg"] = {{"prefill", in.prefill}, {"decode", in.decode}, {"kv_transfer_ms", stats_json(sink.kv_ms.stats(), 1.0)}};
+  const serve::Report rep = sink.report(totals);
   doc["report"] = report_json(rep, sips, lim.kv_blocks);
-  doc["energy"] = energy_json(run, requests, base.hw, dynamic_fj, energy_overflow);
-  doc["steps"] = {{"count", run.steps.size()}, {"distinct_part_evaluations", evaluations}};
+  // Percentiles are exact up to 2^16 values of a kind; beyond, within a relative 2^-13.
+  doc["report"]["percentiles"] = sink.exact() ? "exact" : "binned";
+  doc["energy"] = energy_json(sink, totals.end, base.hw, dynamic_fj, energy_overflow);
+  doc["steps"] = {{"count", sink.steps}, {"distinct_part_evaluations", evaluations}};
+  doc["memory"] = {{"peak_request_records", totals.peak_records}, {"report_bytes", sink.bytes()}};
   doc["recheck"] = checked;
 
   if (!q.out.empty()) {
     doc["files"] = {{"requests", "requests.csv"}, {"steps", "steps.csv"}};
-    write_file_atomic(q.out + "/requests.csv", [&](std::ostream& o) { write_requests_csv(o, run, in.slo_ttft, in.slo_tpot); });
-    write_file_atomic(q.out + "/steps.csv", [&](std::ostream& o) { write_steps_csv(o, run, lim.kv_blocks); });
+    requests_csv->commit(), steps_csv->commit();
     write_file_atomic(q.out + "/summary.json", doc.dump(2) + "\n");
     if (q.figures) render_figures("plot_serve.py", q.out + "/summary.json", q.out);
   }

@@ -176,7 +176,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, [&](std::ostream& out) { out << content; });
 }
 
-void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
+AtomicFile::AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp" + std::to_string(::getpid())) {
   const fs::path p(path);
   std::error_code ec;
   // Only regular files are replaced: a device, a FIFO or a folder at `path` is refused,
@@ -185,22 +185,31 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   if (fs::exists(st) && !fs::is_regular_file(st))
     throw InputError(path + ": not a regular file (a folder, device or FIFO); refusing to replace it");
   // Folders created for this file are removed again if it cannot be written.
-  ScratchScope scratch;
-  scratch.folders_for(path);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  scratch.add(tmp);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot write file");
-    errno = 0;
-    write(out);
-    out.close();
-    // A full disk or a file-size limit (ulimit -f): the environment's, not the input's.
-    if (!out) throw EnvironmentError(path + ": write failed" + (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()));
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) throw InputError(path + ": cannot rename into place");
-  scratch.keep_folders();
+  scratch_.folders_for(path);
+  scratch_.add(tmp_);
+  out_ = std::make_unique<std::ofstream>(tmp_, std::ios::binary | std::ios::trunc);
+  if (!*out_) throw InputError(path + ": cannot write file");
+  errno = 0;
+}
+
+AtomicFile::~AtomicFile() = default;
+
+std::ostream& AtomicFile::out() { return *out_; }
+
+void AtomicFile::commit() {
+  out_->close();
+  // A full disk or a file-size limit (ulimit -f): the environment's, not the input's.
+  if (!*out_) throw EnvironmentError(path_ + ": write failed" + (errno ? " (" + std::string(std::strerror(errno)) + ")" : std::string()));
+  std::error_code ec;
+  fs::rename(tmp_, fs::path(path_), ec);
+  if (ec) throw InputError(path_ + ": cannot rename into place");
+  scratch_.keep_folders();
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  AtomicFile file(path);
+  write(file.out());
+  file.commit();
 }
 
 void check_output_path(const std::string& flag, const std::string& path, const std::string& example) {

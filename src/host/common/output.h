@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <iosfwd>
 #include <string>
 #include <utility>
@@ -38,6 +39,24 @@ class ScratchScope {
  private:
   int mark_;
   bool keep_folders_ = false;
+};
+
+// A file written piece by piece (a run's rows as they come) through a temporary file in the
+// same folder, made with the folders it needs; commit() renames it into place. Destroyed
+// before commit() (an exception), it leaves nothing behind. Like ScratchScope, these nest.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+  std::ostream& out();
+  void commit();
+
+ private:
+  ScratchScope scratch_;
+  std::string path_, tmp_;
+  std::unique_ptr<std::ofstream> out_;
 };
 
 // Writes `content` to `path` through a temporary file in the same folder and a rename,

@@ -1,7 +1,10 @@
 #include "serve_sim.h"
 
+#include "serve_instance.h"
+
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <string>
 
 #include "../common/error.h"
@@ -30,203 +33,227 @@ void check_fits(std::size_t i, std::int64_t prefill, const Request& r, const Lim
                      std::to_string(lim.kv_blocks));
 }
 
-// A request's progress: the tokens it must compute before it next generates (its prompt, or
-// after a preemption its prompt and what it generated, recomputed), those computed, the
-// tokens generated, and its KV blocks.
-struct State {
-  std::int64_t target = 0, computed = 0, generated = 0, blocks = 0;
-  ps_t last_token = -1;
-  bool prefilling() const { return computed < target; }
-};
-
-class Simulator {
- public:
-  Simulator(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients)
-      : req_(requests), lim_(limits), step_time_(step_time), clients_(clients), st_(requests.size()) {
-    run_.requests.resize(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      Served& s = run_.requests[i];
-      s.arrival = clients > 0 ? (static_cast<std::int64_t>(i) < clients ? 0 : -1) : requests[i].arrival;
-      s.input = requests[i].input, s.output = requests[i].output;
-      st_[i].target = requests[i].input;
-      st_[i].computed = requests[i].cached, st_[i].generated = requests[i].generated;
-    }
-    released_ = clients > 0 ? std::min<std::int64_t>(clients, static_cast<std::int64_t>(requests.size()))
-                            : static_cast<std::int64_t>(requests.size());
-    free_ = limits.kv_blocks;
-  }
-
-  ServeRun run() {
-    for (;;) {
-      admit_arrivals();
-      if (running_.empty() && waiting_.empty()) {
-        if (next_ >= released_) break;  // every released request served (closed loop: every request)
-        now_ = std::max(now_, run_.requests[static_cast<std::size_t>(next_)].arrival);
-        continue;
-      }
-      step();
-    }
-    return std::move(run_);
-  }
-
- private:
-  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + lim_.kv_block - 1) / lim_.kv_block; }
-
-  void admit_arrivals() {
-    while (next_ < released_ && run_.requests[static_cast<std::size_t>(next_)].arrival <= now_) waiting_.push_back(next_++);
-  }
-
-  // Frees request i's blocks and puts it back at the head of the queue, to recompute.
-  void preempt(std::int64_t i) {
-    State& s = st_[static_cast<std::size_t>(i)];
-    free_ += s.blocks;
-    s.blocks = 0, s.computed = 0, s.target = req_[static_cast<std::size_t>(i)].input + s.generated;
-    ++run_.requests[static_cast<std::size_t>(i)].preemptions, ++run_.preemptions;
-    running_.erase(std::find(running_.begin(), running_.end(), i));
-    waiting_.push_front(i);
-  }
-
-  // Tokens request i would compute this step, with `budget` left (0: none).
-  std::int64_t want(std::int64_t i, std::int64_t budget) const {
-    const State& s = st_[static_cast<std::size_t>(i)];
-    if (!s.prefilling()) return budget >= 1 ? 1 : 0;
-    const std::int64_t left = s.target - s.computed;
-    if (lim_.chunked_prefill) return std::min(left, budget);
-    return left <= budget ? left : 0;
-  }
-
-  // Takes the blocks request i needs to hold `tokens` more; false when the cache is short.
-  bool allocate(std::int64_t i, std::int64_t tokens) {
-    State& s = st_[static_cast<std::size_t>(i)];
-    const std::int64_t need = blocks_for(s.computed + tokens) - s.blocks;
-    if (need > free_) return false;
-    free_ -= need, s.blocks += need;
-    return true;
-  }
-
-  void step() {
-    std::int64_t budget = lim_.max_batched_tokens;
-    std::vector<std::pair<std::int64_t, std::int64_t>> chosen;  // (request, tokens)
-    bool preempted = false;
-    // Running requests first, in the order they were admitted; where the cache is short, the
-    // latest running request is preempted (itself, when it is the latest).
-    for (std::size_t k = 0; k < running_.size() && budget > 0;) {
-      const std::int64_t i = running_[k], n = want(i, budget);
-      if (n == 0) {
-        ++k;
-        continue;
-      }
-      bool ok = allocate(i, n);
-      while (!ok && running_.back() != i) {
-        preempt(running_.back());
-        preempted = true;
-        ok = allocate(i, n);
-      }
-      if (!ok) {
-        preempt(i);
-        preempted = true;
-        break;
-      }
-      chosen.emplace_back(i, n), budget -= n, ++k;
-    }
-    // Then waiting requests, first come first served, while a sequence slot, the budget and
-    // the cache allow (none in a step that preempted).
-    while (!preempted && !waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < lim_.max_num_seqs) {
-      const std::int64_t i = waiting_.front(), n = want(i, budget);
-      if (n == 0 || !allocate(i, n)) break;
-      waiting_.pop_front();
-      running_.push_back(i);
-      chosen.emplace_back(i, n), budget -= n;
-      Served& s = run_.requests[static_cast<std::size_t>(i)];
-      if (s.scheduled < 0) s.scheduled = now_;
-    }
-    if (chosen.empty()) refuse();
-    StepMix mix;
-    for (const auto& [i, n] : chosen) {
-      const State& s = st_[static_cast<std::size_t>(i)];
-      if (s.prefilling()) mix.prefill_tokens.push_back(n), mix.prefill_before.push_back(s.computed);
-      else mix.decode_contexts.push_back(req_[static_cast<std::size_t>(i)].input + s.generated);
-    }
-    const ps_t dt = step_time_(mix);
-    if (dt <= 0) throw InternalError("a serving step took " + std::to_string(dt) + " ps", __FILE__, __LINE__);
-    Step rec;
-    rec.start = now_, rec.time = dt, rec.tokens = mix.tokens();
-    for (std::int64_t t : mix.prefill_tokens) rec.prefill_tokens += t;
-    rec.running = static_cast<std::int32_t>(running_.size()), rec.waiting = static_cast<std::int32_t>(waiting_.size());
-    // Little's law's integral: who was in the system through the step, and who arrived in it.
-    const ps_t end = now_ + dt;
-    std::int64_t inside = static_cast<std::int64_t>(running_.size() + waiting_.size());
-    run_.in_system_area += static_cast<double>(inside) * static_cast<double>(dt);
-    for (std::int64_t j = next_; j < released_ && run_.requests[static_cast<std::size_t>(j)].arrival < end; ++j)
-      run_.in_system_area += static_cast<double>(end - run_.requests[static_cast<std::size_t>(j)].arrival);
-    now_ = end;
-    for (const auto& [i, n] : chosen) advance(i, n);
-    rec.kv_blocks = lim_.kv_blocks - free_;
-    run_.steps.push_back(rec);
-  }
-
-  // Request i computed n tokens in the step that ended now.
-  void advance(std::int64_t i, std::int64_t n) {
-    State& s = st_[static_cast<std::size_t>(i)];
-    Served& out = run_.requests[static_cast<std::size_t>(i)];
-    const bool decode = !s.prefilling();
-    s.computed += decode ? 0 : n;
-    if (!decode && s.prefilling()) return;  // a chunk of a prompt, more to come
-    if (decode) ++s.computed, ++s.target;   // the token it decoded is now cached
-    ++s.generated;
-    if (s.last_token >= 0) run_.itl.push_back(now_ - s.last_token);
-    s.last_token = now_;
-    if (out.first_token < 0) out.first_token = now_;
-    if (s.generated < out.output) return;
-    out.finish = now_;
-    run_.end = std::max(run_.end, now_);
-    free_ += s.blocks, s.blocks = 0;
-    running_.erase(std::find(running_.begin(), running_.end(), i));
-    if (clients_ > 0 && released_ < static_cast<std::int64_t>(req_.size()))  // its client sends the next
-      run_.requests[static_cast<std::size_t>(released_++)].arrival = now_;
-  }
-
-  // No request could run this step: the one at the head (a recompute of its prompt and what it
-  // had generated, above the budget without chunked prefill).
-  [[noreturn]] void refuse() const {
-    const std::int64_t i = waiting_.empty() ? running_.front() : waiting_.front();
-    const State& s = st_[static_cast<std::size_t>(i)];
-    check_fits(static_cast<std::size_t>(i), s.target - s.computed, req_[static_cast<std::size_t>(i)], lim_);
-    throw InternalError("request " + std::to_string(i) + " fits, yet no request could be scheduled", __FILE__, __LINE__);
-  }
-
-  const std::vector<Request>& req_;
-  const Limits& lim_;
-  const StepTime& step_time_;
-  std::int64_t clients_;
-  std::vector<State> st_;
-  ServeRun run_;
-  std::deque<std::int64_t> waiting_;
-  std::vector<std::int64_t> running_;
-  std::int64_t next_ = 0, released_ = 0, free_ = 0;
-  ps_t now_ = 0;
-};
-
 }  // namespace
 
-void check_requests(const std::vector<Request>& requests, const Limits& limits, bool open_loop) {
+Instance::State& Instance::at(std::int32_t k) { return slots_[static_cast<std::size_t>(k)]; }
+const Instance::State& Instance::at(std::int32_t k) const { return slots_[static_cast<std::size_t>(k)]; }
+
+void Instance::offer(std::int64_t id, const Request& r) {
+  std::int32_t k = 0;
+  if (unused_.empty()) {
+    k = static_cast<std::int32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    k = unused_.back();
+    unused_.pop_back();
+  }
+  State& s = at(k);
+  s = State{};
+  s.id = id, s.req = r;
+  s.target = r.input, s.computed = r.cached, s.generated = r.generated;
+  s.out.arrival = r.arrival, s.out.input = r.input, s.out.output = r.output;
+  incoming_.push_back(k);
+  ++live_, ++totals_.requests;
+  totals_.peak_records = std::max(totals_.peak_records, live_);
+}
+
+ps_t Instance::next_time() const {
+  if (live_ == 0) return std::numeric_limits<ps_t>::max();
+  if (running_.empty() && waiting_.empty()) return std::max(now_, at(incoming_.front()).out.arrival);
+  return now_;
+}
+
+// Admits what has arrived by now; each adds its wait since its arrival to Little's integral
+// (an arrival within a step is in the system through the rest of it).
+void Instance::admit() {
+  while (!incoming_.empty() && at(incoming_.front()).out.arrival <= now_) {
+    const std::int32_t k = incoming_.front();
+    incoming_.pop_front();
+    totals_.in_system_area += static_cast<double>(now_ - at(k).out.arrival);
+    waiting_.push_back(k);
+  }
+}
+
+// Frees request k's blocks and puts it back at the head of the queue, to recompute.
+void Instance::preempt(std::int32_t k) {
+  State& s = at(k);
+  free_ += s.blocks;
+  s.blocks = 0, s.computed = 0, s.target = s.req.input + s.generated;
+  ++s.out.preemptions, ++totals_.preemptions;
+  running_.erase(std::find(running_.begin(), running_.end(), k));
+  waiting_.push_front(k);
+}
+
+// Tokens request k would compute this step, with `budget` left (0: none).
+std::int64_t Instance::want(std::int32_t k, std::int64_t budget) const {
+  const State& s = at(k);
+  if (!s.prefilling()) return budget >= 1 ? 1 : 0;
+  const std::int64_t left = s.target - s.computed;
+  if (lim_.chunked_prefill) return std::min(left, budget);
+  return left <= budget ? left : 0;
+}
+
+// Takes the blocks request k needs to hold `tokens` more; false when the cache is short.
+bool Instance::allocate(std::int32_t k, std::int64_t tokens) {
+  State& s = at(k);
+  const std::int64_t need = blocks_for(s.computed + tokens) - s.blocks;
+  if (need > free_) return false;
+  free_ -= need, s.blocks += need;
+  return true;
+}
+
+// The step's requests and their tokens.
+void Instance::choose(std::vector<std::pair<std::int32_t, std::int64_t>>& chosen) {
+  std::int64_t budget = lim_.max_batched_tokens;
+  bool preempted = false;
+  // Running requests first, in the order they were admitted; where the cache is short, the
+  // latest running request is preempted (itself, when it is the latest).
+  for (std::size_t j = 0; j < running_.size() && budget > 0;) {
+    const std::int32_t k = running_[j];
+    const std::int64_t n = want(k, budget);
+    if (n == 0) {
+      ++j;
+      continue;
+    }
+    bool ok = allocate(k, n);
+    while (!ok && running_.back() != k) {
+      preempt(running_.back());
+      preempted = true;
+      ok = allocate(k, n);
+    }
+    if (!ok) {
+      preempt(k);
+      preempted = true;
+      break;
+    }
+    chosen.emplace_back(k, n), budget -= n, ++j;
+  }
+  // Then waiting requests, first come first served, while a sequence slot, the budget and
+  // the cache allow (none in a step that preempted).
+  while (!preempted && !waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < lim_.max_num_seqs) {
+    const std::int32_t k = waiting_.front();
+    const std::int64_t n = want(k, budget);
+    if (n == 0 || !allocate(k, n)) break;
+    waiting_.pop_front();
+    running_.push_back(k);
+    chosen.emplace_back(k, n), budget -= n;
+    if (at(k).out.scheduled < 0) at(k).out.scheduled = now_;
+  }
+}
+
+void Instance::step() {
+  now_ = next_time();
+  admit();
+  finished_ = 0;
+  chosen_.clear();
+  choose(chosen_);
+  if (chosen_.empty()) refuse();
+  mix_.decode_contexts.clear(), mix_.prefill_tokens.clear(), mix_.prefill_before.clear();
+  for (const auto& [k, n] : chosen_) {
+    const State& s = at(k);
+    if (s.prefilling()) mix_.prefill_tokens.push_back(n), mix_.prefill_before.push_back(s.computed);
+    else mix_.decode_contexts.push_back(s.req.input + s.generated);
+  }
+  const ps_t dt = step_time_(mix_);
+  if (dt <= 0) throw InternalError("a serving step took " + std::to_string(dt) + " ps", __FILE__, __LINE__);
+  Step rec;
+  rec.start = now_, rec.time = dt, rec.tokens = mix_.tokens(), rec.instance = index_;
+  for (std::int64_t t : mix_.prefill_tokens) rec.prefill_tokens += t;
+  rec.running = static_cast<std::int32_t>(running_.size()), rec.waiting = static_cast<std::int32_t>(waiting_.size());
+  // Little's law's integral: who was in the system through the step.
+  totals_.in_system_area += static_cast<double>(running_.size() + waiting_.size()) * static_cast<double>(dt);
+  now_ += dt;
+  for (const auto& [k, n] : chosen_) advance(k, n);
+  rec.kv_blocks = lim_.kv_blocks - free_;
+  sink_.step(rec);
+}
+
+// Request k computed n tokens in the step that ended now.
+void Instance::advance(std::int32_t k, std::int64_t n) {
+  State& s = at(k);
+  const bool decode = !s.prefilling();
+  s.computed += decode ? 0 : n;
+  if (!decode && s.prefilling()) return;  // a chunk of a prompt, more to come
+  if (decode) ++s.computed, ++s.target;   // the token it decoded is now cached
+  ++s.generated;
+  if (s.last_token >= 0) sink_.gap(now_ - s.last_token);
+  s.last_token = now_;
+  if (s.out.first_token < 0) s.out.first_token = now_;
+  if (s.generated < s.req.output) return;
+  s.out.finish = now_;
+  totals_.end = std::max(totals_.end, now_);
+  free_ += s.blocks, s.blocks = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), k));
+  ++finished_, --live_;
+  unused_.push_back(k);
+  sink_.served(s.id, s.out);
+}
+
+// No request could run this step: the one at the head (a recompute of its prompt and what it
+// had generated, above the budget without chunked prefill).
+void Instance::refuse() const {
+  const State& s = at(waiting_.empty() ? running_.front() : waiting_.front());
+  check_fits(static_cast<std::size_t>(s.id), s.target - s.computed, s.req, lim_);
+  throw InternalError("request " + std::to_string(s.id) + " fits, yet no request could be scheduled", __FILE__, __LINE__);
+}
+
+void check_limits(const Limits& limits) {
   if (limits.max_num_seqs < 1 || limits.max_batched_tokens < 1 || limits.kv_block < 1 || limits.kv_blocks < 1)
     throw InputError("serving limits: max_num_seqs, max_batched_tokens, kv_block and kv_blocks must be at least 1");
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    if (r.input < 1 || r.output < 1) throw InputError("request " + std::to_string(i) + ": input and output tokens must be at least 1");
-    if (r.cached < 0 || r.cached > r.input || r.generated < 0 || r.generated >= r.output)
-      throw InputError("request " + std::to_string(i) + ": its cached tokens must be 0..input, its generated ones below output");
-    if (open_loop && i > 0 && r.arrival < requests[i - 1].arrival)
-      throw InputError("request " + std::to_string(i) + ": arrivals must not go back in time");
-    check_fits(i, r.input - r.cached, r, limits);
+}
+
+void check_request(std::int64_t i, const Request& r, const Limits& limits, ps_t previous) {
+  if (r.input < 1 || r.output < 1) throw InputError("request " + std::to_string(i) + ": input and output tokens must be at least 1");
+  if (r.cached < 0 || r.cached > r.input || r.generated < 0 || r.generated >= r.output)
+    throw InputError("request " + std::to_string(i) + ": its cached tokens must be 0..input, its generated ones below output");
+  if (previous >= 0 && r.arrival < previous)
+    throw InputError("request " + std::to_string(i) + ": arrivals must not go back in time");
+  check_fits(static_cast<std::size_t>(i), r.input - r.cached, r, limits);
+}
+
+void check_requests(const std::vector<Request>& requests, const Limits& limits, bool open_loop) {
+  check_limits(limits);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    check_request(static_cast<std::int64_t>(i), requests[i], limits, open_loop && i > 0 ? requests[i - 1].arrival : -1);
+}
+
+Totals simulate(Source& source, const Limits& limits, const StepTime& step_time, Sink& sink, std::int64_t clients) {
+  check_limits(limits);
+  Instance one(limits, step_time, sink, 0);
+  Request r;
+  std::int64_t id = 0;
+  ps_t previous = 0;
+  // The next request from the source, checked; false when there is none.
+  auto pull = [&] {
+    if (!source.next(&r)) return false;
+    check_request(id, r, limits, clients > 0 ? -1 : previous);
+    previous = r.arrival;
+    return true;
+  };
+  if (clients > 0) {
+    for (std::int64_t c = 0; c < clients && pull(); ++c) r.arrival = 0, one.offer(id++, r);
   }
+  bool more = clients > 0 ? true : pull();
+  for (;;) {
+    // Open loop: every request arrived by the next step (the next one, when it is idle).
+    while (clients == 0 && more && (one.idle() || r.arrival <= one.next_time())) {
+      one.offer(id++, r);
+      more = pull();
+    }
+    if (one.idle()) break;
+    one.step();
+    // Closed loop: each request finished sends its client's next one.
+    for (std::int64_t f = 0; clients > 0 && f < one.finished() && pull(); ++f) r.arrival = one.now(), one.offer(id++, r);
+  }
+  return one.totals();
 }
 
 ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients) {
   check_requests(requests, limits, clients == 0);
-  return Simulator(requests, limits, step_time, clients).run();
+  VectorSource source(requests);
+  KeepAll keep(requests.size());
+  const Totals t = simulate(source, limits, step_time, keep, clients);
+  return keep.take(t);
 }
-
 
 }  // namespace kb::serve

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "../../device/common/units.h"
@@ -59,25 +61,96 @@ struct Step {
   std::int64_t tokens = 0, prefill_tokens = 0, kv_blocks = 0;
 };
 
+// Where a run's requests come from: one at a time, in order of arrival (a closed loop sets
+// their arrivals itself); false when there are no more.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual bool next(Request* r) = 0;
+};
+
+// The requests of a vector, in its order.
+class VectorSource final : public Source {
+ public:
+  explicit VectorSource(const std::vector<Request>& requests) : r_(requests) {}
+  bool next(Request* r) override {
+    if (k_ >= r_.size()) return false;
+    *r = r_[k_++];
+    return true;
+  }
+
+ private:
+  const std::vector<Request>& r_;
+  std::size_t k_ = 0;
+};
+
+// What a run reports as it goes, so that it holds only the requests in flight: each request
+// once served (by its index in the source's order; in the order they finish), each gap
+// between a request's consecutive tokens, each step (in order of start, then instance), and
+// under disaggregation each request's KV transfer.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void served(std::int64_t id, const Served& s) {
+    (void)id;
+    (void)s;
+  }
+  virtual void gap(ps_t itl) { (void)itl; }
+  virtual void step(const Step& s) { (void)s; }
+  virtual void transfer(std::int64_t id, ps_t time) {
+    (void)id;
+    (void)time;
+  }
+};
+
+// What a run comes to beyond what its sink saw.
+struct Totals {
+  ps_t end = 0;  // the last request's finish
+  // The integral over time of the requests in the system (arrived, not finished), in
+  // request-picoseconds, counted step by step (Little's law: it equals the sum of sojourns).
+  double in_system_area = 0;
+  std::int64_t requests = 0, preemptions = 0;
+  std::int64_t peak_records = 0;  // the most request records held at once (at most those in flight)
+};
+
+// Serves the source's requests. Open loop (clients 0): each arrives at its `arrival`
+// (non-decreasing). Closed loop (clients > 0): the first `clients` arrive at 0, and each later
+// one when a request finishes (no think time); arrivals given are ignored. InputError where a
+// request can never run (its prompt above max_batched_tokens without chunked prefill, or its
+// tokens above the cache's blocks), or arrives before the one ahead of it.
+Totals simulate(Source& source, const Limits& limits, const StepTime& step_time, Sink& sink, std::int64_t clients = 0);
+
+// A run held whole (tests, small runs): every request as served, in the order given.
 struct ServeRun {
   std::vector<Served> requests;  // in the order given
   std::vector<ps_t> itl;         // every gap between a request's consecutive tokens
   std::vector<Step> steps;
   ps_t end = 0;                  // the last request's finish
-  // The integral over time of the requests in the system (arrived, not finished), in
-  // request-picoseconds, counted step by step (Little's law: it equals the sum of sojourns).
-  double in_system_area = 0;
+  double in_system_area = 0;     // as Totals'
   std::int64_t preemptions = 0;
 };
 
-// Serves `requests`. Open loop (clients 0): each arrives at its `arrival` (non-decreasing).
-// Closed loop (clients > 0): the first `clients` arrive at 0, and each later one when a
-// request finishes (no think time), arrivals given are ignored. InputError where a request
-// can never run (its prompt above max_batched_tokens without chunked prefill, or its tokens
-// above the cache's blocks).
+// A sink that keeps everything: a ServeRun.
+class KeepAll : public Sink {
+ public:
+  explicit KeepAll(std::size_t n) { run.requests.resize(n); }
+  void served(std::int64_t id, const Served& s) override { run.requests.at(static_cast<std::size_t>(id)) = s; }
+  void gap(ps_t itl) override { run.itl.push_back(itl); }
+  void step(const Step& s) override { run.steps.push_back(s); }
+  ServeRun take(const Totals& t) {
+    run.end = t.end, run.in_system_area = t.in_system_area, run.preemptions = t.preemptions;
+    return std::move(run);
+  }
+  ServeRun run;
+};
+
+// simulate over a vector, every request checked before the run.
 ServeRun simulate(const std::vector<Request>& requests, const Limits& limits, const StepTime& step_time, std::int64_t clients = 0);
 
+// simulate's check of one request: the i-th, arriving after `previous` (open loop; -1: none).
+void check_request(std::int64_t i, const Request& r, const Limits& limits, ps_t previous);
 // simulate's checks of its arguments, alone (InputError naming request i by its index here).
+void check_limits(const Limits& limits);
 void check_requests(const std::vector<Request>& requests, const Limits& limits, bool open_loop);
 
 }  // namespace kb::serve

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "../common/error.h"
 #include "../common/output.h"
@@ -72,34 +73,57 @@ struct Cell {
   std::string text;
   std::size_t col;
 };
+// A CSV of numbers read row by row.
+class RowReader {
+ public:
+  RowReader(const std::string& path, std::size_t fields, const char* what) : path_(path), fields_(fields), what_(what) {
+    check_input_file(path);
+    in_.open(path);
+    if (!in_) throw InputError(path + ":1:1: (file): cannot open file");
+  }
+  // The next row's fields with their columns, and "FILE:LINE:" for errors; false at the end.
+  bool next(std::string* at, std::vector<Cell>* cells) {
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++no_;
+      if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      cells->clear();
+      std::size_t b = 0;
+      for (const std::string& raw : split(line, ',')) {
+        std::size_t lead = raw.find_first_not_of(" \t");
+        std::string t = lead == std::string::npos ? "" : raw.substr(lead);
+        while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.pop_back();
+        cells->push_back({t, b + (lead == std::string::npos ? 0 : lead) + 1});
+        b += raw.size() + 1;
+      }
+      double ignored = 0;
+      const bool header = first_ && !real_of((*cells)[0].text, &ignored);
+      first_ = false;
+      if (header) continue;
+      *at = path_ + ":" + std::to_string(no_) + ":";
+      if (cells->size() != fields_)
+        throw InputError(*at + "1: " + what_ + ": expected " + std::to_string(fields_) + " fields, got " + std::to_string(cells->size()));
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string path_;
+  std::size_t fields_;
+  const char* what_;
+  std::ifstream in_;
+  int no_ = 0;
+  bool first_ = true;
+};
+
 template <class Row>
 void read_rows(const std::string& path, std::size_t fields, const char* what, Row row) {
-  check_input_file(path);
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ":1:1: (file): cannot open file");
-  std::string line;
-  bool first = true;
-  for (int no = 1; std::getline(in, line); ++no) {
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::vector<Cell> cells;
-    std::size_t b = 0;
-    for (const std::string& raw : split(line, ',')) {
-      std::size_t lead = raw.find_first_not_of(" \t");
-      std::string t = lead == std::string::npos ? "" : raw.substr(lead);
-      while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.pop_back();
-      cells.push_back({t, b + (lead == std::string::npos ? 0 : lead) + 1});
-      b += raw.size() + 1;
-    }
-    double ignored = 0;
-    const bool header = first && !real_of(cells[0].text, &ignored);
-    first = false;
-    if (header) continue;
-    const std::string at = path + ":" + std::to_string(no) + ":";
-    if (cells.size() != fields)
-      throw InputError(at + "1: " + what + ": expected " + std::to_string(fields) + " fields, got " + std::to_string(cells.size()));
-    row(at, cells);
-  }
+  RowReader rows(path, fields, what);
+  std::string at;
+  std::vector<Cell> cells;
+  while (rows.next(&at, &cells)) row(at, cells);
 }
 
 std::int64_t tokens_of(const std::string& at, const Cell& c, const char* field) {
@@ -122,6 +146,20 @@ std::int64_t draw_length(const Lengths& l, Uniform& u) {
   }
   return 1;
 }
+
+// A trace's row, arriving at or after `previous` (ps).
+Request trace_row(const std::string& at, const std::vector<Cell>& c, ps_t previous) {
+  double t = 0;
+  if (!real_of(c[0].text, &t) || t < 0 || t > 1e6)
+    throw InputError(at + std::to_string(c[0].col) + ": timestamp: expected seconds from 0 to 10^6, got '" + c[0].text + "'");
+  Request r;
+  r.arrival = static_cast<ps_t>(std::llround(t * 1e12));
+  if (r.arrival < previous) throw InputError(at + std::to_string(c[0].col) + ": timestamp: " + c[0].text + " s is before the row above's");
+  r.input = tokens_of(at, c[1], "input"), r.output = tokens_of(at, c[2], "output");
+  return r;
+}
+
+constexpr const char* kTraceFields = "timestamp,input,output";
 
 }  // namespace
 
@@ -150,19 +188,13 @@ Arrivals parse_arrivals(const std::string& text, const std::string& flag) {
   }
   if (text.size() < 4 || text.substr(text.size() - 4) != ".csv")
     throw bad("poisson:RATE, gamma:RATE:CV, closed:CONCURRENCY or a trace FILE.csv");
-  a.kind = Arrivals::Kind::trace;
-  read_rows(text, 3, "timestamp,input,output", [&](const std::string& at, const std::vector<Cell>& c) {
-    double t = 0;
-    if (!real_of(c[0].text, &t) || t < 0 || t > 1e6)
-      throw InputError(at + std::to_string(c[0].col) + ": timestamp: expected seconds from 0 to 10^6, got '" + c[0].text + "'");
-    Request r;
-    r.arrival = static_cast<ps_t>(std::llround(t * 1e12));
-    if (!a.trace.empty() && r.arrival < a.trace.back().arrival)
-      throw InputError(at + std::to_string(c[0].col) + ": timestamp: " + c[0].text + " s is before the row above's");
-    r.input = tokens_of(at, c[1], "input"), r.output = tokens_of(at, c[2], "output");
-    a.trace.push_back(r);
+  a.kind = Arrivals::Kind::trace, a.trace = text;
+  ps_t previous = 0;
+  read_rows(text, 3, kTraceFields, [&](const std::string& at, const std::vector<Cell>& c) {
+    previous = trace_row(at, c, previous).arrival;
+    ++a.trace_rows;
   });
-  if (a.trace.empty()) throw InputError(text + ":1:1: timestamp: the trace has no request");
+  if (a.trace_rows == 0) throw InputError(text + ":1:1: timestamp: the trace has no request");
   return a;
 }
 
@@ -210,32 +242,65 @@ std::vector<std::pair<std::int64_t, std::int64_t>> read_lengths(const std::strin
   return out;
 }
 
+struct RequestStream::Impl {
+  Impl(const Arrivals& a, const Lengths& i, const Lengths& o, const std::vector<std::pair<std::int64_t, std::int64_t>>& p,
+       std::int64_t count, std::uint64_t seed)
+      : arrivals(a), isl(i), osl(o), pairs(p), n(count), gaps(seed), lengths(seed ^ UINT64_C(0x1E6A7D5C0FFEE123)) {
+    if (a.kind == Arrivals::Kind::trace) rows = std::make_unique<RowReader>(a.trace, 3, kTraceFields);
+  }
+  Arrivals arrivals;
+  Lengths isl, osl;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // a copy: a stream may outlive its arguments
+  std::int64_t n, k = 0;
+  Uniform gaps, lengths;
+  double t = 0;
+  ps_t previous = 0;
+  std::unique_ptr<RowReader> rows;
+  std::string at;
+  std::vector<Cell> cells;
+};
+
+RequestStream::RequestStream(const Arrivals& arrivals, const Lengths& isl, const Lengths& osl,
+                             const std::vector<std::pair<std::int64_t, std::int64_t>>& pairs, std::int64_t n, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(arrivals, isl, osl, pairs, n, seed)) {}
+RequestStream::~RequestStream() = default;
+
+bool RequestStream::next(Request* out) {
+  Impl& m = *impl_;
+  if (m.k >= m.n) return false;
+  if (m.rows) {
+    if (!m.rows->next(&m.at, &m.cells)) return false;
+    *out = trace_row(m.at, m.cells, m.previous);
+    m.previous = out->arrival, ++m.k;
+    return true;
+  }
+  const Arrivals& a = m.arrivals;
+  const double shape = 1.0 / (a.cv * a.cv);  // gamma's shape; its mean gap shape theta = 1 / rate
+  if (a.kind == Arrivals::Kind::poisson) m.t += -std::log(m.gaps()) / a.rate;
+  else if (a.kind == Arrivals::Kind::gamma) m.t += m.gaps.gamma(shape) / (shape * a.rate);
+  if (m.t > 1e6)  // a trace's own limit: beyond it, picoseconds near int64's end
+    throw InputError("--arrivals " + std::string(a.kind == Arrivals::Kind::poisson ? "poisson" : "gamma") + " with --requests " +
+                     std::to_string(m.n) + ": request " + std::to_string(m.k) + " would arrive after 10^6 s; a higher rate or fewer requests");
+  Request r;
+  r.arrival = static_cast<ps_t>(std::llround(m.t * 1e12));
+  if (!m.pairs.empty()) {
+    const auto& p = m.pairs[std::min(m.pairs.size() - 1, static_cast<std::size_t>(m.lengths() * static_cast<double>(m.pairs.size())))];
+    r.input = p.first, r.output = p.second;
+  } else {
+    r.input = draw_length(m.isl, m.lengths), r.output = draw_length(m.osl, m.lengths);
+  }
+  *out = r;
+  ++m.k;
+  return true;
+}
+
 std::vector<Request> make_requests(const Arrivals& arrivals, const Lengths& isl, const Lengths& osl,
                                    const std::vector<std::pair<std::int64_t, std::int64_t>>& pairs, std::int64_t n,
                                    std::uint64_t seed) {
-  if (arrivals.kind == Arrivals::Kind::trace) {
-    const std::size_t k = std::min(arrivals.trace.size(), static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
-    return std::vector<Request>(arrivals.trace.begin(), arrivals.trace.begin() + static_cast<std::ptrdiff_t>(k));
-  }
-  Uniform gaps(seed), lengths(seed ^ UINT64_C(0x1E6A7D5C0FFEE123));
-  std::vector<Request> out(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
-  const double k = 1.0 / (arrivals.cv * arrivals.cv);  // gamma's shape; its mean gap k theta = 1 / rate
-  double t = 0;
-  for (Request& r : out) {
-    if (arrivals.kind == Arrivals::Kind::poisson) t += -std::log(gaps()) / arrivals.rate;
-    else if (arrivals.kind == Arrivals::Kind::gamma) t += gaps.gamma(k) / (k * arrivals.rate);
-    if (t > 1e6)  // a trace's own limit: beyond it, picoseconds near int64's end
-      throw InputError("--arrivals " + std::string(arrivals.kind == Arrivals::Kind::poisson ? "poisson" : "gamma") +
-                       " with --requests " + std::to_string(n) + ": request " + std::to_string(&r - out.data()) +
-                       " would arrive after 10^6 s; a higher rate or fewer requests");
-    r.arrival = static_cast<ps_t>(std::llround(t * 1e12));
-    if (!pairs.empty()) {
-      const auto& p = pairs[std::min(pairs.size() - 1, static_cast<std::size_t>(lengths() * static_cast<double>(pairs.size())))];
-      r.input = p.first, r.output = p.second;
-    } else {
-      r.input = draw_length(isl, lengths), r.output = draw_length(osl, lengths);
-    }
-  }
+  RequestStream stream(arrivals, isl, osl, pairs, n, seed);
+  std::vector<Request> out;
+  Request r;
+  while (stream.next(&r)) out.push_back(r);
   return out;
 }
 
@@ -255,31 +320,89 @@ Stats stats_of(std::vector<double> v) {
   return s;
 }
 
-Report report_of(const ServeRun& run, double slo_ttft_s, double slo_tpot_s) {
+void Quantiles::bin(double x) {
+  std::int64_t key = std::numeric_limits<std::int64_t>::min();  // 0
+  if (x > 0) {
+    int e = 0;
+    const double m = std::frexp(x, &e);  // in [0.5, 1)
+    key = static_cast<std::int64_t>(e) * (INT64_C(1) << kBinBits) + static_cast<std::int64_t>(std::ldexp(m - 0.5, kBinBits + 1));
+  }
+  ++bins_[key];
+}
+
+void Quantiles::add(double x) {
+  if (!(x >= 0) || !std::isfinite(x)) throw InternalError("serve: a latency of " + std::to_string(x) + " s", __FILE__, __LINE__);
+  min_ = n_ == 0 ? x : std::min(min_, x), max_ = n_ == 0 ? x : std::max(max_, x);
+  sum_ += x, ++n_;
+  if (values_.size() < kExactValues && bins_.empty()) {
+    values_.push_back(x);
+    return;
+  }
+  for (double v : values_) bin(v);  // from here on, a histogram
+  values_.clear(), values_.shrink_to_fit();
+  bin(x);
+}
+
+Stats Quantiles::stats() const {
+  if (exact()) return stats_of(values_);
+  Stats s;
+  s.count = n_, s.mean = sum_ / static_cast<double>(n_);
+  auto rank = [&](double p) {  // the bin of the nearest rank, at its middle, within the extremes
+    const std::int64_t r = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(p / 100.0 * static_cast<double>(n_))));
+    std::int64_t seen = 0;
+    for (const auto& [key, count] : bins_) {
+      seen += count;
+      if (seen < r) continue;
+      if (key == std::numeric_limits<std::int64_t>::min()) return 0.0;
+      const std::int64_t e = key >= 0 ? key >> kBinBits : -((-key + (INT64_C(1) << kBinBits) - 1) >> kBinBits);
+      const double sub = static_cast<double>(key - e * (INT64_C(1) << kBinBits));
+      const double mid = std::ldexp(0.5 + (sub + 0.5) * std::ldexp(1.0, -(kBinBits + 1)), static_cast<int>(e));
+      return std::min(max_, std::max(min_, mid));
+    }
+    return max_;
+  };
+  s.p50 = rank(50), s.p90 = rank(90), s.p99 = rank(99);
+  return s;
+}
+
+std::size_t Quantiles::bytes() const { return values_.capacity() * sizeof(double) + bins_.size() * 48; }
+
+void ReportBuilder::served(std::int64_t, const Served& s) {
+  const double ft = static_cast<double>(s.first_token - s.arrival) / 1e12;
+  const double per = s.output > 1 ? static_cast<double>(s.finish - s.first_token) / 1e12 / static_cast<double>(s.output - 1) : 0.0;
+  ttft_.add(ft), e2e_.add(static_cast<double>(s.finish - s.arrival) / 1e12);
+  if (s.output > 1) tpot_.add(per);
+  met_slo_ += ft <= slo_ttft_ && per <= slo_tpot_;
+  first_arrival = first_arrival < 0 ? s.arrival : std::min(first_arrival, s.arrival);
+  ++requests, output_tokens += s.output, all_tokens += s.input + s.output;
+}
+
+void ReportBuilder::gap(ps_t itl) { itl_.add(static_cast<double>(itl) / 1e12); }
+
+void ReportBuilder::step(const Step& s) { peak_kv_blocks_ = std::max(peak_kv_blocks_, s.kv_blocks); }
+
+Report ReportBuilder::report(const Totals& totals) const {
   Report r;
-  std::vector<double> ttft, tpot, itl, e2e;
-  ps_t first = -1;
-  std::int64_t out_tokens = 0, all_tokens = 0;
-  for (const Served& s : run.requests) {
-    const double ft = static_cast<double>(s.first_token - s.arrival) / 1e12;
-    const double per = s.output > 1 ? static_cast<double>(s.finish - s.first_token) / 1e12 / static_cast<double>(s.output - 1) : 0.0;
-    ttft.push_back(ft), e2e.push_back(static_cast<double>(s.finish - s.arrival) / 1e12);
-    if (s.output > 1) tpot.push_back(per);
-    r.met_slo += ft <= slo_ttft_s && per <= slo_tpot_s;
-    first = first < 0 ? s.arrival : std::min(first, s.arrival);
-    out_tokens += s.output, all_tokens += s.input + s.output;
-  }
-  for (ps_t g : run.itl) itl.push_back(static_cast<double>(g) / 1e12);
-  r.ttft = stats_of(ttft), r.tpot = stats_of(tpot), r.itl = stats_of(itl), r.e2e = stats_of(e2e);
-  r.seconds = run.requests.empty() ? 0.0 : static_cast<double>(run.end - first) / 1e12;
+  r.ttft = ttft_.stats(), r.tpot = tpot_.stats(), r.itl = itl_.stats(), r.e2e = e2e_.stats();
+  r.met_slo = met_slo_;
+  r.seconds = requests == 0 ? 0.0 : static_cast<double>(totals.end - first_arrival) / 1e12;
   if (r.seconds > 0) {
-    const double n = static_cast<double>(run.requests.size());
+    const double n = static_cast<double>(requests);
     r.requests_per_s = n / r.seconds, r.goodput_per_s = static_cast<double>(r.met_slo) / r.seconds;
-    r.output_tokens_per_s = static_cast<double>(out_tokens) / r.seconds, r.total_tokens_per_s = static_cast<double>(all_tokens) / r.seconds;
+    r.output_tokens_per_s = static_cast<double>(output_tokens) / r.seconds, r.total_tokens_per_s = static_cast<double>(all_tokens) / r.seconds;
   }
-  r.preemptions = run.preemptions;
-  for (const Step& s : run.steps) r.peak_kv_blocks = std::max(r.peak_kv_blocks, s.kv_blocks);
+  r.preemptions = totals.preemptions, r.peak_kv_blocks = peak_kv_blocks_;
   return r;
+}
+
+Report report_of(const ServeRun& run, double slo_ttft_s, double slo_tpot_s) {
+  ReportBuilder b(slo_ttft_s, slo_tpot_s);
+  for (std::size_t i = 0; i < run.requests.size(); ++i) b.served(static_cast<std::int64_t>(i), run.requests[i]);
+  for (ps_t g : run.itl) b.gap(g);
+  for (const Step& s : run.steps) b.step(s);
+  Totals t;
+  t.end = run.end, t.preemptions = run.preemptions;
+  return b.report(t);
 }
 
 }  // namespace kb::serve
