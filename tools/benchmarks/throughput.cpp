@@ -15,6 +15,7 @@
 #include "benches/milestone_gqa_decode.h"
 #include "host/api/eval.h"
 #include "host/api/serve.h"
+#include "host/api/serve_sweep.h"
 #include "host/cli/commands.h"
 #include "host/common/output.h"
 #include "host/families/family.h"
@@ -242,6 +243,29 @@ void BM_ServeRun(benchmark::State& state) {
   state.counters["steps/s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ServeRun)->ArgName("disagg")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// `sweep serve` (docs/model.md section 13.18): LLaMA-3.1-70B on ring8 at tp 8 over SIPs, 1,000
+// requests each (as BM_ServeRun's), over 4 arrival rates x 3 max-num-seqs: 12 configs a sweep
+// of one mapping, its step model shared by the runs of a thread. Cold: the kernel memos
+// forgotten before each sweep. sweep serve's target is 10^4 configs/s.
+void BM_SweepServe(benchmark::State& state) {
+  api::ServeSweepRequest q;
+  api::ServeRequest& r = q.serve;
+  r.llm.family = &family("llm");
+  r.llm.presets["--model"] = "llama-3.1-70b";
+  r.llm.axes["tp"] = "8";
+  r.llm.axes["tp_level"] = "sip";
+  r.llm.topology.path = data_dir() + "/topologies/ring8.yaml";
+  r.arrivals = "poisson:0.5,poisson:1,poisson:2,poisson:3", r.max_num_seqs = "64,128,256";
+  r.isl = "lognormal:1024:0.6", r.osl = "128", r.requests = "1000", r.recheck = "0";
+  double configs = 0;
+  for (auto _ : state) {
+    forget_shared_memos();
+    configs += api::sweep_serve(q)["counts"]["configs"].get<double>();
+  }
+  state.counters["configs/s"] = benchmark::Counter(configs, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepServe)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Allreduce: the 891 milestone-1h-ccl allreduce points (every level, algorithm, 2-8 ranks per
 // level, hier on 16 and 64 PEs, both buffer kinds, 1 KiB - 1 GiB), repeated.

@@ -1,5 +1,7 @@
 #include "serve.h"
 
+#include "serve_sweep.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -212,7 +214,8 @@ struct Inputs {
   bool disagg() const { return prefill > 0; }
 };
 
-Inputs parse_inputs(const ServeRequest& q) {
+// `alone`: each flag by itself (sweep serve's check of its alternatives), not how they combine.
+Inputs parse_inputs(const ServeRequest& q, bool alone = false) {
   Inputs in;
   if (q.arrivals.empty()) throw InputError("--arrivals is required: poisson:RATE, gamma:RATE:CV, closed:CONCURRENCY or FILE.csv");
   in.arrivals = serve::parse_arrivals(q.arrivals);
@@ -232,7 +235,7 @@ Inputs parse_inputs(const ServeRequest& q) {
   in.slo_tpot = serve::parse_real_flag("--slo-tpot", q.slo_tpot, 0, 1e9, "milliseconds") / 1e3;
   in.rechecks = parse_int_flag("--recheck", q.recheck, 0, 1000);
   std::tie(in.prefill, in.decode) = parse_disagg(q.disagg);
-  if (in.disagg() && in.arrivals.kind == serve::Arrivals::Kind::closed)
+  if (!alone && in.disagg() && in.arrivals.kind == serve::Arrivals::Kind::closed)
     throw InputError("--disagg " + q.disagg + ": disaggregated serving takes open-loop arrivals (poisson, gamma or a trace)");
   if (!q.out.empty())
     for (const char* name : {"summary.json", "requests.csv", "steps.csv"}) check_output_path("--out", q.out + "/" + name, name);
@@ -297,48 +300,72 @@ nlohmann::json kv_recheck(KvTransfer& kv, std::int64_t longest) {
   return {{"prompt", longest}, {"batched_ps", b}, {"reference_ps", r}, {"identical", b == r}};
 }
 
-// The step model of the request's mapping, its KV cache's blocks in `lim`.
-serve::StepModel step_model(const ServeRequest& q, const EvalConfig& made, const LlmConfig& base, serve::Limits& lim,
-                            std::int64_t* kv_tokens) {
+// The step model of the request's mapping.
+std::unique_ptr<serve::StepModel> step_model(const ServeRequest& q, const EvalConfig& made, const LlmConfig& base) {
   const Family& f = *q.llm.family;
   bool best_case = false;  // the attention case left to "best": each decode group's own
   for (const AxisDesc* ax : made.best_axes) best_case = best_case || ax->name == "attention_case";
-  serve::StepModel model(base,
-                         base.experts > 0 ? std::function<void(LlmConfig&)>([&f, presets = q.llm.presets](LlmConfig& c) {
-                           f.prepare(presets, {}, &c);
-                         })
-                                          : std::function<void(LlmConfig&)>(),
-                         best_case);
-  *kv_tokens = model.kv_token_capacity(lim.max_batched_tokens);
-  lim.kv_blocks = *kv_tokens / lim.kv_block;
+  return std::make_unique<serve::StepModel>(
+      base,
+      base.experts > 0 ? std::function<void(LlmConfig&)>([&f, presets = q.llm.presets](LlmConfig& c) { f.prepare(presets, {}, &c); })
+                       : std::function<void(LlmConfig&)>(),
+      best_case);
+}
+
+// The KV cache's blocks in `lim`, from what the fullest cube leaves at its step's tokens.
+std::int64_t kv_blocks_of(serve::StepModel& model, serve::Limits& lim) {
+  const std::int64_t kv_tokens = model.kv_token_capacity(lim.max_batched_tokens);
+  lim.kv_blocks = kv_tokens / lim.kv_block;
   if (lim.kv_blocks < 1)
     throw InputError("serve: the model leaves no room for a KV block of " + std::to_string(lim.kv_block) +
                      " tokens: the fullest cube's HBM holds its weights and a step of --max-batched-tokens " +
-                     std::to_string(lim.max_batched_tokens) + " tokens' activations, and " + std::to_string(*kv_tokens) +
+                     std::to_string(lim.max_batched_tokens) + " tokens' activations, and " + std::to_string(kv_tokens) +
                      " tokens of KV cache");
-  return model;
+  return kv_tokens;
 }
 
 }  // namespace serve_detail
 
-nlohmann::json run_serve(const ServeRequest& q) {
+struct ServeMapping::Impl {
+  EvalConfig made;
+  LlmConfig base{};
+  std::unique_ptr<serve::StepModel> model;
+  std::int64_t stage_sips = 0;
+};
+
+ServeMapping::ServeMapping(const ServeRequest& q) : impl_(std::make_unique<Impl>()) {
   using namespace serve_detail;
   KB_INTERNAL_CHECK(q.llm.family != nullptr, "serve: a request without the llm family");
   refuse_step_axes(q.llm);
-  Inputs in = parse_inputs(q);
-  serve::Limits& lim = in.lim;
   // The model and its mapping, as eval llm makes them; the step model over them.
   EvalRequest llm = q.llm;
   if (!llm.axes.count("pp")) llm.axes["pp"] = "1";  // one stage, unless asked (and then refused by name)
-  const EvalConfig made = eval_config(llm);
-  LlmConfig base{};
-  std::memcpy(&base, made.config.data(), sizeof base);
-  std::int64_t kv_tokens = 0;
-  serve::StepModel model = step_model(q, made, base, lim, &kv_tokens);
-  const std::int64_t stage_sips = llm_ranks(base.hw, llm_run_of(base)).sips_per_stage;
-  const std::int64_t instances = in.disagg() ? in.prefill + in.decode : 1, sips = instances * stage_sips;
+  impl_->made = eval_config(llm);
+  std::memcpy(&impl_->base, impl_->made.config.data(), sizeof impl_->base);
+  impl_->model = step_model(q, impl_->made, impl_->base);
+  impl_->stage_sips = llm_ranks(impl_->base.hw, llm_run_of(impl_->base)).sips_per_stage;
+}
+
+ServeMapping::~ServeMapping() = default;
+
+void check_serve_inputs(const ServeRequest& q) { serve_detail::parse_inputs(q, true); }
+
+nlohmann::json run_serve(const ServeRequest& q) {
+  ServeMapping mapping(q);
+  return mapping.serve(q);
+}
+
+nlohmann::json ServeMapping::serve(const ServeRequest& q) {
+  using namespace serve_detail;
+  Inputs in = parse_inputs(q);
+  serve::Limits& lim = in.lim;
+  const EvalConfig& made = impl_->made;
+  const LlmConfig& base = impl_->base;
+  serve::StepModel& model = *impl_->model;
+  const std::int64_t kv_tokens = kv_blocks_of(model, lim);
+  const std::int64_t instances = in.disagg() ? in.prefill + in.decode : 1, sips = instances * impl_->stage_sips;
   if (sips > base.hw.sips)
-    throw InputError("--disagg " + q.disagg + ": " + std::to_string(instances) + " instances of " + std::to_string(stage_sips) +
+    throw InputError("--disagg " + q.disagg + ": " + std::to_string(instances) + " instances of " + std::to_string(impl_->stage_sips) +
                      " SIPs each need " + std::to_string(sips) + " SIPs; the topology has " + std::to_string(base.hw.sips));
 
   // Every request checked before any work (a stream, read twice, never held).
@@ -375,7 +402,7 @@ nlohmann::json run_serve(const ServeRequest& q) {
   const serve::Totals totals =
       in.disagg() ? serve::simulate_disagg(*source, lim, step_time, [&](std::int64_t p) { return kv.time(p); }, in.prefill, in.decode, sink)
                   : serve::simulate(*source, lim, step_time, sink, closed ? in.arrivals.clients : 0);
-  const std::int64_t evaluations = model.evaluations();  // the run's own, before the re-check's
+  const std::int64_t evaluations = model.evaluations();  // the mapping's so far, before the re-check's
   nlohmann::json checked = recheck(model, kept);
   if (in.disagg()) checked["kv_transfer"] = kv_recheck(kv, sink.longest_sent);
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 
 #include "eval.h"
@@ -33,6 +34,22 @@ struct ServeRequest {
 // the report (TTFT, TPOT, ITL and E2E at mean, P50, P90, P99; throughput; goodput), the steps,
 // and the reference engine's re-check. With `out`, the files are written once all is known.
 nlohmann::json run_serve(const ServeRequest& request);
+
+// A request's model, hardware and mapping made once (eval_config and the step model, its memo
+// kept), to serve under many workloads and limits: serve(q) is run_serve(q) for any q whose
+// llm request is this one's (q.llm is not read again).
+class ServeMapping {
+ public:
+  explicit ServeMapping(const ServeRequest& request);
+  ~ServeMapping();
+  ServeMapping(const ServeMapping&) = delete;
+  ServeMapping& operator=(const ServeMapping&) = delete;
+  nlohmann::json serve(const ServeRequest& q);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Whether an llm axis is the step's own (the scheduler sets it: phase, batch, context, prompt,
 // prior, micro-batches, layers run), which serve does not take.

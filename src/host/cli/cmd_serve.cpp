@@ -3,7 +3,12 @@
 // api::ServeRequest (src/host/api/serve.h).
 #include "cmd_serve.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "host/api/serve.h"
+#include "host/api/serve_sweep.h"
+#include "host/common/table.h"
 #include "host/common/output.h"
 #include "host/sweep/space.h"
 
@@ -11,62 +16,50 @@ namespace kb {
 
 using api::serve_step_axis;
 
-CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
-  a.llm.family = find_family("llm");
+namespace {
+
+// The flags `serve` and `sweep serve` share; with `lists`, the ones a sweep crosses say so.
+void add_serve_options(CLI::App* cmd, ServeArgs& a, bool lists) {
   const Family& f = *a.llm.family;
-  CLI::App* cmd = app.add_subcommand(
-      "serve", "serve arriving requests with a whole model: continuous batching, chunked prefill and paged KV as vLLM v1 "
-               "schedules them, each step timed by the llm family; TTFT, TPOT, throughput and goodput at an SLO");
-  a.cmd = cmd;
+  const std::string list = lists ? "; a comma-separated list sweeps them" : "";
   for (const AxisDesc& ax : f.axes) {
     if (serve_step_axis(ax.name)) continue;
     std::string help = ax.help;
     if (!ax.names.empty()) help += " (" + one_of(ax.names) + ")";
     if (!ax.best.empty()) help += "; best: the one of least latency of " + ax.best + " (a decode step at --context 4096)";
     if (!ax.fallback.empty() && ax.fallback != "auto") help += " [default: " + ax.fallback + "]";
-    a.llm.given[ax.name] = cmd->add_option(ax.flag, a.llm.axes[ax.name], help);
+    a.llm.given[ax.name] = cmd->add_option(ax.flag, a.llm.axes[ax.name], help + list);
   }
   for (const HwAxisDesc& h : f.hw_axes)
-    a.llm.given[h.name] = cmd->add_option(h.flag, a.llm.hw_axes[h.name], h.help + " (same as --set " + h.path + "=...)");
+    a.llm.given[h.name] = cmd->add_option(h.flag, a.llm.hw_axes[h.name], h.help + " (same as --set " + h.path + "=...)" + list);
   for (const PresetDesc& p : f.presets)
-    a.llm.preset_given[p.flag] = cmd->add_option(p.flag, a.llm.presets[p.flag], p.help + "; a flag of its own overrides one value");
+    a.llm.preset_given[p.flag] = cmd->add_option(p.flag, a.llm.presets[p.flag], p.help + "; a flag of its own overrides one value" + list);
   api::ServeRequest& r = a.request;
   cmd->add_option("--arrivals", r.arrivals,
                   "poisson:RATE (requests a second), gamma:RATE:CV, closed:CONCURRENCY, or a trace FILE.csv of "
-                  "timestamp,input,output rows")
+                  "timestamp,input,output rows" + list)
       ->required();
   cmd->add_option("--isl", r.isl, "prompt tokens: N, uniform:A:B or lognormal:MEAN:SIGMA")->capture_default_str();
   cmd->add_option("--osl", r.osl, "output tokens: N, uniform:A:B or lognormal:MEAN:SIGMA")->capture_default_str();
   cmd->add_option("--lengths", r.lengths, "a file of conversations (input,output rows, such as ShareGPT's), drawn uniformly");
   cmd->add_option("--requests", r.requests, "requests to serve (default 1000; a trace: its rows, or at most that many)");
   cmd->add_option("--seed", r.seed, "the seed of arrivals and lengths")->capture_default_str();
-  cmd->add_option("--max-num-seqs", r.max_num_seqs, "requests running at once")->capture_default_str();
-  cmd->add_option("--max-batched-tokens", r.max_batched_tokens, "tokens a step computes")->capture_default_str();
-  cmd->add_option("--chunked-prefill", r.chunked_prefill, "on or off")->capture_default_str();
-  cmd->add_option("--kv-block", r.kv_block, "tokens a KV cache block holds")->capture_default_str();
+  cmd->add_option("--max-num-seqs", r.max_num_seqs, "requests running at once" + list)->capture_default_str();
+  cmd->add_option("--max-batched-tokens", r.max_batched_tokens, "tokens a step computes" + list)->capture_default_str();
+  cmd->add_option("--chunked-prefill", r.chunked_prefill, "on or off" + list)->capture_default_str();
+  cmd->add_option("--kv-block", r.kv_block, "tokens a KV cache block holds" + list)->capture_default_str();
   cmd->add_option("--slo-ttft", r.slo_ttft, "time to first token the SLO allows, in ms")->capture_default_str();
   cmd->add_option("--slo-tpot", r.slo_tpot, "time per output token the SLO allows, in ms")->capture_default_str();
   cmd->add_option("--disagg", r.disagg,
-                  "P:D: P prefill and D decode instances of the mapping on disjoint SIPs, the KV cache sent between them "
-                  "(default: one instance serving both)");
-  cmd->add_option("--recheck", r.recheck, "steps re-run on the reference engine, drawn from the run")->capture_default_str();
-  cmd->add_option("--out", r.out, "a folder for summary.json, requests.csv, steps.csv and the figures");
+                  std::string("P:D: P prefill and D decode instances of the mapping on disjoint SIPs, the KV cache sent between them "
+                              "(default: one instance serving both") +
+                      (lists ? ", or none" : "") + ")" + list);
   cmd->add_option("--backend", a.llm.backend, "the batched model's backend for --tp best: auto, cuda or omp")->capture_default_str();
-  cmd->add_flag("--json", a.json, "print the summary as one JSON object");
   a.llm.topo.add(cmd, false);
-  return cmd;
 }
 
-namespace {
-
-void serve_print_stats(const char* name, const nlohmann::json& s, const char* unit) {
-  cli_printf("  %-6s mean %10.4g  p50 %10.4g  p90 %10.4g  p99 %10.4g %s\n", name, s["mean"].get<double>(), s["p50"].get<double>(),
-             s["p90"].get<double>(), s["p99"].get<double>(), unit);
-}
-
-}  // namespace
-
-void cmd_serve(ServeArgs& a) {
+// The request the flags given make.
+api::ServeRequest serve_request_of(const ServeArgs& a) {
   const Family& f = *a.llm.family;
   api::ServeRequest r = a.request;
   r.llm.family = &f;
@@ -79,6 +72,92 @@ void cmd_serve(ServeArgs& a) {
   r.llm.topology = a.llm.topo.request();
   r.llm.backend = a.llm.backend;
   r.llm.engine = "batched";
+  return r;
+}
+
+}  // namespace
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
+  a.llm.family = find_family("llm");
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "serve arriving requests with a whole model: continuous batching, chunked prefill and paged KV as vLLM v1 "
+               "schedules them, each step timed by the llm family; TTFT, TPOT, throughput and goodput at an SLO");
+  a.cmd = cmd;
+  add_serve_options(cmd, a, false);
+  cmd->add_option("--recheck", a.request.recheck, "steps re-run on the reference engine, drawn from the run")->capture_default_str();
+  cmd->add_option("--out", a.request.out, "a folder for summary.json, requests.csv, steps.csv and the figures");
+  cmd->add_flag("--json", a.json, "print the summary as one JSON object");
+  return cmd;
+}
+
+CLI::App* add_sweep_serve_command(CLI::App* sweep, SweepServeArgs& a) {
+  a.serve.llm.family = find_family("llm");
+  CLI::App* cmd = sweep->add_subcommand(
+      "serve", "serving runs over lists of arrivals, models, mappings, hardware, batching limits and disaggregation, each as "
+               "`serve` runs it; every config's figures and the SLO-aware Pareto front of tokens/s per SIP against per user");
+  a.cmd = cmd;
+  add_serve_options(cmd, a.serve, true);
+  cmd->add_option("--recheck", a.serve.request.recheck, "steps re-run on the reference engine for each mapping")->capture_default_str();
+  cmd->add_option("--slo-percentile", a.request.slo_percentile, "the percentile of TTFT and TPOT the SLO holds: 50, 90 or 99")
+      ->capture_default_str();
+  cmd->add_option("--out", a.request.out, "also write the JSON to FILE");
+  cmd->add_option("--csv", a.request.csv, "also write every config's row to FILE as CSV");
+  cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
+  return cmd;
+}
+
+void cmd_sweep_serve(SweepServeArgs& a) {
+  api::ServeSweepRequest r = a.request;
+  r.serve = serve_request_of(a.serve);
+  const auto t0 = std::chrono::steady_clock::now();
+  const nlohmann::json doc = api::sweep_serve(r);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.json) {
+    cli_out() << doc.dump(2) << "\n";
+    return;
+  }
+  const nlohmann::json& n = doc["counts"];
+  cli_printf("sweep serve: %lld configs (%lld mappings), %lld served, %lld meet the SLO (P%d TTFT <= %g ms, TPOT <= %g ms); "
+             "%.3g s, %.4g configs/s\n",
+             n["configs"].get<long long>(), n["mappings"].get<long long>(), n["valid"].get<long long>(), n["meet_slo"].get<long long>(),
+             doc["slo"]["percentile"].get<int>(), doc["slo"]["ttft_ms"].get<double>(), doc["slo"]["tpot_ms"].get<double>(), seconds,
+             static_cast<double>(n["configs"].get<long long>()) / std::max(seconds, 1e-9));
+  cli_printf("front: tokens/s per SIP against tokens/s per user, of the configs that meet the SLO\n");
+  std::vector<Column> cols;
+  const nlohmann::json& configs = doc["configs"];
+  for (const nlohmann::json& c : doc["columns"]) {
+    const std::string key = c.get<std::string>();
+    if (key == "status" || key == "meets_slo" || key == "on_front" || key.rfind("ttft_p50", 0) == 0 || key.rfind("tpot_p50", 0) == 0 ||
+        key.rfind("ttft_p99", 0) == 0 || key.rfind("tpot_p99", 0) == 0 || key == "met_slo_fraction" || key == "peak_kv_use")
+      continue;
+    cols.push_back(Column{key, "", ColType::any});
+  }
+  Table t(cols);
+  for (const nlohmann::json& i : doc["front"]) {
+    std::vector<nlohmann::json> row;
+    for (const Column& c : cols) row.push_back(configs[i.get<std::size_t>()][c.name]);
+    t.add(row);
+  }
+  cli_out() << t.text();
+  std::int64_t checked = 0, identical = 0;
+  for (const nlohmann::json& c : doc["recheck"]) checked += c["steps"].get<std::int64_t>() - c["skipped"].get<std::int64_t>(), identical += c["identical"].get<std::int64_t>();
+  cli_printf("reference engine: %lld of %lld re-checked steps identical to the picosecond\n", static_cast<long long>(identical),
+             static_cast<long long>(checked));
+  if (!r.out.empty()) cli_printf("wrote %s\n", r.out.c_str());
+  if (!r.csv.empty()) cli_printf("wrote %s\n", r.csv.c_str());
+}
+
+namespace {
+
+void serve_print_stats(const char* name, const nlohmann::json& s, const char* unit) {
+  cli_printf("  %-6s mean %10.4g  p50 %10.4g  p90 %10.4g  p99 %10.4g %s\n", name, s["mean"].get<double>(), s["p50"].get<double>(),
+             s["p90"].get<double>(), s["p99"].get<double>(), unit);
+}
+
+}  // namespace
+
+void cmd_serve(ServeArgs& a) {
+  const api::ServeRequest r = serve_request_of(a);
   const nlohmann::json doc = api::run_serve(r);
   if (a.json) {
     cli_out() << doc.dump(2) << "\n";

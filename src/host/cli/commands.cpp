@@ -280,6 +280,8 @@ int cli_run(const std::vector<std::string>& argv_words) {
     sweeps.back()->family = f;
     sweep_cmds.push_back(add_sweep_command(sweep, *sweeps.back()));
   }
+  SweepServeArgs sweep_serve_args;  // sweep serve: serving runs, not a family's configs
+  add_sweep_serve_command(sweep, sweep_serve_args);
   MergeArgs merge_args;
   auto* merge = add_merge_command(app, merge_args);
 
@@ -334,6 +336,7 @@ int cli_run(const std::vector<std::string>& argv_words) {
     } else if (sweep->parsed()) {
       for (std::size_t i = 0; i < sweep_cmds.size(); ++i)
         if (sweep_cmds[i]->parsed()) cmd_sweep(*sweeps[i]);
+      if (sweep_serve_args.cmd->parsed()) cmd_sweep_serve(sweep_serve_args);
     } else if (merge->parsed()) {
       cmd_merge(merge_args);
     } else if (topo.run()) {
