@@ -39,6 +39,8 @@ __all__ = [
     "run_bench",
     "serve",
     "ServeResult",
+    "sweep_serve",
+    "ServeSweepResult",
     "sweep",
     "topology",
 ]
@@ -302,6 +304,70 @@ def serve(topology: TopologyArg = None, set: Optional[Mapping[str, Any]] = None,
         with open(os.path.join(folder, "requests.csv"), encoding="utf-8") as f:
             csv_text = f.read()
     return ServeResult(summary, csv_text)
+
+
+class ServeSweepResult:
+    """``sweep serve``'s result: ``json`` (what ``sweep serve --json`` gives: the counts, the
+    SLO, each mapping's re-check), ``configs``, a pandas DataFrame of one row a config (its
+    swept fields, status, percentiles, throughputs, ``meets_slo`` and ``on_front``), and
+    ``front``, the rows of the SLO-aware Pareto front in the curve's order."""
+
+    def __init__(self, document: Dict[str, Any]):
+        self.json = document
+
+    def __getitem__(self, key: str) -> Any:
+        return self.json[key]
+
+    @property
+    def configs(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.json["configs"], columns=self.json["columns"])
+
+    @property
+    def front(self) -> Any:
+        return self.configs.iloc[list(self.json["front"])].reset_index(drop=True)
+
+    def __repr__(self) -> str:
+        n = self.json["counts"]
+        return f"ServeSweepResult({n['configs']} configs, {n['meet_slo']} meet the SLO, {n['front']} on the front)"
+
+
+def sweep_serve(topology: TopologyArg = None, set: Optional[Mapping[str, Any]] = None, *,  # noqa: A002
+                arrivals: Values, isl: Value = 1024, osl: Value = 128, lengths: Union[None, str, os.PathLike] = None,
+                requests: Optional[int] = None, seed: int = 1, max_num_seqs: Values = 256, max_batched_tokens: Values = 8192,
+                chunked_prefill: Union[bool, str, Sequence[Union[bool, str]]] = True, kv_block: Values = 16,
+                slo_ttft: float = 2000, slo_tpot: float = 50, slo_percentile: int = 90, disagg: Optional[Values] = None,
+                recheck: int = 2, out: Union[None, str, os.PathLike] = None, csv: Union[None, str, os.PathLike] = None,
+                backend: str = "auto", **config: Values) -> ServeSweepResult:
+    """Serving runs of every combination, as ``kernbench-gpu sweep serve`` runs them: lists
+    (or single values) of ``arrivals``, ``max_num_seqs``, ``max_batched_tokens``,
+    ``chunked_prefill``, ``kv_block``, ``disagg`` ("P:D" or "none") and the llm family's config
+    keywords (``model=["llama-3.1-70b", "mixtral-8x7b"]``, ``tp=[2, 4, 8]``). Each config is the
+    ``serve`` run of its values; the front holds the configs whose TTFT and TPOT at
+    ``slo_percentile`` meet the SLO and that no other such config beats on tokens/s per SIP and
+    per user. ``out`` and ``csv`` also write the JSON and the configs' CSV."""
+    fam = _family("llm")
+    axes, hw, presets = _config_names(fam, config)
+    path, set_words = _topology_args(topology, set)
+
+    def prefill(v: Any) -> str:
+        return "on" if v is True else "off" if v is False else str(v)
+
+    chunked = ",".join(prefill(v) for v in chunked_prefill) if isinstance(chunked_prefill, (list, tuple)) else prefill(chunked_prefill)
+    options = {"arrivals": _list(arrivals), "isl": _one(isl), "osl": _one(osl), "requests": "" if requests is None else _one(requests),
+               "seed": _one(seed), "max_num_seqs": _list(max_num_seqs), "max_batched_tokens": _list(max_batched_tokens),
+               "chunked_prefill": chunked, "kv_block": _list(kv_block), "slo_ttft": str(slo_ttft), "slo_tpot": str(slo_tpot),
+               "slo_percentile": _one(slo_percentile), "recheck": _one(recheck)}
+    if lengths is not None:
+        options["lengths"] = os.fspath(lengths)
+    if disagg is not None:
+        options["disagg"] = _list(disagg)
+    if out is not None:
+        options["out"] = os.fspath(out)
+    if csv is not None:
+        options["csv"] = os.fspath(csv)
+    return ServeSweepResult(_core.sweep_serve(axes, hw, presets, path, set_words, backend, options))
 
 
 class SweepResult:

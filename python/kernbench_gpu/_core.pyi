@@ -39,6 +39,15 @@ def serve(
     options: Mapping[str, str],
     figures: bool,
 ) -> Dict[str, Any]: ...
+def sweep_serve(
+    axes: Mapping[str, str],
+    hw_axes: Mapping[str, str],
+    presets: Mapping[str, str],
+    topology: Optional[str],
+    sets: Sequence[str],
+    backend: str,
+    options: Mapping[str, str],
+) -> Dict[str, Any]: ...
 def sweep(
     family: str,
     axes: Mapping[str, str],

@@ -23,6 +23,7 @@
 #include "host/api/eval.h"
 #include "host/api/merge_shards.h"
 #include "host/api/serve.h"
+#include "host/api/serve_sweep.h"
 #include "host/api/sweep.h"
 #include "host/cli/commands.h"  // cli_error_line: the message the command line prints
 #include "host/common/error.h"
@@ -159,10 +160,31 @@ py::object eval(const std::string& family, const std::map<std::string, std::stri
   return to_python(keep.document);
 }
 
-// A serving run, by the typed API: the llm family's axes, hardware axes and presets as eval
-// takes them, and serve's own options by name (arrivals, isl, osl, lengths, requests, seed,
+// serve's own options by name, into a request: arrivals, isl, osl, lengths, requests, seed,
 // max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, slo_ttft, slo_tpot, disagg,
-// recheck, out). Returns the summary document.
+// recheck, out; and the llm family's axes, hardware axes and presets as eval takes them.
+void serve_fields(kb::api::ServeRequest& r, const std::map<std::string, std::string>& axes,
+                  const std::map<std::string, std::string>& hw_axes, const std::map<std::string, std::string>& presets,
+                  const std::optional<std::string>& topology, const std::vector<std::string>& sets, const std::string& backend,
+                  const std::map<std::string, std::string>& options, const char* command) {
+  r.llm.family = &kb::api::family_named("llm");
+  r.llm.axes = axes, r.llm.hw_axes = hw_axes, r.llm.presets = presets;
+  r.llm.topology = topology_request(topology, sets);
+  r.llm.backend = backend, r.llm.engine = "batched";
+  const std::map<std::string, std::string*> fields{
+      {"arrivals", &r.arrivals},       {"isl", &r.isl},         {"osl", &r.osl},
+      {"lengths", &r.lengths},         {"requests", &r.requests}, {"seed", &r.seed},
+      {"max_num_seqs", &r.max_num_seqs}, {"max_batched_tokens", &r.max_batched_tokens},
+      {"chunked_prefill", &r.chunked_prefill}, {"kv_block", &r.kv_block}, {"slo_ttft", &r.slo_ttft},
+      {"slo_tpot", &r.slo_tpot},       {"recheck", &r.recheck}, {"out", &r.out}, {"disagg", &r.disagg}};
+  for (const auto& [name, text] : options) {
+    const auto f = fields.find(name);
+    if (f == fields.end()) throw kb::InputError(name + ": not an option of " + command);
+    *f->second = text;
+  }
+}
+
+// A serving run, by the typed API. Returns the summary document.
 py::object serve(const std::map<std::string, std::string>& axes, const std::map<std::string, std::string>& hw_axes,
                  const std::map<std::string, std::string>& presets, const std::optional<std::string>& topology,
                  const std::vector<std::string>& sets, const std::string& backend,
@@ -170,23 +192,26 @@ py::object serve(const std::map<std::string, std::string>& axes, const std::map<
   nlohmann::json doc;
   run_embedded([&] {
     kb::api::ServeRequest r;
-    r.llm.family = &kb::api::family_named("llm");
-    r.llm.axes = axes, r.llm.hw_axes = hw_axes, r.llm.presets = presets;
-    r.llm.topology = topology_request(topology, sets);
-    r.llm.backend = backend, r.llm.engine = "batched";
-    const std::map<std::string, std::string*> fields{
-        {"arrivals", &r.arrivals},       {"isl", &r.isl},         {"osl", &r.osl},
-        {"lengths", &r.lengths},         {"requests", &r.requests}, {"seed", &r.seed},
-        {"max_num_seqs", &r.max_num_seqs}, {"max_batched_tokens", &r.max_batched_tokens},
-        {"chunked_prefill", &r.chunked_prefill}, {"kv_block", &r.kv_block}, {"slo_ttft", &r.slo_ttft},
-        {"slo_tpot", &r.slo_tpot},       {"recheck", &r.recheck}, {"out", &r.out}, {"disagg", &r.disagg}};
-    for (const auto& [name, text] : options) {
-      const auto f = fields.find(name);
-      if (f == fields.end()) throw kb::InputError(name + ": not an option of serve");
-      *f->second = text;
-    }
+    serve_fields(r, axes, hw_axes, presets, topology, sets, backend, options, "serve");
     r.figures = figures;
     doc = kb::api::run_serve(r);
+  });
+  return to_python(doc);
+}
+
+// `sweep serve`, by the typed API: serve's options (lists where the sweep crosses them), and
+// its own: slo_percentile, out (the JSON file) and csv. Returns the sweep's document.
+py::object sweep_serve(const std::map<std::string, std::string>& axes, const std::map<std::string, std::string>& hw_axes,
+                       const std::map<std::string, std::string>& presets, const std::optional<std::string>& topology,
+                       const std::vector<std::string>& sets, const std::string& backend,
+                       std::map<std::string, std::string> options) {
+  nlohmann::json doc;
+  run_embedded([&] {
+    kb::api::ServeSweepRequest r;
+    for (const auto& [name, field] : {std::pair{"slo_percentile", &r.slo_percentile}, {"out", &r.out}, {"csv", &r.csv}})
+      if (const auto it = options.find(name); it != options.end()) *field = it->second, options.erase(it);
+    serve_fields(r.serve, axes, hw_axes, presets, topology, sets, backend, options, "sweep_serve");
+    doc = kb::api::sweep_serve(r);
   });
   return to_python(doc);
 }
@@ -365,6 +390,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("serve", &serve, py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("topology"), py::arg("sets"),
         py::arg("backend"), py::arg("options"), py::arg("figures"),
         "a serving run of the llm family's model and mapping: `serve --json`'s summary document");
+  m.def("sweep_serve", &sweep_serve, py::arg("axes"), py::arg("hw_axes"), py::arg("presets"), py::arg("topology"), py::arg("sets"),
+        py::arg("backend"), py::arg("options"),
+        "serving runs over lists of arrivals, limits, disaggregation and mappings: `sweep serve --json`'s document");
   m.def("list_document", &list_document, "`list --json`'s document by the typed API");
   m.def("topology_document", &topology_document, py::arg("path"), py::arg("sets"),
         "`topo show FILE --json`'s document by the typed API");

@@ -216,3 +216,20 @@ def test_serve_from_python_is_the_command_lines_run():
     assert abs(frame["ttft_ms"].mean() - mine["report"]["ttft_ms"]["mean"]) < 1e-3
     with pytest.raises(kb.InputError, match="--arrivals poisson:0"):
         kb.serve(model="llama-tiny-random", arrivals="poisson:0")
+
+
+def test_sweep_serve_from_python_is_the_command_lines_sweep():
+    """kb.sweep_serve: the document `sweep serve --json` prints, its configs and front as frames."""
+    mine = kb.sweep_serve(model="llama-tiny-random", tp=1, tp_level=["cube", "sip"], arrivals=["poisson:500", "poisson:4000"],
+                          isl="uniform:8:120", osl="uniform:2:16", requests=40, max_num_seqs=[2, 8], max_batched_tokens=96,
+                          slo_ttft=0.05, slo_tpot=0.011, recheck=1)
+    theirs = cli_json("sweep", "serve", "--model", "llama-tiny-random", "--tp", "1", "--tp-level", "cube,sip", "--arrivals",
+                      "poisson:500,poisson:4000", "--isl", "uniform:8:120", "--osl", "uniform:2:16", "--requests", "40",
+                      "--max-num-seqs", "2,8", "--max-batched-tokens", "96", "--slo-ttft", "0.05", "--slo-tpot", "0.011",
+                      "--recheck", "1", "--json")
+    assert mine.json == theirs
+    configs = mine.configs
+    assert len(configs) == 8 and list(configs.columns[:4]) == ["config", "model", "tp", "tp_level"]
+    assert list(mine.front["config"]) == mine["front"] and mine.front["on_front"].all()
+    with pytest.raises(kb.InputError, match="--slo-percentile 95"):
+        kb.sweep_serve(model="llama-tiny-random", arrivals="poisson:5", slo_percentile=95)
