@@ -1,6 +1,7 @@
 #include "serve_sweep.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -276,7 +277,13 @@ nlohmann::json sweep_serve(const ServeSweepRequest& r) {
   doc["configs"] = table.json();
   doc["recheck"] = checks;
   if (!r.csv.empty()) write_file_atomic(r.csv, table.csv());
-  if (!r.out.empty()) write_file_atomic(r.out, doc.dump(2) + "\n");
+  if (!r.out.empty()) {
+    write_file_atomic(r.out, doc.dump(2) + "\n");
+    if (r.figures) {
+      const std::string folder = std::filesystem::path(r.out).parent_path().string();
+      render_figures("plot_serve_sweep.py", r.out, folder.empty() ? "." : folder);
+    }
+  }
   return doc;
 }
 

@@ -100,7 +100,7 @@ CLI::App* add_sweep_serve_command(CLI::App* sweep, SweepServeArgs& a) {
   cmd->add_option("--recheck", a.serve.request.recheck, "steps re-run on the reference engine for each mapping")->capture_default_str();
   cmd->add_option("--slo-percentile", a.request.slo_percentile, "the percentile of TTFT and TPOT the SLO holds: 50, 90 or 99")
       ->capture_default_str();
-  cmd->add_option("--out", a.request.out, "also write the JSON to FILE");
+  cmd->add_option("--out", a.request.out, "also write the JSON to FILE, and the front's figure beside it");
   cmd->add_option("--csv", a.request.csv, "also write every config's row to FILE as CSV");
   cmd->add_flag("--json", a.json, "print one JSON object instead of tables");
   return cmd;
@@ -123,15 +123,21 @@ void cmd_sweep_serve(SweepServeArgs& a) {
              doc["slo"]["percentile"].get<int>(), doc["slo"]["ttft_ms"].get<double>(), doc["slo"]["tpot_ms"].get<double>(), seconds,
              static_cast<double>(n["configs"].get<long long>()) / std::max(seconds, 1e-9));
   cli_printf("front: tokens/s per SIP against tokens/s per user, of the configs that meet the SLO\n");
-  std::vector<Column> cols;
+  // The front's rows: the swept fields that vary, and the figures the SLO and the front read.
+  std::vector<Column> cols{Column{"config", "", ColType::any}};
   const nlohmann::json& configs = doc["configs"];
+  const std::string pct = std::to_string(doc["slo"]["percentile"].get<int>());
   for (const nlohmann::json& c : doc["columns"]) {
     const std::string key = c.get<std::string>();
-    if (key == "status" || key == "meets_slo" || key == "on_front" || key.rfind("ttft_p50", 0) == 0 || key.rfind("tpot_p50", 0) == 0 ||
-        key.rfind("ttft_p99", 0) == 0 || key.rfind("tpot_p99", 0) == 0 || key == "met_slo_fraction" || key == "peak_kv_use")
-      continue;
-    cols.push_back(Column{key, "", ColType::any});
+    if (key == "config") continue;
+    if (key == "status") break;  // the swept fields come before it
+    bool varies = false;
+    for (const nlohmann::json& row : configs) varies = varies || row[key] != configs[0][key];
+    if (varies) cols.push_back(Column{key, "", ColType::any});
   }
+  for (const std::string& key : {std::string("sips"), "ttft_p" + pct + "_ms", "tpot_p" + pct + "_ms", std::string("tokens_per_s_per_sip"),
+                                std::string("tokens_per_s_per_user"), std::string("goodput_per_s")})
+    cols.push_back(Column{key, "", ColType::any});
   Table t(cols);
   for (const nlohmann::json& i : doc["front"]) {
     std::vector<nlohmann::json> row;
@@ -143,7 +149,7 @@ void cmd_sweep_serve(SweepServeArgs& a) {
   for (const nlohmann::json& c : doc["recheck"]) checked += c["steps"].get<std::int64_t>() - c["skipped"].get<std::int64_t>(), identical += c["identical"].get<std::int64_t>();
   cli_printf("reference engine: %lld of %lld re-checked steps identical to the picosecond\n", static_cast<long long>(identical),
              static_cast<long long>(checked));
-  if (!r.out.empty()) cli_printf("wrote %s\n", r.out.c_str());
+  if (!r.out.empty()) cli_printf("wrote %s and its figure, serve_sweep_front.png, beside it\n", r.out.c_str());
   if (!r.csv.empty()) cli_printf("wrote %s\n", r.csv.c_str());
 }
 
