@@ -108,6 +108,22 @@ TEST(SweepServe, TheSameForAnyThreadsAndConfigsThatCannotServeSayWhy) {
   EXPECT_EQ(one["counts"]["mappings"], 2);
 }
 
+// A mapping the model cannot run (tp 3 divides no head count) is rows that say why, beside the
+// mapping that can; a malformed one is an error.
+TEST(SweepServe, AMappingTheModelCannotRunIsRowsThatSayWhy) {
+  const Result r = run("sweep serve --model llama-tiny-random --tp 1,3 --tp-level cube --arrivals poisson:500,poisson:900 "
+                       "--requests 30 --recheck 0 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["configs"].size(), 4u);
+  EXPECT_EQ(j["counts"]["valid"], 2);
+  for (const json& c : j["configs"]) {
+    EXPECT_EQ(c["status"] == "ok", c["tp"] == "1") << c;
+    if (c["tp"] == "3") EXPECT_NE(c["status"].get<std::string>().find("--tp 3"), std::string::npos) << c;
+  }
+  expect_input_error(run("sweep serve --model llama-tiny-random --tp 1,x --tp-level cube --arrivals poisson:5 --requests 5"), "--tp");
+}
+
 TEST(SweepServe, BadInputIsOneLineAndWritesNothing) {
   const std::string d = fresh_dir("kb_sweep_serve_bad");
   const std::string out = d + "/sweep.json";

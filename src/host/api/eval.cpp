@@ -86,7 +86,7 @@ BestPick pick_best(const Family& f, const std::string& backend, const std::vecto
   if (pick.valid == 0) {
     std::string which;
     for (const AxisDesc* ax : axes) which += (which.empty() ? "" : " ") + ax->flag + " best";
-    throw InputError(which + ": none of " + std::to_string(pick.candidates) + " candidates is valid; the last that got furthest: " +
+    throw InvalidConfig(which + ": none of " + std::to_string(pick.candidates) + " candidates is valid; the last that got furthest: " +
                      f.status_message(last_status, last.data()));
   }
   study.run(Rejected::internal_error);
@@ -236,7 +236,7 @@ EvalConfig eval_config(EvalRequest r) {
   out.candidates = pick.candidates, out.valid = pick.valid;
   batched::complete_config(f.id, cfg.data());
   const std::int32_t st = f.check(cfg.data());
-  if (st != 0) throw InputError(f.status_message(st, cfg.data()));
+  if (st != 0) throw InvalidConfig(f.status_message(st, cfg.data()));
   return out;
 }
 

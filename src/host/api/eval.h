@@ -78,8 +78,18 @@ struct EvalResult {
   nlohmann::json kernels;  // Family::kernels of the config (null: the family lists none)
 };
 
-// A request's config, completed and checked (InputError naming the flag), with the topology
-// it was made for and the axes picked as "best" (each evaluated on the batched model).
+// eval_config's refusal of a well-formed request whose config the model cannot run: its
+// status is invalid (it does not fit the machine), or no candidate of its "best" axes is
+// valid. One run reports it as any InputError; a sweep of runs (sweep serve) reports the
+// config as one that cannot run, and goes on.
+class InvalidConfig : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// A request's config, completed and checked (InputError naming the flag; InvalidConfig when
+// it cannot run), with the topology it was made for and the axes picked as "best" (each
+// evaluated on the batched model).
 struct EvalConfig {
   TopologySpec topology;
   std::vector<unsigned char> config;

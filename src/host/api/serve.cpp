@@ -406,7 +406,7 @@ nlohmann::json ServeMapping::serve(const ServeRequest& q) {
   nlohmann::json checked = recheck(model, kept);
   if (in.disagg()) checked["kv_transfer"] = kv_recheck(kv, sink.longest_sent);
 
-  nlohmann::json doc = document("kernbench-gpu/serve", "1.0.0", made.topology);
+  nlohmann::json doc = document("kernbench-gpu/serve", "1.1.0", made.topology);
   doc["llm"] = mapping_json(*q.llm.family, made.config);
   for (const auto& [flag, text] : q.llm.presets) doc["presets"][flag] = text;
   doc["workload"] = {{"arrivals", q.arrivals}, {"isl", q.lengths.empty() ? q.isl : ""}, {"osl", q.lengths.empty() ? q.osl : ""},

@@ -148,6 +148,7 @@ Table rows_table(const std::vector<Dim>& mdims, const std::vector<Dim>& sdims) {
 struct Plan {
   std::vector<Dim> mdims, sdims;
   std::vector<ServeRequest> mappings, servings;
+  std::vector<std::string> cannot;  // per mapping: why the model cannot run it ("": it can)
   std::size_t size() const { return mappings.size() * servings.size(); }
 };
 
@@ -169,7 +170,16 @@ Plan plan_of(const ServeSweepRequest& r) {
   if (static_cast<std::int64_t>(p.mappings.size()) > kMaxServeConfigs / static_cast<std::int64_t>(p.servings.size()))
     throw InputError("sweep serve: more than 2^20 serving configs; fewer alternatives");
   for (const ServeRequest& s : p.servings) check_serve_inputs(s);
-  for (const ServeRequest& m : p.mappings) ServeMapping check(m);  // each mapping valid (eval llm's checks)
+  // Each mapping as eval llm makes it: a bad flag is an error; a mapping the model cannot run
+  // (it does not fit, no "best" candidate is valid) makes its configs rows that say why.
+  for (const ServeRequest& m : p.mappings) {
+    p.cannot.emplace_back();
+    try {
+      ServeMapping check(m);
+    } catch (const InvalidConfig& e) {
+      p.cannot.back() = e.what();
+    }
+  }
   return p;
 }
 
@@ -184,6 +194,10 @@ std::vector<Row> run_plan(const Plan& p, const ServeSweepRequest& r) {
       [&](std::size_t task) {
         const std::size_t m = task / chunks, c = task % chunks;
         if (c >= per) return;
+        if (!p.cannot[m].empty()) {
+          for (std::size_t s = c; s < per; s += chunks) rows[m * per + s].status = p.cannot[m];
+          return;
+        }
         ServeMapping mapping(p.mappings[m]);
         for (std::size_t s = c; s < per; s += chunks) {
           ServeRequest one = p.servings[s];

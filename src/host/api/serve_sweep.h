@@ -27,9 +27,9 @@ struct ServeSweepRequest {
 
 // Every config, in order (mappings outermost, then disagg, max_num_seqs, max_batched_tokens,
 // chunked_prefill, kv_block, arrivals), and the front. Checked before any work; nothing is
-// written on an error. A config that cannot serve (its mapping leaves no KV block, its
-// instances need more SIPs than the topology has, a request can never run) is a row with
-// that reason as its status, off the front. Deterministic, whatever the threads.
+// written on an error. A config that cannot serve (its mapping does not fit or has no valid
+// "best" candidate, leaves no KV block, its instances need more SIPs than the topology has, a
+// request can never run) is a row with that reason as its status, off the front. Deterministic, whatever the threads.
 nlohmann::json sweep_serve(const ServeSweepRequest& request);
 
 // `serve`'s flags checked each alone (every workload and limit flag), before any work; how they

@@ -111,11 +111,12 @@ class Disagg {
     sink_.gap(rest.first_token - s.first_token);
     finish(id, s);
   }
+  // Request id served end to end (`s` may be its own record, so it is erased last).
   void finish(std::int64_t id, const Served& s) {
-    waiting_.erase(id);
     totals_.end = std::max(totals_.end, s.finish);
     totals_.in_system_area += static_cast<double>(s.finish - s.arrival);
     sink_.served(id, s);
+    waiting_.erase(id);
   }
 
   const KvTime& transfer_;
