@@ -122,6 +122,15 @@ TEST(SweepServe, AMappingTheModelCannotRunIsRowsThatSayWhy) {
     if (c["tp"] == "3") EXPECT_NE(c["status"].get<std::string>().find("--tp 3"), std::string::npos) << c;
   }
   expect_input_error(run("sweep serve --model llama-tiny-random --tp 1,x --tp-level cube --arrivals poisson:5 --requests 5"), "--tp");
+  // Nothing served: the JSON says why, and there is no figure to draw.
+  const std::string d = fresh_dir("kb_sweep_serve_none");
+  const Result none = run("sweep serve --model llama-tiny-random --tp 3 --tp-level cube --arrivals poisson:5 --requests 5 --out '" + d +
+                          "/s.json'");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("no config served: no figure"), std::string::npos) << none.out;
+  std::ifstream in(d + "/s.json");
+  EXPECT_EQ(json::parse(in)["counts"]["valid"], 0);
+  EXPECT_FALSE(fs::exists(d + "/serve_sweep_front.png"));
 }
 
 TEST(SweepServe, BadInputIsOneLineAndWritesNothing) {

@@ -12,8 +12,6 @@
 #include "host/common/output.h"
 #include "host/common/parallel.h"
 #include "host/common/table.h"
-#include "host/study/document.h"
-#include "host/topology/fields.h"
 
 namespace kb::api {
 
@@ -293,7 +291,7 @@ nlohmann::json sweep_serve(const ServeSweepRequest& r) {
   if (!r.csv.empty()) write_file_atomic(r.csv, table.csv());
   if (!r.out.empty()) {
     write_file_atomic(r.out, doc.dump(2) + "\n");
-    if (r.figures) {
+    if (r.figures && valid > 0) {  // a sweep of which no config served has nothing to draw
       const std::string folder = std::filesystem::path(r.out).parent_path().string();
       render_figures("plot_serve_sweep.py", r.out, folder.empty() ? "." : folder);
     }

@@ -21,7 +21,7 @@ struct ServeSweepRequest {
   ServeRequest serve;
   std::string slo_percentile = "90";  // the percentile of TTFT and TPOT the SLO holds: 50, 90 or 99
   std::string out, csv;               // the sweep's JSON and CSV files ("": none)
-  bool figures = true;                // with `out`: its figure beside it (serve_sweep_front.png)
+  bool figures = true;                // with `out`: its figure beside it (serve_sweep_front.png), when a config served
   unsigned threads = 0;               // 0: one per core (the result is the same for any)
 };
 

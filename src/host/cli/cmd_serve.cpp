@@ -149,7 +149,10 @@ void cmd_sweep_serve(SweepServeArgs& a) {
   for (const nlohmann::json& c : doc["recheck"]) checked += c["steps"].get<std::int64_t>() - c["skipped"].get<std::int64_t>(), identical += c["identical"].get<std::int64_t>();
   cli_printf("reference engine: %lld of %lld re-checked steps identical to the picosecond\n", static_cast<long long>(identical),
              static_cast<long long>(checked));
-  if (!r.out.empty()) cli_printf("wrote %s and its figure, serve_sweep_front.png, beside it\n", r.out.c_str());
+  if (!r.out.empty() && n["valid"].get<long long>() > 0)
+    cli_printf("wrote %s and its figure, serve_sweep_front.png, beside it\n", r.out.c_str());
+  else if (!r.out.empty())
+    cli_printf("wrote %s (no config served: no figure)\n", r.out.c_str());
   if (!r.csv.empty()) cli_printf("wrote %s\n", r.csv.c_str());
 }
 
