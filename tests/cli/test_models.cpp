@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,55 @@ TEST(Models, AMixtureOfExpertsStepRunsOnBothEngines) {
     EXPECT_FALSE(json::parse(d.out).contains(col)) << col;
 }
 
+// A MoE sweep over the axes the routing reads (batch, phase, prompt) and over --routing and
+// --routing-seed lists (docs/model.md section 13.11): each combination routed on its own, every
+// point the step eval gives for it; an axis that changes no routing (the prompt of a decode
+// step) stays an axis of its own.
+TEST(Models, AMixtureOfExpertsSweepRoutesEachCombination) {
+  const std::string common = "--model mixtral-8x7b --topology '" + kTopo +
+                             "/ring8.yaml' --context 2048 --ep 8 --ep-level sip --pp 1 --tp-algo ring --attention-case 3 ";
+  const Result s = run("sweep llm " + common +
+                       "--batch 8,16 --phase decode,prefill --prompt 64 --routing balanced,zipf:1.2 --routing-seed 1,2 "
+                       "--redundant-experts 0,8 --top 64 --json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json sw = json::parse(s.out);
+  EXPECT_EQ(sw["evaluated"], 32) << s.out;
+  EXPECT_EQ(sw["valid"], 32) << s.out;
+  EXPECT_EQ(sw["recheck"]["ok"], true);
+  std::set<std::string> seen;
+  std::set<std::int64_t> steps;
+  int compared = 0;
+  for (const json& row : sw["top"]) {
+    const std::string point = "--batch " + row["batch"].dump() + " --phase " + row["phase"].get<std::string>() + " --prompt 64 --routing " +
+                              row["routing"].get<std::string>() + " --routing-seed " + row["routing_seed"].dump() +
+                              " --redundant-experts " + row["redundant_experts"].dump();
+    seen.insert(point);
+    steps.insert(row["step_ps"].get<std::int64_t>());
+    if (row["index"].get<std::int64_t>() % 3 != 0) continue;  // a third of them on the step's own eval
+    const Result e = run("eval llm " + common + point + " --engine batched --json");
+    ASSERT_EQ(e.code, 0) << e.err;
+    const json j = json::parse(e.out);
+    EXPECT_EQ(j["step_ps"], row["step_ps"]) << point;
+    EXPECT_EQ(j["load_imbalance"], row["load_imbalance"]) << point;
+    EXPECT_EQ(j["experts_touched"], row["experts_touched"]) << point;
+    ++compared;
+  }
+  EXPECT_EQ(seen.size(), 32u);
+  EXPECT_GT(steps.size(), 12u);  // the routings differ
+  EXPECT_GE(compared, 8);
+  // The routing's axis holds the combinations; the prompt of decode steps routes nothing new.
+  const Result d = run("sweep llm " + common + "--batch 16 --phase decode --prompt 64,128 --routing-seed 1:3 --json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  const json dj = json::parse(d.out);
+  bool prompt_alone = false, seeds = false;
+  for (const json& ax : dj["space"]["axes"]) {
+    prompt_alone |= ax["name"] == "prompt" && ax["values"] == json::array({64, 128});
+    seeds |= ax["name"] == "routing_seed" && ax["values"] == json::array({1, 2, 3});
+  }
+  EXPECT_TRUE(prompt_alone) << dj["space"];
+  EXPECT_TRUE(seeds) << dj["space"];
+}
+
 // A MoE model's first dense layers (Qwen3-MoE's mlp_only_layers at the front; DeepSeek-V3's
 // first_k_dense_replace): timed as dense layers, the step their count of one and the MoE
 // layers' of the other; dense layers after MoE ones are refused by name.
@@ -198,7 +248,15 @@ TEST(Models, BadMixtureOfExpertsInputIsOneLine) {
                      "--topk-groups 1: 1 of 8 groups of 1 experts do not hold the 2 experts a token takes (--top-k)");
   expect_input_error(run("eval llm --model llama-3.1-8b --batch 1 --routing uniform"),
                      "--routing uniform: the model is dense (no --experts): nothing to route");
-  expect_input_error(run("sweep llm --model mixtral-8x7b --batch 1,2 --tp 1 --pp 1"), "--batch: a mixture-of-experts run routes one step's tokens");
+  const std::string sw = "sweep llm --model mixtral-8x7b --topology '" + kTopo + "/ring8.yaml' --context 2048 --ep 8 --ep-level sip --pp 1 ";
+  expect_input_error(run(sw + "--routing balanced,skewed"), "--routing: 'skewed': not balanced, uniform or zipf:ALPHA");
+  expect_input_error(run(sw + "--routing-seed 1,x"), "--routing-seed 1,x: item 'x': expected a non-negative integer");
+  expect_input_error(run(sw + "--batch 8:64:+8 --routing-seed 1:1000"),
+                     "--batch 8:64:+8, --routing-seed 1:1000: the prepare step (a MoE step's routing) runs for each combination "
+                     "of these values; at most 4096 combinations");
+  expect_input_error(run(sw + "--zip batch,prompt=a:8/64,b:16/64"), "a zip of named cases cannot hold values the prepare step reads");
+  expect_input_error(run("sweep llm --model llama-3.1-8b --batch 1 --routing balanced,uniform"),
+                     "--routing balanced: the model is dense (no --experts): nothing to route");
   expect_input_error(run("eval llm --model mixtral-8x7b --batch 1 --tp 1 --pp 1 --data"), "--data computes every value on the host");
 }
 

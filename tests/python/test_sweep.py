@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kernbench_gpu as kb
-from conftest import cli, cli_json, without_timing
+from conftest import cli, cli_json, data_file, without_timing
 
 # A space of each family: (kwargs for kb.sweep, the same on the command line).
 SPACES = {
@@ -22,14 +22,22 @@ SPACES = {
              "group": ["batch", "context"], "recheck": 0},
             ["--model", "llama-3.1-8b", "--batch", "1,4", "--context", "1024,4096", "--tp", "1,2,4",
              "--group", "batch,context", "--recheck", "0"]),
+    # A MoE model routed for each batch, routing and seed (docs/model.md section 13.11).
+    "llm-moe": ({"model": "mixtral-8x7b", "topology": data_file("topologies", "ring8.yaml"), "batch": [8, 16], "context": 2048,
+                 "ep": 8, "ep_level": "sip", "pp": 1, "routing": ["balanced", "zipf:1.2"], "routing_seed": range(1, 3),
+                 "recheck": 2},
+                ["--model", "mixtral-8x7b", "--topology", data_file("topologies", "ring8.yaml"), "--batch", "8,16", "--context", "2048",
+                 "--ep", "8", "--ep-level", "sip", "--pp", "1", "--routing", "balanced,zipf:1.2", "--routing-seed", "1,2",
+                 "--recheck", "2"]),
 }
 
 
 @pytest.mark.parametrize("family", sorted(SPACES))
 def test_sweep_is_the_command_lines(family):
     kwargs, flags = SPACES[family]
-    mine = kb.sweep(family, **kwargs)
-    _, text, _ = cli("sweep", family, *flags, "--json")
+    name = family.split("-")[0]
+    mine = kb.sweep(name, **kwargs)
+    _, text, _ = cli("sweep", name, *flags, "--json")
     assert without_timing(mine.json) == without_timing(json.loads(text))
     # to_json is the command's text, but for the wall-clock figures.
     a = mine.to_json().splitlines()

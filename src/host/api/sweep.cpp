@@ -88,6 +88,10 @@ SpaceRequest space_of(const Family& f, const SweepRequest& r, const std::optiona
     if (file) throw InputError("--space " + r.space + ": the file sets the space; " + p.flag + " cannot be given too");
     const std::string& v = given->second;
     if (p.sets_fields()) req.presets[p.flag] = v;  // the fields it sets, or that follow from it (Family::prepare)
+    if (p.sweeps) {  // a list: each value its own prepare step (Family::prepare_reads), standing for no axis
+      p.sweeps(v);
+      continue;
+    }
     if (!p.apply && v.find(',') != std::string::npos)
       throw InputError(p.flag + " " + v + ": one value a sweep (sweep the axes it stands for, or run one sweep each)");
     for (const auto& [name, value] : p.expand(v)) req.axes.emplace(name, value);  // an axis's own flag wins

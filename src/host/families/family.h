@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../device/backends/backends.h"
@@ -112,6 +113,10 @@ struct PresetDesc {
   // A flag that the family's prepare step reads (Family::prepare: --routing): kept with the
   // request, as a flag that applies is.
   bool prepares = false;
+  // A flag the prepare step reads that a sweep takes as a list (`--routing balanced,zipf:1.2`):
+  // the step then runs once per value, as for an axis it reads (Family::prepare_reads). Its
+  // values from the list's text, each checked (InputError); unset: one value only.
+  std::function<std::vector<std::string>(const std::string& list)> sweeps;
   bool sets_fields() const { return static_cast<bool>(apply) || prepares; }
 };
 
@@ -167,6 +172,12 @@ struct Family {
   // axes swept (several values), which it may refuse (InputError). Unset: nothing follows.
   std::function<void(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config)>
       prepare;
+  // The axes whose values the prepare step reads, and the bytes of a config it writes (offset,
+  // length; whole int64 words). A sweep with several values of such axes, or of a preset that
+  // sweeps, runs the step once per combination of them: the combinations become one axis
+  // that also sets the written words (docs/model.md section 13.11).
+  std::vector<std::string> prepare_reads;
+  std::vector<std::pair<std::size_t, std::size_t>> prepare_writes;
 
   std::size_t config_size() const { return batched::config_size(id); }
   std::size_t result_size() const { return batched::result_size(id); }

@@ -94,8 +94,14 @@ class SweepRows {
     const std::size_t first_config = has_case_ ? 2 : 1;
     if (has_case_) shown_.push_back(1);
     for (std::size_t c = 0; c < sp_.columns.size(); ++c) shown_.push_back(first_config + c);
-    for (std::size_t c = 0; c < f_.columns.size(); ++c)
-      if (f_.columns[c].terminal) shown_.push_back(first_config + sp_.columns.size() + c);
+    // and a swept preset's column (--routing balanced,zipf:1.2: routing), where the result's
+    // would not show it.
+    for (std::size_t c = 0; c < f_.columns.size(); ++c) {
+      bool swept = false;
+      for (const SweptAxis& ax : sp_.axes)
+        for (const SpaceAxis& m : ax.members) swept |= m.shown && m.name == f_.columns[c].name;
+      if (f_.columns[c].terminal || swept) shown_.push_back(first_config + sp_.columns.size() + c);
+    }
   }
   const batched::SpaceDecoder& decoder() const { return decode_; }
   const std::vector<Column>& columns() const { return cols_; }
@@ -119,7 +125,7 @@ class SweepRows {
     nlohmann::json key = nlohmann::json::object();
     for (std::size_t i = 0; i < static_cast<std::size_t>(sp_.space.group_axes); ++i) {
       if (static_cast<int>(i) == sp_.case_axis) key["case"] = sp_.case_of(g * group_stride_);
-      for (const SpaceAxis& m : sp_.axes[i].members) key[m.name] = m.value_json(get_int(cfg_.data(), m.offset));
+      for (const SpaceAxis& m : sp_.axes[i].members) key[m.name] = m.json_of(cfg_.data());
     }
     return key;
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "../common/error.h"
@@ -22,7 +23,13 @@ nlohmann::json SpaceAxis::value_json(std::int64_t v) const {
   return field->json(v);
 }
 
+nlohmann::json SpaceAxis::json_of(const void* config) const {
+  if (shown) return shown(config);
+  return value_json(get_int(config, offset));
+}
+
 nlohmann::json SweptAxis::tuple_json(const std::vector<std::int64_t>& values, std::size_t t) const {
+  if (!prepared.empty()) return prepared[t];
   const std::size_t w = members.size();
   if (w == 1) return members[0].value_json(values[t]);
   nlohmann::json a = nlohmann::json::array();
@@ -59,8 +66,14 @@ struct Candidate {
   SweptAxis ax;
   std::string where;                 // its flag and text, to begin an error with
   std::vector<std::string> cases;    // names of the tuples, when they have them
-  std::vector<std::int64_t> values;  // tuples of ax.members.size() values
-  std::int64_t length() const { return static_cast<std::int64_t>(values.size() / ax.members.size()); }
+  std::vector<std::int64_t> values;  // tuples of ax.members.size() values (of offsets.size() when given)
+  // The combinations of a prepare step (class Prepared): the fields each tuple sets, and how
+  // many tuples there are.
+  std::vector<std::int64_t> offsets;
+  std::int64_t tuples = -1;
+  std::int64_t length() const {
+    return tuples >= 0 ? tuples : static_cast<std::int64_t>(values.size() / ax.members.size());
+  }
 };
 
 // A field by name: a family axis, a hardware axis's short name, or a topology path.
@@ -363,6 +376,258 @@ std::vector<std::size_t> group_axes(const Family& f, const SpaceRequest& req, co
   return group;
 }
 
+// ---- the combinations a family's prepare step runs for ------------------------------------
+
+// A preset that sweeps (PresetDesc::sweeps), its values as listed (each once), and the
+// column that shows it.
+struct PresetList {
+  const PresetDesc* p;
+  std::vector<std::string> items;
+  const ColumnDesc* column;
+};
+
+constexpr std::int64_t kMaxPrepared = 4096;  // combinations a sweep prepares
+
+std::string column_of_flag(const std::string& flag) {
+  std::string name = flag.rfind("--", 0) == 0 ? flag.substr(2) : flag;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// The presets that sweep, given with several values.
+std::vector<PresetList> preset_lists(const Family& f, const SpaceRequest& req) {
+  std::vector<PresetList> lists;
+  for (const PresetDesc& p : f.presets) {
+    const auto it = req.presets.find(p.flag);
+    if (!p.sweeps || it == req.presets.end()) continue;
+    PresetList l{&p, {}, f.column(column_of_flag(p.flag))};
+    KB_INTERNAL_CHECK(l.column, "preset " + p.flag + ": no column " + column_of_flag(p.flag) + " shows it");
+    for (const std::string& item : p.sweeps(it->second))
+      if (std::find(l.items.begin(), l.items.end(), item) == l.items.end()) l.items.push_back(item);
+    if (l.items.size() > 1) lists.push_back(l);
+  }
+  return lists;
+}
+
+// The prepare step of a sweep (Family::prepare_reads): where it reads axes or presets that
+// take several values, it runs once per combination of them (the first slowest), each on the
+// base with that combination's values and the other axes named swept. An axis that changes
+// what the step writes somewhere, and every list, join one candidate that stands where the
+// first of them stood (at the end when only lists vary): its tuples hold the axes' values,
+// then the words that vary. Any other such axis stays as it was (every dense model's), and
+// the step runs once on the base (Prepared::apply) without naming those axes swept.
+class Prepared {
+ public:
+  Prepared(const Family& f, const SpaceRequest& req, std::vector<Candidate>& cand, const std::vector<unsigned char>& base)
+      : f_(f), req_(req), cand_(cand), lists_(preset_lists(f, req)), cfg_(base) {
+    if (!f.prepare) return;
+    find_inputs();
+    if ((inputs_.empty() && lists_.empty()) || !any_changes()) return;
+    std::int64_t count = 1;
+    for (const std::int64_t r : radix_)
+      if ((count *= r) > kMaxPrepared)
+        throw InputError(where() + ": the prepare step (a MoE step's routing) runs for each combination of these values; at most " +
+                         std::to_string(kMaxPrepared) + " combinations (run several sweeps)");
+    for (std::int64_t t = 0; t < count; ++t) {
+      digits_.push_back(digits_of(t));
+      nlohmann::json shown;
+      run(digits_.back(), &words_, &shown, nullptr);
+      list_shown_.push_back(shown);
+    }
+    merge(matters());
+  }
+  // The candidate that holds the combinations (-1: none).
+  int merged() const { return merged_; }
+  // The base run through the step once, with the first combination's values: the words no
+  // axis sets then hold what every config of the space has.
+  void apply(std::vector<unsigned char>& base) const {
+    if (!f_.prepare) return;
+    std::vector<unsigned char> c = base;
+    for (const Candidate& in : first_values_)
+      for (std::size_t j = 0; j < in.ax.members.size(); ++j) set_int(c.data(), in.ax.members[j].offset, in.values[j]);
+    f_.prepare(first_presets_.empty() ? req_.presets : first_presets_, swept_, c.data());
+    for (const auto& [off, len] : f_.prepare_writes) std::memcpy(base.data() + off, c.data() + off, len);
+  }
+
+ private:
+  // The candidates of several values the step reads (inputs_, with their value counts then
+  // the lists' in radix_), the others' names (swept_), the single values into cfg_, and the
+  // words the step writes (offsets_).
+  void find_inputs() {
+    for (std::size_t i = 0; i < cand_.size(); ++i) {
+      const Candidate& c = cand_[i];
+      if (c.length() < 2) {
+        for (std::size_t w = 0; w < c.ax.members.size(); ++w) set_int(cfg_.data(), c.ax.members[w].offset, c.values[w]);
+        continue;
+      }
+      bool reads = false;
+      for (const SpaceAxis& m : c.ax.members)
+        reads |= m.axis && std::find(f_.prepare_reads.begin(), f_.prepare_reads.end(), m.name) != f_.prepare_reads.end();
+      if (!reads) {
+        for (const SpaceAxis& m : c.ax.members) swept_.push_back(m.name);
+        continue;
+      }
+      if (!c.cases.empty())
+        throw InputError(c.where + ": a zip of named cases cannot hold values the prepare step reads; leave the names out");
+      inputs_.push_back(i);
+      radix_.push_back(c.length());
+      first_values_.push_back(c);
+      first_values_.back().values.resize(c.ax.members.size());  // its first value
+    }
+    for (const PresetList& l : lists_) radix_.push_back(static_cast<std::int64_t>(l.items.size()));
+    for (const auto& [off, len] : f_.prepare_writes)
+      for (std::size_t w = 0; w < len; w += 8) offsets_.push_back(static_cast<std::int64_t>(off + w));
+  }
+  std::string where() const {
+    std::string w;
+    for (const std::size_t i : inputs_) w += (w.empty() ? "" : ", ") + cand_[i].where;
+    for (const PresetList& l : lists_) w += (w.empty() ? "" : ", ") + l.p->flag + " " + req_.presets.at(l.p->flag);
+    return w;
+  }
+  std::vector<std::int64_t> digits_of(std::int64_t t) const {
+    std::vector<std::int64_t> digit(radix_.size());
+    for (std::size_t d = radix_.size(); d-- > 0;) digit[d] = t % radix_[d], t /= radix_[d];
+    return digit;
+  }
+  // The words the step writes for a combination (its value number of each input, then of each
+  // list), appended to `out`; its lists' values as their columns show them; its presets.
+  void run(const std::vector<std::int64_t>& digit, std::vector<std::int64_t>* out, nlohmann::json* shown,
+           std::map<std::string, std::string>* used_presets) const {
+    std::vector<unsigned char> c = cfg_;
+    std::map<std::string, std::string> presets = req_.presets;
+    for (std::size_t k = 0; k < inputs_.size(); ++k) {
+      const Candidate& in = cand_[inputs_[k]];
+      const std::size_t w = in.ax.members.size();
+      for (std::size_t j = 0; j < w; ++j) set_int(c.data(), in.ax.members[j].offset, in.values[static_cast<std::size_t>(digit[k]) * w + j]);
+    }
+    for (std::size_t k = 0; k < lists_.size(); ++k)
+      presets[lists_[k].p->flag] = lists_[k].items[static_cast<std::size_t>(digit[inputs_.size() + k])];
+    f_.prepare(presets, swept_, c.data());
+    for (const std::int64_t o : offsets_) out->push_back(get_int(c.data(), static_cast<std::size_t>(o)));
+    if (shown) {
+      *shown = nlohmann::json::array();
+      for (const PresetList& l : lists_) shown->push_back(l.column->get(c.data(), nullptr));
+    }
+    if (used_presets) *used_presets = presets;
+  }
+  // Each input alone from the first combination: whether any changes what the step writes
+  // (always, with a list). A dense model's routes nothing, so its sweeps stay as they were.
+  bool any_changes() {
+    std::vector<std::int64_t> origin, other;
+    const std::vector<std::int64_t> zero(radix_.size(), 0);
+    run(zero, &origin, nullptr, &first_presets_);
+    if (!lists_.empty()) return true;
+    for (std::size_t k = 0; k < inputs_.size(); ++k)
+      for (std::int64_t v = 1; v < radix_[k]; ++v) {
+        std::vector<std::int64_t> digit = zero;
+        digit[k] = v;
+        other.clear();
+        run(digit, &other, nullptr, nullptr);
+        if (other != origin) return true;
+      }
+    return false;
+  }
+  bool same(std::size_t t, std::size_t u) const {
+    const std::size_t nw = offsets_.size();
+    return std::equal(words_.begin() + static_cast<std::ptrdiff_t>(t * nw), words_.begin() + static_cast<std::ptrdiff_t>((t + 1) * nw),
+                      words_.begin() + static_cast<std::ptrdiff_t>(u * nw));
+  }
+  // Whether each input changes the words somewhere: a combination and the one with that
+  // input's next value differ. Lists always count.
+  std::vector<bool> matters() const {
+    std::vector<bool> m(radix_.size(), true);
+    for (std::size_t k = 0; k < inputs_.size(); ++k) {
+      std::int64_t stride = 1;
+      for (std::size_t d = k + 1; d < radix_.size(); ++d) stride *= radix_[d];
+      m[k] = false;
+      for (std::size_t t = 0; t < digits_.size() && !m[k]; ++t)
+        if (digits_[t][k] + 1 < radix_[k]) m[k] = !same(t, t + static_cast<std::size_t>(stride));
+    }
+    return m;
+  }
+  // The candidate of the inputs that matter and the lists, over their combinations (the other
+  // inputs at their first value), with the words that vary between those.
+  void merge(const std::vector<bool>& matters) {
+    std::vector<std::size_t> kept, used, vary;
+    for (std::size_t k = 0; k < inputs_.size(); ++k)
+      if (matters[k]) used.push_back(k);
+    if (used.empty() && lists_.empty()) return;
+    for (std::size_t t = 0; t < digits_.size(); ++t) {
+      bool first = true;
+      for (std::size_t k = 0; k < inputs_.size(); ++k) first &= matters[k] || digits_[t][k] == 0;
+      if (first) kept.push_back(t);
+    }
+    const std::size_t nw = offsets_.size();
+    for (std::size_t j = 0; j < nw; ++j)
+      for (const std::size_t t : kept)
+        if (words_[t * nw + j] != words_[kept[0] * nw + j]) {
+          vary.push_back(j);
+          break;
+        }
+    Candidate m = members(used);
+    for (const std::size_t j : vary) m.offsets.push_back(offsets_[j]);
+    for (const std::size_t t : kept) {
+      nlohmann::json shown = nlohmann::json::array();
+      for (const std::size_t k : used) {
+        const Candidate& in = cand_[inputs_[k]];
+        const std::size_t w = in.ax.members.size();
+        for (std::size_t j = 0; j < w; ++j) {
+          const std::int64_t v = in.values[static_cast<std::size_t>(digits_[t][k]) * w + j];
+          m.values.push_back(v);
+          shown.push_back(in.ax.members[j].value_json(v));
+        }
+      }
+      for (const nlohmann::json& v : list_shown_[t]) shown.push_back(v);
+      for (const std::size_t j : vary) m.values.push_back(words_[t * nw + j]);
+      m.ax.prepared.push_back(shown.size() == 1 ? shown[0] : shown);
+    }
+    m.tuples = static_cast<std::int64_t>(kept.size());
+    std::size_t at = cand_.size();
+    for (const std::size_t k : used) at = std::min(at, inputs_[k]);
+    for (std::size_t k = used.size(); k-- > 0;) cand_.erase(cand_.begin() + static_cast<std::ptrdiff_t>(inputs_[used[k]]));
+    at = std::min(at, cand_.size());
+    cand_.insert(cand_.begin() + static_cast<std::ptrdiff_t>(at), m);
+    merged_ = static_cast<int>(at);
+  }
+  // The merged candidate's members: the inputs used, then a member per list, shown by its column.
+  Candidate members(const std::vector<std::size_t>& used) const {
+    Candidate m;
+    for (const std::size_t k : used)
+      for (const SpaceAxis& a : cand_[inputs_[k]].ax.members) {
+        m.ax.members.push_back(a);
+        m.offsets.push_back(static_cast<std::int64_t>(a.offset));
+      }
+    for (const PresetList& l : lists_) {
+      SpaceAxis a;
+      a.name = l.column->name;
+      a.offset = SpaceAxis::kNoOffset;
+      const ColumnDesc* col = l.column;
+      a.shown = [col](const void* config) { return col->get(config, nullptr); };
+      m.ax.members.push_back(a);
+    }
+    for (const SpaceAxis& a : m.ax.members) m.ax.name += (m.ax.name.empty() ? "" : ",") + a.name;
+    return m;
+  }
+
+  const Family& f_;
+  const SpaceRequest& req_;
+  std::vector<Candidate>& cand_;
+  std::vector<PresetList> lists_;
+  std::vector<unsigned char> cfg_;      // the base with every single value set
+  std::vector<std::size_t> inputs_;     // candidates of several values the step reads
+  std::vector<std::int64_t> radix_;     // their value counts, then the lists'
+  std::vector<std::int64_t> offsets_;   // the words the step writes
+  std::vector<std::int64_t> words_;     // per combination, the words written
+  std::vector<std::vector<std::int64_t>> digits_;  // per combination, its value numbers
+  std::vector<nlohmann::json> list_shown_;         // per combination, its lists' values shown
+  // The axes swept that the step does not read (those it reads are not named: the step's
+  // refusal of them stays for a caller that does not prepare each combination).
+  std::vector<std::string> swept_;
+  std::vector<Candidate> first_values_;  // the inputs, with their first values
+  std::map<std::string, std::string> first_presets_;
+  int merged_ = -1;
+};
+
 }  // namespace
 
 BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceRequest& req) {
@@ -371,10 +636,8 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
   const std::vector<Candidate> hw = parse_hw_lists(f, req, taken, &hi_hw, &lo_hw);
   std::vector<Zip> zips = parse_zips(f, req, taken, &hi_hw, &lo_hw);
   check_some_machine_fits(lo_hw, hw, zips);
-  const std::vector<Candidate> cand = place_candidates(f, topo, req, hw, zips, hi_hw);
+  std::vector<Candidate> cand = place_candidates(f, topo, req, hw, zips, hi_hw);
   check_bounds_given(cand, hi_hw);
-  const std::vector<std::size_t> group = group_axes(f, req, cand);
-  const std::string group_text = req.group.empty() ? f.default_group : req.group;
 
   BuiltSpace b;
   b.space.family = f.id;
@@ -383,13 +646,17 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
     const auto it = req.presets.find(p.flag);
     if (it != req.presets.end() && p.apply) p.apply(it->second, b.space.base.data());
   }
+  const Prepared prepared(f, req, cand, b.space.base);
+  const std::vector<std::size_t> group = group_axes(f, req, cand);
+  const std::string group_text = req.group.empty() ? f.default_group : req.group;
   auto add_axis = [&](std::size_t i) {
     if (!cand[i].cases.empty()) {
       b.cases = cand[i].cases;
       b.case_axis = static_cast<int>(b.space.axes.size());
     }
-    std::vector<std::int64_t> offsets;
-    for (const SpaceAxis& m : cand[i].ax.members) offsets.push_back(static_cast<std::int64_t>(m.offset));
+    std::vector<std::int64_t> offsets = cand[i].offsets;  // a prepared candidate's, or its members'
+    if (offsets.empty())
+      for (const SpaceAxis& m : cand[i].ax.members) offsets.push_back(static_cast<std::int64_t>(m.offset));
     b.space.axes.emplace_back(offsets, cand[i].values);
     b.axes.push_back(cand[i].ax);
   };
@@ -397,7 +664,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
   b.space.group_axes = static_cast<int>(group.size());
   for (std::size_t i = 0; i < cand.size(); ++i) {
     if (std::find(group.begin(), group.end(), i) != group.end()) continue;
-    if (cand[i].length() > 1) {
+    if (cand[i].length() > 1 || static_cast<int>(i) == prepared.merged()) {
       add_axis(i);
       continue;
     }
@@ -412,11 +679,7 @@ BuiltSpace build_space(const Family& f, const TopologySpec& topo, const SpaceReq
     for (const auto& ax : b.space.axes)
       if (ax.length() == 1)
         for (std::size_t w = 0; w < ax.offsets.size(); ++w) set_int(b.space.base.data(), static_cast<std::size_t>(ax.offsets[w]), ax.values[w]);
-    std::vector<std::string> swept;
-    for (std::size_t i = 0; i < b.axes.size(); ++i)
-      if (b.space.axes[i].length() > 1)
-        for (const SpaceAxis& m : b.axes[i].members) swept.push_back(m.name);
-    f.prepare(req.presets, swept, b.space.base.data());
+    prepared.apply(b.space.base);
   }
 
   // Every config column: the family's axes and hardware axes, then other fields swept.

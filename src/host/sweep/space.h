@@ -2,6 +2,7 @@
 // over its axes and over any topology field (--hw PATH=LIST).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,15 +38,24 @@ struct SpaceRequest {
 struct SpaceAxis {
   std::string name;  // column name: the axis name, a hardware axis's short name, or the --hw path
   const AxisDesc* axis = nullptr;  // a family axis, or
-  const HwField* field = nullptr;  // a topology field
+  const HwField* field = nullptr;  // a topology field, or
   std::size_t offset = 0;
+  // a preset's value that the family's prepare step reads (--routing), as its column shows it
+  // from a config; no field of its own (offset kNoOffset).
+  std::function<nlohmann::json(const void* config)> shown;
+  static constexpr std::size_t kNoOffset = static_cast<std::size_t>(-1);
   nlohmann::json value_json(std::int64_t v) const;
+  // Its value in a config.
+  nlohmann::json json_of(const void* config) const;
 };
 
 // An axis of a built space: one field, or several zipped together.
 struct SweptAxis {
   std::string name;  // the field's column name; for a zipped axis the names joined by ','
   std::vector<SpaceAxis> members;
+  // An axis of the combinations the family's prepare step runs for (Family::prepare_reads):
+  // each tuple as JSON, since its values in the space also set the words the step wrote.
+  std::vector<nlohmann::json> prepared;
   bool zipped() const { return members.size() > 1; }
   // The value of tuple `t` of `values` as written in JSON: a value, or an array for a zip.
   nlohmann::json tuple_json(const std::vector<std::int64_t>& values, std::size_t t) const;

@@ -321,7 +321,7 @@ Family make() {
   f.data_refusal = [](const void* c) { return llm_data_refusal(*static_cast<const C*>(c)); };
   f.data_run = llm_data_json;
   f.kernels = llm_kernels_json;
-  f.prepare = llm_moe_prepare;
+  llm_moe_set_prepare(f);
   add_energy<LlmModel>(f);
   return f;
 }

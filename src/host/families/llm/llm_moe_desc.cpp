@@ -8,6 +8,7 @@
 #include "../../../device/models/llm/llm_model.h"
 #include "../../common/error.h"
 #include "../../llm/moe_routing.h"
+#include "../../sweep/axis_values.h"
 #include "../../topology/fields.h"
 
 namespace kb {
@@ -137,7 +138,12 @@ std::vector<PresetDesc> llm_moe_presets() {
          parse_routing(v, 0);
          return std::vector<std::pair<std::string, std::string>>{};
        },
-       nullptr, true},
+       nullptr, true,
+       [](const std::string& list) {
+         std::vector<std::string> items = list_items(list, ',');
+         for (const std::string& item : items) parse_routing(item, 0);
+         return items;
+       }},
       {"--router", "the router's scores, for data mode's values: softmax (Mixtral, Qwen3) or sigmoid with a correction "
                    "bias (DeepSeek-V3); a MoE --model's scoring_func when not given, else softmax",
        [](const std::string& v) {
@@ -145,12 +151,18 @@ std::vector<PresetDesc> llm_moe_presets() {
          return std::vector<std::pair<std::string, std::string>>{};
        },
        nullptr, true},
-      {"--routing-seed", "the routing's seed (0 when not given)",
+      {"--routing-seed", "the routing's seed (0 when not given; a sweep takes a list or range, e.g. 1:8)",
        [](const std::string& v) {
          seed_of(v);
          return std::vector<std::pair<std::string, std::string>>{};
        },
-       nullptr, true},
+       nullptr, true,
+       [](const std::string& list) {
+         std::vector<std::string> items;
+         for (const std::int64_t v : parse_axis_values("--routing-seed", list, 0, std::numeric_limits<std::int64_t>::max()))
+           items.push_back(std::to_string(v));
+         return items;
+       }},
   };
 }
 
@@ -175,6 +187,11 @@ std::vector<std::pair<std::string, std::string>> llm_moe_model_values(const LlmM
           {"qk_norm", m.moe.qk_norm ? (m.moe.qk_l2 ? "l2" : "yes") : "no"}};
 }
 
+namespace {
+// The axes the routing of a step's tokens reads.
+const char* const kRoutingReads[] = {"batch", "phase", "prompt", "microbatches", "experts", "top_k", "expert_groups", "topk_groups"};
+}  // namespace
+
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config) {
   C& c = *static_cast<C*>(config);
   std::fill(std::begin(c.expert_tokens), std::end(c.expert_tokens), 0);
@@ -187,8 +204,7 @@ void llm_moe_prepare(const std::map<std::string, std::string>& presets, const st
     return;
   }
   for (const std::string& name : swept)
-    if (name == "batch" || name == "phase" || name == "prompt" || name == "microbatches" || name == "experts" || name == "top_k" ||
-        name == "expert_groups" || name == "topk_groups")
+    if (std::find(std::begin(kRoutingReads), std::end(kRoutingReads), name) != std::end(kRoutingReads))
       throw InputError("--" + name + ": a mixture-of-experts run routes one step's tokens before it is evaluated; give one "
                        "value of --batch, --phase, --prompt, --microbatches, --experts and --top-k (one run each)");
   const auto model = presets.find("--model");
@@ -278,6 +294,15 @@ std::vector<ColumnDesc> llm_moe_columns() {
                   typed_getter<C, R>([](const C& c, const R&) { return moe(c) ? nlohmann::json(c.routing_seed) : nlohmann::json(); }),
                   false, false, true});
   return cols;
+}
+
+void llm_moe_set_prepare(Family& f) {
+  f.prepare = llm_moe_prepare;
+  f.prepare_reads.assign(std::begin(kRoutingReads), std::end(kRoutingReads));
+  static_assert(offsetof(C, routing_alpha_milli) == offsetof(C, routing) + 8 && offsetof(C, routing_seed) == offsetof(C, routing) + 16 &&
+                    offsetof(C, expert_tokens) % 8 == 0 && sizeof(C::expert_tokens) % 8 == 0,
+                "the fields routing writes are whole int64 words");
+  f.prepare_writes = {{offsetof(C, routing), 24}, {offsetof(C, router_scores), 8}, {offsetof(C, expert_tokens), sizeof(C::expert_tokens)}};
 }
 
 }  // namespace kb

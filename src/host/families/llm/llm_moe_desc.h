@@ -31,5 +31,7 @@ std::vector<std::pair<std::string, std::string>> llm_nope_model_values(const Llm
 // Family::prepare: routes one micro-batch's tokens (--routing, --routing-seed) into the
 // config's expert_tokens.
 void llm_moe_prepare(const std::map<std::string, std::string>& presets, const std::vector<std::string>& swept, void* config);
+// Sets the family's prepare step (llm_moe_prepare), the axes it reads and the fields it writes.
+void llm_moe_set_prepare(Family& f);
 
 }  // namespace kb
