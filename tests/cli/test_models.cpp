@@ -209,6 +209,17 @@ TEST(Models, AMixtureOfExpertsSweepRoutesEachCombination) {
   }
   EXPECT_TRUE(prompt_alone) << dj["space"];
   EXPECT_TRUE(seeds) << dj["space"];
+  // --ep and --ep-level take lists: the tp and tp-level lists they stand for.
+  const Result ep = run("sweep llm --model mixtral-8x7b --topology '" + kTopo +
+                        "/ring8.yaml' --batch 16 --context 2048 --ep 4,8 --ep-level cube,sip --pp 1 --json");
+  ASSERT_EQ(ep.code, 0) << ep.err;
+  const json ej = json::parse(ep.out);
+  bool tp = false, level = false;
+  for (const json& ax : ej["space"]["axes"]) {
+    tp |= ax["name"] == "tp" && ax["values"] == json::array({4, 8});
+    level |= ax["name"] == "tp_level" && ax["values"] == json::array({"cube", "sip"});
+  }
+  EXPECT_TRUE(tp && level) << ej["space"]["axes"].dump();
 }
 
 // A MoE model's first dense layers (Qwen3-MoE's mlp_only_layers at the front; DeepSeek-V3's

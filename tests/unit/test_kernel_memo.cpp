@@ -40,6 +40,33 @@ TEST(KernelMemo, RepeatsAreRememberedAndSlotsNeverMixed) {
   for (std::int64_t i = 0; i < 1000; ++i) EXPECT_EQ((memo_eval<Toy, ToyResult, 16>(Toy{i, 1 << 20}, eval).sum), i + (1 << 20));
 }
 
+// A kernel config starts with its machine, whose hash a thread keeps for the last machine it
+// hashed (memo_detail::config_hash): the hash is still a function of the bytes alone, and
+// configs that differ in their machine only never get each other's result.
+struct OnMachine {
+  HwConfig hw;
+  std::int64_t m;
+};
+TEST(KernelMemo, AConfigsHashDependsOnItsBytesAloneAndMachinesNeverMix) {
+  OnMachine a{unittest::topo("default.yaml").hw(), 7}, b = a;
+  b.hw.sips += 1;
+  const std::uint64_t ha = memo_detail::config_hash(a), hb = memo_detail::config_hash(b);
+  EXPECT_NE(ha, hb);
+  EXPECT_EQ(memo_detail::config_hash(a), ha);  // after b's machine
+  std::thread([&] { EXPECT_EQ(memo_detail::config_hash(a), ha); }).join();  // on a fresh thread
+  a.m = 8;
+  EXPECT_NE(memo_detail::config_hash(a), ha);  // the rest of the config counts too
+#if !defined(KB_NO_KERNEL_MEMO)
+  auto eval = [](const OnMachine& x) { return ToyResult{x.hw.sips * 100 + x.m, 0}; };
+  for (int round = 0; round < 3; ++round)
+    for (std::int64_t sips = 1; sips <= 40; ++sips) {
+      OnMachine c = b;
+      c.hw.sips = sips;
+      EXPECT_EQ((memo_eval<OnMachine, ToyResult, 8>(c, eval).sum), sips * 100 + 7);
+    }
+#endif
+}
+
 std::vector<LlmConfig> configs() {
   const HwConfig hw = unittest::topo("default.yaml").hw();
   std::vector<LlmConfig> out;

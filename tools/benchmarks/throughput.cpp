@@ -218,6 +218,39 @@ void BM_SweepLlmMoe(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepLlmMoe)->ArgName("warm")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// Issue-sized MoE sweeps with routing as an axis (docs/model.md section 13.11): each shipped
+// many-expert model on ring8, batch 64 decoding at contexts 1K-32K, expert-parallel over 4 or
+// 8 SIPs, routed balanced, uniform, zipf 1.0 or 1.2 with seeds 1-4, 0/8/16 redundant copies,
+// fp8 or fp16 dispatch, every attention case and allreduce algorithm (23,040 configs). Cold:
+// the shared memos forgotten before each sweep. The counter is valid configs a second (the
+// target is 10^5 on 2 cores); configs/s counts every one.
+void BM_SweepLlmMoeModels(benchmark::State& state) {
+  static const char* const kModels[] = {"deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "llama-4-scout-17b-16e"};
+  const std::string model = kModels[state.range(0)];
+  const std::vector<std::string> words = {
+      "kernbench-gpu", "sweep", "llm", "--model", model, "--topology", data_dir() + "/topologies/ring8.yaml", "--batch", "64",
+      "--context", "1024:32768:*2", "--ep", "4,8", "--ep-level", "sip", "--routing", "balanced,uniform,zipf:1.0,zipf:1.2",
+      "--routing-seed", "1:4", "--redundant-experts", "0,8,16", "--dispatch-bytes", "1,2", "--pp", "1", "--recheck", "0",
+      "--no-histogram", "--top", "0", "--json"};
+  std::ostringstream err;
+  std::streambuf* const old_err = std::cerr.rdbuf(err.rdbuf());
+  double valid = 0, configs = 0;
+  for (auto _ : state) {
+    forget_shared_memos();
+    std::ostringstream out;
+    std::streambuf* const old_out = std::cout.rdbuf(out.rdbuf());
+    cli_run(words);
+    std::cout.rdbuf(old_out);
+    const nlohmann::json j = nlohmann::json::parse(out.str());
+    valid += j["valid"].get<double>(), configs += j["evaluated"].get<double>();
+  }
+  std::cerr.rdbuf(old_err);
+  state.SetLabel(model);
+  state.counters["valid/s"] = benchmark::Counter(valid, benchmark::Counter::kIsRate);
+  state.counters["configs/s"] = benchmark::Counter(configs, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepLlmMoeModels)->ArgName("model")->DenseRange(0, 3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // A serving run (`serve`, docs/model.md section 13.16): LLaMA-3.1-70B on ring8, tp 8 over SIPs
 // (arg 0), or disaggregated 2P:2D at tp 2 (arg 1); 1,000 requests of Poisson arrivals at 1 a
 // second, prompts lognormal 1,024, outputs 128, no re-check. Cold: the kernel memos forgotten

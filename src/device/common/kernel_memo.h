@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #ifndef __CUDA_ARCH__
 #include <atomic>
 #include <mutex>
@@ -46,12 +47,41 @@ inline std::uint64_t hash_bytes(const void* p, std::size_t n) {
   return h ^ (h >> 32);
 }
 
+// Whether a config starts with a machine of its own (`hw`, a HwConfig: every family's).
+template <class Config, class = void>
+struct HasHw : std::false_type {};
+template <class Config>
+struct HasHw<Config, std::void_t<decltype(std::declval<const Config&>().hw)>> : std::true_type {};
+
+// A config's hash. Most of a kernel's config is its machine (336 of a GEMM's 424 bytes), and
+// the kernels a thread meets in a row run on one machine: its hash is kept for the last
+// machine the thread hashed, so that only the rest is hashed again. Any hash finds the same
+// entries (a hit compares every byte), so this changes speed only.
+template <class Config>
+std::uint64_t config_hash(const Config& c) {
+  if constexpr (HasHw<Config>::value) {
+    using Hw = std::remove_cv_t<std::remove_reference_t<decltype(c.hw)>>;
+    const auto* base = reinterpret_cast<const unsigned char*>(&c);
+    if (reinterpret_cast<const unsigned char*>(&c.hw) == base && sizeof(Config) > sizeof(Hw)) {
+      static thread_local Hw last;
+      static thread_local std::uint64_t last_hash = 0;
+      static thread_local bool have = false;
+      if (!have || std::memcmp(&last, &c.hw, sizeof(Hw)) != 0) {
+        std::memcpy(&last, &c.hw, sizeof(Hw));
+        last_hash = hash_bytes(&c.hw, sizeof(Hw)), have = true;
+      }
+      return hash_bytes(base + sizeof(Hw), sizeof(Config) - sizeof(Hw)) ^ (last_hash * 0x9E3779B97F4A7C15ULL);
+    }
+  }
+  return hash_bytes(&c, sizeof(Config));
+}
+
 template <class Config, class Result, int Slots, class Eval>
 Result host_memo(const Config& c, const Eval& eval) {
   // Equal bytes must mean equal configs, and equal configs equal bytes (no padding).
   static_assert(std::has_unique_object_representations_v<Config>, "a memoised config must have no padding");
   static thread_local Table<Config, Result, Slots> t;
-  const int slot = static_cast<int>(hash_bytes(&c, sizeof(Config)) % Slots);
+  const int slot = static_cast<int>(config_hash(c) % Slots);
   if (t.used[slot] && std::memcmp(&t.config[slot], &c, sizeof(Config)) == 0) return t.result[slot];
   const Result r = eval(c);
   t.config[slot] = c, t.result[slot] = r, t.used[slot] = true;
@@ -75,7 +105,7 @@ class Shared {
   Result get(const Config& c, const Eval& eval) {
     static_assert(std::has_unique_object_representations_v<Config>, "a memoised config must have no padding");
     Key k{c};
-    Shard& s = shards_[hash_bytes(&c, sizeof(Config)) % kShards];
+    Shard& s = shards_[config_hash(c) % kShards];
     const std::uint64_t generation = shared_generation().load();
     {
       const std::lock_guard<std::mutex> lock(s.m);
@@ -96,7 +126,7 @@ class Shared {
     bool operator==(const Key& o) const { return std::memcmp(&c, &o.c, sizeof(Config)) == 0; }
   };
   struct Hash {
-    std::size_t operator()(const Key& k) const { return static_cast<std::size_t>(hash_bytes(&k.c, sizeof(Config))); }
+    std::size_t operator()(const Key& k) const { return static_cast<std::size_t>(config_hash(k.c)); }
   };
   struct Shard {
     std::mutex m;

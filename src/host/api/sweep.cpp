@@ -92,7 +92,7 @@ SpaceRequest space_of(const Family& f, const SweepRequest& r, const std::optiona
       p.sweeps(v);
       continue;
     }
-    if (!p.apply && v.find(',') != std::string::npos)
+    if (!p.apply && !p.passes_lists && v.find(',') != std::string::npos)
       throw InputError(p.flag + " " + v + ": one value a sweep (sweep the axes it stands for, or run one sweep each)");
     for (const auto& [name, value] : p.expand(v)) req.axes.emplace(name, value);  // an axis's own flag wins
   }

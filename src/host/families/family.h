@@ -117,6 +117,9 @@ struct PresetDesc {
   // the step then runs once per value, as for an axis it reads (Family::prepare_reads). Its
   // values from the list's text, each checked (InputError); unset: one value only.
   std::function<std::vector<std::string>(const std::string& list)> sweeps;
+  // A flag whose value the axes it stands for take as written (`--ep 2,4,8`: tp 2,4,8), so a
+  // sweep takes a list of it.
+  bool passes_lists = false;
   bool sets_fields() const { return static_cast<bool>(apply) || prepares; }
 };
 

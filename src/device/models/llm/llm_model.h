@@ -534,7 +534,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
         if constexpr (Small) {
           allreduce_figures = AllreduceModel::evaluate_nested(a);
         } else {
-          allreduce_figures = memo_eval<AllreduceConfig, AllreduceResult>(
+          allreduce_figures = shared_memo_eval<AllreduceConfig, AllreduceResult>(
               a, [](const AllreduceConfig& x) { return AllreduceModel::evaluate(x); });
         }
         // The device's full state defers channels beyond it (the host's third stage takes the step).

@@ -192,7 +192,7 @@ KB_HD inline MoeLoad moe_load_memo(const std::int32_t* tokens, std::int64_t expe
   if (experts + redundant <= 64 || experts > kMoeMaxExperts || experts < 0) return moe_load(tokens, experts, ranks, redundant);
   MoeLoadKey k{experts, ranks, redundant, {}};
   for (std::int64_t e = 0; e < experts; ++e) k.tokens[e] = tokens[e];
-  return memo_eval<MoeLoadKey, MoeLoad, 16>(k, [](const MoeLoadKey& x) { return moe_load(x.tokens, x.experts, x.ranks, x.redundant); });
+  return shared_memo_eval<MoeLoadKey, MoeLoad>(k, [](const MoeLoadKey& x) { return moe_load(x.tokens, x.experts, x.ranks, x.redundant); });
 #endif
 }
 

@@ -129,9 +129,10 @@ std::vector<PresetDesc> llm_moe_presets() {
        [](const std::string& v) {
          return std::vector<std::pair<std::string, std::string>>{{"tp", v}, {"attention", "dp"}};
        },
-       nullptr},
+       nullptr, false, nullptr, true},
       {"--ep-level", "what an expert-parallel rank is: pe, cube, sip or hier (--tp-level)",
-       [](const std::string& v) { return std::vector<std::pair<std::string, std::string>>{{"tp_level", v}}; }, nullptr},
+       [](const std::string& v) { return std::vector<std::pair<std::string, std::string>>{{"tp_level", v}}; }, nullptr, false,
+       nullptr, true},
       {"--routing", "how a MoE step's tokens pick their experts, seeded: balanced, uniform, zipf:ALPHA (popularity "
                     "1 / rank^ALPHA) or a FILE histogram of expert loads (docs/model.md section 13.11)",
        [](const std::string& v) {
