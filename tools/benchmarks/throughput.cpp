@@ -220,8 +220,9 @@ BENCHMARK(BM_SweepLlmMoe)->ArgName("warm")->Arg(0)->Arg(1)->UseRealTime()->Unit(
 
 // Issue-sized MoE sweeps with routing as an axis (docs/model.md section 13.11): each shipped
 // many-expert model on ring8, batch 64 decoding at contexts 1K-32K, expert-parallel over 4 or
-// 8 SIPs, routed balanced, uniform, zipf 1.0 or 1.2 with seeds 1-4, 0/8/16 redundant copies,
-// fp8 or fp16 dispatch, every attention case and allreduce algorithm (23,040 configs). Cold:
+// 8 cubes, SIPs or PEs (hier), routed balanced, uniform, zipf 1.0 or 1.2 with seeds 1-4,
+// 0/8/16 redundant copies, fp8 or fp16 dispatch, every attention case and allreduce algorithm
+// (69,120 configs). Cold:
 // the shared memos forgotten before each sweep. The counter is valid configs a second (the
 // target is 10^5 on 2 cores); configs/s counts every one.
 void BM_SweepLlmMoeModels(benchmark::State& state) {
@@ -229,7 +230,7 @@ void BM_SweepLlmMoeModels(benchmark::State& state) {
   const std::string model = kModels[state.range(0)];
   const std::vector<std::string> words = {
       "kernbench-gpu", "sweep", "llm", "--model", model, "--topology", data_dir() + "/topologies/ring8.yaml", "--batch", "64",
-      "--context", "1024:32768:*2", "--ep", "4,8", "--ep-level", "sip", "--routing", "balanced,uniform,zipf:1.0,zipf:1.2",
+      "--context", "1024:32768:*2", "--ep", "4,8", "--ep-level", "cube,sip,hier", "--routing", "balanced,uniform,zipf:1.0,zipf:1.2",
       "--routing-seed", "1:4", "--redundant-experts", "0,8,16", "--dispatch-bytes", "1,2", "--pp", "1", "--recheck", "0",
       "--no-histogram", "--top", "0", "--json"};
   std::ostringstream err;

@@ -369,6 +369,14 @@ KB_HD inline std::int32_t llm_check_config(const LlmConfig& c, const MoeLoad* lo
   return kLlmOk;
 }
 
+// The one part of llm_check_config that depends on the placement of a MoE config's experts,
+// once the rest passed: the fullest cube's bytes under `load`.
+KB_HD inline std::int32_t llm_hbm_check(const LlmConfig& c, const MoeLoad& load) {
+  LlmRun r = llm_run_of(c);
+  r.load = &load;
+  return llm_fullest_cube(c.hw, llm_shape_of(c), r).total > c.hw.hbm_capacity_bytes() ? kLlmHbmOverflow : kLlmOk;
+}
+
 // The status of the config: llm_check_config, then every kernel's config as its family
 // checks it. `bad` gets the index of the first kernel its family refuses (its status in
 // `*kernel_status`).
@@ -487,10 +495,21 @@ template <bool Small>
 KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
   LlmResult out{};
   // A MoE config's placement, once (its fields in range first: moe_load's buffers hold them).
+  // A MoE config is checked at the least load any placement gives (moe_load_least) before it
+  // is placed: only the fullest cube's bytes depend on the placement, and they grow with the
+  // load, so a config refused there (most of a MoE space's invalid configs) has the status the
+  // placed load gives, and one accepted needs only its HBM checked again.
   MoeLoad load{};
   const bool placed = c.experts > 0 && llm_fields_fit(c) && llm_moe_fields_fit(c);
-  if (placed) load = moe_load_memo(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
-  out.status = llm_check_config(c, placed ? &load : nullptr);
+  if (placed) {
+    load = moe_load_least(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
+    out.status = llm_check_config(c, &load);
+    if (out.status != kLlmOk) return out;
+    load = moe_load_memo(c.expert_tokens, c.experts, c.tp, c.redundant_experts);
+    out.status = llm_hbm_check(c, load);
+  } else {
+    out.status = llm_check_config(c, nullptr);
+  }
   if (out.status != kLlmOk) return out;
   // One rank's kernels stand for every rank's: figures of a rank's kernels count tp times
   // (an allreduce's are the whole group's already).
@@ -548,7 +567,7 @@ KB_HD KB_NOINLINE LlmResult llm_model_in(const LlmConfig& c) {
             r.link_bytes_pe + r.link_bytes_cube + r.link_bytes_sip, k);
     }
     KB_HD void vector(const LlmVecConfig& x, const LlmKernel& k, bool layer) {
-      const LlmVecResult r = llm_vec_model(x);
+      const LlmVecResult r = memo_eval<LlmVecConfig, LlmVecResult>(x, [](const LlmVecConfig& y) { return llm_vec_model(y); });
       bad = bad || r.status != 0;
       t.add(layer, LlmTally::kVector, r.latency_ps, llm_vec_actions(r), tp, 0, k);
     }

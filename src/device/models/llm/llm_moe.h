@@ -152,15 +152,29 @@ struct MoeLoad {
   std::int64_t touched;      // experts with a token: the distinct experts the step reads
 };
 
-// The load of `ranks` expert-parallel ranks under the placement above (the copies' buffers on
-// the stack: large, so out of line).
+// What moe_load (below) gives without placing: the busiest rank's pairs at their least (the
+// mean over the ranks, rounded up: the busiest has no fewer), the rest as moe_load has them
+// but the copies with tokens (0). What a rank holds grows with its pairs, so a config whose
+// HBM overflows under this load overflows it under the placed one.
 template <class Tokens>
-KB_HD KB_NOINLINE MoeLoad moe_load(const Tokens* tokens, std::int64_t experts, std::int64_t ranks, std::int64_t redundant) {
+KB_HD inline MoeLoad moe_load_least(const Tokens* tokens, std::int64_t experts, std::int64_t ranks, std::int64_t redundant) {
   MoeLoad out{moe_place_check(experts, ranks, redundant), 0, 0, 0, 0, 0};
   if (out.status != kMoePlaceOk || experts > kMoeMaxExperts) {
     if (out.status == kMoePlaceOk) out.status = kMoePlaceBadRanks;
     return out;
   }
+  out.slots = redundant > 0 ? (experts + redundant) / ranks : (experts + ranks - 1) / ranks;
+  for (std::int64_t e = 0; e < experts; ++e) out.pairs += tokens[e], out.touched += tokens[e] > 0;
+  out.rank_tokens = (out.pairs + ranks - 1) / ranks;
+  return out;
+}
+
+// The load of `ranks` expert-parallel ranks under the placement above (the copies' buffers on
+// the stack: large, so out of line).
+template <class Tokens>
+KB_HD KB_NOINLINE MoeLoad moe_load(const Tokens* tokens, std::int64_t experts, std::int64_t ranks, std::int64_t redundant) {
+  MoeLoad out = moe_load_least(tokens, experts, ranks, redundant);
+  if (out.status != kMoePlaceOk) return out;
   std::int64_t share[kMoeMaxCopies], rank_tokens[kMoeMaxRanks];
   std::int32_t expert[kMoeMaxCopies], rank[kMoeMaxCopies], replicas[kMoeMaxExperts], held[kMoeMaxRanks];
   std::int16_t order[kMoeMaxCopies];
@@ -171,8 +185,6 @@ KB_HD KB_NOINLINE MoeLoad moe_load(const Tokens* tokens, std::int64_t experts, s
     if (rank_tokens[k] > rank_tokens[busiest]) busiest = k;
   out.rank_tokens = rank_tokens[busiest];
   for (std::int64_t i = 0; i < n; ++i) out.rank_copies += rank[i] == busiest && share[i] > 0;
-  out.slots = redundant > 0 ? (experts + redundant) / ranks : (experts + ranks - 1) / ranks;
-  for (std::int64_t e = 0; e < experts; ++e) out.pairs += tokens[e], out.touched += tokens[e] > 0;
   return out;
 }
 
