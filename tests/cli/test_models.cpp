@@ -220,6 +220,12 @@ TEST(Models, AMixtureOfExpertsSweepRoutesEachCombination) {
     level |= ax["name"] == "tp_level" && ax["values"] == json::array({"cube", "sip"});
   }
   EXPECT_TRUE(tp && level) << ej["space"]["axes"].dump();
+  // Two names of one routing: two points, routed alike.
+  const Result alike = run("sweep llm " + common + "--batch 16 --routing zipf:1,zipf:1.0 --top 2 --json");
+  ASSERT_EQ(alike.code, 0) << alike.err;
+  const json aj = json::parse(alike.out);
+  ASSERT_EQ(aj["evaluated"], 2);
+  EXPECT_EQ(aj["top"][0]["step_ps"], aj["top"][1]["step_ps"]);
 }
 
 // A MoE model's first dense layers (Qwen3-MoE's mlp_only_layers at the front; DeepSeek-V3's

@@ -565,6 +565,7 @@ class Prepared {
           break;
         }
     Candidate m = members(used);
+    if (m.offsets.empty() && vary.empty()) vary.push_back(0);  // lists that route alike: the axis sets one word still
     for (const std::size_t j : vary) m.offsets.push_back(offsets_[j]);
     for (const std::size_t t : kept) {
       nlohmann::json shown = nlohmann::json::array();
