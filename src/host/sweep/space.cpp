@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "../common/error.h"
@@ -506,7 +507,8 @@ class Prepared {
     for (const std::int64_t o : offsets_) out->push_back(get_int(c.data(), static_cast<std::size_t>(o)));
     if (shown) {
       *shown = nlohmann::json::array();
-      for (const PresetList& l : lists_) shown->push_back(l.column->get(c.data(), nullptr));
+      const std::vector<unsigned char> none(f_.result_size(), 0);  // the columns shown read the config alone
+      for (const PresetList& l : lists_) shown->push_back(l.column->get(c.data(), none.data()));
     }
     if (used_presets) *used_presets = presets;
   }
@@ -603,7 +605,9 @@ class Prepared {
       a.name = l.column->name;
       a.offset = SpaceAxis::kNoOffset;
       const ColumnDesc* col = l.column;
-      a.shown = [col](const void* config) { return col->get(config, nullptr); };
+      // A column of the config alone, given a zeroed result.
+      auto none = std::make_shared<const std::vector<unsigned char>>(f_.result_size(), 0);
+      a.shown = [col, none](const void* config) { return col->get(config, none->data()); };
       m.ax.members.push_back(a);
     }
     for (const SpaceAxis& a : m.ax.members) m.ax.name += (m.ax.name.empty() ? "" : ",") + a.name;
